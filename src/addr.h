@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: ISC */
+/* Socket addresses: parse "HOST:PORT" and "[v6]:PORT", print, compare, hash.
+ * Pure: no resolution, no sockets. */
+#ifndef ETR_ADDR_H
+#define ETR_ADDR_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Room for "[ffff:...:ffff%ifname]:65535". */
+#define ADDR_STRLEN 80
+#define ADDR_HOSTLEN 256
+
+union etr_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+/* Split "host:port", "[v6]:port" or (when defport >= 0) "host" into host and
+ * port. Returns 0, or -1 when the text is not of that shape. */
+int addr_split(const char *s, char host[ADDR_HOSTLEN], uint16_t *port, int defport);
+
+/* Parse a numeric "ip:port" or "[v6]:port" into sa. Returns 0 or -1. */
+int addr_parse_numeric(const char *s, union etr_sockaddr *sa);
+
+/* Length of the sockaddr for its family (0 for an unknown family). */
+socklen_t addr_len(const union etr_sockaddr *sa);
+
+/* "ip:port" or "[v6]:port" into buf; returns buf. */
+const char *addr_str(const struct sockaddr *sa, char buf[ADDR_STRLEN]);
+
+/* Same family, address, port (and scope for IPv6). */
+bool addr_equal(const union etr_sockaddr *a, const union etr_sockaddr *b);
+
+/* Keyed hash of address and port (SipHash-2-4); the key makes collision
+ * floods guesswork for a remote sender. */
+uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16]);
+
+/* Copy a sockaddr of known length into an etr_sockaddr; false when the
+ * family is not AF_INET/AF_INET6 or the length is short. */
+bool addr_from(union etr_sockaddr *dst, const struct sockaddr *src, socklen_t len);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: ISC */
+/* Heartbeat rounds: probe the game server (N attempts), then heartbeat the
+ * masters if it answered, or flatline once when it stopped answering. Every
+ * phase change sets its deadline on the same line. */
+#include "heartbeat.h"
+
+#include <string.h>
+
+void hb_init(struct hb *h, uint64_t interval, uint64_t probe_timeout, unsigned attempts)
+{
+	memset(h, 0, sizeof(*h));
+	h->interval = interval;
+	h->probe_timeout = probe_timeout;
+	h->attempts = attempts ? attempts : 1;
+	h->phase = HB_IDLE;
+	h->server = HB_UNKNOWN;
+	h->deadline = 0; /* the first hb_step starts a round */
+}
+
+static void new_challenge(struct hb *h, uint64_t rnd)
+{
+	static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+	/* 12 base-36 characters: printable, no backslash, unguessable enough
+	 * to reject stray infoResponses. */
+	for (int i = 0; i < 12; i++) {
+		h->challenge[i] = digits[rnd % 36];
+		rnd /= 36;
+	}
+	h->challenge[12] = '\0';
+}
+
+unsigned hb_step(struct hb *h, uint64_t now, uint64_t rnd)
+{
+	unsigned act = 0;
+
+	if (now < h->deadline)
+		return 0;
+	if (h->phase == HB_IDLE) {
+		new_challenge(h, rnd);
+		h->round_start = now;
+		h->attempt = 1;
+		h->phase = HB_PROBING, h->deadline = now + h->probe_timeout;
+		return HB_SEND_PROBE;
+	}
+	/* Probing and the attempt timed out. */
+	if (h->attempt < h->attempts) {
+		h->attempt++;
+		h->deadline = now + h->probe_timeout;
+		return HB_SEND_PROBE;
+	}
+	if (h->server == HB_UP)
+		act = HB_SEND_FLATLINE | HB_LOG_DOWN;
+	else if (h->server == HB_UNKNOWN)
+		act = HB_LOG_DOWN;
+	h->server = HB_DOWN;
+	h->phase = HB_IDLE, h->deadline = h->round_start + h->interval;
+	if (h->deadline < now)
+		h->deadline = now;
+	return act;
+}
+
+unsigned hb_probe_answered(struct hb *h, uint64_t now, const char *challenge)
+{
+	unsigned act = HB_SEND_HEARTBEAT;
+
+	if (h->phase != HB_PROBING || strcmp(challenge, h->challenge) != 0)
+		return 0;
+	if (h->server != HB_UP)
+		act |= HB_LOG_UP;
+	h->server = HB_UP;
+	h->phase = HB_IDLE, h->deadline = h->round_start + h->interval;
+	if (h->deadline < now)
+		h->deadline = now;
+	return act;
+}
+
+unsigned hb_shutdown(struct hb *h)
+{
+	return h->server == HB_UP ? HB_SEND_FLATLINE : 0;
+}
+
+const char *hb_server_name(enum hb_server s)
+{
+	switch (s) {
+	case HB_UP:
+		return "up";
+	case HB_DOWN:
+		return "down";
+	default:
+		return "unknown";
+	}
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: ISC */
+/* stderr logger. Debug lines come from the packet path, so they are capped
+ * per second and the excess is counted and reported, never silently lost. */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define LOG_DEBUG_PER_SEC 200
+
+bool log_debug_on;
+static bool journal;
+static time_t debug_sec;
+static unsigned debug_lines, debug_dropped;
+
+void log_init(bool debug)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long dev, ino;
+	struct stat st;
+
+	log_debug_on = debug;
+	/* JOURNAL_STREAM is "device:inode" of the stream systemd gave us; only
+	 * trust it while stderr is still that stream. */
+	journal = js && sscanf(js, "%lu:%lu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+		  st.st_dev == dev && st.st_ino == ino;
+}
+
+static void vlog(int prio, const char *fmt, va_list ap, const char *suffix)
+{
+	char line[1024];
+	int n = 0;
+
+	if (journal)
+		n = snprintf(line, sizeof(line), "<%d>", prio);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	if (suffix)
+		fprintf(stderr, "%s: %s\n", line, suffix);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+void log_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(6, fmt, ap, NULL);
+	va_end(ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(4, fmt, ap, strerror(saved));
+	va_end(ap);
+	errno = saved;
+}
+
+void log_warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(4, fmt, ap, NULL);
+	va_end(ap);
+}
+
+void log_debug(const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	if (!log_debug_on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	if (ts.tv_sec != debug_sec) {
+		if (debug_dropped)
+			fprintf(stderr, "%s(%u debug lines suppressed)\n", journal ? "<7>" : "",
+				debug_dropped);
+		debug_sec = ts.tv_sec;
+		debug_lines = debug_dropped = 0;
+	}
+	if (debug_lines++ >= LOG_DEBUG_PER_SEC) {
+		debug_dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vlog(7, fmt, ap, NULL);
+	va_end(ap);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: ISC */
+/* Socket setup for the relay. */
+#include "net.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Big enough to ride out a burst while the loop is busy elsewhere. */
+#define NET_PUBLIC_BUF (4 << 20)
+
+static void set_buf(int fd, int opt, int force_opt, int size)
+{
+	/* The FORCE variant passes net.core.[rw]mem_max when we may (root,
+	 * CAP_NET_ADMIN); otherwise the plain one is capped by the sysctl. */
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof(size)) < 0)
+		setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
+}
+
+int net_bind_public(const union etr_sockaddr *sa)
+{
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	set_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, NET_PUBLIC_BUF);
+	set_buf(fd, SO_SNDBUF, SO_SNDBUFFORCE, NET_PUBLIC_BUF);
+	if (bind(fd, &sa->sa, addr_len(sa)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int net_connect_udp(const union etr_sockaddr *sa)
+{
+	int fd, err;
+
+	fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, &sa->sa, addr_len(sa)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len)
+{
+	ssize_t n = sendto(fd, buf, len, MSG_DONTWAIT, dst ? &dst->sa : NULL,
+			   dst ? addr_len(dst) : 0);
+
+	return n < 0 ? -errno : 0;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: ISC */
+/* The few socket calls the relay needs besides the loop: open the public,
+ * session and probe sockets, and send a small control datagram. */
+#ifndef ETR_NET_H
+#define ETR_NET_H
+
+#include <stddef.h>
+
+#include "addr.h"
+
+/* Bind a non-blocking UDP socket to sa with large buffers. Returns the fd or
+ * -errno. */
+int net_bind_public(const union etr_sockaddr *sa);
+
+/* A non-blocking UDP socket connected to sa, on an ephemeral port. Returns
+ * the fd or -errno. */
+int net_connect_udp(const union etr_sockaddr *sa);
+
+/* Send buf now (dst NULL on a connected socket). Returns 0 or -errno. */
+int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: ISC */
+/* Quake 3 family connectionless packets (ET, RTCW, Q3, DarkPlaces):
+ * classify, build, read info strings. Pure, no I/O. */
+#ifndef ETR_Q3PROTO_H
+#define ETR_Q3PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum q3_cmd {
+	Q3_GAME, /* no 0xffffffff prefix: in-game traffic */
+	Q3_UNKNOWN, /* prefixed, command not one we know */
+	Q3_GETCHALLENGE,
+	Q3_CHALLENGERESPONSE,
+	Q3_GETINFO,
+	Q3_INFORESPONSE,
+	Q3_GETSTATUS,
+	Q3_STATUSRESPONSE,
+	Q3_CONNECT,
+	Q3_CONNECTRESPONSE,
+	Q3_HEARTBEAT,
+	Q3_RCON,
+	Q3_PRINT,
+	Q3_DISCONNECT,
+	Q3_GETSERVERS,
+	Q3_GETSERVERSRESPONSE,
+	Q3_CMD_COUNT
+};
+
+/* Longest command word we keep for logs. */
+#define Q3_WORD_MAX 32
+
+/* Starts with \xff\xff\xff\xff. */
+bool q3_is_connectionless(const uint8_t *p, size_t n);
+
+/* What kind of packet this is; commands match case-insensitively. */
+enum q3_cmd q3_classify(const uint8_t *p, size_t n);
+
+/* Lower-case canonical name ("getchallenge"), "game" or "unknown". */
+const char *q3_cmd_name(enum q3_cmd c);
+
+/* The command word as sent ("getChallenge"), printable characters only,
+ * into out (NUL-terminated, at most Q3_WORD_MAX-1 chars). Returns its length;
+ * 0 when the packet is not connectionless or has no word. */
+size_t q3_word(const uint8_t *p, size_t n, char out[Q3_WORD_MAX]);
+
+/* Build "\xff\xff\xff\xff<text>" into out. Returns bytes written or -1 when
+ * it does not fit. */
+int q3_build(uint8_t *out, size_t outlen, const char *text);
+
+/* Value of `key` in a "\k\v\k\v" info string of length n, into out.
+ * Returns the value's length, or -1 when absent or too long for out. */
+int q3_info_value(const char *info, size_t n, const char *key, char *out, size_t outlen);
+
+/* An infoResponse whose \challenge\ equals `challenge`. */
+bool q3_info_response_matches(const uint8_t *p, size_t n, const char *challenge);
+
+#endif

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: ISC */
+/* Session table: linear probing with backward-shift deletion (no
+ * tombstones, so chains never rot), a slab with a free list, and an LRU list
+ * whose head is always the next session to expire. */
+#include "session.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[16])
+{
+	uint32_t n = 2;
+
+	memset(t, 0, sizeof(*t));
+	if (cap == 0 || cap > SESSION_CAP_MAX)
+		return -EINVAL;
+	/* Load factor at most 1/2 keeps probe chains short. */
+	while (n < 2 * cap)
+		n <<= 1;
+	t->s = calloc(cap, sizeof(*t->s));
+	t->slot = calloc(n, sizeof(*t->slot));
+	if (!t->s || !t->slot) {
+		session_table_free(t);
+		return -ENOMEM;
+	}
+	t->cap = cap;
+	t->nslots = n;
+	t->mask = n - 1;
+	memcpy(t->key, key, sizeof(t->key));
+	for (uint32_t i = 0; i < cap; i++) {
+		t->s[i].fd = -1;
+		t->s[i].next = i + 1 < cap ? i + 1 : SESSION_NONE;
+	}
+	t->free_head = 0;
+	t->lru_head = t->lru_tail = SESSION_NONE;
+	return 0;
+}
+
+void session_table_free(struct session_table *t)
+{
+	free(t->s);
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
+}
+
+static uint32_t home_slot(const struct session_table *t, const union etr_sockaddr *a)
+{
+	return (uint32_t)addr_hash(a, t->key) & t->mask;
+}
+
+/* The slot holding `client`, or the empty slot ending its chain. */
+static uint32_t find_slot(const struct session_table *t, const union etr_sockaddr *client)
+{
+	uint32_t i = home_slot(t, client);
+
+	while (t->slot[i] != 0 && !addr_equal(&t->s[t->slot[i] - 1].client, client))
+		i = (i + 1) & t->mask;
+	return i;
+}
+
+uint32_t session_lookup(const struct session_table *t, const union etr_sockaddr *client)
+{
+	uint32_t v = t->slot[find_slot(t, client)];
+
+	return v ? v - 1 : SESSION_NONE;
+}
+
+static void lru_unlink(struct session_table *t, uint32_t idx)
+{
+	struct session *s = &t->s[idx];
+
+	if (s->prev != SESSION_NONE)
+		t->s[s->prev].next = s->next;
+	else
+		t->lru_head = s->next;
+	if (s->next != SESSION_NONE)
+		t->s[s->next].prev = s->prev;
+	else
+		t->lru_tail = s->prev;
+}
+
+static void lru_append(struct session_table *t, uint32_t idx)
+{
+	struct session *s = &t->s[idx];
+
+	s->prev = t->lru_tail;
+	s->next = SESSION_NONE;
+	if (t->lru_tail != SESSION_NONE)
+		t->s[t->lru_tail].next = idx;
+	else
+		t->lru_head = idx;
+	t->lru_tail = idx;
+}
+
+uint32_t session_insert(struct session_table *t, const union etr_sockaddr *client, int fd,
+			uint64_t now)
+{
+	uint32_t idx = t->free_head, i;
+	struct session *s;
+	uint16_t gen;
+
+	if (idx == SESSION_NONE)
+		return SESSION_NONE;
+	s = &t->s[idx];
+	t->free_head = s->next;
+	gen = (uint16_t)(s->gen + 1);
+	memset(s, 0, sizeof(*s));
+	s->client = *client;
+	s->fd = fd;
+	s->gen = gen;
+	s->opened = s->last_active = now;
+	s->live = true;
+	i = find_slot(t, client);
+	t->slot[i] = idx + 1;
+	lru_append(t, idx);
+	t->active++;
+	return idx;
+}
+
+int session_remove(struct session_table *t, uint32_t idx)
+{
+	struct session *s = &t->s[idx];
+	uint32_t i = find_slot(t, &s->client), j, home;
+	int fd = s->fd;
+
+	/* Backward-shift deletion: pull later members of the chain into the
+	 * hole when the hole lies between their home slot and where they sit. */
+	t->slot[i] = 0;
+	for (j = (i + 1) & t->mask; t->slot[j] != 0; j = (j + 1) & t->mask) {
+		home = home_slot(t, &t->s[t->slot[j] - 1].client);
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slot[i] = t->slot[j];
+			t->slot[j] = 0;
+			i = j;
+		}
+	}
+	lru_unlink(t, idx);
+	s->live = false;
+	s->fd = -1;
+	s->next = t->free_head;
+	t->free_head = idx;
+	t->active--;
+	return fd;
+}
+
+void session_touch(struct session_table *t, uint32_t idx, uint64_t now)
+{
+	t->s[idx].last_active = now;
+	if (t->lru_tail != idx) {
+		lru_unlink(t, idx);
+		lru_append(t, idx);
+	}
+}
+
+uint32_t session_expired(const struct session_table *t, uint64_t now, uint64_t timeout)
+{
+	uint32_t h = t->lru_head;
+
+	if (h != SESSION_NONE && t->s[h].last_active + timeout <= now)
+		return h;
+	return SESSION_NONE;
+}
+
+uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout)
+{
+	uint32_t h = t->lru_head;
+
+	return h == SESSION_NONE ? UINT64_MAX : t->s[h].last_active + timeout;
+}
+
+uint32_t session_deref(const struct session_table *t, uint32_t ref)
+{
+	uint32_t idx = ref & SESSION_CAP_MAX;
+
+	if (idx >= t->cap || !t->s[idx].live ||
+	    (t->s[idx].gen & SESSION_GEN_MASK) != (ref >> SESSION_IDX_BITS & SESSION_GEN_MASK))
+		return SESSION_NONE;
+	return idx;
+}

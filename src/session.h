@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: ISC */
+/* The session table: open-addressing hash of client sockaddrs, a slab of
+ * sessions sized at startup, and an LRU list for idle expiry. Pure: it
+ * stores fds but never opens or closes them. */
+#ifndef ETR_SESSION_H
+#define ETR_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+/* Packets in flight per session (both directions) before we drop. */
+#define SESSION_QUEUE_MAX 64
+
+/* Index value meaning "no session". */
+#define SESSION_NONE UINT32_MAX
+
+enum session_close_reason {
+	SESSION_CLOSE_IDLE,     /* no packet either way for the timeout */
+	SESSION_CLOSE_SHUTDOWN, /* relay exiting */
+	SESSION_CLOSE_ERROR,    /* its socket failed for good */
+	SESSION_CLOSE_REASON_COUNT
+};
+
+struct session {
+	union etr_sockaddr client; /* key */
+	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
+	uint64_t opened;
+	uint64_t pkts_up, pkts_down;
+	int fd;           /* connected to the game server; -1 when free */
+	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
+	uint32_t next;
+	uint16_t gen;     /* bumped on every reuse: stale completions miss */
+	uint16_t queued;  /* datagrams handed to the kernel, not yet completed */
+	bool live;
+};
+
+struct session_table {
+	struct session *s; /* cap entries */
+	uint32_t *slot;    /* nslots entries: session index + 1, 0 = empty */
+	uint32_t cap, nslots, mask;
+	uint32_t active;
+	uint32_t free_head; /* free list through .next */
+	uint32_t lru_head;  /* least recently active */
+	uint32_t lru_tail;
+	uint8_t key[16];
+};
+
+/* Allocate a table for `cap` sessions (slots: a power of two >= 2*cap).
+ * Returns 0 or -ENOMEM/-EINVAL. */
+int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[16]);
+void session_table_free(struct session_table *t);
+
+/* The live session of this client, or SESSION_NONE. */
+uint32_t session_lookup(const struct session_table *t, const union etr_sockaddr *client);
+
+/* Insert a new session for a client that has none (the caller checked).
+ * Returns its index, or SESSION_NONE when the table is full. */
+uint32_t session_insert(struct session_table *t, const union etr_sockaddr *client, int fd,
+			uint64_t now);
+
+/* Remove a live session; returns the fd it held (the caller closes it). */
+int session_remove(struct session_table *t, uint32_t idx);
+
+/* Mark activity: move to the LRU tail. */
+void session_touch(struct session_table *t, uint32_t idx, uint64_t now);
+
+/* The least recently active session if idle since before `now - timeout`,
+ * else SESSION_NONE. Call repeatedly to purge. */
+uint32_t session_expired(const struct session_table *t, uint64_t now, uint64_t timeout);
+
+/* When the oldest session will expire (UINT64_MAX with none). */
+uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout);
+
+/* Pack index and generation into 28 bits (20 index, 8 generation) so a
+ * completion that outlives its session cannot touch the slot's next owner. */
+#define SESSION_IDX_BITS 20
+#define SESSION_GEN_MASK 0xffu
+#define SESSION_REF_BITS 28
+#define SESSION_CAP_MAX ((1u << SESSION_IDX_BITS) - 1)
+static inline uint32_t session_ref(const struct session_table *t, uint32_t idx)
+{
+	return idx | ((uint32_t)(t->s[idx].gen & SESSION_GEN_MASK) << SESSION_IDX_BITS);
+}
+/* The index a ref names if that session is still the same one, else
+ * SESSION_NONE. */
+uint32_t session_deref(const struct session_table *t, uint32_t ref);
+
+#endif
