@@ -106,6 +106,12 @@ const char *addr_str(const struct sockaddr *sa, char buf[ADDR_STRLEN])
 	return buf;
 }
 
+const char *addr_hostport(const char *host, uint16_t port, char buf[ADDR_HOSTLEN + 8])
+{
+	snprintf(buf, ADDR_HOSTLEN + 8, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	return buf;
+}
+
 bool addr_equal(const union etr_sockaddr *a, const union etr_sockaddr *b)
 {
 	if (a->sa.sa_family != b->sa.sa_family)

@@ -33,6 +33,9 @@ socklen_t addr_len(const union etr_sockaddr *sa);
 /* "ip:port" or "[v6]:port" into buf; returns buf. */
 const char *addr_str(const struct sockaddr *sa, char buf[ADDR_STRLEN]);
 
+/* "host:port", or "[host]:port" when host is an IPv6 literal. */
+const char *addr_hostport(const char *host, uint16_t port, char buf[ADDR_HOSTLEN + 8]);
+
 /* Same family, address, port (and scope for IPv6). */
 bool addr_equal(const union etr_sockaddr *a, const union etr_sockaddr *b);
 

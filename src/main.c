@@ -65,13 +65,13 @@ static int signals_fd(void)
 
 static void masters_str(const struct etr_conf *c, char *buf, size_t len)
 {
+	char hp[ADDR_HOSTLEN + 8];
 	size_t o = 0;
 
 	buf[0] = '\0';
 	for (unsigned i = 0; i < c->nmasters && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o,
-				      strchr(c->masters[i].host, ':') ? "%s[%s]:%u" : "%s%s:%u",
-				      i ? " " : "", c->masters[i].host, c->masters[i].port);
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "",
+				      addr_hostport(c->masters[i].host, c->masters[i].port, hp));
 }
 
 int main(int argc, char **argv)

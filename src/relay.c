@@ -96,14 +96,13 @@ int relay_open(struct relay *r, const struct etr_conf *conf, const union etr_soc
 	r->nmasters = conf->nmasters;
 	for (unsigned i = 0; i < conf->nmasters; i++) {
 		struct relay_master *m = &r->masters[i];
-		char lit[ADDR_STRLEN];
+		char lit[ADDR_HOSTLEN + 8];
 
 		memcpy(m->host, conf->masters[i].host, sizeof(m->host));
 		m->port = conf->masters[i].port;
 		m->last_err = -1; /* nothing logged yet */
 		/* Literals need no resolver; map IPv4 for an IPv6 public socket. */
-		snprintf(lit, sizeof(lit), strchr(m->host, ':') ? "[%s]:%u" : "%s:%u", m->host,
-			 m->port);
+		addr_hostport(m->host, m->port, lit);
 		if (addr_parse_numeric(lit, &m->addr) == 0) {
 			if (m->addr.sa.sa_family == AF_INET && r->pub_addr.sa.sa_family == AF_INET6) {
 				struct sockaddr_in in = m->addr.in;
@@ -280,7 +279,7 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 
 static void send_heartbeat(struct relay *r, struct relay_master *m, const char *tag)
 {
-	char a[ADDR_STRLEN], text[CONF_TAG_MAX + 16];
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], text[CONF_TAG_MAX + 16];
 	uint8_t pkt[CONF_TAG_MAX + 20];
 	int n, err;
 
@@ -288,18 +287,18 @@ static void send_heartbeat(struct relay *r, struct relay_master *m, const char *
 	n = q3_build(pkt, sizeof(pkt), text);
 	err = net_send_copy(r->pub_fd, &m->addr, pkt, (size_t)n);
 	addr_str(&m->addr.sa, a);
+	addr_hostport(m->host, m->port, hp);
 	if (err < 0) {
 		r->c.heartbeats_failed++;
-		log_warnx("heartbeat %s -> %s:%u (%s): %s", tag, m->host, m->port, a,
-			  strerror(-err));
+		log_warnx("heartbeat %s -> %s (%s): %s", tag, hp, a, strerror(-err));
 		return;
 	}
 	if (strcmp(tag, r->conf->heartbeat) == 0) {
 		r->c.heartbeats_sent++;
-		log_debug("heartbeat %s -> %s:%u (%s)", tag, m->host, m->port, a);
+		log_debug("heartbeat %s -> %s (%s)", tag, hp, a);
 	} else {
 		r->c.flatlines_sent++;
-		log_info("flatline %s -> %s:%u (%s)", tag, m->host, m->port, a);
+		log_info("flatline %s -> %s (%s)", tag, hp, a);
 	}
 }
 
@@ -340,8 +339,10 @@ static void on_resolved(struct relay *r)
 		struct relay_master *m = &r->masters[res.slot];
 
 		if (res.gai_err == 0) {
+			char hp[ADDR_HOSTLEN + 8];
+
 			if (m->last_err != 0 || !m->have_addr || !addr_equal(&m->addr, &res.addr))
-				log_info("master %s:%u is %s", m->host, m->port,
+				log_info("master %s is %s", addr_hostport(m->host, m->port, hp),
 					 addr_str(&res.addr.sa, a));
 			m->addr = res.addr;
 			m->have_addr = true;

@@ -1,0 +1,784 @@
+# SPDX-License-Identifier: ISC
+"""Shared helpers for the etrelay integration tests (Python 3.11 stdlib only).
+
+Every test script is run as
+
+    python3 test_X.py <etrelay-binary> <io_uring|epoll>
+
+and calls ``harness.main(test_fn)``.  ``test_fn(ctx)`` gets a :class:`Ctx`
+that starts etrelay processes and the stand-ins (game server, master,
+clients) and tears everything down at the end.  Exit status: 0 pass,
+1 failure, 77 skip (meson's skip code).  etrelay started with
+``--backend io_uring`` that exits 69 at startup is a skip, never a pass.
+
+Rules kept throughout: every socket has a timeout, every loop is bounded in
+time and count, nothing is left running after the script exits.
+"""
+
+import atexit
+import os
+import random
+import re
+import selectors
+import signal
+import socket
+import string
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+PREFIX = b"\xff\xff\xff\xff"
+EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
+LOOPBACK = "127.0.0.1"
+MAX_DGRAM = 65536  # larger than any IPv4 UDP payload: a read never truncates
+
+# Everything started by this process, killed at exit whatever happens.
+_live = []
+_live_lock = threading.Lock()
+
+
+def _register(obj):
+    with _live_lock:
+        _live.append(obj)
+
+
+def _kill_everything():
+    with _live_lock:
+        objs = list(reversed(_live))
+        _live.clear()
+    for obj in objs:
+        try:
+            obj.close()
+        except Exception:
+            pass
+
+
+atexit.register(_kill_everything)
+
+
+class TestFailure(Exception):
+    """The test saw something other than what the contract says."""
+
+
+class TestSkip(Exception):
+    """The test cannot run here (exit 77)."""
+
+
+# --------------------------------------------------------------------------
+# Assertions and bounded waiting
+
+def short(v, limit=200):
+    """repr() of v, cut so that a 60 kB payload does not flood the log."""
+    r = repr(v)
+    if len(r) > limit:
+        r = r[:limit] + f"... ({len(v) if hasattr(v, '__len__') else '?'} items/bytes)"
+    return r
+
+
+def fail(msg):
+    raise TestFailure(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def expect_eq(seen, expected, what):
+    if seen != expected:
+        fail(f"{what}:\n    expected {short(expected)}\n    seen     {short(seen)}")
+
+
+def wait_until(pred, timeout, what, interval=0.01):
+    """Poll pred() until it returns something truthy (returned) or fail after
+    timeout seconds. Bounded in time and in iterations."""
+    deadline = time.monotonic() + timeout
+    max_iter = int(timeout / interval) + 1000
+    for _ in range(max_iter):
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    v = pred()
+    if v:
+        return v
+    fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def hold_for(pred, duration, what, interval=0.02):
+    """Check that pred() stays truthy for duration seconds (bounded)."""
+    deadline = time.monotonic() + duration
+    for _ in range(int(duration / interval) + 1000):
+        if not pred():
+            fail(f"{what} stopped holding")
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
+
+
+def free_udp_port():
+    """A UDP port on 127.0.0.1 that was free a moment ago."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def cmd(text):
+    """A connectionless packet: \\xff\\xff\\xff\\xff + text."""
+    if isinstance(text, str):
+        text = text.encode("latin-1")
+    return PREFIX + text
+
+
+def rand_token(n=10):
+    return "".join(random.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+def parse_info(s):
+    """'\\k\\v\\k2\\v2' -> dict."""
+    parts = s.split("\\")
+    if parts and parts[0] == "":
+        parts = parts[1:]
+    return {parts[i]: parts[i + 1] for i in range(0, len(parts) - 1, 2)}
+
+
+def split_command(data):
+    """Connectionless packet -> (command word as sent, rest as str), or
+    (None, None) for in-game packets."""
+    if not data.startswith(PREFIX):
+        return None, None
+    text = data[4:].decode("latin-1")
+    m = re.match(r"([^\s]*)[ \t]*(.*)", text, re.S)
+    return m.group(1), m.group(2)
+
+
+def log(*a):
+    print("[test]", *a, flush=True)
+
+
+# --------------------------------------------------------------------------
+# etrelay process
+
+class Relay:
+    """One etrelay process. stderr (and stdout) are read by threads into
+    lists of lines; wait_for_line() waits for a regex."""
+
+    READY_RE = r"^etrelay \S+ listening on "
+
+    def __init__(self, binary, backend, args, listen_port=None, listen=True):
+        self.backend = backend
+        self.port = listen_port or free_udp_port()
+        self.addr = (LOOPBACK, self.port)
+        self.cmd = [binary]
+        if listen:
+            self.cmd += ["--listen", f"{LOOPBACK}:{self.port}"]
+        if backend is not None:
+            self.cmd += ["--backend", backend]
+        self.cmd += list(args)
+        self.lines = []      # (monotonic time, line) from stderr
+        self.out_lines = []  # stdout
+        self.cond = threading.Condition()
+        self.eof = False
+        self.expect_exit = False
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _register(self)
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.proc.stderr, self.lines, True), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.out_lines, False), daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def _read(self, pipe, dest, is_err):
+        try:
+            for raw in iter(pipe.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self.cond:
+                    dest.append((time.monotonic(), line))
+                    self.cond.notify_all()
+        except (ValueError, OSError):
+            pass
+        finally:
+            if is_err:
+                with self.cond:
+                    self.eof = True
+                    self.cond.notify_all()
+
+    # -- log lines --------------------------------------------------------
+
+    def mark(self):
+        """Index of the next stderr line: pass as start= to look only at
+        lines logged after this point."""
+        with self.cond:
+            return len(self.lines)
+
+    def text_lines(self, start=0):
+        with self.cond:
+            return [l for _, l in self.lines[start:]]
+
+    def find_lines(self, regex, start=0):
+        rx = re.compile(regex)
+        with self.cond:
+            return [(i, m) for i, (_, l) in enumerate(self.lines) if i >= start
+                    for m in [rx.search(l)] if m]
+
+    def count(self, regex, start=0):
+        return len(self.find_lines(regex, start))
+
+    def wait_for_line(self, regex, timeout, start=0, what=None):
+        """Wait until a stderr line at index >= start matches regex.
+        Returns (index, match, time the line was read). Fails early when
+        etrelay has exited and the line can no longer appear."""
+        rx = re.compile(regex)
+        deadline = time.monotonic() + timeout
+        i = start
+        with self.cond:
+            for _ in range(100000):
+                while i < len(self.lines):
+                    t, l = self.lines[i]
+                    m = rx.search(l)
+                    if m:
+                        return i, m, t
+                    i += 1
+                if self.eof:
+                    self.proc.poll()
+                    fail(f"etrelay exited (status {self.proc.returncode}) before logging a line "
+                         f"matching {regex!r}" + (f" ({what})" if what else ""))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.cond.wait(min(remaining, 0.2))
+        fail(f"no etrelay log line matching {regex!r} within {timeout:g} s"
+             + (f" ({what})" if what else ""))
+
+    def wait_ready(self, timeout=5.0):
+        """Wait for the 'listening on' line. Exit 69 with --backend io_uring
+        is a skip; any other early exit is a failure."""
+        rx = re.compile(self.READY_RE)
+        deadline = time.monotonic() + timeout
+
+        def ready_line():
+            for _, l in self.lines:
+                if rx.search(l):
+                    return l
+            return None
+
+        with self.cond:
+            for _ in range(100000):
+                line = ready_line()
+                if line is not None or self.eof or self.proc.poll() is not None:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.cond.wait(min(remaining, 0.2))
+            line = ready_line()
+        if line is not None:
+            if self.backend in ("io_uring", "epoll"):
+                check(f"backend {self.backend}" in line,
+                      f"startup line does not say 'backend {self.backend}': {line!r}")
+            return line
+        rc = self.wait_exit(2.0)
+        if rc is None:
+            fail(f"etrelay did not log its 'listening on' line within {timeout:g} s")
+        self._join_readers()
+        err = "\n".join(self.text_lines())
+        if rc == 69 and self.backend == "io_uring":
+            raise TestSkip(f"--backend io_uring unavailable here (exit 69): {err.strip()}")
+        fail(f"etrelay exited with status {rc} at startup (command: {' '.join(self.cmd)})")
+
+    # -- process ----------------------------------------------------------
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def wait_exit(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def signal(self, sig):
+        self.expect_exit = True
+        if self.alive():
+            self.proc.send_signal(sig)
+
+    def cpu_seconds(self):
+        """utime + stime of the process, in seconds (from /proc/<pid>/stat)."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks = int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def _join_readers(self):
+        for t in self._readers:
+            t.join(timeout=2.0)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._join_readers()
+        for p in (self.proc.stdout, self.proc.stderr):
+            try:
+                p.close()
+            except Exception:
+                pass
+
+    def dump(self, n=40):
+        rc = self.proc.poll()
+        print(f"--- etrelay: {' '.join(self.cmd)}")
+        print(f"--- status: {'running' if rc is None else rc}; last {n} stderr lines:")
+        for l in self.text_lines()[-n:]:
+            print("    " + l)
+        with self.cond:
+            out = [l for _, l in self.out_lines]
+        if out:
+            print(f"--- last stdout lines:")
+            for l in out[-10:]:
+                print("    " + l)
+
+
+# --------------------------------------------------------------------------
+# Stand-ins
+
+class Packet:
+    __slots__ = ("t", "data", "addr")
+
+    def __init__(self, t, data, addr):
+        self.t, self.data, self.addr = t, data, addr
+
+    def __repr__(self):
+        return f"Packet({short(self.data, 60)} from {self.addr})"
+
+
+class _UdpThread:
+    """A UDP socket on 127.0.0.1 served by a thread until stop()."""
+
+    name = "udp"
+
+    def __init__(self, port=None, rcvbuf=4 << 20):
+        self.port = port or free_udp_port()
+        self.addr = (LOOPBACK, self.port)
+        self.rcvbuf = rcvbuf
+        self.lock = threading.Lock()
+        self.received = []  # Packet
+        self.sock = None
+        self.thread = None
+        self.errors = []
+        _register(self)
+
+    def start(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for size in (self.rcvbuf, 1 << 20):
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+                break
+            except OSError:
+                pass
+        for attempt in range(50):
+            try:
+                s.bind(self.addr)
+                break
+            except OSError:
+                if attempt == 49:
+                    s.close()
+                    raise
+                time.sleep(0.02)
+        s.settimeout(0.05)
+        self.sock = s
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name=self.name)
+        self.thread.start()
+        return self
+
+    def running(self):
+        return self.thread is not None and self.thread.is_alive()
+
+    def stop(self):
+        """Close the socket: packets to this port now get ECONNREFUSED."""
+        if self.thread is None:
+            return
+        self._stop.set()
+        self.thread.join(timeout=2.0)
+        self.thread = None
+        try:
+            self.sock.close()
+        except Exception:
+            pass
+
+    close = stop
+
+    def _run(self):
+        # Bounded by the stop event and by the socket timeout; no busy loop.
+        while not self._stop.is_set():
+            try:
+                data, addr = self.sock.recvfrom(MAX_DGRAM)
+            except socket.timeout:
+                continue
+            except OSError as e:
+                # ECONNREFUSED from an earlier send shows up here: not ours
+                # to care about, but do not spin on a closed socket.
+                if self._stop.is_set():
+                    break
+                self.errors.append(repr(e))
+                time.sleep(0.005)
+                continue
+            now = time.monotonic()
+            with self.lock:
+                self.received.append(Packet(now, data, addr))
+            try:
+                self.handle(data, addr, now)
+            except OSError as e:
+                self.errors.append(repr(e))
+
+    def send(self, data, addr):
+        self.sock.sendto(data, addr)
+
+    def packets(self, pred=None):
+        with self.lock:
+            return [p for p in self.received if pred is None or pred(p)]
+
+    def handle(self, data, addr, now):
+        raise NotImplementedError
+
+
+def status_payload(size, challenge=None):
+    """A statusResponse of exactly `size` bytes (if size is given) with a
+    pseudo-random printable filler so that reordering or corruption shows."""
+    head = b"statusResponse\n\\sv_hostname\\test\\mapname\\oasago2\\sv_maxclients\\16"
+    if challenge:
+        head += b"\\challenge\\" + challenge.encode("latin-1")
+    head = PREFIX + head
+    tail = b'\n0 12 "player"\n'
+    if size is None:
+        return head + tail
+    pad = size - len(head) - len(tail) - len(b"\\filler\\")
+    if pad < 0:
+        raise ValueError("status size too small")
+    rng = random.Random(size)
+    alphabet = (string.ascii_letters + string.digits).encode()
+    filler = bytes(rng.choice(alphabet) for _ in range(pad))
+    out = head + b"\\filler\\" + filler + tail
+    assert len(out) == size
+    return out
+
+
+class GameServer(_UdpThread):
+    """Stand-in for an ET/Q3 server.
+
+    - ``getinfo <ch>``  -> infoResponse echoing the challenge
+    - ``getstatus``     -> statusResponse (``status_size`` bytes if set)
+    - ``getchallenge``  -> ``challengeResponse <n>``
+    - ``connect ...``   -> ``connectResponse <n>``
+    - in-game (no prefix) -> ``b'ECHO:' + payload``
+    Records every packet with its source (``received``).  stop() closes the
+    socket (the relay then gets ECONNREFUSED); start() again on the same port.
+    """
+
+    name = "gameserver"
+
+    def __init__(self, port=None, status_size=None, respond=True):
+        super().__init__(port)
+        self.status_size = status_size
+        self.respond = respond
+        self.replies = []  # (addr, bytes) sent back
+        self.challenges = {}
+        self.start()
+
+    @staticmethod
+    def info_response(challenge):
+        return (PREFIX + b"infoResponse\n" +
+                (f"\\challenge\\{challenge}\\hostname\\test\\protocol\\84\\clients\\0"
+                 f"\\sv_maxclients\\16\\mapname\\oasago2").encode("latin-1"))
+
+    def handle(self, data, addr, now):
+        if not self.respond:
+            return
+        word, rest = split_command(data)
+        reply = None
+        if word is None:
+            reply = b"ECHO:" + data
+        else:
+            w = word.lower()
+            args = rest.split()
+            if w == "getinfo":
+                reply = self.info_response(args[0] if args else "")
+            elif w == "getstatus":
+                reply = status_payload(self.status_size, args[0] if args else None)
+            elif w == "getchallenge":
+                n = self.challenges.setdefault(addr, random.randint(1, 2**31 - 1))
+                reply = cmd(f"challengeResponse {n}")
+            elif w == "connect":
+                n = self.challenges.setdefault(addr, random.randint(1, 2**31 - 1))
+                reply = cmd(f"connectResponse {n}")
+        if reply is not None:
+            with self.lock:
+                self.replies.append((addr, reply))
+            self.send(reply, addr)
+
+    # helpers for assertions
+    def probes(self):
+        """getinfo packets (the relay's probes and the masters' queries)."""
+        return self.packets(lambda p: (split_command(p.data)[0] or "").lower() == "getinfo")
+
+    def sources_for(self, payloads):
+        """Source ports of the packets whose data is in payloads."""
+        payloads = set(payloads)
+        return {p.addr for p in self.packets(lambda p: p.data in payloads)}
+
+
+class Master(_UdpThread):
+    """Stand-in for a Quake 3 master.
+
+    On ``heartbeat <tag>``: records (tag, source); for a non-flatline tag
+    sends ``getinfo <random challenge>`` to the heartbeat's SOURCE and lists
+    that address only when an infoResponse carrying the same challenge comes
+    back from exactly that address within ``window`` seconds.  A flatline
+    heartbeat is recorded in ``flatlines`` and delists the address.
+    """
+
+    name = "master"
+    FLATLINE_TAGS = {"ETFlatline-1", "WolfFlatline-1"}
+
+    def __init__(self, port=None, challenge=True, window=2.0, flatline_tags=None):
+        super().__init__(port)
+        self.challenge = challenge
+        self.window = window
+        self.flatline_tags = set(flatline_tags or self.FLATLINE_TAGS)
+        self.heartbeats = []   # (t, tag, addr), non-flatline
+        self.flatlines = []    # (t, tag, addr)
+        self.challenges = []   # (t, challenge, addr, packet sent)
+        self.listed = set()
+        self.listings = []     # (t, addr)
+        self.rejected = []     # (t, reason, addr)
+        self.pending = {}
+        self.start()
+
+    def handle(self, data, addr, now):
+        word, rest = split_command(data)
+        if word is None:
+            with self.lock:
+                self.rejected.append((now, "in-game packet", addr))
+            return
+        if word == "heartbeat":
+            tag = rest.strip()
+            with self.lock:
+                if tag in self.flatline_tags:
+                    self.flatlines.append((now, tag, addr))
+                    self.listed.discard(addr)
+                    return
+                self.heartbeats.append((now, tag, addr))
+            if self.challenge:
+                ch = rand_token(12)
+                pkt = cmd(f"getinfo {ch}")
+                with self.lock:
+                    self.pending[ch] = (addr, now + self.window)
+                    self.challenges.append((now, ch, addr, pkt))
+                self.send(pkt, addr)
+        elif word == "infoResponse":
+            info = parse_info(rest.strip())
+            ch = info.get("challenge")
+            with self.lock:
+                ent = self.pending.pop(ch, None)
+                if ent is None:
+                    self.rejected.append((now, f"unknown challenge {ch!r}", addr))
+                elif ent[0] != addr:
+                    self.rejected.append((now, f"answer from {addr}, heartbeat came from {ent[0]}", addr))
+                elif now > ent[1]:
+                    self.rejected.append((now, "answer too late", addr))
+                else:
+                    self.listed.add(addr)
+                    self.listings.append((now, addr))
+        else:
+            with self.lock:
+                self.rejected.append((now, f"unexpected command {word!r}", addr))
+
+    def heartbeat_list(self):
+        with self.lock:
+            return list(self.heartbeats)
+
+    def flatline_list(self):
+        with self.lock:
+            return list(self.flatlines)
+
+    def listed_set(self):
+        with self.lock:
+            return set(self.listed)
+
+
+class Client:
+    """A UDP socket on 127.0.0.1 talking to the relay. Every reply must come
+    from the relay's public address."""
+
+    def __init__(self, relay_addr, timeout=2.0):
+        self.relay_addr = tuple(relay_addr)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((LOOPBACK, 0))
+        self.sock.settimeout(timeout)
+        self.timeout = timeout
+        self.addr = self.sock.getsockname()
+        self.port = self.addr[1]
+        self.sent = 0
+        self.got = 0
+        _register(self)
+
+    def send(self, data):
+        self.sock.sendto(data, self.relay_addr)
+        self.sent += 1
+
+    def try_recv(self, timeout=None):
+        """A datagram, or None after timeout."""
+        self.sock.settimeout(self.timeout if timeout is None else timeout)
+        try:
+            data, src = self.sock.recvfrom(MAX_DGRAM)
+        except socket.timeout:
+            return None
+        except ConnectionRefusedError:
+            fail(f"client {self.addr}: ECONNREFUSED, is etrelay listening on {self.relay_addr}?")
+        if tuple(src) != self.relay_addr:
+            fail(f"client {self.addr} got a reply from {src}, expected it from the relay's "
+                 f"public address {self.relay_addr}")
+        self.got += 1
+        return data
+
+    def recv(self, timeout=None, what="a reply"):
+        data = self.try_recv(timeout)
+        if data is None:
+            fail(f"client {self.addr}: no {what} from the relay within "
+                 f"{self.timeout if timeout is None else timeout:g} s")
+        return data
+
+    def request(self, data, timeout=None, what="a reply"):
+        self.send(data)
+        return self.recv(timeout, what)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except Exception:
+            pass
+
+
+# --------------------------------------------------------------------------
+# Context
+
+class Ctx:
+    def __init__(self, binary, backend):
+        self.binary = os.path.abspath(binary)
+        self.backend = backend
+        self.relays = []
+        self.objs = []
+        self.notes = []
+
+    def relay(self, *args, debug=False, backend=None, wait_ready=True, listen=True):
+        """Start etrelay with --listen 127.0.0.1:<free port> --backend <backend>."""
+        b = self.backend if backend is None else backend
+        a = list(args) + (["--debug"] if debug else [])
+        r = Relay(self.binary, b, a, listen=listen)
+        self.relays.append(r)
+        self.objs.append(r)
+        if wait_ready:
+            r.wait_ready()
+        return r
+
+    def game_server(self, **kw):
+        g = GameServer(**kw)
+        self.objs.append(g)
+        return g
+
+    def master(self, **kw):
+        m = Master(**kw)
+        self.objs.append(m)
+        return m
+
+    def client(self, relay, timeout=2.0):
+        addr = relay.addr if isinstance(relay, Relay) else relay
+        c = Client(addr, timeout)
+        self.objs.append(c)
+        return c
+
+    def note(self, msg):
+        self.notes.append(msg)
+        log(msg)
+
+    def check_relays_alive(self):
+        for r in self.relays:
+            if not r.expect_exit and r.proc.poll() is not None:
+                fail(f"etrelay died during the test with status {r.proc.returncode}")
+
+    def dump(self):
+        for r in self.relays:
+            r.dump()
+        for o in self.objs:
+            if isinstance(o, GameServer):
+                pk = o.packets()
+                print(f"--- game server {o.addr}: {len(pk)} packets received; last few: {pk[-5:]}")
+            elif isinstance(o, Master):
+                print(f"--- master {o.addr}: heartbeats {o.heartbeat_list()[-5:]}, flatlines "
+                      f"{o.flatline_list()}, listed {o.listed_set()}, rejected {o.rejected[-5:]}")
+
+    def cleanup(self):
+        for o in reversed(self.objs):
+            try:
+                o.close()
+            except Exception:
+                pass
+
+
+def _on_sigterm(signum, frame):
+    raise SystemExit(EXIT_FAIL)
+
+
+def main(test_fn):
+    """Parse [binary, backend], run test_fn(ctx), exit 0/1/77."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    name = os.path.basename(sys.argv[0])
+    if len(sys.argv) != 3 or sys.argv[2] not in ("io_uring", "epoll", "auto"):
+        print(f"usage: {name} <etrelay-binary> <io_uring|epoll>", file=sys.stderr)
+        sys.exit(EXIT_FAIL)
+    binary, backend = sys.argv[1], sys.argv[2]
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print(f"FAIL {name}: {binary} is not an executable file")
+        sys.exit(EXIT_FAIL)
+    ctx = Ctx(binary, backend)
+    t0 = time.monotonic()
+    rc = EXIT_FAIL
+    try:
+        test_fn(ctx)
+        ctx.check_relays_alive()
+        rc = EXIT_PASS
+        print(f"PASS {name} [{backend}] in {time.monotonic() - t0:.1f} s")
+    except TestSkip as e:
+        rc = EXIT_SKIP
+        print(f"SKIP {name} [{backend}]: {e}")
+    except TestFailure as e:
+        print(f"FAIL {name} [{backend}]: {e}")
+        ctx.dump()
+    except BaseException as e:  # a bug in the test itself, or SIGTERM
+        print(f"FAIL {name} [{backend}]: unexpected {type(e).__name__}: {e}")
+        traceback.print_exc(file=sys.stdout)
+        ctx.dump()
+    finally:
+        ctx.cleanup()
+        _kill_everything()
+    sys.stdout.flush()
+    sys.exit(rc)

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""Command line: every bad value exits 64 with one stderr line naming the
+flag and the value; --version and --help; a valid command line starts."""
+
+import os
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+FLAGS = ["--listen", "--upstream", "--master", "--game", "--heartbeat", "--flatline",
+         "--heartbeat-interval", "--session-timeout", "--probe-timeout", "--max-sessions",
+         "--backend", "--debug", "--help", "--version", "-h", "-V"]
+
+
+def run(ctx, args):
+    cmd = [ctx.binary] + args
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+    except subprocess.TimeoutExpired:
+        H.fail(f"{' '.join(cmd)}: still running after 5 s (expected it to exit at once)")
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def test(ctx):
+    up = f"127.0.0.1:{H.free_udp_port()}"
+    base = {"--listen": f"127.0.0.1:{H.free_udp_port()}", "--upstream": up,
+            "--master": f"127.0.0.1:{H.free_udp_port()}", "--backend": ctx.backend}
+
+    def argv(overrides=None, drop=(), extra=()):
+        d = dict(base)
+        d.update(overrides or {})
+        out = []
+        for k, v in d.items():
+            if k not in drop:
+                out += [k, v]
+        return out + list(extra)
+
+    cases = [
+        # (description, argv, words the error line must contain)
+        ("--listen nope", argv({"--listen": "nope"}), ["--listen", "'nope'"]),
+        ("--listen 1.2.3.4:99999", argv({"--listen": "1.2.3.4:99999"}), ["--listen", "'1.2.3.4:99999'"]),
+        ("--session-timeout abc", argv(extra=["--session-timeout", "abc"]), ["--session-timeout", "'abc'"]),
+        ("--session-timeout 0", argv(extra=["--session-timeout", "0"]), ["--session-timeout", "'0'"]),
+        ("--heartbeat-interval -1", argv(extra=["--heartbeat-interval", "-1"]),
+         ["--heartbeat-interval", "'-1'"]),
+        ("--game quake9", argv(extra=["--game", "quake9"]), ["--game", "'quake9'"]),
+        ("--backend foo", argv({"--backend": "foo"}), ["--backend", "'foo'"]),
+        ("--max-sessions 0", argv(extra=["--max-sessions", "0"]), ["--max-sessions", "'0'"]),
+        ("missing --upstream", argv(drop=["--upstream"]), ["--upstream"]),
+        ("--frobnicate", argv(extra=["--frobnicate"]), ["--frobnicate"]),
+    ]
+    problems = []
+    for desc, args, words in cases:
+        rc, out, err = run(ctx, args)
+        lines = [l for l in err.splitlines() if l.strip()]
+        what = f"{desc}: etrelay {' '.join(args)}"
+        if rc != 64:
+            problems.append(f"{what}\n    expected exit 64, seen {rc}; stderr {err.strip()[:300]!r}")
+            continue
+        if len(lines) != 1:
+            problems.append(f"{what}\n    expected one stderr line, seen {len(lines)}: {lines[:6]}")
+            continue
+        missing = [w for w in words if w not in lines[0]]
+        if missing:
+            problems.append(f"{what}\n    stderr line {lines[0]!r} does not contain {missing}")
+        elif not lines[0].startswith("etrelay: "):
+            problems.append(f"{what}\n    stderr line {lines[0]!r} does not start with 'etrelay: '")
+        else:
+            H.log(f"ok  {desc}: {lines[0]}")
+
+    for flag in ("--version", "-V"):
+        rc, out, err = run(ctx, [flag])
+        first = out.splitlines()[0] if out.splitlines() else ""
+        if rc != 0 or first != "etrelay 0.1.0":
+            problems.append(f"etrelay {flag}\n    expected exit 0 and stdout 'etrelay 0.1.0', "
+                            f"seen exit {rc}, stdout {out[:200]!r}, stderr {err[:200]!r}")
+    for flag in ("--help", "-h"):
+        rc, out, err = run(ctx, [flag])
+        missing = [f for f in FLAGS if f not in out]
+        if rc != 0 or missing:
+            problems.append(f"etrelay {flag}\n    expected exit 0 and every flag on stdout; seen "
+                            f"exit {rc}, missing {missing}, stderr {err[:200]!r}")
+    if problems:
+        H.fail(f"{len(problems)} command-line checks failed:\n  " + "\n  ".join(problems))
+
+    # positive control: the same base with valid durations in every unit starts
+    relay = ctx.relay("--upstream", up, "--master", base["--master"],
+                      "--session-timeout", "500ms", "--heartbeat-interval", "1h",
+                      "--probe-timeout", "5m", "--max-sessions", "10")
+    relay.signal(signal.SIGTERM)
+    rc = relay.wait_exit(2.0)
+    H.expect_eq(rc, 0, "exit status of a valid relay after SIGTERM")
+
+
+if __name__ == "__main__":
+    H.main(test)
