@@ -255,15 +255,16 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 static void arm(struct loop *l, uint64_t deadline)
 {
 	struct itimerspec its = { 0 };
+	/* 0 would disarm: a deadline at time zero means "now". */
+	uint64_t t = deadline ? deadline : 1;
 
-	if (deadline == l->armed)
+	/* Deadlines move later on every packet (LRU expiry): re-arming for
+	 * each would cost a syscall per turn. A timer that fires early costs
+	 * one idle tick, then we arm for the real deadline. */
+	if (deadline >= l->armed)
 		return;
-	if (deadline != UINT64_MAX) {
-		/* 0 would disarm: a deadline at time zero means "now". */
-		uint64_t t = deadline ? deadline : 1;
-		its.it_value.tv_sec = (time_t)(t / NS_PER_SEC);
-		its.it_value.tv_nsec = (long)(t % NS_PER_SEC);
-	}
+	its.it_value.tv_sec = (time_t)(t / NS_PER_SEC);
+	its.it_value.tv_nsec = (long)(t % NS_PER_SEC);
 	timerfd_settime(l->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	l->armed = deadline;
 }

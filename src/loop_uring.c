@@ -410,7 +410,10 @@ static void arm_timer(struct loop *l, uint64_t deadline)
 {
 	struct io_uring_sqe *sqe;
 
-	if (deadline == l->armed)
+	/* Deadlines move later on every packet (LRU expiry): re-arming for
+	 * each would cost two SQEs per turn. A timeout that fires early costs
+	 * one idle tick, then we arm for the real deadline. */
+	if (deadline >= l->armed)
 		return;
 	if (l->armed != UINT64_MAX) {
 		sqe = sqe_get(l);
@@ -420,8 +423,6 @@ static void arm_timer(struct loop *l, uint64_t deadline)
 		io_uring_sqe_set_data64(sqe, UD(OP_CANCEL, 0, 0));
 		l->armed = UINT64_MAX;
 	}
-	if (deadline == UINT64_MAX)
-		return;
 	sqe = sqe_get(l);
 	if (!sqe)
 		return;

@@ -170,6 +170,30 @@ static void test_addr_split_rejects_unterminated_bracket(void **state)
 	assert_int_equal(addr_split("[::1:27960", host, &port, -1), -1);
 }
 
+static void test_addr_split_rejects_junk_after_bracket(void **state)
+{
+	char host[ADDR_HOSTLEN];
+	uint16_t port = 0;
+
+	(void)state;
+	assert_int_equal(addr_split("[::1]x", host, &port, 27950), -1);
+	assert_int_equal(addr_split("[::1]27960", host, &port, 27950), -1);
+	assert_int_equal(addr_split("[::1]:27960x", host, &port, 27950), -1);
+	assert_int_equal(addr_split("[]:27960", host, &port, 27950), -1);
+}
+
+static void test_addr_split_uses_default_port_for_bare_bracketed_ipv6(void **state)
+{
+	char host[ADDR_HOSTLEN];
+	uint16_t port = 0;
+
+	(void)state;
+	assert_int_equal(addr_split("[2001:db8::1]", host, &port, 27950), 0);
+	assert_string_equal(host, "2001:db8::1");
+	assert_int_equal(port, 27950);
+	assert_int_equal(addr_split("[2001:db8::1]", host, &port, -1), -1);
+}
+
 static void test_addr_split_rejects_host_too_long(void **state)
 {
 	char host[ADDR_HOSTLEN];
@@ -511,6 +535,8 @@ int main(void)
 		cmocka_unit_test(test_addr_split_rejects_non_numeric_port),
 		cmocka_unit_test(test_addr_split_rejects_empty_port),
 		cmocka_unit_test(test_addr_split_rejects_unterminated_bracket),
+		cmocka_unit_test(test_addr_split_rejects_junk_after_bracket),
+		cmocka_unit_test(test_addr_split_uses_default_port_for_bare_bracketed_ipv6),
 		cmocka_unit_test(test_addr_split_rejects_host_too_long),
 		cmocka_unit_test(test_addr_parse_numeric_reads_ipv4),
 		cmocka_unit_test(test_addr_parse_numeric_reads_ipv6),

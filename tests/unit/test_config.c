@@ -181,7 +181,7 @@ static void test_config_upstream_without_argument_is_an_error(void **state)
 
 	(void)state;
 	assert_int_equal(PARSE(&c, err, "--upstream"), -1);
-	assert_true(err[0] != '\0');
+	assert_err_names(err, "--upstream", NULL);
 }
 
 /* --listen */
@@ -580,14 +580,36 @@ static void test_config_version_does_not_need_upstream(void **state)
 	assert_true(c.version);
 }
 
-static void test_config_unknown_option_is_an_error(void **state)
+static void test_config_unknown_option_error_names_it(void **state)
 {
 	struct etr_conf c;
 	char err[ERRLEN];
 
 	(void)state;
 	assert_int_equal(PARSE(&c, err, "--upstream", "h:1", "--bogus"), -1);
-	assert_true(err[0] != '\0');
+	assert_err_names(err, "--bogus", NULL);
+	assert_int_equal(PARSE(&c, err, "--upstream", "h:1", "-z"), -1);
+	assert_err_names(err, "-z", NULL);
+}
+
+static void test_config_unknown_short_option_in_a_cluster_error_names_it(void **state)
+{
+	struct etr_conf c;
+	char err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(PARSE(&c, err, "-zV", "--upstream", "h:1"), -1);
+	assert_err_names(err, "-z", NULL);
+}
+
+static void test_config_missing_value_error_names_the_flag(void **state)
+{
+	struct etr_conf c;
+	char err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(PARSE(&c, err, "--upstream", "h:1", "--game"), -1);
+	assert_err_names(err, "--game", NULL);
 }
 
 static void test_config_parses_again_after_an_error(void **state)
@@ -604,6 +626,13 @@ static void test_config_parses_again_after_an_error(void **state)
 	assert_int_equal(PARSE(&c, err, "--upstream", "h:3", "--debug"), 0);
 	assert_int_equal(c.upstream_port, 3);
 	assert_true(c.debug);
+
+	/* An error in the middle of "-zh" must not leave the 'h' pending. */
+	assert_int_equal(PARSE(&c, err, "-zh"), -1);
+	assert_int_equal(PARSE(&c, err, "--upstream", "h:4"), 0);
+	assert_int_equal(c.upstream_port, 4);
+	assert_false(c.help);
+	assert_false(c.version);
 }
 
 static void test_config_usage_mentions_the_options(void **state)
@@ -671,6 +700,8 @@ static void test_config_duration_rejects_negative_and_junk(void **state)
 	assert_int_equal(conf_parse_duration("", &ms), -1);
 	assert_int_equal(conf_parse_duration("s", &ms), -1);
 	assert_int_equal(conf_parse_duration("ms", &ms), -1);
+	assert_int_equal(conf_parse_duration(" 5", &ms), -1);
+	assert_int_equal(conf_parse_duration("+5s", &ms), -1);
 }
 
 static void test_config_duration_rejects_overflow(void **state)
@@ -730,7 +761,9 @@ int main(void)
 		cmocka_unit_test(test_config_debug_flag_is_set),
 		cmocka_unit_test(test_config_help_does_not_need_upstream),
 		cmocka_unit_test(test_config_version_does_not_need_upstream),
-		cmocka_unit_test(test_config_unknown_option_is_an_error),
+		cmocka_unit_test(test_config_unknown_option_error_names_it),
+		cmocka_unit_test(test_config_unknown_short_option_in_a_cluster_error_names_it),
+		cmocka_unit_test(test_config_missing_value_error_names_the_flag),
 		cmocka_unit_test(test_config_parses_again_after_an_error),
 		cmocka_unit_test(test_config_usage_mentions_the_options),
 		cmocka_unit_test(test_config_duration_bare_number_is_seconds),

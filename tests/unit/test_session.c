@@ -589,6 +589,7 @@ static void test_session_refs_stay_distinct_over_many_reuses(void **state)
 		idx = insert_v4(&t, i, SEC);
 		assert_int_equal(idx, 0);
 		ref = session_ref(&t, idx);
+		assert_true(ref < (1u << SESSION_REF_BITS));
 		assert_int_not_equal(ref, prev_ref);
 		assert_int_equal(session_deref(&t, prev_ref), SESSION_NONE);
 		assert_int_equal(session_deref(&t, ref), idx);
