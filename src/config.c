@@ -237,8 +237,14 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, char *err, size_t
 			snprintf(err, errlen, "etrelay: %s: missing value", argv[optind - 1]);
 			return -1;
 		default:
-			snprintf(err, errlen, "etrelay: %s: unknown option (see --help)",
-				 argv[optind - 1]);
+			/* A short option inside a cluster ("-zV") has not advanced
+			 * optind: name it by its letter. */
+			if (optopt)
+				snprintf(err, errlen, "etrelay: -%c: unknown option (see --help)",
+					 optopt);
+			else
+				snprintf(err, errlen, "etrelay: %s: unknown option (see --help)",
+					 argv[optind - 1]);
 			return -1;
 		}
 		if (why) {

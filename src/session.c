@@ -33,6 +33,7 @@ int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[
 		t->s[i].next = i + 1 < cap ? i + 1 : SESSION_NONE;
 	}
 	t->free_head = 0;
+	t->free_tail = cap - 1;
 	t->lru_head = t->lru_tail = SESSION_NONE;
 	return 0;
 }
@@ -104,6 +105,8 @@ uint32_t session_insert(struct session_table *t, const union etr_sockaddr *clien
 		return SESSION_NONE;
 	s = &t->s[idx];
 	t->free_head = s->next;
+	if (t->free_head == SESSION_NONE)
+		t->free_tail = SESSION_NONE;
 	gen = (uint16_t)(s->gen + 1);
 	memset(s, 0, sizeof(*s));
 	s->client = *client;
@@ -138,8 +141,12 @@ int session_remove(struct session_table *t, uint32_t idx)
 	lru_unlink(t, idx);
 	s->live = false;
 	s->fd = -1;
-	s->next = t->free_head;
-	t->free_head = idx;
+	s->next = SESSION_NONE;
+	if (t->free_tail != SESSION_NONE)
+		t->s[t->free_tail].next = idx;
+	else
+		t->free_head = idx;
+	t->free_tail = idx;
 	t->active--;
 	return fd;
 }

@@ -41,7 +41,8 @@ struct session_table {
 	uint32_t *slot;    /* nslots entries: session index + 1, 0 = empty */
 	uint32_t cap, nslots, mask;
 	uint32_t active;
-	uint32_t free_head; /* free list through .next */
+	uint32_t free_head; /* free list through .next, oldest first */
+	uint32_t free_tail;
 	uint32_t lru_head;  /* least recently active */
 	uint32_t lru_tail;
 	uint8_t key[16];
@@ -73,11 +74,13 @@ uint32_t session_expired(const struct session_table *t, uint64_t now, uint64_t t
 /* When the oldest session will expire (UINT64_MAX with none). */
 uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout);
 
-/* Pack index and generation into 28 bits (20 index, 8 generation) so a
- * completion that outlives its session cannot touch the slot's next owner. */
-#define SESSION_IDX_BITS 20
-#define SESSION_GEN_MASK 0xffu
-#define SESSION_REF_BITS 28
+/* Pack index and generation into 24 bits (17 index, 7 generation), so a
+ * completion that outlives its session cannot touch the slot's next owner.
+ * Freed slots are reused last (FIFO), so the generation would have to wrap
+ * across `cap` reuses before a stale ref could match. */
+#define SESSION_IDX_BITS 17
+#define SESSION_GEN_MASK 0x7fu
+#define SESSION_REF_BITS 24
 #define SESSION_CAP_MAX ((1u << SESSION_IDX_BITS) - 1)
 static inline uint32_t session_ref(const struct session_table *t, uint32_t idx)
 {

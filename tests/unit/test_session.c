@@ -598,6 +598,24 @@ static void test_session_refs_stay_distinct_over_many_reuses(void **state)
 	session_table_free(&t);
 }
 
+static void test_session_freed_slot_is_reused_only_after_every_other_free_slot(void **state)
+{
+	struct session_table t;
+	uint32_t first, again;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 4, key), 0);
+	first = insert_v4(&t, 1, 0);
+	session_remove(&t, first);
+	/* FIFO: the three never-used slots come before the freed one. */
+	for (uint32_t i = 2; i < 5; i++)
+		assert_int_not_equal(insert_v4(&t, i, 0), first);
+	again = insert_v4(&t, 5, 0);
+	assert_int_equal(again, first);
+	assert_int_equal(insert_v4(&t, 6, 0), SESSION_NONE);
+	session_table_free(&t);
+}
+
 static void test_session_deref_rejects_out_of_range_index(void **state)
 {
 	struct session_table t;
@@ -636,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_session_deref_of_removed_session_returns_none),
 		cmocka_unit_test(test_session_reuse_of_freed_slot_bumps_gen_so_old_ref_misses),
 		cmocka_unit_test(test_session_refs_stay_distinct_over_many_reuses),
+		cmocka_unit_test(test_session_freed_slot_is_reused_only_after_every_other_free_slot),
 		cmocka_unit_test(test_session_deref_rejects_out_of_range_index),
 	};
 
