@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: ISC */
-/* Command-line parsing. Every error is one line that names the flag and the
- * value, so the operator can fix it without reading the source. */
+/* One table of keys for the command line and the file. Layers, lowest first:
+ * built-in defaults, the file's top-level keys, a [relay NAME] section, the
+ * command line. Every error names its flag or file:line and the value. */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char conf_usage[] =
 	"usage: etrelay --upstream HOST:PORT [options]\n"
+	"       etrelay [-c FILE] [-t [--probe]] [options]\n"
 	"\n"
 	"Relay a game server's UDP port from this host and send its master-server\n"
 	"heartbeats from here, so masters list this host's address.\n"
 	"\n"
+	"Relay options (in a config file: the same names without --):\n"
 	"  --listen ADDR:PORT        public UDP address (default " CONF_DEFAULT_LISTEN ";\n"
 	"                            [::]:27960 for IPv6)\n"
 	"  --upstream HOST:PORT      the game server (required)\n"
@@ -30,34 +35,63 @@ const char conf_usage[] =
 	"  --probe-timeout DUR       wait per probe attempt, 3 attempts (3s)\n"
 	"  --session-timeout DUR     close a session idle this long (120s)\n"
 	"  --max-sessions N          most sessions at once (4000)\n"
+	"  --session-ports MIN-MAX   bind session sockets in this port range\n"
+	"                            (default: the kernel's ephemeral ports)\n"
+	"\n"
+	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
 	"                            event loop (auto: io_uring, else epoll)\n"
+	"  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
+	"  --ops-allow-public        let --ops-listen bind a public address\n"
+	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
 	"  --debug                   log heartbeats, sessions and connectionless packets\n"
+	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
+	" when\n"
+	"                            no --upstream is given)\n"
+	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
+	"  --probe                   with -t: also resolve masters, probe game servers\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             print the version\n"
 	"\n"
-	"DUR is a number of seconds or a number with ms, s, m or h.\n";
+	"DUR is a number of seconds or a number with ms, s, m or h.\n"
+	"Tokens for the ops plane come from ETRELAY_LIFECYCLE_TOKEN,\n"
+	"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms).\n";
+
+static const struct {
+	const char *name, *short_name, *heartbeat, *flatline;
+} games[] = {
+	{ "et", "ET", "EnemyTerritory-1", "ETFlatline-1" },
+	{ "rtcw", "RTCW", "Wolfenstein-1", "WolfFlatline-1" },
+	{ "q3", "Q3", "QuakeArena-1", "" },
+	{ "dp", "DP", "DarkPlaces", "" },
+};
+#define NGAMES (sizeof(games) / sizeof(games[0]))
+
+static void base_defaults(struct relay_conf *r)
+{
+	memset(r, 0, sizeof(*r));
+	strcpy(r->name, "default");
+	addr_parse_numeric(CONF_DEFAULT_LISTEN, &r->listen);
+	strcpy(r->masters[0].host, "etmaster.idsoftware.com");
+	r->masters[0].port = CONF_MASTER_PORT;
+	strcpy(r->masters[1].host, "etmaster.net");
+	r->masters[1].port = CONF_MASTER_PORT;
+	r->nmasters = 2;
+	strcpy(r->game, "ET");
+	r->heartbeat_interval_ms = CONF_HEARTBEAT_INTERVAL;
+	r->session_timeout_ms = CONF_SESSION_TIMEOUT;
+	r->probe_timeout_ms = CONF_PROBE_TIMEOUT;
+	r->max_sessions = CONF_MAX_SESSIONS;
+}
 
 void conf_defaults(struct etr_conf *c)
 {
 	memset(c, 0, sizeof(*c));
-	addr_parse_numeric(CONF_DEFAULT_LISTEN, &c->listen);
-	strcpy(c->masters[0].host, "etmaster.idsoftware.com");
-	c->masters[0].port = CONF_MASTER_PORT;
-	strcpy(c->masters[1].host, "etmaster.net");
-	c->masters[1].port = CONF_MASTER_PORT;
-	c->nmasters = 2;
-	strcpy(c->game, "ET");
-	strcpy(c->heartbeat, "EnemyTerritory-1");
-	strcpy(c->flatline, "ETFlatline-1");
-	c->heartbeat_interval_ms = CONF_HEARTBEAT_INTERVAL;
-	c->session_timeout_ms = CONF_SESSION_TIMEOUT;
-	c->probe_timeout_ms = CONF_PROBE_TIMEOUT;
-	c->max_sessions = CONF_MAX_SESSIONS;
 	c->backend = CONF_BACKEND_AUTO;
+	base_defaults(&c->base);
 }
 
-int conf_parse_duration(const char *s, uint64_t *ms)
+int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
 {
 	static const struct {
 		const char *suffix;
@@ -70,7 +104,7 @@ int conf_parse_duration(const char *s, uint64_t *ms)
 		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || v == 0)
+	if (errno || (v == 0 && !allow_zero))
 		return -1;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].suffix) == 0) {
@@ -84,46 +118,24 @@ int conf_parse_duration(const char *s, uint64_t *ms)
 	return -1;
 }
 
-static const struct {
-	const char *name, *short_name, *heartbeat, *flatline;
-} games[] = {
-	{ "et", "ET", "EnemyTerritory-1", "ETFlatline-1" },
-	{ "rtcw", "RTCW", "Wolfenstein-1", "WolfFlatline-1" },
-	{ "q3", "Q3", "QuakeArena-1", "" },
-	{ "dp", "DP", "DarkPlaces", "" },
+/* Per relay and per layer: the first master of a layer replaces the list
+ * it inherited, later ones add to it. */
+struct layer {
+	bool masters_replaced;
 };
 
-enum {
-	OPT_LISTEN = 256,
-	OPT_UPSTREAM,
-	OPT_MASTER,
-	OPT_GAME,
-	OPT_HEARTBEAT,
-	OPT_FLATLINE,
-	OPT_HB_INTERVAL,
-	OPT_PROBE_TIMEOUT,
-	OPT_SESSION_TIMEOUT,
-	OPT_MAX_SESSIONS,
-	OPT_BACKEND,
-	OPT_DEBUG,
-};
+struct key;
+typedef const char *(*key_set_fn)(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				  const char *v, struct layer *ly);
 
-static const struct option longopts[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "upstream", required_argument, NULL, OPT_UPSTREAM },
-	{ "master", required_argument, NULL, OPT_MASTER },
-	{ "game", required_argument, NULL, OPT_GAME },
-	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
-	{ "flatline", required_argument, NULL, OPT_FLATLINE },
-	{ "heartbeat-interval", required_argument, NULL, OPT_HB_INTERVAL },
-	{ "probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT },
-	{ "session-timeout", required_argument, NULL, OPT_SESSION_TIMEOUT },
-	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
-	{ "backend", required_argument, NULL, OPT_BACKEND },
-	{ "debug", no_argument, NULL, OPT_DEBUG },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+enum key_scope { SCOPE_GLOBAL, SCOPE_RELAY };
+
+struct key {
+	const char *name;
+	enum key_scope scope;
+	bool flag;     /* no value on the command line; yes/no in the file */
+	size_t off;    /* field for the generic setters */
+	key_set_fn set; /* returns NULL, or why the value is wrong */
 };
 
 /* A tag goes into "heartbeat <tag>\n": printable, no spaces or backslashes. */
@@ -139,133 +151,519 @@ static bool valid_tag(const char *s, bool may_be_empty)
 	return true;
 }
 
-int conf_parse_args(struct etr_conf *c, int argc, char **argv, char *err, size_t errlen)
+static int parse_bool(const char *v, bool *out)
 {
-	const char *heartbeat = NULL, *flatline = NULL, *why = NULL;
-	bool masters_given = false;
-	int opt, gi = 0;
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
 
+	for (size_t i = 0; i < 4; i++) {
+		if (strcmp(v, yes[i]) == 0)
+			return *out = true, 0;
+		if (strcmp(v, no[i]) == 0)
+			return *out = false, 0;
+	}
+	return -1;
+}
+
+static const char *set_listen(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			      const char *v, struct layer *ly)
+{
+	return addr_parse_numeric(v, &r->listen) < 0 ? "expected IP:PORT or [IPv6]:PORT" : NULL;
+}
+
+static const char *set_upstream(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				const char *v, struct layer *ly)
+{
+	return addr_split(v, r->upstream_host, &r->upstream_port, -1) < 0 ? "expected HOST:PORT"
+									    : NULL;
+}
+
+static const char *set_master(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			      const char *v, struct layer *ly)
+{
+	struct conf_master m;
+
+	if (addr_split(v, m.host, &m.port, CONF_MASTER_PORT) < 0)
+		return "expected HOST or HOST:PORT";
+	if (!ly->masters_replaced)
+		r->nmasters = 0, ly->masters_replaced = true;
+	if (r->nmasters == CONF_MASTERS_MAX)
+		return "too many masters (at most 8)";
+	r->masters[r->nmasters++] = m;
+	return NULL;
+}
+
+static const char *set_game(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			    const char *v, struct layer *ly)
+{
+	for (size_t i = 0; i < NGAMES; i++) {
+		if (strcmp(v, games[i].name) == 0) {
+			strcpy(r->game, games[i].short_name);
+			return NULL;
+		}
+	}
+	return "expected et, rtcw, q3 or dp";
+}
+
+static const char *set_tag(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			   const char *v, struct layer *ly)
+{
+	bool flat = k->off == offsetof(struct relay_conf, flatline);
+
+	if (!valid_tag(v, flat))
+		return "expected a tag of printable characters without spaces";
+	strcpy((char *)r + k->off, v);
+	if (flat)
+		r->flatline_set = true;
+	else
+		r->heartbeat_set = true;
+	return NULL;
+}
+
+static const char *set_duration(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				const char *v, struct layer *ly)
+{
+	return conf_parse_duration(v, (uint64_t *)(void *)((char *)r + k->off), false) < 0
+		       ? "expected a duration above 0 such as 30s, 500ms or 5m"
+		       : NULL;
+}
+
+static const char *set_max_sessions(struct etr_conf *c, struct relay_conf *r,
+				    const struct key *k, const char *v, struct layer *ly)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > 100000)
+		return "expected a number from 1 to 100000";
+	r->max_sessions = (uint32_t)n;
+	return NULL;
+}
+
+static const char *set_ports(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return "expected MIN-MAX such as 40000-44999";
+	lo = strtoul(v, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
+		return "expected MIN-MAX such as 40000-44999";
+	hi = strtoul(end + 1, &end, 10);
+	if (*end || lo < 1024 || hi > 65535 || lo > hi)
+		return "expected MIN-MAX within 1024-65535 with MIN <= MAX";
+	r->port_min = (uint16_t)lo;
+	r->port_max = (uint16_t)hi;
+	return NULL;
+}
+
+static const char *set_backend(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			       const char *v, struct layer *ly)
+{
+	if (strcmp(v, "auto") == 0)
+		c->backend = CONF_BACKEND_AUTO;
+	else if (strcmp(v, "io_uring") == 0)
+		c->backend = CONF_BACKEND_URING;
+	else if (strcmp(v, "epoll") == 0)
+		c->backend = CONF_BACKEND_EPOLL;
+	else
+		return "expected auto, io_uring or epoll";
+	return NULL;
+}
+
+static const char *set_bool(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			    const char *v, struct layer *ly)
+{
+	return parse_bool(v, (bool *)(void *)((char *)c + k->off)) < 0 ? "expected yes or no"
+									: NULL;
+}
+
+static const char *set_ops_listen(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				  const char *v, struct layer *ly)
+{
+	if (addr_parse_numeric(v, &c->ops_listen) < 0)
+		return "expected IP:PORT or [IPv6]:PORT";
+	c->ops_enabled = true;
+	return NULL;
+}
+
+static const char *set_drain(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	return conf_parse_duration(v, &c->drain_timeout_ms, true) < 0
+		       ? "expected a duration such as 0, 30s or 5m"
+		       : NULL;
+}
+
+#define RK(field) offsetof(struct relay_conf, field)
+#define GK(field) offsetof(struct etr_conf, field)
+static const struct key keys[] = {
+	{ "listen", SCOPE_RELAY, false, 0, set_listen },
+	{ "upstream", SCOPE_RELAY, false, 0, set_upstream },
+	{ "master", SCOPE_RELAY, false, 0, set_master },
+	{ "game", SCOPE_RELAY, false, 0, set_game },
+	{ "heartbeat", SCOPE_RELAY, false, RK(heartbeat), set_tag },
+	{ "flatline", SCOPE_RELAY, false, RK(flatline), set_tag },
+	{ "heartbeat-interval", SCOPE_RELAY, false, RK(heartbeat_interval_ms), set_duration },
+	{ "probe-timeout", SCOPE_RELAY, false, RK(probe_timeout_ms), set_duration },
+	{ "session-timeout", SCOPE_RELAY, false, RK(session_timeout_ms), set_duration },
+	{ "max-sessions", SCOPE_RELAY, false, 0, set_max_sessions },
+	{ "session-ports", SCOPE_RELAY, false, 0, set_ports },
+	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
+	{ "ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen },
+	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
+	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },
+	{ "debug", SCOPE_GLOBAL, true, GK(debug), set_bool },
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const struct key *key_find(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static void err_add(struct conf_errors *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void err_add(struct conf_errors *e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	e->count++;
+	if (e->len >= sizeof(e->text) - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(e->text + e->len, sizeof(e->text) - e->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	e->len += (size_t)n;
+	if (e->len < sizeof(e->text) - 1) {
+		e->text[e->len++] = '\n';
+		e->text[e->len] = '\0';
+	} else {
+		e->len = sizeof(e->text) - 1;
+	}
+}
+
+/* Apply one key; *why is set when the value is wrong. */
+static const char *apply(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			 const char *v, struct layer *ly)
+{
+	return k->set(c, r, k, v, ly);
+}
+
+/* Command-line only options. */
+enum { OPT_CONFIG = 'c', OPT_TEST = 't', OPT_HELP = 'h', OPT_VERSION = 'V', OPT_PROBE = 1000 };
+
+int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_errors *e)
+{
+	struct option longopts[NKEYS + 6];
+	struct etr_conf scratch;
+	struct layer cli_layer;
+	size_t n = 0;
+	int opt;
+
+	for (size_t i = 0; i < NKEYS; i++)
+		longopts[n++] = (struct option){ keys[i].name,
+						 keys[i].flag ? no_argument : required_argument,
+						 NULL, 256 + (int)i };
+	longopts[n++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
+	longopts[n++] = (struct option){ "test", no_argument, NULL, OPT_TEST };
+	longopts[n++] = (struct option){ "probe", no_argument, NULL, OPT_PROBE };
+	longopts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	longopts[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	longopts[n] = (struct option){ NULL, 0, NULL, 0 };
+
+	/* Values are checked at once against a scratch copy, so a bad flag
+	 * fails before any file is read; they are applied in conf_finish. */
+	conf_defaults(&scratch);
+	cli_layer.masters_replaced = false;
 	optind = 0; /* full reset, so the parser can run more than once */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-		const char *v = optarg;
-		unsigned long long n;
-		char *end;
+	while ((opt = getopt_long(argc, argv, ":c:thV", longopts, NULL)) != -1) {
+		const char *arg = argv[optind - 1];
+		const struct key *k;
+		const char *why;
 
 		switch (opt) {
-		case OPT_LISTEN:
-			if (addr_parse_numeric(v, &c->listen) < 0)
-				why = "expected IP:PORT or [IPv6]:PORT";
-			break;
-		case OPT_UPSTREAM:
-			if (addr_split(v, c->upstream_host, &c->upstream_port, -1) < 0)
-				why = "expected HOST:PORT";
-			break;
-		case OPT_MASTER:
-			if (!masters_given)
-				c->nmasters = 0, masters_given = true;
-			if (c->nmasters == CONF_MASTERS_MAX)
-				why = "too many masters (at most 8)";
-			else if (addr_split(v, c->masters[c->nmasters].host,
-					    &c->masters[c->nmasters].port, CONF_MASTER_PORT) < 0)
-				why = "expected HOST or HOST:PORT";
-			else
-				c->nmasters++;
-			break;
-		case OPT_GAME:
-			for (gi = 0; gi < (int)(sizeof(games) / sizeof(games[0])); gi++)
-				if (strcmp(v, games[gi].name) == 0)
-					break;
-			if (gi == (int)(sizeof(games) / sizeof(games[0]))) {
-				why = "expected et, rtcw, q3 or dp";
-				break;
-			}
-			strcpy(c->game, games[gi].short_name);
-			strcpy(c->heartbeat, games[gi].heartbeat);
-			strcpy(c->flatline, games[gi].flatline);
-			break;
-		case OPT_HEARTBEAT:
-			if (!valid_tag(v, false))
-				why = "expected a tag of printable characters without spaces";
-			heartbeat = v;
-			break;
-		case OPT_FLATLINE:
-			if (!valid_tag(v, true))
-				why = "expected a tag of printable characters without spaces";
-			flatline = v;
-			break;
-		case OPT_HB_INTERVAL:
-			if (conf_parse_duration(v, &c->heartbeat_interval_ms) < 0)
-				why = "expected a duration above 0 such as 300s or 5m";
-			break;
-		case OPT_PROBE_TIMEOUT:
-			if (conf_parse_duration(v, &c->probe_timeout_ms) < 0)
-				why = "expected a duration above 0 such as 3s or 500ms";
-			break;
-		case OPT_SESSION_TIMEOUT:
-			if (conf_parse_duration(v, &c->session_timeout_ms) < 0)
-				why = "expected a duration above 0 such as 120s or 2m";
-			break;
-		case OPT_MAX_SESSIONS:
-			errno = 0;
-			n = strtoull(v, &end, 10);
-			if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > 1000000)
-				why = "expected a number from 1 to 1000000";
-			else
-				c->max_sessions = (uint32_t)n;
-			break;
-		case OPT_BACKEND:
-			if (strcmp(v, "auto") == 0)
-				c->backend = CONF_BACKEND_AUTO;
-			else if (strcmp(v, "io_uring") == 0)
-				c->backend = CONF_BACKEND_URING;
-			else if (strcmp(v, "epoll") == 0)
-				c->backend = CONF_BACKEND_EPOLL;
-			else
-				why = "expected auto, io_uring or epoll";
-			break;
-		case OPT_DEBUG:
-			c->debug = true;
-			break;
-		case 'h':
+		case OPT_CONFIG:
+			c->path = optarg;
+			c->path_given = true;
+			continue;
+		case OPT_TEST:
+			c->test = true;
+			continue;
+		case OPT_PROBE:
+			c->probe = true;
+			continue;
+		case OPT_HELP:
 			c->help = true;
-			break;
-		case 'V':
+			continue;
+		case OPT_VERSION:
 			c->version = true;
-			break;
+			continue;
 		case ':':
-			snprintf(err, errlen, "etrelay: %s: missing value", argv[optind - 1]);
+			err_add(e, "etrelay: %s: missing value", argv[optind - 1]);
+			return -1;
+		case '?':
+			if (strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+				err_add(e, "etrelay: %.*s: takes no value (see --help)",
+					(int)(strchr(arg, '=') - arg), arg);
+			else if (strncmp(arg, "--", 2) == 0)
+				err_add(e, "etrelay: %s: unknown option (see --help)", arg);
+			else if (optopt > 0x20 && optopt < 0x7f)
+				/* A short option inside a cluster ("-zV") has not
+				 * advanced optind: name it by its letter. */
+				err_add(e, "etrelay: -%c: unknown option (see --help)", optopt);
+			else
+				err_add(e, "etrelay: %s: unknown option (see --help)", arg);
 			return -1;
 		default:
-			/* A short option inside a cluster ("-zV") has not advanced
-			 * optind: name it by its letter. */
-			if (optopt)
-				snprintf(err, errlen, "etrelay: -%c: unknown option (see --help)",
-					 optopt);
-			else
-				snprintf(err, errlen, "etrelay: %s: unknown option (see --help)",
-					 argv[optind - 1]);
+			break;
+		}
+		k = &keys[opt - 256];
+		if (c->ncli == CONF_CLI_MAX) {
+			err_add(e, "etrelay: too many options");
 			return -1;
 		}
+		why = apply(&scratch, &scratch.base, k, k->flag ? "yes" : optarg, &cli_layer);
 		if (why) {
-			snprintf(err, errlen, "etrelay: --%s: invalid value '%s' (%s)",
-				 longopts[opt - OPT_LISTEN].name, v, why);
+			err_add(e, "etrelay: --%s: invalid value '%s' (%s)", k->name, optarg, why);
 			return -1;
 		}
+		c->cli[c->ncli++] = (struct conf_cli){ k->name, k->flag ? NULL : optarg };
+		if (strcmp(k->name, "upstream") == 0)
+			c->cli_upstream = true;
 	}
 	if (optind < argc) {
-		snprintf(err, errlen, "etrelay: unexpected argument '%s' (see --help)", argv[optind]);
+		err_add(e, "etrelay: unexpected argument '%s' (see --help)", argv[optind]);
 		return -1;
 	}
-	if (c->help || c->version)
-		return 0;
-	if (heartbeat)
-		strcpy(c->heartbeat, heartbeat);
-	if (flatline)
-		strcpy(c->flatline, flatline);
-	if (c->upstream_host[0] == '\0') {
-		snprintf(err, errlen, "etrelay: --upstream: missing (the game server's HOST:PORT)");
+	if (c->probe && !c->test) {
+		err_add(e, "etrelay: --probe: only with -t");
 		return -1;
 	}
 	return 0;
+}
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= CONF_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* Trim spaces and tabs at both ends, in place. */
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path,
+	      struct conf_errors *e)
+{
+	struct relay_conf *r = &c->base, discard;
+	struct layer ly = { false };
+	unsigned lineno = 0, before = e->count;
+	bool in_section = false;
+	size_t pos = 0;
+
+	if (!c->path)
+		c->path = path;
+
+	while (pos < len) {
+		char line[1024], *s, *key, *val;
+		size_t end = pos, n;
+		const struct key *k;
+		const char *why;
+
+		while (end < len && text[end] != '\n')
+			end++;
+		n = end - pos;
+		lineno++;
+		if (n >= sizeof(line)) {
+			err_add(e, "%s:%u: line longer than %zu bytes", path, lineno,
+				sizeof(line) - 1);
+			pos = end + 1;
+			continue;
+		}
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		pos = end + 1;
+		if (memchr(line, '\0', n)) {
+			err_add(e, "%s:%u: NUL byte in line", path, lineno);
+			continue;
+		}
+		s = trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (*s == '[') {
+			char *close = strchr(s, ']'), *name;
+
+			if (!close || *trim(close + 1) != '\0' || strncmp(s, "[relay", 6) != 0 ||
+			    (s[6] != ' ' && s[6] != '\t')) {
+				err_add(e, "%s:%u: expected a section header [relay NAME]", path,
+					lineno);
+				continue;
+			}
+			*close = '\0';
+			name = trim(s + 6);
+			if (!valid_name(name)) {
+				err_add(e, "%s:%u: relay name '%s': use 1 to %d letters, digits, '-', '_' or '.'",
+					path, lineno, name, CONF_NAME_MAX - 1);
+				continue;
+			}
+			in_section = true;
+			/* A rejected section's lines are still checked, into a
+			 * copy that is thrown away. */
+			r = &discard;
+			*r = c->base;
+			ly.masters_replaced = false;
+			for (unsigned i = 0; i < c->nrelays && name; i++)
+				if (strcmp(c->relays[i].name, name) == 0) {
+					err_add(e, "%s:%u: relay '%s' already defined at line %u",
+						path, lineno, name, c->relays[i].line);
+					name = NULL;
+				}
+			if (!name)
+				continue;
+			if (c->nrelays == CONF_RELAYS_MAX) {
+				err_add(e, "%s:%u: too many relays (at most %d)", path, lineno,
+					CONF_RELAYS_MAX);
+				continue;
+			}
+			r = &c->relays[c->nrelays++];
+			*r = c->base;
+			snprintf(r->name, sizeof(r->name), "%s", name);
+			r->line = lineno;
+			continue;
+		}
+		/* key [value]: the value is the rest of the line, "" allowed. */
+		key = s;
+		val = s + strcspn(s, " \t");
+		if (*val)
+			*val++ = '\0';
+		val = trim(val);
+		if (val[0] == '"' && strlen(val) >= 2 && val[strlen(val) - 1] == '"') {
+			val[strlen(val) - 1] = '\0';
+			val++;
+		}
+		k = key_find(key);
+		if (!k) {
+			err_add(e, "%s:%u: unknown key '%s'", path, lineno, key);
+			continue;
+		}
+		if (k->scope == SCOPE_GLOBAL && in_section) {
+			err_add(e, "%s:%u: %s: a process-wide key, put it before the first [relay]",
+				path, lineno, k->name);
+			continue;
+		}
+		if (*val == '\0' && strcmp(k->name, "flatline") != 0) {
+			err_add(e, "%s:%u: %s: missing value", path, lineno, k->name);
+			continue;
+		}
+		why = apply(c, r, k, val, &ly);
+		if (why)
+			err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, k->name, val,
+				why);
+	}
+	return e->count == before ? 0 : -1;
+}
+
+/* Tags from the game unless given, and the checks a relay must pass. */
+static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *where,
+			 struct conf_errors *e)
+{
+	for (size_t i = 0; i < NGAMES; i++) {
+		if (strcmp(r->game, games[i].short_name) != 0)
+			continue;
+		if (!r->heartbeat_set)
+			strcpy(r->heartbeat, games[i].heartbeat);
+		if (!r->flatline_set)
+			strcpy(r->flatline, games[i].flatline);
+	}
+	if (r->upstream_host[0] == '\0')
+		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
+	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))
+		err_add(e, "%s: max-sessions %u is more than the %u ports of session-ports %u-%u",
+			where, r->max_sessions, r->port_max - r->port_min + 1, r->port_min,
+			r->port_max);
+}
+
+int conf_finish(struct etr_conf *c, struct conf_errors *e)
+{
+	unsigned before = e->count;
+	char where[CONF_NAME_MAX + 300];
+
+	/* No [relay] section: the top level (or the command line) is the one. */
+	if (c->nrelays == 0) {
+		c->relays[0] = c->base;
+		c->nrelays = 1;
+	}
+	for (unsigned i = 0; i < c->ncli; i++) {
+		const struct key *k = key_find(c->cli[i].key);
+		const char *v = c->cli[i].value ? c->cli[i].value : "yes";
+
+		if (k->scope == SCOPE_GLOBAL) {
+			apply(c, &c->base, k, v, &(struct layer){ false });
+			continue;
+		}
+		for (unsigned j = 0; j < c->nrelays; j++) {
+			/* Each relay's command-line layer starts with the first
+			 * --master seen for it. */
+			struct layer ly = { true };
+			bool first_master = strcmp(k->name, "master") == 0;
+
+			for (unsigned p = 0; p < i && first_master; p++)
+				if (strcmp(c->cli[p].key, "master") == 0)
+					first_master = false;
+			ly.masters_replaced = !first_master;
+			apply(c, &c->relays[j], k, v, &ly);
+		}
+	}
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		struct relay_conf *r = &c->relays[i];
+
+		if (r->line)
+			snprintf(where, sizeof(where), "%s:%u: relay %s", c->path ? c->path : "",
+				 r->line, r->name);
+		else
+			snprintf(where, sizeof(where), "etrelay");
+		relay_finish(c, r, where, e);
+		for (unsigned j = 0; j < i; j++) {
+			const struct relay_conf *o = &c->relays[j];
+
+			if (addr_equal(&r->listen, &o->listen)) {
+				char a[ADDR_STRLEN];
+				err_add(e, "%s: listen %s: already used by relay %s", where,
+					addr_str(&r->listen.sa, a), o->name);
+			}
+			if (r->port_min && o->port_min && r->port_min <= o->port_max &&
+			    o->port_min <= r->port_max)
+				err_add(e, "%s: session-ports %u-%u overlap those of relay %s", where,
+					r->port_min, r->port_max, o->name);
+		}
+	}
+	return e->count == before ? 0 : -1;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* Command-line options into struct etr_conf. Pure: no resolution, no I/O
- * beyond the error text it returns. */
+/* Configuration: command-line options and the config file share one table of
+ * keys, so every option has a file key and every error names its source.
+ * Pure: the caller reads the file; nothing here resolves or binds. */
 #ifndef ETR_CONFIG_H
 #define ETR_CONFIG_H
 
@@ -10,8 +11,12 @@
 
 #include "addr.h"
 
+#define CONF_RELAYS_MAX 16
 #define CONF_MASTERS_MAX 8
 #define CONF_TAG_MAX 64
+#define CONF_NAME_MAX 32
+#define CONF_CLI_MAX 128
+#define CONF_DEFAULT_PATH "/etc/etrelay/etrelay.conf"
 #define CONF_DEFAULT_LISTEN "0.0.0.0:27960"
 #define CONF_MASTER_PORT 27950
 #define CONF_HEARTBEAT_INTERVAL (300 * 1000ull) /* ms */
@@ -23,6 +28,7 @@
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
+#define EXIT_CONFIG 78      /* the configuration is invalid */
 
 enum conf_backend { CONF_BACKEND_AUTO, CONF_BACKEND_URING, CONF_BACKEND_EPOLL };
 
@@ -31,34 +37,75 @@ struct conf_master {
 	uint16_t port;
 };
 
-struct etr_conf {
+/* One relay: a public port in front of one game server. */
+struct relay_conf {
+	char name[CONF_NAME_MAX];
+	unsigned line; /* of its [relay] header; 0 when from the command line */
 	union etr_sockaddr listen;
 	char upstream_host[ADDR_HOSTLEN];
 	uint16_t upstream_port;
 	struct conf_master masters[CONF_MASTERS_MAX];
 	unsigned nmasters;
-	char game[8];        /* short name for logs: ET, RTCW, Q3, DP */
+	char game[8]; /* short name for logs: ET, RTCW, Q3, DP */
 	char heartbeat[CONF_TAG_MAX];
 	char flatline[CONF_TAG_MAX]; /* empty: the game has none */
+	bool heartbeat_set, flatline_set; /* explicit tags win over the game's */
 	uint64_t heartbeat_interval_ms;
 	uint64_t session_timeout_ms;
 	uint64_t probe_timeout_ms;
 	uint32_t max_sessions;
-	enum conf_backend backend;
-	bool debug;
-	bool help, version;
+	uint16_t port_min, port_max; /* session socket ports; 0 = ephemeral */
 };
 
-/* Fill defaults. */
+struct conf_cli {
+	const char *key, *value; /* value NULL for flags */
+};
+
+struct etr_conf {
+	/* Process-wide. */
+	enum conf_backend backend;
+	bool debug;
+	bool ops_enabled, ops_allow_public;
+	union etr_sockaddr ops_listen;
+	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
+	/* Command-line only. */
+	const char *path; /* config file, NULL: none */
+	bool path_given, test, probe, help, version;
+	struct conf_cli cli[CONF_CLI_MAX];
+	unsigned ncli;
+	bool cli_upstream; /* the command line names a game server */
+	/* The relays, and the defaults each starts from. */
+	struct relay_conf base;
+	struct relay_conf relays[CONF_RELAYS_MAX];
+	unsigned nrelays;
+};
+
+/* Error lines, all of them, newline-separated. */
+struct conf_errors {
+	char text[8192];
+	size_t len;
+	unsigned count;
+};
+
+/* Built-in defaults, no relay yet. */
 void conf_defaults(struct etr_conf *c);
 
-/* Parse argv. Returns 0, or -1 with one line naming the flag and the value
- * in err. */
-int conf_parse_args(struct etr_conf *c, int argc, char **argv, char *err, size_t errlen);
+/* Parse argv. Options that configure relays are checked now and applied by
+ * conf_finish, after the file. Returns 0, or -1 with the error in e. */
+int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_errors *e);
 
-/* Parse a duration: "300", "300s", "500ms", "5m", "1h" (bare = seconds) into
- * ms. Returns 0 or -1. */
-int conf_parse_duration(const char *s, uint64_t *ms);
+/* Parse config file text (path for messages). Every error is reported.
+ * Returns 0 or -1. */
+int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path,
+	      struct conf_errors *e);
+
+/* Apply the command line over the file, fill in a relay from the command
+ * line when the file has none, and check the whole. Returns 0 or -1. */
+int conf_finish(struct etr_conf *c, struct conf_errors *e);
+
+/* "300", "300s", "500ms", "5m", "1h" (bare = seconds) into ms; zero only
+ * when allow_zero. Returns 0 or -1. */
+int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero);
 
 /* The --help text. */
 extern const char conf_usage[];

@@ -49,10 +49,11 @@ unsigned hb_step(struct hb *h, uint64_t now, uint64_t rnd)
 		h->deadline = now + h->probe_timeout;
 		return HB_SEND_PROBE;
 	}
+	act = HB_ROUND_FAILED;
 	if (h->server == HB_UP)
-		act = HB_SEND_FLATLINE | HB_LOG_DOWN;
+		act |= HB_SEND_FLATLINE | HB_LOG_DOWN;
 	else if (h->server == HB_UNKNOWN)
-		act = HB_LOG_DOWN;
+		act |= HB_LOG_DOWN;
 	h->server = HB_DOWN;
 	h->phase = HB_IDLE, h->deadline = h->round_start + h->interval;
 	if (h->deadline < now)

@@ -27,6 +27,7 @@ enum hb_action {
 	HB_SEND_FLATLINE = 1 << 2,  /* send the flatline tag (if the game has one) */
 	HB_LOG_UP = 1 << 3,         /* server state changed to up */
 	HB_LOG_DOWN = 1 << 4,       /* server state changed to down */
+	HB_ROUND_FAILED = 1 << 5,   /* every attempt of this round timed out */
 };
 
 struct hb {

@@ -1,38 +1,55 @@
 /* SPDX-License-Identifier: ISC */
-/* etrelay: argv, resolve the game server, bind, pick a backend, run, and
- * leave with a flatline on SIGTERM or SIGINT. */
+/* etrelay: argv and the config file, resolve the game servers, check the
+ * limits, then hand over to the daemon. */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
+#include "daemon.h"
 #include "log.h"
-#include "loop.h"
-#include "relay.h"
+#include "ops.h"
 #include "version.h"
 
-static int resolve_upstream(const struct etr_conf *c, union etr_sockaddr *sa)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
-	char port[8];
-	int err;
+#define CONF_FILE_MAX (1 << 20)
 
-	snprintf(port, sizeof(port), "%u", c->upstream_port);
-	err = getaddrinfo(c->upstream_host, port, &hints, &res);
-	if (err) {
-		log_warnx("--upstream %s: cannot resolve (%s)", c->upstream_host,
-			  gai_strerror(err));
-		return -1;
+/* Read the whole file; NULL with errno set on failure. */
+static char *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0)
+		goto out;
+	if (st.st_size > CONF_FILE_MAX) {
+		errno = EFBIG;
+		goto out;
 	}
-	err = addr_from(sa, res->ai_addr, res->ai_addrlen) ? 0 : -1;
-	freeaddrinfo(res);
-	return err;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		goto out;
+	n = read(fd, buf, (size_t)st.st_size);
+	if (n < 0) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[n] = '\0';
+	*len = (size_t)n;
+out:
+	close(fd);
+	return buf;
 }
 
 /* Every session holds a socket: take all the descriptors we are allowed. */
@@ -50,47 +67,74 @@ static rlim_t raise_nofile(void)
 	return rl.rlim_cur;
 }
 
-static int signals_fd(void)
+static int resolve_upstream(const struct relay_conf *r, union etr_sockaddr *sa)
 {
-	sigset_t set;
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	char port[8];
+	int err;
 
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	snprintf(port, sizeof(port), "%u", r->upstream_port);
+	err = getaddrinfo(r->upstream_host, port, &hints, &res);
+	if (err) {
+		log_warnx("relay %s: upstream %s: cannot resolve (%s)", r->name, r->upstream_host,
+			  gai_strerror(err));
+		return -1;
+	}
+	err = addr_from(sa, res->ai_addr, res->ai_addrlen) ? 0 : -1;
+	freeaddrinfo(res);
+	return err;
 }
 
-static void masters_str(const struct etr_conf *c, char *buf, size_t len)
+/* Parse argv and the file; returns 0 or the exit status. */
+static int configure(struct etr_conf *c, int argc, char **argv)
 {
-	char hp[ADDR_HOSTLEN + 8];
-	size_t o = 0;
+	struct conf_errors e = { .len = 0 };
+	char *text = NULL;
+	size_t len = 0;
+	int rc = 0;
 
-	buf[0] = '\0';
-	for (unsigned i = 0; i < c->nmasters && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "",
-				      addr_hostport(c->masters[i].host, c->masters[i].port, hp));
+	if (conf_parse_args(c, argc, argv, &e) < 0) {
+		fputs(e.text, stderr);
+		return EXIT_USAGE;
+	}
+	if (c->help || c->version)
+		return 0;
+	/* The default file is read when the command line names no game
+	 * server: `etrelay --upstream ...` alone never picks up /etc. */
+	if (!c->path_given && !c->cli_upstream)
+		c->path = CONF_DEFAULT_PATH;
+	if (c->path) {
+		text = read_file(c->path, &len);
+		if (!text) {
+			fprintf(stderr, "etrelay: %s: %s%s\n", c->path, strerror(errno),
+				c->path_given ? ""
+					      : " (give --upstream HOST:PORT, or -c FILE)");
+			return c->path_given || c->test ? EXIT_CONFIG : EXIT_USAGE;
+		}
+		if (conf_load(c, text, len, c->path, &e) < 0)
+			rc = EXIT_CONFIG;
+		free(text);
+	}
+	if (conf_finish(c, &e) < 0 && rc == 0)
+		rc = c->path ? EXIT_CONFIG : EXIT_USAGE;
+	if (rc)
+		fputs(e.text, stderr);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	struct etr_conf conf;
-	union etr_sockaddr upstream;
-	const struct loop_ops *ops;
-	struct loop *loop = NULL;
-	struct relay relay;
-	struct loop_handler h;
-	char err[512], why[256] = "", a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024];
-	int rc, sig_fd;
+	static struct etr_conf conf;
+	static struct daemon d;
+	union etr_sockaddr upstream[CONF_RELAYS_MAX];
+	uint64_t need = 16;
+	char err[256];
 	rlim_t nofile;
+	int rc;
 
 	conf_defaults(&conf);
-	if (conf_parse_args(&conf, argc, argv, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return EXIT_USAGE;
-	}
+	if ((rc = configure(&conf, argc, argv)) != 0)
+		return rc;
 	if (conf.help) {
 		fputs(conf_usage, stdout);
 		return 0;
@@ -100,64 +144,28 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_init(conf.debug);
+	if (conf.ops_enabled && ops_tokens_check(err, sizeof(err)) < 0) {
+		log_warnx("ops plane: %s", err);
+		return EXIT_CONFIG;
+	}
+	if (conf.test)
+		return check_run(&conf);
 
 	nofile = raise_nofile();
-	/* public + probe + resolver + signals + a margin for the loop itself */
-	if ((rlim_t)conf.max_sessions + 16 > nofile) {
-		log_warnx("--max-sessions %u needs %u file descriptors, the limit is %llu "
-			  "(raise LimitNOFILE= or ulimit -n)",
-			  conf.max_sessions, conf.max_sessions + 16, (unsigned long long)nofile);
-		return EXIT_FAILURE;
+	for (unsigned i = 0; i < conf.nrelays; i++)
+		need += conf.relays[i].max_sessions + 4;
+	if (need > nofile) {
+		log_warnx("max-sessions of all relays need %llu file descriptors, the limit is "
+			  "%llu (raise LimitNOFILE= or ulimit -n, or lower max-sessions)",
+			  (unsigned long long)need, (unsigned long long)nofile);
+		return EXIT_CONFIG;
 	}
-	if (resolve_upstream(&conf, &upstream) < 0)
-		return EXIT_FAILURE;
-	sig_fd = signals_fd();
-	if (sig_fd < 0) {
-		log_warn("signalfd");
-		return EXIT_FAILURE;
-	}
-	if (relay_open(&relay, &conf, &upstream) < 0)
-		return EXIT_FAILURE;
-
-	h = relay_handler_template;
-	h.arg = &relay;
-	ops = conf.backend == CONF_BACKEND_EPOLL ? &loop_epoll_ops : &loop_uring_ops;
-	rc = ops->create(&loop, &h, conf.max_sessions + 16, why, sizeof(why));
-	if (rc < 0 && conf.backend == CONF_BACKEND_URING) {
-		log_warnx("io_uring unavailable: %s", why);
-		return EXIT_UNAVAILABLE;
-	}
-	if (rc < 0 && conf.backend == CONF_BACKEND_AUTO) {
-		log_info("io_uring unavailable: %s; falling back to epoll", why);
-		ops = &loop_epoll_ops;
-		rc = ops->create(&loop, &h, conf.max_sessions + 16, why, sizeof(why));
-	}
-	if (rc < 0) {
-		log_warnx("%s", why);
-		return EXIT_FAILURE;
-	}
-	if ((rc = relay_attach(&relay, ops, loop, sig_fd)) < 0) {
-		log_warnx("%s: registering sockets: %s", ops->name, strerror(-rc));
-		return EXIT_FAILURE;
-	}
-
-	masters_str(&conf, masters, sizeof(masters));
-	log_info("etrelay %s listening on %s, upstream %s, backend %s, game %s (%s/%s), masters %s",
-		 ETRELAY_VERSION, addr_str(&conf.listen.sa, a), addr_str(&upstream.sa, b),
-		 ops->name, conf.game, conf.heartbeat, conf.flatline[0] ? conf.flatline : "none",
-		 masters);
-
-	rc = ops->run(loop);
-	if (rc < 0)
-		log_warnx("%s loop: %s", ops->name, strerror(-rc));
-	else if (relay.exit_signal)
-		log_info("exiting on %s", sigabbrev_np(relay.exit_signal) ?
-			 (snprintf(err, sizeof(err), "SIG%s", sigabbrev_np(relay.exit_signal)), err) :
-			 "signal");
-	relay_shutdown(&relay);
-	relay_log_stats(&relay);
-	ops->destroy(loop);
-	relay_close(&relay);
-	close(sig_fd);
-	return rc < 0 ? EXIT_FAILURE : 0;
+	for (unsigned i = 0; i < conf.nrelays; i++)
+		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
+			return EXIT_FAILURE;
+	rc = daemon_open(&d, &conf, upstream);
+	if (rc == 0)
+		rc = daemon_run(&d);
+	daemon_close(&d);
+	return rc;
 }

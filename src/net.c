@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,6 +50,42 @@ int net_connect_udp(const union etr_sockaddr *sa)
 		return err;
 	}
 	return fd;
+}
+
+int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max,
+			  uint16_t *next)
+{
+	unsigned width = (unsigned)(max - min) + 1;
+	union etr_sockaddr local;
+	int fd, err = -EADDRINUSE;
+
+	fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&local, 0, sizeof(local));
+	local.sa.sa_family = sa->sa.sa_family;
+	/* Round-robin from the cursor: a port just freed is tried last, so a
+	 * late datagram for the old session does not reach a new one. */
+	for (unsigned i = 0; i < width; i++) {
+		uint16_t port = *next < min || *next > max ? min : *next;
+
+		*next = port == max ? min : (uint16_t)(port + 1);
+		if (local.sa.sa_family == AF_INET)
+			local.in.sin_port = htons(port);
+		else
+			local.in6.sin6_port = htons(port);
+		if (bind(fd, &local.sa, addr_len(&local)) == 0) {
+			err = connect(fd, &sa->sa, addr_len(sa)) == 0 ? 0 : -errno;
+			break;
+		}
+		err = -errno;
+		if (err != -EADDRINUSE)
+			break;
+	}
+	if (err == 0)
+		return fd;
+	close(fd);
+	return err;
 }
 
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len)

@@ -5,6 +5,7 @@
 #define ETR_NET_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "addr.h"
 
@@ -15,6 +16,12 @@ int net_bind_public(const union etr_sockaddr *sa);
 /* A non-blocking UDP socket connected to sa, on an ephemeral port. Returns
  * the fd or -errno. */
 int net_connect_udp(const union etr_sockaddr *sa);
+
+/* The same, bound to a free port in [min, max], trying from *next onwards
+ * and leaving *next after the port taken. Returns the fd, -EADDRINUSE when
+ * every port is taken, or -errno. */
+int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max,
+			  uint16_t *next);
 
 /* Send buf now (dst NULL on a connected socket). Returns 0 or -errno. */
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len);

@@ -6,38 +6,16 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
-#include "version.h"
-
-static const char *const drop_names[RELAY_DROP_COUNT] = {
-	[RELAY_DROP_QUEUE_FULL] = "queue_full",
-	[RELAY_DROP_TRUNCATED] = "truncated",
-	[RELAY_DROP_TABLE_FULL] = "table_full",
-	[RELAY_DROP_SOCKET] = "socket",
-	[RELAY_DROP_SEND_ERROR] = "send_error",
-	[RELAY_DROP_BAD_SOURCE] = "bad_source",
-};
-
-static const char *const close_names[SESSION_CLOSE_REASON_COUNT] = {
-	[SESSION_CLOSE_IDLE] = "idle",
-	[SESSION_CLOSE_SHUTDOWN] = "shutdown",
-	[SESSION_CLOSE_ERROR] = "error",
-};
-
-const char *relay_drop_name(enum relay_drop d)
-{
-	return (unsigned)d < RELAY_DROP_COUNT ? drop_names[d] : "unknown";
-}
 
 static uint64_t random64(void)
 {
@@ -50,7 +28,47 @@ static uint64_t random64(void)
 	return v;
 }
 
-int relay_open(struct relay *r, const struct etr_conf *conf, const union etr_sockaddr *upstream)
+/* An IPv4 address as the IPv4-mapped IPv6 address an IPv6 socket uses. */
+static void map_v4(union etr_sockaddr *sa)
+{
+	struct sockaddr_in in = sa->in;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->in6.sin6_family = AF_INET6;
+	sa->in6.sin6_port = in.sin_port;
+	sa->in6.sin6_addr.s6_addr[10] = 0xff;
+	sa->in6.sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&sa->in6.sin6_addr.s6_addr[12], &in.sin_addr, 4);
+}
+
+static void masters_init(struct relay *r)
+{
+	const struct relay_conf *c = r->conf;
+
+	r->nmasters = c->nmasters;
+	r->stats.nmasters = c->nmasters;
+	for (unsigned i = 0; i < c->nmasters; i++) {
+		struct relay_master *m = &r->masters[i];
+		char lit[ADDR_HOSTLEN + 8];
+
+		memcpy(m->host, c->masters[i].host, sizeof(m->host));
+		m->port = c->masters[i].port;
+		m->last_err = -1; /* nothing logged yet */
+		addr_hostport(m->host, m->port, lit);
+		snprintf(r->stats.masters[i].name, sizeof(r->stats.masters[i].name), "%s", lit);
+		/* Literals need no resolver. */
+		if (addr_parse_numeric(lit, &m->addr) == 0) {
+			if (m->addr.sa.sa_family == AF_INET && c->listen.sa.sa_family == AF_INET6)
+				map_v4(&m->addr);
+			m->numeric = m->have_addr = m->addr.sa.sa_family == c->listen.sa.sa_family;
+			if (m->have_addr)
+				addr_str(&m->addr.sa, r->stats.masters[i].addr);
+		}
+	}
+}
+
+int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
+	       const union etr_sockaddr *upstream, struct etr_stats *global)
 {
 	char a[ADDR_STRLEN];
 	uint8_t key[16];
@@ -58,12 +76,20 @@ int relay_open(struct relay *r, const struct etr_conf *conf, const union etr_soc
 
 	memset(r, 0, sizeof(*r));
 	r->conf = conf;
+	r->index = index;
+	r->global = global;
 	r->upstream = *upstream;
-	r->pub_addr = conf->listen;
-	r->pub_fd = r->probe_fd = r->res_fd = r->sig_fd = -1;
+	r->pub_fd = r->probe_fd = r->res_fd = -1;
 	r->session_timeout = conf->session_timeout_ms * NS_PER_MS;
+	r->port_next = conf->port_min;
+	pthread_mutex_init(&r->stats.lock, NULL);
+	snprintf(r->stats.name, sizeof(r->stats.name), "%s", conf->name);
+	addr_str(&conf->listen.sa, r->stats.public_addr);
+	addr_str(&upstream->sa, r->stats.upstream);
+	snprintf(r->stats.game, sizeof(r->stats.game), "%s", conf->game);
 	hb_init(&r->hb, conf->heartbeat_interval_ms * NS_PER_MS,
 		conf->probe_timeout_ms * NS_PER_MS, CONF_PROBE_ATTEMPTS);
+	masters_init(r);
 
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t v = random64();
@@ -71,86 +97,62 @@ int relay_open(struct relay *r, const struct etr_conf *conf, const union etr_soc
 	}
 	err = session_table_init(&r->st, conf->max_sessions, key);
 	if (err < 0) {
-		log_warnx("session table for %u sessions: %s", conf->max_sessions, strerror(-err));
+		log_warnx("relay %s: session table for %u sessions: %s", conf->name,
+			  conf->max_sessions, strerror(-err));
 		return err;
 	}
-
 	r->pub_fd = net_bind_public(&conf->listen);
 	if (r->pub_fd < 0) {
-		log_warnx("bind %s: %s%s", addr_str(&conf->listen.sa, a), strerror(-r->pub_fd),
+		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
+			  strerror(-r->pub_fd),
 			  r->pub_fd == -EADDRINUSE ? " (another process owns the port)" : "");
 		return r->pub_fd;
 	}
 	r->probe_fd = net_connect_udp(upstream);
 	if (r->probe_fd < 0) {
-		log_warnx("probe socket to %s: %s", addr_str(&upstream->sa, a),
-			  strerror(-r->probe_fd));
+		log_warnx("relay %s: probe socket to %s: %s", conf->name,
+			  addr_str(&upstream->sa, a), strerror(-r->probe_fd));
 		return r->probe_fd;
 	}
 	err = resolver_create(&r->res, conf->listen.sa.sa_family, &r->res_fd);
 	if (err < 0) {
-		log_warnx("resolver: %s", strerror(-err));
+		log_warnx("relay %s: resolver: %s", conf->name, strerror(-err));
 		return err;
-	}
-
-	r->nmasters = conf->nmasters;
-	for (unsigned i = 0; i < conf->nmasters; i++) {
-		struct relay_master *m = &r->masters[i];
-		char lit[ADDR_HOSTLEN + 8];
-
-		memcpy(m->host, conf->masters[i].host, sizeof(m->host));
-		m->port = conf->masters[i].port;
-		m->last_err = -1; /* nothing logged yet */
-		/* Literals need no resolver; map IPv4 for an IPv6 public socket. */
-		addr_hostport(m->host, m->port, lit);
-		if (addr_parse_numeric(lit, &m->addr) == 0) {
-			if (m->addr.sa.sa_family == AF_INET && r->pub_addr.sa.sa_family == AF_INET6) {
-				struct sockaddr_in in = m->addr.in;
-				memset(&m->addr, 0, sizeof(m->addr));
-				m->addr.in6.sin6_family = AF_INET6;
-				m->addr.in6.sin6_port = in.sin_port;
-				m->addr.in6.sin6_addr.s6_addr[10] = 0xff;
-				m->addr.in6.sin6_addr.s6_addr[11] = 0xff;
-				memcpy(&m->addr.in6.sin6_addr.s6_addr[12], &in.sin_addr, 4);
-			}
-			m->numeric = m->have_addr =
-				m->addr.sa.sa_family == r->pub_addr.sa.sa_family;
-		}
 	}
 	return 0;
 }
 
-int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l, int sig_fd)
+int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l)
 {
 	int err;
 
 	r->ops = ops;
 	r->loop = l;
-	r->sig_fd = sig_fd;
-	err = ops->add_socket(l, r->pub_fd, RELAY_ID(RELAY_ID_PUBLIC, 0));
+	err = ops->add_socket(l, r->pub_fd, RELAY_ID(RELAY_ID_PUBLIC, r->index, 0));
 	if (!err)
-		err = ops->add_socket(l, r->probe_fd, RELAY_ID(RELAY_ID_PROBE, 0));
+		err = ops->add_socket(l, r->probe_fd, RELAY_ID(RELAY_ID_PROBE, r->index, 0));
 	if (!err)
-		err = ops->watch(l, r->res_fd, RELAY_ID(RELAY_ID_RESOLVER, 0));
-	if (!err && sig_fd >= 0)
-		err = ops->watch(l, sig_fd, RELAY_ID(RELAY_ID_SIGNAL, 0));
+		err = ops->watch(l, r->res_fd, RELAY_ID(RELAY_ID_RESOLVER, r->index, 0));
 	return err;
 }
 
-static void session_close(struct relay *r, uint32_t idx, enum session_close_reason why)
+static uint32_t session_id(const struct relay *r, uint32_t idx)
+{
+	return RELAY_ID(RELAY_ID_SESSION, r->index, session_ref(&r->st, idx));
+}
+
+static void session_close(struct relay *r, uint32_t idx, enum stats_close why)
 {
 	struct session *s = &r->st.s[idx];
-	uint32_t id = RELAY_ID(RELAY_ID_SESSION, session_ref(&r->st, idx));
 	char a[ADDR_STRLEN];
-	int fd;
 
 	if (log_debug_on)
 		addr_str(&s->client.sa, a);
-	r->ops->del_socket(r->loop, s->fd, id);
-	fd = session_remove(&r->st, idx);
-	close(fd);
-	r->c.sessions_closed[why]++;
-	log_debug("session - %s (%s, %u active)", a, close_names[why], r->st.active);
+	r->ops->del_socket(r->loop, s->fd, session_id(r, idx));
+	close(session_remove(&r->st, idx));
+	STAT_ADD(r->stats.sessions_closed[why], 1);
+	STAT_SET(r->stats.sessions_active, r->st.active);
+	log_debug("session - %s (%s, %u active)", a, stats_close_name(why), r->st.active);
 }
 
 static void expire_sessions(struct relay *r, uint64_t now)
@@ -158,7 +160,24 @@ static void expire_sessions(struct relay *r, uint64_t now)
 	uint32_t idx;
 
 	while ((idx = session_expired(&r->st, now, r->session_timeout)) != SESSION_NONE)
-		session_close(r, idx, SESSION_CLOSE_IDLE);
+		session_close(r, idx, CLOSE_IDLE);
+}
+
+/* Which master, if any, this client is: masters challenge from their own
+ * address, maybe from another port than the heartbeat went to. */
+static uint8_t master_of(const struct relay *r, const union etr_sockaddr *client)
+{
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		const union etr_sockaddr *m = &r->masters[i].addr;
+
+		if (!r->masters[i].have_addr || m->sa.sa_family != client->sa.sa_family)
+			continue;
+		if (m->sa.sa_family == AF_INET ? m->in.sin_addr.s_addr == client->in.sin_addr.s_addr
+					       : memcmp(&m->in6.sin6_addr, &client->in6.sin6_addr,
+							16) == 0)
+			return (uint8_t)(i + 1);
+	}
+	return 0;
 }
 
 static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, uint64_t now)
@@ -166,28 +185,38 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 	uint32_t idx;
 	int fd, err;
 
+	/* A draining relay keeps its sessions and takes no new ones. */
+	if (STAT_GET(r->global->lifecycle) != LIFECYCLE_ACTIVE) {
+		STAT_ADD(r->stats.drops[DROP_DRAINING], 1);
+		return SESSION_NONE;
+	}
 	/* Expired sessions make room before a new one is refused. */
 	expire_sessions(r, now);
 	if (r->st.active >= r->st.cap) {
-		r->c.drops[RELAY_DROP_TABLE_FULL]++;
+		STAT_ADD(r->stats.drops[DROP_TABLE_FULL], 1);
 		return SESSION_NONE;
 	}
-	fd = net_connect_udp(&r->upstream);
+	if (r->conf->port_min)
+		fd = net_connect_udp_range(&r->upstream, r->conf->port_min, r->conf->port_max,
+					   &r->port_next);
+	else
+		fd = net_connect_udp(&r->upstream);
 	if (fd < 0) {
-		r->c.drops[RELAY_DROP_SOCKET]++;
+		STAT_ADD(r->stats.drops[DROP_SOCKET], 1);
 		log_debug("session socket: %s", strerror(-fd));
 		return SESSION_NONE;
 	}
 	idx = session_insert(&r->st, client, fd, now);
-	err = r->ops->add_socket(r->loop, fd,
-				 RELAY_ID(RELAY_ID_SESSION, session_ref(&r->st, idx)));
+	err = r->ops->add_socket(r->loop, fd, session_id(r, idx));
 	if (err < 0) {
 		session_remove(&r->st, idx);
 		close(fd);
-		r->c.drops[RELAY_DROP_SOCKET]++;
+		STAT_ADD(r->stats.drops[DROP_SOCKET], 1);
 		return SESSION_NONE;
 	}
-	r->c.sessions_opened++;
+	r->st.s[idx].master = master_of(r, client);
+	STAT_ADD(r->stats.sessions_opened, 1);
+	STAT_SET(r->stats.sessions_active, r->st.active);
 	if (log_debug_on) {
 		char a[ADDR_STRLEN];
 		log_debug("session + %s (%u active)", addr_str(&client->sa, a), r->st.active);
@@ -212,15 +241,14 @@ static bool forward(struct relay *r, uint32_t idx, int fd, const union etr_socka
 		    struct loop_dgram *d)
 {
 	struct session *s = &r->st.s[idx];
-	uint32_t id = RELAY_ID(RELAY_ID_SESSION, session_ref(&r->st, idx));
 
 	if (s->queued >= SESSION_QUEUE_MAX) {
-		r->c.drops[RELAY_DROP_QUEUE_FULL]++;
+		STAT_ADD(r->stats.drops[DROP_QUEUE_FULL], 1);
 		return false;
 	}
 	if (r->ops->forward(r->loop, fd, dst ? &dst->sa : NULL, dst ? addr_len(dst) : 0, d,
-			    id) < 0) {
-		r->c.drops[RELAY_DROP_SEND_ERROR]++;
+			    session_id(r, idx)) < 0) {
+		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 		return false;
 	}
 	s->queued++;
@@ -234,17 +262,16 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 	uint32_t idx;
 
 	if (!d->from || !addr_from(&client, d->from, d->fromlen)) {
-		r->c.drops[RELAY_DROP_BAD_SOURCE]++;
+		STAT_ADD(r->stats.drops[DROP_BAD_SOURCE], 1);
 		return;
 	}
 	if (d->truncated) {
-		r->c.drops[RELAY_DROP_TRUNCATED]++;
+		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
 		return;
 	}
 	idx = session_lookup(&r->st, &client);
-	if (idx != SESSION_NONE &&
-	    r->st.s[idx].last_active + r->session_timeout <= d->now) {
-		session_close(r, idx, SESSION_CLOSE_IDLE);
+	if (idx != SESSION_NONE && r->st.s[idx].last_active + r->session_timeout <= d->now) {
+		session_close(r, idx, CLOSE_IDLE);
 		idx = SESSION_NONE;
 	}
 	if (idx == SESSION_NONE && (idx = session_open(r, &client, d->now)) == SESSION_NONE)
@@ -252,9 +279,24 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 	log_packet(r, &client, d, "->");
 	if (forward(r, idx, r->st.s[idx].fd, NULL, d)) {
 		r->st.s[idx].pkts_up++;
-		r->c.up_pkts++;
-		r->c.up_bytes += d->len;
+		STAT_ADD(r->stats.up_pkts, 1);
+		STAT_ADD(r->stats.up_bytes, d->len);
 	}
+}
+
+/* A master's challenge was answered from the public socket: the listing
+ * loop is closed for that master. */
+static void confirm_listing(struct relay *r, unsigned m)
+{
+	pthread_mutex_lock(&r->stats.lock);
+	if (!r->stats.masters[m].listing_confirmed) {
+		r->stats.masters[m].listing_confirmed = true;
+		pthread_mutex_unlock(&r->stats.lock);
+		log_info("relay %s: master %s challenged us and got its answer", r->conf->name,
+			 r->stats.masters[m].name);
+		return;
+	}
+	pthread_mutex_unlock(&r->stats.lock);
 }
 
 static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
@@ -265,22 +307,39 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 	if (idx == SESSION_NONE)
 		return; /* the session closed while this was queued */
 	if (d->truncated) {
-		r->c.drops[RELAY_DROP_TRUNCATED]++;
+		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
 		return;
 	}
 	s = &r->st.s[idx];
 	log_packet(r, &s->client, d, "<-");
 	if (forward(r, idx, r->pub_fd, &s->client, d)) {
 		s->pkts_down++;
-		r->c.down_pkts++;
-		r->c.down_bytes += d->len;
+		STAT_ADD(r->stats.down_pkts, 1);
+		STAT_ADD(r->stats.down_bytes, d->len);
+		if (s->master && q3_classify(d->data, d->len) == Q3_INFORESPONSE)
+			confirm_listing(r, s->master - 1u);
 	}
 }
 
-static void send_heartbeat(struct relay *r, struct relay_master *m, const char *tag)
+static void master_result(struct relay *r, unsigned i, enum stats_hb_result res)
 {
+	struct master_status *ms = &r->stats.masters[i];
+
+	pthread_mutex_lock(&r->stats.lock);
+	ms->last_heartbeat = (uint64_t)time(NULL);
+	ms->last_result = res;
+	ms->heartbeats[res]++;
+	if (r->masters[i].have_addr)
+		addr_str(&r->masters[i].addr.sa, ms->addr);
+	pthread_mutex_unlock(&r->stats.lock);
+}
+
+static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
+{
+	struct relay_master *m = &r->masters[i];
 	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], text[CONF_TAG_MAX + 16];
 	uint8_t pkt[CONF_TAG_MAX + 20];
+	bool flat = strcmp(tag, r->conf->heartbeat) != 0;
 	int n, err;
 
 	snprintf(text, sizeof(text), "heartbeat %s\n", tag);
@@ -288,17 +347,17 @@ static void send_heartbeat(struct relay *r, struct relay_master *m, const char *
 	err = net_send_copy(r->pub_fd, &m->addr, pkt, (size_t)n);
 	addr_str(&m->addr.sa, a);
 	addr_hostport(m->host, m->port, hp);
+	if (!flat)
+		master_result(r, i, err < 0 ? HB_RESULT_SEND_ERROR : HB_RESULT_SENT);
 	if (err < 0) {
-		r->c.heartbeats_failed++;
 		log_warnx("heartbeat %s -> %s (%s): %s", tag, hp, a, strerror(-err));
 		return;
 	}
-	if (strcmp(tag, r->conf->heartbeat) == 0) {
-		r->c.heartbeats_sent++;
-		log_debug("heartbeat %s -> %s (%s)", tag, hp, a);
-	} else {
-		r->c.flatlines_sent++;
+	if (flat) {
+		STAT_ADD(r->stats.flatlines, 1);
 		log_info("flatline %s -> %s (%s)", tag, hp, a);
+	} else {
+		log_debug("heartbeat %s -> %s (%s)", tag, hp, a);
 	}
 }
 
@@ -309,7 +368,7 @@ static void send_flatline(struct relay *r)
 	/* Last good addresses: a flatline must not wait for DNS. */
 	for (unsigned i = 0; i < r->nmasters; i++)
 		if (r->masters[i].have_addr)
-			send_heartbeat(r, &r->masters[i], r->conf->flatline);
+			send_heartbeat(r, i, r->conf->flatline);
 }
 
 /* Heartbeat every master, resolving names first (the heartbeat leaves when
@@ -320,7 +379,7 @@ static void heartbeat_masters(struct relay *r)
 		struct relay_master *m = &r->masters[i];
 
 		if (m->numeric) {
-			send_heartbeat(r, m, r->conf->heartbeat);
+			send_heartbeat(r, i, r->conf->heartbeat);
 			continue;
 		}
 		m->heartbeat_due = true;
@@ -332,18 +391,16 @@ static void heartbeat_masters(struct relay *r)
 static void on_resolved(struct relay *r)
 {
 	struct resolver_result res;
-	char a[ADDR_STRLEN];
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
 
 	resolver_ack(r->res);
 	while (resolver_take(r->res, &res)) {
 		struct relay_master *m = &r->masters[res.slot];
 
+		addr_hostport(m->host, m->port, hp);
 		if (res.gai_err == 0) {
-			char hp[ADDR_HOSTLEN + 8];
-
 			if (m->last_err != 0 || !m->have_addr || !addr_equal(&m->addr, &res.addr))
-				log_info("master %s is %s", addr_hostport(m->host, m->port, hp),
-					 addr_str(&res.addr.sa, a));
+				log_info("master %s is %s", hp, addr_str(&res.addr.sa, a));
 			m->addr = res.addr;
 			m->have_addr = true;
 		} else if (res.gai_err != m->last_err) {
@@ -356,8 +413,12 @@ static void on_resolved(struct relay *r)
 					  m->host, gai_strerror(res.gai_err));
 		}
 		m->last_err = res.gai_err;
-		if (m->heartbeat_due && m->have_addr && r->hb.server == HB_UP)
-			send_heartbeat(r, m, r->conf->heartbeat);
+		if (m->heartbeat_due && r->hb.server == HB_UP) {
+			if (m->have_addr)
+				send_heartbeat(r, res.slot, r->conf->heartbeat);
+			else
+				master_result(r, res.slot, HB_RESULT_UNRESOLVED);
+		}
 		m->heartbeat_due = false;
 	}
 }
@@ -374,7 +435,7 @@ static void hb_actions(struct relay *r, unsigned act)
 		snprintf(text, sizeof(text), "getinfo %s", r->hb.challenge);
 		n = q3_build(pkt, sizeof(pkt), text);
 		err = net_send_copy(r->probe_fd, NULL, pkt, (size_t)n);
-		r->c.probes_sent++;
+		STAT_ADD(r->stats.probes_sent, 1);
 		if (err < 0 && err != -ECONNREFUSED)
 			log_debug("probe: %s", strerror(-err));
 	}
@@ -387,29 +448,30 @@ static void hb_actions(struct relay *r, unsigned act)
 		heartbeat_masters(r);
 	if (act & HB_SEND_FLATLINE)
 		send_flatline(r);
+	if (act & (HB_LOG_UP | HB_LOG_DOWN))
+		STAT_SET(r->stats.server, (int)r->hb.server);
 }
 
 static void from_probe(struct relay *r, struct loop_dgram *d)
 {
-	if (!d->truncated && q3_info_response_matches(d->data, d->len, r->hb.challenge)) {
-		unsigned act = hb_probe_answered(&r->hb, d->now, r->hb.challenge);
+	unsigned act;
 
-		if (act)
-			r->c.probes_answered++;
-		hb_actions(r, act);
-	}
+	if (d->truncated || !q3_info_response_matches(d->data, d->len, r->hb.challenge))
+		return;
+	act = hb_probe_answered(&r->hb, d->now, r->hb.challenge);
+	if (act)
+		STAT_ADD(r->stats.probe_rounds_ok, 1);
+	hb_actions(r, act);
 }
 
-static void on_dgram(void *arg, uint32_t id, struct loop_dgram *d)
+void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d)
 {
-	struct relay *r = arg;
-
 	switch (RELAY_ID_KIND(id)) {
 	case RELAY_ID_PUBLIC:
 		from_client(r, d);
 		break;
 	case RELAY_ID_SESSION:
-		from_server(r, id & ((1u << SESSION_REF_BITS) - 1), d);
+		from_server(r, RELAY_ID_REF(id), d);
 		break;
 	case RELAY_ID_PROBE:
 		from_probe(r, d);
@@ -419,14 +481,12 @@ static void on_dgram(void *arg, uint32_t id, struct loop_dgram *d)
 	}
 }
 
-static void on_recv_error(void *arg, uint32_t id, int err)
+void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 {
-	struct relay *r = arg;
-
 	/* A closed game-server port shows up on its connected sockets; the
 	 * session stays, the server may come back. */
 	if (err == -ECONNREFUSED) {
-		r->c.refused++;
+		STAT_ADD(r->stats.refused, 1);
 		return;
 	}
 	log_debug("receive on %s: %s",
@@ -434,81 +494,55 @@ static void on_recv_error(void *arg, uint32_t id, int err)
 		  strerror(-err));
 }
 
-static void on_sent(void *arg, uint32_t id, int res)
+void relay_on_sent(struct relay *r, uint32_t id, int res)
 {
-	struct relay *r = arg;
 	uint32_t idx;
 
 	if (RELAY_ID_KIND(id) != RELAY_ID_SESSION)
 		return;
-	idx = session_deref(&r->st, id & ((1u << SESSION_REF_BITS) - 1));
+	idx = session_deref(&r->st, RELAY_ID_REF(id));
 	if (idx != SESSION_NONE && r->st.s[idx].queued > 0)
 		r->st.s[idx].queued--;
 	if (res >= 0)
 		return;
 	if (res == -ECONNREFUSED)
-		r->c.refused++;
+		STAT_ADD(r->stats.refused, 1);
 	else
-		r->c.drops[RELAY_DROP_SEND_ERROR]++;
+		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 }
 
-static void on_tick(void *arg, uint64_t now)
+void relay_on_tick(struct relay *r, uint64_t now)
 {
-	struct relay *r = arg;
-
 	expire_sessions(r, now);
-	if (now >= hb_deadline(&r->hb))
-		hb_actions(r, hb_step(&r->hb, now, random64()));
-}
+	if (now >= hb_deadline(&r->hb)) {
+		unsigned act = hb_step(&r->hb, now, random64());
 
-static void on_signal(struct relay *r)
-{
-	struct signalfd_siginfo si;
-
-	while (read(r->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			log_info("SIGHUP: nothing to reload");
-			continue;
-		}
-		r->exit_signal = (int)si.ssi_signo;
-		r->ops->stop(r->loop);
+		if (act & HB_ROUND_FAILED)
+			STAT_ADD(r->stats.probe_rounds_failed, 1);
+		hb_actions(r, act);
 	}
 }
 
-static void on_readable(void *arg, uint32_t id)
+void relay_on_readable(struct relay *r, uint32_t id)
 {
-	struct relay *r = arg;
-
 	if (RELAY_ID_KIND(id) == RELAY_ID_RESOLVER)
 		on_resolved(r);
-	else if (RELAY_ID_KIND(id) == RELAY_ID_SIGNAL)
-		on_signal(r);
 }
 
-static uint64_t next_deadline(void *arg)
+uint64_t relay_next_deadline(const struct relay *r)
 {
-	struct relay *r = arg;
 	uint64_t e = session_next_expiry(&r->st, r->session_timeout);
 	uint64_t h = hb_deadline(&r->hb);
 
 	return e < h ? e : h;
 }
 
-const struct loop_handler relay_handler_template = {
-	.on_dgram = on_dgram,
-	.on_recv_error = on_recv_error,
-	.on_sent = on_sent,
-	.on_tick = on_tick,
-	.on_readable = on_readable,
-	.next_deadline = next_deadline,
-};
-
 void relay_shutdown(struct relay *r)
 {
 	if (hb_shutdown(&r->hb) & HB_SEND_FLATLINE)
 		send_flatline(r);
 	while (r->st.lru_head != SESSION_NONE)
-		session_close(r, r->st.lru_head, SESSION_CLOSE_SHUTDOWN);
+		session_close(r, r->st.lru_head, CLOSE_SHUTDOWN);
 }
 
 void relay_close(struct relay *r)
@@ -519,31 +553,35 @@ void relay_close(struct relay *r)
 		close(r->probe_fd);
 	resolver_destroy(r->res);
 	session_table_free(&r->st);
+	pthread_mutex_destroy(&r->stats.lock);
 	r->pub_fd = r->probe_fd = -1;
 	r->res = NULL;
 }
 
 void relay_log_stats(const struct relay *r)
 {
-	const struct relay_counters *c = &r->c;
+	const struct relay_stats *s = &r->stats;
 	uint64_t dropped = 0, closed = 0;
 
-	for (int i = 0; i < RELAY_DROP_COUNT; i++)
-		dropped += c->drops[i];
-	for (int i = 0; i < SESSION_CLOSE_REASON_COUNT; i++)
-		closed += c->sessions_closed[i];
-	log_info("stats: sessions opened %llu closed %llu active %u; up %llu pkts %llu B; "
+	for (int i = 0; i < DROP_COUNT; i++)
+		dropped += STAT_GET(s->drops[i]);
+	for (int i = 0; i < CLOSE_COUNT; i++)
+		closed += STAT_GET(s->sessions_closed[i]);
+	log_info("stats %s: sessions opened %llu closed %llu active %u; up %llu pkts %llu B; "
 		 "down %llu pkts %llu B; refused %llu; dropped %llu (queue %llu, truncated %llu, "
-		 "full %llu, socket %llu, send %llu, source %llu); heartbeats %llu, flatlines %llu",
-		 (unsigned long long)c->sessions_opened, (unsigned long long)closed, r->st.active,
-		 (unsigned long long)c->up_pkts, (unsigned long long)c->up_bytes,
-		 (unsigned long long)c->down_pkts, (unsigned long long)c->down_bytes,
-		 (unsigned long long)c->refused, (unsigned long long)dropped,
-		 (unsigned long long)c->drops[RELAY_DROP_QUEUE_FULL],
-		 (unsigned long long)c->drops[RELAY_DROP_TRUNCATED],
-		 (unsigned long long)c->drops[RELAY_DROP_TABLE_FULL],
-		 (unsigned long long)c->drops[RELAY_DROP_SOCKET],
-		 (unsigned long long)c->drops[RELAY_DROP_SEND_ERROR],
-		 (unsigned long long)c->drops[RELAY_DROP_BAD_SOURCE],
-		 (unsigned long long)c->heartbeats_sent, (unsigned long long)c->flatlines_sent);
+		 "full %llu, draining %llu, socket %llu, send %llu, source %llu); flatlines %llu",
+		 r->conf->name, (unsigned long long)STAT_GET(s->sessions_opened),
+		 (unsigned long long)closed, r->st.active,
+		 (unsigned long long)STAT_GET(s->up_pkts), (unsigned long long)STAT_GET(s->up_bytes),
+		 (unsigned long long)STAT_GET(s->down_pkts),
+		 (unsigned long long)STAT_GET(s->down_bytes),
+		 (unsigned long long)STAT_GET(s->refused), (unsigned long long)dropped,
+		 (unsigned long long)STAT_GET(s->drops[DROP_QUEUE_FULL]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_TRUNCATED]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_TABLE_FULL]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_DRAINING]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_SOCKET]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_SEND_ERROR]),
+		 (unsigned long long)STAT_GET(s->drops[DROP_BAD_SOURCE]),
+		 (unsigned long long)STAT_GET(s->flatlines));
 }

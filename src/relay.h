@@ -11,47 +11,27 @@
 #include "heartbeat.h"
 #include "loop.h"
 #include "session.h"
-
-/* Why a datagram was not forwarded. */
-enum relay_drop {
-	RELAY_DROP_QUEUE_FULL,  /* SESSION_QUEUE_MAX already in flight */
-	RELAY_DROP_TRUNCATED,   /* larger than LOOP_MAX_DGRAM */
-	RELAY_DROP_TABLE_FULL,  /* --max-sessions reached */
-	RELAY_DROP_SOCKET,      /* could not open a session socket */
-	RELAY_DROP_SEND_ERROR,  /* the kernel refused the send */
-	RELAY_DROP_BAD_SOURCE,  /* source address of an unknown family */
-	RELAY_DROP_COUNT
-};
-
-struct relay_counters {
-	uint64_t up_pkts, up_bytes;     /* client -> game server */
-	uint64_t down_pkts, down_bytes; /* game server -> client */
-	uint64_t drops[RELAY_DROP_COUNT];
-	uint64_t refused; /* ECONNREFUSED: game server port closed */
-	uint64_t sessions_opened;
-	uint64_t sessions_closed[SESSION_CLOSE_REASON_COUNT];
-	uint64_t probes_sent, probes_answered;
-	uint64_t heartbeats_sent, heartbeats_failed, flatlines_sent;
-};
+#include "stats.h"
 
 struct relay_master {
 	char host[ADDR_HOSTLEN];
 	uint16_t port;
 	union etr_sockaddr addr; /* last good address */
 	bool have_addr;
-	bool numeric;            /* an address literal: never resolved */
-	bool heartbeat_due;      /* send once the running resolution ends */
-	int last_err;            /* last resolution result, to log changes only */
+	bool numeric;       /* an address literal: never resolved */
+	bool heartbeat_due; /* send once the running resolution ends */
+	int last_err;       /* last resolution result, to log changes only */
 };
 
 struct resolver;
 
 struct relay {
-	const struct etr_conf *conf;
+	const struct relay_conf *conf;
+	unsigned index; /* in the daemon: part of every loop id */
 	const struct loop_ops *ops;
 	struct loop *loop;
+	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
 	int pub_fd;
-	union etr_sockaddr pub_addr;
 	union etr_sockaddr upstream;
 	int probe_fd;
 	struct resolver *res;
@@ -61,21 +41,39 @@ struct relay {
 	struct relay_master masters[CONF_MASTERS_MAX];
 	unsigned nmasters;
 	uint64_t session_timeout; /* ns */
-	int sig_fd;               /* signalfd owned by main, -1 if none */
-	int exit_signal;          /* the signal that stopped the loop */
-	struct relay_counters c;
+	uint16_t port_next;       /* next session port to try in the range */
+	struct relay_stats stats;
 };
 
-/* Bind, open the probe socket and the resolver; upstream is resolved. Logs
- * what failed. Returns 0 or -errno. */
-int relay_open(struct relay *r, const struct etr_conf *conf, const union etr_sockaddr *upstream);
+/* Loop ids: kind (4 bits) | relay index (4 bits) | session ref (24 bits). */
+enum relay_id_kind {
+	RELAY_ID_PUBLIC = 1,
+	RELAY_ID_SESSION = 2,
+	RELAY_ID_PROBE = 3,
+	RELAY_ID_RESOLVER = 4,
+	RELAY_ID_DAEMON = 15, /* not a relay's: the daemon's own fds */
+};
+#define RELAY_ID(kind, relay, ref) \
+	((uint32_t)(kind) << 28 | (uint32_t)(relay) << SESSION_REF_BITS | (ref))
+#define RELAY_ID_KIND(id) ((id) >> 28)
+#define RELAY_ID_RELAY(id) ((id) >> SESSION_REF_BITS & 0xf)
+#define RELAY_ID_REF(id) ((id) & ((1u << SESSION_REF_BITS) - 1))
 
-/* Register the relay's fds (and sig_fd, a signalfd for SIGTERM, SIGINT and
- * SIGHUP, or -1) with a created loop. Returns 0 or -errno. */
-int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l, int sig_fd);
+/* Bind the public socket, open the probe socket and the resolver; upstream
+ * is resolved already. Logs what failed. Returns 0 or -errno. */
+int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
+	       const union etr_sockaddr *upstream, struct etr_stats *global);
 
-/* The callbacks the loop calls; arg is the relay. */
-extern const struct loop_handler relay_handler_template;
+/* Register the relay's fds with the loop. Returns 0 or -errno. */
+int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l);
+
+/* Loop events for this relay (the daemon routes them by RELAY_ID_RELAY). */
+void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d);
+void relay_on_recv_error(struct relay *r, uint32_t id, int err);
+void relay_on_sent(struct relay *r, uint32_t id, int res);
+void relay_on_readable(struct relay *r, uint32_t id);
+void relay_on_tick(struct relay *r, uint64_t now);
+uint64_t relay_next_deadline(const struct relay *r);
 
 /* Exiting: flatline if the server was up, close every session. */
 void relay_shutdown(struct relay *r);
@@ -84,18 +82,5 @@ void relay_close(struct relay *r);
 
 /* One line of counters for the log. */
 void relay_log_stats(const struct relay *r);
-
-const char *relay_drop_name(enum relay_drop d);
-
-/* Loop ids: the top 4 bits say what the id names. */
-#define RELAY_ID_KIND(id) ((id) >> SESSION_REF_BITS)
-enum relay_id_kind {
-	RELAY_ID_PUBLIC = 1,
-	RELAY_ID_SESSION = 2,
-	RELAY_ID_PROBE = 3,
-	RELAY_ID_RESOLVER = 4,
-	RELAY_ID_SIGNAL = 5,
-};
-#define RELAY_ID(kind, ref) ((uint32_t)(kind) << SESSION_REF_BITS | (ref))
 
 #endif

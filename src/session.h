@@ -33,6 +33,7 @@ struct session {
 	uint32_t next;
 	uint16_t gen;     /* bumped on every reuse: stale completions miss */
 	uint16_t queued;  /* datagrams handed to the kernel, not yet completed */
+	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
 	bool live;
 };
 

@@ -20,11 +20,13 @@ import os
 import random
 import re
 import selectors
+import shutil
 import signal
 import socket
 import string
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -172,11 +174,11 @@ class Relay:
 
     READY_RE = r"^etrelay \S+ listening on "
 
-    def __init__(self, binary, backend, args, listen_port=None, listen=True):
+    def __init__(self, binary, backend, args, listen_port=None, listen=True, wrapper=()):
         self.backend = backend
         self.port = listen_port or free_udp_port()
         self.addr = (LOOPBACK, self.port)
-        self.cmd = [binary]
+        self.cmd = list(wrapper) + [binary]
         if listen:
             self.cmd += ["--listen", f"{LOOPBACK}:{self.port}"]
         if backend is not None:
@@ -342,6 +344,13 @@ class Relay:
             except Exception:
                 pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
     def dump(self, n=40):
         rc = self.proc.poll()
         print(f"--- etrelay: {' '.join(self.cmd)}")
@@ -374,9 +383,9 @@ class _UdpThread:
 
     name = "udp"
 
-    def __init__(self, port=None, rcvbuf=4 << 20):
+    def __init__(self, port=None, rcvbuf=4 << 20, host=LOOPBACK):
         self.port = port or free_udp_port()
-        self.addr = (LOOPBACK, self.port)
+        self.addr = (host, self.port)
         self.rcvbuf = rcvbuf
         self.lock = threading.Lock()
         self.received = []  # Packet
@@ -426,6 +435,13 @@ class _UdpThread:
             pass
 
     close = stop
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     def _run(self):
         # Bounded by the stop event and by the socket timeout; no busy loop.
@@ -625,6 +641,55 @@ class Master(_UdpThread):
             return set(self.listed)
 
 
+class SilentDns(_UdpThread):
+    """A DNS server that never answers: a resolver pointed at it hangs for
+    its whole timeout. Records the queried names."""
+
+    name = "silentdns"
+
+    def __init__(self, host="127.0.0.2", port=53):
+        super().__init__(port=port, host=host)
+        self.start()
+
+    def handle(self, data, addr, now):
+        pass
+
+    def queried_names(self):
+        names = []
+        for p in self.packets():
+            d, i, labels = p.data, 12, []
+            for _ in range(64):
+                if i >= len(d) or d[i] == 0:
+                    break
+                n = d[i]
+                labels.append(d[i + 1:i + 1 + n].decode("latin-1"))
+                i += 1 + n
+            names.append(".".join(labels))
+        return names
+
+
+def slow_dns_wrapper(tmpdir, dns_host="127.0.0.2", timeout_s=3):
+    """argv prefix that runs a command in a private mount namespace whose
+    /etc/resolv.conf points at dns_host (a SilentDns) with the given timeout
+    and one attempt. None when that cannot be done here (not root, no
+    unshare, no mount namespaces)."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        return None
+    conf = os.path.join(tmpdir, "resolv.conf")
+    with open(conf, "w") as f:
+        f.write(f"nameserver {dns_host}\noptions timeout:{timeout_s} attempts:1\n")
+    script = 'mount --bind "$0" /etc/resolv.conf && exec "$@"'
+    wrapper = [unshare, "--mount", "--propagation", "private", "sh", "-c", script, conf]
+    try:
+        r = subprocess.run(wrapper + ["cat", "/etc/resolv.conf"], capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0 or dns_host.encode() not in r.stdout:
+        return None
+    return wrapper
+
+
 class Client:
     """A UDP socket on 127.0.0.1 talking to the relay. Every reply must come
     from the relay's public address."""
@@ -677,6 +742,13 @@ class Client:
         except Exception:
             pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
 
 # --------------------------------------------------------------------------
 # Context
@@ -688,12 +760,14 @@ class Ctx:
         self.relays = []
         self.objs = []
         self.notes = []
+        self._tmpdirs = []
 
-    def relay(self, *args, debug=False, backend=None, wait_ready=True, listen=True):
-        """Start etrelay with --listen 127.0.0.1:<free port> --backend <backend>."""
+    def relay(self, *args, debug=False, backend=None, wait_ready=True, listen=True, wrapper=()):
+        """Start etrelay with --listen 127.0.0.1:<free port> --backend <backend>.
+        wrapper: argv run in front of the binary (it must exec it)."""
         b = self.backend if backend is None else backend
         a = list(args) + (["--debug"] if debug else [])
-        r = Relay(self.binary, b, a, listen=listen)
+        r = Relay(self.binary, b, a, listen=listen, wrapper=wrapper)
         self.relays.append(r)
         self.objs.append(r)
         if wait_ready:
@@ -709,6 +783,16 @@ class Ctx:
         m = Master(**kw)
         self.objs.append(m)
         return m
+
+    def silent_dns(self, **kw):
+        d = SilentDns(**kw)
+        self.objs.append(d)
+        return d
+
+    def tmpdir(self):
+        d = tempfile.mkdtemp(prefix="etrelay-test-")
+        self._tmpdirs.append(d)
+        return d
 
     def client(self, relay, timeout=2.0):
         addr = relay.addr if isinstance(relay, Relay) else relay
@@ -742,6 +826,8 @@ class Ctx:
                 o.close()
             except Exception:
                 pass
+        for d in self._tmpdirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _on_sigterm(signum, frame):

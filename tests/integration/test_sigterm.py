@@ -78,13 +78,14 @@ def test(ctx):
     H.expect_eq([(tag, a) for _, tag, a in fl], [("ETFlatline-1", relay.addr)], "flatlines after SIGINT")
     gs.stop(); master.stop()
 
-    # --- ET, server never up: no flatline on SIGTERM
-    dead = H.free_udp_port()
+    # --- ET, server never up (it hears the probes but never answers):
+    #     no flatline on SIGTERM
+    mute = ctx.game_server(respond=False)
     master = ctx.master()
     relay = ctx.relay("--game", "et", "--probe-timeout", "200ms",
                       "--master", f"127.0.0.1:{master.port}",
-                      "--upstream", f"127.0.0.1:{dead}")
-    time.sleep(0.8)  # let the first probe round fail (3 x 200 ms)
+                      "--upstream", f"127.0.0.1:{mute.port}")
+    H.wait_until(lambda: len(mute.probes()) >= 3, 3.0, "three unanswered probes")
     t, took = stop(ctx, relay, signal.SIGTERM)
     time.sleep(0.5)
     H.expect_eq(master.packets(), [], "packets at the master from a relay whose server never answered")

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: ISC */
+/* The configuration check. Blocking I/O is fine here: no packet loop runs. */
+#include "check.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "net.h"
+#include "q3proto.h"
+
+static int resolve(const char *host, uint16_t port, int family, union etr_sockaddr *sa,
+		   const char **why)
+{
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_DGRAM }, *res;
+	char p[8];
+	int err;
+
+	snprintf(p, sizeof(p), "%u", port);
+	err = getaddrinfo(host, p, &hints, &res);
+	if (err) {
+		*why = gai_strerror(err);
+		return -1;
+	}
+	if (!addr_from(sa, res->ai_addr, res->ai_addrlen)) {
+		*why = "no usable address";
+		err = -1;
+	}
+	freeaddrinfo(res);
+	return err ? -1 : 0;
+}
+
+/* One probe round as the daemon does it: getinfo with a fresh challenge,
+ * CONF_PROBE_ATTEMPTS tries. Returns 0 and the infoResponse in info. */
+static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char *info,
+		 size_t infolen)
+{
+	char challenge[17], text[40];
+	uint8_t pkt[48], buf[LOOP_MAX_DGRAM];
+	uint64_t rnd = 0;
+	int fd = net_connect_udp(up), n;
+
+	if (fd < 0)
+		return -1;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = loop_now();
+	snprintf(challenge, sizeof(challenge), "%016llx", (unsigned long long)rnd);
+	snprintf(text, sizeof(text), "getinfo %s", challenge);
+	n = q3_build(pkt, sizeof(pkt), text);
+	for (int a = 0; a < CONF_PROBE_ATTEMPTS; a++) {
+		uint64_t end = loop_now() + r->probe_timeout_ms * NS_PER_MS, now;
+
+		net_send_copy(fd, NULL, pkt, (size_t)n);
+		while ((now = loop_now()) < end) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			ssize_t got;
+
+			if (poll(&p, 1, (int)((end - now) / NS_PER_MS) + 1) <= 0)
+				continue;
+			got = recv(fd, buf, sizeof(buf), 0);
+			if (got > 0 && q3_info_response_matches(buf, (size_t)got, challenge)) {
+				size_t off = 4 + strlen("infoResponse");
+				size_t len = (size_t)got > off ? (size_t)got - off : 0;
+
+				snprintf(info, infolen, "%.*s", (int)len, (const char *)buf + off);
+				close(fd);
+				return 0;
+			}
+		}
+	}
+	close(fd);
+	return -1;
+}
+
+static int check_relay(const struct relay_conf *r)
+{
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], info[2048], v1[64], v2[64];
+	union etr_sockaddr up, m;
+	const char *why;
+	int bad = 0;
+
+	addr_hostport(r->upstream_host, r->upstream_port, hp);
+	if (resolve(r->upstream_host, r->upstream_port, AF_UNSPEC, &up, &why) < 0) {
+		printf("relay %s: upstream %s: FAILED to resolve (%s)\n", r->name, hp, why);
+		bad = 1;
+	} else if (probe(r, &up, info, sizeof(info)) < 0) {
+		printf("relay %s: upstream %s (%s): FAILED, no answer to getinfo in %d tries\n",
+		       r->name, hp, addr_str(&up.sa, a), CONF_PROBE_ATTEMPTS);
+		bad = 1;
+	} else {
+		if (q3_info_value(info, strlen(info), "hostname", v1, sizeof(v1)) < 0)
+			strcpy(v1, "?");
+		if (q3_info_value(info, strlen(info), "mapname", v2, sizeof(v2)) < 0)
+			strcpy(v2, "?");
+		printf("relay %s: upstream %s (%s): ok, answered getinfo (hostname '%s', map '%s')\n",
+		       r->name, hp, addr_str(&up.sa, a), v1, v2);
+	}
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		addr_hostport(r->masters[i].host, r->masters[i].port, hp);
+		if (resolve(r->masters[i].host, r->masters[i].port, r->listen.sa.sa_family, &m,
+			    &why) < 0) {
+			printf("relay %s: master %s: FAILED to resolve (%s)\n", r->name, hp, why);
+			bad = 1;
+		} else {
+			printf("relay %s: master %s: ok, %s\n", r->name, hp, addr_str(&m.sa, a));
+		}
+	}
+	return bad;
+}
+
+int check_run(const struct etr_conf *c)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *r = &c->relays[i];
+		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
+
+		printf("relay %s: listen %s, upstream %s, game %s, %u masters, max-sessions %u\n",
+		       r->name, addr_str(&r->listen.sa, a),
+		       addr_hostport(r->upstream_host, r->upstream_port, hp), r->game, r->nmasters,
+		       r->max_sessions);
+	}
+	printf("etrelay: configuration %s is valid (%u relay%s)\n", c->path ? c->path : "(command line)",
+	       c->nrelays, c->nrelays == 1 ? "" : "s");
+	if (!c->probe)
+		return 0;
+	for (unsigned i = 0; i < c->nrelays; i++)
+		bad |= check_relay(&c->relays[i]);
+	printf("etrelay: probe %s\n", bad ? "FAILED" : "ok");
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: ISC */
+/* Routes loop events to the relay whose index the id carries, and owns what
+ * belongs to the whole process: signals, the drain on the way out, the ops
+ * plane and systemd's notify protocol. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ops.h"
+#include "sdnotify.h"
+#include "version.h"
+
+/* How often STATUS= is refreshed when no watchdog asks for more. */
+#define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
+
+static uint32_t sessions_active(const struct daemon *d)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < d->nrelays; i++)
+		n += d->relays[i].st.active;
+	return n;
+}
+
+static struct relay *relay_of(struct daemon *d, uint32_t id)
+{
+	unsigned i = RELAY_ID_RELAY(id);
+
+	return i < d->nrelays ? &d->relays[i] : NULL;
+}
+
+static void notify_status(struct daemon *d)
+{
+	sdnotify("STATUS=%s, %u sessions",
+		 STAT_GET(d->stats.lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining",
+		 sessions_active(d));
+}
+
+/* SIGTERM, SIGINT: stop taking sessions, leave when the last one ends or
+ * the drain timeout passes; a second signal leaves at once. */
+static void begin_leave(struct daemon *d, int sig, uint64_t now)
+{
+	uint32_t n = sessions_active(d);
+
+	if (d->leaving || n == 0 || d->conf->drain_timeout_ms == 0) {
+		d->exit_signal = sig;
+		d->ops->stop(d->loop);
+		return;
+	}
+	d->leaving = true;
+	d->exit_signal = sig;
+	d->leave_deadline = now + d->conf->drain_timeout_ms * NS_PER_MS;
+	STAT_SET(d->stats.lifecycle, LIFECYCLE_DRAINING);
+	sdnotify("STOPPING=1");
+	notify_status(d);
+	log_info("%s: draining %u sessions for up to %llu ms", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
+		 n, (unsigned long long)d->conf->drain_timeout_ms);
+}
+
+static void on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			char err[256];
+
+			if (d->ops_plane && ops_reload_tokens(d->ops_plane, err, sizeof(err)) < 0)
+				log_warnx("SIGHUP: %s; keeping the previous tokens", err);
+			else
+				log_info("SIGHUP: %s", d->ops_plane ? "tokens reloaded"
+								    : "nothing to reload");
+			continue;
+		}
+		begin_leave(d, (int)si.ssi_signo, loop_now());
+	}
+}
+
+static void h_dgram(void *arg, uint32_t id, struct loop_dgram *dg)
+{
+	struct relay *r = relay_of(arg, id);
+
+	if (r)
+		relay_on_dgram(r, id, dg);
+}
+
+static void h_recv_error(void *arg, uint32_t id, int err)
+{
+	struct relay *r = relay_of(arg, id);
+
+	if (r && RELAY_ID_KIND(id) != RELAY_ID_DAEMON)
+		relay_on_recv_error(r, id, err);
+}
+
+static void h_sent(void *arg, uint32_t id, int res)
+{
+	struct relay *r = relay_of(arg, id);
+
+	if (r)
+		relay_on_sent(r, id, res);
+}
+
+static void h_readable(void *arg, uint32_t id)
+{
+	struct daemon *d = arg;
+	struct relay *r;
+
+	if (RELAY_ID_KIND(id) == RELAY_ID_DAEMON) {
+		on_signal(d);
+		return;
+	}
+	if ((r = relay_of(d, id)))
+		relay_on_readable(r, id);
+}
+
+static void h_tick(void *arg, uint64_t now)
+{
+	struct daemon *d = arg;
+
+	for (unsigned i = 0; i < d->nrelays; i++)
+		if (now >= relay_next_deadline(&d->relays[i]))
+			relay_on_tick(&d->relays[i], now);
+	if (d->next_notify && now >= d->next_notify) {
+		if (d->watchdog_period)
+			sdnotify("WATCHDOG=1");
+		notify_status(d);
+		d->next_notify = now + (d->watchdog_period ? d->watchdog_period / 2
+							   : DAEMON_STATUS_PERIOD);
+	}
+	if (d->leaving && (sessions_active(d) == 0 || now >= d->leave_deadline))
+		d->ops->stop(d->loop);
+}
+
+static uint64_t h_deadline(void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t t = d->next_notify ? d->next_notify : UINT64_MAX;
+
+	for (unsigned i = 0; i < d->nrelays; i++) {
+		uint64_t r = relay_next_deadline(&d->relays[i]);
+		if (r < t)
+			t = r;
+	}
+	/* While leaving, look again each 100 ms for the last session to go. */
+	if (d->leaving) {
+		uint64_t soon = loop_now() + 100 * NS_PER_MS;
+		if (soon < t)
+			t = soon;
+	}
+	return t;
+}
+
+static int signals_fd(void)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static int create_loop(struct daemon *d)
+{
+	const struct loop_handler h = {
+		.arg = d,
+		.on_dgram = h_dgram,
+		.on_recv_error = h_recv_error,
+		.on_sent = h_sent,
+		.on_tick = h_tick,
+		.on_readable = h_readable,
+		.next_deadline = h_deadline,
+	};
+	unsigned fds = 16;
+	char why[256] = "";
+	int rc;
+
+	for (unsigned i = 0; i < d->conf->nrelays; i++)
+		fds += d->conf->relays[i].max_sessions + 4;
+	d->ops = d->conf->backend == CONF_BACKEND_EPOLL ? &loop_epoll_ops : &loop_uring_ops;
+	rc = d->ops->create(&d->loop, &h, fds, why, sizeof(why));
+	if (rc < 0 && d->conf->backend == CONF_BACKEND_URING) {
+		log_warnx("io_uring unavailable: %s", why);
+		return EXIT_UNAVAILABLE;
+	}
+	if (rc < 0 && d->conf->backend == CONF_BACKEND_AUTO) {
+		log_info("io_uring unavailable: %s; falling back to epoll", why);
+		d->ops = &loop_epoll_ops;
+		rc = d->ops->create(&d->loop, &h, fds, why, sizeof(why));
+	}
+	if (rc < 0) {
+		log_warnx("%s", why);
+		return EXIT_FAILURE;
+	}
+	return 0;
+}
+
+int daemon_open(struct daemon *d, const struct etr_conf *conf,
+		const union etr_sockaddr *upstreams)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->conf = conf;
+	d->sig_fd = -1;
+	d->stats.version = ETRELAY_VERSION;
+	d->stats.started_unix = (uint64_t)time(NULL);
+	STAT_SET(d->stats.lifecycle, LIFECYCLE_ACTIVE);
+
+	for (unsigned i = 0; i < conf->nrelays; i++) {
+		if (relay_open(&d->relays[i], i, &conf->relays[i], &upstreams[i], &d->stats) < 0) {
+			d->nrelays = i + 1;
+			return EXIT_FAILURE;
+		}
+		d->nrelays = i + 1;
+		d->stats.relay[i] = &d->relays[i].stats;
+	}
+	d->stats.nrelays = d->nrelays;
+	if ((rc = create_loop(d)) != 0)
+		return rc;
+	d->stats.backend = d->ops->name;
+	d->sig_fd = signals_fd();
+	if (d->sig_fd < 0) {
+		log_warn("signalfd");
+		return EXIT_FAILURE;
+	}
+	rc = d->ops->watch(d->loop, d->sig_fd, RELAY_ID(RELAY_ID_DAEMON, 0, 0));
+	for (unsigned i = 0; i < d->nrelays && rc == 0; i++)
+		rc = relay_attach(&d->relays[i], d->ops, d->loop);
+	if (rc < 0) {
+		log_warnx("%s: registering sockets: %s", d->ops->name, strerror(-rc));
+		return EXIT_FAILURE;
+	}
+	if (conf->ops_enabled) {
+		struct ops_config oc = { .listen = conf->ops_listen,
+					 .allow_public = conf->ops_allow_public };
+		char err[256];
+
+		if (ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err)) < 0) {
+			log_warnx("ops plane: %s", err);
+			return EXIT_CONFIG;
+		}
+	}
+	d->watchdog_period = sdnotify_watchdog_ns();
+	if (getenv("NOTIFY_SOCKET"))
+		d->next_notify = loop_now() + (d->watchdog_period ? d->watchdog_period / 2
+								  : DAEMON_STATUS_PERIOD);
+	return 0;
+}
+
+static void log_start(const struct daemon *d)
+{
+	for (unsigned i = 0; i < d->nrelays; i++) {
+		const struct relay_conf *c = d->relays[i].conf;
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024], hp[ADDR_HOSTLEN + 8];
+		size_t o = 0;
+
+		masters[0] = '\0';
+		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
+			o += (size_t)snprintf(masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
+					      addr_hostport(c->masters[m].host, c->masters[m].port, hp));
+		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
+			 "masters %s",
+			 ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "",
+			 d->nrelays > 1 ? c->name : "", addr_str(&c->listen.sa, a),
+			 addr_str(&d->relays[i].upstream.sa, b), d->ops->name, c->game, c->heartbeat,
+			 c->flatline[0] ? c->flatline : "none", masters);
+	}
+}
+
+int daemon_run(struct daemon *d)
+{
+	int rc;
+
+	log_start(d);
+	sdnotify("READY=1");
+	notify_status(d);
+	rc = d->ops->run(d->loop);
+	if (rc < 0) {
+		log_warnx("%s loop: %s", d->ops->name, strerror(-rc));
+		return EXIT_FAILURE;
+	}
+	sdnotify("STOPPING=1");
+	log_info("exiting on SIG%s", sigabbrev_np(d->exit_signal) ? sigabbrev_np(d->exit_signal)
+								   : "?");
+	for (unsigned i = 0; i < d->nrelays; i++) {
+		relay_shutdown(&d->relays[i]);
+		relay_log_stats(&d->relays[i]);
+	}
+	return 0;
+}
+
+void daemon_close(struct daemon *d)
+{
+	if (d->ops_plane)
+		ops_stop(d->ops_plane);
+	if (d->loop)
+		d->ops->destroy(d->loop);
+	for (unsigned i = 0; i < d->nrelays; i++)
+		relay_close(&d->relays[i]);
+	if (d->sig_fd >= 0)
+		close(d->sig_fd);
+}

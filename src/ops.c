@@ -1,0 +1,705 @@
+/* SPDX-License-Identifier: ISC */
+/* The ops listener: GNU libmicrohttpd in a thread of its own, so that the
+ * packet loop never waits on an HTTP client, and MHD because it is a
+ * well-kept, fuzzed HTTP parser that bounds memory, time and connections. */
+#include "ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ops_metrics.h"
+
+/* Longest token kept: far above any sane secret, far below a header. */
+#define OPS_TOKEN_CAP 1024
+/* MHD keeps a request's headers and its response headers in one pool per
+ * connection; twice the request bound leaves room for both, and a request
+ * that outgrows the pool is answered 431 and closed by MHD itself. */
+#define OPS_MEMORY_LIMIT (2 * OPS_REQUEST_MAX)
+#define OPS_LOG_PER_SEC 5
+
+enum ops_token_kind { OPS_TOKEN_LIFECYCLE, OPS_TOKEN_READ, OPS_TOKEN_METRICS, OPS_TOKEN_KINDS };
+
+/* What a route needs and what a token grants. */
+enum {
+	OPS_GRANT_METRICS = 1, /* GET /metrics */
+	OPS_GRANT_READ = 2,    /* GET /lifecycle */
+	OPS_GRANT_WRITE = 4,   /* POST /lifecycle/drain, /lifecycle/resume */
+};
+
+static const struct {
+	const char *env;
+	unsigned grants;
+} token_kinds[OPS_TOKEN_KINDS] = {
+	[OPS_TOKEN_LIFECYCLE] = { OPS_ENV_LIFECYCLE,
+				  OPS_GRANT_METRICS | OPS_GRANT_READ | OPS_GRANT_WRITE },
+	[OPS_TOKEN_READ] = { OPS_ENV_READ, OPS_GRANT_METRICS | OPS_GRANT_READ },
+	[OPS_TOKEN_METRICS] = { OPS_ENV_METRICS, OPS_GRANT_METRICS },
+};
+
+struct ops_token {
+	size_t len; /* 0: not configured */
+	char s[OPS_TOKEN_CAP];
+};
+
+struct ops {
+	struct MHD_Daemon *mhd;
+	struct etr_stats *st;
+	pthread_mutex_t lock; /* guards tok: SIGHUP replaces them under requests */
+	struct ops_token tok[OPS_TOKEN_KINDS];
+	/* MHD's messages: kept for the error while starting, rate-limited after. */
+	_Atomic bool starting;
+	pthread_t starter;
+	char start_msg[256];
+	time_t log_sec;
+	unsigned log_lines, log_dropped;
+};
+
+/* Addresses */
+
+static bool v4_private(uint32_t a)
+{
+	return (a >> 24) == 127 ||		 /* loopback */
+	       (a >> 24) == 10 ||		 /* RFC 1918 */
+	       (a >> 20) == (172u << 4 | 1) ||	 /* RFC 1918 172.16/12 */
+	       (a >> 16) == (192u << 8 | 168) || /* RFC 1918 */
+	       (a >> 22) == (100u << 2 | 1) ||	 /* CGNAT 100.64/10 */
+	       (a >> 16) == (169u << 8 | 254);	 /* link-local */
+}
+
+bool ops_addr_is_private(const union etr_sockaddr *sa)
+{
+	const struct in6_addr *a6 = &sa->in6.sin6_addr;
+	const uint8_t *b = a6->s6_addr;
+
+	/* 0.0.0.0 and :: fall through to false: all interfaces include the
+	 * public ones. */
+	if (sa->sa.sa_family == AF_INET)
+		return v4_private(ntohl(sa->in.sin_addr.s_addr));
+	if (sa->sa.sa_family != AF_INET6)
+		return false;
+	if (IN6_IS_ADDR_V4MAPPED(a6))
+		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+				  (uint32_t)b[14] << 8 | b[15]);
+	return IN6_IS_ADDR_LOOPBACK(a6) || (b[0] & 0xfe) == 0xfc || /* ULA fc00::/7 */
+	       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80);		    /* fe80::/10 */
+}
+
+/* Tokens */
+
+/* A Bearer header carries visible ASCII only, so a token with a space or a
+ * control character could never match: say so at startup instead. */
+static int token_check(const struct ops_token *t, const char *from, char *err, size_t errlen)
+{
+	if (t->len < OPS_TOKEN_MIN) {
+		snprintf(err, errlen,
+			 "%s: the token is %zu bytes, it needs at least %d (for example "
+			 "`openssl rand -hex 32`); unset it to turn it off",
+			 from, t->len, OPS_TOKEN_MIN);
+		return -1;
+	}
+	for (size_t i = 0; i < t->len; i++)
+		if (t->s[i] < 0x21 || t->s[i] > 0x7e) {
+			snprintf(err, errlen,
+				 "%s: byte %zu of the token is not visible ASCII; a Bearer "
+				 "header cannot carry it",
+				 from, i + 1);
+			return -1;
+		}
+	return 0;
+}
+
+static int token_read_file(struct ops_token *t, const char *var, const char *path, char *err,
+			   size_t errlen)
+{
+	char buf[OPS_TOKEN_CAP + 2];
+	size_t n = 0;
+	ssize_t r;
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
+		return -1;
+	}
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
+			goto out;
+		}
+		n += (size_t)r;
+	}
+	/* Editors and `echo` end the file with a newline; it is not part of
+	 * the token. */
+	if (n && buf[n - 1] == '\n')
+		n--;
+	if (n && buf[n - 1] == '\r')
+		n--;
+	if (n >= OPS_TOKEN_CAP) {
+		snprintf(err, errlen, "%s=%s: longer than %d bytes", var, path, OPS_TOKEN_CAP - 1);
+		goto out;
+	}
+	memcpy(t->s, buf, n);
+	t->len = n;
+	rc = 0;
+out:
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+static int token_read(struct ops_token *t, const char *var, char *err, size_t errlen)
+{
+	char file_var[64], from[320];
+	const char *v, *path;
+
+	snprintf(file_var, sizeof(file_var), "%s_FILE", var);
+	v = getenv(var);
+	path = getenv(file_var);
+	t->len = 0;
+	if (v && path) {
+		snprintf(err, errlen, "%s and %s are both set: keep one", var, file_var);
+		return -1;
+	}
+	if (v) {
+		if (strlen(v) >= OPS_TOKEN_CAP) {
+			snprintf(err, errlen, "%s: longer than %d bytes", var, OPS_TOKEN_CAP - 1);
+			return -1;
+		}
+		t->len = strlen(v);
+		memcpy(t->s, v, t->len);
+		snprintf(from, sizeof(from), "%s", var);
+	} else if (path) {
+		if (token_read_file(t, file_var, path, err, errlen) < 0)
+			return -1;
+		snprintf(from, sizeof(from), "%s=%s", file_var, path);
+	} else {
+		return 0;
+	}
+	return token_check(t, from, err, errlen);
+}
+
+/* All three or none: a half-read set is wiped. */
+static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], char *err, size_t errlen)
+{
+	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++)
+		if (token_read(&tok[k], token_kinds[k].env, err, errlen) < 0) {
+			explicit_bzero(tok, OPS_TOKEN_KINDS * sizeof(*tok));
+			return -1;
+		}
+	return 0;
+}
+
+int ops_tokens_check(char *err, size_t errlen)
+{
+	struct ops_token tok[OPS_TOKEN_KINDS];
+	int rc = tokens_read(tok, err, errlen);
+
+	explicit_bzero(tok, sizeof(tok));
+	return rc;
+}
+
+/* Runs over the whole configured token whatever was presented, so the
+ * time taken says nothing about how much of a guess was right. */
+static bool token_equal(const struct ops_token *t, const char *given, size_t glen)
+{
+	unsigned char diff = glen != t->len;
+
+	for (size_t i = 0; i < t->len; i++)
+		diff |= (unsigned char)(t->s[i] ^ (i < glen ? given[i] : 0));
+	return diff == 0;
+}
+
+/* "Bearer <token>": the scheme is case-insensitive (RFC 7235). */
+static const char *bearer(const char *h, size_t *len)
+{
+	size_t n;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	for (h += 7; *h == ' '; h++)
+		;
+	for (n = strlen(h); n && (h[n - 1] == ' ' || h[n - 1] == '\t'); n--)
+		;
+	*len = n;
+	return h;
+}
+
+/* Grants that some configured token gives (*configured) and that the
+ * presented one gives (returned). Every configured token is compared. */
+static unsigned token_grants(struct ops *op, struct MHD_Connection *c, unsigned *configured)
+{
+	const char *given;
+	unsigned grants = 0;
+	size_t glen = 0;
+
+	given = bearer(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						   MHD_HTTP_HEADER_AUTHORIZATION),
+		       &glen);
+	*configured = 0;
+	pthread_mutex_lock(&op->lock);
+	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++) {
+		if (!op->tok[k].len)
+			continue;
+		*configured |= token_kinds[k].grants;
+		if (given && token_equal(&op->tok[k], given, glen))
+			grants |= token_kinds[k].grants;
+	}
+	pthread_mutex_unlock(&op->lock);
+	return grants;
+}
+
+/* Responses */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+			     char *body, size_t len, const char *hname, const char *hvalue)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ok;
+
+	/* MHD frees body with free() once sent. */
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (hname)
+		MHD_add_response_header(r, hname, hvalue);
+	ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+__attribute__((format(printf, 5, 6))) static enum MHD_Result
+reply_text(struct MHD_Connection *c, unsigned status, const char *hname, const char *hvalue,
+	   const char *fmt, ...)
+{
+	char *body;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&body, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return MHD_NO;
+	return reply(c, status, "text/plain; charset=utf-8", body, (size_t)n, hname, hvalue);
+}
+
+/* Routes */
+
+static enum MHD_Result serve_healthz(struct ops *op, struct MHD_Connection *c)
+{
+	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ok\n");
+}
+
+static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
+{
+	struct etr_stats *st = op->st;
+	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
+
+	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "draining\n");
+	if (!n)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "no relay yet\n");
+	for (unsigned i = 0; i < n; i++) {
+		const struct relay_stats *r = st->relay[i];
+		int server;
+
+		if (!r || (server = STAT_GET(r->server)) == SERVER_UP)
+			continue;
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL,
+				  "relay %s: game server %s %s\n", r->name, r->upstream,
+				  server == SERVER_DOWN ? "did not answer its last probe"
+							: "was not probed yet");
+	}
+	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
+}
+
+/* A JSON string; names come from the config and DNS, so escape them. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_relay(FILE *f, struct relay_stats *r)
+{
+	struct master_status m[STATS_MASTERS_MAX];
+	unsigned nm = ops_metrics_masters(r, m);
+	int server = STAT_GET(r->server);
+
+	fputs("{\"name\":", f);
+	json_str(f, r->name);
+	fputs(",\"public_address\":", f);
+	json_str(f, r->public_addr);
+	fputs(",\"upstream\":", f);
+	json_str(f, r->upstream);
+	fputs(",\"game\":", f);
+	json_str(f, r->game);
+	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
+		server == SERVER_UP ? "up" : server == SERVER_DOWN ? "down" : "unknown",
+		(uint32_t)STAT_GET(r->sessions_active));
+	for (unsigned j = 0; j < nm; j++) {
+		fputs(j ? ",{\"name\":" : "{\"name\":", f);
+		json_str(f, m[j].name);
+		fputs(",\"address\":", f);
+		if (m[j].addr[0])
+			json_str(f, m[j].addr);
+		else
+			fputs("null", f);
+		if (m[j].last_heartbeat)
+			fprintf(f, ",\"last_heartbeat\":%" PRIu64, m[j].last_heartbeat);
+		else
+			fputs(",\"last_heartbeat\":null", f);
+		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s}",
+			stats_hb_result_name(m[j].last_result),
+			m[j].listing_confirmed ? "true" : "false");
+	}
+	fputs("]}", f);
+}
+
+static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
+{
+	struct etr_stats *st = op->st;
+	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
+	uint64_t now = (uint64_t)time(NULL), active = 0;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!(f = open_memstream(&body, &len)))
+		return MHD_NO;
+	for (unsigned i = 0; i < n; i++)
+		if (st->relay[i])
+			active += STAT_GET(st->relay[i]->sessions_active);
+	fprintf(f, "{\"role\":\"relay\",\"state\":\"%s\",\"version\":",
+		atomic_load(&st->lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining");
+	json_str(f, st->version ? st->version : "unknown");
+	fputs(",\"backend\":", f);
+	json_str(f, st->backend ? st->backend : "unknown");
+	fprintf(f,
+		",\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64
+		"},\"relays\":[",
+		now > st->started_unix ? now - st->started_unix : 0, active);
+	for (unsigned i = 0, comma = 0; i < n; i++) {
+		if (!st->relay[i])
+			continue;
+		if (comma++)
+			fputc(',', f);
+		json_relay(f, st->relay[i]);
+	}
+	fputs("]}\n", f);
+	if (fclose(f) != 0) {
+		free(body);
+		return MHD_NO;
+	}
+	return reply(c, MHD_HTTP_OK, "application/json", body, len, NULL, NULL);
+}
+
+static enum MHD_Result lifecycle_set(struct ops *op, struct MHD_Connection *c, int state)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char peer[ADDR_STRLEN] = "?";
+
+	if (atomic_exchange(&op->st->lifecycle, state) != state) {
+		if (ci && ci->client_addr)
+			addr_str(ci->client_addr, peer);
+		log_info("ops: lifecycle %s (asked by %s)",
+			 state == LIFECYCLE_DRAINING ? "draining: new sessions refused"
+						     : "active: new sessions accepted",
+			 peer);
+	}
+	return serve_lifecycle(op, c);
+}
+
+static enum MHD_Result serve_drain(struct ops *op, struct MHD_Connection *c)
+{
+	return lifecycle_set(op, c, LIFECYCLE_DRAINING);
+}
+
+static enum MHD_Result serve_resume(struct ops *op, struct MHD_Connection *c)
+{
+	return lifecycle_set(op, c, LIFECYCLE_ACTIVE);
+}
+
+static void process_sample(struct ops_process *p)
+{
+	unsigned long utime, stime, vsize;
+	unsigned long long start, btime = 0;
+	long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), rss;
+	char line[1024], *s;
+	struct rlimit rl;
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+
+	memset(p, 0, sizeof(*p));
+	if ((f = fopen("/proc/stat", "re"))) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %llu", &btime) == 1)
+				break;
+		fclose(f);
+	}
+	/* proc(5): the command name in parentheses may hold anything, so the
+	 * fields are counted from the last ')'. */
+	if ((f = fopen("/proc/self/stat", "re"))) {
+		if (fgets(line, sizeof(line), f) && (s = strrchr(line, ')')) &&
+		    sscanf(s + 1,
+			   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d"
+			   " %*d %llu %lu %ld",
+			   &utime, &stime, &start, &vsize, &rss) == 5 &&
+		    ticks > 0 && btime) {
+			p->have_stat = true;
+			p->cpu_seconds = (double)(utime + stime) / (double)ticks;
+			p->start_time = (double)btime + (double)start / (double)ticks;
+			p->virtual_bytes = vsize;
+			p->resident_bytes = (uint64_t)rss * (uint64_t)page;
+		}
+		fclose(f);
+	}
+	if ((d = opendir("/proc/self/fd"))) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				p->open_fds++;
+		closedir(d);
+		p->open_fds--; /* the directory's own descriptor */
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			p->max_fds = rl.rlim_cur;
+			p->have_fds = true;
+		}
+	}
+}
+
+static enum MHD_Result serve_metrics(struct ops *op, struct MHD_Connection *c)
+{
+	struct ops_process proc;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	process_sample(&proc);
+	if (!(f = open_memstream(&body, &len)))
+		return MHD_NO;
+	rc = ops_metrics_render(f, op->st, &proc);
+	if (fclose(f) != 0 || rc < 0) {
+		free(body);
+		return MHD_NO;
+	}
+	return reply(c, MHD_HTTP_OK, OPS_METRICS_CONTENT_TYPE, body, len, NULL, NULL);
+}
+
+static const struct ops_route {
+	const char *path;
+	const char *method; /* GET also answers HEAD */
+	unsigned need;	    /* a grant; needed only if some configured token gives it */
+	enum MHD_Result (*serve)(struct ops *op, struct MHD_Connection *c);
+} routes[] = {
+	{ "/healthz", "GET", 0, serve_healthz },
+	{ "/readyz", "GET", 0, serve_readyz },
+	{ "/lifecycle", "GET", OPS_GRANT_READ, serve_lifecycle },
+	{ "/lifecycle/drain", "POST", OPS_GRANT_WRITE, serve_drain },
+	{ "/lifecycle/resume", "POST", OPS_GRANT_WRITE, serve_resume },
+	{ "/metrics", "GET", OPS_GRANT_METRICS, serve_metrics },
+};
+
+static enum MHD_Result count_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	*(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+/* MHD calls this once the headers are in. The answer goes out at once,
+ * before any body: no route reads one, and MHD then closes the
+ * connection instead of reading it. */
+static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const char *url,
+				   const char *method, const char *version,
+				   const char *upload_data, size_t *upload_data_size, void **req)
+{
+	struct ops *op = cls;
+	const struct ops_route *rt = NULL;
+	size_t bytes = strlen(method) + strlen(url) + strlen(version) + 4;
+	unsigned configured, grants;
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_bytes,
+				  &bytes);
+	if (bytes > OPS_REQUEST_MAX)
+		return reply_text(c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, NULL, NULL,
+				  "request headers over %d bytes\n", OPS_REQUEST_MAX);
+	for (size_t i = 0; !rt && i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (strcmp(url, routes[i].path) == 0)
+			rt = &routes[i];
+	grants = token_grants(op, c, &configured);
+	/* Drain and resume exist only when a lifecycle token is set. */
+	if (!rt || (rt->need == OPS_GRANT_WRITE && !(configured & OPS_GRANT_WRITE)))
+		return reply_text(c, MHD_HTTP_NOT_FOUND, NULL, NULL, "not found\n");
+	if (strcmp(method, rt->method) != 0 &&
+	    !(strcmp(rt->method, "GET") == 0 && strcmp(method, "HEAD") == 0))
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW,
+				  strcmp(rt->method, "GET") == 0 ? "GET, HEAD" : rt->method,
+				  "method not allowed\n");
+	if ((configured & rt->need) && !(grants & rt->need))
+		return reply_text(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				  "Bearer realm=\"etrelay\"", "unauthorized\n");
+	return rt->serve(op, c);
+}
+
+/* MHD's own messages: the first one while starting becomes the error;
+ * afterwards they are about single clients (connection limit, resets), so
+ * a flood of them is capped. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct ops *op = cls;
+	struct timespec ts;
+	char line[256];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	for (n = strlen(line); n && (line[n - 1] == '\n' || line[n - 1] == '\r'); n--)
+		line[n - 1] = '\0';
+	if (atomic_load(&op->starting) && pthread_equal(pthread_self(), op->starter)) {
+		if (!op->start_msg[0])
+			snprintf(op->start_msg, sizeof(op->start_msg), "%s", line);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	if (ts.tv_sec != op->log_sec) {
+		if (op->log_dropped)
+			log_warnx("ops: %u more listener messages suppressed", op->log_dropped);
+		op->log_sec = ts.tv_sec;
+		op->log_lines = op->log_dropped = 0;
+	}
+	if (op->log_lines++ < OPS_LOG_PER_SEC)
+		log_warnx("ops: %s", line);
+	else
+		op->log_dropped++;
+}
+
+int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *st, char *err,
+	      size_t errlen)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	char where[ADDR_STRLEN];
+	sigset_t all, old;
+	struct ops *op;
+
+	*opp = NULL;
+	if (!addr_len(&cfg->listen)) {
+		snprintf(err, errlen, "--ops-listen: not an IPv4 or IPv6 address");
+		return -1;
+	}
+	addr_str(&cfg->listen.sa, where);
+	if (!cfg->allow_public && !ops_addr_is_private(&cfg->listen)) {
+		snprintf(err, errlen,
+			 "--ops-listen %s is not a private address (loopback, RFC 1918, CGNAT, "
+			 "ULA, link-local): bind one, or pass --ops-allow-public to serve the "
+			 "ops plane on it anyway",
+			 where);
+		return -1;
+	}
+	if (!(op = calloc(1, sizeof(*op)))) {
+		snprintf(err, errlen, "ops: %s", strerror(errno));
+		return -1;
+	}
+	op->st = st;
+	pthread_mutex_init(&op->lock, NULL);
+	if (tokens_read(op->tok, err, errlen) < 0)
+		goto fail;
+	if (cfg->listen.sa.sa_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+
+	/* The listener thread inherits this thread's signal mask: with all
+	 * blocked, signals stay with the packet loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	op->starter = pthread_self();
+	atomic_store(&op->starting, true);
+	/* The logger goes first, or MHD prints the other options' errors to
+	 * stderr itself. MHD binds SOCK_ADDR and only names the port in its
+	 * messages, so it gets that too (same offset in both families).
+	 * The timeout counts idle time: a client that trickles a byte every
+	 * few seconds keeps its slot, so the slots are few and the listener
+	 * belongs on a private address. */
+	op->mhd = MHD_start_daemon(flags, ntohs(cfg->listen.in.sin_port), NULL, NULL, ops_request, op,
+				   MHD_OPTION_EXTERNAL_LOGGER, mhd_log, op,
+				   MHD_OPTION_SOCK_ADDR, &cfg->listen.sa,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)OPS_CONNECTIONS_MAX,
+				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)OPS_DEADLINE_SEC,
+				   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)OPS_MEMORY_LIMIT,
+				   MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)1024,
+				   MHD_OPTION_END);
+	atomic_store(&op->starting, false);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!op->mhd) {
+		snprintf(err, errlen, "--ops-listen %s: %s", where,
+			 op->start_msg[0] ? op->start_msg : "the listener did not start");
+		goto fail;
+	}
+	*opp = op;
+	return 0;
+fail:
+	explicit_bzero(op->tok, sizeof(op->tok));
+	pthread_mutex_destroy(&op->lock);
+	free(op);
+	return -1;
+}
+
+int ops_port(const struct ops *op)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(op->mhd, MHD_DAEMON_INFO_BIND_PORT);
+
+	return i ? i->port : -1;
+}
+
+int ops_reload_tokens(struct ops *op, char *err, size_t errlen)
+{
+	struct ops_token tok[OPS_TOKEN_KINDS];
+
+	if (tokens_read(tok, err, errlen) < 0)
+		return -1;
+	pthread_mutex_lock(&op->lock);
+	memcpy(op->tok, tok, sizeof(tok));
+	pthread_mutex_unlock(&op->lock);
+	explicit_bzero(tok, sizeof(tok));
+	return 0;
+}
+
+void ops_stop(struct ops *op)
+{
+	if (!op)
+		return;
+	MHD_stop_daemon(op->mhd);
+	explicit_bzero(op->tok, sizeof(op->tok));
+	pthread_mutex_destroy(&op->lock);
+	free(op);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: ISC */
+/* The operations plane: an HTTP listener in a thread of its own serving
+ * /healthz, /readyz, /lifecycle, drain and resume, and /metrics from
+ * struct etr_stats. It never touches the packet loop's memory beyond that. */
+#ifndef ETR_OPS_H
+#define ETR_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "addr.h"
+#include "stats.h"
+
+/* Token environment variables; each also has a _FILE form naming a file. */
+#define OPS_ENV_LIFECYCLE "ETRELAY_LIFECYCLE_TOKEN"
+#define OPS_ENV_READ "ETRELAY_LIFECYCLE_READ_TOKEN"
+#define OPS_ENV_METRICS "ETRELAY_METRICS_TOKEN"
+#define OPS_TOKEN_MIN 32
+
+#define OPS_REQUEST_MAX 8192      /* bytes of request line + headers */
+#define OPS_CONNECTIONS_MAX 64
+#define OPS_DEADLINE_SEC 5
+
+struct ops;
+
+struct ops_config {
+	union etr_sockaddr listen;
+	bool allow_public; /* bind an address that is not private */
+};
+
+/* True for loopback, RFC 1918, CGNAT (100.64/10), ULA (fc00::/7),
+ * link-local, and IPv4-mapped forms of these. */
+bool ops_addr_is_private(const union etr_sockaddr *sa);
+
+/* Read the tokens from the environment (and _FILE files). Returns 0, or -1
+ * with a message in err (a token shorter than OPS_TOKEN_MIN, an unreadable
+ * file). Never puts a token into err. */
+int ops_tokens_check(char *err, size_t errlen);
+
+/* Bind and start the listener thread. Returns 0, or -1 with a message in
+ * err (public address refused, bind failure, bad token). */
+int ops_start(struct ops **op, const struct ops_config *cfg, struct etr_stats *st, char *err,
+	      size_t errlen);
+
+/* The bound TCP port (useful after listening on port 0), or -1. */
+int ops_port(const struct ops *op);
+
+/* SIGHUP: re-read the token files. Returns 0, or -1 with a message in err
+ * (the old tokens stay). */
+int ops_reload_tokens(struct ops *op, char *err, size_t errlen);
+
+/* Stop the thread and close the listener. */
+void ops_stop(struct ops *op);
+
+#endif

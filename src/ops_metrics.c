@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: ISC */
+/* Prometheus text rendering of struct etr_stats. Names follow the
+ * Prometheus conventions: etrelay_ prefix, counters end in _total, base
+ * units. No label carries a client address. */
+#include "ops_metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+
+/* A relay's counter exported as it is, one sample per relay. */
+struct plain_counter {
+	const char *name;
+	const char *help;
+	size_t off; /* of an _Atomic uint64_t in struct relay_stats */
+};
+
+static const struct plain_counter plain_counters[] = {
+	{ "etrelay_sessions_opened_total", "Sessions opened for new clients.",
+	  offsetof(struct relay_stats, sessions_opened) },
+	{ "etrelay_sessions_refused_total",
+	  "New clients refused because --max-sessions was reached (also in "
+	  "etrelay_dropped_datagrams_total{reason=\"table_full\"}).",
+	  offsetof(struct relay_stats, drops[DROP_TABLE_FULL]) },
+	{ "etrelay_lifecycle_work_refused_total",
+	  "Datagrams from new clients refused while draining (also in "
+	  "etrelay_dropped_datagrams_total{reason=\"draining\"}).",
+	  offsetof(struct relay_stats, drops[DROP_DRAINING]) },
+	{ "etrelay_upstream_refused_total",
+	  "Sends to the game server answered with port unreachable (ECONNREFUSED): nothing "
+	  "listens on the game port.",
+	  offsetof(struct relay_stats, refused) },
+	{ "etrelay_probes_sent_total", "getinfo probes sent to the game server.",
+	  offsetof(struct relay_stats, probes_sent) },
+	{ "etrelay_flatlines_total",
+	  "Flatline heartbeats sent because the game server stopped answering.",
+	  offsetof(struct relay_stats, flatlines) },
+};
+
+static uint64_t load_at(const struct relay_stats *r, size_t off)
+{
+	const _Atomic uint64_t *p = (const _Atomic uint64_t *)((const char *)r + off);
+
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values escape backslash, double quote and newline (format 0.0.4). */
+static void put_label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* name{k1="v1",k2="v2"} ; kv holds key, value pairs ended by NULL. */
+static void series(FILE *f, const char *name, const char *const *kv)
+{
+	fputs(name, f);
+	for (unsigned i = 0; kv[i]; i += 2) {
+		fprintf(f, "%s%s=\"", i ? "," : "{", kv[i]);
+		put_label_value(f, kv[i + 1]);
+		fputc('"', f);
+	}
+	if (kv[0])
+		fputc('}', f);
+}
+
+static void sample(FILE *f, const char *name, const char *const *kv, uint64_t v)
+{
+	series(f, name, kv);
+	fprintf(f, " %" PRIu64 "\n", v);
+}
+
+#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+unsigned ops_metrics_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX])
+{
+	unsigned n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->nmasters < STATS_MASTERS_MAX ? r->nmasters : STATS_MASTERS_MAX;
+	memcpy(out, r->masters, n * sizeof(*out));
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static void relays(FILE *f, struct etr_stats *st)
+{
+	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
+	struct master_status m[STATS_MASTERS_MAX];
+	struct relay_stats *r;
+	unsigned nm;
+
+	/* The format wants a family's samples together, so every family
+	 * walks the relays. */
+#define EACH_RELAY                                                                                 \
+	for (unsigned i = 0; i < n; i++)                                                           \
+		if ((r = st->relay[i]) != NULL)
+
+	family(f, "etrelay_relay_info", "gauge",
+	       "Each relay: its game, game server and public address; always 1.");
+	EACH_RELAY
+	sample(f, "etrelay_relay_info",
+	       LABELS("relay", r->name, "game", r->game, "upstream", r->upstream,
+		      "public_address", r->public_addr),
+	       1);
+
+	family(f, "etrelay_sessions_active", "gauge", "Sessions open now.");
+	EACH_RELAY
+	sample(f, "etrelay_sessions_active", LABELS("relay", r->name),
+	       STAT_GET(r->sessions_active));
+
+	family(f, "etrelay_sessions_closed_total", "counter",
+	       "Sessions closed, by reason: idle (timeout), shutdown, error (socket failed).");
+	EACH_RELAY
+	for (unsigned c = 0; c < CLOSE_COUNT; c++)
+		sample(f, "etrelay_sessions_closed_total",
+		       LABELS("relay", r->name, "reason", stats_close_name(c)),
+		       STAT_GET(r->sessions_closed[c]));
+
+	for (size_t k = 0; k < sizeof(plain_counters) / sizeof(plain_counters[0]); k++) {
+		const struct plain_counter *pc = &plain_counters[k];
+
+		family(f, pc->name, "counter", pc->help);
+		EACH_RELAY
+		sample(f, pc->name, LABELS("relay", r->name), load_at(r, pc->off));
+	}
+
+	family(f, "etrelay_forwarded_datagrams_total", "counter",
+	       "Datagrams forwarded: up = client to game server, down = game server to client.");
+	EACH_RELAY
+	{
+		sample(f, "etrelay_forwarded_datagrams_total",
+		       LABELS("relay", r->name, "direction", "up"), STAT_GET(r->up_pkts));
+		sample(f, "etrelay_forwarded_datagrams_total",
+		       LABELS("relay", r->name, "direction", "down"), STAT_GET(r->down_pkts));
+	}
+
+	family(f, "etrelay_forwarded_bytes_total", "counter",
+	       "UDP payload bytes forwarded, by direction as for datagrams.");
+	EACH_RELAY
+	{
+		sample(f, "etrelay_forwarded_bytes_total",
+		       LABELS("relay", r->name, "direction", "up"), STAT_GET(r->up_bytes));
+		sample(f, "etrelay_forwarded_bytes_total",
+		       LABELS("relay", r->name, "direction", "down"), STAT_GET(r->down_bytes));
+	}
+
+	family(f, "etrelay_dropped_datagrams_total", "counter",
+	       "Datagrams not forwarded, by reason.");
+	EACH_RELAY
+	for (unsigned d = 0; d < DROP_COUNT; d++)
+		sample(f, "etrelay_dropped_datagrams_total",
+		       LABELS("relay", r->name, "reason", stats_drop_name(d)),
+		       STAT_GET(r->drops[d]));
+
+	family(f, "etrelay_game_server_up", "gauge",
+	       "1 when the game server answered the last probe round, 0 when it did not or "
+	       "was not probed yet.");
+	EACH_RELAY
+	sample(f, "etrelay_game_server_up", LABELS("relay", r->name),
+	       STAT_GET(r->server) == SERVER_UP);
+
+	family(f, "etrelay_probe_rounds_total", "counter",
+	       "Probe rounds, by result: ok (the game server answered) or failed.");
+	EACH_RELAY
+	{
+		sample(f, "etrelay_probe_rounds_total", LABELS("relay", r->name, "result", "ok"),
+		       STAT_GET(r->probe_rounds_ok));
+		sample(f, "etrelay_probe_rounds_total",
+		       LABELS("relay", r->name, "result", "failed"),
+		       STAT_GET(r->probe_rounds_failed));
+	}
+
+	/* The master families read one copy per relay, so that the three agree. */
+	family(f, "etrelay_heartbeats_total", "counter",
+	       "Heartbeats to each master, by result: sent, send_error, unresolved.");
+	EACH_RELAY
+	{
+		nm = ops_metrics_masters(r, m);
+		for (unsigned j = 0; j < nm; j++)
+			for (unsigned h = HB_RESULT_NONE + 1; h < HB_RESULT_COUNT; h++)
+				sample(f, "etrelay_heartbeats_total",
+				       LABELS("relay", r->name, "master", m[j].name, "result",
+					      stats_hb_result_name(h)),
+				       m[j].heartbeats[h]);
+	}
+
+	family(f, "etrelay_master_last_heartbeat_timestamp_seconds", "gauge",
+	       "Unix time of the last heartbeat to each master; absent before the first.");
+	EACH_RELAY
+	{
+		nm = ops_metrics_masters(r, m);
+		for (unsigned j = 0; j < nm; j++)
+			if (m[j].last_heartbeat)
+				sample(f, "etrelay_master_last_heartbeat_timestamp_seconds",
+				       LABELS("relay", r->name, "master", m[j].name),
+				       m[j].last_heartbeat);
+	}
+
+	family(f, "etrelay_master_listing_confirmed", "gauge",
+	       "1 when the master's challenge was answered from the public socket, so it "
+	       "lists the relay's address.");
+	EACH_RELAY
+	{
+		nm = ops_metrics_masters(r, m);
+		for (unsigned j = 0; j < nm; j++)
+			sample(f, "etrelay_master_listing_confirmed",
+			       LABELS("relay", r->name, "master", m[j].name),
+			       m[j].listing_confirmed);
+	}
+#undef EACH_RELAY
+}
+
+static void process(FILE *f, const struct ops_process *p)
+{
+	if (p->have_stat) {
+		family(f, "process_cpu_seconds_total", "counter",
+		       "Total user and system CPU time spent in seconds.");
+		fprintf(f, "process_cpu_seconds_total %.2f\n", p->cpu_seconds);
+		family(f, "process_resident_memory_bytes", "gauge",
+		       "Resident memory size in bytes.");
+		fprintf(f, "process_resident_memory_bytes %" PRIu64 "\n", p->resident_bytes);
+		family(f, "process_virtual_memory_bytes", "gauge",
+		       "Virtual memory size in bytes.");
+		fprintf(f, "process_virtual_memory_bytes %" PRIu64 "\n", p->virtual_bytes);
+		family(f, "process_start_time_seconds", "gauge",
+		       "Start time of the process since unix epoch in seconds.");
+		fprintf(f, "process_start_time_seconds %.2f\n", p->start_time);
+	}
+	if (p->have_fds) {
+		family(f, "process_open_fds", "gauge", "Number of open file descriptors.");
+		fprintf(f, "process_open_fds %" PRIu64 "\n", p->open_fds);
+		family(f, "process_max_fds", "gauge",
+		       "Maximum number of open file descriptors.");
+		fprintf(f, "process_max_fds %" PRIu64 "\n", p->max_fds);
+	}
+}
+
+int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
+{
+	int lc = atomic_load(&st->lifecycle);
+
+	/* A state set rather than a number: no one has to remember which
+	 * number means draining, and a new state is a new label value. */
+	family(out, "etrelay_lifecycle_state", "gauge",
+	       "1 for the current lifecycle state: active (accepts new sessions) or draining "
+	       "(refuses new sessions, keeps the open ones).");
+	sample(out, "etrelay_lifecycle_state", LABELS("state", "active"), lc == LIFECYCLE_ACTIVE);
+	sample(out, "etrelay_lifecycle_state", LABELS("state", "draining"),
+	       lc == LIFECYCLE_DRAINING);
+
+	family(out, "etrelay_backend_info", "gauge", "The event loop backend in use; always 1.");
+	sample(out, "etrelay_backend_info", LABELS("backend", st->backend ? st->backend : "unknown"),
+	       1);
+	family(out, "etrelay_build_info", "gauge", "The etrelay version; always 1.");
+	sample(out, "etrelay_build_info", LABELS("version", st->version ? st->version : "unknown"),
+	       1);
+
+	relays(out, st);
+	if (proc)
+		process(out, proc);
+	return ferror(out) ? -EIO : 0;
+}

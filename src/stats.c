@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: ISC */
+/* Names of the stats enums, as they appear in logs, /lifecycle and metric
+ * labels: lower case, underscores, stable once published. */
+#include "stats.h"
+
+const char *stats_drop_name(enum stats_drop d)
+{
+	static const char *const names[DROP_COUNT] = {
+		[DROP_QUEUE_FULL] = "queue_full",
+		[DROP_TRUNCATED] = "truncated",
+		[DROP_TABLE_FULL] = "table_full",
+		[DROP_DRAINING] = "draining",
+		[DROP_SOCKET] = "socket",
+		[DROP_SEND_ERROR] = "send_error",
+		[DROP_BAD_SOURCE] = "bad_source",
+	};
+
+	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";
+}
+
+const char *stats_close_name(enum stats_close c)
+{
+	static const char *const names[CLOSE_COUNT] = {
+		[CLOSE_IDLE] = "idle",
+		[CLOSE_SHUTDOWN] = "shutdown",
+		[CLOSE_ERROR] = "error",
+	};
+
+	return (unsigned)c < CLOSE_COUNT ? names[c] : "unknown";
+}
+
+const char *stats_hb_result_name(enum stats_hb_result r)
+{
+	static const char *const names[HB_RESULT_COUNT] = {
+		[HB_RESULT_NONE] = "none",
+		[HB_RESULT_SENT] = "sent",
+		[HB_RESULT_SEND_ERROR] = "send_error",
+		[HB_RESULT_UNRESOLVED] = "unresolved",
+	};
+
+	return (unsigned)r < HB_RESULT_COUNT ? names[r] : "unknown";
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: ISC */
+/* What the packet loop publishes and the ops plane reads. Counters have one
+ * writer, the loop thread: relaxed atomic loads and stores, plain moves on
+ * x86-64, no lock on the packet path. Master status changes a few times per
+ * heartbeat round and sits behind a mutex. */
+#ifndef ETR_STATS_H
+#define ETR_STATS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+#define STATS_RELAYS_MAX 16
+#define STATS_MASTERS_MAX 8
+
+/* Single-writer increment: no read-modify-write bus lock. */
+#define STAT_ADD(field, n)                                                              \
+	atomic_store_explicit(&(field),                                                 \
+			      atomic_load_explicit(&(field), memory_order_relaxed) + (n), \
+			      memory_order_relaxed)
+#define STAT_SET(field, v) atomic_store_explicit(&(field), (v), memory_order_relaxed)
+#define STAT_GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
+
+/* Why a datagram was not forwarded. */
+enum stats_drop {
+	DROP_QUEUE_FULL, /* SESSION_QUEUE_MAX already in flight */
+	DROP_TRUNCATED,  /* larger than the receive buffer */
+	DROP_TABLE_FULL, /* --max-sessions reached */
+	DROP_DRAINING,   /* new client while draining */
+	DROP_SOCKET,     /* could not open a session socket */
+	DROP_SEND_ERROR, /* the kernel refused the send */
+	DROP_BAD_SOURCE, /* source address of an unknown family */
+	DROP_COUNT
+};
+
+/* Why a session ended. */
+enum stats_close {
+	CLOSE_IDLE,     /* no packet either way for the timeout */
+	CLOSE_SHUTDOWN, /* relay exiting */
+	CLOSE_ERROR,    /* its socket failed for good */
+	CLOSE_COUNT
+};
+
+enum stats_lifecycle { LIFECYCLE_ACTIVE, LIFECYCLE_DRAINING };
+
+/* Game server as the last probe round saw it (values of enum hb_server). */
+enum stats_server { SERVER_UNKNOWN, SERVER_UP, SERVER_DOWN };
+
+/* Result of the last heartbeat to one master. */
+enum stats_hb_result {
+	HB_RESULT_NONE,       /* none sent yet */
+	HB_RESULT_SENT,       /* handed to the kernel */
+	HB_RESULT_SEND_ERROR, /* sendto failed */
+	HB_RESULT_UNRESOLVED, /* no address for the name */
+	HB_RESULT_COUNT
+};
+
+struct master_status {
+	char name[ADDR_HOSTLEN + 8]; /* "host:port" as configured */
+	char addr[ADDR_STRLEN];      /* last good address, "" if none */
+	uint64_t last_heartbeat;     /* unix seconds, 0 = never */
+	enum stats_hb_result last_result;
+	bool listing_confirmed;      /* its challenge was answered from the public socket */
+	uint64_t heartbeats[HB_RESULT_COUNT];
+};
+
+struct relay_stats {
+	/* Set once before the ops plane starts; constant afterwards. */
+	char name[32];
+	char public_addr[ADDR_STRLEN];
+	char upstream[ADDR_STRLEN];
+	char game[8];
+	unsigned nmasters;
+
+	_Atomic uint64_t up_pkts, up_bytes;     /* client -> game server */
+	_Atomic uint64_t down_pkts, down_bytes; /* game server -> client */
+	_Atomic uint64_t drops[DROP_COUNT];
+	_Atomic uint64_t refused; /* ECONNREFUSED: game server port closed */
+	_Atomic uint64_t sessions_opened;
+	_Atomic uint64_t sessions_closed[CLOSE_COUNT];
+	_Atomic uint32_t sessions_active;
+	_Atomic uint64_t probes_sent;
+	_Atomic uint64_t probe_rounds_ok, probe_rounds_failed;
+	_Atomic uint64_t flatlines;
+	_Atomic int server; /* enum stats_server */
+
+	pthread_mutex_t lock; /* guards masters[] */
+	struct master_status masters[STATS_MASTERS_MAX];
+};
+
+struct etr_stats {
+	_Atomic int lifecycle; /* enum stats_lifecycle; the ops thread may write it */
+	const char *backend;   /* "io_uring" or "epoll" */
+	const char *version;
+	uint64_t started_unix;
+	unsigned nrelays;
+	struct relay_stats *relay[STATS_RELAYS_MAX];
+};
+
+const char *stats_drop_name(enum stats_drop d);
+const char *stats_close_name(enum stats_close c);
+const char *stats_hb_result_name(enum stats_hb_result r);
+
+#endif

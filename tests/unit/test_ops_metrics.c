@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: ISC */
+/* Unit tests for ops_metrics.c: render a hand-built struct etr_stats and
+ * read the lines back; with --promtool, lint the output with promtool. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ops_metrics.h"
+
+static struct relay_stats et1, oa;
+static struct etr_stats st;
+
+static const struct ops_process proc = {
+	.have_stat = true,
+	.cpu_seconds = 1.25,
+	.start_time = 1764449000.5,
+	.resident_bytes = 4 << 20,
+	.virtual_bytes = 64 << 20,
+	.have_fds = true,
+	.open_fds = 12,
+	.max_fds = 20000,
+};
+
+static void master(struct master_status *m, const char *name, const char *addr, uint64_t last,
+		   enum stats_hb_result res, bool confirmed)
+{
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->addr, sizeof(m->addr), "%s", addr);
+	m->last_heartbeat = last;
+	m->last_result = res;
+	m->listing_confirmed = confirmed;
+}
+
+static int setup(void **state)
+{
+	memset(&st, 0, sizeof(st));
+	memset(&et1, 0, sizeof(et1));
+	memset(&oa, 0, sizeof(oa));
+	pthread_mutex_init(&et1.lock, NULL);
+	pthread_mutex_init(&oa.lock, NULL);
+
+	strcpy(et1.name, "et1");
+	strcpy(et1.public_addr, "203.0.113.10:27960");
+	strcpy(et1.upstream, "10.8.0.2:27960");
+	strcpy(et1.game, "ET");
+	STAT_SET(et1.up_pkts, 1000);
+	STAT_SET(et1.up_bytes, 64000);
+	STAT_SET(et1.down_pkts, 2000);
+	STAT_SET(et1.down_bytes, 900000);
+	STAT_SET(et1.drops[DROP_TABLE_FULL], 7);
+	STAT_SET(et1.drops[DROP_DRAINING], 3);
+	STAT_SET(et1.drops[DROP_SEND_ERROR], 2);
+	STAT_SET(et1.refused, 4);
+	STAT_SET(et1.sessions_opened, 40);
+	STAT_SET(et1.sessions_closed[CLOSE_IDLE], 36);
+	STAT_SET(et1.sessions_closed[CLOSE_ERROR], 1);
+	STAT_SET(et1.sessions_active, 3);
+	STAT_SET(et1.probes_sent, 22);
+	STAT_SET(et1.probe_rounds_ok, 20);
+	STAT_SET(et1.probe_rounds_failed, 1);
+	STAT_SET(et1.flatlines, 1);
+	STAT_SET(et1.server, SERVER_UP);
+	et1.nmasters = 2;
+	master(&et1.masters[0], "etmaster.net:27950", "1.2.3.4:27950", 1764450000,
+	       HB_RESULT_SENT, true);
+	et1.masters[0].heartbeats[HB_RESULT_SENT] = 5;
+	et1.masters[0].heartbeats[HB_RESULT_SEND_ERROR] = 1;
+	master(&et1.masters[1], "master.example:27950", "", 0, HB_RESULT_UNRESOLVED, false);
+	et1.masters[1].heartbeats[HB_RESULT_UNRESOLVED] = 6;
+
+	/* A name with every character the format escapes. */
+	strcpy(oa.name, "o\"a\\b\nc");
+	strcpy(oa.public_addr, "[2001:db8::10]:27960");
+	strcpy(oa.upstream, "[fd00::2]:27960");
+	strcpy(oa.game, "Q3");
+	STAT_SET(oa.server, SERVER_DOWN);
+
+	atomic_store(&st.lifecycle, LIFECYCLE_ACTIVE);
+	st.backend = "io_uring";
+	st.version = "0.1.0";
+	st.started_unix = 1764449000;
+	st.nrelays = 2;
+	st.relay[0] = &et1;
+	st.relay[1] = &oa;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	pthread_mutex_destroy(&et1.lock);
+	pthread_mutex_destroy(&oa.lock);
+	return 0;
+}
+
+static char *render(const struct ops_process *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(ops_metrics_render(f, &st, p), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* True when text holds exactly this line. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+	return false;
+}
+
+static void assert_line(const char *text, const char *line)
+{
+	if (!has_line(text, line))
+		fail_msg("missing line: %s\n--- output ---\n%s", line, text);
+}
+
+static void test_ops_metrics_renders_sessions_per_relay(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "# TYPE etrelay_sessions_active gauge");
+	assert_line(t, "etrelay_sessions_active{relay=\"et1\"} 3");
+	assert_line(t, "etrelay_sessions_opened_total{relay=\"et1\"} 40");
+	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"idle\"} 36");
+	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"shutdown\"} 0");
+	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"error\"} 1");
+	free(t);
+}
+
+static void test_ops_metrics_counts_each_direction(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "# TYPE etrelay_forwarded_datagrams_total counter");
+	assert_line(t, "etrelay_forwarded_datagrams_total{relay=\"et1\",direction=\"up\"} 1000");
+	assert_line(t, "etrelay_forwarded_datagrams_total{relay=\"et1\",direction=\"down\"} 2000");
+	assert_line(t, "etrelay_forwarded_bytes_total{relay=\"et1\",direction=\"up\"} 64000");
+	assert_line(t, "etrelay_forwarded_bytes_total{relay=\"et1\",direction=\"down\"} 900000");
+	free(t);
+}
+
+static void test_ops_metrics_lists_every_drop_reason(void **state)
+{
+	char line[160];
+	char *t = render(NULL);
+
+	for (unsigned d = 0; d < DROP_COUNT; d++) {
+		snprintf(line, sizeof(line),
+			 "etrelay_dropped_datagrams_total{relay=\"et1\",reason=\"%s\"} %u",
+			 stats_drop_name(d),
+			 d == DROP_TABLE_FULL ? 7 : d == DROP_DRAINING ? 3 : d == DROP_SEND_ERROR ? 2 : 0);
+		assert_line(t, line);
+	}
+	free(t);
+}
+
+static void test_ops_metrics_exports_refusals_beside_the_drops(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_sessions_refused_total{relay=\"et1\"} 7");
+	assert_line(t, "etrelay_lifecycle_work_refused_total{relay=\"et1\"} 3");
+	assert_line(t, "etrelay_upstream_refused_total{relay=\"et1\"} 4");
+	free(t);
+}
+
+static void test_ops_metrics_reports_probes_and_game_server(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_probes_sent_total{relay=\"et1\"} 22");
+	assert_line(t, "etrelay_probe_rounds_total{relay=\"et1\",result=\"ok\"} 20");
+	assert_line(t, "etrelay_probe_rounds_total{relay=\"et1\",result=\"failed\"} 1");
+	assert_line(t, "etrelay_flatlines_total{relay=\"et1\"} 1");
+	assert_line(t, "etrelay_game_server_up{relay=\"et1\"} 1");
+	assert_line(t, "etrelay_game_server_up{relay=\"o\\\"a\\\\b\\nc\"} 0");
+	STAT_SET(et1.server, SERVER_UNKNOWN);
+	free(t);
+	t = render(NULL);
+	assert_line(t, "etrelay_game_server_up{relay=\"et1\"} 0");
+	free(t);
+}
+
+static void test_ops_metrics_counts_heartbeats_by_master_and_result(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_heartbeats_total{relay=\"et1\",master=\"etmaster.net:27950\","
+		       "result=\"sent\"} 5");
+	assert_line(t, "etrelay_heartbeats_total{relay=\"et1\",master=\"etmaster.net:27950\","
+		       "result=\"send_error\"} 1");
+	assert_line(t, "etrelay_heartbeats_total{relay=\"et1\",master=\"master.example:27950\","
+		       "result=\"unresolved\"} 6");
+	assert_null(strstr(t, "result=\"none\""));
+	assert_line(t, "etrelay_master_last_heartbeat_timestamp_seconds{relay=\"et1\","
+		       "master=\"etmaster.net:27950\"} 1764450000");
+	assert_line(t, "etrelay_master_listing_confirmed{relay=\"et1\","
+		       "master=\"etmaster.net:27950\"} 1");
+	assert_line(t, "etrelay_master_listing_confirmed{relay=\"et1\","
+		       "master=\"master.example:27950\"} 0");
+	free(t);
+}
+
+static void test_ops_metrics_omits_last_heartbeat_before_the_first(void **state)
+{
+	char *t = render(NULL);
+
+	assert_null(strstr(t, "etrelay_master_last_heartbeat_timestamp_seconds{relay=\"et1\","
+			      "master=\"master.example:27950\"}"));
+	free(t);
+}
+
+static void test_ops_metrics_lifecycle_state_follows_draining(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_lifecycle_state{state=\"active\"} 1");
+	assert_line(t, "etrelay_lifecycle_state{state=\"draining\"} 0");
+	free(t);
+	atomic_store(&st.lifecycle, LIFECYCLE_DRAINING);
+	t = render(NULL);
+	assert_line(t, "etrelay_lifecycle_state{state=\"active\"} 0");
+	assert_line(t, "etrelay_lifecycle_state{state=\"draining\"} 1");
+	free(t);
+}
+
+static void test_ops_metrics_names_backend_version_and_relay(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_backend_info{backend=\"io_uring\"} 1");
+	assert_line(t, "etrelay_build_info{version=\"0.1.0\"} 1");
+	assert_line(t, "etrelay_relay_info{relay=\"et1\",game=\"ET\",upstream=\"10.8.0.2:27960\","
+		       "public_address=\"203.0.113.10:27960\"} 1");
+	free(t);
+}
+
+static void test_ops_metrics_escapes_label_values(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_sessions_active{relay=\"o\\\"a\\\\b\\nc\"} 0");
+	/* No raw newline inside a sample: every line is a comment or a sample. */
+	for (char *l = t; *l; l = strchr(l, '\n') + 1)
+		assert_true(l[0] == '#' || strncmp(l, "etrelay_", 8) == 0 ||
+			    strncmp(l, "process_", 8) == 0);
+	free(t);
+}
+
+static void test_ops_metrics_renders_process_metrics_only_when_given(void **state)
+{
+	char *t = render(NULL);
+
+	assert_null(strstr(t, "process_"));
+	free(t);
+	t = render(&proc);
+	assert_line(t, "process_cpu_seconds_total 1.25");
+	assert_line(t, "process_resident_memory_bytes 4194304");
+	assert_line(t, "process_virtual_memory_bytes 67108864");
+	assert_line(t, "process_open_fds 12");
+	assert_line(t, "process_max_fds 20000");
+	assert_line(t, "process_start_time_seconds 1764449000.50");
+	free(t);
+}
+
+static void test_ops_metrics_gives_every_sample_help_and_type(void **state)
+{
+	char name[128], help[160], type[160];
+	char *t = render(&proc);
+
+	for (char *l = t; *l; l = strchr(l, '\n') + 1) {
+		size_t n = strcspn(l, "{ ");
+
+		if (l[0] == '#')
+			continue;
+		assert_true(n < sizeof(name));
+		memcpy(name, l, n);
+		name[n] = '\0';
+		snprintf(help, sizeof(help), "# HELP %s ", name);
+		snprintf(type, sizeof(type), "# TYPE %s ", name);
+		assert_non_null(strstr(t, help));
+		assert_non_null(strstr(t, type));
+		/* Prometheus conventions: counters and only counters end in _total. */
+		if (strstr(t, strcat(type, "counter")))
+			assert_string_equal(name + n - 6, "_total");
+		else
+			assert_null(strstr(name, "_total"));
+	}
+	free(t);
+}
+
+static void test_ops_metrics_masters_copies_under_the_bound(void **state)
+{
+	struct master_status m[STATS_MASTERS_MAX];
+
+	et1.nmasters = STATS_MASTERS_MAX + 5; /* a writer bug must not overrun us */
+	assert_int_equal(ops_metrics_masters(&et1, m), STATS_MASTERS_MAX);
+	assert_string_equal(m[0].name, "etmaster.net:27950");
+}
+
+/* Pipe the full rendering through `promtool check metrics`: it must say
+ * nothing and exit 0. 77 (skip) without promtool. */
+static int promtool_check(void)
+{
+	char out[] = "/tmp/etrelay-promtool-XXXXXX", cmd[256], said[4096];
+	size_t n;
+	char *t;
+	FILE *p, *f;
+	int fd, status;
+
+	if (system("command -v promtool >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "promtool not found (Debian: apt install prometheus): skipped\n");
+		return 77;
+	}
+	if (setup(NULL) != 0 || (fd = mkstemp(out)) < 0)
+		return 1;
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics >%s 2>&1", out);
+	t = render(&proc);
+	if (!(p = popen(cmd, "w")))
+		return 1;
+	fputs(t, p);
+	status = pclose(p);
+	f = fopen(out, "r");
+	n = f ? fread(said, 1, sizeof(said) - 1, f) : 0;
+	said[n] = '\0';
+	if (f)
+		fclose(f);
+	unlink(out);
+	free(t);
+	teardown(NULL);
+	if (status != 0 || n) {
+		fprintf(stderr, "promtool check metrics (status %d):\n%s", status, said);
+		return 1;
+	}
+	printf("promtool check metrics: clean\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_ops_metrics_renders_sessions_per_relay, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_lists_every_drop_reason, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_exports_refusals_beside_the_drops,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_reports_probes_and_game_server,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_metrics_counts_heartbeats_by_master_and_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_metrics_omits_last_heartbeat_before_the_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_lifecycle_state_follows_draining,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_names_backend_version_and_relay,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_escapes_label_values, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_metrics_renders_process_metrics_only_when_given, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_gives_every_sample_help_and_type,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_masters_copies_under_the_bound,
+						setup, teardown),
+	};
+
+	if (argc > 1 && strcmp(argv[1], "--promtool") == 0)
+		return promtool_check();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
