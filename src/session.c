@@ -20,7 +20,8 @@ int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[
 		n <<= 1;
 	t->s = calloc(cap, sizeof(*t->s));
 	t->slot = calloc(n, sizeof(*t->slot));
-	if (!t->s || !t->slot) {
+	t->ipc = calloc(n, sizeof(*t->ipc));
+	if (!t->s || !t->slot || !t->ipc) {
 		session_table_free(t);
 		return -ENOMEM;
 	}
@@ -35,6 +36,7 @@ int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[
 	t->free_head = 0;
 	t->free_tail = cap - 1;
 	t->lru_head = t->lru_tail = SESSION_NONE;
+	t->un_head = t->un_tail = SESSION_NONE;
 	return 0;
 }
 
@@ -42,6 +44,7 @@ void session_table_free(struct session_table *t)
 {
 	free(t->s);
 	free(t->slot);
+	free(t->ipc);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -94,6 +97,132 @@ static void lru_append(struct session_table *t, uint32_t idx)
 	t->lru_tail = idx;
 }
 
+/* The IP of a client as 16 bytes; IPv4 as ::ffff:a.b.c.d so that an IPv4
+ * client counts the same on an IPv4 and a dual-stack IPv6 socket. */
+static void ip_key(const union etr_sockaddr *a, uint8_t ip[16])
+{
+	if (a->sa.sa_family == AF_INET) {
+		memset(ip, 0, 10);
+		ip[10] = ip[11] = 0xff;
+		memcpy(ip + 12, &a->in.sin_addr, 4);
+	} else {
+		memcpy(ip, &a->in6.sin6_addr, 16);
+	}
+}
+
+static uint32_t ip_home(const struct session_table *t, const uint8_t ip[16])
+{
+	union etr_sockaddr k = { .in6 = { .sin6_family = AF_INET6 } };
+
+	memcpy(&k.in6.sin6_addr, ip, 16);
+	return (uint32_t)addr_hash(&k, t->key) & t->mask;
+}
+
+/* The slot counting this IP, or the empty slot ending its chain. There are
+ * as many slots as for sessions and never more IPs than sessions, so a
+ * free slot always exists. */
+static uint32_t ip_find(const struct session_table *t, const uint8_t ip[16])
+{
+	uint32_t i = ip_home(t, ip);
+
+	while (t->ipc[i].count != 0 && memcmp(t->ipc[i].ip, ip, 16) != 0)
+		i = (i + 1) & t->mask;
+	return i;
+}
+
+uint32_t session_ip_count(const struct session_table *t, const union etr_sockaddr *client)
+{
+	uint8_t ip[16];
+
+	ip_key(client, ip);
+	return t->ipc[ip_find(t, ip)].count;
+}
+
+static void ip_inc(struct session_table *t, const union etr_sockaddr *client)
+{
+	uint8_t ip[16];
+	uint32_t i;
+
+	ip_key(client, ip);
+	i = ip_find(t, ip);
+	memcpy(t->ipc[i].ip, ip, 16);
+	t->ipc[i].count++;
+}
+
+static void ip_dec(struct session_table *t, const union etr_sockaddr *client)
+{
+	uint8_t ip[16];
+	uint32_t i, j, home;
+
+	ip_key(client, ip);
+	i = ip_find(t, ip);
+	if (--t->ipc[i].count != 0)
+		return;
+	/* Backward-shift deletion, as for the session slots. */
+	for (j = (i + 1) & t->mask; t->ipc[j].count != 0; j = (j + 1) & t->mask) {
+		home = ip_home(t, t->ipc[j].ip);
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->ipc[i] = t->ipc[j];
+			t->ipc[j].count = 0;
+			i = j;
+		}
+	}
+}
+
+static void un_unlink(struct session_table *t, uint32_t idx)
+{
+	struct session *s = &t->s[idx];
+
+	if (s->uprev != SESSION_NONE)
+		t->s[s->uprev].unext = s->unext;
+	else
+		t->un_head = s->unext;
+	if (s->unext != SESSION_NONE)
+		t->s[s->unext].uprev = s->uprev;
+	else
+		t->un_tail = s->uprev;
+	t->unassured--;
+}
+
+static void un_append(struct session_table *t, uint32_t idx)
+{
+	struct session *s = &t->s[idx];
+
+	s->uprev = t->un_tail;
+	s->unext = SESSION_NONE;
+	if (t->un_tail != SESSION_NONE)
+		t->s[t->un_tail].unext = idx;
+	else
+		t->un_head = idx;
+	t->un_tail = idx;
+	t->unassured++;
+}
+
+void session_assure(struct session_table *t, uint32_t idx)
+{
+	if (t->s[idx].assured)
+		return;
+	t->s[idx].assured = true;
+	un_unlink(t, idx);
+}
+
+uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
+				   uint64_t timeout)
+{
+	uint32_t h = t->un_head;
+
+	if (h != SESSION_NONE && t->s[h].opened + timeout <= now)
+		return h;
+	return SESSION_NONE;
+}
+
+uint64_t session_unassured_next_expiry(const struct session_table *t, uint64_t timeout)
+{
+	uint32_t h = t->un_head;
+
+	return h == SESSION_NONE ? UINT64_MAX : t->s[h].opened + timeout;
+}
+
 uint32_t session_insert(struct session_table *t, const union etr_sockaddr *client, int fd,
 			uint64_t now)
 {
@@ -117,6 +246,8 @@ uint32_t session_insert(struct session_table *t, const union etr_sockaddr *clien
 	i = find_slot(t, client);
 	t->slot[i] = idx + 1;
 	lru_append(t, idx);
+	un_append(t, idx);
+	ip_inc(t, client);
 	t->active++;
 	return idx;
 }
@@ -139,6 +270,9 @@ int session_remove(struct session_table *t, uint32_t idx)
 		}
 	}
 	lru_unlink(t, idx);
+	if (!s->assured)
+		un_unlink(t, idx);
+	ip_dec(t, &s->client);
 	s->live = false;
 	s->fd = -1;
 	s->next = SESSION_NONE;

@@ -31,10 +31,19 @@ struct session {
 	int fd;           /* connected to the game server; -1 when free */
 	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
 	uint32_t next;
+	uint32_t uprev;   /* unassured list neighbours, while not assured */
+	uint32_t unext;
 	uint16_t gen;     /* bumped on every reuse: stale completions miss */
 	uint16_t queued;  /* datagrams handed to the kernel, not yet completed */
 	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
 	bool live;
+	bool assured;     /* the game server has answered this client */
+};
+
+/* Sessions per source IP (any port), for the per-IP cap. */
+struct session_ipcount {
+	uint8_t ip[16]; /* IPv4 as ::ffff:a.b.c.d */
+	uint32_t count; /* 0 = empty slot */
 };
 
 struct session_table {
@@ -46,6 +55,10 @@ struct session_table {
 	uint32_t free_tail;
 	uint32_t lru_head;  /* least recently active */
 	uint32_t lru_tail;
+	uint32_t un_head;   /* unassured sessions, oldest first */
+	uint32_t un_tail;
+	uint32_t unassured;
+	struct session_ipcount *ipc; /* nslots entries, same probing as slot[] */
 	uint8_t key[16];
 };
 
@@ -74,6 +87,28 @@ uint32_t session_expired(const struct session_table *t, uint64_t now, uint64_t t
 
 /* When the oldest session will expire (UINT64_MAX with none). */
 uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout);
+
+/* The game server answered: the session leaves the unassured list, for
+ * good. */
+void session_assure(struct session_table *t, uint32_t idx);
+
+/* The oldest unassured session if opened before `now - timeout`, else
+ * SESSION_NONE. */
+uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
+				   uint64_t timeout);
+
+/* When the oldest unassured session times out (UINT64_MAX with none). */
+uint64_t session_unassured_next_expiry(const struct session_table *t, uint64_t timeout);
+
+/* The oldest unassured session, the first to go when the table is full;
+ * SESSION_NONE when every session is assured. */
+static inline uint32_t session_oldest_unassured(const struct session_table *t)
+{
+	return t->un_head;
+}
+
+/* Live sessions from this client's IP address, any port. */
+uint32_t session_ip_count(const struct session_table *t, const union etr_sockaddr *client);
 
 /* Pack index and generation into 24 bits (17 index, 7 generation), so a
  * completion that outlives its session cannot touch the slot's next owner.

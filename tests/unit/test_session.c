@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "session.h"
@@ -616,6 +617,101 @@ static void test_session_freed_slot_is_reused_only_after_every_other_free_slot(v
 	session_table_free(&t);
 }
 
+static void test_session_new_sessions_are_unassured_oldest_first(void **state)
+{
+	struct session_table t;
+	uint32_t a, b;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	a = insert_v4(&t, 1, 10 * SEC);
+	b = insert_v4(&t, 2, 11 * SEC);
+	assert_int_equal(t.unassured, 2);
+	assert_int_equal(session_oldest_unassured(&t), a);
+	session_assure(&t, a);
+	session_assure(&t, a); /* twice is harmless */
+	assert_int_equal(t.unassured, 1);
+	assert_int_equal(session_oldest_unassured(&t), b);
+	session_assure(&t, b);
+	assert_int_equal(session_oldest_unassured(&t), SESSION_NONE);
+	session_table_free(&t);
+}
+
+static void test_session_unassured_expire_from_opening_not_activity(void **state)
+{
+	struct session_table t;
+	uint32_t a, b;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	a = insert_v4(&t, 1, 100 * SEC);
+	b = insert_v4(&t, 2, 105 * SEC);
+	session_touch(&t, a, 109 * SEC); /* the client talks; no answer yet */
+	assert_int_equal(session_unassured_next_expiry(&t, 10 * SEC), 110 * SEC);
+	assert_int_equal(session_unassured_expired(&t, 110 * SEC - 1, 10 * SEC), SESSION_NONE);
+	assert_int_equal(session_unassured_expired(&t, 110 * SEC, 10 * SEC), a);
+	session_assure(&t, a);
+	assert_int_equal(session_unassured_expired(&t, 110 * SEC, 10 * SEC), SESSION_NONE);
+	assert_int_equal(session_unassured_expired(&t, 115 * SEC, 10 * SEC), b);
+	session_remove(&t, b);
+	assert_int_equal(t.unassured, 0);
+	assert_int_equal(session_unassured_next_expiry(&t, 10 * SEC), UINT64_MAX);
+	session_table_free(&t);
+}
+
+static void test_session_ip_count_spans_ports_and_follows_removals(void **state)
+{
+	struct session_table t;
+	union etr_sockaddr a1, a2, b1, m1;
+	uint32_t ia1, ia2;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	client_v4_ip(&a1, "192.0.2.1", 1000);
+	client_v4_ip(&a2, "192.0.2.1", 2000);
+	client_v4_ip(&b1, "192.0.2.2", 1000);
+	client_v6(&m1, "::ffff:192.0.2.1", 3000);
+	assert_int_equal(session_ip_count(&t, &a1), 0);
+	ia1 = session_insert(&t, &a1, 10, 0);
+	ia2 = session_insert(&t, &a2, 11, 0);
+	session_insert(&t, &b1, 12, 0);
+	assert_int_equal(session_ip_count(&t, &a1), 2);
+	assert_int_equal(session_ip_count(&t, &b1), 1);
+	/* The IPv4-mapped form is the same host. */
+	assert_int_equal(session_ip_count(&t, &m1), 2);
+	session_remove(&t, ia1);
+	assert_int_equal(session_ip_count(&t, &a2), 1);
+	session_remove(&t, ia2);
+	assert_int_equal(session_ip_count(&t, &a1), 0);
+	assert_int_equal(session_ip_count(&t, &b1), 1);
+	session_table_free(&t);
+}
+
+static void test_session_ip_counts_survive_churn_with_collisions(void **state)
+{
+	struct session_table t;
+	union etr_sockaddr sa;
+	uint32_t idx[64];
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 64, key), 0);
+	for (uint32_t i = 0; i < 64; i++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "10.0.0.%u", i % 16);
+		client_v4_ip(&sa, ip, (uint16_t)(1000 + i));
+		idx[i] = session_insert(&t, &sa, (int)i, 0);
+	}
+	for (uint32_t i = 0; i < 64; i += 2)
+		session_remove(&t, idx[i]);
+	for (uint32_t i = 0; i < 16; i++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "10.0.0.%u", i);
+		client_v4_ip(&sa, ip, 1);
+		assert_int_equal(session_ip_count(&t, &sa), i % 2 ? 4 : 0);
+	}
+	session_table_free(&t);
+}
+
 static void test_session_deref_rejects_out_of_range_index(void **state)
 {
 	struct session_table t;
@@ -655,6 +751,10 @@ int main(void)
 		cmocka_unit_test(test_session_reuse_of_freed_slot_bumps_gen_so_old_ref_misses),
 		cmocka_unit_test(test_session_refs_stay_distinct_over_many_reuses),
 		cmocka_unit_test(test_session_freed_slot_is_reused_only_after_every_other_free_slot),
+		cmocka_unit_test(test_session_new_sessions_are_unassured_oldest_first),
+		cmocka_unit_test(test_session_unassured_expire_from_opening_not_activity),
+		cmocka_unit_test(test_session_ip_count_spans_ports_and_follows_removals),
+		cmocka_unit_test(test_session_ip_counts_survive_churn_with_collisions),
 		cmocka_unit_test(test_session_deref_rejects_out_of_range_index),
 	};
 
