@@ -568,7 +568,10 @@ static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const ch
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW,
 				  strcmp(rt->method, "GET") == 0 ? "GET, HEAD" : rt->method,
 				  "method not allowed\n");
-	if ((configured & rt->need) && !(grants & rt->need))
+	/* Once any token is set, every route that needs a grant asks for a
+	 * token that gives it: setting only a metrics token must not leave
+	 * /lifecycle open. */
+	if (configured && rt->need && !(grants & rt->need))
 		return reply_text(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 				  "Bearer realm=\"etrelay\"", "unauthorized\n");
 	return rt->serve(op, c);

@@ -375,6 +375,12 @@ static void send_flatline(struct relay *r)
  * the answer comes back; see on_resolved). */
 static void heartbeat_masters(struct relay *r)
 {
+	/* A draining relay refuses new sessions: inviting masters (and the
+	 * players they send) would only get them refused. */
+	if (STAT_GET(r->global->lifecycle) != LIFECYCLE_ACTIVE) {
+		log_debug("relay %s: draining, no heartbeat this round", r->conf->name);
+		return;
+	}
 	for (unsigned i = 0; i < r->nmasters; i++) {
 		struct relay_master *m = &r->masters[i];
 

@@ -432,11 +432,14 @@ static void test_http_metrics_token_cannot_read_lifecycle(void **state)
 	assert_int_equal(atomic_load(&st.lifecycle), LIFECYCLE_ACTIVE);
 }
 
-static void test_http_a_metrics_token_alone_leaves_lifecycle_open(void **state)
+static void test_http_a_metrics_token_alone_closes_lifecycle_too(void **state)
 {
-	/* No token could grant /lifecycle, so it needs none; /metrics does. */
+	/* Once a token is set nothing that needs a grant is open: the metrics
+	 * token does not grant /lifecycle, and no token means 401. */
 	set_tokens(NULL, NULL, TOKEN_M);
-	assert_int_equal(request("GET", "/lifecycle", NULL), 200);
+	assert_int_equal(request("GET", "/lifecycle", NULL), 401);
+	assert_int_equal(request("GET", "/lifecycle", TOKEN_M), 401);
+	assert_int_equal(request("GET", "/healthz", NULL), 200);
 	assert_int_equal(request("GET", "/metrics", NULL), 401);
 	assert_int_equal(request("GET", "/metrics", TOKEN_M), 200);
 }
@@ -727,7 +730,7 @@ int main(void)
 		T(test_http_lifecycle_token_reads_and_drains),
 		T(test_http_read_token_reads_but_cannot_drain),
 		T(test_http_metrics_token_cannot_read_lifecycle),
-		T(test_http_a_metrics_token_alone_leaves_lifecycle_open),
+		T(test_http_a_metrics_token_alone_closes_lifecycle_too),
 		T(test_http_bearer_scheme_is_case_insensitive),
 		T(test_http_reload_keeps_old_tokens_when_new_ones_are_bad),
 		T(test_http_start_refuses_a_short_token),
