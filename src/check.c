@@ -64,7 +64,12 @@ static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char 
 			got = recv(fd, buf, sizeof(buf), 0);
 			if (got > 0 && q3_info_response_matches(buf, (size_t)got, challenge)) {
 				size_t off = 4 + strlen("infoResponse");
-				size_t len = (size_t)got > off ? (size_t)got - off : 0;
+				size_t len;
+
+				/* The info string starts after the newline. */
+				while (off < (size_t)got && (buf[off] == '\n' || buf[off] == ' '))
+					off++;
+				len = (size_t)got > off ? (size_t)got - off : 0;
 
 				snprintf(info, infolen, "%.*s", (int)len, (const char *)buf + off);
 				close(fd);

@@ -38,12 +38,24 @@ const char conf_usage[] =
 	"  --session-ports MIN-MAX   bind session sockets in this port range\n"
 	"                            (default: the kernel's ephemeral ports)\n"
 	"\n"
+	"Abuse resistance (per relay):\n"
+	"  --sessions-per-ip N       most sessions from one IP address (8)\n"
+	"  --unassured-timeout DUR   close a session the game server never answered (10s)\n"
+	"  --ip-query-burst N        connectionless queries per source IP at once (10)\n"
+	"  --ip-query-rate N         ... and per second after that (1)\n"
+	"  --server-query-burst N    queries passed to the game server at once (8)\n"
+	"  --server-query-rate N     ... and per second after that (1); masters and\n"
+	"                            players are served before server browsers\n"
+	"  --query-cache DUR         answer getinfo/getstatus from a copy this fresh\n"
+	"                            (1s; 0 turns the cache off)\n"
+	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
 	"                            event loop (auto: io_uring, else epoll)\n"
 	"  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
 	"  --ops-allow-public        let --ops-listen bind a public address\n"
 	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
+	"  --ban-file FILE           IPs and CIDRs to drop, one per line (reread on SIGHUP)\n"
 	"  --debug                   log heartbeats, sessions and connectionless packets\n"
 	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
 	" when\n"
@@ -82,6 +94,13 @@ static void base_defaults(struct relay_conf *r)
 	r->session_timeout_ms = CONF_SESSION_TIMEOUT;
 	r->probe_timeout_ms = CONF_PROBE_TIMEOUT;
 	r->max_sessions = CONF_MAX_SESSIONS;
+	r->sessions_per_ip = CONF_SESSIONS_PER_IP;
+	r->unassured_timeout_ms = CONF_UNASSURED_TIMEOUT;
+	r->ip_query_burst = CONF_IP_QUERY_BURST;
+	r->ip_query_rate = CONF_IP_QUERY_RATE;
+	r->server_query_burst = CONF_SERVER_QUERY_BURST;
+	r->server_query_rate = CONF_SERVER_QUERY_RATE;
+	r->query_cache_ms = CONF_QUERY_CACHE;
 }
 
 void conf_defaults(struct etr_conf *c)
@@ -242,6 +261,38 @@ static const char *set_max_sessions(struct etr_conf *c, struct relay_conf *r,
 	return NULL;
 }
 
+/* A count in [1, 100000] into the uint32_t at k->off. */
+static const char *set_count(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > 100000)
+		return "expected a number from 1 to 100000";
+	*(uint32_t *)(void *)((char *)r + k->off) = (uint32_t)n;
+	return NULL;
+}
+
+static const char *set_cache(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	return conf_parse_duration(v, &r->query_cache_ms, true) < 0
+		       ? "expected a duration such as 1s or 500ms, 0 for no cache"
+		       : NULL;
+}
+
+static const char *set_ban_file(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				const char *v, struct layer *ly)
+{
+	if (strlen(v) >= sizeof(c->ban_file))
+		return "path too long";
+	strcpy(c->ban_file, v);
+	return NULL;
+}
+
 static const char *set_ports(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			     const char *v, struct layer *ly)
 {
@@ -313,6 +364,14 @@ static const struct key keys[] = {
 	{ "session-timeout", SCOPE_RELAY, false, RK(session_timeout_ms), set_duration },
 	{ "max-sessions", SCOPE_RELAY, false, 0, set_max_sessions },
 	{ "session-ports", SCOPE_RELAY, false, 0, set_ports },
+	{ "sessions-per-ip", SCOPE_RELAY, false, RK(sessions_per_ip), set_count },
+	{ "unassured-timeout", SCOPE_RELAY, false, RK(unassured_timeout_ms), set_duration },
+	{ "ip-query-burst", SCOPE_RELAY, false, RK(ip_query_burst), set_count },
+	{ "ip-query-rate", SCOPE_RELAY, false, RK(ip_query_rate), set_count },
+	{ "server-query-burst", SCOPE_RELAY, false, RK(server_query_burst), set_count },
+	{ "server-query-rate", SCOPE_RELAY, false, RK(server_query_rate), set_count },
+	{ "query-cache", SCOPE_RELAY, false, 0, set_cache },
+	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
 	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
 	{ "ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen },
 	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
@@ -603,6 +662,11 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 		if (!r->flatline_set)
 			strcpy(r->flatline, games[i].flatline);
 	}
+	if (r->server_query_burst <= RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER)
+		err_add(e, "%s: server-query-burst %u must be above %u: %u tokens are kept for "
+			   "masters and players", where, r->server_query_burst,
+			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER,
+			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
 	if (r->upstream_host[0] == '\0')
 		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
 	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))

@@ -24,6 +24,16 @@
 #define CONF_PROBE_TIMEOUT (3 * 1000ull)        /* ms */
 #define CONF_PROBE_ATTEMPTS 3
 #define CONF_MAX_SESSIONS 4000
+#define CONF_SESSIONS_PER_IP 8
+#define CONF_UNASSURED_TIMEOUT (10 * 1000ull) /* ms */
+#define CONF_IP_QUERY_BURST 10  /* the game server's own per-IP bucket */
+#define CONF_IP_QUERY_RATE 1    /* per second */
+#define CONF_SERVER_QUERY_BURST 8 /* below the server's 10: room for skew */
+#define CONF_SERVER_QUERY_RATE 1
+#define CONF_QUERY_CACHE (1000ull) /* ms */
+/* Tokens of the server budget kept for masters, then for players. */
+#define RELAY_RESERVE_MASTER 2
+#define RELAY_RESERVE_PLAYER 3
 
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
@@ -55,6 +65,12 @@ struct relay_conf {
 	uint64_t probe_timeout_ms;
 	uint32_t max_sessions;
 	uint16_t port_min, port_max; /* session socket ports; 0 = ephemeral */
+	/* Abuse resistance. */
+	uint32_t sessions_per_ip;
+	uint64_t unassured_timeout_ms; /* no answer from the game server yet */
+	uint32_t ip_query_burst, ip_query_rate;
+	uint32_t server_query_burst, server_query_rate;
+	uint64_t query_cache_ms; /* 0: no cache */
 };
 
 struct conf_cli {
@@ -68,6 +84,7 @@ struct etr_conf {
 	bool ops_enabled, ops_allow_public;
 	union etr_sockaddr ops_listen;
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
+	char ban_file[4096];       /* "" : none */
 	/* Command-line only. */
 	const char *path; /* config file, NULL: none */
 	bool path_given, test, probe, help, version;

@@ -20,6 +20,8 @@
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
+/* While draining on the way out, how often to look for the last session. */
+#define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
 static uint32_t sessions_active(const struct daemon *d)
 {
@@ -50,6 +52,7 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 {
 	uint32_t n = sessions_active(d);
 
+	STAT_SET(d->stats.lifecycle, LIFECYCLE_STOPPING);
 	if (d->leaving || n == 0 || d->conf->drain_timeout_ms == 0) {
 		d->exit_signal = sig;
 		d->ops->stop(d->loop);
@@ -58,7 +61,7 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	d->leaving = true;
 	d->exit_signal = sig;
 	d->leave_deadline = now + d->conf->drain_timeout_ms * NS_PER_MS;
-	STAT_SET(d->stats.lifecycle, LIFECYCLE_DRAINING);
+	d->leave_check = now + DAEMON_LEAVE_CHECK;
 	sdnotify("STOPPING=1");
 	notify_status(d);
 	log_info("%s: draining %u sessions for up to %llu ms", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
@@ -137,6 +140,8 @@ static void h_tick(void *arg, uint64_t now)
 	}
 	if (d->leaving && (sessions_active(d) == 0 || now >= d->leave_deadline))
 		d->ops->stop(d->loop);
+	if (d->leaving && now >= d->leave_check)
+		d->leave_check = now + DAEMON_LEAVE_CHECK;
 }
 
 static uint64_t h_deadline(void *arg)
@@ -150,11 +155,8 @@ static uint64_t h_deadline(void *arg)
 			t = r;
 	}
 	/* While leaving, look again each 100 ms for the last session to go. */
-	if (d->leaving) {
-		uint64_t soon = loop_now() + 100 * NS_PER_MS;
-		if (soon < t)
-			t = soon;
-	}
+	if (d->leaving && d->leave_check < t)
+		t = d->leave_check;
 	return t;
 }
 

@@ -26,6 +26,7 @@ struct daemon {
 	int exit_signal;          /* the signal that asked us to leave */
 	bool leaving;             /* draining on the way out */
 	uint64_t leave_deadline;  /* ns; exit then even with sessions left */
+	uint64_t leave_check;     /* ns; next look for the last session */
 	uint64_t watchdog_period; /* ns, 0 without a systemd watchdog */
 	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
 };

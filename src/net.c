@@ -2,6 +2,7 @@
 /* Socket setup for the relay. */
 #include "net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -86,6 +87,16 @@ int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t m
 		return fd;
 	close(fd);
 	return err;
+}
+
+uint16_t net_local_port(int fd)
+{
+	union etr_sockaddr sa;
+	socklen_t len = sizeof(sa);
+
+	if (getsockname(fd, &sa.sa, &len) < 0)
+		return 0;
+	return ntohs(sa.sa.sa_family == AF_INET ? sa.in.sin_port : sa.in6.sin6_port);
 }
 
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len)

@@ -23,6 +23,9 @@ int net_connect_udp(const union etr_sockaddr *sa);
 int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max,
 			  uint16_t *next);
 
+/* The local port of a bound socket, 0 if unknown. */
+uint16_t net_local_port(int fd);
+
 /* Send buf now (dst NULL on a connected socket). Returns 0 or -errno. */
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len);
 

@@ -429,8 +429,14 @@ static enum MHD_Result lifecycle_set(struct ops *op, struct MHD_Connection *c, i
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char peer[ADDR_STRLEN] = "?";
+	int from = state == LIFECYCLE_DRAINING ? LIFECYCLE_ACTIVE : LIFECYCLE_DRAINING;
 
-	if (atomic_exchange(&op->st->lifecycle, state) != state) {
+	/* Only active <-> draining: a process stopping on SIGTERM stays so. */
+	if (!atomic_compare_exchange_strong(&op->st->lifecycle, &from, state) && from != state) {
+		if (from == LIFECYCLE_STOPPING)
+			return reply_text(c, MHD_HTTP_CONFLICT, NULL, NULL,
+					  "stopping: the process is exiting\n");
+	} else if (from != state) {
 		if (ci && ci->client_addr)
 			addr_str(ci->client_addr, peer);
 		log_info("ops: lifecycle %s (asked by %s)",

@@ -36,6 +36,14 @@ static const struct plain_counter plain_counters[] = {
 	{ "etrelay_flatlines_total",
 	  "Flatline heartbeats sent because the game server stopped answering.",
 	  offsetof(struct relay_stats, flatlines) },
+	{ "etrelay_query_cache_answers_total",
+	  "getinfo and getstatus queries answered from the relay's copy of the game "
+	  "server's reply, without a query to the game server.",
+	  offsetof(struct relay_stats, cache_answers) },
+	{ "etrelay_qport_collisions_total",
+	  "Sessions whose qport another live session already uses: the game server may "
+	  "confuse those two players.",
+	  offsetof(struct relay_stats, qport_collisions) },
 };
 
 static uint64_t load_at(const struct relay_stats *r, size_t off)
@@ -259,7 +267,7 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	       "(refuses new sessions, keeps the open ones).");
 	sample(out, "etrelay_lifecycle_state", LABELS("state", "active"), lc == LIFECYCLE_ACTIVE);
 	sample(out, "etrelay_lifecycle_state", LABELS("state", "draining"),
-	       lc == LIFECYCLE_DRAINING);
+	       lc != LIFECYCLE_ACTIVE);
 
 	family(out, "etrelay_backend_info", "gauge", "The event loop backend in use; always 1.");
 	sample(out, "etrelay_backend_info", LABELS("backend", st->backend ? st->backend : "unknown"),

@@ -7,15 +7,22 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bogon.h"
+#include "huffman.h"
 #include "log.h"
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
+
+/* Source IPs tracked for query limits: 2 MiB, far more than a game
+ * server's audience; an attacker with more IPs recycles idle buckets. */
+#define RELAY_RL_ENTRIES 65536
 
 static uint64_t random64(void)
 {
@@ -81,7 +88,10 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	r->upstream = *upstream;
 	r->pub_fd = r->probe_fd = r->res_fd = -1;
 	r->session_timeout = conf->session_timeout_ms * NS_PER_MS;
+	r->unassured_timeout = conf->unassured_timeout_ms * NS_PER_MS;
 	r->port_next = conf->port_min;
+	r->listener_loopback = bogon_source(&conf->listen, false) &&
+			       !bogon_source(&conf->listen, true);
 	pthread_mutex_init(&r->stats.lock, NULL);
 	snprintf(r->stats.name, sizeof(r->stats.name), "%s", conf->name);
 	addr_str(&conf->listen.sa, r->stats.public_addr);
@@ -96,9 +106,22 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 		memcpy(key + 8 * i, &v, 8);
 	}
 	err = session_table_init(&r->st, conf->max_sessions, key);
+	if (!err) {
+		uint64_t v = random64();
+		memcpy(key, &v, 8); /* a key of its own: no hash shared across tables */
+		err = rl_table_init(&r->ip_rl, RELAY_RL_ENTRIES, conf->ip_query_burst,
+				    conf->ip_query_rate, key);
+	}
+	if (!err)
+		err = rl_budget_init(&r->budget, conf->server_query_burst, conf->server_query_rate,
+				     RELAY_RESERVE_MASTER, RELAY_RESERVE_PLAYER, loop_now());
+	if (!err)
+		err = qcache_init(&r->cache, conf->query_cache_ms * NS_PER_MS);
+	if (!err && !(r->qport_owner = calloc(65536, sizeof(*r->qport_owner))))
+		err = -ENOMEM;
 	if (err < 0) {
-		log_warnx("relay %s: session table for %u sessions: %s", conf->name,
-			  conf->max_sessions, strerror(-err));
+		log_warnx("relay %s: tables for %u sessions: %s", conf->name, conf->max_sessions,
+			  strerror(-err));
 		return err;
 	}
 	r->pub_fd = net_bind_public(&conf->listen);
@@ -148,6 +171,8 @@ static void session_close(struct relay *r, uint32_t idx, enum stats_close why)
 
 	if (log_debug_on)
 		addr_str(&s->client.sa, a);
+	if (s->qport_known && r->qport_owner[s->qport] == idx + 1)
+		r->qport_owner[s->qport] = 0;
 	r->ops->del_socket(r->loop, s->fd, session_id(r, idx));
 	close(session_remove(&r->st, idx));
 	STAT_ADD(r->stats.sessions_closed[why], 1);
@@ -161,22 +186,19 @@ static void expire_sessions(struct relay *r, uint64_t now)
 
 	while ((idx = session_expired(&r->st, now, r->session_timeout)) != SESSION_NONE)
 		session_close(r, idx, CLOSE_IDLE);
+	while ((idx = session_unassured_expired(&r->st, now, r->unassured_timeout)) !=
+	       SESSION_NONE)
+		session_close(r, idx, CLOSE_UNASSURED);
 }
 
-/* Which master, if any, this client is: masters challenge from their own
- * address, maybe from another port than the heartbeat went to. */
+/* Which master, if any, this client is: masters challenge from the
+ * address and port the heartbeat went to (dpmaster and etmaster answer
+ * from their listening socket), so anything else is not a master. */
 static uint8_t master_of(const struct relay *r, const union etr_sockaddr *client)
 {
-	for (unsigned i = 0; i < r->nmasters; i++) {
-		const union etr_sockaddr *m = &r->masters[i].addr;
-
-		if (!r->masters[i].have_addr || m->sa.sa_family != client->sa.sa_family)
-			continue;
-		if (m->sa.sa_family == AF_INET ? m->in.sin_addr.s_addr == client->in.sin_addr.s_addr
-					       : memcmp(&m->in6.sin6_addr, &client->in6.sin6_addr,
-							16) == 0)
+	for (unsigned i = 0; i < r->nmasters; i++)
+		if (r->masters[i].have_addr && addr_equal(&r->masters[i].addr, client))
 			return (uint8_t)(i + 1);
-	}
 	return 0;
 }
 
@@ -192,9 +214,18 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 	}
 	/* Expired sessions make room before a new one is refused. */
 	expire_sessions(r, now);
-	if (r->st.active >= r->st.cap) {
-		STAT_ADD(r->stats.drops[DROP_TABLE_FULL], 1);
+	if (session_ip_count(&r->st, client) >= r->conf->sessions_per_ip) {
+		STAT_ADD(r->stats.drops[DROP_IP_SESSIONS], 1);
 		return SESSION_NONE;
+	}
+	/* Full: the oldest session the game server never answered makes room;
+	 * one it answered is never evicted for a newcomer. */
+	if (r->st.active >= r->st.cap) {
+		if (session_oldest_unassured(&r->st) == SESSION_NONE) {
+			STAT_ADD(r->stats.drops[DROP_TABLE_FULL], 1);
+			return SESSION_NONE;
+		}
+		session_close(r, session_oldest_unassured(&r->st), CLOSE_EVICTED);
 	}
 	if (r->conf->port_min)
 		fd = net_connect_udp_range(&r->upstream, r->conf->port_min, r->conf->port_max,
@@ -215,6 +246,7 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 		return SESSION_NONE;
 	}
 	r->st.s[idx].master = master_of(r, client);
+	r->st.s[idx].local_port = net_local_port(fd);
 	STAT_ADD(r->stats.sessions_opened, 1);
 	STAT_SET(r->stats.sessions_active, r->st.active);
 	if (log_debug_on) {
@@ -256,19 +288,127 @@ static bool forward(struct relay *r, uint32_t idx, int fd, const union etr_socka
 	return true;
 }
 
+/* Connectionless commands the game server limits per source IP. */
+static bool query_limited(enum q3_cmd cmd)
+{
+	return cmd == Q3_GETINFO || cmd == Q3_GETSTATUS || cmd == Q3_GETCHALLENGE ||
+	       cmd == Q3_CONNECT || cmd == Q3_RCON;
+}
+
+/* Per-IP bucket, the cache, then the game server's budget. Returns true when
+ * the packet may go on to the game server. */
+static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
+			const struct loop_dgram *d)
+{
+	bool master = master_of(r, client) != 0;
+	enum rl_class cls;
+	uint8_t out[LOOP_MAX_DGRAM];
+	int n;
+
+	/* Before the cache: a cached statusResponse is many times the size of
+	 * the query, and spoofed queries would aim it at a victim. Masters are
+	 * exempt so a flood in their name cannot cost them their listing. */
+	if (!master && !rl_table_allow(&r->ip_rl, client, d->now)) {
+		STAT_ADD(r->stats.drops[DROP_IP_RATE], 1);
+		return false;
+	}
+	/* A master's challenge goes to the game server itself: the listing
+	 * then rests on a live answer, as when the server heartbeats itself. */
+	if (!master && (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS) && r->hb.server == HB_UP &&
+	    (n = qcache_answer(&r->cache, d->data, d->len, d->now, out, sizeof(out))) >= 0) {
+		if (net_send_copy(r->pub_fd, client, out, (size_t)n) == 0) {
+			STAT_ADD(r->stats.cache_answers, 1);
+			STAT_ADD(r->stats.down_pkts, 1);
+			STAT_ADD(r->stats.down_bytes, (uint64_t)n);
+			if (log_debug_on) {
+				char a[ADDR_STRLEN], w[Q3_WORD_MAX];
+				q3_word(out, (size_t)n, w);
+				log_debug("%s <- %-3s %s (%d B, from cache)", addr_str(&client->sa, a),
+					  r->conf->game, w, n);
+			}
+		}
+		return false;
+	}
+	cls = master ? RL_MASTER
+		     : cmd == Q3_GETINFO || cmd == Q3_GETSTATUS ? RL_BROWSER : RL_PLAYER;
+	if (!rl_budget_take(&r->budget, cls, d->now)) {
+		STAT_ADD(r->stats.drops[DROP_SERVER_RATE], 1);
+		return false;
+	}
+	return true;
+}
+
+/* The first in-game packet of a session names its qport (bytes 4-5, after
+ * the sequence number). Two live sessions with one qport is a collision the
+ * game server resolves by mixing the two players up. */
+static void note_qport(struct relay *r, uint32_t idx, const struct loop_dgram *d)
+{
+	struct session *s = &r->st.s[idx];
+	uint32_t owner;
+
+	if (s->qport_known || d->len < 6)
+		return;
+	s->qport_known = true;
+	s->qport = (uint16_t)(d->data[4] | d->data[5] << 8);
+	owner = r->qport_owner[s->qport];
+	if (owner && owner - 1 != idx && r->st.s[owner - 1].live) {
+		char a[ADDR_STRLEN], b[ADDR_STRLEN];
+
+		STAT_ADD(r->stats.qport_collisions, 1);
+		log_warnx("relay %s: qport %u used by %s and %s: the game server may mix up "
+			  "these two players",
+			  r->conf->name, s->qport, addr_str(&r->st.s[owner - 1].client.sa, a),
+			  addr_str(&s->client.sa, b));
+		return;
+	}
+	r->qport_owner[s->qport] = idx + 1;
+}
+
+/* A connect carries the player's userinfo, Huffman-compressed: keep the
+ * name for the session list. */
+static void note_player(struct relay *r, uint32_t idx, const struct loop_dgram *d)
+{
+	struct session *s = &r->st.s[idx];
+	char info[HUFFMAN_INFO_MAX + 1];
+	int n = huffman_decode_connect(d->data, d->len, info, sizeof(info));
+	const char *p = info;
+
+	if (n < 0)
+		return;
+	/* The userinfo is quoted: "\name\Player\...". */
+	if (*p == '"')
+		p++, n--;
+	if (q3_info_value(p, (size_t)n, "name", s->name, sizeof(s->name)) < 0)
+		s->name[0] = '\0';
+}
+
 static void from_client(struct relay *r, struct loop_dgram *d)
 {
 	union etr_sockaddr client;
+	enum q3_cmd cmd = Q3_GAME;
 	uint32_t idx;
 
 	if (!d->from || !addr_from(&client, d->from, d->fromlen)) {
 		STAT_ADD(r->stats.drops[DROP_BAD_SOURCE], 1);
 		return;
 	}
+	if (bogon_source(&client, r->listener_loopback)) {
+		STAT_ADD(r->stats.drops[DROP_BOGON], 1);
+		return;
+	}
+	if (r->bans && banlist_match(r->bans, &client)) {
+		STAT_ADD(r->stats.drops[DROP_BANNED], 1);
+		return;
+	}
 	if (d->truncated) {
 		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
 		return;
 	}
+	/* In-game traffic (most packets) skips the command parsing. */
+	if (q3_is_connectionless(d->data, d->len))
+		cmd = q3_classify(d->data, d->len);
+	if (query_limited(cmd) && !admit_query(r, &client, cmd, d))
+		return;
 	idx = session_lookup(&r->st, &client);
 	if (idx != SESSION_NONE && r->st.s[idx].last_active + r->session_timeout <= d->now) {
 		session_close(r, idx, CLOSE_IDLE);
@@ -277,6 +417,10 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 	if (idx == SESSION_NONE && (idx = session_open(r, &client, d->now)) == SESSION_NONE)
 		return;
 	log_packet(r, &client, d, "->");
+	if (cmd == Q3_GAME)
+		note_qport(r, idx, d);
+	else if (cmd == Q3_CONNECT)
+		note_player(r, idx, d);
 	if (forward(r, idx, r->st.s[idx].fd, NULL, d)) {
 		r->st.s[idx].pkts_up++;
 		STAT_ADD(r->stats.up_pkts, 1);
@@ -311,13 +455,20 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 		return;
 	}
 	s = &r->st.s[idx];
+	session_assure(&r->st, idx);
 	log_packet(r, &s->client, d, "<-");
+	if (q3_is_connectionless(d->data, d->len)) {
+		enum q3_cmd cmd = q3_classify(d->data, d->len);
+
+		if (cmd == Q3_INFORESPONSE || cmd == Q3_STATUSRESPONSE)
+			qcache_store(&r->cache, cmd, d->data, d->len, d->now);
+		if (s->master && cmd == Q3_INFORESPONSE)
+			confirm_listing(r, s->master - 1u);
+	}
 	if (forward(r, idx, r->pub_fd, &s->client, d)) {
 		s->pkts_down++;
 		STAT_ADD(r->stats.down_pkts, 1);
 		STAT_ADD(r->stats.down_bytes, d->len);
-		if (s->master && q3_classify(d->data, d->len) == Q3_INFORESPONSE)
-			confirm_listing(r, s->master - 1u);
 	}
 }
 
@@ -429,15 +580,22 @@ static void on_resolved(struct relay *r)
 	}
 }
 
-static void hb_actions(struct relay *r, unsigned act)
+static void hb_actions(struct relay *r, unsigned act, uint64_t now)
 {
 	char a[ADDR_STRLEN];
 
+	/* No ghost listing: answers about a server that stopped answering are
+	 * not served from the cache. */
+	if (act & HB_ROUND_FAILED)
+		qcache_invalidate(&r->cache);
 	if (act & HB_SEND_PROBE) {
 		char text[32];
 		uint8_t pkt[40];
 		int n, err;
 
+		/* The probe spends from the game server's budget like a
+		 * master's query: never refused, but counted. */
+		rl_budget_take(&r->budget, RL_MASTER, now);
 		snprintf(text, sizeof(text), "getinfo %s", r->hb.challenge);
 		n = q3_build(pkt, sizeof(pkt), text);
 		err = net_send_copy(r->probe_fd, NULL, pkt, (size_t)n);
@@ -467,7 +625,8 @@ static void from_probe(struct relay *r, struct loop_dgram *d)
 	act = hb_probe_answered(&r->hb, d->now, r->hb.challenge);
 	if (act)
 		STAT_ADD(r->stats.probe_rounds_ok, 1);
-	hb_actions(r, act);
+	qcache_store(&r->cache, Q3_INFORESPONSE, d->data, d->len, d->now);
+	hb_actions(r, act, d->now);
 }
 
 void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d)
@@ -525,7 +684,7 @@ void relay_on_tick(struct relay *r, uint64_t now)
 
 		if (act & HB_ROUND_FAILED)
 			STAT_ADD(r->stats.probe_rounds_failed, 1);
-		hb_actions(r, act);
+		hb_actions(r, act, now);
 	}
 }
 
@@ -538,8 +697,11 @@ void relay_on_readable(struct relay *r, uint32_t id)
 uint64_t relay_next_deadline(const struct relay *r)
 {
 	uint64_t e = session_next_expiry(&r->st, r->session_timeout);
+	uint64_t u = session_unassured_next_expiry(&r->st, r->unassured_timeout);
 	uint64_t h = hb_deadline(&r->hb);
 
+	if (u < e)
+		e = u;
 	return e < h ? e : h;
 }
 
@@ -559,6 +721,10 @@ void relay_close(struct relay *r)
 		close(r->probe_fd);
 	resolver_destroy(r->res);
 	session_table_free(&r->st);
+	rl_table_free(&r->ip_rl);
+	qcache_free(&r->cache);
+	free(r->qport_owner);
+	r->qport_owner = NULL;
 	pthread_mutex_destroy(&r->stats.lock);
 	r->pub_fd = r->probe_fd = -1;
 	r->res = NULL;

@@ -7,9 +7,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "banlist.h"
 #include "config.h"
 #include "heartbeat.h"
 #include "loop.h"
+#include "qcache.h"
+#include "ratelimit.h"
 #include "session.h"
 #include "stats.h"
 
@@ -40,8 +43,15 @@ struct relay {
 	struct hb hb;
 	struct relay_master masters[CONF_MASTERS_MAX];
 	unsigned nmasters;
-	uint64_t session_timeout; /* ns */
-	uint16_t port_next;       /* next session port to try in the range */
+	uint64_t session_timeout;   /* ns */
+	uint64_t unassured_timeout; /* ns */
+	uint16_t port_next;         /* next session port to try in the range */
+	bool listener_loopback;     /* 127/8 and ::1 sources are real here */
+	struct rl_table ip_rl;      /* per source IP: connectionless queries */
+	struct rl_budget budget;    /* the game server's query budget */
+	struct qcache cache;        /* its last getinfo/getstatus replies */
+	const struct banlist *bans; /* the daemon's current list, NULL: none */
+	uint32_t *qport_owner;      /* qport -> session index + 1 */
 	struct relay_stats stats;
 };
 

@@ -38,6 +38,10 @@ struct session {
 	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
 	bool live;
 	bool assured;     /* the game server has answered this client */
+	bool qport_known;
+	uint16_t qport;      /* from the client's first in-game packet */
+	uint16_t local_port; /* of its socket: the port the game server sees */
+	char name[32];       /* player name from its connect, "" if none */
 };
 
 /* Sessions per source IP (any port), for the per-IP cap. */

@@ -13,6 +13,11 @@ const char *stats_drop_name(enum stats_drop d)
 		[DROP_SOCKET] = "socket",
 		[DROP_SEND_ERROR] = "send_error",
 		[DROP_BAD_SOURCE] = "bad_source",
+		[DROP_BOGON] = "bogon",
+		[DROP_BANNED] = "banned",
+		[DROP_IP_RATE] = "ip_rate",
+		[DROP_SERVER_RATE] = "server_rate",
+		[DROP_IP_SESSIONS] = "ip_sessions",
 	};
 
 	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";
@@ -24,6 +29,8 @@ const char *stats_close_name(enum stats_close c)
 		[CLOSE_IDLE] = "idle",
 		[CLOSE_SHUTDOWN] = "shutdown",
 		[CLOSE_ERROR] = "error",
+		[CLOSE_UNASSURED] = "unassured",
+		[CLOSE_EVICTED] = "evicted",
 	};
 
 	return (unsigned)c < CLOSE_COUNT ? names[c] : "unknown";

@@ -33,6 +33,11 @@ enum stats_drop {
 	DROP_SOCKET,     /* could not open a session socket */
 	DROP_SEND_ERROR, /* the kernel refused the send */
 	DROP_BAD_SOURCE, /* source address of an unknown family */
+	DROP_BOGON,      /* a source that cannot be real (0/8, multicast, port 0...) */
+	DROP_BANNED,     /* in the ban list */
+	DROP_IP_RATE,    /* the source IP's query bucket is empty */
+	DROP_SERVER_RATE, /* the game server's query budget is spent */
+	DROP_IP_SESSIONS, /* the source IP has its most sessions */
 	DROP_COUNT
 };
 
@@ -41,10 +46,13 @@ enum stats_close {
 	CLOSE_IDLE,     /* no packet either way for the timeout */
 	CLOSE_SHUTDOWN, /* relay exiting */
 	CLOSE_ERROR,    /* its socket failed for good */
+	CLOSE_UNASSURED, /* the game server never answered it in time */
+	CLOSE_EVICTED,  /* unassured, made room for a new client in a full table */
 	CLOSE_COUNT
 };
 
-enum stats_lifecycle { LIFECYCLE_ACTIVE, LIFECYCLE_DRAINING };
+/* Stopping is the drain of a SIGTERM: shown as draining, but final. */
+enum stats_lifecycle { LIFECYCLE_ACTIVE, LIFECYCLE_DRAINING, LIFECYCLE_STOPPING };
 
 /* Game server as the last probe round saw it (values of enum hb_server). */
 enum stats_server { SERVER_UNKNOWN, SERVER_UP, SERVER_DOWN };
@@ -79,6 +87,8 @@ struct relay_stats {
 	_Atomic uint64_t down_pkts, down_bytes; /* game server -> client */
 	_Atomic uint64_t drops[DROP_COUNT];
 	_Atomic uint64_t refused; /* ECONNREFUSED: game server port closed */
+	_Atomic uint64_t cache_answers; /* getinfo/getstatus answered by the relay */
+	_Atomic uint64_t qport_collisions; /* two live sessions, one qport */
 	_Atomic uint64_t sessions_opened;
 	_Atomic uint64_t sessions_closed[CLOSE_COUNT];
 	_Atomic uint32_t sessions_active;

@@ -168,6 +168,12 @@ def log(*a):
 # --------------------------------------------------------------------------
 # etrelay process
 
+# Abuse limits opened up for tests where every client is 127.0.0.1.
+OPEN_LIMITS = ("--sessions-per-ip", "100000", "--ip-query-burst", "100000",
+               "--ip-query-rate", "100000", "--server-query-burst", "100000",
+               "--server-query-rate", "100000", "--query-cache", "0")
+
+
 class Relay:
     """One etrelay process. stderr (and stdout) are read by threads into
     lists of lines; wait_for_line() waits for a regex."""
@@ -762,11 +768,16 @@ class Ctx:
         self.notes = []
         self._tmpdirs = []
 
-    def relay(self, *args, debug=False, backend=None, wait_ready=True, listen=True, wrapper=()):
+    def relay(self, *args, debug=False, backend=None, wait_ready=True, listen=True, wrapper=(),
+              open_limits=True):
         """Start etrelay with --listen 127.0.0.1:<free port> --backend <backend>.
-        wrapper: argv run in front of the binary (it must exec it)."""
+        wrapper: argv run in front of the binary (it must exec it).
+        open_limits: every test client shares 127.0.0.1, so the per-IP and
+        game-server query limits and the query cache (which protect a real
+        server from abuse, see the abuse tests) are opened up first; the
+        test's own arguments come after them and win."""
         b = self.backend if backend is None else backend
-        a = list(args) + (["--debug"] if debug else [])
+        a = (list(OPEN_LIMITS) if open_limits else []) + list(args) + (["--debug"] if debug else [])
         r = Relay(self.binary, b, a, listen=listen, wrapper=wrapper)
         self.relays.append(r)
         self.objs.append(r)
@@ -868,3 +879,351 @@ def main(test_fn):
         _kill_everything()
     sys.stdout.flush()
     sys.exit(rc)
+
+
+# --------------------------------------------------------------------------
+# Ops plane, environment and traffic helpers (appended for the ops, drain,
+# limits, notify and config-file tests; nothing above depends on them)
+
+import http.client as _http_client  # noqa: E402
+
+TOKEN_VARS = ("ETRELAY_LIFECYCLE_TOKEN", "ETRELAY_LIFECYCLE_READ_TOKEN", "ETRELAY_METRICS_TOKEN")
+_CHILD_SCRUB = TOKEN_VARS + tuple(v + "_FILE" for v in TOKEN_VARS) + (
+    "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM")
+_env_lock = threading.Lock()
+
+
+def free_tcp_port(host=LOOPBACK):
+    """A TCP port on host that was free a moment ago."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def require_tool(name):
+    """Path of an external program, or skip the test (exit 77)."""
+    p = shutil.which(name)
+    if not p:
+        raise TestSkip(f"{name} is not installed")
+    return p
+
+
+def child_env(env=None):
+    """os.environ without the ops tokens and systemd variables, plus env
+    (a value of None removes that variable)."""
+    out = {k: v for k, v in os.environ.items() if k not in _CHILD_SCRUB}
+    for k, v in (env or {}).items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def relay_env(ctx, env, *args, wait_ready=True, ready_re=None, **kw):
+    """ctx.relay(*args) with the child's environment child_env(env).
+    ready_re replaces the 'listening on' regex wait_ready() looks for."""
+    with _env_lock:
+        saved = dict(os.environ)
+        try:
+            os.environ.clear()
+            os.environ.update(child_env(env))
+            r = ctx.relay(*args, wait_ready=False, **kw)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    if ready_re:
+        r.READY_RE = ready_re
+    if wait_ready:
+        r.wait_ready()
+    return r
+
+
+def run_etrelay(ctx, args, env=None, timeout=15.0, wrapper=()):
+    """Run etrelay to its exit: (status, stdout, stderr). Fails if it is
+    still running after timeout seconds."""
+    argv = list(wrapper) + [ctx.binary] + list(args)
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=timeout, env=child_env(env))
+    except subprocess.TimeoutExpired:
+        fail(f"{' '.join(argv)}: still running after {timeout:g} s")
+    return (p.returncode, p.stdout.decode("utf-8", "replace"),
+            p.stderr.decode("utf-8", "replace"))
+
+
+class HttpReply:
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def json(self):
+        import json
+        try:
+            return json.loads(self.body)
+        except ValueError as e:
+            fail(f"body is not JSON ({e}): {short(self.body, 400)}")
+
+    def __repr__(self):
+        return f"HttpReply({self.status}, {short(self.body, 120)})"
+
+
+def http_request(port, method, path, token=None, host=LOOPBACK, timeout=5.0, headers=None):
+    """One request with http.client (a fresh connection); HttpReply."""
+    h = dict(headers or {})
+    if token is not None:
+        h["Authorization"] = f"Bearer {token}"
+    conn = _http_client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path, headers=h)
+        resp = conn.getresponse()
+        body = resp.read()
+        return HttpReply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, body)
+    finally:
+        conn.close()
+
+
+def curl_request(port, path, method="GET", token=None, host=LOOPBACK, timeout=5.0):
+    """The same request made by curl(1); HttpReply (headers lowercased)."""
+    exe = require_tool("curl")
+    argv = [exe, "-sS", "--max-time", f"{timeout:g}", "-D", "-", "-o", "-",
+            "-w", "\n@@status=%{http_code}"]
+    if method == "HEAD":
+        argv += ["-I"]
+    elif method != "GET":
+        argv += ["-X", method]
+    if token is not None:
+        argv += ["-H", f"Authorization: Bearer {token}"]
+    argv.append(f"http://{host}:{port}{path}")
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=timeout + 5)
+    except subprocess.TimeoutExpired:
+        fail(f"curl {path}: no answer within {timeout + 5:g} s")
+    out = p.stdout
+    if p.returncode != 0:
+        fail(f"curl {method} {path}: exit {p.returncode}: {p.stderr.decode(errors='replace').strip()}")
+    head, _, status = out.rpartition(b"\n@@status=")
+    raw_headers, _, body = head.partition(b"\r\n\r\n")
+    hdrs = {}
+    for line in raw_headers.split(b"\r\n")[1:]:
+        k, _, v = line.decode("latin-1").partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return HttpReply(int(status), hdrs, body)
+
+
+_SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$")
+_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+def parse_metrics(text):
+    """Prometheus text format -> {(name, ((label, value), ...)): float}; label
+    pairs sorted by label name, values unescaped. Fails on a line it cannot
+    read."""
+    out = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _SAMPLE_RE.match(line)
+        if not m:
+            fail(f"/metrics line {n} is not a sample: {line!r}")
+        name, labels, value = m.groups()
+        pairs = []
+        pos = 0
+        labels = labels or ""
+        while pos < len(labels):
+            lm = _LABEL_RE.match(labels, pos)
+            if not lm:
+                fail(f"/metrics line {n}: cannot read labels {labels!r}")
+            v = re.sub(r'\\(.)', lambda mm: "\n" if mm.group(1) == "n" else mm.group(1), lm.group(2))
+            pairs.append((lm.group(1), v))
+            pos = lm.end()
+        key = (name, tuple(sorted(pairs)))
+        if key in out:
+            fail(f"/metrics: duplicate sample {line!r}")
+        out[key] = float(value)
+    return out
+
+
+def metric_value(samples, name, **labels):
+    """Sum of the samples of name whose labels include labels; None when
+    there is none."""
+    vals = [v for (n, pairs), v in samples.items()
+            if n == name and all((k, str(lv)) in pairs for k, lv in labels.items())]
+    return sum(vals) if vals else None
+
+
+class Pinger:
+    """n clients, each keeping one in-game datagram in flight through the
+    relay (lock-step): a unique payload, then up to `timeout` s for
+    b'ECHO:' + payload from the relay's address (what GameServer answers).
+    A thread per client, until stop(), max_seconds or max_packets.
+    Each record is [client, seq, sent_at, answered_at or None]."""
+
+    def __init__(self, relay_addr, n=3, interval=0.02, timeout=1.0, max_seconds=30.0,
+                 max_packets=20000, tag=b"ping"):
+        self.relay_addr = tuple(relay_addr)
+        self.interval, self.timeout = interval, timeout
+        self.max_seconds, self.max_packets = max_seconds, max_packets
+        self.tag = tag
+        self.lock = threading.Lock()
+        self.records = []
+        self.errors = []   # (t, client, repr)
+        self.stray = []    # (t, client, data, src): not the answer waited for
+        self.socks = []
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((LOOPBACK, 0))
+            self.socks.append(s)
+        self.addrs = [s.getsockname() for s in self.socks]
+        self._stop = threading.Event()
+        self.threads = []
+        _register(self)
+
+    def start(self):
+        for i in range(len(self.socks)):
+            t = threading.Thread(target=self._run, args=(i,), daemon=True, name=f"pinger{i}")
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def _run(self, i):
+        s = self.socks[i]
+        end = time.monotonic() + self.max_seconds
+        for seq in range(self.max_packets):
+            if self._stop.is_set() or time.monotonic() >= end:
+                break
+            payload = b"%s-%d-%06d-" % (self.tag, i, seq) + os.urandom(6).hex().encode()
+            want = b"ECHO:" + payload
+            rec = [i, seq, time.monotonic(), None]
+            with self.lock:
+                self.records.append(rec)
+            try:
+                s.sendto(payload, self.relay_addr)
+            except OSError as e:
+                with self.lock:
+                    self.errors.append((time.monotonic(), i, repr(e)))
+                time.sleep(self.interval)
+                continue
+            deadline = rec[2] + self.timeout
+            for _ in range(1000):
+                left = deadline - time.monotonic()
+                if self._stop.is_set():
+                    # stopped while waiting: this one is neither answered nor lost
+                    with self.lock:
+                        if rec[3] is None and rec in self.records:
+                            self.records.remove(rec)
+                    break
+                if left <= 0:
+                    break
+                s.settimeout(min(left, 0.1))
+                try:
+                    data, src = s.recvfrom(MAX_DGRAM)
+                except socket.timeout:
+                    continue
+                except OSError as e:
+                    with self.lock:
+                        self.errors.append((time.monotonic(), i, repr(e)))
+                    time.sleep(0.005)
+                    continue
+                now = time.monotonic()
+                if data == want and tuple(src) == self.relay_addr:
+                    rec[3] = now
+                    break
+                with self.lock:
+                    self.stray.append((now, i, data, src))
+            self._stop.wait(self.interval)
+
+    def stop(self):
+        self._stop.set()
+        for t in self.threads:
+            t.join(timeout=3.0)
+        self.threads = []
+
+    def close(self):
+        self.stop()
+        for s in self.socks:
+            try:
+                s.close()
+            except Exception:
+                pass
+
+    def snapshot(self):
+        with self.lock:
+            return [list(r) for r in self.records]
+
+    def answered(self, client=None):
+        return sum(1 for r in self.snapshot() if r[3] is not None and client in (None, r[0]))
+
+    def lost(self, sent_before=None, sent_after=None):
+        """Records never answered, among those sent in the window (a packet
+        still in flight counts only once its timeout has passed)."""
+        now = time.monotonic()
+        return [r for r in self.snapshot()
+                if r[3] is None and r[2] + self.timeout <= now
+                and (sent_before is None or r[2] < sent_before)
+                and (sent_after is None or r[2] >= sent_after)]
+
+    def wait_answers(self, k, timeout, what="answers"):
+        """Wait until every client has k more answers than now."""
+        base = [self.answered(i) for i in range(len(self.socks))]
+        wait_until(lambda: all(self.answered(i) >= base[i] + k for i in range(len(self.socks))),
+                   timeout, f"{k} more {what} for each of {len(self.socks)} pinging clients")
+
+    def summary(self):
+        recs = self.snapshot()
+        per = []
+        for i in range(len(self.socks)):
+            mine = [r for r in recs if r[0] == i]
+            per.append((self.addrs[i][1], len(mine), sum(1 for r in mine if r[3] is not None)))
+        return ", ".join(f"client :{p} sent {s} answered {a}" for p, s, a in per)
+
+
+def run_parts(ctx, parts):
+    """Run part(ctx) for each part; when one fails, note it, kill what it
+    left running and go on with the next, so that one broken behaviour
+    does not hide the others. Fails at the end with every failure."""
+    failures = []
+    for part in parts:
+        try:
+            part(ctx)
+        except TestFailure as e:
+            failures.append(f"[{part.__name__}] {e}")
+            log(f"part {part.__name__} FAILED: {e}")
+            for o in ctx.objs:
+                if isinstance(o, Pinger):
+                    o.stop()
+            for r in ctx.relays:
+                if r.alive():
+                    r.expect_exit = True
+                    r.close()
+    if failures:
+        fail(f"{len(failures)} of {len(parts)} parts failed:\n  " + "\n  ".join(failures))
+
+
+def spread_ip(i):
+    """The i-th of distinct loopback addresses 127.1.x.y (all of 127/8
+    reaches lo on Linux): clients that must not share an IP address."""
+    return f"127.1.{(i // 250) % 250}.{i % 250 + 1}"
+
+
+def client_on(ctx, relay, host, timeout=2.0):
+    """ctx.client(relay), but with its socket bound to host instead of
+    127.0.0.1."""
+    c = ctx.client(relay, timeout)
+    c.sock.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((host, 0))
+    s.settimeout(timeout)
+    c.sock = s
+    c.addr = s.getsockname()
+    c.port = c.addr[1]
+    return c

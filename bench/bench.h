@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: ISC */
+/* What etrelay-load and etrelay-echo share: the clock, address and duration
+ * parsing, socket setup, and the layout of the datagrams they exchange. */
+#ifndef ETR_BENCH_H
+#define ETR_BENCH_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define BENCH_NS_PER_SEC 1000000000ull
+#define BENCH_NS_PER_MS 1000000ull
+
+/* Largest UDP payload over IPv4 and IPv6 loopback. */
+#define BENCH_MAX_DGRAM 65507
+
+union bench_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+/* Room for "[ffff:...:ffff]:65535". */
+#define BENCH_ADDR_STRLEN 64
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * BENCH_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Parse "ip:port" or "[ipv6]:port" (numeric only). Returns 0 or -1. */
+int bench_parse_addr(const char *s, union bench_sockaddr *sa);
+
+/* Length of sa for its family. */
+socklen_t bench_addr_len(const union bench_sockaddr *sa);
+
+/* "ip:port" or "[ipv6]:port" into buf; returns buf. */
+const char *bench_addr_str(const struct sockaddr *sa, char buf[BENCH_ADDR_STRLEN]);
+
+/* Parse a duration: a number of seconds, or a number with us, ms, s or m.
+ * Fractions are allowed ("0.5s"). Returns 0 and *ns, or -1. */
+int bench_parse_dur(const char *s, uint64_t *ns);
+
+/* Parse an unsigned decimal in [lo, hi]. Returns 0 or -1. */
+int bench_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out);
+
+/* Raise RLIMIT_NOFILE to at least `need` descriptors (the hard limit too
+ * when we may). Returns 0 or -errno. */
+int bench_raise_nofile(unsigned long need);
+
+/* Ask for `bytes` of receive and send buffer, past net.core.[rw]mem_max
+ * when allowed (root). */
+void bench_set_bufs(int fd, int bytes);
+
+/* Datagram layout, host byte order: both ends run on one machine.
+ *
+ *   0  u32  client id (low 24 bits) | kind << 24
+ *   4  u32  sequence number (per client, or per snapshot stream)
+ *   8  u64  CLOCK_MONOTONIC ns when the sender stamped it
+ *  16  ...  padding; snapshots carry two more u32 here (see below)
+ *
+ * The top byte is a kind, never 0xff, so no game datagram of ours looks like
+ * a connectionless "\xff\xff\xff\xff" packet. */
+#define BENCH_HDR 16
+#define BENCH_ID_MAX 0xffffffu
+
+enum bench_kind {
+	BENCH_ECHO = 0,     /* client -> server, answered verbatim */
+	BENCH_SNAPSHOT = 1, /* server -> client, 20 Hz in the ET-match model */
+};
+
+/* Snapshots add: 16 u32 packets the server got from this client so far,
+ * 20 u32 highest client sequence number it got, plus one. */
+#define BENCH_SNAP_HDR 24
+
+struct bench_hdr {
+	uint32_t id;
+	unsigned kind;
+	uint32_t seq;
+	uint64_t ts;
+};
+
+static inline void bench_hdr_put(uint8_t *p, unsigned kind, uint32_t id, uint32_t seq,
+				 uint64_t ts)
+{
+	uint32_t w = (id & BENCH_ID_MAX) | (uint32_t)kind << 24;
+
+	memcpy(p, &w, 4);
+	memcpy(p + 4, &seq, 4);
+	memcpy(p + 8, &ts, 8);
+}
+
+/* False when the datagram is too short to be ours. */
+static inline bool bench_hdr_get(const uint8_t *p, size_t n, struct bench_hdr *h)
+{
+	uint32_t w;
+
+	if (n < BENCH_HDR)
+		return false;
+	memcpy(&w, p, 4);
+	h->id = w & BENCH_ID_MAX;
+	h->kind = w >> 24;
+	memcpy(&h->seq, p + 4, 4);
+	memcpy(&h->ts, p + 8, 8);
+	return true;
+}
+
+/* The server-browser model carries the same three fields as 32 hex digits
+ * in the getstatus challenge, echoed back in the statusResponse:
+ * "%08x%08x%016llx" (id, seq, ts). */
+#define BENCH_CHALLENGE_LEN 32
+
+/* Parse the challenge text; false when it is not 32 hex digits. */
+bool bench_challenge_get(const char *s, size_t n, struct bench_hdr *h);
+
+/* Is this "\xff\xff\xff\xff<word>" with the given command word, matched
+ * case-insensitively and ended by a space, newline, backslash or the end? */
+bool bench_is_cmd(const uint8_t *p, size_t n, const char *word, size_t *rest);
+
+#endif

@@ -1,0 +1,895 @@
+/* SPDX-License-Identifier: ISC */
+/* etrelay-load: simulated game clients, one UDP socket (one source port)
+ * each, that stamp every datagram and time the answers: flat open or closed
+ * loop, an ET match, or a server-browser storm. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "hist.h"
+
+#define LOAD_BATCH 64          /* datagrams per sendmmsg / recvmmsg */
+#define LOAD_TURN_SENDS 1024   /* datagrams sent per loop turn: receives get a say */
+#define LOAD_TURN_BATCHES 4    /* recvmmsg calls per readable socket per turn */
+#define LOAD_EVENTS 256
+#define LOAD_CLIENTS_MAX 20000
+#define LOAD_RBUF 65536
+#define LOAD_SCAN_NS (50 * BENCH_NS_PER_MS)   /* closed-loop timeout scan */
+#define LOAD_MAX_WAIT_NS (10 * BENCH_NS_PER_MS) /* longest sleep in a turn */
+/* "\xff\xff\xff\xffgetstatus " and the 32-digit challenge. */
+#define LOAD_STORM_SIZE (4 + 10 + BENCH_CHALLENGE_LEN)
+
+enum load_model { LOAD_FLAT, LOAD_MATCH, LOAD_STORM };
+enum load_mode { LOAD_CLOSED, LOAD_RATE, LOAD_FLOOD };
+
+static const char *const model_names[] = { "flat", "match", "storm" };
+static const char *const mode_names[] = { "closed", "rate", "flood" };
+
+static const char usage[] =
+	"usage: etrelay-load --target ADDR:PORT [options]\n"
+	"\n"
+	"Simulate game clients, each with its own source port, against a relay or\n"
+	"a server (etrelay-echo) and report round trips and their latency.\n"
+	"\n"
+	"  -t, --target ADDR:PORT   relay or server (IPv4 or [IPv6])\n"
+	"  -c, --clients N          clients, one source port each (1..20000; 1)\n"
+	"  -s, --size S             datagram bytes (16..65507; 64)\n"
+	"  -w, --window W           closed loop: W in flight per client (1)\n"
+	"  -g, --inflight-max G     closed loop: at most G in flight in all (no cap)\n"
+	"  -r, --rate R             open loop: R datagrams per second in all\n"
+	"  -f, --flood              open loop, as fast as the generator can send\n"
+	"  -m, --model M            flat, match (ET match: 40 small packets/s up per\n"
+	"                           player, snapshots down from etrelay-echo\n"
+	"                           --snapshots 20) or storm (getstatus bursts)\n"
+	"  --up-rate N              match: packets per player per second (40)\n"
+	"  -b, --burst B            storm: getstatus per source in a row (4);\n"
+	"                           flood: datagrams per client per turn (8)\n"
+	"  --churn                  storm: a new source port for every burst\n"
+	"  -d, --duration DUR       measured time (10s)\n"
+	"  --warmup DUR             traffic before measuring (1s)\n"
+	"  --drain DUR              wait for answers after the last send (500ms)\n"
+	"  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
+	"  --source-port P          bind client i to port P+i (kernel picks)\n"
+	"  -j, --json               one JSON object instead of the summary\n"
+	"  -q, --quiet              no progress line\n"
+	"  --marks                  say on stderr when measuring starts and ends\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"DUR is seconds, or a number with us, ms, s or m.\n";
+
+struct load_opts {
+	union bench_sockaddr target;
+	enum load_model model;
+	enum load_mode mode;
+	unsigned clients, size, window, inflight_max, burst, up_rate, source_port;
+	double rate;
+	uint64_t duration, warmup, drain, timeout;
+	bool json, quiet, marks, churn;
+};
+
+struct client {
+	int fd;
+	uint32_t id;
+	uint32_t seq;      /* next sequence number */
+	uint32_t win_base; /* closed loop: answers below this hold no slot */
+	uint32_t inflight; /* closed loop: slots taken */
+	uint64_t progress; /* closed loop: last send or answer (ns) */
+	uint32_t snap_next; /* match: next snapshot number expected */
+	uint32_t up_seen, up_top; /* match: the server's view, last snapshot */
+	bool snap_any;
+	bool ready;        /* closed loop: in the ready queue */
+	bool used;         /* storm: has sent since its socket opened */
+};
+
+/* What one measurement window counted. */
+struct load_count {
+	uint64_t sent, received, misdelivered, bad, send_errors, refused, behind, timeouts;
+	uint64_t gaps, reordered; /* match: snapshots missing / out of order */
+};
+
+struct load {
+	struct load_opts o;
+	struct client *c;
+	int ep;
+	uint64_t t0, m0, m1, end; /* start, measuring from, sending until, give up */
+	bool measuring, sending;
+
+	/* closed loop */
+	uint32_t *rq; /* ready queue of client indices */
+	unsigned rq_head, rq_n;
+	uint64_t inflight, next_scan;
+
+	/* open loop */
+	uint64_t issued; /* datagrams due so far, sent or skipped */
+	unsigned rr;     /* next client, round robin */
+	unsigned burst_left;
+
+	struct mmsghdr smsg[LOAD_BATCH];
+	struct iovec siov[LOAD_BATCH];
+	uint8_t *sbuf;
+	struct mmsghdr rmsg[LOAD_BATCH];
+	struct iovec riov[LOAD_BATCH];
+	uint8_t *rbuf;
+
+	struct load_count m; /* the measured window */
+	struct hist h;
+
+	/* progress line */
+	uint64_t next_progress;
+	struct load_count last;
+	struct hist ih;
+};
+
+static bool in_window(const struct load *l, uint64_t ts)
+{
+	return ts >= l->m0 && ts < l->m1;
+}
+
+static void ready_push(struct load *l, struct client *c)
+{
+	if (c->ready)
+		return;
+	c->ready = true;
+	l->rq[(l->rq_head + l->rq_n++) % l->o.clients] = c->id;
+}
+
+static struct client *ready_pop(struct load *l)
+{
+	struct client *c = &l->c[l->rq[l->rq_head]];
+
+	l->rq_head = (l->rq_head + 1) % l->o.clients;
+	l->rq_n--;
+	c->ready = false;
+	return c;
+}
+
+static int client_open(struct load *l, struct client *c)
+{
+	const union bench_sockaddr *t = &l->o.target;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = c->id };
+	int fd, err;
+
+	fd = socket(t->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Few clients carry deep windows and floods: give them room. */
+	if (l->o.clients <= 100)
+		bench_set_bufs(fd, l->o.clients == 1 ? 4 << 20 : 1 << 20);
+	if (l->o.source_port) {
+		union bench_sockaddr b;
+		uint16_t port = (uint16_t)(l->o.source_port + c->id);
+
+		memset(&b, 0, sizeof(b));
+		b.sa.sa_family = t->sa.sa_family;
+		if (t->sa.sa_family == AF_INET6)
+			b.in6.sin6_port = htons(port);
+		else
+			b.in.sin_port = htons(port);
+		if (bind(fd, &b.sa, bench_addr_len(&b)) < 0)
+			goto fail;
+	}
+	if (connect(fd, &t->sa, bench_addr_len(t)) < 0 ||
+	    epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto fail;
+	c->fd = fd;
+	c->used = false;
+	return 0;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Send up to k datagrams from c in one sendmmsg; returns how many left. */
+static unsigned send_from(struct load *l, struct client *c, unsigned k)
+{
+	uint64_t now = bench_now();
+	int n;
+
+	if (k > LOAD_BATCH)
+		k = LOAD_BATCH;
+	for (unsigned i = 0; i < k; i++) {
+		uint8_t *p = l->siov[i].iov_base;
+
+		if (l->o.model == LOAD_STORM)
+			l->siov[i].iov_len = (size_t)snprintf(
+				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", c->id,
+				c->seq + i, (unsigned long long)now);
+		else
+			bench_hdr_put(p, BENCH_ECHO, c->id, c->seq + i, now);
+	}
+	n = sendmmsg(c->fd, l->smsg, k, MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == ECONNREFUSED)
+			l->m.refused += in_window(l, now);
+		n = 0;
+	}
+	c->seq += (unsigned)n;
+	c->used = true;
+	c->progress = now;
+	if (in_window(l, now)) {
+		l->m.sent += (unsigned)n;
+		l->m.send_errors += k - (unsigned)n;
+	}
+	return (unsigned)n;
+}
+
+static void on_snapshot(struct load *l, struct client *c, const struct bench_hdr *h,
+			const uint8_t *p, size_t n, uint64_t now)
+{
+	if (h->kind != BENCH_SNAPSHOT || n < BENCH_SNAP_HDR) {
+		l->m.bad++;
+		return;
+	}
+	memcpy(&c->up_seen, p + 16, 4);
+	memcpy(&c->up_top, p + 20, 4);
+	if (in_window(l, h->ts)) {
+		l->m.received++;
+		hist_add(&l->h, now - h->ts);
+		hist_add(&l->ih, now - h->ts);
+		if (c->snap_any && h->seq > c->snap_next)
+			l->m.gaps += h->seq - c->snap_next;
+		if (c->snap_any && h->seq < c->snap_next)
+			l->m.reordered++;
+	}
+	if (!c->snap_any || h->seq >= c->snap_next)
+		c->snap_next = h->seq + 1;
+	c->snap_any = true;
+}
+
+/* Find the \challenge\ of a statusResponse and read our stamp from it. */
+static bool status_hdr(const uint8_t *p, size_t n, struct bench_hdr *h)
+{
+	static const char key[] = "\\challenge\\";
+	size_t off;
+
+	if (!bench_is_cmd(p, n, "statusResponse", &off))
+		return false;
+	for (; off + sizeof(key) - 1 + BENCH_CHALLENGE_LEN <= n; off++)
+		if (memcmp(p + off, key, sizeof(key) - 1) == 0)
+			return bench_challenge_get((const char *)p + off + sizeof(key) - 1,
+						   n - off - (sizeof(key) - 1), h);
+	return false;
+}
+
+static void on_answer(struct load *l, struct client *c, const uint8_t *p, size_t n,
+		      uint64_t now)
+{
+	struct bench_hdr h;
+	bool ok = l->o.model == LOAD_STORM ? status_hdr(p, n, &h) : bench_hdr_get(p, n, &h);
+
+	if (!ok) {
+		l->m.bad++;
+		return;
+	}
+	if (h.id != c->id) {
+		/* Someone else's answer: the relay mixed up two sessions. */
+		l->m.misdelivered++;
+		return;
+	}
+	if (l->o.model == LOAD_MATCH) {
+		on_snapshot(l, c, &h, p, n, now);
+		return;
+	}
+	if (h.kind != BENCH_ECHO || h.seq >= c->seq || h.ts > now) {
+		l->m.bad++;
+		return;
+	}
+	if (l->o.mode == LOAD_CLOSED && h.seq >= c->win_base && c->inflight > 0) {
+		c->inflight--;
+		l->inflight--;
+		c->progress = now;
+		ready_push(l, c);
+	}
+	if (in_window(l, h.ts)) {
+		l->m.received++;
+		hist_add(&l->h, now - h.ts);
+		hist_add(&l->ih, now - h.ts);
+	}
+}
+
+static void drain_client(struct load *l, struct client *c)
+{
+	for (int b = 0; b < LOAD_TURN_BATCHES; b++) {
+		uint64_t now;
+		int n = recvmmsg(c->fd, l->rmsg, LOAD_BATCH, MSG_DONTWAIT, NULL);
+
+		if (n < 0) {
+			/* A connected socket hears ICMP port unreachable. */
+			if (errno == ECONNREFUSED)
+				l->m.refused++;
+			return;
+		}
+		now = bench_now();
+		for (int i = 0; i < n; i++) {
+			if (l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)
+				l->m.bad++;
+			else
+				on_answer(l, c, l->riov[i].iov_base, l->rmsg[i].msg_len, now);
+		}
+		if (n < LOAD_BATCH)
+			return;
+	}
+}
+
+/* Closed loop: clients with free slots send until the global cap. */
+static void send_closed(struct load *l)
+{
+	unsigned budget = LOAD_TURN_SENDS;
+
+	while (budget && l->rq_n && (!l->o.inflight_max || l->inflight < l->o.inflight_max)) {
+		struct client *c = ready_pop(l);
+		unsigned k = l->o.window - c->inflight, n;
+
+		if (l->o.inflight_max && k > l->o.inflight_max - l->inflight)
+			k = (unsigned)(l->o.inflight_max - l->inflight);
+		if (k > budget)
+			k = budget;
+		n = send_from(l, c, k);
+		c->inflight += n;
+		l->inflight += n;
+		budget -= k < 1 ? 1 : k;
+		if (c->inflight < l->o.window)
+			ready_push(l, c);
+		if (n < k)
+			break; /* the kernel refuses: try again next turn */
+	}
+}
+
+/* Closed loop: a slot whose answer never came is freed after the timeout. */
+static void scan_timeouts(struct load *l, uint64_t now)
+{
+	if (now < l->next_scan)
+		return;
+	l->next_scan = now + LOAD_SCAN_NS;
+	for (unsigned i = 0; i < l->o.clients; i++) {
+		struct client *c = &l->c[i];
+
+		if (c->inflight == 0 || now - c->progress < l->o.timeout)
+			continue;
+		if (l->measuring && now < l->m1)
+			l->m.timeouts += c->inflight;
+		l->inflight -= c->inflight;
+		c->inflight = 0;
+		c->win_base = c->seq;
+		ready_push(l, c);
+	}
+}
+
+/* Storm: the next source, on a fresh port with --churn. */
+static struct client *next_source(struct load *l)
+{
+	struct client *c = &l->c[l->rr];
+
+	if (l->burst_left == 0) {
+		l->rr = (l->rr + 1) % l->o.clients;
+		c = &l->c[l->rr];
+		l->burst_left = l->o.burst;
+		if (l->o.churn && c->used) {
+			epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
+			close(c->fd);
+			if (client_open(l, c) < 0)
+				c->fd = -1;
+		}
+	}
+	return c;
+}
+
+/* Open loop: send what the clock says is due, round robin over clients. */
+static void send_rate(struct load *l, uint64_t now)
+{
+	uint64_t due_total = (uint64_t)((double)(now - l->t0) * l->o.rate / 1e9);
+	/* Falling more than 5 ms behind means the generator (or its core) is the
+	 * bottleneck: skip and count rather than burst to catch up. */
+	uint64_t max_lag = (uint64_t)(l->o.rate / 200) + LOAD_BATCH;
+	uint64_t due = due_total > l->issued ? due_total - l->issued : 0;
+
+	if (due > max_lag) {
+		if (in_window(l, now))
+			l->m.behind += due - max_lag;
+		l->issued += due - max_lag;
+		due = max_lag;
+	}
+	while (due) {
+		struct client *c;
+		uint64_t k;
+
+		if (l->o.model == LOAD_STORM) {
+			c = next_source(l);
+			k = l->burst_left < due ? l->burst_left : due;
+			l->burst_left -= (unsigned)k;
+		} else {
+			c = &l->c[l->rr];
+			k = due / l->o.clients;
+			k = k < 1 ? 1 : k > LOAD_BATCH ? LOAD_BATCH : k;
+			l->rr = (l->rr + 1) % l->o.clients;
+		}
+		if (c->fd >= 0)
+			send_from(l, c, (unsigned)k);
+		l->issued += k;
+		due -= k;
+	}
+}
+
+static void send_flood(struct load *l)
+{
+	for (unsigned budget = LOAD_TURN_SENDS; budget >= l->o.burst; budget -= l->o.burst) {
+		send_from(l, &l->c[l->rr], l->o.burst);
+		l->rr = (l->rr + 1) % l->o.clients;
+	}
+}
+
+static void progress(struct load *l, uint64_t now)
+{
+	double secs = (double)(now - l->t0) / 1e9;
+	const char *end = isatty(2) ? "\r" : "\n";
+
+	if (l->o.quiet || now < l->next_progress)
+		return;
+	/* Only runs longer than a few seconds get a progress line. */
+	if (l->m1 + l->o.drain - l->t0 > 3 * BENCH_NS_PER_SEC)
+		fprintf(stderr,
+			"%5.1fs %-8s sent %8llu/s  answers %8llu/s  p99 %8.1f us  in flight %llu   %s",
+			secs, !l->measuring ? "warm-up" : l->sending ? "measure" : "drain",
+			(unsigned long long)(l->m.sent - l->last.sent),
+			(unsigned long long)(l->m.received - l->last.received),
+			(double)hist_quantile(&l->ih, 0.99) / 1e3, (unsigned long long)l->inflight,
+			end);
+	l->last = l->m;
+	hist_reset(&l->ih);
+	l->next_progress += BENCH_NS_PER_SEC;
+}
+
+/* Every client answered or the window passed: nothing more will count. */
+static bool drained(const struct load *l, uint64_t now)
+{
+	if (now >= l->end)
+		return true;
+	if (l->sending)
+		return false;
+	if (l->o.mode == LOAD_CLOSED)
+		return l->inflight == 0;
+	if (l->o.model == LOAD_MATCH)
+		return false;
+	return l->m.received >= l->m.sent;
+}
+
+static uint64_t wait_ns(const struct load *l, uint64_t now)
+{
+	uint64_t w = LOAD_MAX_WAIT_NS;
+
+	if (l->sending) {
+		if (l->o.mode == LOAD_FLOOD)
+			return 0;
+		if (l->o.mode == LOAD_CLOSED && l->rq_n &&
+		    (!l->o.inflight_max || l->inflight < l->o.inflight_max))
+			return 0;
+		if (l->o.mode == LOAD_RATE) {
+			uint64_t next = l->t0 + (uint64_t)((double)(l->issued + 1) * 1e9 / l->o.rate);
+			w = next > now ? next - now : 0;
+		}
+	}
+	if (!l->measuring && l->m0 - now < w)
+		w = l->m0 - now;
+	if (l->sending && l->m1 - now < w)
+		w = l->m1 - now;
+	return w < LOAD_MAX_WAIT_NS ? w : LOAD_MAX_WAIT_NS;
+}
+
+static void run(struct load *l)
+{
+	struct epoll_event ev[LOAD_EVENTS];
+
+	l->t0 = bench_now();
+	l->m0 = l->t0 + l->o.warmup;
+	l->m1 = l->m0 + l->o.duration;
+	l->end = l->m1 + l->o.drain;
+	l->sending = true;
+	l->next_progress = l->t0 + BENCH_NS_PER_SEC;
+	l->next_scan = l->t0 + LOAD_SCAN_NS;
+	for (;;) {
+		uint64_t now = bench_now(), w;
+		struct timespec ts;
+		int n;
+
+		if (!l->measuring && now >= l->m0) {
+			l->measuring = true;
+			if (l->o.marks)
+				fputs("etrelay-load: measuring\n", stderr);
+		}
+		if (l->sending && now >= l->m1) {
+			l->sending = false;
+			if (l->o.marks)
+				fputs("etrelay-load: measured\n", stderr);
+		}
+		if (drained(l, now))
+			break;
+		if (l->o.mode == LOAD_CLOSED)
+			scan_timeouts(l, now);
+		if (l->sending) {
+			if (l->o.mode == LOAD_CLOSED)
+				send_closed(l);
+			else if (l->o.mode == LOAD_RATE)
+				send_rate(l, now);
+			else
+				send_flood(l);
+		}
+		progress(l, now);
+		now = bench_now();
+		w = wait_ns(l, now);
+		ts.tv_sec = (time_t)(w / BENCH_NS_PER_SEC);
+		ts.tv_nsec = (long)(w % BENCH_NS_PER_SEC);
+		n = epoll_pwait2(l->ep, ev, LOAD_EVENTS, &ts, NULL);
+		for (int i = 0; i < n; i++) {
+			struct client *c = &l->c[ev[i].data.u32];
+
+			if (c->fd >= 0)
+				drain_client(l, c);
+		}
+	}
+	if (!l->o.quiet && isatty(2) && l->m1 + l->o.drain - l->t0 > 3 * BENCH_NS_PER_SEC)
+		fputc('\n', stderr);
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+static void report(const struct load *l)
+{
+	const struct load_opts *o = &l->o;
+	const struct load_count *m = &l->m;
+	double secs = (double)o->duration / 1e9;
+	uint64_t lost = m->sent > m->received ? m->sent - m->received : 0;
+	uint64_t up_top = 0, up_seen = 0, up_lost;
+	double loss = m->sent ? (double)lost / (double)m->sent : 0;
+	char a[BENCH_ADDR_STRLEN];
+
+	if (o->model == LOAD_MATCH) {
+		/* Down: snapshots missing from each stream; up: what the server
+		 * says it got, over the whole run. */
+		for (unsigned i = 0; i < o->clients; i++) {
+			up_top += l->c[i].up_top;
+			up_seen += l->c[i].up_seen;
+		}
+		lost = m->gaps;
+		loss = m->received + m->gaps ? (double)m->gaps / (double)(m->received + m->gaps) : 0;
+	}
+	up_lost = up_top > up_seen ? up_top - up_seen : 0;
+	bench_addr_str(&o->target.sa, a);
+	if (o->json) {
+		printf("{\"model\":\"%s\",\"mode\":\"%s\",\"target\":\"%s\",\"family\":\"%s\","
+		       "\"clients\":%u,\"size\":%u,\"window\":%u,\"inflight_max\":%u,"
+		       "\"rate\":%.0f,\"burst\":%u,\"churn\":%s,\"warmup_s\":%.3f,"
+		       "\"duration_s\":%.3f,\"sent\":%llu,\"received\":%llu,\"lost\":%llu,"
+		       "\"loss\":%.6f,\"round_trips_per_s\":%.1f,"
+		       "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f,"
+		       "\"mean\":%.1f},\"misdelivered\":%llu,\"bad\":%llu,\"send_errors\":%llu,"
+		       "\"refused\":%llu,\"behind\":%llu,\"timeouts\":%llu",
+		       model_names[o->model], mode_names[o->mode], a,
+		       o->target.sa.sa_family == AF_INET6 ? "ipv6" : "ipv4", o->clients,
+		       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
+		       o->mode == LOAD_CLOSED ? o->window : 0, o->inflight_max, o->rate,
+		       o->burst, o->churn ? "true" : "false", (double)o->warmup / 1e9, secs,
+		       (unsigned long long)m->sent, (unsigned long long)m->received,
+		       (unsigned long long)lost, loss, (double)m->received / secs,
+		       us(hist_quantile(&l->h, 0.5)), us(hist_quantile(&l->h, 0.99)),
+		       us(hist_quantile(&l->h, 0.999)), us(l->h.max),
+		       l->h.count ? l->h.sum / (double)l->h.count / 1e3 : 0.0,
+		       (unsigned long long)m->misdelivered, (unsigned long long)m->bad,
+		       (unsigned long long)m->send_errors, (unsigned long long)m->refused,
+		       (unsigned long long)m->behind, (unsigned long long)m->timeouts);
+		if (o->model == LOAD_MATCH)
+			printf(",\"up_rate\":%u,\"down_gaps\":%llu,\"down_reordered\":%llu,"
+			       "\"up_acked_expected\":%llu,\"up_acked\":%llu,\"up_lost\":%llu",
+			       o->up_rate, (unsigned long long)m->gaps,
+			       (unsigned long long)m->reordered, (unsigned long long)up_top,
+			       (unsigned long long)up_seen, (unsigned long long)up_lost);
+		printf("}\n");
+		return;
+	}
+	printf("etrelay-load: %s %s loop to %s, %u client%s", model_names[o->model],
+	       o->mode == LOAD_CLOSED ? "closed" : "open", a, o->clients,
+	       o->clients == 1 ? "" : "s");
+	if (o->mode == LOAD_CLOSED)
+		printf(" x %u in flight%s", o->window, o->inflight_max ? " (capped)" : "");
+	else if (o->mode == LOAD_RATE)
+		printf(" at %.0f/s", o->rate);
+	else
+		printf(" flat out");
+	printf(", %u B, %.2f s after %.2f s warm-up\n",
+	       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
+	       secs, (double)o->warmup / 1e9);
+	if (o->model == LOAD_MATCH) {
+		printf("  up        sent %llu; server got %llu of %llu (lost %llu, whole run)\n",
+		       (unsigned long long)m->sent, (unsigned long long)up_seen,
+		       (unsigned long long)up_top, (unsigned long long)up_lost);
+		printf("  down      snapshots %llu (%.0f/s), missing %llu (%.3f %%), "
+		       "out of order %llu\n",
+		       (unsigned long long)m->received, (double)m->received / secs,
+		       (unsigned long long)m->gaps, 100 * loss,
+		       (unsigned long long)m->reordered);
+		printf("  one-way   ");
+	} else {
+		printf("  sent        %llu\n  received    %llu (lost %llu, %.3f %%)\n"
+		       "  round trips %.0f/s\n  latency     ",
+		       (unsigned long long)m->sent, (unsigned long long)m->received,
+		       (unsigned long long)lost, 100 * loss, (double)m->received / secs);
+	}
+	printf("p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n",
+	       us(hist_quantile(&l->h, 0.5)), us(hist_quantile(&l->h, 0.99)),
+	       us(hist_quantile(&l->h, 0.999)), us(l->h.max));
+	printf("  errors      misdelivered %llu, bad %llu, send %llu, refused %llu, "
+	       "behind %llu, timeouts %llu\n",
+	       (unsigned long long)m->misdelivered, (unsigned long long)m->bad,
+	       (unsigned long long)m->send_errors, (unsigned long long)m->refused,
+	       (unsigned long long)m->behind, (unsigned long long)m->timeouts);
+}
+
+static int setup(struct load *l)
+{
+	const struct load_opts *o = &l->o;
+	char a[BENCH_ADDR_STRLEN];
+	size_t sbuf = o->size > 64 ? o->size : 64;
+	int err;
+
+	err = bench_raise_nofile(o->clients + 64);
+	if (err < 0) {
+		fprintf(stderr, "etrelay-load: %u clients need %u file descriptors: %s "
+				"(raise ulimit -n)\n",
+			o->clients, o->clients + 64, strerror(-err));
+		return err;
+	}
+	l->c = calloc(o->clients, sizeof(*l->c));
+	l->rq = calloc(o->clients, sizeof(*l->rq));
+	l->sbuf = malloc(LOAD_BATCH * sbuf);
+	l->rbuf = malloc((size_t)LOAD_BATCH * LOAD_RBUF);
+	l->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!l->c || !l->rq || !l->sbuf || !l->rbuf || l->ep < 0) {
+		fprintf(stderr, "etrelay-load: out of memory\n");
+		return -ENOMEM;
+	}
+	/* Padding a byte pattern once; each send writes only the header. */
+	for (size_t i = 0; i < LOAD_BATCH * sbuf; i++)
+		l->sbuf[i] = (uint8_t)('a' + i % 26);
+	for (unsigned i = 0; i < LOAD_BATCH; i++) {
+		l->siov[i].iov_base = l->sbuf + i * sbuf;
+		l->siov[i].iov_len = o->size;
+		l->smsg[i].msg_hdr.msg_iov = &l->siov[i];
+		l->smsg[i].msg_hdr.msg_iovlen = 1;
+		l->riov[i].iov_base = l->rbuf + (size_t)i * LOAD_RBUF;
+		l->riov[i].iov_len = LOAD_RBUF;
+		l->rmsg[i].msg_hdr.msg_iov = &l->riov[i];
+		l->rmsg[i].msg_hdr.msg_iovlen = 1;
+	}
+	for (unsigned i = 0; i < o->clients; i++) {
+		struct client *c = &l->c[i];
+
+		c->id = i;
+		err = client_open(l, c);
+		if (err < 0) {
+			fprintf(stderr, "etrelay-load: client %u: socket to %s%s: %s%s\n", i,
+				bench_addr_str(&o->target.sa, a), o->source_port ? " from port" : "",
+				strerror(-err),
+				err == -EADDRINUSE ? " (pick another --source-port)" : "");
+			return err;
+		}
+		if (o->mode == LOAD_CLOSED)
+			ready_push(l, c);
+	}
+	hist_reset(&l->h);
+	hist_reset(&l->ih);
+	l->burst_left = o->burst;
+	return 0;
+}
+
+static int parse_dur_opt(const char *name, const char *v, uint64_t *ns)
+{
+	if (bench_parse_dur(v, ns) == 0)
+		return 0;
+	fprintf(stderr, "etrelay-load: --%s %s: want seconds, or a number with us, ms, s or m\n",
+		name, v);
+	return -1;
+}
+
+static int parse_uint_opt(const char *name, const char *v, unsigned long lo, unsigned long hi,
+			  unsigned *out)
+{
+	unsigned long x;
+
+	if (bench_parse_uint(v, lo, hi, &x) == 0) {
+		*out = (unsigned)x;
+		return 0;
+	}
+	fprintf(stderr, "etrelay-load: --%s %s: want a number from %lu to %lu\n", name, v, lo, hi);
+	return -1;
+}
+
+static int parse_args(struct load_opts *o, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "target", required_argument, NULL, 't' },
+		{ "clients", required_argument, NULL, 'c' },
+		{ "size", required_argument, NULL, 's' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "inflight-max", required_argument, NULL, 'g' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "flood", no_argument, NULL, 'f' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "up-rate", required_argument, NULL, 'U' },
+		{ "burst", required_argument, NULL, 'b' },
+		{ "churn", no_argument, NULL, 'C' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "warmup", required_argument, NULL, 'W' },
+		{ "drain", required_argument, NULL, 'D' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "source-port", required_argument, NULL, 'P' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "marks", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_target = false, have_window = false, have_burst = false;
+	unsigned rate = 0;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->clients = 1;
+	o->size = 64;
+	o->window = 1;
+	o->up_rate = 40;
+	o->duration = 10 * BENCH_NS_PER_SEC;
+	o->warmup = BENCH_NS_PER_SEC;
+	o->drain = 500 * BENCH_NS_PER_MS;
+	o->timeout = BENCH_NS_PER_SEC;
+	o->mode = LOAD_CLOSED;
+	while ((c = getopt_long(argc, argv, "t:c:s:w:g:r:fm:b:d:jqh", opts, NULL)) != -1) {
+		int bad = 0;
+
+		switch (c) {
+		case 't':
+			if (bench_parse_addr(optarg, &o->target) < 0) {
+				fprintf(stderr, "etrelay-load: --target %s: want IP:PORT or "
+						"[IPv6]:PORT\n", optarg);
+				return -1;
+			}
+			have_target = true;
+			break;
+		case 'c':
+			bad = parse_uint_opt("clients", optarg, 1, LOAD_CLIENTS_MAX, &o->clients);
+			break;
+		case 's':
+			bad = parse_uint_opt("size", optarg, BENCH_HDR, BENCH_MAX_DGRAM, &o->size);
+			break;
+		case 'w':
+			bad = parse_uint_opt("window", optarg, 1, 4096, &o->window);
+			have_window = true;
+			break;
+		case 'g':
+			bad = parse_uint_opt("inflight-max", optarg, 1, 1u << 24, &o->inflight_max);
+			break;
+		case 'r':
+			bad = parse_uint_opt("rate", optarg, 1, 100000000, &rate);
+			o->mode = LOAD_RATE;
+			break;
+		case 'f':
+			o->mode = LOAD_FLOOD;
+			break;
+		case 'm':
+			if (strcmp(optarg, "flat") == 0)
+				o->model = LOAD_FLAT;
+			else if (strcmp(optarg, "match") == 0)
+				o->model = LOAD_MATCH;
+			else if (strcmp(optarg, "storm") == 0)
+				o->model = LOAD_STORM;
+			else {
+				fprintf(stderr, "etrelay-load: --model %s: want flat, match or "
+						"storm\n", optarg);
+				return -1;
+			}
+			break;
+		case 'U':
+			bad = parse_uint_opt("up-rate", optarg, 1, 1000, &o->up_rate);
+			break;
+		case 'b':
+			bad = parse_uint_opt("burst", optarg, 1, LOAD_BATCH, &o->burst);
+			have_burst = true;
+			break;
+		case 'C':
+			o->churn = true;
+			break;
+		case 'd':
+			bad = parse_dur_opt("duration", optarg, &o->duration);
+			break;
+		case 'W':
+			bad = parse_dur_opt("warmup", optarg, &o->warmup);
+			break;
+		case 'D':
+			bad = parse_dur_opt("drain", optarg, &o->drain);
+			break;
+		case 'T':
+			bad = parse_dur_opt("timeout", optarg, &o->timeout);
+			break;
+		case 'P':
+			bad = parse_uint_opt("source-port", optarg, 1, 65535, &o->source_port);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'M':
+			o->marks = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			return -1;
+		}
+		if (bad)
+			return -1;
+	}
+	if (!have_target || optind != argc) {
+		fputs(usage, stderr);
+		return -1;
+	}
+	if (o->duration == 0) {
+		fprintf(stderr, "etrelay-load: --duration must be more than 0\n");
+		return -1;
+	}
+	if (o->source_port && o->source_port + o->clients - 1 > 65535) {
+		fprintf(stderr, "etrelay-load: --source-port %u: %u clients run past port 65535\n",
+			o->source_port, o->clients);
+		return -1;
+	}
+	if (!have_burst)
+		o->burst = o->model == LOAD_STORM ? 4 : 8;
+	o->rate = rate;
+	if (o->model == LOAD_MATCH) {
+		if (o->mode != LOAD_CLOSED || have_window) {
+			fprintf(stderr, "etrelay-load: --model match sets its own rate "
+					"(--clients x --up-rate)\n");
+			return -1;
+		}
+		o->mode = LOAD_RATE;
+		o->rate = (double)o->clients * o->up_rate;
+	}
+	if (o->model == LOAD_STORM && o->mode != LOAD_RATE) {
+		fprintf(stderr, "etrelay-load: --model storm needs --rate\n");
+		return -1;
+	}
+	if (o->mode != LOAD_CLOSED && (have_window || o->inflight_max)) {
+		fprintf(stderr, "etrelay-load: --window and --inflight-max are for the closed "
+				"loop, not with --rate or --flood\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct load *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return 1;
+	if (parse_args(&l->o, argc, argv) < 0)
+		return 2;
+	/* Sleeps end on time: open-loop pacing depends on it. */
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	if (setup(l) < 0)
+		return 1;
+	run(l);
+	report(l);
+	return 0;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: ISC */
+/* Token buckets: one per source address in a fixed-size table, and a global
+ * budget with reserves for the master and for players. Pure: `now` is
+ * CLOCK_MONOTONIC in nanoseconds, passed in.
+ *
+ * Why: the hidden game server (ioquake3, ET: Legacy with sv_protect 1)
+ * answers getinfo, getstatus, getchallenge, rcon (and in ET: Legacy connect)
+ * at most 10 at once then 1/s per source IP, and about 10/s in all. Behind the relay every packet
+ * carries the relay's IP, so the server sees a single sender and one busy browser uses up
+ * everyone's share. The relay knows the real sources: it limits each one (rl_table) and spends the
+ * server's budget itself (rl_budget), so a browser storm can never spend what the master's
+ * challenge or a player's getchallenge needs. */
+#ifndef ETR_RATELIMIT_H
+#define ETR_RATELIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+/* One token in fixed point: tokens count in token-nanoseconds, so a rate of
+ * N tokens per second adds exactly N units per nanosecond. */
+#define RL_ONE 1000000000ull
+
+/* Slots in a set of the table: 8 x 32 bytes, four cache lines. */
+#define RL_TABLE_WAYS 8
+
+/* Most entries a table may have (32 bytes each: 512 MiB). */
+#define RL_TABLE_MAX (1u << 24)
+
+/* IPv6 sources share one bucket per /64, the smallest block a subscriber
+ * gets: a single host can use any address of its /64. */
+#define RL_V6_PREFIX_BITS 64
+
+/* A token bucket; all fields in fixed point (RL_ONE is one token). */
+struct rl_bucket {
+	uint64_t burst;	 /* capacity */
+	uint64_t rate;	 /* refill per nanosecond (= tokens per second) */
+	uint64_t tokens; /* at time `last` */
+	uint64_t last;	 /* monotonic ns of the last refill */
+};
+
+/* Fill b to `burst` tokens, refilling at `per_sec` tokens per second. */
+void rl_bucket_init(struct rl_bucket *b, unsigned burst, unsigned per_sec, uint64_t now);
+
+/* Take one token if there is one; false when the bucket is empty. */
+bool rl_take(struct rl_bucket *b, uint64_t now);
+
+/* Whole tokens available at `now`. */
+unsigned rl_available(const struct rl_bucket *b, uint64_t now);
+
+/* One source's bucket: the key is the IPv6 form of the address (IPv4 as
+ * ::ffff:a.b.c.d, IPv6 cut to its /64), plus a mark bit so that an all-zero
+ * slot is empty. */
+struct rl_entry {
+	uint64_t hi, lo;
+	uint64_t tokens;
+	uint64_t last;
+};
+
+/* Per-source buckets, open addressing with a keyed hash: a source may live
+ * in either of two sets of RL_TABLE_WAYS slots that the hash picks. Memory is
+ * fixed at init: when both sets are full, a bucket that has refilled to
+ * `burst` (as good as no entry) is reused first, else the least recently used
+ * of the 16. A sender cannot aim at a set without the key. Counters are for
+ * the metrics page. */
+struct rl_table {
+	struct rl_entry *slot;
+	uint32_t entries;   /* slots, a power of two */
+	uint32_t sets_mask; /* entries / RL_TABLE_WAYS - 1 */
+	uint64_t burst;	    /* fixed point */
+	uint64_t rate;	    /* fixed point per ns */
+	uint8_t key[16];    /* hash key: random at startup */
+	uint64_t recycled;  /* full-bucket entries reused: harmless */
+	uint64_t evicted;   /* LRU entries dropped while not refilled */
+};
+
+/* Allocate `entries` slots (rounded up to a power of two, at least
+ * RL_TABLE_WAYS), each source allowed `burst` packets at once then `per_sec`
+ * per second. Returns 0, -EINVAL or -ENOMEM. */
+int rl_table_init(struct rl_table *t, uint32_t entries, unsigned burst, unsigned per_sec,
+		  const uint8_t key[16]);
+
+/* Take a token from src's bucket (the port is ignored); false when the
+ * source is over its limit or of an unknown family. */
+bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t now);
+
+/* Release the slots; t can be initialised again. */
+void rl_table_free(struct rl_table *t);
+
+/* Who a packet to the game server is for, most important first. */
+enum rl_class {
+	RL_MASTER,  /* the master's getinfo, the relay's own probe: never refused */
+	RL_PLAYER,  /* getchallenge, connect from a player */
+	RL_BROWSER, /* getinfo, getstatus from anyone else */
+};
+
+/* The game server's global budget as the relay spends it. A master takes a
+ * token if any is left and is never refused; a player is allowed while more
+ * than reserve_master tokens are left; a browser while more than
+ * reserve_master + reserve_player are left. */
+struct rl_budget {
+	struct rl_bucket bucket;
+	unsigned reserve_master;
+	unsigned reserve_player;
+};
+
+/* A full budget of `burst` tokens refilled at `per_sec` per second. Returns
+ * 0, or -EINVAL when the reserves leave browsers nothing. */
+int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsigned reserve_master,
+		   unsigned reserve_player, uint64_t now);
+
+/* Spend one token for a packet of class cls; false when cls must wait. */
+bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now);
+
+#endif

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: ISC */
+/* Unit tests for ratelimit.c: buckets, the per-source table, the budget. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ratelimit.h"
+
+#define MS  1000000ull
+#define SEC 1000000000ull
+/* A monotonic clock well past zero, as on a real host. */
+#define T0 (1000 * SEC)
+
+static const uint8_t key[16] = "0123456789abcdef";
+
+static union etr_sockaddr sa(const char *s)
+{
+	union etr_sockaddr a;
+
+	assert_int_equal(addr_parse_numeric(s, &a), 0);
+	return a;
+}
+
+/* The i-th address of 10.0.0.0/8, port 27960. */
+static union etr_sockaddr nth_v4(uint32_t i)
+{
+	union etr_sockaddr a;
+
+	memset(&a, 0, sizeof(a));
+	a.in.sin_family = AF_INET;
+	a.in.sin_port = htons(27960);
+	a.in.sin_addr.s_addr = htonl(0x0a000000u + i);
+	return a;
+}
+
+static bool allow(struct rl_table *t, const char *s, uint64_t now)
+{
+	union etr_sockaddr a = sa(s);
+
+	return rl_table_allow(t, &a, now);
+}
+
+/* How many packets src gets through at `now` before the first refusal. */
+static unsigned drain(struct rl_table *t, const char *s, uint64_t now)
+{
+	unsigned n = 0;
+
+	while (allow(t, s, now) && n < 1000)
+		n++;
+	return n;
+}
+
+/* rl_bucket */
+
+static void test_rl_bucket_starts_full_then_refuses(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 10, 1, T0);
+	assert_int_equal(rl_available(&b, T0), 10);
+	for (int i = 0; i < 10; i++)
+		assert_true(rl_take(&b, T0));
+	assert_false(rl_take(&b, T0));
+	assert_int_equal(rl_available(&b, T0), 0);
+}
+
+static void test_rl_bucket_refills_at_the_given_rate(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 10, 1, T0);
+	for (int i = 0; i < 10; i++)
+		assert_true(rl_take(&b, T0));
+	assert_false(rl_take(&b, T0 + 999 * MS));
+	assert_true(rl_take(&b, T0 + SEC));
+	assert_false(rl_take(&b, T0 + SEC));
+	assert_int_equal(rl_available(&b, T0 + 4 * SEC), 3);
+}
+
+static void test_rl_bucket_keeps_fractions_of_a_token(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	/* 3 per second: a token every 333,333,333.3 ns. */
+	rl_bucket_init(&b, 1, 3, T0);
+	assert_true(rl_take(&b, T0));
+	assert_false(rl_take(&b, T0 + 333333333));
+	assert_true(rl_take(&b, T0 + 333333334));
+	/* Ten steps of 100 ms add up to three tokens, not zero. */
+	rl_bucket_init(&b, 5, 3, T0);
+	for (int i = 0; i < 5; i++)
+		assert_true(rl_take(&b, T0));
+	for (int i = 1; i <= 10; i++)
+		assert_int_equal(rl_available(&b, T0 + (uint64_t)i * 100 * MS), (i * 3) / 10);
+	for (int i = 1; i <= 10; i++)
+		rl_take(&b, T0 + (uint64_t)i * 100 * MS);
+	assert_int_equal(rl_available(&b, T0 + 1000 * MS), 0);
+}
+
+static void test_rl_bucket_never_holds_more_than_burst(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 4, 1000000, T0);
+	assert_true(rl_take(&b, T0));
+	assert_int_equal(rl_available(&b, UINT64_MAX), 4);
+	assert_int_equal(rl_available(&b, T0 + 3600 * SEC), 4);
+	rl_bucket_init(&b, 4, 1, 0);
+	assert_true(rl_take(&b, 0));
+	assert_int_equal(rl_available(&b, UINT64_MAX), 4);
+}
+
+static void test_rl_bucket_ignores_a_clock_that_goes_back(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 2, 1, T0);
+	assert_true(rl_take(&b, T0));
+	assert_true(rl_take(&b, T0));
+	assert_false(rl_take(&b, T0 - 5 * SEC));
+	assert_int_equal(rl_available(&b, T0 - 5 * SEC), 0);
+	/* The earlier `now` did not move the refill point back. */
+	assert_false(rl_take(&b, T0 + 999 * MS));
+	assert_true(rl_take(&b, T0 + SEC));
+}
+
+static void test_rl_bucket_with_zero_rate_never_refills(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 1, 0, T0);
+	assert_true(rl_take(&b, T0));
+	assert_false(rl_take(&b, T0 + 3600 * SEC));
+}
+
+/* rl_table */
+
+static void test_rl_table_init_rejects_zero_burst_and_huge_tables(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 64, 0, 1, key), -EINVAL);
+	assert_int_equal(rl_table_init(&t, RL_TABLE_MAX + 1, 10, 1, key), -EINVAL);
+}
+
+static void test_rl_table_init_rounds_entries_up_to_a_power_of_two(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1000, 10, 1, key), 0);
+	assert_int_equal(t.entries, 1024);
+	rl_table_free(&t);
+	assert_int_equal(rl_table_init(&t, 1, 10, 1, key), 0);
+	assert_int_equal(t.entries, RL_TABLE_WAYS);
+	rl_table_free(&t);
+	assert_null(t.slot);
+}
+
+static void test_rl_table_limits_each_source_to_its_burst(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 10, 1, key), 0);
+	assert_int_equal(drain(&t, "1.2.3.4:27960", T0), 10);
+	assert_int_equal(drain(&t, "1.2.3.5:27960", T0), 10);
+	assert_int_equal(drain(&t, "[2001:db8:1::1]:27960", T0), 10);
+	assert_false(allow(&t, "1.2.3.4:27960", T0));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_refills_a_source_once_per_second(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 10, 1, key), 0);
+	assert_int_equal(drain(&t, "1.2.3.4:27960", T0), 10);
+	assert_false(allow(&t, "1.2.3.4:27960", T0 + 999 * MS));
+	assert_true(allow(&t, "1.2.3.4:27960", T0 + SEC));
+	assert_false(allow(&t, "1.2.3.4:27960", T0 + SEC));
+	assert_int_equal(drain(&t, "1.2.3.4:27960", T0 + 4 * SEC), 3);
+	rl_table_free(&t);
+}
+
+static void test_rl_table_ignores_the_source_port(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 3, 1, key), 0);
+	assert_true(allow(&t, "1.2.3.4:1", T0));
+	assert_true(allow(&t, "1.2.3.4:2", T0));
+	assert_true(allow(&t, "1.2.3.4:3", T0));
+	assert_false(allow(&t, "1.2.3.4:4", T0));
+	assert_true(allow(&t, "[2001:db8::1]:1", T0));
+	assert_true(allow(&t, "[2001:db8::1]:2", T0));
+	assert_true(allow(&t, "[2001:db8::1]:3", T0));
+	assert_false(allow(&t, "[2001:db8::1]:4", T0));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_keys_ipv4_mapped_ipv6_as_the_ipv4_address(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 2, 1, key), 0);
+	assert_true(allow(&t, "1.2.3.4:27960", T0));
+	assert_true(allow(&t, "[::ffff:1.2.3.4]:27961", T0));
+	assert_false(allow(&t, "1.2.3.4:27960", T0));
+	assert_false(allow(&t, "[::ffff:1.2.3.4]:27960", T0));
+	/* ::1.2.3.4 (IPv4-compatible) is an IPv6 address, not this one. */
+	assert_true(allow(&t, "[::ffff:1.2.3.5]:27960", T0));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_shares_one_bucket_per_ipv6_slash_64(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 2, 1, key), 0);
+	assert_true(allow(&t, "[2001:db8:0:1::1]:27960", T0));
+	assert_true(allow(&t, "[2001:db8:0:1:ffff:ffff:ffff:ffff]:27960", T0));
+	assert_false(allow(&t, "[2001:db8:0:1::2]:27960", T0));
+	assert_true(allow(&t, "[2001:db8:0:2::1]:27960", T0));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_refuses_an_unknown_family(void **state)
+{
+	struct rl_table t;
+	union etr_sockaddr a;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.sa.sa_family = AF_UNIX;
+	assert_int_equal(rl_table_init(&t, 64, 10, 1, key), 0);
+	assert_false(rl_table_allow(&t, &a, T0));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_never_grows_and_always_admits_a_newcomer(void **state)
+{
+	struct rl_table t;
+	union etr_sockaddr a;
+	uint32_t used = 0;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 64, 1, 1, key), 0);
+	/* 100,000 sources in one second, each with a full burst the first time:
+	 * a flood from many addresses recycles slots, it cannot fill them for
+	 * good. */
+	for (uint32_t i = 0; i < 100000; i++) {
+		a = nth_v4(i);
+		assert_true(rl_table_allow(&t, &a, T0 + i * 10000ull));
+	}
+	assert_int_equal(t.entries, 64);
+	for (uint32_t i = 0; i < t.entries; i++)
+		used += t.slot[i].lo != 0;
+	assert_int_equal(used, 64);
+	assert_true(t.evicted + t.recycled >= 100000 - 64);
+	a = nth_v4(200000);
+	assert_true(rl_table_allow(&t, &a, T0 + SEC));
+	assert_false(rl_table_allow(&t, &a, T0 + SEC));
+	rl_table_free(&t);
+}
+
+static void test_rl_table_reuses_a_refilled_bucket_before_the_least_recent(void **state)
+{
+	struct rl_table t;
+	char ip[32];
+
+	(void)state;
+	/* Eight slots: one set, which every source shares. */
+	assert_int_equal(rl_table_init(&t, RL_TABLE_WAYS, 2, 1, key), 0);
+	for (int i = 1; i < RL_TABLE_WAYS; i++) {
+		snprintf(ip, sizeof(ip), "10.0.0.%d:27960", i);
+		assert_int_equal(drain(&t, ip, T0), 2);
+	}
+	/* The most recent source takes one token: full again 1 s later. */
+	assert_true(allow(&t, "10.0.0.100:27960", T0 + 100 * MS));
+	assert_true(allow(&t, "10.0.0.200:27960", T0 + 1500 * MS));
+	assert_int_equal(t.recycled, 1);
+	assert_int_equal(t.evicted, 0);
+	/* The drained sources kept their state: 1.5 tokens each, not 2. */
+	for (int i = 1; i < RL_TABLE_WAYS; i++) {
+		snprintf(ip, sizeof(ip), "10.0.0.%d:27960", i);
+		assert_int_equal(drain(&t, ip, T0 + 1500 * MS), 1);
+	}
+	rl_table_free(&t);
+}
+
+static void test_rl_table_evicts_the_least_recently_used_source(void **state)
+{
+	struct rl_table t;
+	char ip[32];
+
+	(void)state;
+	/* One token each, never refilled: no bucket is ever full again. */
+	assert_int_equal(rl_table_init(&t, RL_TABLE_WAYS, 1, 0, key), 0);
+	for (int i = 1; i <= RL_TABLE_WAYS; i++) {
+		snprintf(ip, sizeof(ip), "10.0.0.%d:27960", i);
+		assert_true(allow(&t, ip, T0 + (uint64_t)i * SEC));
+	}
+	/* A refused packet is a use too: 10.0.0.1 is now the most recent. */
+	assert_false(allow(&t, "10.0.0.1:27960", T0 + 9 * SEC));
+	assert_true(allow(&t, "10.0.0.9:27960", T0 + 10 * SEC));
+	assert_int_equal(t.evicted, 1);
+	assert_false(allow(&t, "10.0.0.1:27960", T0 + 11 * SEC));
+	for (int i = 3; i <= 9; i++) {
+		snprintf(ip, sizeof(ip), "10.0.0.%d:27960", i);
+		assert_false(allow(&t, ip, T0 + 12 * SEC));
+	}
+	/* 10.0.0.2 was the one forgotten: it starts over with a full bucket. */
+	assert_true(allow(&t, "10.0.0.2:27960", T0 + 13 * SEC));
+	assert_int_equal(t.evicted, 2);
+	rl_table_free(&t);
+}
+
+static void test_rl_table_keeps_every_source_while_half_full(void **state)
+{
+	struct rl_table t;
+	union etr_sockaddr a, first = nth_v4(0);
+
+	(void)state;
+	/* Two candidate sets per source keep the sets even: at half load no
+	 * source loses its bucket to another. */
+	assert_int_equal(rl_table_init(&t, 4096, 1, 0, key), 0);
+	assert_true(rl_table_allow(&t, &first, T0));
+	for (uint32_t i = 1; i < 2048; i++) {
+		a = nth_v4(i);
+		assert_true(rl_table_allow(&t, &a, T0 + i));
+	}
+	assert_int_equal(t.evicted, 0);
+	for (uint32_t i = 0; i < 2048; i++) {
+		a = nth_v4(i);
+		assert_false(rl_table_allow(&t, &a, T0 + SEC));
+	}
+	rl_table_free(&t);
+}
+
+/* rl_budget */
+
+static void test_rl_budget_init_rejects_reserves_that_leave_browsers_nothing(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 10, 1, 5, 5, T0), -EINVAL);
+	assert_int_equal(rl_budget_init(&b, 10, 1, 10, 0, T0), -EINVAL);
+	assert_int_equal(rl_budget_init(&b, 10, 1, 4, 5, T0), 0);
+}
+
+static void test_rl_budget_serves_each_class_down_to_its_reserve(void **state)
+{
+	struct rl_budget b;
+	int n;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 10, 1, 2, 3, T0), 0);
+	/* Browsers while more than 5 are left: 10..6. */
+	for (n = 0; rl_budget_take(&b, RL_BROWSER, T0) && n < 100; n++)
+		;
+	assert_int_equal(n, 5);
+	/* Players while more than 2 are left: 5, 4, 3. */
+	for (n = 0; rl_budget_take(&b, RL_PLAYER, T0) && n < 100; n++)
+		;
+	assert_int_equal(n, 3);
+	assert_false(rl_budget_take(&b, RL_BROWSER, T0));
+	assert_int_equal(rl_available(&b.bucket, T0), 2);
+	/* The master gets the last two, then keeps going on nothing. */
+	assert_true(rl_budget_take(&b, RL_MASTER, T0));
+	assert_true(rl_budget_take(&b, RL_MASTER, T0));
+	assert_int_equal(rl_available(&b.bucket, T0), 0);
+	assert_true(rl_budget_take(&b, RL_MASTER, T0));
+	assert_int_equal(rl_available(&b.bucket, T0), 0);
+	assert_false(rl_budget_take(&b, RL_PLAYER, T0));
+}
+
+static void test_rl_budget_keeps_the_reserves_through_a_browser_storm(void **state)
+{
+	struct rl_budget b;
+	uint64_t end = T0 + 10 * SEC - MS;
+	int served = 0, n;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 10, 1, 2, 3, T0), 0);
+	/* 10 seconds of browsers at 1000 packets per second: the first 5, then
+	 * one per second as the budget refills above the reserves. */
+	for (uint64_t now = T0; now <= end; now += MS)
+		served += rl_budget_take(&b, RL_BROWSER, now);
+	assert_int_equal(served, 5 + 9);
+	assert_int_equal(rl_available(&b.bucket, end), 5);
+	for (n = 0; rl_budget_take(&b, RL_PLAYER, end) && n < 100; n++)
+		;
+	assert_int_equal(n, 3);
+	assert_int_equal(rl_available(&b.bucket, end), 2);
+}
+
+static void test_rl_budget_serves_browsers_again_after_a_refill(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 4, 1, 1, 1, T0), 0);
+	assert_true(rl_budget_take(&b, RL_BROWSER, T0));
+	assert_true(rl_budget_take(&b, RL_BROWSER, T0));
+	assert_false(rl_budget_take(&b, RL_BROWSER, T0));
+	assert_false(rl_budget_take(&b, RL_BROWSER, T0 + 999 * MS));
+	assert_true(rl_budget_take(&b, RL_BROWSER, T0 + SEC));
+	assert_false(rl_budget_take(&b, RL_BROWSER, T0 + SEC));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rl_bucket_starts_full_then_refuses),
+	    cmocka_unit_test(test_rl_bucket_refills_at_the_given_rate),
+	    cmocka_unit_test(test_rl_bucket_keeps_fractions_of_a_token),
+	    cmocka_unit_test(test_rl_bucket_never_holds_more_than_burst),
+	    cmocka_unit_test(test_rl_bucket_ignores_a_clock_that_goes_back),
+	    cmocka_unit_test(test_rl_bucket_with_zero_rate_never_refills),
+	    cmocka_unit_test(test_rl_table_init_rejects_zero_burst_and_huge_tables),
+	    cmocka_unit_test(test_rl_table_init_rounds_entries_up_to_a_power_of_two),
+	    cmocka_unit_test(test_rl_table_limits_each_source_to_its_burst),
+	    cmocka_unit_test(test_rl_table_refills_a_source_once_per_second),
+	    cmocka_unit_test(test_rl_table_ignores_the_source_port),
+	    cmocka_unit_test(test_rl_table_keys_ipv4_mapped_ipv6_as_the_ipv4_address),
+	    cmocka_unit_test(test_rl_table_shares_one_bucket_per_ipv6_slash_64),
+	    cmocka_unit_test(test_rl_table_refuses_an_unknown_family),
+	    cmocka_unit_test(test_rl_table_never_grows_and_always_admits_a_newcomer),
+	    cmocka_unit_test(test_rl_table_reuses_a_refilled_bucket_before_the_least_recent),
+	    cmocka_unit_test(test_rl_table_evicts_the_least_recently_used_source),
+	    cmocka_unit_test(test_rl_table_keeps_every_source_while_half_full),
+	    cmocka_unit_test(test_rl_budget_init_rejects_reserves_that_leave_browsers_nothing),
+	    cmocka_unit_test(test_rl_budget_serves_each_class_down_to_its_reserve),
+	    cmocka_unit_test(test_rl_budget_keeps_the_reserves_through_a_browser_storm),
+	    cmocka_unit_test(test_rl_budget_serves_browsers_again_after_a_refill),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
