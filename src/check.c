@@ -2,13 +2,16 @@
 /* The configuration check. Blocking I/O is fine here: no packet loop runs. */
 #include "check.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "banlist.h"
 #include "loop.h"
 #include "net.h"
 #include "q3proto.h"
@@ -117,9 +120,36 @@ static int check_relay(const struct relay_conf *r)
 	return bad;
 }
 
+/* The ban file must load whole, as at startup. */
+static int check_bans(const struct etr_conf *c)
+{
+	struct banlist b = { 0 };
+	char err[4096] = "", *text;
+	size_t len = 0;
+	int rc;
+
+	if (c->ban_file[0] == '\0')
+		return 0;
+	if (!(text = conf_read_file(c->ban_file, &len))) {
+		fprintf(stderr, "etrelay: ban-file %s: %s\n", c->ban_file, strerror(errno));
+		return EXIT_CONFIG;
+	}
+	rc = banlist_load(&b, text, len, c->ban_file, err, sizeof(err));
+	free(text);
+	if (rc != 0)
+		fputs(err, stderr);
+	else
+		printf("ban-file %s: %zu entries\n", c->ban_file, b.entries);
+	banlist_free(&b);
+	return rc != 0 ? EXIT_CONFIG : 0;
+}
+
 int check_run(const struct etr_conf *c)
 {
-	int bad = 0;
+	int bad = check_bans(c);
+
+	if (bad)
+		return bad;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {
 		const struct relay_conf *r = &c->relays[i];

@@ -5,12 +5,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char conf_usage[] =
 	"usage: etrelay --upstream HOST:PORT [options]\n"
@@ -730,4 +733,39 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		}
 	}
 	return e->count == before ? 0 : -1;
+}
+
+#define CONF_FILE_MAX (1 << 20)
+
+char *conf_read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0)
+		goto out;
+	if (st.st_size > CONF_FILE_MAX) {
+		errno = EFBIG;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		goto out;
+	n = read(fd, buf, (size_t)st.st_size);
+	if (n < 0) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[n] = '\0';
+	*len = (size_t)n;
+out:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return buf;
 }

@@ -124,6 +124,10 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e);
  * when allow_zero. Returns 0 or -1. */
 int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero);
 
+/* Read a whole config-like file (at most 1 MiB) into a NUL-terminated
+ * buffer to free(); NULL with errno set on failure. */
+char *conf_read_file(const char *path, size_t *len);
+
 /* The --help text. */
 extern const char conf_usage[];
 

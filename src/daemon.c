@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,9 @@
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
+/* The daemon's own fds, by loop id ref. */
+enum { DAEMON_FD_SIGNAL, DAEMON_FD_CALL };
+
 /* While draining on the way out, how often to look for the last session. */
 #define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
@@ -68,6 +72,39 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 		 n, (unsigned long long)d->conf->drain_timeout_ms);
 }
 
+/* Read the ban file into a new list; the current one is replaced only
+ * when the whole file is good. Returns 0 or -1 (errors logged). */
+static int load_bans(struct daemon *d)
+{
+	struct banlist fresh = { 0 };
+	char err[2048] = "", *text;
+	size_t len = 0;
+	int rc;
+
+	if (d->conf->ban_file[0] == '\0')
+		return 0;
+	text = conf_read_file(d->conf->ban_file, &len);
+	if (!text) {
+		log_warn("ban-file %s", d->conf->ban_file);
+		return -1;
+	}
+	rc = banlist_load(&fresh, text, len, d->conf->ban_file, err, sizeof(err));
+	free(text);
+	if (rc != 0) {
+		/* err holds every bad line, newline-separated. */
+		for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
+			log_warnx("%s", line);
+		banlist_free(&fresh);
+		return -1;
+	}
+	banlist_free(&d->bans);
+	d->bans = fresh;
+	for (unsigned i = 0; i < d->nrelays; i++)
+		d->relays[i].bans = &d->bans;
+	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans.entries);
+	return 0;
+}
+
 static void on_signal(struct daemon *d)
 {
 	struct signalfd_siginfo si;
@@ -78,13 +115,86 @@ static void on_signal(struct daemon *d)
 
 			if (d->ops_plane && ops_reload_tokens(d->ops_plane, err, sizeof(err)) < 0)
 				log_warnx("SIGHUP: %s; keeping the previous tokens", err);
-			else
-				log_info("SIGHUP: %s", d->ops_plane ? "tokens reloaded"
-								    : "nothing to reload");
+			else if (d->ops_plane)
+				log_info("SIGHUP: tokens reloaded");
+			if (load_bans(d) < 0)
+				log_warnx("SIGHUP: keeping the previous ban list");
 			continue;
 		}
 		begin_leave(d, (int)si.ssi_signo, loop_now());
 	}
+}
+
+/* How long the ops thread waits for the loop to list the sessions. */
+#define DAEMON_CALL_TIMEOUT_MS 2000
+
+/* Ops thread: ask the loop for the session list and wait, bounded. */
+static int sessions_call(void *arg, char **buf, size_t *len)
+{
+	struct daemon *d = arg;
+	struct timespec until;
+	uint64_t one = 1;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += DAEMON_CALL_TIMEOUT_MS / 1000;
+	pthread_mutex_lock(&d->call.lock);
+	while (d->call.pending && rc == 0) /* one request at a time */
+		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
+	if (rc == 0) {
+		d->call.pending = true;
+		d->call.done = false;
+		if (write(d->call.efd, &one, sizeof(one)) < 0)
+			rc = -1;
+	}
+	if (rc != 0) { /* another request held the loop all along */
+		pthread_mutex_unlock(&d->call.lock);
+		return -1;
+	}
+	while (rc == 0 && !d->call.done)
+		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
+	if (d->call.done && d->call.buf) {
+		*buf = d->call.buf;
+		*len = d->call.len;
+		rc = 0;
+	} else {
+		rc = -1;
+	}
+	/* Ours to clear: a late render sees pending false and does nothing. */
+	d->call.buf = NULL;
+	d->call.pending = d->call.done = false;
+	pthread_cond_broadcast(&d->call.done_cond);
+	pthread_mutex_unlock(&d->call.lock);
+	return rc;
+}
+
+/* Loop thread: render the list asked for, if the asker still waits. */
+static void sessions_render(struct daemon *d)
+{
+	uint64_t v, now = loop_now();
+	bool first = true;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (read(d->call.efd, &v, sizeof(v)) < 0)
+		return;
+	pthread_mutex_lock(&d->call.lock);
+	if (d->call.pending && !d->call.done && (f = open_memstream(&buf, &len))) {
+		fputs("{\"sessions\":[", f);
+		for (unsigned i = 0; i < d->nrelays; i++)
+			relay_sessions_json(&d->relays[i], f, now, &first);
+		fputs(first ? "]}\n" : "\n]}\n", f);
+		if (fclose(f) == 0) {
+			d->call.buf = buf;
+			d->call.len = len;
+		} else {
+			free(buf);
+		}
+		d->call.done = true;
+		pthread_cond_broadcast(&d->call.done_cond);
+	}
+	pthread_mutex_unlock(&d->call.lock);
 }
 
 static void h_dgram(void *arg, uint32_t id, struct loop_dgram *dg)
@@ -117,7 +227,10 @@ static void h_readable(void *arg, uint32_t id)
 	struct relay *r;
 
 	if (RELAY_ID_KIND(id) == RELAY_ID_DAEMON) {
-		on_signal(d);
+		if (RELAY_ID_REF(id) == DAEMON_FD_CALL)
+			sessions_render(d);
+		else
+			on_signal(d);
 		return;
 	}
 	if ((r = relay_of(d, id)))
@@ -213,9 +326,21 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 {
 	int rc;
 
+	pthread_condattr_t ca;
+
 	memset(d, 0, sizeof(*d));
 	d->conf = conf;
 	d->sig_fd = -1;
+	pthread_mutex_init(&d->call.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->call.done_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	d->call.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->call.efd < 0) {
+		log_warn("eventfd");
+		return EXIT_FAILURE;
+	}
 	d->stats.version = ETRELAY_VERSION;
 	d->stats.started_unix = (uint64_t)time(NULL);
 	STAT_SET(d->stats.lifecycle, LIFECYCLE_ACTIVE);
@@ -229,6 +354,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		d->stats.relay[i] = &d->relays[i].stats;
 	}
 	d->stats.nrelays = d->nrelays;
+	if (load_bans(d) < 0)
+		return EXIT_CONFIG;
 	if ((rc = create_loop(d)) != 0)
 		return rc;
 	d->stats.backend = d->ops->name;
@@ -237,7 +364,10 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("signalfd");
 		return EXIT_FAILURE;
 	}
-	rc = d->ops->watch(d->loop, d->sig_fd, RELAY_ID(RELAY_ID_DAEMON, 0, 0));
+	rc = d->ops->watch(d->loop, d->sig_fd, RELAY_ID(RELAY_ID_DAEMON, 0, DAEMON_FD_SIGNAL));
+	if (rc == 0)
+		rc = d->ops->watch(d->loop, d->call.efd,
+				   RELAY_ID(RELAY_ID_DAEMON, 0, DAEMON_FD_CALL));
 	for (unsigned i = 0; i < d->nrelays && rc == 0; i++)
 		rc = relay_attach(&d->relays[i], d->ops, d->loop);
 	if (rc < 0) {
@@ -246,7 +376,9 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	}
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,
-					 .allow_public = conf->ops_allow_public };
+					 .allow_public = conf->ops_allow_public,
+					 .sessions = sessions_call,
+					 .sessions_arg = d };
 		char err[256];
 
 		if (ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err)) < 0) {
@@ -311,6 +443,12 @@ void daemon_close(struct daemon *d)
 		d->ops->destroy(d->loop);
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_close(&d->relays[i]);
+	banlist_free(&d->bans);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	if (d->call.efd >= 0)
+		close(d->call.efd);
+	free(d->call.buf);
+	pthread_cond_destroy(&d->call.done_cond);
+	pthread_mutex_destroy(&d->call.lock);
 }

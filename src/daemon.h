@@ -4,9 +4,12 @@
 #ifndef ETR_DAEMON_H
 #define ETR_DAEMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "banlist.h"
 #include "config.h"
 #include "loop.h"
 #include "relay.h"
@@ -22,6 +25,16 @@ struct daemon {
 	unsigned nrelays;
 	struct etr_stats stats;
 	struct ops *ops_plane;
+	struct banlist bans; /* from ban-file; empty without one */
+	/* GET /sessions: the ops thread asks, the loop renders. */
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t done_cond;
+		int efd;
+		bool pending, done;
+		char *buf;
+		size_t len;
+	} call;
 	int sig_fd;
 	int exit_signal;          /* the signal that asked us to leave */
 	bool leaving;             /* draining on the way out */

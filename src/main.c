@@ -2,13 +2,11 @@
 /* etrelay: argv and the config file, resolve the game servers, check the
  * limits, then hand over to the daemon. */
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -17,40 +15,6 @@
 #include "log.h"
 #include "ops.h"
 #include "version.h"
-
-#define CONF_FILE_MAX (1 << 20)
-
-/* Read the whole file; NULL with errno set on failure. */
-static char *read_file(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf = NULL;
-	ssize_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0)
-		goto out;
-	if (st.st_size > CONF_FILE_MAX) {
-		errno = EFBIG;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out;
-	n = read(fd, buf, (size_t)st.st_size);
-	if (n < 0) {
-		free(buf);
-		buf = NULL;
-		goto out;
-	}
-	buf[n] = '\0';
-	*len = (size_t)n;
-out:
-	close(fd);
-	return buf;
-}
 
 /* Every session holds a socket: take all the descriptors we are allowed. */
 static rlim_t raise_nofile(void)
@@ -104,7 +68,7 @@ static int configure(struct etr_conf *c, int argc, char **argv)
 	if (!c->path_given && !c->cli_upstream)
 		c->path = CONF_DEFAULT_PATH;
 	if (c->path) {
-		text = read_file(c->path, &len);
+		text = conf_read_file(c->path, &len);
 		if (!text) {
 			fprintf(stderr, "etrelay: %s: %s%s\n", c->path, strerror(errno),
 				c->path_given ? ""

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "ops_metrics.h"
 
@@ -59,6 +60,7 @@ struct ops_token {
 struct ops {
 	struct MHD_Daemon *mhd;
 	struct etr_stats *st;
+	struct ops_config cfg;
 	pthread_mutex_t lock; /* guards tok: SIGHUP replaces them under requests */
 	struct ops_token tok[OPS_TOKEN_KINDS];
 	/* MHD's messages: kept for the error while starting, rate-limited after. */
@@ -333,23 +335,6 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
 }
 
-/* A JSON string; names come from the config and DNS, so escape them. */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static void json_relay(FILE *f, struct relay_stats *r)
 {
 	struct master_status m[STATS_MASTERS_MAX];
@@ -357,22 +342,22 @@ static void json_relay(FILE *f, struct relay_stats *r)
 	int server = STAT_GET(r->server);
 
 	fputs("{\"name\":", f);
-	json_str(f, r->name);
+	json_string(f, r->name);
 	fputs(",\"public_address\":", f);
-	json_str(f, r->public_addr);
+	json_string(f, r->public_addr);
 	fputs(",\"upstream\":", f);
-	json_str(f, r->upstream);
+	json_string(f, r->upstream);
 	fputs(",\"game\":", f);
-	json_str(f, r->game);
+	json_string(f, r->game);
 	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
 		server == SERVER_UP ? "up" : server == SERVER_DOWN ? "down" : "unknown",
 		(uint32_t)STAT_GET(r->sessions_active));
 	for (unsigned j = 0; j < nm; j++) {
 		fputs(j ? ",{\"name\":" : "{\"name\":", f);
-		json_str(f, m[j].name);
+		json_string(f, m[j].name);
 		fputs(",\"address\":", f);
 		if (m[j].addr[0])
-			json_str(f, m[j].addr);
+			json_string(f, m[j].addr);
 		else
 			fputs("null", f);
 		if (m[j].last_heartbeat)
@@ -402,9 +387,9 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 			active += STAT_GET(st->relay[i]->sessions_active);
 	fprintf(f, "{\"role\":\"relay\",\"state\":\"%s\",\"version\":",
 		atomic_load(&st->lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining");
-	json_str(f, st->version ? st->version : "unknown");
+	json_string(f, st->version ? st->version : "unknown");
 	fputs(",\"backend\":", f);
-	json_str(f, st->backend ? st->backend : "unknown");
+	json_string(f, st->backend ? st->backend : "unknown");
 	fprintf(f,
 		",\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64
 		"},\"relays\":[",
@@ -524,6 +509,19 @@ static enum MHD_Result serve_metrics(struct ops *op, struct MHD_Connection *c)
 	return reply(c, MHD_HTTP_OK, OPS_METRICS_CONTENT_TYPE, body, len, NULL, NULL);
 }
 
+/* The live sessions: rendered by the packet loop (only it may read the
+ * session table) through the daemon's callback, which waits a bounded time. */
+static enum MHD_Result serve_sessions(struct ops *op, struct MHD_Connection *c)
+{
+	char *body = NULL;
+	size_t len = 0;
+
+	if (!op->cfg.sessions || op->cfg.sessions(op->cfg.sessions_arg, &body, &len) < 0)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL,
+				  "the packet loop did not answer in time\n");
+	return reply(c, MHD_HTTP_OK, "application/json", body, len, NULL, NULL);
+}
+
 static const struct ops_route {
 	const char *path;
 	const char *method; /* GET also answers HEAD */
@@ -536,6 +534,7 @@ static const struct ops_route {
 	{ "/lifecycle/drain", "POST", OPS_GRANT_WRITE, serve_drain },
 	{ "/lifecycle/resume", "POST", OPS_GRANT_WRITE, serve_resume },
 	{ "/metrics", "GET", OPS_GRANT_METRICS, serve_metrics },
+	{ "/sessions", "GET", OPS_GRANT_READ, serve_sessions },
 };
 
 static enum MHD_Result count_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -641,6 +640,7 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 		return -1;
 	}
 	op->st = st;
+	op->cfg = *cfg;
 	pthread_mutex_init(&op->lock, NULL);
 	if (tokens_read(op->tok, err, errlen) < 0)
 		goto fail;

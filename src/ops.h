@@ -26,6 +26,10 @@ struct ops;
 struct ops_config {
 	union etr_sockaddr listen;
 	bool allow_public; /* bind an address that is not private */
+	/* GET /sessions: a JSON document in a malloc'd buffer, from the ops
+	 * thread; returns 0 or -1 (the loop did not answer in time). */
+	int (*sessions)(void *arg, char **buf, size_t *len);
+	void *sessions_arg;
 };
 
 /* True for loopback, RFC 1918, CGNAT (100.64/10), ULA (fc00::/7),

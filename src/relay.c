@@ -15,6 +15,7 @@
 
 #include "bogon.h"
 #include "huffman.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "q3proto.h"
@@ -371,14 +372,10 @@ static void note_player(struct relay *r, uint32_t idx, const struct loop_dgram *
 	struct session *s = &r->st.s[idx];
 	char info[HUFFMAN_INFO_MAX + 1];
 	int n = huffman_decode_connect(d->data, d->len, info, sizeof(info));
-	const char *p = info;
 
 	if (n < 0)
 		return;
-	/* The userinfo is quoted: "\name\Player\...". */
-	if (*p == '"')
-		p++, n--;
-	if (q3_info_value(p, (size_t)n, "name", s->name, sizeof(s->name)) < 0)
+	if (q3_info_value(info, (size_t)n, "name", s->name, sizeof(s->name)) < 0)
 		s->name[0] = '\0';
 }
 
@@ -730,30 +727,69 @@ void relay_close(struct relay *r)
 	r->res = NULL;
 }
 
+void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *first)
+{
+	char a[ADDR_STRLEN];
+
+	/* Oldest activity first: the LRU order is the one we have for free. */
+	for (uint32_t i = r->st.lru_head; i != SESSION_NONE; i = r->st.s[i].next) {
+		const struct session *s = &r->st.s[i];
+
+		fputs(*first ? "\n" : ",\n", f);
+		*first = false;
+		fputs("{\"relay\":", f);
+		json_string(f, r->conf->name);
+		fprintf(f, ",\"server_port\":%u,\"client\":", s->local_port);
+		json_string(f, addr_str(&s->client.sa, a));
+		fprintf(f,
+			",\"age_seconds\":%llu,\"idle_seconds\":%llu,\"packets_up\":%llu,"
+			"\"packets_down\":%llu,\"assured\":%s,\"qport\":",
+			(unsigned long long)((now - s->opened) / NS_PER_SEC),
+			(unsigned long long)((now - s->last_active) / NS_PER_SEC),
+			(unsigned long long)s->pkts_up, (unsigned long long)s->pkts_down,
+			s->assured ? "true" : "false");
+		if (s->qport_known)
+			fprintf(f, "%u", s->qport);
+		else
+			fputs("null", f);
+		fputs(",\"name\":", f);
+		if (s->name[0])
+			json_string(f, s->name);
+		else
+			fputs("null", f);
+		fputc('}', f);
+	}
+}
+
 void relay_log_stats(const struct relay *r)
 {
 	const struct relay_stats *s = &r->stats;
 	uint64_t dropped = 0, closed = 0;
+	char why[512] = "";
+	size_t o = 0;
 
-	for (int i = 0; i < DROP_COUNT; i++)
-		dropped += STAT_GET(s->drops[i]);
+	for (int i = 0; i < DROP_COUNT; i++) {
+		uint64_t n = STAT_GET(s->drops[i]);
+
+		dropped += n;
+		if (n && o < sizeof(why))
+			o += (size_t)snprintf(why + o, sizeof(why) - o, "%s%s %llu", o ? ", " : " (",
+					      stats_drop_name((enum stats_drop)i),
+					      (unsigned long long)n);
+	}
+	if (o && o < sizeof(why) - 1)
+		strcat(why, ")");
 	for (int i = 0; i < CLOSE_COUNT; i++)
 		closed += STAT_GET(s->sessions_closed[i]);
 	log_info("stats %s: sessions opened %llu closed %llu active %u; up %llu pkts %llu B; "
-		 "down %llu pkts %llu B; refused %llu; dropped %llu (queue %llu, truncated %llu, "
-		 "full %llu, draining %llu, socket %llu, send %llu, source %llu); flatlines %llu",
+		 "down %llu pkts %llu B (%llu from cache); refused %llu; dropped %llu%s; "
+		 "flatlines %llu",
 		 r->conf->name, (unsigned long long)STAT_GET(s->sessions_opened),
 		 (unsigned long long)closed, r->st.active,
 		 (unsigned long long)STAT_GET(s->up_pkts), (unsigned long long)STAT_GET(s->up_bytes),
 		 (unsigned long long)STAT_GET(s->down_pkts),
 		 (unsigned long long)STAT_GET(s->down_bytes),
-		 (unsigned long long)STAT_GET(s->refused), (unsigned long long)dropped,
-		 (unsigned long long)STAT_GET(s->drops[DROP_QUEUE_FULL]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_TRUNCATED]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_TABLE_FULL]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_DRAINING]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_SOCKET]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_SEND_ERROR]),
-		 (unsigned long long)STAT_GET(s->drops[DROP_BAD_SOURCE]),
+		 (unsigned long long)STAT_GET(s->cache_answers),
+		 (unsigned long long)STAT_GET(s->refused), (unsigned long long)dropped, why,
 		 (unsigned long long)STAT_GET(s->flatlines));
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "banlist.h"
 #include "config.h"
@@ -89,6 +90,10 @@ uint64_t relay_next_deadline(const struct relay *r);
 void relay_shutdown(struct relay *r);
 
 void relay_close(struct relay *r);
+
+/* The live sessions as JSON objects, comma-separated (loop thread only):
+ * the port the game server sees, the real client, age, packets, player. */
+void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *first);
 
 /* One line of counters for the log. */
 void relay_log_stats(const struct relay *r);
