@@ -416,7 +416,6 @@ static int setup(struct echo *e, const union bench_sockaddr *listen)
 	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, e->sfd, &ev) < 0)
 		return -errno;
 
-	e->tfd = -1;
 	if (e->hz) {
 		struct itimerspec its = {
 			.it_value = { .tv_sec = 0, .tv_nsec = ECHO_TICK_NS },
@@ -490,6 +489,23 @@ static void run(struct echo *e)
 	}
 }
 
+static void echo_free(struct echo *e)
+{
+	int fds[] = { e->fd, e->ep, e->tfd, e->sfd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	for (unsigned i = 0; e->wheel && i < e->nwheel; i++)
+		free(e->wheel[i].peer);
+	free(e->wheel);
+	free(e->peers);
+	free(e->slots);
+	free(e->rbuf);
+	free(e->tbuf);
+	free(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -512,6 +528,7 @@ int main(int argc, char **argv)
 
 	if (!e)
 		return 1;
+	e->fd = e->ep = e->tfd = e->sfd = -1;
 	e->snap_min = 200;
 	e->snap_max = 1400;
 	e->status_size = 600;
@@ -577,6 +594,7 @@ int main(int argc, char **argv)
 	if (err < 0) {
 		fprintf(stderr, "etrelay-echo: %s: %s\n", bench_addr_str(&listen.sa, a),
 			strerror(-err));
+		echo_free(e);
 		return 1;
 	}
 	if (dur)
@@ -590,5 +608,6 @@ int main(int argc, char **argv)
 			(unsigned long long)e->infos, (unsigned long long)e->statuses,
 			(unsigned long long)e->game_in, (unsigned long long)e->snapshots, e->npeers,
 			(unsigned long long)e->peers_full, (unsigned long long)e->send_drops);
+	echo_free(e);
 	return 0;
 }

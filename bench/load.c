@@ -656,6 +656,8 @@ static int setup(struct load *l)
 		fprintf(stderr, "etrelay-load: out of memory\n");
 		return -ENOMEM;
 	}
+	for (unsigned i = 0; i < o->clients; i++)
+		l->c[i].fd = -1;
 	/* Padding a byte pattern once; each send writes only the header. */
 	for (size_t i = 0; i < LOAD_BATCH * sbuf; i++)
 		l->sbuf[i] = (uint8_t)('a' + i % 26);
@@ -877,19 +879,41 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 	return 0;
 }
 
+static void load_free(struct load *l)
+{
+	for (unsigned i = 0; l->c && i < l->o.clients; i++)
+		if (l->c[i].fd >= 0)
+			close(l->c[i].fd);
+	if (l->ep >= 0)
+		close(l->ep);
+	free(l->c);
+	free(l->rq);
+	free(l->sbuf);
+	free(l->rbuf);
+	free(l);
+}
+
 int main(int argc, char **argv)
 {
 	struct load *l = calloc(1, sizeof(*l));
+	int rc = 0;
 
 	if (!l)
 		return 1;
-	if (parse_args(&l->o, argc, argv) < 0)
-		return 2;
+	l->ep = -1;
+	if (parse_args(&l->o, argc, argv) < 0) {
+		rc = 2;
+		goto out;
+	}
 	/* Sleeps end on time: open-loop pacing depends on it. */
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	if (setup(l) < 0)
-		return 1;
+	if (setup(l) < 0) {
+		rc = 1;
+		goto out;
+	}
 	run(l);
 	report(l);
-	return 0;
+out:
+	load_free(l);
+	return rc;
 }
