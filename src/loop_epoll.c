@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
-/* epoll backend: level-triggered epoll, recvmmsg into a fixed batch of
- * buffers, sends gathered per batch and flushed with sendmmsg before the
- * buffers are reused, one timerfd for the deadline. */
+/* epoll backend: level-triggered epoll, recvmmsg into a pool of buffers,
+ * sends gathered over the whole loop turn and flushed with one sendmmsg per
+ * run of the same socket (the replies of many sessions all leave through
+ * the public socket), one timerfd for the deadline. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "loop_fdtab.h"
 
 #define EP_BATCH 32      /* datagrams per recvmmsg */
+#define EP_POOL 256      /* receive buffers: sends of one turn wait in them */
 #define EP_TURN_BATCHES 4 /* recvmmsg calls per socket per turn: bounded work */
 #define EP_EVENTS 64
 
@@ -29,16 +31,17 @@ struct loop {
 	struct mmsghdr rmsg[EP_BATCH];
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
-	uint8_t *rbuf; /* EP_BATCH * EP_BUF */
+	uint8_t *rbuf; /* EP_POOL * EP_BUF */
+	unsigned rused; /* pool buffers handed out since the last flush */
 	bool taken;
 
 	/* Sends waiting for the end of the batch, in arrival order. */
 	unsigned nsend;
-	struct mmsghdr smsg[EP_BATCH];
-	struct iovec siov[EP_BATCH];
-	union etr_sockaddr sdst[EP_BATCH];
-	int sfd[EP_BATCH];
-	uint32_t sid[EP_BATCH];
+	struct mmsghdr smsg[EP_POOL];
+	struct iovec siov[EP_POOL];
+	union etr_sockaddr sdst[EP_POOL];
+	int sfd[EP_POOL];
+	uint32_t sid[EP_POOL];
 
 	struct loop_stats st;
 };
@@ -72,7 +75,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, unsigned ma
 		snprintf(why, whylen, "epoll setup: %s", strerror(errno));
 		goto fail;
 	}
-	l->rbuf = malloc((size_t)EP_BATCH * EP_BUF);
+	l->rbuf = malloc((size_t)EP_POOL * EP_BUF);
 	if (!l->rbuf || fdtab_init(&l->fds, max_sockets) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "epoll setup: out of memory");
@@ -83,10 +86,6 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, unsigned ma
 		err = -errno;
 		snprintf(why, whylen, "epoll_ctl: %s", strerror(errno));
 		goto fail;
-	}
-	for (unsigned i = 0; i < EP_BATCH; i++) {
-		l->riov[i].iov_base = l->rbuf + (size_t)i * EP_BUF;
-		l->riov[i].iov_len = EP_BUF;
 	}
 	*lp = l;
 	return 0;
@@ -163,6 +162,7 @@ static void flush(struct loop *l)
 		i = j;
 	}
 	l->nsend = 0;
+	l->rused = 0; /* every buffer is free again */
 }
 
 static void ep_del_socket(struct loop *l, int fd, uint32_t id)
@@ -185,7 +185,7 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	unsigned i = l->nsend;
 	struct msghdr *m = &l->smsg[i].msg_hdr;
 
-	if (l->taken || i == EP_BATCH)
+	if (l->taken || i == EP_POOL)
 		return -EINVAL; /* one forward per datagram */
 	l->taken = true;
 	l->siov[i].iov_base = d->data;
@@ -208,11 +208,19 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 {
 	for (int b = 0; b < EP_TURN_BATCHES; b++) {
+		unsigned base;
 		int n;
 
+		/* Sends wait in their receive buffers until the flush: make room
+		 * for a whole batch first. */
+		if (EP_POOL - l->rused < EP_BATCH)
+			flush(l);
+		base = l->rused;
 		for (unsigned i = 0; i < EP_BATCH; i++) {
 			struct msghdr *m = &l->rmsg[i].msg_hdr;
 
+			l->riov[i].iov_base = l->rbuf + (size_t)(base + i) * EP_BUF;
+			l->riov[i].iov_len = EP_BUF;
 			memset(m, 0, sizeof(*m));
 			m->msg_name = &l->rname[i];
 			m->msg_namelen = sizeof(l->rname[i]);
@@ -240,13 +248,16 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 
 			l->taken = false;
 			l->h.on_dgram(l->h.arg, id, &d);
-			/* The socket may have been closed by the handler. */
+			/* A handler may flush (closing a socket does) and so reset
+			 * rused, yet later datagrams of this batch may still be
+			 * queued: the batch's buffers stay taken until the next
+			 * flush either way. */
 			if (!fdtab_is(&l->fds, fd, id)) {
-				flush(l);
+				l->rused = base + (unsigned)n;
 				return;
 			}
 		}
-		flush(l);
+		l->rused = base + (unsigned)n;
 		if (n < EP_BATCH)
 			return;
 	}
@@ -307,10 +318,12 @@ static int ep_run(struct loop *l)
 			else
 				drain_socket(l, fd, id, now);
 		}
+		flush(l);
 		now = loop_now();
 		if (!l->stop && now >= l->h.next_deadline(l->h.arg))
 			l->h.on_tick(l->h.arg, now);
 	}
+	flush(l);
 	return 0;
 }
 
