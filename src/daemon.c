@@ -68,8 +68,9 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	d->leave_check = now + DAEMON_LEAVE_CHECK;
 	sdnotify("STOPPING=1");
 	notify_status(d);
-	log_info("%s: draining %u sessions for up to %llu ms", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
-		 n, (unsigned long long)d->conf->drain_timeout_ms);
+	log_info("SIG%s: draining %u sessions for up to %llu ms",
+		 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", n,
+		 (unsigned long long)d->conf->drain_timeout_ms);
 }
 
 /* Read the ban file into a new list; the current one is replaced only

@@ -356,6 +356,11 @@ static void note_qport(struct relay *r, uint32_t idx, const struct loop_dgram *d
 		char a[ADDR_STRLEN], b[ADDR_STRLEN];
 
 		STAT_ADD(r->stats.qport_collisions, 1);
+		/* One line a second at most: spoofed traffic must not flood the
+		 * log; the counter has them all. */
+		if (d->now < r->qport_log_next)
+			return;
+		r->qport_log_next = d->now + NS_PER_SEC;
 		log_warnx("relay %s: qport %u used by %s and %s: the game server may mix up "
 			  "these two players",
 			  r->conf->name, s->qport, addr_str(&r->st.s[owner - 1].client.sa, a),

@@ -53,6 +53,7 @@ struct relay {
 	struct qcache cache;        /* its last getinfo/getstatus replies */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	uint32_t *qport_owner;      /* qport -> session index + 1 */
+	uint64_t qport_log_next;    /* ns: collisions are logged once a second */
 	struct relay_stats stats;
 };
 

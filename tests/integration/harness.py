@@ -1227,3 +1227,142 @@ def client_on(ctx, relay, host, timeout=2.0):
     c.addr = s.getsockname()
     c.port = c.addr[1]
     return c
+
+
+# --------------------------------------------------------------------------
+# Abuse-resistance helpers (appended for the reflection, starvation,
+# session-flood and abuse-misc tests; nothing above depends on them)
+
+import struct as _struct  # noqa: E402
+
+
+def ipv4_udp(src, dst, payload, ttl=64, ident=0):
+    """An IPv4 header + UDP datagram from src (ip, port) to dst (ip, port),
+    for a raw IPPROTO_RAW socket. The kernel fills in the IP checksum (and
+    the id when 0); the UDP checksum is 0, "none", which IPv4 allows."""
+    ulen = 8 + len(payload)
+    ip = _struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, ident, 0, ttl, socket.IPPROTO_UDP, 0,
+                      socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
+    return ip + _struct.pack("!HHHH", src[1], dst[1], ulen, 0) + payload
+
+
+class RawUdp:
+    """Sends UDP datagrams with any source address (IPv4, raw socket with
+    IP_HDRINCL): root only, else the test is skipped. Meant for 127.0.0.0/8:
+    everything stays on this machine."""
+
+    def __init__(self, sndbuf=4 << 20):
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        except PermissionError as e:
+            raise TestSkip(f"a raw socket needs root (CAP_NET_RAW): {e}")
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_HDRINCL, 1)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        except OSError:
+            pass
+        self.sock = s
+        self.sent = 0
+        self.sent_bytes = 0   # UDP payload bytes
+        self.errors = 0
+        _register(self)
+
+    def send(self, src, dst, payload):
+        """One datagram; False (and counted) when the kernel refused it."""
+        try:
+            self.sock.sendto(ipv4_udp(src, dst, payload), (dst[0], 0))
+        except OSError:
+            self.errors += 1
+            return False
+        self.sent += 1
+        self.sent_bytes += len(payload)
+        return True
+
+    def send_raw(self, packet, dst_ip, payload_len):
+        """A datagram built beforehand with ipv4_udp()."""
+        try:
+            self.sock.sendto(packet, (dst_ip, 0))
+        except OSError:
+            self.errors += 1
+            return False
+        self.sent += 1
+        self.sent_bytes += payload_len
+        return True
+
+    def close(self):
+        try:
+            self.sock.close()
+        except Exception:
+            pass
+
+
+def udp_socket(host, port=0, timeout=1.0, rcvbuf=4 << 20):
+    """A UDP socket bound to host:port (any 127.0.0.0/8 address works on
+    Linux), with a big receive buffer; closed at exit."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    except OSError:
+        pass
+    s.bind((host, port))
+    s.settimeout(timeout)
+
+    class _Closer:
+        def close(self_inner):
+            try:
+                s.close()
+            except Exception:
+                pass
+    _register(_Closer())
+    return s
+
+
+def drain_socket(s, quiet=0.3, max_seconds=5.0, max_packets=1000000):
+    """Read s until it stays quiet for `quiet` seconds (bounded by
+    max_seconds and max_packets): [(time, data, src)]."""
+    out = []
+    end = time.monotonic() + max_seconds
+    for _ in range(max_packets):
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        s.settimeout(min(quiet, left))
+        try:
+            data, src = s.recvfrom(MAX_DGRAM)
+        except socket.timeout:
+            break
+        except OSError:
+            continue
+        out.append((time.monotonic(), data, src))
+    return out
+
+
+def get_metrics(port, token, host=LOOPBACK):
+    """GET /metrics -> parse_metrics() samples; fails unless 200."""
+    r = http_request(port, "GET", "/metrics", token=token, host=host)
+    if r.status != 200:
+        fail(f"GET /metrics: status {r.status}: {short(r.body)}")
+    return parse_metrics(r.text)
+
+
+def get_json(port, path, token, host=LOOPBACK):
+    """GET path -> parsed JSON; fails unless 200."""
+    r = http_request(port, "GET", path, token=token, host=host)
+    if r.status != 200:
+        fail(f"GET {path}: status {r.status}: {short(r.body)}")
+    return r.json()
+
+
+def drops(samples, reason):
+    """etrelay_dropped_datagrams_total{reason=...} (0 when absent)."""
+    return int(metric_value(samples, "etrelay_dropped_datagrams_total", reason=reason) or 0)
+
+
+def closed(samples, reason):
+    """etrelay_sessions_closed_total{reason=...} (0 when absent)."""
+    return int(metric_value(samples, "etrelay_sessions_closed_total", reason=reason) or 0)
+
+
+def counter(samples, name, **labels):
+    """A sample's value as an int (0 when absent)."""
+    return int(metric_value(samples, name, **labels) or 0)

@@ -9,6 +9,8 @@
 - --session-ports 41000-41009 --max-sessions 10: the game server sees
   every session from a port in the range, ten different ports; an 11th
   client is refused; once they expire, ten new clients reuse the range.
+  (When another process holds one of those ports, ten free ports above the
+  kernel's ephemeral range stand in for them.)
 - --session-ports 41000-41004 --max-sessions 10 is a startup error naming
   both.
 - Under `prlimit --nofile=200:200`, --max-sessions 5000 is a startup error
@@ -16,7 +18,6 @@
   sessions."""
 
 import os
-import re
 import signal
 import socket
 import sys
@@ -86,7 +87,7 @@ def max_sessions(ctx):
     relay.signal(signal.SIGTERM)
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status")
     relay._join_readers()
-    H.check(relay.count(r"^stats default: sessions opened 3 closed 3 active 0; .*full 3,") == 1,
+    H.check(relay.count(r"^stats default: sessions opened 3 closed 3 active 0; .*full 3\b") == 1,
             f"stats line at exit: {relay.text_lines()[-1:]}")
 
     # a full table of expired sessions makes room
@@ -105,8 +106,7 @@ def max_sessions(ctx):
     master.stop()
 
 
-def session_ports(ctx):
-    lo, hi = 41000, 41009
+def busy_ports(lo, hi):
     busy = []
     for p in range(lo, hi + 1):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -116,9 +116,36 @@ def session_ports(ctx):
             busy.append(p)
         finally:
             s.close()
-    if busy:
-        H.fail(f"environment: UDP ports {busy} in {lo}-{hi} are taken by another process; "
-               f"this test needs the whole range free")
+    return busy
+
+
+def port_range():
+    """41000-41009 when all ten are free. That range lies inside the
+    kernel's ephemeral ports, where any other process's socket may sit
+    (or another copy of this test); then ten free ports above
+    ip_local_port_range, where no ephemeral socket lands, are used."""
+    seen = {}
+    for _ in range(10):
+        busy = busy_ports(41000, 41009)
+        if not busy:
+            return 41000, 41009
+        seen[41000] = busy
+        time.sleep(0.1)
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            top = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        top = 60999
+    for lo in range(max(top + 1, 1024) + 10, 65535 - 10, 10):
+        if not busy_ports(lo, lo + 9):
+            H.log(f"UDP ports {seen[41000]} of 41000-41009 are taken by another process: "
+                  f"using {lo}-{lo + 9} instead")
+            return lo, lo + 9
+    H.fail(f"environment: no 10 free UDP ports (41000-41009 has {seen[41000]} taken)")
+
+
+def session_ports(ctx):
+    lo, hi = port_range()
     gs = ctx.game_server()
     master = ctx.master(challenge=False)
     relay = ctx.relay("--master", f"127.0.0.1:{master.port}", "--upstream", f"127.0.0.1:{gs.port}",
@@ -160,8 +187,8 @@ def session_ports(ctx):
     relay.signal(signal.SIGTERM)
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status")
     relay._join_readers()
-    H.check(relay.count(r"^stats default: sessions opened 20 closed 20 active 0; .*full 2, "
-                        r"draining 0, socket 0,") == 1,
+    H.check(relay.count(r"^stats default: sessions opened 20 closed 20 active 0; .*full 2\b") == 1
+            and relay.count(r"^stats default: .*\bsocket [1-9]") == 0,
             f"stats line at exit: {relay.text_lines()[-1:]}")
     gs.stop()
     master.stop()
@@ -213,8 +240,8 @@ def fd_limit(ctx):
     relay.signal(signal.SIGTERM)
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status (150 sessions under RLIMIT_NOFILE 200)")
     relay._join_readers()
-    H.check(relay.count(r"^stats default: sessions opened 150 closed 150 active 0; .*full 1, "
-                        r"draining 0, socket 0,") == 1,
+    H.check(relay.count(r"^stats default: sessions opened 150 closed 150 active 0; .*full 1\b") == 1
+            and relay.count(r"^stats default: .*\bsocket [1-9]") == 0,
             f"stats line at exit: {relay.text_lines()[-1:]}")
     gs.stop()
     master.stop()

@@ -149,7 +149,7 @@ def test(ctx):
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status after SIGTERM")
     relay._join_readers()
     H.check(relay.count(rf"^stats default: sessions opened {CLIENTS} closed {CLIENTS} active 0; "
-                        rf"up {sent} pkts {sent_bytes} B; down {got} pkts {got_bytes} B;") == 1,
+                        rf"up {sent} pkts {sent_bytes} B; down {got} pkts {got_bytes} B\b") == 1,
             f"the stats line at exit does not agree with /metrics: {relay.text_lines()[-2:]}")
 
 

@@ -14,7 +14,6 @@ lifecycle token, drain and resume do not exist (404). A public
 
 import json
 import os
-import re
 import signal
 import socket
 import sys

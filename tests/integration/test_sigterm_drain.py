@@ -15,7 +15,6 @@
   nor lets a new client in."""
 
 import os
-import re
 import signal
 import sys
 import time
