@@ -16,6 +16,7 @@ time and count, nothing is left running after the script exits.
 """
 
 import atexit
+import shlex
 import os
 import random
 import re
@@ -39,6 +40,15 @@ MAX_DGRAM = 65536  # larger than any IPv4 UDP payload: a read never truncates
 # Everything started by this process, killed at exit whatever happens.
 _live = []
 _live_lock = threading.Lock()
+
+# `meson test --setup valgrind` runs every etrelay under a checker given in
+# ETRELAY_WRAPPER; the checker exits CHECKER_STATUS when it found errors.
+WRAPPER = shlex.split(os.environ.get("ETRELAY_WRAPPER", ""))
+CHECKER_STATUS = 99
+CHECKER_ERRORS = []
+# Time bounds on etrelay's own reactions scale by this under a checker,
+# which makes it several times slower (never set otherwise).
+SLOW = float(os.environ.get("ETRELAY_SLOW", "1"))
 
 
 def _register(obj):
@@ -184,7 +194,7 @@ class Relay:
         self.backend = backend
         self.port = listen_port or free_udp_port()
         self.addr = (LOOPBACK, self.port)
-        self.cmd = list(wrapper) + [binary]
+        self.cmd = list(wrapper) + WRAPPER + [binary]
         if listen:
             self.cmd += ["--listen", f"{LOOPBACK}:{self.port}"]
         if backend is not None:
@@ -337,6 +347,13 @@ class Relay:
             t.join(timeout=2.0)
 
     def close(self):
+        if self.proc.poll() is None and WRAPPER:
+            # Let the checker finish and report at a normal exit.
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             self.proc.kill()
         try:
@@ -344,6 +361,8 @@ class Relay:
         except subprocess.TimeoutExpired:
             pass
         self._join_readers()
+        if WRAPPER and self.proc.returncode == CHECKER_STATUS and self not in CHECKER_ERRORS:
+            CHECKER_ERRORS.append(self)
         for p in (self.proc.stdout, self.proc.stderr):
             try:
                 p.close()
@@ -877,6 +896,12 @@ def main(test_fn):
     finally:
         ctx.cleanup()
         _kill_everything()
+    if CHECKER_ERRORS and rc != EXIT_SKIP:
+        rc = EXIT_FAIL
+        print(f"FAIL {name} [{backend}]: {WRAPPER[0]} found errors in {len(CHECKER_ERRORS)} "
+              f"etrelay run(s):")
+        for r in CHECKER_ERRORS:
+            r.dump(n=200)
     sys.stdout.flush()
     sys.exit(rc)
 
@@ -1366,3 +1391,103 @@ def closed(samples, reason):
 def counter(samples, name, **labels):
     """A sample's value as an int (0 when absent)."""
     return int(metric_value(samples, name, **labels) or 0)
+
+
+def stand_in_on(cls, host, **kw):
+    """A stand-in (GameServer, Master or a subclass) bound to host instead
+    of 127.0.0.1, e.g. a veth address."""
+    def start(self):
+        self.addr = (host, self.port)
+        return cls.start(self)
+    return type(cls.__name__ + "On", (cls,), {"start": start})(**kw)
+
+
+def ip_checksum(header):
+    """The Internet checksum of an IPv4 header (checksum field zeroed)."""
+    if len(header) % 2:
+        header += b"\0"
+    s = sum(_struct.unpack("!%dH" % (len(header) // 2), header))
+    s = (s >> 16) + (s & 0xffff)
+    s += s >> 16
+    return ~s & 0xffff
+
+
+def ether_udp(src, dst, payload, src_mac, dst_mac):
+    """An Ethernet frame carrying ipv4_udp(src, dst, payload), IP checksum
+    filled in: for an AF_PACKET socket, which the kernel does not touch."""
+    ip = bytearray(ipv4_udp(src, dst, payload, ident=1))
+    ip[10:12] = _struct.pack("!H", ip_checksum(bytes(ip[:20])))
+    return dst_mac + src_mac + b"\x08\x00" + bytes(ip)
+
+
+class VethNetns:
+    """A network namespace joined to this one by a veth pair:
+    host side `host_ip`/24, namespace side `ns_ip`/24. wrapper() is the
+    argv prefix that runs a command inside. close() deletes the namespace
+    (and with it the pair). Raises TestSkip when it cannot be built (not
+    root, no ip(8), no namespaces)."""
+
+    def __init__(self, sysctls=()):
+        ipcmd = shutil.which("ip")
+        if os.geteuid() != 0 or not ipcmd:
+            raise TestSkip("a network namespace needs root and ip(8)")
+        tag = f"{os.getpid() % 100000}{random.randrange(100)}"
+        self.ip = ipcmd
+        self.name = f"etrelay-t{tag}"
+        self.host_if, self.ns_if = f"etrh{tag}", f"etrn{tag}"
+        used = subprocess.run([ipcmd, "-4", "addr"], capture_output=True, text=True).stdout
+        for _ in range(50):
+            octet = random.randrange(1, 250)
+            if f"10.213.{octet}." not in used:
+                break
+        self.host_ip, self.ns_ip = f"10.213.{octet}.1", f"10.213.{octet}.2"
+        self.created = False
+        _register(self)
+        steps = [
+            ["netns", "add", self.name],
+            ["link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if],
+            ["link", "set", self.ns_if, "netns", self.name],
+            ["addr", "add", f"{self.host_ip}/24", "dev", self.host_if],
+            ["link", "set", self.host_if, "up"],
+            ["-n", self.name, "addr", "add", f"{self.ns_ip}/24", "dev", self.ns_if],
+            ["-n", self.name, "link", "set", self.ns_if, "up"],
+        ]
+        for i, st in enumerate(steps):
+            r = subprocess.run([ipcmd] + st, capture_output=True, text=True, timeout=10)
+            if i == 0 and r.returncode == 0:
+                self.created = True
+            if r.returncode != 0:
+                self.close()
+                raise TestSkip(f"ip {' '.join(st)}: {r.stderr.strip()}")
+        for key, val in sysctls:
+            key = key.replace("{ns_if}", self.ns_if)
+            r = subprocess.run(self.wrapper() + ["sysctl", "-q", "-w", f"{key}={val}"],
+                               capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                self.close()
+                raise TestSkip(f"sysctl {key}={val} in {self.name}: {r.stderr.strip()}")
+        with open(f"/sys/class/net/{self.host_if}/address") as f:
+            self.host_mac = bytes.fromhex(f.read().strip().replace(":", ""))
+        r = subprocess.run(self.wrapper() + ["cat", f"/sys/class/net/{self.ns_if}/address"],
+                           capture_output=True, text=True, timeout=10)
+        self.ns_mac = bytes.fromhex(r.stdout.strip().replace(":", ""))
+        # the namespace side answers ARP at once; give the link a moment
+        wait_until(lambda: open(f"/sys/class/net/{self.host_if}/operstate").read().strip() == "up",
+                   5, f"{self.host_if} up")
+
+    def wrapper(self):
+        return [self.ip, "netns", "exec", self.name]
+
+    def send_frame(self, frame):
+        """Put an Ethernet frame on the host side of the pair."""
+        p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        try:
+            p.bind((self.host_if, 0))
+            p.send(frame)
+        finally:
+            p.close()
+
+    def close(self):
+        if self.created:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, timeout=10)
+            self.created = False

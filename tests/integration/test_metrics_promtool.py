@@ -111,10 +111,10 @@ def test(ctx):
     problems = []
     for name, labels, want in checks:
         v = H.metric_value(s, name, **labels)
+        if name == "process_max_fds" and H.WRAPPER and v is not None and want - 32 <= v <= want:
+            continue  # a checker such as valgrind keeps a few descriptors for itself
         if v != float(want):
             problems.append(f"{name}{labels}: expected {want}, seen {v}")
-    # (etrelay_master_listing_confirmed is not checked here: a master is
-    # recognised by its IP alone, and on loopback every client shares it)
     # exactly one backend and one build sample
     for name in ("etrelay_backend_info", "etrelay_build_info"):
         n = sum(1 for (nm, _) in s if nm == name)
