@@ -137,7 +137,7 @@ static int check_bans(const struct etr_conf *c)
 	rc = banlist_load(&b, text, len, c->ban_file, err, sizeof(err));
 	free(text);
 	if (rc != 0)
-		fputs(err, stderr);
+		fprintf(stderr, "%s%s", err, err[0] && err[strlen(err) - 1] != '\n' ? "\n" : "");
 	else
 		printf("ban-file %s: %zu entries\n", c->ban_file, b.entries);
 	banlist_free(&b);

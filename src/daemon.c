@@ -120,6 +120,8 @@ static void on_signal(struct daemon *d)
 				log_info("SIGHUP: tokens reloaded");
 			if (load_bans(d) < 0)
 				log_warnx("SIGHUP: keeping the previous ban list");
+			if (!d->ops_plane && d->conf->ban_file[0] == '\0')
+				log_info("SIGHUP: nothing to reload (no ops tokens, no ban-file)");
 			continue;
 		}
 		begin_leave(d, (int)si.ssi_signo, loop_now());

@@ -19,8 +19,12 @@
 #define UR_CQ_ENTRIES 16384
 #define UR_NBUFS 512 /* power of two: the ring's mask */
 #define UR_BGID 0
-/* recvmsg_out header + the largest name + the largest datagram. */
-#define UR_BUF_SIZE (sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) + LOOP_MAX_DGRAM)
+/* recvmsg_out header + the largest name + the largest datagram, rounded to
+ * a cache line: the kernel writes the header at the start of each buffer,
+ * and it must be aligned for us to read it. */
+#define UR_BUF_SIZE                                                                        \
+	((sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) + LOOP_MAX_DGRAM + \
+	  63) & ~(size_t)63)
 
 /* user_data: op (8 bits) | aux (24 bits) | id (32 bits). Never a pointer. */
 enum { OP_RECV = 1, OP_SEND, OP_POLL, OP_TIMER, OP_CANCEL };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* The operations plane: an HTTP listener in a thread of its own serving
- * /healthz, /readyz, /lifecycle, drain and resume, and /metrics from
+ * /healthz, /readyz, /lifecycle, drain and resume, /sessions and /metrics from
  * struct etr_stats. It never touches the packet loop's memory beyond that. */
 #ifndef ETR_OPS_H
 #define ETR_OPS_H

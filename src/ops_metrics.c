@@ -130,7 +130,8 @@ static void relays(FILE *f, struct etr_stats *st)
 	       STAT_GET(r->sessions_active));
 
 	family(f, "etrelay_sessions_closed_total", "counter",
-	       "Sessions closed, by reason: idle (timeout), shutdown, error (socket failed).");
+	       "Sessions closed, by reason: idle (timeout), shutdown, error (socket failed), "
+	       "unassured (the game server never answered), evicted (made room when full).");
 	EACH_RELAY
 	for (unsigned c = 0; c < CLOSE_COUNT; c++)
 		sample(f, "etrelay_sessions_closed_total",

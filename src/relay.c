@@ -572,7 +572,8 @@ static void on_resolved(struct relay *r)
 					  m->host, gai_strerror(res.gai_err));
 		}
 		m->last_err = res.gai_err;
-		if (m->heartbeat_due && r->hb.server == HB_UP) {
+		if (m->heartbeat_due && r->hb.server == HB_UP &&
+		    STAT_GET(r->global->lifecycle) == LIFECYCLE_ACTIVE) {
 			if (m->have_addr)
 				send_heartbeat(r, res.slot, r->conf->heartbeat);
 			else
@@ -650,15 +651,29 @@ void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d)
 
 void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 {
+	uint32_t idx;
+
+	/* The probe's own refusals show in the probe rounds, not here. */
+	if (RELAY_ID_KIND(id) == RELAY_ID_PROBE)
+		return;
+	if (RELAY_ID_KIND(id) != RELAY_ID_SESSION) {
+		log_debug("receive on the public socket: %s", strerror(-err));
+		return;
+	}
 	/* A closed game-server port shows up on its connected sockets; the
-	 * session stays, the server may come back. */
+	 * session stays, the server may come back. So do passing conditions. */
 	if (err == -ECONNREFUSED) {
 		STAT_ADD(r->stats.refused, 1);
 		return;
 	}
-	log_debug("receive on %s: %s",
-		  RELAY_ID_KIND(id) == RELAY_ID_PUBLIC ? "public socket" : "session socket",
-		  strerror(-err));
+	if (err == -EAGAIN || err == -EINTR || err == -ENOBUFS || err == -ENOMEM)
+		return;
+	/* Anything else and the socket is of no further use. */
+	idx = session_deref(&r->st, RELAY_ID_REF(id));
+	if (idx != SESSION_NONE) {
+		log_debug("session socket: %s", strerror(-err));
+		session_close(r, idx, CLOSE_ERROR);
+	}
 }
 
 void relay_on_sent(struct relay *r, uint32_t id, int res)

@@ -16,13 +16,6 @@
 /* Index value meaning "no session". */
 #define SESSION_NONE UINT32_MAX
 
-enum session_close_reason {
-	SESSION_CLOSE_IDLE,     /* no packet either way for the timeout */
-	SESSION_CLOSE_SHUTDOWN, /* relay exiting */
-	SESSION_CLOSE_ERROR,    /* its socket failed for good */
-	SESSION_CLOSE_REASON_COUNT
-};
-
 struct session {
 	union etr_sockaddr client; /* key */
 	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
