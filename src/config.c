@@ -250,20 +250,6 @@ static const char *set_duration(struct etr_conf *c, struct relay_conf *r, const 
 		       : NULL;
 }
 
-static const char *set_max_sessions(struct etr_conf *c, struct relay_conf *r,
-				    const struct key *k, const char *v, struct layer *ly)
-{
-	unsigned long long n;
-	char *end;
-
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > 100000)
-		return "expected a number from 1 to 100000";
-	r->max_sessions = (uint32_t)n;
-	return NULL;
-}
-
 /* A count in [1, 100000] into the uint32_t at k->off. */
 static const char *set_count(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			     const char *v, struct layer *ly)
@@ -365,7 +351,7 @@ static const struct key keys[] = {
 	{ "heartbeat-interval", SCOPE_RELAY, false, RK(heartbeat_interval_ms), set_duration },
 	{ "probe-timeout", SCOPE_RELAY, false, RK(probe_timeout_ms), set_duration },
 	{ "session-timeout", SCOPE_RELAY, false, RK(session_timeout_ms), set_duration },
-	{ "max-sessions", SCOPE_RELAY, false, 0, set_max_sessions },
+	{ "max-sessions", SCOPE_RELAY, false, RK(max_sessions), set_count },
 	{ "session-ports", SCOPE_RELAY, false, 0, set_ports },
 	{ "sessions-per-ip", SCOPE_RELAY, false, RK(sessions_per_ip), set_count },
 	{ "unassured-timeout", SCOPE_RELAY, false, RK(unassured_timeout_ms), set_duration },
