@@ -864,6 +864,69 @@ static void test_config_test_option_sets_test(void **state)
 	assert_true(c.probe);
 }
 
+static void test_config_abuse_keys_have_their_defaults(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_int_equal(c.relays[0].sessions_per_ip, 8);
+	assert_int_equal(c.relays[0].unassured_timeout_ms, 10000);
+	assert_int_equal(c.relays[0].ip_query_burst, 10);
+	assert_int_equal(c.relays[0].ip_query_rate, 1);
+	assert_int_equal(c.relays[0].server_query_burst, 8);
+	assert_int_equal(c.relays[0].server_query_rate, 1);
+	assert_int_equal(c.relays[0].query_cache_ms, 1000);
+	assert_string_equal(c.ban_file, "");
+}
+
+static void test_config_abuse_keys_from_the_file_and_the_command_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "ban-file /etc/etrelay/bans\n"
+			     "sessions-per-ip 3\n"
+			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n"
+			     "unassured-timeout 5s\nip-query-burst 20\nip-query-rate 2\n"
+			     "server-query-burst 9\nserver-query-rate 3\nquery-cache 0\n"
+			     "[relay b]\nupstream h:2\nlisten 127.0.0.1:2\n",
+			     ARGV("--query-cache", "2s")),
+			 0);
+	assert_string_equal(c.ban_file, "/etc/etrelay/bans");
+	assert_int_equal(c.relays[0].sessions_per_ip, 3); /* inherited */
+	assert_int_equal(c.relays[1].sessions_per_ip, 3);
+	assert_int_equal(c.relays[0].unassured_timeout_ms, 5000);
+	assert_int_equal(c.relays[0].ip_query_burst, 20);
+	assert_int_equal(c.relays[0].ip_query_rate, 2);
+	assert_int_equal(c.relays[0].server_query_burst, 9);
+	assert_int_equal(c.relays[0].server_query_rate, 3);
+	assert_int_equal(c.relays[1].server_query_burst, 8);
+	/* the command line wins in every relay */
+	assert_int_equal(c.relays[0].query_cache_ms, 2000);
+	assert_int_equal(c.relays[1].query_cache_ms, 2000);
+}
+
+static void test_config_server_query_burst_must_leave_browsers_a_share(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--server-query-burst", "5")), -1);
+	assert_non_null(strstr(e.text, "server-query-burst 5"));
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--server-query-burst", "6")), 0);
+	assert_int_equal(args(&c, &e, ARGV("--sessions-per-ip", "0")), -1);
+	assert_non_null(strstr(e.text, "--sessions-per-ip"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache", "soon")), -1);
+	assert_non_null(strstr(e.text, "'soon'"));
+	assert_int_equal(run(&c, &e, "[relay a]\nupstream h:1\nban-file /x\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, PATH ":3: ban-file: a process-wide key"));
+}
+
 static void test_config_probe_without_test_is_an_error(void **state)
 {
 	struct etr_conf c;
@@ -2158,6 +2221,9 @@ int main(void)
 	    cmocka_unit_test(test_config_config_option_sets_the_path),
 	    cmocka_unit_test(test_config_test_option_sets_test),
 	    cmocka_unit_test(test_config_probe_without_test_is_an_error),
+	    cmocka_unit_test(test_config_abuse_keys_have_their_defaults),
+	    cmocka_unit_test(test_config_abuse_keys_from_the_file_and_the_command_line),
+	    cmocka_unit_test(test_config_server_query_burst_must_leave_browsers_a_share),
 	    cmocka_unit_test(test_config_unknown_option_error_names_it),
 	    cmocka_unit_test(test_config_unknown_short_option_in_a_cluster_error_names_it),
 	    cmocka_unit_test(test_config_value_given_to_a_flag_error_names_the_flag),
