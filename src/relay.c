@@ -247,7 +247,6 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 		return SESSION_NONE;
 	}
 	r->st.s[idx].master = master_of(r, client);
-	r->st.s[idx].local_port = net_local_port(fd);
 	STAT_ADD(r->stats.sessions_opened, 1);
 	STAT_SET(r->stats.sessions_active, r->st.active);
 	if (log_debug_on) {
@@ -759,7 +758,9 @@ void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *fir
 		*first = false;
 		fputs("{\"relay\":", f);
 		json_string(f, r->conf->name);
-		fprintf(f, ",\"server_port\":%u,\"client\":", s->local_port);
+		/* Asked of the kernel only here, so opening a session (which a
+		 * spoofed flood does at line rate) costs no extra syscall. */
+		fprintf(f, ",\"server_port\":%u,\"client\":", net_local_port(s->fd));
 		json_string(f, addr_str(&s->client.sa, a));
 		fprintf(f,
 			",\"age_seconds\":%llu,\"idle_seconds\":%llu,\"packets_up\":%llu,"

@@ -33,7 +33,6 @@ struct session {
 	bool assured;     /* the game server has answered this client */
 	bool qport_known;
 	uint16_t qport;      /* from the client's first in-game packet */
-	uint16_t local_port; /* of its socket: the port the game server sees */
 	char name[32];       /* player name from its connect, "" if none */
 };
 
