@@ -55,6 +55,8 @@ const char conf_usage[] =
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
 	"                            event loop (auto: io_uring, else epoll)\n"
+	"  --gso yes|no              send runs of datagrams to one destination as one\n"
+	"                            UDP GSO train (yes; needs Linux 4.18)\n"
 	"  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
 	"  --ops-allow-public        let --ops-listen bind a public address\n"
 	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
@@ -110,6 +112,7 @@ void conf_defaults(struct etr_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->backend = CONF_BACKEND_AUTO;
+	c->gso = true;
 	base_defaults(&c->base);
 }
 
@@ -362,6 +365,7 @@ static const struct key keys[] = {
 	{ "query-cache", SCOPE_RELAY, false, 0, set_cache },
 	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
 	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
+	{ "gso", SCOPE_GLOBAL, false, GK(gso), set_bool },
 	{ "ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen },
 	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
 	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },

@@ -80,6 +80,7 @@ struct conf_cli {
 struct etr_conf {
 	/* Process-wide. */
 	enum conf_backend backend;
+	bool gso; /* UDP GSO trains (default on) */
 	bool debug;
 	bool ops_enabled, ops_allow_public;
 	union etr_sockaddr ops_listen;

@@ -300,14 +300,14 @@ static int create_loop(struct daemon *d)
 		.on_readable = h_readable,
 		.next_deadline = h_deadline,
 	};
-	unsigned fds = 16;
+	struct loop_conf lc = { .max_sockets = 16, .gso = d->conf->gso };
 	char why[256] = "";
 	int rc;
 
 	for (unsigned i = 0; i < d->conf->nrelays; i++)
-		fds += d->conf->relays[i].max_sessions + 4;
+		lc.max_sockets += d->conf->relays[i].max_sessions + 4;
 	d->ops = d->conf->backend == CONF_BACKEND_EPOLL ? &loop_epoll_ops : &loop_uring_ops;
-	rc = d->ops->create(&d->loop, &h, fds, why, sizeof(why));
+	rc = d->ops->create(&d->loop, &h, &lc, why, sizeof(why));
 	if (rc < 0 && d->conf->backend == CONF_BACKEND_URING) {
 		log_warnx("io_uring unavailable: %s", why);
 		return EXIT_UNAVAILABLE;
@@ -315,7 +315,7 @@ static int create_loop(struct daemon *d)
 	if (rc < 0 && d->conf->backend == CONF_BACKEND_AUTO) {
 		log_info("io_uring unavailable: %s; falling back to epoll", why);
 		d->ops = &loop_epoll_ops;
-		rc = d->ops->create(&d->loop, &h, fds, why, sizeof(why));
+		rc = d->ops->create(&d->loop, &h, &lc, why, sizeof(why));
 	}
 	if (rc < 0) {
 		log_warnx("%s", why);
@@ -362,6 +362,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	if ((rc = create_loop(d)) != 0)
 		return rc;
 	d->stats.backend = d->ops->name;
+	d->stats.loop = d->ops->stats(d->loop);
 	d->sig_fd = signals_fd();
 	if (d->sig_fd < 0) {
 		log_warn("signalfd");

@@ -4,6 +4,7 @@
 #ifndef ETR_LOOP_H
 #define ETR_LOOP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,11 +47,20 @@ struct loop_handler {
 	uint64_t (*next_deadline)(void *arg);
 };
 
+/* Written by the loop thread only, read by the ops thread (stats.h rules). */
 struct loop_stats {
-	uint64_t recv_batches;  /* recvmmsg calls / recv CQEs handled */
-	uint64_t send_batches;  /* sendmmsg calls / io_uring_enter submits */
-	uint64_t nobufs;        /* times receive stalled for lack of buffers */
-	uint64_t send_failures; /* forwards that failed before reaching the kernel */
+	_Atomic uint64_t recv_batches;  /* recvmmsg calls / recv CQEs handled */
+	_Atomic uint64_t send_batches;  /* sendmmsg calls / io_uring_enter submits */
+	_Atomic uint64_t nobufs;        /* times receive stalled for lack of buffers */
+	_Atomic uint64_t send_failures; /* forwards that failed before reaching the kernel */
+	_Atomic uint64_t gso_trains;    /* sends that carried more than one datagram */
+	_Atomic uint64_t gso_datagrams; /* datagrams that left in those trains */
+	_Atomic uint64_t gso_refused;   /* trains the kernel refused, resent one by one */
+};
+
+struct loop_conf {
+	unsigned max_sockets; /* a hint: fd tables grow past it */
+	bool gso;             /* gather runs to one destination into UDP GSO sends */
 };
 
 /* A backend: a const table chosen at run time. */
@@ -58,7 +68,7 @@ struct loop_ops {
 	const char *name;
 	/* Returns 0, or -errno with a reason in why[] (for the fallback log). */
 	int (*create)(struct loop **lp, const struct loop_handler *h,
-		      unsigned max_sockets, char *why, size_t whylen);
+		      const struct loop_conf *c, char *why, size_t whylen);
 	void (*destroy)(struct loop *l);
 	/* Start receiving datagrams on non-blocking UDP socket fd. */
 	int (*add_socket)(struct loop *l, int fd, uint32_t id);
@@ -68,13 +78,16 @@ struct loop_ops {
 	int (*watch)(struct loop *l, int fd, uint32_t id);
 	/* Send the received datagram d on fd, to dst (NULL when connected).
 	 * The loop keeps d's buffer until the send completes and then calls
-	 * on_sent(id). Returns 0 or -errno (then on_sent is not called). */
+	 * on_sent(id). Returns 0 or -errno (then on_sent is not called).
+	 * Sends leave in the order given, at the latest when the loop turn
+	 * ends; runs to one destination may leave as one GSO train. */
 	int (*forward)(struct loop *l, int fd, const struct sockaddr *dst,
 		       socklen_t dstlen, struct loop_dgram *d, uint32_t id);
 	/* Run until loop_stop(); returns 0 or -errno. */
 	int (*run)(struct loop *l);
 	void (*stop)(struct loop *l);
-	void (*stats)(const struct loop *l, struct loop_stats *st);
+	/* The loop's counters; the pointer stays valid until destroy. */
+	const struct loop_stats *(*stats)(const struct loop *l);
 };
 
 extern const struct loop_ops loop_uring_ops;

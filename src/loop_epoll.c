@@ -2,7 +2,8 @@
 /* epoll backend: level-triggered epoll, recvmmsg into a pool of buffers,
  * sends gathered over the whole loop turn and flushed with one sendmmsg per
  * run of the same socket (the replies of many sessions all leave through
- * the public socket), one timerfd for the deadline. */
+ * the public socket; a run to one destination is one GSO train), one
+ * timerfd for the deadline. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include "addr.h"
 #include "loop.h"
 #include "loop_fdtab.h"
+#include "loop_gso.h"
+#include "stats.h"
 
 #define EP_BATCH 32      /* datagrams per recvmmsg */
 #define EP_POOL 256      /* receive buffers: sends of one turn wait in them */
@@ -31,6 +34,11 @@ struct loop {
 	struct mmsghdr rmsg[EP_BATCH];
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
+	union {
+		struct cmsghdr align;
+		char buf[GRO_CTL_SPACE];
+	} rctl[EP_BATCH];
+	bool gro; /* sockets hand us trains */
 	uint8_t *rbuf; /* EP_POOL * EP_BUF */
 	unsigned rused; /* pool buffers handed out since the last flush */
 	bool taken;
@@ -42,6 +50,12 @@ struct loop {
 	union etr_sockaddr sdst[EP_POOL];
 	int sfd[EP_POOL];
 	uint32_t sid[EP_POOL];
+
+	/* The same sends as trains, built by flush(): train t is datagrams
+	 * tfirst[t] .. tfirst[t] + tn[t] - 1. */
+	struct mmsghdr tmsg[EP_POOL];
+	union gso_ctl tctl[EP_POOL];
+	uint16_t tfirst[EP_POOL], tn[EP_POOL], tseg[EP_POOL];
 
 	struct loop_stats st;
 };
@@ -56,7 +70,7 @@ static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
 	return flags | (uint64_t)(uint32_t)fd << 32 | id;
 }
 
-static int ep_create(struct loop **lp, const struct loop_handler *h, unsigned max_sockets,
+static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -68,6 +82,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, unsigned ma
 	l->h = *h;
 	l->armed = UINT64_MAX;
 	l->tfd = -1;
+	l->gro = c->gso && gso_supported();
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
 	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (l->ep < 0 || l->tfd < 0) {
@@ -76,7 +91,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, unsigned ma
 		goto fail;
 	}
 	l->rbuf = malloc((size_t)EP_POOL * EP_BUF);
-	if (!l->rbuf || fdtab_init(&l->fds, max_sockets) < 0) {
+	if (!l->rbuf || fdtab_init(&l->fds, c->max_sockets, c->gso && gso_supported() ? GSO_ANY : 0) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;
@@ -125,6 +140,8 @@ static int ep_add(struct loop *l, int fd, uint32_t id, uint64_t flags)
 
 static int ep_add_socket(struct loop *l, int fd, uint32_t id)
 {
+	if (l->gro)
+		gro_enable(fd);
 	return ep_add(l, fd, id, 0);
 }
 
@@ -133,32 +150,103 @@ static int ep_watch(struct loop *l, int fd, uint32_t id)
 	return ep_add(l, fd, id, EV_WATCH);
 }
 
-/* Send what the batch gathered: one sendmmsg per run of the same fd. */
+static bool same_dst(const struct msghdr *a, const struct msghdr *b)
+{
+	return a->msg_namelen == b->msg_namelen &&
+	       (!a->msg_namelen || memcmp(a->msg_name, b->msg_name, a->msg_namelen) == 0);
+}
+
+/* Cut sends [i, j), all on fd, into trains; returns how many. The iovecs of
+ * one train are neighbours in siov[], so a train is one msghdr over them. */
+static unsigned make_trains(struct loop *l, int fd, unsigned i, unsigned j)
+{
+	uint16_t cap = fdtab_gso(&l->fds, fd);
+	unsigned nt = 0;
+
+	while (i < j) {
+		struct msghdr *m = &l->tmsg[nt].msg_hdr;
+		struct gso_run run;
+		unsigned k = i + 1;
+
+		gso_start(&run, l->siov[i].iov_len, cap);
+		while (k < j && same_dst(&l->smsg[i].msg_hdr, &l->smsg[k].msg_hdr) &&
+		       gso_join(&run, l->siov[k].iov_len))
+			k++;
+		*m = l->smsg[i].msg_hdr;
+		m->msg_iovlen = k - i;
+		if (k - i > 1) {
+			gso_set_segment(m, &l->tctl[nt], run.seg);
+			STAT_ADD(l->st.gso_trains, 1);
+			STAT_ADD(l->st.gso_datagrams, k - i);
+		}
+		l->tfirst[nt] = (uint16_t)i;
+		l->tn[nt] = (uint16_t)(k - i);
+		l->tseg[nt] = run.seg;
+		nt++;
+		i = k;
+	}
+	return nt;
+}
+
+/* Train t finished with res (bytes or -errno): one on_sent per datagram. */
+static void train_done(struct loop *l, unsigned t, int res)
+{
+	for (unsigned k = l->tfirst[t]; k < l->tfirst[t] + l->tn[t]; k++)
+		l->h.on_sent(l->h.arg, l->sid[k], res < 0 ? res : (int)l->siov[k].iov_len);
+}
+
+/* The kernel refused train t as a train: learn the socket's cap, then send
+ * its datagrams one by one, each to its own fate. */
+static void train_resend(struct loop *l, int fd, unsigned t, int err)
+{
+	STAT_ADD(l->st.gso_refused, 1);
+	fdtab_set_gso(&l->fds, fd, gso_refused(fdtab_gso(&l->fds, fd), l->tseg[t], err));
+	for (unsigned k = l->tfirst[t]; k < l->tfirst[t] + l->tn[t]; k++) {
+		ssize_t n = sendmsg(fd, &l->smsg[k].msg_hdr, MSG_DONTWAIT);
+
+		STAT_ADD(l->st.send_batches, 1);
+		l->h.on_sent(l->h.arg, l->sid[k], n < 0 ? -errno : (int)n);
+	}
+}
+
+/* Send [i, j), all on fd, as trains in as few sendmmsg calls as it takes. */
+static void send_run(struct loop *l, int fd, unsigned i, unsigned j)
+{
+	unsigned nt = make_trains(l, fd, i, j), t = 0;
+
+	while (t < nt) {
+		int n = sendmmsg(fd, &l->tmsg[t], nt - t, MSG_DONTWAIT);
+		int err = n < 0 ? -errno : 0;
+
+		STAT_ADD(l->st.send_batches, 1);
+		for (; n > 0; n--, t++)
+			train_done(l, t, (int)l->tmsg[t].msg_len);
+		if (!err)
+			continue; /* stopped short: the next call says why */
+		if (err == -EAGAIN) {
+			/* The socket buffer is full: the rest is dropped, as on
+			 * any congested hop. */
+			for (; t < nt; t++)
+				train_done(l, t, err);
+		} else if (l->tn[t] > 1) {
+			train_resend(l, fd, t++, err);
+		} else {
+			train_done(l, t++, err);
+		}
+	}
+}
+
+/* Send what the turn gathered, run by run of the same fd. */
 static void flush(struct loop *l)
 {
 	unsigned i = 0;
 
 	while (i < l->nsend) {
-		unsigned j = i + 1, k;
-		int n;
+		unsigned j = i + 1;
 
 		while (j < l->nsend && l->sfd[j] == l->sfd[i])
 			j++;
-		n = sendmmsg(l->sfd[i], &l->smsg[i], j - i, MSG_DONTWAIT);
-		l->st.send_batches++;
-		for (k = i; k < j; k++) {
-			int res;
-
-			if (n < 0)
-				res = -errno;
-			else if (k - i < (unsigned)n)
-				res = (int)l->smsg[k].msg_len;
-			else
-				res = -EAGAIN; /* the kernel stopped short: buffer full */
-			/* A failed datagram is dropped like on any congested hop;
-			 * the first error was returned, the rest are counted too. */
-			l->h.on_sent(l->h.arg, l->sid[k], res);
-		}
+		send_run(l, l->sfd[i], i, j);
 		i = j;
 	}
 	l->nsend = 0;
@@ -185,8 +273,15 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	unsigned i = l->nsend;
 	struct msghdr *m = &l->smsg[i].msg_hdr;
 
-	if (l->taken || i == EP_POOL)
+	if (l->taken)
 		return -EINVAL; /* one forward per datagram */
+	if (i == EP_POOL) {
+		/* GRO trains make many datagrams of one buffer: the queue can
+		 * fill before the pool does. Send what is queued, in order. */
+		flush(l);
+		i = 0;
+		m = &l->smsg[0].msg_hdr;
+	}
 	l->taken = true;
 	l->siov[i].iov_base = d->data;
 	l->siov[i].iov_len = d->len;
@@ -202,6 +297,39 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	l->sid[i] = id;
 	l->nsend++;
 	return 0;
+}
+
+/* Hand one received message to the layer above; a GRO train as the
+ * datagrams it was made of. False when the socket went away meanwhile. */
+static bool deliver(struct loop *l, struct mmsghdr *mm, int fd, uint32_t id, uint64_t now)
+{
+	struct msghdr *m = &mm->msg_hdr;
+	size_t len = mm->msg_len, seg = 0, off = 0;
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+		seg = gro_size(c);
+	do {
+		struct loop_dgram d = {
+			.from = m->msg_namelen ? m->msg_name : NULL,
+			.fromlen = m->msg_namelen,
+			.data = (uint8_t *)m->msg_iov->iov_base + off,
+			.len = gro_segment(len, seg, off),
+			.truncated = (m->msg_flags & MSG_TRUNC) != 0,
+			.now = now,
+		};
+
+		l->taken = false;
+		l->h.on_dgram(l->h.arg, id, &d);
+		/* A handler may flush (closing a socket does) and so reset
+		 * rused, yet later datagrams of this batch may still be queued:
+		 * the batch's buffers stay taken until the next flush either
+		 * way. */
+		if (!fdtab_is(&l->fds, fd, id))
+			return false;
+		off += d.len;
+	} while (off < len);
+	return true;
 }
 
 /* Read up to EP_TURN_BATCHES batches from one socket. */
@@ -226,33 +354,20 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 			m->msg_namelen = sizeof(l->rname[i]);
 			m->msg_iov = &l->riov[i];
 			m->msg_iovlen = 1;
+			if (l->gro) {
+				m->msg_control = l->rctl[i].buf;
+				m->msg_controllen = sizeof(l->rctl[i].buf);
+			}
 		}
 		n = recvmmsg(fd, l->rmsg, EP_BATCH, MSG_DONTWAIT, NULL);
-		l->st.recv_batches++;
+		STAT_ADD(l->st.recv_batches, 1);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				l->h.on_recv_error(l->h.arg, id, -errno);
 			return;
 		}
 		for (int i = 0; i < n; i++) {
-			struct msghdr *m = &l->rmsg[i].msg_hdr;
-			struct loop_dgram d = {
-				.from = m->msg_namelen ? m->msg_name : NULL,
-				.fromlen = m->msg_namelen,
-				.data = m->msg_iov->iov_base,
-				.len = l->rmsg[i].msg_len,
-				.truncated = (m->msg_flags & MSG_TRUNC) != 0,
-				.bid = (uint32_t)i,
-				.now = now,
-			};
-
-			l->taken = false;
-			l->h.on_dgram(l->h.arg, id, &d);
-			/* A handler may flush (closing a socket does) and so reset
-			 * rused, yet later datagrams of this batch may still be
-			 * queued: the batch's buffers stay taken until the next
-			 * flush either way. */
-			if (!fdtab_is(&l->fds, fd, id)) {
+			if (!deliver(l, &l->rmsg[i], fd, id, now)) {
 				l->rused = base + (unsigned)n;
 				return;
 			}
@@ -332,9 +447,9 @@ static void ep_stop(struct loop *l)
 	l->stop = true;
 }
 
-static void ep_stats(const struct loop *l, struct loop_stats *st)
+static const struct loop_stats *ep_stats(const struct loop *l)
 {
-	*st = l->st;
+	return &l->st;
 }
 
 const struct loop_ops loop_epoll_ops = {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /* io_uring backend: multishot recvmsg on every socket from one provided
- * buffer ring, forwards as sendmsg SQEs out of the same buffer (recycled on
- * the send's completion), one absolute timeout SQE for the deadline,
- * multishot poll for watched fds, one submit per loop turn. */
+ * buffer ring, forwards as sendmsg SQEs out of the same buffers (recycled on
+ * the send's completion; a run to one destination is one GSO sendmsg), one
+ * absolute timeout SQE for the deadline, multishot poll for watched fds,
+ * one submit per loop turn. */
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
@@ -14,16 +15,20 @@
 #include "addr.h"
 #include "loop.h"
 #include "loop_fdtab.h"
+#include "loop_gso.h"
+#include "stats.h"
 
 #define UR_ENTRIES 4096
 #define UR_CQ_ENTRIES 16384
 #define UR_NBUFS 512 /* power of two: the ring's mask */
 #define UR_BGID 0
-/* recvmsg_out header + the largest name + the largest datagram, rounded to
- * a cache line: the kernel writes the header at the start of each buffer,
- * and it must be aligned for us to read it. */
+/* Each buffer: the recvmsg_out header, the name (sockaddr_in6 rounded up so
+ * the cmsg after it is aligned), the UDP_GRO cmsg, the largest datagram or
+ * train; rounded to a cache line. The kernel writes the header at the
+ * start of each buffer, and it must be aligned for us to read it. */
+#define UR_NAMELEN CMSG_ALIGN(sizeof(struct sockaddr_in6))
 #define UR_BUF_SIZE                                                                        \
-	((sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) + LOOP_MAX_DGRAM + \
+	((sizeof(struct io_uring_recvmsg_out) + UR_NAMELEN + GRO_CTL_SPACE + LOOP_MAX_DGRAM + \
 	  63) & ~(size_t)63)
 
 /* user_data: op (8 bits) | aux (24 bits) | id (32 bits). Never a pointer. */
@@ -33,13 +38,20 @@ enum { OP_RECV = 1, OP_SEND, OP_POLL, OP_TIMER, OP_CANCEL };
 #define UD_AUX(u) ((unsigned)((u) >> 32 & 0xffffff))
 #define UD_ID(u) ((uint32_t)(u))
 
+/* One sendmsg: a single datagram or a GSO train. Segment i is buffer
+ * bid[i], forwarded for id[i]. */
 struct tx {
 	struct msghdr msg;
-	struct iovec iov;
+	union gso_ctl ctl;
 	union etr_sockaddr dst;
-	uint32_t id;
-	uint16_t bid;
+	int fd;
+	uint32_t sock; /* fdtab_raw(fd) when queued: is it still that socket? */
+	struct gso_run run;
+	struct iovec iov[GSO_MAX_SEGS];
+	uint32_t id[GSO_MAX_SEGS];
+	uint16_t bid[GSO_MAX_SEGS];
 };
+#define TX_NONE 0xffff
 
 struct loop {
 	struct loop_handler h;
@@ -49,12 +61,15 @@ struct loop {
 
 	struct io_uring_buf_ring *br;
 	uint8_t *bufs;
+	uint16_t ref[UR_NBUFS]; /* sends still reading each buffer */
 	unsigned free_bufs; /* buffers in the ring, ready for the kernel */
+	bool gro;           /* sockets hand us trains */
 	struct msghdr rmsg; /* multishot template: name and control sizes */
 
-	struct tx tx[UR_NBUFS]; /* a send holds exactly one buffer: same count */
+	struct tx tx[UR_NBUFS]; /* a send holds at least one buffer: enough */
 	uint16_t tx_free[UR_NBUFS];
 	unsigned ntx_free;
+	uint16_t pend; /* the tx still gathering a run, or TX_NONE */
 
 	/* Sockets whose multishot stopped for lack of buffers. */
 	int *stalled_fd;
@@ -64,10 +79,12 @@ struct loop {
 	struct __kernel_timespec ts;
 	uint64_t armed; /* UINT64_MAX: no timer in flight */
 	unsigned timer_gen;
-	bool taken;
+	bool taken; /* the datagram in on_dgram was forwarded */
 
 	struct loop_stats st;
 };
+
+static void tx_flush(struct loop *l);
 
 static struct io_uring_sqe *sqe_get(struct loop *l)
 {
@@ -76,7 +93,7 @@ static struct io_uring_sqe *sqe_get(struct loop *l)
 	if (!sqe) {
 		/* The SQ is full mid-turn: submit early rather than fail. */
 		io_uring_submit(&l->ring);
-		l->st.send_batches++;
+		STAT_ADD(l->st.send_batches, 1);
 		sqe = io_uring_get_sqe(&l->ring);
 	}
 	return sqe;
@@ -89,6 +106,7 @@ static uint8_t *buf_at(struct loop *l, unsigned bid)
 
 static void buf_recycle(struct loop *l, unsigned bid)
 {
+	l->ref[bid] = 0;
 	io_uring_buf_ring_add(l->br, buf_at(l, bid), UR_BUF_SIZE, (unsigned short)bid,
 			      io_uring_buf_ring_mask(UR_NBUFS), 0);
 	io_uring_buf_ring_advance(l->br, 1);
@@ -133,7 +151,7 @@ static void explain(char *why, size_t whylen, const char *what, int err)
 	snprintf(why, whylen, "%s: %s%s", what, strerror(-err), hint);
 }
 
-static int ur_create(struct loop **lp, const struct loop_handler *h, unsigned max_sockets,
+static int ur_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
 {
 	struct io_uring_params p;
@@ -208,9 +226,11 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, unsigned ma
 		l->tx_free[i] = (uint16_t)i;
 	}
 	l->ntx_free = UR_NBUFS;
-	l->rmsg.msg_namelen = sizeof(struct sockaddr_in6);
-	l->rmsg.msg_controllen = 0;
-	if (fdtab_init(&l->fds, max_sockets) < 0) {
+	l->gro = c->gso && gso_supported();
+	l->rmsg.msg_namelen = UR_NAMELEN;
+	l->rmsg.msg_controllen = l->gro ? GRO_CTL_SPACE : 0;
+	l->pend = TX_NONE;
+	if (fdtab_init(&l->fds, c->max_sockets, c->gso && gso_supported() ? GSO_ANY : 0) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "fd table: out of memory");
 		goto fail_mem;
@@ -243,6 +263,8 @@ static int ur_add_socket(struct loop *l, int fd, uint32_t id)
 {
 	int err = fdtab_set(&l->fds, fd, id);
 
+	if (l->gro)
+		gro_enable(fd);
 	if (!err)
 		err = arm_recv(l, fd, id);
 	if (err)
@@ -274,40 +296,120 @@ static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 	}
 	/* Queued sends name this fd by number: submit them before the caller
 	 * closes it, so each takes its file reference while it is ours. */
+	if (l->pend != TX_NONE)
+		tx_flush(l);
 	io_uring_submit(&l->ring);
-	l->st.send_batches++;
+	STAT_ADD(l->st.send_batches, 1);
 }
 
-static int ur_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      struct loop_dgram *d, uint32_t id)
+/* A send is done with its segment of buffer bid. */
+static void buf_put(struct loop *l, unsigned bid)
 {
-	struct io_uring_sqe *sqe;
-	struct tx *t;
-	uint16_t slot;
+	if (--l->ref[bid] == 0)
+		buf_recycle(l, bid);
+}
 
-	if (l->taken || l->ntx_free == 0)
-		return -EINVAL;
+/* A send finished with res (bytes or -errno): give back its buffers and
+ * tell the layer above once per datagram. */
+static void tx_done(struct loop *l, unsigned slot, int res)
+{
+	struct tx *t = &l->tx[slot];
+
+	for (unsigned i = 0; i < t->run.n; i++) {
+		buf_put(l, t->bid[i]);
+		l->h.on_sent(l->h.arg, t->id[i], res < 0 ? res : (int)t->iov[i].iov_len);
+	}
+	l->tx_free[l->ntx_free++] = (uint16_t)slot;
+}
+
+/* Queue the gathered tx as one sendmsg SQE. */
+static void tx_flush(struct loop *l)
+{
+	struct tx *t = &l->tx[l->pend];
+	unsigned slot = l->pend;
+	struct io_uring_sqe *sqe;
+
+	l->pend = TX_NONE;
+	t->msg.msg_iov = t->iov;
+	t->msg.msg_iovlen = t->run.n;
+	t->msg.msg_control = NULL;
+	t->msg.msg_controllen = 0;
+	if (t->run.n > 1) {
+		gso_set_segment(&t->msg, &t->ctl, t->run.seg);
+		STAT_ADD(l->st.gso_trains, 1);
+		STAT_ADD(l->st.gso_datagrams, t->run.n);
+	}
 	sqe = sqe_get(l);
 	if (!sqe) {
-		l->st.send_failures++;
-		return -EBUSY;
+		/* Cannot happen with an SQ this deep: a failed send. */
+		STAT_ADD(l->st.send_failures, t->run.n);
+		tx_done(l, slot, -EBUSY);
+		return;
 	}
-	slot = l->tx_free[--l->ntx_free];
-	t = &l->tx[slot];
+	io_uring_prep_sendmsg(sqe, t->fd, &t->msg, 0);
+	io_uring_sqe_set_data64(sqe, UD(OP_SEND, slot, 0));
+}
+
+/* A new tx for one datagram, made the pending one. */
+static void tx_open(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		    uint8_t *data, size_t len, uint16_t bid, uint32_t id, uint16_t cap)
+{
+	uint16_t slot = l->tx_free[--l->ntx_free];
+	struct tx *t = &l->tx[slot];
+
 	memset(&t->msg, 0, sizeof(t->msg));
-	t->iov.iov_base = d->data;
-	t->iov.iov_len = d->len;
-	t->msg.msg_iov = &t->iov;
-	t->msg.msg_iovlen = 1;
 	if (dst) {
 		memcpy(&t->dst, dst, dstlen);
 		t->msg.msg_name = &t->dst;
 		t->msg.msg_namelen = dstlen;
 	}
-	t->id = id;
-	t->bid = (uint16_t)d->bid;
-	io_uring_prep_sendmsg(sqe, fd, &t->msg, 0);
-	io_uring_sqe_set_data64(sqe, UD(OP_SEND, slot, id));
+	t->fd = fd;
+	t->sock = fdtab_raw(&l->fds, fd);
+	gso_start(&t->run, len, cap);
+	t->iov[0].iov_base = data;
+	t->iov[0].iov_len = len;
+	t->bid[0] = bid;
+	t->id[0] = id;
+	l->ref[bid]++;
+	l->pend = slot;
+}
+
+/* Does a datagram for fd and dst continue the pending run? */
+static bool tx_joins(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		     size_t len)
+{
+	struct tx *t = &l->tx[l->pend];
+
+	if (t->fd != fd || t->msg.msg_namelen != dstlen ||
+	    (dstlen && memcmp(&t->dst, dst, dstlen) != 0))
+		return false;
+	return gso_join(&t->run, len);
+}
+
+static int ur_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		      struct loop_dgram *d, uint32_t id)
+{
+	if (l->taken)
+		return -EINVAL;
+	if (l->pend != TX_NONE && tx_joins(l, fd, dst, dstlen, d->len)) {
+		struct tx *t = &l->tx[l->pend];
+		unsigned i = t->run.n - 1;
+
+		t->iov[i].iov_base = d->data;
+		t->iov[i].iov_len = d->len;
+		t->bid[i] = (uint16_t)d->bid;
+		t->id[i] = id;
+		l->ref[d->bid]++;
+	} else {
+		if (l->pend != TX_NONE)
+			tx_flush(l);
+		if (l->ntx_free == 0) {
+			STAT_ADD(l->st.send_failures, 1);
+			return -EBUSY;
+		}
+		tx_open(l, fd, dst, dstlen, d->data, d->len, (uint16_t)d->bid, id,
+			fdtab_gso(&l->fds, fd));
+	}
 	l->taken = true;
 	return 0;
 }
@@ -353,6 +455,35 @@ static void unstall(struct loop *l)
 	l->nstalled = kept;
 }
 
+/* Hand the datagram in buffer bid to the layer above; a GRO train as the
+ * datagrams it was made of, each with the same source. */
+static void deliver(struct loop *l, struct io_uring_recvmsg_out *o, size_t len, unsigned bid,
+		    int fd, uint32_t id, uint64_t now)
+{
+	uint8_t *p = io_uring_recvmsg_payload(o, &l->rmsg);
+	size_t seg = 0, off = 0;
+	struct cmsghdr *c;
+
+	for (c = io_uring_recvmsg_cmsg_firsthdr(o, &l->rmsg); c;
+	     c = io_uring_recvmsg_cmsg_nexthdr(o, &l->rmsg, c))
+		seg = gro_size(c);
+	do {
+		struct loop_dgram d = {
+			.from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
+			.fromlen = o->namelen,
+			.data = p + off,
+			.len = gro_segment(len, seg, off),
+			.truncated = (o->flags & MSG_TRUNC) != 0,
+			.bid = bid,
+			.now = now,
+		};
+
+		l->taken = false;
+		l->h.on_dgram(l->h.arg, id, &d);
+		off += d.len;
+	} while (off < len && fdtab_is(&l->fds, fd, id));
+}
+
 static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 {
 	uint64_t ud = cqe->user_data;
@@ -363,7 +494,7 @@ static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 
 	if (cqe->res < 0) {
 		if (cqe->res == -ENOBUFS) {
-			l->st.nobufs++;
+			STAT_ADD(l->st.nobufs, 1);
 			if (live && !more)
 				stall(l, fd, id);
 			return;
@@ -376,22 +507,12 @@ static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 		struct io_uring_recvmsg_out *o;
 
 		l->free_bufs--;
-		l->st.recv_batches++;
+		STAT_ADD(l->st.recv_batches, 1);
 		o = io_uring_recvmsg_validate(buf, cqe->res, &l->rmsg);
-		l->taken = false;
-		if (o && live) {
-			struct loop_dgram d = {
-				.from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
-				.fromlen = o->namelen,
-				.data = io_uring_recvmsg_payload(o, &l->rmsg),
-				.len = io_uring_recvmsg_payload_length(o, cqe->res, &l->rmsg),
-				.truncated = (o->flags & MSG_TRUNC) != 0,
-				.bid = bid,
-				.now = now,
-			};
-			l->h.on_dgram(l->h.arg, id, &d);
-		}
-		if (!l->taken)
+		if (o && live)
+			deliver(l, o, io_uring_recvmsg_payload_length(o, cqe->res, &l->rmsg), bid,
+				fd, id, now);
+		if (l->ref[bid] == 0)
 			buf_recycle(l, bid);
 	}
 	/* A multishot that ended without being cancelled is re-armed; a socket
@@ -404,10 +525,34 @@ static void on_send(struct loop *l, struct io_uring_cqe *cqe)
 {
 	unsigned slot = UD_AUX(cqe->user_data);
 	struct tx *t = &l->tx[slot];
+	int res = cqe->res;
 
-	buf_recycle(l, t->bid);
-	l->tx_free[l->ntx_free++] = (uint16_t)slot;
-	l->h.on_sent(l->h.arg, t->id, cqe->res);
+	if (res < 0 && t->run.n > 1 && t->sock && fdtab_raw(&l->fds, t->fd) == t->sock) {
+		/* The train as a whole was refused. Its datagrams go again one
+		 * by one, each to its own fate, and the socket learns what its
+		 * trains may carry. */
+		struct tx old = *t; /* the slot is reused below */
+
+		STAT_ADD(l->st.gso_refused, 1);
+		fdtab_set_gso(&l->fds, old.fd,
+			      gso_refused(fdtab_gso(&l->fds, old.fd), old.run.seg, res));
+		l->tx_free[l->ntx_free++] = (uint16_t)slot;
+		if (l->pend != TX_NONE)
+			tx_flush(l);
+		for (unsigned i = 0; i < old.run.n; i++) {
+			if (l->ntx_free == 0) { /* cannot happen: n buffers, n slots */
+				buf_put(l, old.bid[i]);
+				l->h.on_sent(l->h.arg, old.id[i], res);
+				continue;
+			}
+			tx_open(l, old.fd, old.msg.msg_namelen ? &old.dst.sa : NULL,
+				old.msg.msg_namelen, old.iov[i].iov_base, old.iov[i].iov_len,
+				old.bid[i], old.id[i], 0);
+			tx_flush(l);
+		}
+		return;
+	}
+	tx_done(l, slot, res);
 }
 
 static void arm_timer(struct loop *l, uint64_t deadline)
@@ -450,8 +595,10 @@ static int ur_run(struct loop *l)
 		arm_timer(l, l->h.next_deadline(l->h.arg));
 		if (l->nstalled && l->free_bufs)
 			unstall(l);
+		if (l->pend != TX_NONE)
+			tx_flush(l);
 		err = io_uring_submit_and_wait(&l->ring, 1);
-		l->st.send_batches++;
+		STAT_ADD(l->st.send_batches, 1);
 		if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
 			return err;
 		now = loop_now();
@@ -496,9 +643,9 @@ static void ur_stop(struct loop *l)
 	l->stop = true;
 }
 
-static void ur_stats(const struct loop *l, struct loop_stats *st)
+static const struct loop_stats *ur_stats(const struct loop *l)
 {
-	*st = l->st;
+	return &l->st;
 }
 
 const struct loop_ops loop_uring_ops = {

@@ -3,6 +3,7 @@
  * Prometheus conventions: etrelay_ prefix, counters end in _total, base
  * units. No label carries a client address. */
 #include "ops_metrics.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -91,6 +92,7 @@ static void sample(FILE *f, const char *name, const char *const *kv, uint64_t v)
 }
 
 #define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define NO_LABELS ((const char *const[]){ NULL })
 
 unsigned ops_metrics_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX])
 {
@@ -257,6 +259,21 @@ static void process(FILE *f, const struct ops_process *p)
 	}
 }
 
+static void loop_counters(FILE *f, const struct loop_stats *ls)
+{
+	family(f, "etrelay_gso_trains_total", "counter",
+	       "Sends that carried a run of datagrams to one destination as one UDP GSO train.");
+	sample(f, "etrelay_gso_trains_total", NO_LABELS, STAT_GET(ls->gso_trains));
+	family(f, "etrelay_gso_datagrams_total", "counter", "Datagrams that left in GSO trains.");
+	sample(f, "etrelay_gso_datagrams_total", NO_LABELS, STAT_GET(ls->gso_datagrams));
+	family(f, "etrelay_gso_refused_total", "counter",
+	       "GSO trains the kernel refused; their datagrams were resent one by one.");
+	sample(f, "etrelay_gso_refused_total", NO_LABELS, STAT_GET(ls->gso_refused));
+	family(f, "etrelay_receive_stalls_total", "counter",
+	       "Times a socket stopped receiving for lack of free buffers (io_uring).");
+	sample(f, "etrelay_receive_stalls_total", NO_LABELS, STAT_GET(ls->nobufs));
+}
+
 int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
 {
 	int lc = atomic_load(&st->lifecycle);
@@ -278,6 +295,8 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	       1);
 
 	relays(out, st);
+	if (st->loop)
+		loop_counters(out, st->loop);
 	if (proc)
 		process(out, proc);
 	return ferror(out) ? -EIO : 0;

@@ -101,9 +101,12 @@ struct relay_stats {
 	struct master_status masters[STATS_MASTERS_MAX];
 };
 
+struct loop_stats;
+
 struct etr_stats {
 	_Atomic int lifecycle; /* enum stats_lifecycle; the ops thread may write it */
 	const char *backend;   /* "io_uring" or "epoll" */
+	const struct loop_stats *loop; /* the backend's counters; NULL in tests */
 	const char *version;
 	uint64_t started_unix;
 	unsigned nrelays;
