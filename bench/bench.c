@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: ISC */
-/* Helpers shared by the benchmark tools: parsing, limits, socket buffers. */
+/* Helpers shared by the benchmark tools: parsing, limits, socket buffers,
+ * GRO receive, GSO send. */
 #include "bench.h"
 
 #include <arpa/inet.h>
@@ -135,6 +136,23 @@ void bench_set_bufs(int fd, int bytes)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+}
+
+unsigned bench_gso_run(const struct iovec *iov, unsigned n)
+{
+	struct gso_run r;
+	unsigned k = 1;
+
+	gso_start(&r, iov[0].iov_len, GSO_ANY);
+	while (k < n && gso_join(&r, iov[k].iov_len))
+		k++;
+	return k;
+}
+
+bool bench_gso_refused(int err)
+{
+	/* The rules that would change a relay socket's cap. */
+	return gso_refused(GSO_ANY, GSO_ANY, err) != GSO_ANY;
 }
 
 static int hexval(char c)

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "loop_gso.h"
+
 #define BENCH_NS_PER_SEC 1000000000ull
 #define BENCH_NS_PER_MS 1000000ull
 
@@ -59,6 +61,17 @@ int bench_raise_nofile(unsigned long need);
 /* Ask for `bytes` of receive and send buffer, past net.core.[rw]mem_max
  * when allowed (root). */
 void bench_set_bufs(int fd, int bytes);
+
+/* GRO receive and GSO send share the relay's rules (src/loop_gso.h):
+ * gro_enable, gro_msg_size + gro_segment, gso_supported, gso_set_segment.
+ * How many of the n >= 1 datagrams in iov can leave as one train (1: no
+ * train): the first one's length is the segment size, every one but the
+ * last must match it, within GSO_MAX_SEGS and GSO_MAX_BYTES. */
+unsigned bench_gso_run(const struct iovec *iov, unsigned n);
+
+/* Is -err the kernel refusing a train as such (no GSO on this socket or
+ * path), so that the same datagrams one at a time may still go? */
+bool bench_gso_refused(int err);
 
 /* Datagram layout, host byte order: both ends run on one machine.
  *

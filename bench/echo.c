@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* etrelay-echo: a game-server stand-in for benchmarks. Echoes datagrams with
- * recvmmsg/sendmmsg, answers getinfo and getstatus, and in the ET-match model
- * sends every known client a 20 Hz stream of snapshots instead. */
+ * recvmmsg/sendmmsg (runs to one peer as GSO trains with --gso), answers
+ * getinfo and getstatus, and in the ET-match model sends every known client a
+ * 20 Hz stream of snapshots instead. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -18,7 +19,7 @@
 
 #define ECHO_BATCH 64          /* datagrams per recvmmsg / sendmmsg */
 #define ECHO_TURN_BATCHES 8    /* recvmmsg calls per wake-up: bounded work */
-#define ECHO_BUF 65536
+#define ECHO_BUF 65536         /* the largest datagram or GRO train */
 #define ECHO_TX_BUF 2048       /* built replies: info, status, snapshots */
 #define ECHO_PEERS_MAX 65536   /* ET-match clients remembered */
 #define ECHO_SLOTS (2 * ECHO_PEERS_MAX)
@@ -38,6 +39,10 @@ static const char usage[] =
 	"  --snapshot-size MIN-MAX    snapshot sizes in bytes (200-1400)\n"
 	"  --status-size N            statusResponse size in bytes (600)\n"
 	"  -d, --duration DUR         exit after DUR (default: at SIGTERM/SIGINT)\n"
+	"  --gso                      send runs of datagrams to one destination as\n"
+	"                             UDP GSO trains (Linux 4.18+), as a bulk sender\n"
+	"                             with a modern stack would; receivers get them\n"
+	"                             whole with UDP_GRO or cut back by the kernel\n"
 	"  -q, --quiet                no statistics at exit\n"
 	"  -h, --help                 this text\n";
 
@@ -69,6 +74,7 @@ struct echo {
 	struct mmsghdr rmsg[ECHO_BATCH];
 	struct iovec riov[ECHO_BATCH];
 	union bench_sockaddr rname[ECHO_BATCH];
+	union gro_ctl rctl[ECHO_BATCH];
 	uint8_t *rbuf;
 
 	unsigned nsend;
@@ -78,6 +84,13 @@ struct echo {
 	uint8_t *tbuf; /* ECHO_BATCH * ECHO_TX_BUF */
 	unsigned ntx;  /* tx buffers used in this batch */
 
+	/* --gso, until the kernel refuses a train: the batch regrouped, one
+	 * message per train, and the datagram each train starts with. */
+	bool gso;
+	struct mmsghdr gmsg[ECHO_BATCH];
+	union gso_ctl gctl[ECHO_BATCH];
+	unsigned gfirst[ECHO_BATCH + 1];
+
 	struct peer *peers;
 	uint32_t npeers;
 	uint32_t *slots; /* hash: peer index + 1, 0 empty */
@@ -86,7 +99,7 @@ struct echo {
 	uint64_t rng;
 
 	uint64_t received, echoed, infos, statuses, snapshots, send_drops, game_in,
-		peers_full;
+		peers_full, trains;
 };
 
 static uint64_t rng_next(struct echo *e)
@@ -98,10 +111,69 @@ static uint64_t rng_next(struct echo *e)
 	return e->rng;
 }
 
+static bool addr_same(const union bench_sockaddr *a, const union bench_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET6)
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		       memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16) == 0;
+	return a->in.sin_port == b->in.sin_port && a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+}
+
+/* --gso: send the batch as trains, each a run of datagrams to one peer
+ * that bench_gso_run accepts, all in one sendmmsg. Returns the first
+ * datagram still to send one at a time: the end of the batch, unless the
+ * kernel refused a train; what congestion kept back is dropped here. */
+static unsigned send_trains(struct echo *e)
+{
+	unsigned nt = 0, off = 0;
+
+	for (unsigned i = 0; i < e->nsend; nt++) {
+		struct msghdr *m = &e->gmsg[nt].msg_hdr;
+		socklen_t namelen = e->smsg[i].msg_hdr.msg_namelen;
+		unsigned j = i + 1, t;
+
+		while (j < e->nsend && e->smsg[j].msg_hdr.msg_namelen == namelen &&
+		       addr_same(&e->sdst[j], &e->sdst[i]))
+			j++;
+		t = bench_gso_run(e->siov + i, j - i);
+		*m = e->smsg[i].msg_hdr;
+		m->msg_iovlen = t;
+		if (t > 1)
+			gso_set_segment(m, &e->gctl[nt], (uint16_t)e->siov[i].iov_len);
+		e->gfirst[nt] = i;
+		i += t;
+	}
+	e->gfirst[nt] = e->nsend;
+	/* As in flush: a short count is a full buffer, retried once. */
+	for (int tries = 0; off < nt && tries < 2; tries++) {
+		int n = sendmmsg(e->fd, e->gmsg + off, nt - off, MSG_DONTWAIT);
+
+		if (n < 0 && e->gmsg[off].msg_hdr.msg_iovlen > 1 && bench_gso_refused(-errno)) {
+			fprintf(stderr, "etrelay-echo: --gso: a train of %zu x %zu B failed: %s; "
+					"sending one datagram at a time from here\n",
+				(size_t)e->gmsg[off].msg_hdr.msg_iovlen,
+				e->siov[e->gfirst[off]].iov_len, strerror(errno));
+			e->gso = false;
+			break;
+		}
+		if (n <= 0)
+			break;
+		for (int k = 0; k < n; k++)
+			e->trains += e->gmsg[off + (unsigned)k].msg_hdr.msg_iovlen > 1;
+		off += (unsigned)n;
+	}
+	if (!e->gso)
+		return e->gfirst[off];
+	e->send_drops += e->nsend - e->gfirst[off];
+	return e->nsend;
+}
+
 /* Send what the batch gathered, then forget it. */
 static void flush(struct echo *e)
 {
-	unsigned off = 0;
+	unsigned off = e->gso ? send_trains(e) : 0;
 
 	/* A short count means the socket buffer is full: retry once, then
 	 * drop like any congested hop would. */
@@ -216,16 +288,6 @@ static uint32_t addr_hash(const union bench_sockaddr *a)
 	return (uint32_t)(h ^ h >> 32);
 }
 
-static bool addr_same(const union bench_sockaddr *a, const union bench_sockaddr *b)
-{
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET6)
-		return a->in6.sin6_port == b->in6.sin6_port &&
-		       memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16) == 0;
-	return a->in.sin_port == b->in.sin_port && a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
-}
-
 static void wheel_add(struct echo *e, uint32_t idx)
 {
 	/* Spread the peers over the period so snapshots do not leave in one
@@ -294,6 +356,23 @@ static void on_game(struct echo *e, uint8_t *p, size_t n, const union bench_sock
 		peer->up_top = h.seq + 1;
 }
 
+/* One datagram, or one segment of a GRO train. */
+static void on_dgram(struct echo *e, uint8_t *p, size_t len, const union bench_sockaddr *from,
+		     socklen_t fromlen, uint64_t now)
+{
+	size_t off;
+
+	e->received++;
+	if (bench_is_cmd(p, len, "getinfo", &off))
+		answer_info(e, p, len, off, &from->sa, fromlen);
+	else if (bench_is_cmd(p, len, "getstatus", &off))
+		answer_status(e, p, len, off, &from->sa, fromlen);
+	else if (len >= 4 && memcmp(p, "\xff\xff\xff\xff", 4) == 0)
+		return; /* other connectionless commands: ignored */
+	else
+		on_game(e, p, len, from, fromlen, now);
+}
+
 static void on_readable(struct echo *e)
 {
 	for (int b = 0; b < ECHO_TURN_BATCHES; b++) {
@@ -308,29 +387,34 @@ static void on_readable(struct echo *e)
 			m->msg_namelen = sizeof(e->rname[i]);
 			m->msg_iov = &e->riov[i];
 			m->msg_iovlen = 1;
+			m->msg_control = &e->rctl[i];
+			m->msg_controllen = sizeof(e->rctl[i]);
 		}
 		n = recvmmsg(e->fd, e->rmsg, ECHO_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
 		now = bench_now();
-		e->received += (unsigned)n;
 		for (int i = 0; i < n; i++) {
 			struct msghdr *m = &e->rmsg[i].msg_hdr;
 			uint8_t *p = e->riov[i].iov_base;
-			size_t len = e->rmsg[i].msg_len, off;
+			size_t len = e->rmsg[i].msg_len, seg, off = 0;
 
-			if (m->msg_flags & MSG_TRUNC)
+			if (m->msg_flags & MSG_TRUNC) {
+				e->received++;
 				continue;
-			if (bench_is_cmd(p, len, "getinfo", &off))
-				answer_info(e, p, len, off, m->msg_name, m->msg_namelen);
-			else if (bench_is_cmd(p, len, "getstatus", &off))
-				answer_status(e, p, len, off, m->msg_name, m->msg_namelen);
-			else if (len >= 4 && memcmp(p, "\xff\xff\xff\xff", 4) == 0)
-				continue; /* other connectionless commands: ignored */
-			else
-				on_game(e, p, len, &e->rname[i], m->msg_namelen, now);
+			}
+			/* Each segment of a train is a datagram of its own;
+			 * do-while so an empty datagram is seen too. */
+			seg = gro_msg_size(m);
+			do {
+				size_t k = gro_segment(len, seg, off);
+
+				on_dgram(e, p + off, k, &e->rname[i], m->msg_namelen, now);
+				off += k;
+			} while (off < len);
 		}
-		/* Echoes point into the receive buffers: send before reuse. */
+		/* Echoes point into the receive buffers (a segment's echo at its
+		 * offset in a train): send before reuse. */
 		flush(e);
 		if (n < ECHO_BATCH)
 			return;
@@ -396,6 +480,12 @@ static int setup(struct echo *e, const union bench_sockaddr *listen)
 		return -errno;
 	setsockopt(e->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	bench_set_bufs(e->fd, ECHO_SOCK_BUF);
+	gro_enable(e->fd);
+	if (e->gso && !gso_supported()) {
+		fprintf(stderr, "etrelay-echo: --gso: this kernel has no UDP GSO (UDP_SEGMENT, "
+				"Linux 4.18+); sending one datagram at a time\n");
+		e->gso = false;
+	}
 	if (bind(e->fd, &listen->sa, bench_addr_len(listen)) < 0)
 		return -errno;
 	e->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -514,6 +604,7 @@ int main(int argc, char **argv)
 		{ "snapshot-size", required_argument, NULL, 'Z' },
 		{ "status-size", required_argument, NULL, 'T' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "gso", no_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -574,6 +665,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'G':
+			e->gso = true;
+			break;
 		case 'q':
 			e->quiet = true;
 			break;
@@ -600,14 +694,18 @@ int main(int argc, char **argv)
 	if (dur)
 		e->deadline = bench_now() + dur;
 	run(e);
-	if (!e->quiet)
+	if (!e->quiet) {
 		fprintf(stderr,
 			"etrelay-echo: received %llu, echoed %llu, getinfo %llu, getstatus %llu, "
-			"game in %llu, snapshots %llu, clients %u (table full %llu), send drops %llu\n",
+			"game in %llu, snapshots %llu, clients %u (table full %llu), send drops %llu",
 			(unsigned long long)e->received, (unsigned long long)e->echoed,
 			(unsigned long long)e->infos, (unsigned long long)e->statuses,
 			(unsigned long long)e->game_in, (unsigned long long)e->snapshots, e->npeers,
 			(unsigned long long)e->peers_full, (unsigned long long)e->send_drops);
+		if (e->gso || e->trains)
+			fprintf(stderr, ", GSO trains %llu", (unsigned long long)e->trains);
+		fputc('\n', stderr);
+	}
 	echo_free(e);
 	return 0;
 }

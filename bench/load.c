@@ -19,7 +19,7 @@
 #define LOAD_TURN_BATCHES 4    /* recvmmsg calls per readable socket per turn */
 #define LOAD_EVENTS 256
 #define LOAD_CLIENTS_MAX 20000
-#define LOAD_RBUF 65536
+#define LOAD_RBUF 65536        /* the largest datagram or GRO train */
 #define LOAD_SCAN_NS (50 * BENCH_NS_PER_MS)   /* closed-loop timeout scan */
 #define LOAD_MAX_WAIT_NS (10 * BENCH_NS_PER_MS) /* longest sleep in a turn */
 /* "\xff\xff\xff\xffgetstatus " and the 32-digit challenge. */
@@ -56,6 +56,10 @@ static const char usage[] =
 	"  --drain DUR              wait for answers after the last send (500ms)\n"
 	"  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
 	"  --source-port P          bind client i to port P+i (kernel picks)\n"
+	"  --gso                    send runs of datagrams to one destination as UDP\n"
+	"                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
+	"                           modern stack would; receivers get them whole with\n"
+	"                           UDP_GRO or cut back by the kernel\n"
 	"  -j, --json               one JSON object instead of the summary\n"
 	"  -q, --quiet              no progress line\n"
 	"  --marks                  say on stderr when measuring starts and ends\n"
@@ -70,7 +74,7 @@ struct load_opts {
 	unsigned clients, size, window, inflight_max, burst, up_rate, source_port;
 	double rate;
 	uint64_t duration, warmup, drain, timeout;
-	bool json, quiet, marks, churn;
+	bool json, quiet, marks, churn, gso;
 };
 
 struct client {
@@ -99,6 +103,7 @@ struct load {
 	int ep;
 	uint64_t t0, m0, m1, end; /* start, measuring from, sending until, give up */
 	bool measuring, sending;
+	bool gso; /* --gso, until the kernel refuses a train */
 
 	/* closed loop */
 	uint32_t *rq; /* ready queue of client indices */
@@ -115,6 +120,7 @@ struct load {
 	uint8_t *sbuf;
 	struct mmsghdr rmsg[LOAD_BATCH];
 	struct iovec riov[LOAD_BATCH];
+	union gro_ctl rctl[LOAD_BATCH];
 	uint8_t *rbuf;
 
 	struct load_count m; /* the measured window */
@@ -161,6 +167,7 @@ static int client_open(struct load *l, struct client *c)
 	/* Few clients carry deep windows and floods: give them room. */
 	if (l->o.clients <= 100)
 		bench_set_bufs(fd, l->o.clients == 1 ? 4 << 20 : 1 << 20);
+	gro_enable(fd);
 	if (l->o.source_port) {
 		union bench_sockaddr b;
 		uint16_t port = (uint16_t)(l->o.source_port + c->id);
@@ -186,11 +193,57 @@ fail:
 	return err;
 }
 
-/* Send up to k datagrams from c in one sendmmsg; returns how many left. */
+/* Send smsg[off, k) one datagram each in one sendmmsg; returns how many
+ * went, *err the error that stopped it. */
+static unsigned send_each(struct load *l, int fd, unsigned off, unsigned k, int *err)
+{
+	int n = sendmmsg(fd, l->smsg + off, k - off, MSG_DONTWAIT);
+
+	if (n < 0) {
+		*err = -errno;
+		return 0;
+	}
+	return (unsigned)n;
+}
+
+/* --gso: the k datagrams in siov as trains, one sendmsg each; returns how
+ * many went, *err the error that stopped it. Each datagram is one iovec of
+ * the segment size, so the kernel cuts the train where our stamps begin. A
+ * train the kernel cannot cut goes again one datagram at a time, and so does
+ * every send after it. */
+static unsigned send_trains(struct load *l, int fd, unsigned k, int *err)
+{
+	unsigned off = 0;
+
+	while (off < k && l->gso) {
+		unsigned t = bench_gso_run(l->siov + off, k - off);
+		struct msghdr m = { .msg_iov = l->siov + off, .msg_iovlen = t };
+		union gso_ctl ctl;
+
+		if (t > 1)
+			gso_set_segment(&m, &ctl, (uint16_t)l->siov[off].iov_len);
+		if (sendmsg(fd, &m, MSG_DONTWAIT) < 0) {
+			*err = -errno;
+			if (t == 1 || !bench_gso_refused(*err))
+				return off;
+			l->gso = false;
+			fprintf(stderr, "etrelay-load: --gso: a train of %u x %zu B failed: %s; "
+					"sending one datagram at a time from here\n",
+				t, l->siov[off].iov_len, strerror(-*err));
+			*err = 0;
+			break;
+		}
+		off += t;
+	}
+	return off < k ? off + send_each(l, fd, off, k, err) : off;
+}
+
+/* Send up to k datagrams from c; returns how many left. */
 static unsigned send_from(struct load *l, struct client *c, unsigned k)
 {
 	uint64_t now = bench_now();
-	int n;
+	unsigned n;
+	int err = 0;
 
 	if (k > LOAD_BATCH)
 		k = LOAD_BATCH;
@@ -204,20 +257,17 @@ static unsigned send_from(struct load *l, struct client *c, unsigned k)
 		else
 			bench_hdr_put(p, BENCH_ECHO, c->id, c->seq + i, now);
 	}
-	n = sendmmsg(c->fd, l->smsg, k, MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == ECONNREFUSED)
-			l->m.refused += in_window(l, now);
-		n = 0;
-	}
-	c->seq += (unsigned)n;
+	n = l->gso ? send_trains(l, c->fd, k, &err) : send_each(l, c->fd, 0, k, &err);
+	if (err == -ECONNREFUSED)
+		l->m.refused += in_window(l, now);
+	c->seq += n;
 	c->used = true;
 	c->progress = now;
 	if (in_window(l, now)) {
-		l->m.sent += (unsigned)n;
-		l->m.send_errors += k - (unsigned)n;
+		l->m.sent += n;
+		l->m.send_errors += k - n;
 	}
-	return (unsigned)n;
+	return n;
 }
 
 static void on_snapshot(struct load *l, struct client *c, const struct bench_hdr *h,
@@ -298,8 +348,14 @@ static void drain_client(struct load *l, struct client *c)
 {
 	for (int b = 0; b < LOAD_TURN_BATCHES; b++) {
 		uint64_t now;
-		int n = recvmmsg(c->fd, l->rmsg, LOAD_BATCH, MSG_DONTWAIT, NULL);
+		int n;
 
+		/* The kernel shrinks msg_controllen to what it wrote. */
+		for (unsigned i = 0; i < LOAD_BATCH; i++) {
+			l->rmsg[i].msg_hdr.msg_control = &l->rctl[i];
+			l->rmsg[i].msg_hdr.msg_controllen = sizeof(l->rctl[i]);
+		}
+		n = recvmmsg(c->fd, l->rmsg, LOAD_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0) {
 			/* A connected socket hears ICMP port unreachable. */
 			if (errno == ECONNREFUSED)
@@ -308,10 +364,23 @@ static void drain_client(struct load *l, struct client *c)
 		}
 		now = bench_now();
 		for (int i = 0; i < n; i++) {
-			if (l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)
+			struct msghdr *m = &l->rmsg[i].msg_hdr;
+			const uint8_t *p = l->riov[i].iov_base;
+			size_t len = l->rmsg[i].msg_len, seg, off = 0;
+
+			if (m->msg_flags & MSG_TRUNC) {
 				l->m.bad++;
-			else
-				on_answer(l, c, l->riov[i].iov_base, l->rmsg[i].msg_len, now);
+				continue;
+			}
+			/* Each segment of a train is an answer of its own;
+			 * do-while so an empty datagram is seen too. */
+			seg = gro_msg_size(m);
+			do {
+				size_t k = gro_segment(len, seg, off);
+
+				on_answer(l, c, p + off, k, now);
+				off += k;
+			} while (off < len);
 		}
 		if (n < LOAD_BATCH)
 			return;
@@ -572,7 +641,7 @@ static void report(const struct load *l)
 		       "\"loss\":%.6f,\"round_trips_per_s\":%.1f,"
 		       "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f,"
 		       "\"mean\":%.1f},\"misdelivered\":%llu,\"bad\":%llu,\"send_errors\":%llu,"
-		       "\"refused\":%llu,\"behind\":%llu,\"timeouts\":%llu",
+		       "\"refused\":%llu,\"behind\":%llu,\"timeouts\":%llu,\"gso\":%s",
 		       model_names[o->model], mode_names[o->mode], a,
 		       o->target.sa.sa_family == AF_INET6 ? "ipv6" : "ipv4", o->clients,
 		       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
@@ -585,7 +654,8 @@ static void report(const struct load *l)
 		       l->h.count ? l->h.sum / (double)l->h.count / 1e3 : 0.0,
 		       (unsigned long long)m->misdelivered, (unsigned long long)m->bad,
 		       (unsigned long long)m->send_errors, (unsigned long long)m->refused,
-		       (unsigned long long)m->behind, (unsigned long long)m->timeouts);
+		       (unsigned long long)m->behind, (unsigned long long)m->timeouts,
+		       l->gso ? "true" : "false");
 		if (o->model == LOAD_MATCH)
 			printf(",\"up_rate\":%u,\"down_gaps\":%llu,\"down_reordered\":%llu,"
 			       "\"up_acked_expected\":%llu,\"up_acked\":%llu,\"up_lost\":%llu",
@@ -604,9 +674,10 @@ static void report(const struct load *l)
 		printf(" at %.0f/s", o->rate);
 	else
 		printf(" flat out");
-	printf(", %u B, %.2f s after %.2f s warm-up\n",
+	printf(", %u B%s, %.2f s after %.2f s warm-up\n",
 	       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
-	       secs, (double)o->warmup / 1e9);
+	       l->gso ? " in GSO trains" : o->gso ? " (GSO refused: one at a time)" : "", secs,
+	       (double)o->warmup / 1e9);
 	if (o->model == LOAD_MATCH) {
 		printf("  up        sent %llu; server got %llu of %llu (lost %llu, whole run)\n",
 		       (unsigned long long)m->sent, (unsigned long long)up_seen,
@@ -686,6 +757,12 @@ static int setup(struct load *l)
 		if (o->mode == LOAD_CLOSED)
 			ready_push(l, c);
 	}
+	if (o->gso) {
+		l->gso = gso_supported();
+		if (!l->gso)
+			fprintf(stderr, "etrelay-load: --gso: this kernel has no UDP GSO "
+					"(UDP_SEGMENT, Linux 4.18+); sending one datagram at a time\n");
+	}
 	hist_reset(&l->h);
 	hist_reset(&l->ih);
 	l->burst_left = o->burst;
@@ -733,6 +810,7 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		{ "drain", required_argument, NULL, 'D' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "source-port", required_argument, NULL, 'P' },
+		{ "gso", no_argument, NULL, 'G' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "marks", no_argument, NULL, 'M' },
@@ -822,6 +900,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			break;
 		case 'P':
 			bad = parse_uint_opt("source-port", optarg, 1, 65535, &o->source_port);
+			break;
+		case 'G':
+			o->gso = true;
 			break;
 		case 'j':
 			o->json = true;
