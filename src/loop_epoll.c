@@ -34,10 +34,7 @@ struct loop {
 	struct mmsghdr rmsg[EP_BATCH];
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
-	union {
-		struct cmsghdr align;
-		char buf[GRO_CTL_SPACE];
-	} rctl[EP_BATCH];
+	union gro_ctl rctl[EP_BATCH];
 	bool gro; /* sockets hand us trains */
 	uint8_t *rbuf; /* EP_POOL * EP_BUF */
 	unsigned rused; /* pool buffers handed out since the last flush */
@@ -304,11 +301,8 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 static bool deliver(struct loop *l, struct mmsghdr *mm, int fd, uint32_t id, uint64_t now)
 {
 	struct msghdr *m = &mm->msg_hdr;
-	size_t len = mm->msg_len, seg = 0, off = 0;
-	struct cmsghdr *c;
+	size_t len = mm->msg_len, seg = gro_msg_size(m), off = 0;
 
-	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
-		seg = gro_size(c);
 	do {
 		struct loop_dgram d = {
 			.from = m->msg_namelen ? m->msg_name : NULL,

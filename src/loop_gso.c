@@ -62,3 +62,13 @@ size_t gro_size(const struct cmsghdr *c)
 	memcpy(&v, CMSG_DATA(c), sizeof(v));
 	return v > 0 ? (size_t)v : 0;
 }
+
+size_t gro_msg_size(struct msghdr *m)
+{
+	size_t seg = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+		if (!seg)
+			seg = gro_size(c);
+	return seg;
+}

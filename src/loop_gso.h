@@ -98,10 +98,16 @@ void gro_enable(int fd);
 
 /* Room for the UDP_GRO cmsg of one received train. */
 #define GRO_CTL_SPACE CMSG_SPACE(sizeof(int))
+union gro_ctl {
+	struct cmsghdr align;
+	char buf[GRO_CTL_SPACE];
+};
 
-/* The segment size of a received train, from m's control (the cmsg
- * found by the caller's iteration), or 0: one plain datagram. */
+/* The segment size if c is a UDP_GRO cmsg, else 0. */
 size_t gro_size(const struct cmsghdr *c);
+
+/* The segment size of the train recvmsg put in m, or 0: one datagram. */
+size_t gro_msg_size(struct msghdr *m);
 
 /* Point m's control at ctl, holding a UDP_SEGMENT cmsg for seg. */
 void gso_set_segment(struct msghdr *m, union gso_ctl *ctl, uint16_t seg);
