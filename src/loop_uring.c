@@ -66,7 +66,9 @@ struct loop {
 	bool gro;           /* sockets hand us trains */
 	struct msghdr rmsg; /* multishot template: name and control sizes */
 
-	struct tx tx[UR_NBUFS]; /* a send holds at least one buffer: enough */
+	/* As many sends as buffers: enough unless GRO buffers (many datagrams
+	 * each) fan out to many sends; then a forward fails and is counted. */
+	struct tx tx[UR_NBUFS];
 	uint16_t tx_free[UR_NBUFS];
 	unsigned ntx_free;
 	uint16_t pend; /* the tx still gathering a run, or TX_NONE */
@@ -540,7 +542,7 @@ static void on_send(struct loop *l, struct io_uring_cqe *cqe)
 		if (l->pend != TX_NONE)
 			tx_flush(l);
 		for (unsigned i = 0; i < old.run.n; i++) {
-			if (l->ntx_free == 0) { /* cannot happen: n buffers, n slots */
+			if (l->ntx_free == 0) { /* out of sends: this one failed */
 				buf_put(l, old.bid[i]);
 				l->h.on_sent(l->h.arg, old.id[i], res);
 				continue;

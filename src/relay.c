@@ -456,7 +456,6 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 		return;
 	}
 	s = &r->st.s[idx];
-	session_assure(&r->st, idx);
 	log_packet(r, &s->client, d, "<-");
 	if (q3_is_connectionless(d->data, d->len)) {
 		enum q3_cmd cmd = q3_classify(d->data, d->len);
@@ -465,6 +464,14 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 			qcache_store(&r->cache, cmd, d->data, d->len, d->now);
 		if (s->master && cmd == Q3_INFORESPONSE)
 			confirm_listing(r, s->master - 1u);
+		/* The game server answers anyone's getchallenge, getinfo or
+		 * getstatus, forged source or not: such an answer proves nothing
+		 * about the client. Accepting its connect does: that needed the
+		 * challenge, which only the real address received. */
+		if (cmd == Q3_CONNECTRESPONSE)
+			session_assure(&r->st, idx);
+	} else {
+		session_assure(&r->st, idx); /* in-game traffic: a player */
 	}
 	if (forward(r, idx, r->pub_fd, &s->client, d)) {
 		s->pkts_down++;

@@ -39,6 +39,10 @@ Parts (one failing does not hide the others):
                     (bytes 4-5, little-endian): "qport 31337 used by A and B"
                     with both addresses, etrelay_qport_collisions_total 1; a
                     third client with another qport adds nothing.
+  assurance         --unassured-timeout 1s: a client that only got a
+                    challengeResponse stays unassured in /sessions and is
+                    closed (unassured +1); a client whose in-game datagram
+                    was echoed is assured and kept.
   session_list      GET /sessions (lifecycle token): per client, the
                     server_port is the source port the game server saw,
                     client is ip:port, packets_up/down match what was sent
@@ -353,6 +357,31 @@ def qport_collision(ctx):
     H.expect_eq(len(lines), 1, "qport collision lines logged")
 
 
+def assurance(ctx):
+    relay, gs, port, tok = start(ctx, "--unassured-timeout", "1s", "--sessions-per-ip", "100",
+                                 token_kind="ETRELAY_LIFECYCLE_TOKEN")
+    asker = H.client_on(ctx, relay, "127.0.0.61")
+    player = H.client_on(ctx, relay, "127.0.0.62")
+    r = asker.request(H.cmd("getchallenge"), what="challengeResponse")
+    H.check(r.startswith(H.cmd("challengeResponse")), f"getchallenge answer: {H.short(r)}")
+    echo(player, "in-game datagram")
+    doc = H.get_json(port, "/sessions", tok)
+    by = {s["client"]: s for s in doc["sessions"]}
+    ka, kp = f"127.0.0.61:{asker.port}", f"127.0.0.62:{player.port}"
+    H.expect_eq((by[ka]["assured"], by[kp]["assured"]), (False, True),
+                "assured after a challengeResponse / after in-game traffic")
+    before = H.closed(H.get_metrics(port, tok), "unassured")
+    H.wait_until(lambda: ka not in {s["client"] for s in
+                                    H.get_json(port, "/sessions", tok)["sessions"]},
+                 4, "the asker's session closed by --unassured-timeout 1s")
+    left = {s["client"] for s in H.get_json(port, "/sessions", tok)["sessions"]}
+    closed = H.closed(H.get_metrics(port, tok), "unassured") - before
+    ctx.note(f"assurance: getchallenge-only session unassured and closed ({closed} closed "
+             f"unassured); the player's session kept: {kp in left}")
+    H.check(kp in left, "the player's assured session was closed too")
+    H.expect_eq(closed, 1, "sessions closed unassured")
+
+
 def session_list(ctx):
     relay, gs, port, tok = start(ctx, token_kind="ETRELAY_LIFECYCLE_TOKEN")
     with open(os.path.join(DATA, "connect_oa_basic.bin"), "rb") as f:
@@ -409,7 +438,7 @@ def session_list(ctx):
 
 def test(ctx):
     H.run_parts(ctx, [per_ip_sessions, ban_list, cache_challenge, cache_after_down,
-                      bogon_port0, bogon_netns, qport_collision, session_list])
+                      bogon_port0, bogon_netns, qport_collision, assurance, session_list])
 
 
 if __name__ == "__main__":
