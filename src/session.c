@@ -97,17 +97,23 @@ static void lru_append(struct session_table *t, uint32_t idx)
 	t->lru_tail = idx;
 }
 
-/* The IP of a client as 16 bytes; IPv4 as ::ffff:a.b.c.d so that an IPv4
- * client counts the same on an IPv4 and a dual-stack IPv6 socket. */
+/* The IP a client is counted under, as 16 bytes: IPv4 as ::ffff:a.b.c.d so
+ * that an IPv4 client counts the same on an IPv4 and a dual-stack IPv6
+ * socket; other IPv6 as its /64, the least a host gets, so that one host
+ * cannot take fresh addresses from its prefix to get past the cap (the
+ * query buckets count the same way). */
 static void ip_key(const union etr_sockaddr *a, uint8_t ip[16])
 {
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
 	if (a->sa.sa_family == AF_INET) {
-		memset(ip, 0, 10);
-		ip[10] = ip[11] = 0xff;
+		memcpy(ip, mapped, 12);
 		memcpy(ip + 12, &a->in.sin_addr, 4);
-	} else {
-		memcpy(ip, &a->in6.sin6_addr, 16);
+		return;
 	}
+	memcpy(ip, &a->in6.sin6_addr, 16);
+	if (memcmp(ip, mapped, 12) != 0)
+		memset(ip + 8, 0, 8);
 }
 
 static uint32_t ip_home(const struct session_table *t, const uint8_t ip[16])

@@ -687,6 +687,32 @@ static void test_session_ip_count_spans_ports_and_follows_removals(void **state)
 	session_table_free(&t);
 }
 
+static void test_session_ipv6_clients_count_per_slash_64(void **state)
+{
+	struct session_table t;
+	union etr_sockaddr h1, h2, other, m1, m2;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	client_v6(&h1, "2001:db8:1:2::10", 1000);
+	client_v6(&h2, "2001:db8:1:2:ffff:1:2:3", 1000);
+	client_v6(&other, "2001:db8:1:3::10", 1000);
+	client_v6(&m1, "::ffff:192.0.2.1", 1000);
+	client_v6(&m2, "::ffff:192.0.2.2", 1000);
+	session_insert(&t, &h1, 10, 0);
+	session_insert(&t, &h2, 11, 0);
+	session_insert(&t, &m1, 12, 0);
+	/* Two addresses of one /64 are one host for the cap... */
+	assert_int_equal(session_ip_count(&t, &h1), 2);
+	assert_int_equal(session_ip_count(&t, &h2), 2);
+	/* ...the next /64 is another... */
+	assert_int_equal(session_ip_count(&t, &other), 0);
+	/* ...and IPv4, mapped or not, is still counted per address. */
+	assert_int_equal(session_ip_count(&t, &m1), 1);
+	assert_int_equal(session_ip_count(&t, &m2), 0);
+	session_table_free(&t);
+}
+
 static void test_session_ip_counts_survive_churn_with_collisions(void **state)
 {
 	struct session_table t;
@@ -754,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_session_new_sessions_are_unassured_oldest_first),
 		cmocka_unit_test(test_session_unassured_expire_from_opening_not_activity),
 		cmocka_unit_test(test_session_ip_count_spans_ports_and_follows_removals),
+		cmocka_unit_test(test_session_ipv6_clients_count_per_slash_64),
 		cmocka_unit_test(test_session_ip_counts_survive_churn_with_collisions),
 		cmocka_unit_test(test_session_deref_rejects_out_of_range_index),
 	};
