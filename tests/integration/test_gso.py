@@ -8,6 +8,7 @@
                 train of 30 x 200 B comes back the same way. Both peers
                 read without GRO, so they see every datagram, byte for
                 byte and in order; the metrics count the trains.
+  ipv6          the same over ::1 (names of 28 bytes beside the GRO cmsg).
   off           --gso no: the same traffic, the same datagrams, no trains.
   refused       in a network namespace whose route to the game server has
                 an MTU of 1280, a train of 1400 B segments is refused by the
@@ -65,14 +66,30 @@ def same(got, want, what):
         H.check(g == w, f"{what}: datagram {i} differs ({len(g)} B, want {len(w)} B)")
 
 
-def start(ctx, *args, upstream_host=H.LOOPBACK):
-    up = H.udp_socket(upstream_host)
+def udp6_socket():
+    """A UDP socket on [::1], closed with the test."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind(("::1", 0))
+    s.settimeout(1.0)
+    H._register(s)
+    return s
+
+
+def start(ctx, *args, upstream_host=H.LOOPBACK, v6=False):
+    up = udp6_socket() if v6 else H.udp_socket(upstream_host)
+    upstream = f"[::1]:{up.getsockname()[1]}" if v6 else f"{upstream_host}:{up.getsockname()[1]}"
     master = ctx.master(challenge=False)
     ops, tok = H.free_tcp_port(), os.urandom(24).hex()
-    relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok},
-                        "--upstream", f"{upstream_host}:{up.getsockname()[1]}",
+    listen = ()
+    if v6:
+        port = H.free_udp_port()
+        listen = ("--listen", f"[::1]:{port}")
+    relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok}, *listen,
+                        "--upstream", upstream,
                         "--master", f"127.0.0.1:{master.port}", "--heartbeat-interval", "1h",
-                        "--ops-listen", f"127.0.0.1:{ops}", *args)
+                        "--ops-listen", f"127.0.0.1:{ops}", *args, listen=not v6)
+    if v6:
+        relay.addr = ("::1", port)
     return relay, up, lambda: H.get_metrics(ops, tok)
 
 
@@ -81,10 +98,10 @@ def gso(samples):
             for k in ("trains", "datagrams", "refused")}
 
 
-def round_trip(ctx, relay, up, what):
-    """Client train up, game-server train down; returns nothing, fails on
-    any difference."""
-    client = H.udp_socket(H.LOOPBACK)
+def round_trip(ctx, relay, up, what, v6=False):
+    """Client train up, game-server train down: (datagrams up, down); fails
+    on any difference."""
+    client = udp6_socket() if v6 else H.udp_socket(H.LOOPBACK)
     upw = [dgram(i, 100) for i in range(40)] + [dgram(40, 37)]
     send_train(client, upw, relay.addr)
     got = collect(up, len(upw), f"{what}: at the game server")
@@ -96,7 +113,7 @@ def round_trip(ctx, relay, up, what):
     send_train(up, down, session)
     back = collect(client, len(down), f"{what}: at the client")
     same([d for d, _ in back], down, f"{what}: game server -> client")
-    H.check(all(src == relay.addr for _, src in back),
+    H.check(all(src[:2] == relay.addr for _, src in back),
             f"{what}: answers came from somewhere else than the relay's public address")
     return len(upw), len(down)
 
@@ -110,6 +127,20 @@ def trains(ctx):
     H.check(g["datagrams"] >= n_up + n_down,
             f"gso datagrams {g['datagrams']}, want at least {n_up + n_down}")
     H.expect_eq(g["refused"], 0, "gso refused")
+
+
+def ipv6(ctx):
+    try:
+        socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).bind(("::1", 0))
+    except OSError as e:
+        ctx.note(f"ipv6: SKIPPED, no ::1 here: {e}")
+        return
+    relay, up, metrics = start(ctx, v6=True)
+    n_up, n_down = round_trip(ctx, relay, up, "ipv6", v6=True)
+    g = gso(metrics())
+    ctx.note(f"ipv6: {n_up} up and {n_down} down over ::1, byte for byte; metrics {g}")
+    H.check(g["trains"] >= 2, f"gso trains {g['trains']} over IPv6, want at least 2")
+    H.expect_eq(g["refused"], 0, "gso refused over IPv6")
 
 
 def off(ctx):
@@ -183,7 +214,7 @@ def test(ctx):
     if os.environ.get(INNER):
         refused_inner(ctx)
         return
-    H.run_parts(ctx, [trains, off, refused])
+    H.run_parts(ctx, [trains, ipv6, off, refused])
 
 
 if __name__ == "__main__":
