@@ -247,6 +247,12 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 		return SESSION_NONE;
 	}
 	r->st.s[idx].master = master_of(r, client);
+	/* A master is the address and port our own heartbeat went to; it only
+	 * ever asks, so it would never be assured, and a challenge arriving
+	 * as its session times out would lose its answer (and our listing).
+	 * It is assured from the start. */
+	if (r->st.s[idx].master)
+		session_assure(&r->st, idx);
 	STAT_ADD(r->stats.sessions_opened, 1);
 	STAT_SET(r->stats.sessions_active, r->st.active);
 	if (log_debug_on) {
