@@ -421,6 +421,16 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		session_close(r, idx, CLOSE_IDLE);
 		idx = SESSION_NONE;
 	}
+	/* An unassured session ends --unassured-timeout after it opened: a
+	 * query sent in its last fifth would find the session gone when the
+	 * answer comes back. It gets a fresh session instead; a flooder gains
+	 * nothing, sessions still end that long after they open. */
+	if (idx != SESSION_NONE && !r->st.s[idx].assured &&
+	    (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS || cmd == Q3_GETCHALLENGE) &&
+	    r->st.s[idx].opened + r->unassured_timeout < d->now + r->unassured_timeout / 5) {
+		session_close(r, idx, CLOSE_UNASSURED);
+		idx = SESSION_NONE;
+	}
 	if (idx == SESSION_NONE && (idx = session_open(r, &client, d->now)) == SESSION_NONE)
 		return;
 	log_packet(r, &client, d, "->");

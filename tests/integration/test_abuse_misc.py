@@ -43,6 +43,10 @@ Parts (one failing does not hide the others):
                     challengeResponse stays unassured in /sessions and is
                     closed (unassured +1); a client whose in-game datagram
                     was echoed is assured and kept.
+  query_grace       --unassured-timeout 2s, a game server that answers
+                    getchallenge 0.6 s late: a getchallenge sent 1.8 s into
+                    its unassured session goes out on a fresh session and
+                    its answer arrives (the old one would have closed first).
   session_list      GET /sessions (lifecycle token): per client, the
                     server_port is the source port the game server saw,
                     client is ip:port, packets_up/down match what was sent
@@ -56,6 +60,7 @@ import re
 import signal
 import struct
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -382,6 +387,38 @@ def assurance(ctx):
     H.expect_eq(closed, 1, "sessions closed unassured")
 
 
+class SlowChallengeServer(H.GameServer):
+    """Answers getchallenge 600 ms late, like a game server far away."""
+
+    def handle(self, data, addr, now):
+        if (H.split_command(data)[0] or "").lower() == "getchallenge":
+            threading.Timer(0.6, H.GameServer.handle, (self, data, addr, now)).start()
+            return
+        super().handle(data, addr, now)
+
+
+def query_grace(ctx):
+    gs = SlowChallengeServer()
+    ctx.objs.append(gs)
+    relay, gs, port, tok = start(ctx, "--unassured-timeout", "2s", "--sessions-per-ip", "100",
+                                 gs=gs)
+    c = H.client_on(ctx, relay, "127.0.0.63")
+    first, second = H.cmd("getchallenge 1 grace"), H.cmd("getchallenge 2 grace")
+    t0 = time.monotonic()
+    r1 = c.request(first, what="challengeResponse to the first getchallenge", timeout=2.0)
+    H.check(r1.startswith(H.cmd("challengeResponse")), f"first answer: {H.short(r1)}")
+    # 1.8 s after the session opened: in the last fifth of its 2 s; the
+    # answer comes 0.6 s later, after the session would have closed.
+    time.sleep(max(0.0, t0 + 1.8 - time.monotonic()))
+    r2 = c.request(second, what="challengeResponse to a getchallenge 1.8 s into the session",
+                   timeout=2.0)
+    H.check(r2.startswith(H.cmd("challengeResponse")), f"second answer: {H.short(r2)}")
+    p1, p2 = gs.sources_for([first]), gs.sources_for([second])
+    ctx.note(f"query_grace: second getchallenge answered; game server saw ports "
+             f"{sorted(p[1] for p in p1)} then {sorted(p[1] for p in p2)}")
+    H.check(p1 and p2 and p1 != p2, "the late query did not get a session of its own")
+
+
 def session_list(ctx):
     relay, gs, port, tok = start(ctx, token_kind="ETRELAY_LIFECYCLE_TOKEN")
     with open(os.path.join(DATA, "connect_oa_basic.bin"), "rb") as f:
@@ -438,7 +475,7 @@ def session_list(ctx):
 
 def test(ctx):
     H.run_parts(ctx, [per_ip_sessions, ban_list, cache_challenge, cache_after_down,
-                      bogon_port0, bogon_netns, qport_collision, assurance, session_list])
+                      bogon_port0, bogon_netns, qport_collision, assurance, query_grace, session_list])
 
 
 if __name__ == "__main__":
