@@ -35,7 +35,7 @@ struct loop {
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
 	union gro_ctl rctl[EP_BATCH];
-	bool gro; /* sockets hand us trains */
+	bool gro; /* --gso and a kernel with it: trains both ways */
 	uint8_t *rbuf; /* EP_POOL * EP_BUF */
 	unsigned rused; /* pool buffers handed out since the last flush */
 	bool taken;
@@ -88,7 +88,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 		goto fail;
 	}
 	l->rbuf = malloc((size_t)EP_POOL * EP_BUF);
-	if (!l->rbuf || fdtab_init(&l->fds, c->max_sockets, c->gso && gso_supported() ? GSO_ANY : 0) < 0) {
+	if (!l->rbuf || fdtab_init(&l->fds, c->max_sockets, l->gro ? GSO_ANY : 0) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;

@@ -67,8 +67,7 @@ size_t gro_msg_size(struct msghdr *m)
 {
 	size_t seg = 0;
 
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
-		if (!seg)
-			seg = gro_size(c);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c && !seg; c = CMSG_NXTHDR(m, c))
+		seg = gro_size(c);
 	return seg;
 }

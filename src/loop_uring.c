@@ -63,7 +63,7 @@ struct loop {
 	uint8_t *bufs;
 	uint16_t ref[UR_NBUFS]; /* sends still reading each buffer */
 	unsigned free_bufs; /* buffers in the ring, ready for the kernel */
-	bool gro;           /* sockets hand us trains */
+	bool gro;           /* --gso and a kernel with it: trains both ways */
 	struct msghdr rmsg; /* multishot template: name and control sizes */
 
 	/* As many sends as buffers: enough unless GRO buffers (many datagrams
@@ -232,7 +232,7 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 	l->rmsg.msg_namelen = UR_NAMELEN;
 	l->rmsg.msg_controllen = l->gro ? GRO_CTL_SPACE : 0;
 	l->pend = TX_NONE;
-	if (fdtab_init(&l->fds, c->max_sockets, c->gso && gso_supported() ? GSO_ANY : 0) < 0) {
+	if (fdtab_init(&l->fds, c->max_sockets, l->gro ? GSO_ANY : 0) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "fd table: out of memory");
 		goto fail_mem;
@@ -466,7 +466,7 @@ static void deliver(struct loop *l, struct io_uring_recvmsg_out *o, size_t len, 
 	size_t seg = 0, off = 0;
 	struct cmsghdr *c;
 
-	for (c = io_uring_recvmsg_cmsg_firsthdr(o, &l->rmsg); c;
+	for (c = io_uring_recvmsg_cmsg_firsthdr(o, &l->rmsg); c && !seg;
 	     c = io_uring_recvmsg_cmsg_nexthdr(o, &l->rmsg, c))
 		seg = gro_size(c);
 	do {
