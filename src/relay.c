@@ -628,6 +628,10 @@ static void hb_actions(struct relay *r, unsigned act, uint64_t now)
 		if (err < 0 && err != -ECONNREFUSED)
 			log_debug("probe: %s", strerror(-err));
 	}
+	/* Published before it is announced: whoever reads the log line and
+	 * then asks /readyz must see the same state. */
+	if (act & (HB_LOG_UP | HB_LOG_DOWN))
+		STAT_SET(r->stats.server, (int)r->hb.server);
 	if (act & HB_LOG_UP)
 		log_info("server up: %s answered the probe", addr_str(&r->upstream.sa, a));
 	if (act & HB_LOG_DOWN)
@@ -637,8 +641,6 @@ static void hb_actions(struct relay *r, unsigned act, uint64_t now)
 		heartbeat_masters(r);
 	if (act & HB_SEND_FLATLINE)
 		send_flatline(r);
-	if (act & (HB_LOG_UP | HB_LOG_DOWN))
-		STAT_SET(r->stats.server, (int)r->hb.server);
 }
 
 static void from_probe(struct relay *r, struct loop_dgram *d)
