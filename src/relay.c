@@ -301,23 +301,15 @@ static bool query_limited(enum q3_cmd cmd)
 	       cmd == Q3_CONNECT || cmd == Q3_RCON;
 }
 
-/* Per-IP bucket, the cache, then the game server's budget. Returns true when
- * the packet may go on to the game server. */
-static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
-			const struct loop_dgram *d)
+/* The cache, then the game server's budget, for a query the source's own
+ * limits let through. Returns true when it may go on to the game server. */
+static bool admit_server_query(struct relay *r, const union etr_sockaddr *client,
+			       enum q3_cmd cmd, bool master, const struct loop_dgram *d)
 {
-	bool master = master_of(r, client) != 0;
 	enum rl_class cls;
 	uint8_t out[LOOP_MAX_DGRAM];
 	int n;
 
-	/* Before the cache: a cached statusResponse is many times the size of
-	 * the query, and spoofed queries would aim it at a victim. Masters are
-	 * exempt so a flood in their name cannot cost them their listing. */
-	if (!master && !rl_table_allow(&r->ip_rl, client, d->now)) {
-		STAT_ADD(r->stats.drops[DROP_IP_RATE], 1);
-		return false;
-	}
 	/* A master's challenge goes to the game server itself: the listing
 	 * then rests on a live answer, as when the server heartbeats itself. */
 	if (!master && (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS) && r->hb.server == HB_UP &&
@@ -342,6 +334,23 @@ static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum 
 		return false;
 	}
 	return true;
+}
+
+/* The source's own limits, then admit_server_query. Returns true when the
+ * packet may go on to the game server. */
+static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
+			const struct loop_dgram *d)
+{
+	bool master = master_of(r, client) != 0;
+
+	/* Before the cache: a cached statusResponse is many times the size of
+	 * the query, and spoofed queries would aim it at a victim. Masters are
+	 * exempt so a flood in their name cannot cost them their listing. */
+	if (!master && !rl_table_allow(&r->ip_rl, client, d->now)) {
+		STAT_ADD(r->stats.drops[DROP_IP_RATE], 1);
+		return false;
+	}
+	return admit_server_query(r, client, cmd, master, d);
 }
 
 /* The first in-game packet of a session names its qport (bytes 4-5, after
