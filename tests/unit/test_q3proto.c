@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "huffman.h"
 #include "q3proto.h"
 
 /* A string literal as packet bytes and length (embedded NULs kept). */
@@ -115,7 +116,11 @@ static void test_q3_classify_accepts_every_word_end(void **state)
 	assert_classifies("getinfo", Q3_GETINFO);
 	assert_classifies("getinfo\n", Q3_GETINFO);
 	assert_classifies("getinfo ", Q3_GETINFO);
-	assert_classifies("getinfo\\", Q3_GETINFO);
+	assert_classifies("getinfo\t", Q3_GETINFO);
+	assert_classifies("getinfo\r\n", Q3_GETINFO);
+	assert_classifies("getinfo\"x\"", Q3_GETINFO);
+	assert_classifies("getinfo//x", Q3_GETINFO);
+	assert_classifies("getinfo/*x*/", Q3_GETINFO);
 	assert_classifies("getserversResponse\\", Q3_GETSERVERSRESPONSE);
 	assert_classifies("statusResponse\n", Q3_STATUSRESPONSE);
 	assert_classifies("disconnect ", Q3_DISCONNECT);
@@ -153,8 +158,12 @@ static void test_q3_classify_word_that_only_starts_with_a_command_is_unknown(voi
 	assert_classifies("connectx", Q3_UNKNOWN);
 	assert_classifies("printer\n", Q3_UNKNOWN);
 	assert_classifies("rcons a", Q3_UNKNOWN);
-	assert_classifies("getserversResponsex", Q3_UNKNOWN);
 	assert_classifies("xgetinfo", Q3_UNKNOWN);
+	/* The engines end a word only at whitespace, '"' and comments. */
+	assert_classifies("getinfo\\", Q3_UNKNOWN);
+	assert_classifies("getinfo/", Q3_UNKNOWN);
+	assert_classifies("getinfo%", Q3_UNKNOWN);
+	assert_classifies("getinfo.", Q3_UNKNOWN);
 	assert_classifies("hello", Q3_UNKNOWN);
 }
 
@@ -165,6 +174,203 @@ static void test_q3_classify_does_not_read_past_length(void **state)
 	assert_int_equal(q3_classify((const uint8_t *)FF "getinfo", 7), Q3_UNKNOWN);
 	assert_int_equal(q3_classify((const uint8_t *)FF "getinfo", 3), Q3_GAME);
 	assert_int_equal(q3_classify((const uint8_t *)FF "getinfox", 11), Q3_GETINFO);
+}
+
+/* q3_classify: the command as the engines read it (MSG_ReadStringLine, then
+ * the first token of Cmd_TokenizeString), the union where they differ */
+
+static void test_q3_classify_skips_leading_spaces_as_the_engine_does(void **state)
+{
+	(void)state;
+	assert_classifies(" getinfo", Q3_GETINFO);
+	assert_classifies("     getstatus xyz", Q3_GETSTATUS);
+	assert_classifies(" rcon pass status", Q3_RCON);
+	assert_classifies("  getchallenge 1 ET", Q3_GETCHALLENGE);
+}
+
+static void test_q3_classify_skips_leading_tabs_and_carriage_returns(void **state)
+{
+	(void)state;
+	assert_classifies("\tgetinfo", Q3_GETINFO);
+	assert_classifies("\r\t getstatus\t", Q3_GETSTATUS);
+}
+
+static void test_q3_classify_skips_leading_control_bytes(void **state)
+{
+	(void)state;
+	assert_classifies("\x01\x02\x1f getinfo", Q3_GETINFO);
+	assert_classifies("\x1b[0mrcon x", Q3_UNKNOWN); /* '[' starts a word */
+	assert_classifies("\x0b\x0c" "disconnect", Q3_DISCONNECT);
+}
+
+static void test_q3_classify_ends_the_word_at_a_trailing_control_byte(void **state)
+{
+	(void)state;
+	assert_classifies("getstatus\x01", Q3_GETSTATUS);
+	assert_classifies("getinfo\x1f" "abc", Q3_GETINFO);
+	assert_classifies("rcon\x05pass cmd", Q3_RCON);
+	assert_classifies("getinfo\x7f", Q3_UNKNOWN); /* DEL is a word byte */
+}
+
+static void test_q3_classify_treats_high_bytes_as_whitespace_as_et_legacy_may(void **state)
+{
+	(void)state;
+	/* ET: Legacy skips bytes > 127 before a word (signed char <= ' '), and
+	 * id's tokenizer ends a word at one; ioquake3 reads them as '.'. */
+	assert_classifies("\x80getinfo", Q3_GETINFO);
+	assert_classifies("\xff\xfe getstatus", Q3_GETSTATUS);
+	assert_classifies("getinfo\x80", Q3_GETINFO);
+	assert_classifies("getinfo\xc3\xa9", Q3_GETINFO);
+	assert_classifies("get\x80info", Q3_UNKNOWN);
+}
+
+static void test_q3_classify_reads_a_quoted_command(void **state)
+{
+	(void)state;
+	assert_classifies("\"getinfo\"", Q3_GETINFO);
+	assert_classifies("\"getinfo\" xyz", Q3_GETINFO);
+	assert_classifies("\"getinfo\"xyz", Q3_GETINFO);
+	assert_classifies("\"getinfo", Q3_GETINFO);	   /* to the end of the line */
+	assert_classifies("  \"rcon\" pass cmd", Q3_RCON);
+	assert_classifies("\"get\"info", Q3_UNKNOWN);
+	assert_classifies("\"getinfo \"", Q3_UNKNOWN);	   /* a quoted space stays */
+	assert_classifies("\"\"getinfo", Q3_UNKNOWN);	   /* the empty token */
+	assert_classifies("\"/*x*/getinfo\"", Q3_UNKNOWN); /* no comments inside */
+}
+
+static void test_q3_classify_skips_block_comments_before_the_command(void **state)
+{
+	(void)state;
+	assert_classifies("/*x*/getinfo", Q3_GETINFO);
+	assert_classifies("/**/ /* a */ getstatus", Q3_GETSTATUS);
+	assert_classifies("/*\n*/getinfo", Q3_UNKNOWN); /* the line ends inside */
+	/* The engines look for the end from the opening slash on. */
+	assert_classifies("/*/getinfo", Q3_GETINFO);
+	assert_classifies("/* getinfo", Q3_UNKNOWN);
+	assert_classifies("/*\x80*/rcon x", Q3_RCON);
+}
+
+static void test_q3_classify_stops_at_a_line_comment(void **state)
+{
+	(void)state;
+	assert_classifies("//getinfo", Q3_UNKNOWN);
+	assert_classifies("  // getinfo", Q3_UNKNOWN);
+	assert_classifies("/getinfo", Q3_UNKNOWN);
+	assert_classifies("getinfo//", Q3_GETINFO);
+}
+
+static void test_q3_classify_ignores_ascii_case_in_every_command(void **state)
+{
+	(void)state;
+	assert_classifies("GeTiNfO", Q3_GETINFO);
+	assert_classifies("GETSTATUS", Q3_GETSTATUS);
+	assert_classifies("RCON x", Q3_RCON);
+	assert_classifies("DisConnect", Q3_DISCONNECT);
+	assert_classifies("cOnNeCt \"\\\\name\\\\x\"", Q3_CONNECT);
+	assert_classifies("InfoResponse\n", Q3_INFORESPONSE);
+}
+
+static void test_q3_classify_empty_line_is_unknown(void **state)
+{
+	(void)state;
+	assert_classifies("", Q3_UNKNOWN);
+	assert_classifies("    ", Q3_UNKNOWN);
+	assert_classifies("\ngetinfo", Q3_UNKNOWN);
+	assert_classifies(" \x01\x80\t", Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "\x00getinfo")), Q3_UNKNOWN);
+}
+
+static void test_q3_classify_only_prefix_is_unknown(void **state)
+{
+	(void)state;
+	assert_int_equal(q3_classify(PKT(FF)), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "\xff\xff\xff\xff")), Q3_UNKNOWN);
+}
+
+static void test_q3_classify_reads_only_the_first_1023_bytes_of_a_line(void **state)
+{
+	uint8_t pkt[4 + 1100];
+
+	(void)state;
+	memcpy(pkt, FF, 4);
+	/* 1016 spaces + "getinfoX": the engine's line ends before the X. */
+	memset(pkt + 4, ' ', 1016);
+	memcpy(pkt + 4 + 1016, "getinfoX", 8);
+	assert_int_equal(q3_classify(pkt, 4 + 1016 + 8), Q3_GETINFO);
+	/* 1017 spaces: the line holds "getinf". */
+	memset(pkt + 4, ' ', 1017);
+	memcpy(pkt + 4 + 1017, "getinfo", 7);
+	assert_int_equal(q3_classify(pkt, 4 + 1017 + 7), Q3_UNKNOWN);
+	/* A long word is nothing, however it ends. */
+	memset(pkt + 4, 'a', 1100);
+	assert_int_equal(q3_classify(pkt, sizeof(pkt)), Q3_UNKNOWN);
+}
+
+static void test_q3_classify_ends_the_line_at_a_nul_inside(void **state)
+{
+	(void)state;
+	assert_int_equal(q3_classify(PKT(FF "getinfo\x00xyz")), Q3_GETINFO);
+	assert_int_equal(q3_classify(PKT(FF "get\x00info")), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF " \x00 getstatus")), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "\"getinfo\x00\" x")), Q3_GETINFO);
+}
+
+static void test_q3_classify_connect_not_at_byte_4_is_read_as_text(void **state)
+{
+	(void)state;
+	/* Only "connect" at byte 4, case and all, is Huffman-decoded: the
+	 * server runs any other spelling of it on the text as sent. */
+	assert_classifies(" connect \"\\name\\x\"", Q3_CONNECT);
+	assert_classifies("CONNECT \"\\name\\x\"", Q3_CONNECT);
+	assert_classifies("\"connect\"", Q3_CONNECT);
+	assert_classifies("/**/connect x", Q3_CONNECT);
+}
+
+static void test_q3_classify_coded_connect_is_connect_when_byte_11_ends_the_word(void **state)
+{
+	(void)state;
+	assert_int_equal(q3_classify(PKT(FF "connect")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connect\x00\x00\x05xx")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connect\t\x00\x05xx")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connect\"\x00\x05xx")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connect\x90\x00\x05xx")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connectx\x00\x05xx")), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "connect%\x00\x05xx")), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "connectResponse 1")), Q3_CONNECTRESPONSE);
+}
+
+/* "\xff\xff\xff\xffconnect/" and the userinfo coded as the client does. */
+static size_t coded_connect_slash(uint8_t *pkt, size_t len, const char *info)
+{
+	int n;
+
+	memcpy(pkt, FF "connect/", 12);
+	n = huffman_encode(info, strlen(info), pkt + 12, len - 12);
+	assert_true(n > 0);
+	return 12 + (size_t)n;
+}
+
+static void test_q3_classify_coded_connect_slash_needs_a_decoded_comment(void **state)
+{
+	uint8_t pkt[256];
+
+	(void)state;
+	/* The server's line is "connect/" and the decoded bytes. */
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "/x")),
+			 Q3_CONNECT);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "*/")),
+			 Q3_CONNECT);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "\\name\\x")),
+			 Q3_UNKNOWN);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "")),
+			 Q3_UNKNOWN);
+	/* Its raw bytes spell "connect//", but that is not what it reads. */
+	assert_int_equal(q3_classify(PKT(FF "connect//xyz")), Q3_UNKNOWN);
+	/* Too short to decode a byte from the packet: the server reads stale
+	 * bytes, so it may be a connect. */
+	assert_int_equal(q3_classify(PKT(FF "connect/\x00\x01")), Q3_CONNECT);
+	assert_int_equal(q3_classify(PKT(FF "connect/\x00")), Q3_UNKNOWN);
+	assert_int_equal(q3_classify(PKT(FF "connect/")), Q3_UNKNOWN);
 }
 
 /* q3_cmd_name */
@@ -210,6 +416,7 @@ static void test_q3_word_returns_the_word_as_sent(void **state)
 	assert_string_equal(out, "getChallenge");
 	assert_int_equal(q3_word(PKT(FF "infoResponse\n\\a\\b"), out), 12);
 	assert_string_equal(out, "infoResponse");
+	/* The list follows the word unbroken; the client compares a prefix. */
 	assert_int_equal(q3_word(PKT(FF "getserversResponse\\\x01\x02"), out), 18);
 	assert_string_equal(out, "getserversResponse");
 	assert_int_equal(q3_word(PKT(FF "disconnect"), out), 10);
@@ -227,7 +434,8 @@ static void test_q3_word_strips_non_printables(void **state)
 	size_t i;
 
 	(void)state;
-	n = q3_word(PKT(FF "get\x01" "Chal\x7f" "lenge\x1b\x80 1"), out);
+	/* Control bytes end the word, as for the engine; DEL does not. */
+	n = q3_word(PKT(FF "\x01get\x7f" "Challenge\x1b 1"), out);
 	assert_int_equal(n, 12);
 	assert_string_equal(out, "getChallenge");
 
@@ -481,6 +689,16 @@ static void test_q3_info_response_does_not_match_without_challenge_key(void **st
 	assert_false(q3_info_response_matches(PKT(FF "infoResponse"), "abc123"));
 }
 
+static void test_q3_info_response_reads_the_info_after_the_command_line(void **state)
+{
+	(void)state;
+	assert_true(q3_info_response_matches(PKT(FF " infoResponse \n\\challenge\\abc"), "abc"));
+	assert_true(q3_info_response_matches(PKT(FF "infoResponse\x00\\challenge\\abc"), "abc"));
+	/* Without a line end the client reads an empty info string. */
+	assert_false(q3_info_response_matches(PKT(FF "infoResponse\\challenge\\abc"), "abc"));
+	assert_false(q3_info_response_matches(PKT(FF "infoResponse \\challenge\\abc"), "abc"));
+}
+
 static void test_q3_info_response_honours_length(void **state)
 {
 	static const char pkt[] = FF "infoResponse\n\\challenge\\abc123\\x\\y";
@@ -508,6 +726,22 @@ int main(void)
 		cmocka_unit_test(test_q3_classify_without_prefix_is_game_traffic),
 		cmocka_unit_test(test_q3_classify_word_that_only_starts_with_a_command_is_unknown),
 		cmocka_unit_test(test_q3_classify_does_not_read_past_length),
+		cmocka_unit_test(test_q3_classify_skips_leading_spaces_as_the_engine_does),
+		cmocka_unit_test(test_q3_classify_skips_leading_tabs_and_carriage_returns),
+		cmocka_unit_test(test_q3_classify_skips_leading_control_bytes),
+		cmocka_unit_test(test_q3_classify_ends_the_word_at_a_trailing_control_byte),
+		cmocka_unit_test(test_q3_classify_treats_high_bytes_as_whitespace_as_et_legacy_may),
+		cmocka_unit_test(test_q3_classify_reads_a_quoted_command),
+		cmocka_unit_test(test_q3_classify_skips_block_comments_before_the_command),
+		cmocka_unit_test(test_q3_classify_stops_at_a_line_comment),
+		cmocka_unit_test(test_q3_classify_ignores_ascii_case_in_every_command),
+		cmocka_unit_test(test_q3_classify_empty_line_is_unknown),
+		cmocka_unit_test(test_q3_classify_only_prefix_is_unknown),
+		cmocka_unit_test(test_q3_classify_reads_only_the_first_1023_bytes_of_a_line),
+		cmocka_unit_test(test_q3_classify_ends_the_line_at_a_nul_inside),
+		cmocka_unit_test(test_q3_classify_connect_not_at_byte_4_is_read_as_text),
+		cmocka_unit_test(test_q3_classify_coded_connect_is_connect_when_byte_11_ends_the_word),
+		cmocka_unit_test(test_q3_classify_coded_connect_slash_needs_a_decoded_comment),
 		cmocka_unit_test(test_q3_cmd_name_is_lower_case_canonical),
 		cmocka_unit_test(test_q3_cmd_name_round_trips_through_classify),
 		cmocka_unit_test(test_q3_word_returns_the_word_as_sent),
@@ -532,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_q3_info_response_does_not_match_other_packets),
 		cmocka_unit_test(test_q3_info_response_does_not_match_without_challenge_key),
 		cmocka_unit_test(test_q3_info_response_honours_length),
+		cmocka_unit_test(test_q3_info_response_reads_the_info_after_the_command_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
