@@ -69,12 +69,20 @@ const char conf_usage[] =
 	"                            no --upstream is given)\n"
 	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
 	"  --probe                   with -t: also resolve masters, probe game servers\n"
+	"                            (exit 1 if any of that fails)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             print the version\n"
 	"\n"
 	"DUR is a number of seconds or a number with ms, s, m or h.\n"
 	"Tokens for the ops plane come from ETRELAY_LIFECYCLE_TOKEN,\n"
-	"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms).\n";
+	"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms).\n"
+	"\n"
+	"Exit status:\n"
+	"  0   stopped by SIGTERM or SIGINT; --help, --version; -t, configuration valid\n"
+	"  1   startup failed or the event loop failed; -t --probe found a failure\n"
+	"  64  usage error\n"
+	"  69  --backend io_uring, and io_uring is not available\n"
+	"  78  the configuration is invalid\n";
 
 static const struct {
 	const char *name, *short_name, *heartbeat, *flatline;

@@ -1213,16 +1213,22 @@ class Pinger:
 
 
 def run_parts(ctx, parts):
-    """Run part(ctx) for each part; when one fails, note it, kill what it
-    left running and go on with the next, so that one broken behaviour
-    does not hide the others. Fails at the end with every failure."""
-    failures = []
+    """Run part(ctx) for each part; when one fails or cannot run here
+    (TestSkip), note it, kill what it left running and go on with the next,
+    so that one broken behaviour does not hide the others. Fails at the end
+    with every failure; with none, a part that could not run makes the whole
+    test a skip (exit 77), never a pass."""
+    failures, skipped = [], []
     for part in parts:
         try:
             part(ctx)
-        except TestFailure as e:
-            failures.append(f"[{part.__name__}] {e}")
-            log(f"part {part.__name__} FAILED: {e}")
+        except (TestFailure, TestSkip) as e:
+            if isinstance(e, TestSkip):
+                skipped.append(f"[{part.__name__}] {e}")
+                log(f"part {part.__name__} cannot run here: {e}")
+            else:
+                failures.append(f"[{part.__name__}] {e}")
+                log(f"part {part.__name__} FAILED: {e}")
             for o in ctx.objs:
                 if isinstance(o, Pinger):
                     o.stop()
@@ -1231,7 +1237,11 @@ def run_parts(ctx, parts):
                     r.expect_exit = True
                     r.close()
     if failures:
-        fail(f"{len(failures)} of {len(parts)} parts failed:\n  " + "\n  ".join(failures))
+        fail(f"{len(failures)} of {len(parts)} parts failed:\n  " + "\n  ".join(failures
+                                                                           + skipped))
+    if skipped:
+        raise TestSkip(f"{len(skipped)} of {len(parts)} parts cannot run here (the other "
+                       f"{len(parts) - len(skipped)} passed):\n  " + "\n  ".join(skipped))
 
 
 def spread_ip(i):
@@ -1420,6 +1430,38 @@ def ether_udp(src, dst, payload, src_mac, dst_mac):
     return dst_mac + src_mac + b"\x08\x00" + bytes(ip)
 
 
+_netns_missing = None
+
+
+def require_netns():
+    """The path of ip(8) when network namespaces work here, else skip the
+    test (exit 77). The one rule for every test that needs a namespace: it
+    needs root, ip(8) (Debian: iproute2), and both `ip netns add` and `ip
+    netns exec`; the latter fails in a chroot whose / is not a mount point.
+    Tried once per test process, with a throwaway namespace."""
+    global _netns_missing
+    ipcmd = shutil.which("ip")
+    if _netns_missing is None:
+        _netns_missing = ""
+        name = f"etrelay-probe{os.getpid()}"
+        if os.geteuid() != 0:
+            _netns_missing = "a network namespace needs root"
+        elif not ipcmd:
+            _netns_missing = "a network namespace needs ip(8) (Debian: iproute2)"
+        else:
+            for st in (["netns", "add", name],
+                       ["netns", "exec", name, ipcmd, "link", "show", "lo"]):
+                r = subprocess.run([ipcmd] + st, capture_output=True, text=True, timeout=10)
+                if r.returncode:
+                    _netns_missing = (f"no network namespaces here: ip {' '.join(st[:2])}: "
+                                      f"{(r.stderr or r.stdout).strip()}")
+                    break
+            subprocess.run([ipcmd, "netns", "del", name], capture_output=True, timeout=10)
+    if _netns_missing:
+        raise TestSkip(_netns_missing)
+    return ipcmd
+
+
 class VethNetns:
     """A network namespace joined to this one by a veth pair:
     host side `host_ip`/24, namespace side `ns_ip`/24. wrapper() is the
@@ -1428,9 +1470,9 @@ class VethNetns:
     root, no ip(8), no namespaces)."""
 
     def __init__(self, sysctls=()):
-        ipcmd = shutil.which("ip")
-        if os.geteuid() != 0 or not ipcmd:
-            raise TestSkip("a network namespace needs root and ip(8)")
+        ipcmd = require_netns()
+        if sysctls:
+            require_tool("sysctl")
         tag = f"{os.getpid() % 100000}{random.randrange(100)}"
         self.ip = ipcmd
         self.name = f"etrelay-t{tag}"

@@ -4,6 +4,7 @@
 flag and the value; --version and --help; a valid command line starts."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,6 +85,13 @@ def test(ctx):
         if rc != 0 or missing:
             problems.append(f"etrelay {flag}\n    expected exit 0 and every flag on stdout; seen "
                             f"exit {rc}, missing {missing}, stderr {err[:200]!r}")
+        # every exit status, each on a line of its own after "Exit status:"
+        # (1 includes a failed -t --probe)
+        tail = out.partition("\nExit status:\n")[2]
+        codes = {m.group(1): m.group(2) for m in re.finditer(r"^ +(\d+) +(.*)$", tail, re.M)}
+        if sorted(codes, key=int) != ["0", "1", "64", "69", "78"] or "--probe" not in codes["1"]:
+            problems.append(f"etrelay {flag}\n    expected an 'Exit status:' list of 0, 1 (with "
+                            f"-t --probe), 64, 69, 78; seen {codes}")
     if problems:
         H.fail(f"{len(problems)} command-line checks failed:\n  " + "\n  ".join(problems))
 
