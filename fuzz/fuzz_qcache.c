@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t rlen, qlen;
 	int n, n2;
 
-	if (!c.info.buf && (qcache_init(&c, QCACHE_TTL_DEFAULT) < 0 ||
-			    qcache_init(&again, QCACHE_TTL_DEFAULT) < 0))
+	if (!c.info.buf && (qcache_init(&c, QCACHE_TTL_DEFAULT, 5000000000ull, QCACHE_REPLY_MAX) < 0 ||
+			    qcache_init(&again, QCACHE_TTL_DEFAULT, 5000000000ull, QCACHE_REPLY_MAX) < 0))
 		abort();
 	qcache_invalidate(&c);
 	qcache_invalidate(&again);

@@ -46,13 +46,28 @@ const char conf_usage[] =
 	"                            /64 (8)\n"
 	"  --unassured-timeout DUR   close a session the game server has not taken as a\n"
 	"                            player within this time (10s)\n"
+	"  --ip-session-rate N       new sessions per second from one IP address, IPv6\n"
+	"                            from one /64 (4; as many at once)\n"
+	"  --session-rate N          new sessions per second in all (100; as many at\n"
+	"                            once); in-game packets and unknown commands may\n"
+	"                            use only half, the rest is kept for queries\n"
+	"  --master-queries N        queries from each master's address passed to the\n"
+	"                            game server per heartbeat interval (2); past them\n"
+	"                            only getinfo/getstatus, answered as a browser's\n"
 	"  --ip-query-burst N        connectionless queries per source IP at once (10)\n"
 	"  --ip-query-rate N         ... and per second after that (1)\n"
-	"  --server-query-burst N    queries passed to the game server at once (8)\n"
-	"  --server-query-rate N     ... and per second after that (1); masters and\n"
-	"                            players are served before server browsers\n"
+	"  --server-query-burst N    queries passed to the game server at once (9;\n"
+	"                            the game server allows the relay's address 10)\n"
+	"  --server-query-rate N     ... and per second after that (1); 2 tokens per\n"
+	"                            master and 3 are kept for masters and players,\n"
+	"                            browsers get the rest\n"
 	"  --query-cache DUR         answer getinfo/getstatus from a copy this fresh\n"
 	"                            (1s; 0 turns the cache off)\n"
+	"  --query-cache-stale DUR   ... and from an older one, up to this much older,\n"
+	"                            while one refresh is out or the budget is spent (5s)\n"
+	"  --query-cache-rate N      answers from the cache per second, per relay (200)\n"
+	"  --query-cache-bytes N     ... and bytes per second (256k; k and M allowed)\n"
+	"  --query-cache-max-reply N largest answer served from the cache (4096 bytes)\n"
 	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
@@ -111,11 +126,18 @@ static void base_defaults(struct relay_conf *r)
 	r->max_sessions = CONF_MAX_SESSIONS;
 	r->sessions_per_ip = CONF_SESSIONS_PER_IP;
 	r->unassured_timeout_ms = CONF_UNASSURED_TIMEOUT;
+	r->ip_session_rate = CONF_IP_SESSION_RATE;
+	r->session_rate = CONF_SESSION_RATE;
+	r->master_queries = CONF_MASTER_QUERIES;
 	r->ip_query_burst = CONF_IP_QUERY_BURST;
 	r->ip_query_rate = CONF_IP_QUERY_RATE;
 	r->server_query_burst = CONF_SERVER_QUERY_BURST;
 	r->server_query_rate = CONF_SERVER_QUERY_RATE;
 	r->query_cache_ms = CONF_QUERY_CACHE;
+	r->query_cache_stale_ms = CONF_QUERY_CACHE_STALE;
+	r->query_cache_rate = CONF_QUERY_CACHE_RATE;
+	r->query_cache_bytes = CONF_QUERY_CACHE_BYTES;
+	r->query_cache_max_reply = CONF_QUERY_CACHE_MAX_REPLY;
 }
 
 void conf_defaults(struct etr_conf *c)
@@ -123,6 +145,7 @@ void conf_defaults(struct etr_conf *c)
 	memset(c, 0, sizeof(*c));
 	c->backend = CONF_BACKEND_AUTO;
 	c->gso = true;
+	c->log_time = CONF_LOG_TIME;
 	base_defaults(&c->base);
 }
 
@@ -157,6 +180,7 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
  * it inherited, later ones add to it. */
 struct layer {
 	bool masters_replaced;
+	unsigned line; /* of the key being applied; 0: command line */
 };
 
 struct key;
@@ -224,6 +248,7 @@ static const char *set_master(struct etr_conf *c, struct relay_conf *r, const st
 		r->nmasters = 0, ly->masters_replaced = true;
 	if (r->nmasters == CONF_MASTERS_MAX)
 		return "too many masters (at most 8)";
+	m.line = ly->line;
 	r->masters[r->nmasters++] = m;
 	return NULL;
 }
@@ -286,6 +311,37 @@ static const char *set_cache(struct etr_conf *c, struct relay_conf *r, const str
 		       : NULL;
 }
 
+static const char *set_stale(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	return conf_parse_duration(v, &r->query_cache_stale_ms, true) < 0 ||
+			       r->query_cache_stale_ms > 60000
+		       ? "expected a duration from 0 to 60s such as 5s"
+		       : NULL;
+}
+
+/* A byte count with an optional k (1024) or M (1048576) into the uint32_t
+ * at k->off, within [min, max] of the key. */
+static const char *set_bytes(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	bool reply = k->off == offsetof(struct relay_conf, query_cache_max_reply);
+	unsigned long long n, min = reply ? 64 : 1, max = reply ? 65535 : 1ull << 30;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*end == 'k' && end[1] == '\0')
+		n <<= 10, end++;
+	else if (*end == 'M' && end[1] == '\0')
+		n <<= 20, end++;
+	if (*v < '0' || *v > '9' || *end || errno || n < min || n > max)
+		return reply ? "expected a number of bytes from 64 to 65535"
+			     : "expected a number of bytes from 1 to 1024M, such as 256k";
+	*(uint32_t *)(void *)((char *)r + k->off) = (uint32_t)n;
+	return NULL;
+}
+
 static const char *set_ban_file(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 				const char *v, struct layer *ly)
 {
@@ -335,6 +391,20 @@ static const char *set_bool(struct etr_conf *c, struct relay_conf *r, const stru
 									: NULL;
 }
 
+static const char *set_log_time(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				const char *v, struct layer *ly)
+{
+	bool b;
+
+	if (strcmp(v, "auto") == 0)
+		c->log_time = CONF_LOG_TIME_AUTO;
+	else if (parse_bool(v, &b) == 0)
+		c->log_time = b ? CONF_LOG_TIME_YES : CONF_LOG_TIME_NO;
+	else
+		return "expected yes, no or auto";
+	return NULL;
+}
+
 static const char *set_ops_listen(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 				  const char *v, struct layer *ly)
 {
@@ -368,11 +438,18 @@ static const struct key keys[] = {
 	{ "session-ports", SCOPE_RELAY, false, 0, set_ports },
 	{ "sessions-per-ip", SCOPE_RELAY, false, RK(sessions_per_ip), set_count },
 	{ "unassured-timeout", SCOPE_RELAY, false, RK(unassured_timeout_ms), set_duration },
+	{ "ip-session-rate", SCOPE_RELAY, false, RK(ip_session_rate), set_count },
+	{ "session-rate", SCOPE_RELAY, false, RK(session_rate), set_count },
+	{ "master-queries", SCOPE_RELAY, false, RK(master_queries), set_count },
 	{ "ip-query-burst", SCOPE_RELAY, false, RK(ip_query_burst), set_count },
 	{ "ip-query-rate", SCOPE_RELAY, false, RK(ip_query_rate), set_count },
 	{ "server-query-burst", SCOPE_RELAY, false, RK(server_query_burst), set_count },
 	{ "server-query-rate", SCOPE_RELAY, false, RK(server_query_rate), set_count },
 	{ "query-cache", SCOPE_RELAY, false, 0, set_cache },
+	{ "query-cache-stale", SCOPE_RELAY, false, 0, set_stale },
+	{ "query-cache-rate", SCOPE_RELAY, false, RK(query_cache_rate), set_count },
+	{ "query-cache-bytes", SCOPE_RELAY, false, RK(query_cache_bytes), set_bytes },
+	{ "query-cache-max-reply", SCOPE_RELAY, false, RK(query_cache_max_reply), set_bytes },
 	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
 	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
 	{ "gso", SCOPE_GLOBAL, false, GK(gso), set_bool },
@@ -380,6 +457,7 @@ static const struct key keys[] = {
 	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
 	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },
 	{ "debug", SCOPE_GLOBAL, true, GK(debug), set_bool },
+	{ "log-time", SCOPE_GLOBAL, false, 0, set_log_time },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -645,12 +723,61 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 			err_add(e, "%s:%u: %s: missing value", path, lineno, k->name);
 			continue;
 		}
+		ly.line = lineno;
 		why = apply(c, r, k, val, &ly);
 		if (why)
 			err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, k->name, val,
 				why);
 	}
 	return e->count == before ? 0 : -1;
+}
+
+int conf_addr_family(const union etr_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr))
+		return AF_INET;
+	return a->sa.sa_family;
+}
+
+bool conf_listener_reaches(const union etr_sockaddr *listen, bool v6only, int family)
+{
+	int lf = conf_addr_family(listen);
+
+	if (lf == family)
+		return true;
+	/* Only an IPv6 socket bound to :: sends to IPv4-mapped addresses. */
+	return lf == AF_INET6 && family == AF_INET && !v6only &&
+	       IN6_IS_ADDR_UNSPECIFIED(&listen->in6.sin6_addr);
+}
+
+/* An address literal of a family the listener cannot send to: every
+ * heartbeat would fail, so the configuration is refused. */
+static void check_master_family(const struct etr_conf *c, const struct relay_conf *r,
+				const struct conf_master *m, struct conf_errors *e)
+{
+	char hp[ADDR_HOSTLEN + 8], a[ADDR_STRLEN];
+	union etr_sockaddr sa;
+	int fam;
+
+	addr_hostport(m->host, m->port, hp);
+	if (addr_parse_numeric(hp, &sa) < 0)
+		return; /* a name: resolved at run time, and by -t --probe */
+	fam = conf_addr_family(&sa);
+	if (conf_listener_reaches(&r->listen, false, fam))
+		return;
+	addr_str(&r->listen.sa, a);
+	if (m->line)
+		err_add(e, "%s:%u: master %s: an %s address; relay %s listens on %s, which "
+			   "cannot reach it (listen on %s, or give an %s master)",
+			c->path ? c->path : "", m->line, hp, fam == AF_INET ? "IPv4" : "IPv6",
+			r->name, a, fam == AF_INET ? "0.0.0.0 or [::]" : "an IPv6 address",
+			conf_addr_family(&r->listen) == AF_INET ? "IPv4" : "IPv6");
+	else
+		err_add(e, "etrelay: --master %s: an %s address; relay %s listens on %s, which "
+			   "cannot reach it (listen on %s, or give an %s master)",
+			hp, fam == AF_INET ? "IPv4" : "IPv6", r->name, a,
+			fam == AF_INET ? "0.0.0.0 or [::]" : "an IPv6 address",
+			conf_addr_family(&r->listen) == AF_INET ? "IPv4" : "IPv6");
 }
 
 /* Tags from the game unless given, and the checks a relay must pass. */
@@ -667,11 +794,13 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 	}
 	if (r->server_query_burst <= RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER)
 		err_add(e, "%s: server-query-burst %u must be above %u: %u tokens are kept for "
-			   "masters and players", where, r->server_query_burst,
+			   "a master and for players", where, r->server_query_burst,
 			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER,
 			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
 	if (r->upstream_host[0] == '\0')
 		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
+	for (unsigned i = 0; i < r->nmasters; i++)
+		check_master_family(c, r, &r->masters[i], e);
 	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))
 		err_add(e, "%s: max-sessions %u is more than the %u ports of session-ports %u-%u",
 			where, r->max_sessions, r->port_max - r->port_min + 1, r->port_min,

@@ -26,12 +26,26 @@
 #define CONF_MAX_SESSIONS 4000
 #define CONF_SESSIONS_PER_IP 8
 #define CONF_UNASSURED_TIMEOUT (10 * 1000ull) /* ms */
+#define CONF_IP_SESSION_RATE 4 /* new sessions per second (and at once) per IP */
+/* New sessions per second in all: with the default unassured timeout, a
+ * flood keeps at most 1000 unassured sessions, a quarter of the table. */
+#define CONF_SESSION_RATE 100
+#define CONF_MASTER_QUERIES 2 /* per heartbeat interval: a master asks once or twice */
+/* A session answered with a challengeResponse is neither evicted nor timed
+ * out as unassured for this long: its client's connect is on its way. */
+#define CONF_CHALLENGE_GRACE (5 * 1000ull) /* ms */
 #define CONF_IP_QUERY_BURST 10  /* the game server's own per-IP bucket */
 #define CONF_IP_QUERY_RATE 1    /* per second */
-#define CONF_SERVER_QUERY_BURST 8 /* below the server's 10: room for skew */
+#define CONF_SERVER_QUERY_BURST 9 /* the server's 10 less one: room for jitter */
 #define CONF_SERVER_QUERY_RATE 1
 #define CONF_QUERY_CACHE (1000ull) /* ms */
-/* Tokens of the server budget kept for masters, then for players. */
+#define CONF_QUERY_CACHE_STALE (5000ull) /* ms */
+#define CONF_QUERY_CACHE_RATE 200        /* answers per second, per relay */
+#define CONF_QUERY_CACHE_BYTES (256u << 10) /* bytes per second, per relay */
+#define CONF_QUERY_CACHE_MAX_REPLY 4096  /* bytes */
+/* Tokens of the server budget kept for each master (a getChallenge and a
+ * getinfo; all masters together at most burst - players - 1), and for
+ * players. */
 #define RELAY_RESERVE_MASTER 2
 #define RELAY_RESERVE_PLAYER 3
 
@@ -42,9 +56,14 @@
 
 enum conf_backend { CONF_BACKEND_AUTO, CONF_BACKEND_URING, CONF_BACKEND_EPOLL };
 
+/* --log-time: auto prints the time unless stderr is the journal. */
+enum conf_log_time { CONF_LOG_TIME_AUTO, CONF_LOG_TIME_YES, CONF_LOG_TIME_NO };
+#define CONF_LOG_TIME CONF_LOG_TIME_AUTO
+
 struct conf_master {
 	char host[ADDR_HOSTLEN];
 	uint16_t port;
+	unsigned line; /* in the config file; 0: command line or built in */
 };
 
 /* One relay: a public port in front of one game server. */
@@ -68,9 +87,14 @@ struct relay_conf {
 	/* Abuse resistance. */
 	uint32_t sessions_per_ip;
 	uint64_t unassured_timeout_ms; /* no answer from the game server yet */
+	uint32_t ip_session_rate, session_rate; /* new sessions per second */
+	uint32_t master_queries; /* per master address and heartbeat interval */
 	uint32_t ip_query_burst, ip_query_rate;
 	uint32_t server_query_burst, server_query_rate;
 	uint64_t query_cache_ms; /* 0: no cache */
+	uint64_t query_cache_stale_ms; /* served past query_cache_ms while refreshing */
+	uint32_t query_cache_rate, query_cache_bytes; /* answers from it, per second */
+	uint32_t query_cache_max_reply; /* bytes */
 };
 
 struct conf_cli {
@@ -82,6 +106,7 @@ struct etr_conf {
 	enum conf_backend backend;
 	bool gso; /* UDP GSO trains (default on) */
 	bool debug;
+	enum conf_log_time log_time;
 	bool ops_enabled, ops_allow_public;
 	union etr_sockaddr ops_listen;
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
@@ -128,6 +153,15 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero);
 /* Read a whole config-like file (at most 1 MiB) into a NUL-terminated
  * buffer to free(); NULL with errno set on failure. */
 char *conf_read_file(const char *path, size_t *len);
+
+/* Whether a socket bound to listen can send to an address of family
+ * (AF_INET, AF_INET6; an IPv4-mapped IPv6 address counts as AF_INET): an
+ * IPv6 socket bound to :: reaches IPv4 through mapped addresses unless
+ * v6only; one bound to another IPv6 address does not. */
+bool conf_listener_reaches(const union etr_sockaddr *listen, bool v6only, int family);
+
+/* The family a master's address counts as for conf_listener_reaches. */
+int conf_addr_family(const union etr_sockaddr *a);
 
 /* The --help text. */
 extern const char conf_usage[];

@@ -15,7 +15,7 @@
 #define CHAL_KEY    "challenge"
 #define CHAL_KEYLEN (sizeof(CHAL_KEY) - 1)
 
-int qcache_init(struct qcache *c, uint64_t ttl_ns)
+int qcache_init(struct qcache *c, uint64_t ttl_ns, uint64_t stale_ns, size_t max_reply)
 {
 	memset(c, 0, sizeof(*c));
 	c->info.buf = malloc(QCACHE_REPLY_MAX);
@@ -25,6 +25,8 @@ int qcache_init(struct qcache *c, uint64_t ttl_ns)
 		return -ENOMEM;
 	}
 	c->ttl = ttl_ns;
+	c->stale = stale_ns;
+	c->max_reply = max_reply < QCACHE_REPLY_MAX ? max_reply : QCACHE_REPLY_MAX;
 	return 0;
 }
 
@@ -39,6 +41,40 @@ void qcache_invalidate(struct qcache *c)
 {
 	c->info.len = 0;
 	c->status.len = 0;
+	c->info.refresh = 0;
+	c->status.refresh = 0;
+}
+
+static const struct qcache_entry *entry_for(const struct qcache *c, enum q3_cmd query_kind)
+{
+	if (query_kind == Q3_GETINFO)
+		return &c->info;
+	if (query_kind == Q3_GETSTATUS)
+		return &c->status;
+	return NULL;
+}
+
+bool qcache_refresh_due(const struct qcache *c, enum q3_cmd query_kind, uint64_t now)
+{
+	const struct qcache_entry *e = entry_for(c, query_kind);
+
+	if (!e || c->ttl == 0)
+		return false;
+	/* A clock that went back wraps to a huge age: due. */
+	if (e->refresh && now - e->refresh < QCACHE_REFRESH_TIMEOUT)
+		return false;
+	return e->len == 0 || now - e->stored >= c->ttl;
+}
+
+void qcache_refresh_sent(struct qcache *c, enum q3_cmd query_kind, uint64_t now)
+{
+	struct qcache_entry *e = query_kind == Q3_GETINFO     ? &c->info
+				 : query_kind == Q3_GETSTATUS ? &c->status
+							      : NULL;
+
+	/* 0 means none out; a clock at 0 is only ever seen in tests. */
+	if (e)
+		e->refresh = now ? now : 1;
 }
 
 /* Where the info string of a reply lies and where its challenge pair is, in
@@ -95,8 +131,11 @@ int qcache_store(struct qcache *c, enum q3_cmd reply_kind, const uint8_t *reply,
 	} else {
 		return -EINVAL;
 	}
-	if (len > QCACHE_REPLY_MAX)
+	e->refresh = 0; /* answered, whatever it holds */
+	if (len > c->max_reply) {
+		e->len = 0;
 		return -EMSGSIZE;
+	}
 	if (q3_classify(reply, len) != reply_kind || parse_reply(&parsed, reply, len, word) < 0)
 		return -EINVAL;
 	memcpy(e->buf, reply, len);
@@ -176,7 +215,7 @@ int qcache_answer(const struct qcache *c, const uint8_t *query, size_t qlen, uin
 		return -1;
 	}
 	/* A clock that went back wraps to a huge age: expired. */
-	if (e->len == 0 || now - e->stored >= c->ttl)
+	if (e->len == 0 || c->ttl == 0 || now - e->stored >= c->ttl + c->stale)
 		return -1;
 	if (query_challenge(query, end, head, &chal, &clen) < 0)
 		return -1;

@@ -53,6 +53,16 @@ bool rl_take(struct rl_bucket *b, uint64_t now)
 	return true;
 }
 
+bool rl_take_n(struct rl_bucket *b, uint64_t n, uint64_t now)
+{
+	b->tokens = refill(b->burst, b->rate, b->tokens, b->last, now);
+	b->last = later(b->last, now);
+	if (n > b->burst / RL_ONE || b->tokens < n * RL_ONE)
+		return false;
+	b->tokens -= n * RL_ONE;
+	return true;
+}
+
 unsigned rl_available(const struct rl_bucket *b, uint64_t now)
 {
 	return (unsigned)(refill(b->burst, b->rate, b->tokens, b->last, now) / RL_ONE);
@@ -209,40 +219,96 @@ void rl_table_free(struct rl_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts)
+{
+	switch (cmd) {
+	case Q3_GETINFO:
+	case Q3_GETSTATUS:
+		return from_master ? RL_MASTER : RL_BROWSER;
+	case Q3_GETCHALLENGE:
+		return from_master ? RL_MASTER : RL_PLAYER;
+	case Q3_CONNECT:
+		return connect_counts ? RL_PLAYER : RL_FREE;
+	case Q3_RCON:
+		/* An admin's: not guaranteed, but not behind the browsers. */
+		return RL_PLAYER;
+	default:
+		return RL_FREE;
+	}
+}
+
 int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsigned reserve_master,
 		   unsigned reserve_player, uint64_t now)
 {
 	memset(b, 0, sizeof(*b));
 	if ((uint64_t)reserve_master + reserve_player >= burst)
 		return -EINVAL;
-	rl_bucket_init(&b->bucket, burst, per_sec, now);
-	b->reserve_master = reserve_master;
-	b->reserve_player = reserve_player;
+	b->burst = (uint64_t)burst * RL_ONE;
+	b->rate = per_sec;
+	b->last = now;
+	b->res_max[0] = b->res[0] = (uint64_t)reserve_master * RL_ONE;
+	b->res_max[1] = b->res[1] = (uint64_t)reserve_player * RL_ONE;
+	b->shared = b->burst - b->res[0] - b->res[1];
 	return 0;
+}
+
+/* Give `add` to a reserve up to its maximum; returns what is left over. */
+static uint64_t fill(uint64_t *level, uint64_t max, uint64_t add)
+{
+	uint64_t take = max - *level < add ? max - *level : add;
+
+	*level += take;
+	return add - take;
+}
+
+/* What the bucket earned since `last` goes to the reserves first (half
+ * each, the rest to whichever still lacks), then to the shared part. */
+static void budget_refill(struct rl_budget *b, uint64_t now)
+{
+	uint64_t elapsed, add, half, cap;
+
+	if (now <= b->last)
+		return;
+	elapsed = now - b->last;
+	b->last = now;
+	if (b->rate == 0)
+		return;
+	/* Capped before multiplying: a long idle time would overflow. */
+	add = elapsed > b->burst / b->rate ? b->burst : elapsed * b->rate;
+	half = add / 2;
+	add = add - half + fill(&b->res[0], b->res_max[0], half);
+	add = fill(&b->res[1], b->res_max[1], add);
+	add = fill(&b->res[0], b->res_max[0], add);
+	cap = b->burst - b->res_max[0] - b->res_max[1];
+	b->shared = b->shared + add > cap ? cap : b->shared + add;
 }
 
 bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now)
 {
-	struct rl_bucket *k = &b->bucket;
-	uint64_t floor;
+	uint64_t *own;
 
-	k->tokens = refill(k->burst, k->rate, k->tokens, k->last, now);
-	k->last = later(k->last, now);
-	switch (cls) {
-	case RL_MASTER:
-		if (k->tokens >= RL_ONE)
-			k->tokens -= RL_ONE;
+	if (cls == RL_FREE)
 		return true;
-	case RL_PLAYER:
-		floor = b->reserve_master;
-		break;
-	default:
-		floor = (uint64_t)b->reserve_master + b->reserve_player;
-		break;
+	budget_refill(b, now);
+	if (b->shared >= RL_ONE) {
+		b->shared -= RL_ONE;
+		return true;
 	}
-	/* Allowed while more than `floor` whole tokens are left. */
-	if (k->tokens < (floor + 1) * RL_ONE)
+	if (cls == RL_BROWSER)
 		return false;
-	k->tokens -= RL_ONE;
+	own = &b->res[cls == RL_MASTER ? 0 : 1];
+	if (*own < RL_ONE)
+		return false;
+	*own -= RL_ONE;
 	return true;
+}
+
+unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now)
+{
+	budget_refill(b, now);
+	if (part == RL_MASTER)
+		return (unsigned)(b->res[0] / RL_ONE);
+	if (part == RL_PLAYER)
+		return (unsigned)(b->res[1] / RL_ONE);
+	return (unsigned)(b->shared / RL_ONE);
 }

@@ -9,7 +9,8 @@
  * carries the relay's IP, so the server sees a single sender and one busy browser uses up
  * everyone's share. The relay knows the real sources: it limits each one (rl_table) and spends the
  * server's budget itself (rl_budget), so a browser storm can never spend what the master's
- * challenge or a player's getchallenge needs. */
+ * challenge or a player's getchallenge needs. A plain bucket also bounds the answers the relay
+ * gives from its cache (packets and bytes per second). */
 #ifndef ETR_RATELIMIT_H
 #define ETR_RATELIMIT_H
 
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "q3proto.h"
 
 /* One token in fixed point: tokens count in token-nanoseconds, so a rate of
  * N tokens per second adds exactly N units per nanosecond. */
@@ -45,6 +47,9 @@ void rl_bucket_init(struct rl_bucket *b, unsigned burst, unsigned per_sec, uint6
 
 /* Take one token if there is one; false when the bucket is empty. */
 bool rl_take(struct rl_bucket *b, uint64_t now);
+
+/* Take n tokens at once, or none; false when fewer than n are left. */
+bool rl_take_n(struct rl_bucket *b, uint64_t n, uint64_t now);
 
 /* Whole tokens available at `now`. */
 unsigned rl_available(const struct rl_bucket *b, uint64_t now);
@@ -88,29 +93,48 @@ bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t 
 /* Release the slots; t can be initialised again. */
 void rl_table_free(struct rl_table *t);
 
-/* Who a packet to the game server is for, most important first. */
+/* Who a packet to the game server is for. */
 enum rl_class {
-	RL_MASTER,  /* the master's getinfo, the relay's own probe: never refused */
-	RL_PLAYER,  /* getchallenge, connect from a player */
-	RL_BROWSER, /* getinfo, getstatus from anyone else */
+	RL_MASTER,  /* a master's getinfo/getstatus/getchallenge, the relay's probe */
+	RL_PLAYER,  /* getchallenge, connect (where the game counts it), rcon */
+	RL_BROWSER, /* getinfo, getstatus from anyone else: a cache refresh or miss */
+	RL_FREE,    /* a packet the game server does not count: no token */
 };
 
-/* The game server's global budget as the relay spends it. A master takes a
- * token if any is left and is never refused; a player is allowed while more
- * than reserve_master tokens are left; a browser while more than
- * reserve_master + reserve_player are left. */
+/* The budget rule: the class of a packet to the game server. The engines
+ * (ioquake3 and ET: Legacy with sv_protect 1: SVC_Info, SVC_Status,
+ * SV_GetChallenge, SVC_RemoteCommand) spend one token of the sender's
+ * address bucket on getinfo, getstatus, getchallenge and rcon; ET: Legacy's
+ * SV_DirectConnect also on connect, ioquake3's does not. connect_counts
+ * says which kind of engine the game server is. Anything else is RL_FREE. */
+enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts);
+
+/* The game server's budget as the relay spends it: one bucket of `burst`
+ * tokens refilled at `rate`, split in three. A reserve for masters and one
+ * for players are refilled first, half each; the rest is shared. A master
+ * or a player takes a shared token first and its own reserve after; a
+ * browser takes only shared tokens. So neither masters nor players can
+ * take what the other is guaranteed, and browsers take neither. */
 struct rl_budget {
-	struct rl_bucket bucket;
-	unsigned reserve_master;
-	unsigned reserve_player;
+	uint64_t burst;	 /* fixed point, all three parts */
+	uint64_t rate;	 /* per ns */
+	uint64_t last;	 /* monotonic ns of the last refill */
+	uint64_t shared; /* fixed point */
+	uint64_t res[2], res_max[2]; /* [0] masters, [1] players */
 };
 
-/* A full budget of `burst` tokens refilled at `per_sec` per second. Returns
- * 0, or -EINVAL when the reserves leave browsers nothing. */
+/* A full budget of `burst` tokens refilled at `per_sec` per second, with
+ * the reserves given. Returns 0, or -EINVAL when the reserves leave no
+ * shared token. */
 int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsigned reserve_master,
 		   unsigned reserve_player, uint64_t now);
 
-/* Spend one token for a packet of class cls; false when cls must wait. */
+/* Spend one token for a packet of class cls; false when cls must wait.
+ * RL_FREE always passes and spends nothing. */
 bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now);
+
+/* Whole tokens left at `now`: shared, or in a class's reserve (RL_MASTER,
+ * RL_PLAYER). */
+unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now);
 
 #endif

@@ -75,6 +75,47 @@ static void masters_init(struct relay *r)
 	}
 }
 
+/* The game server's budget and the cache's. Masters keep 2 tokens each (a
+ * getChallenge and a getinfo), together no more than what leaves players
+ * theirs and browsers one; ET and RTCW servers count connect too. */
+static int relay_budget_init(struct relay *r, uint64_t now)
+{
+	const struct relay_conf *c = r->conf;
+	unsigned burst = c->server_query_burst, masters = RELAY_RESERVE_MASTER * c->nmasters;
+
+	if (burst <= RELAY_RESERVE_PLAYER + 1)
+		return -EINVAL;
+	if (masters > burst - RELAY_RESERVE_PLAYER - 1)
+		masters = burst - RELAY_RESERVE_PLAYER - 1;
+	r->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
+	rl_bucket_init(&r->cache_pkts, c->query_cache_rate, c->query_cache_rate, now);
+	rl_bucket_init(&r->cache_bytes, c->query_cache_bytes, c->query_cache_bytes, now);
+	return rl_budget_init(&r->budget, burst, c->server_query_rate, masters,
+			      RELAY_RESERVE_PLAYER, now);
+}
+
+/* Connect userinfo decoded (Huffman) per second in all, and at once: a
+ * player's connect is decoded once, for the name in /sessions. Each source
+ * is held to its query bucket already. */
+#define RELAY_DECODE_BURST 10
+#define RELAY_DECODE_RATE 5
+
+/* The limits on what a source may open: new sessions per IP and in all, the
+ * masters' own allowances, and the userinfo decoding budget. */
+static int admission_init(struct relay *r, const uint8_t key[16], uint64_t now)
+{
+	const struct relay_conf *c = r->conf;
+
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		r->masters[i].mq_tokens = c->master_queries;
+		r->masters[i].mq_last = now;
+	}
+	rl_bucket_init(&r->sess_rl, c->session_rate, c->session_rate, now);
+	rl_bucket_init(&r->decode_rl, RELAY_DECODE_BURST, RELAY_DECODE_RATE, now);
+	return rl_table_init(&r->ip_sess_rl, RELAY_RL_ENTRIES, c->ip_session_rate,
+			     c->ip_session_rate, key);
+}
+
 int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	       const union etr_sockaddr *upstream, struct etr_stats *global)
 {
@@ -113,11 +154,16 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 		err = rl_table_init(&r->ip_rl, RELAY_RL_ENTRIES, conf->ip_query_burst,
 				    conf->ip_query_rate, key);
 	}
+	if (!err) {
+		uint64_t v = random64();
+		memcpy(key + 8, &v, 8);
+		err = admission_init(r, key, loop_now());
+	}
 	if (!err)
-		err = rl_budget_init(&r->budget, conf->server_query_burst, conf->server_query_rate,
-				     RELAY_RESERVE_MASTER, RELAY_RESERVE_PLAYER, loop_now());
+		err = relay_budget_init(r, loop_now());
 	if (!err)
-		err = qcache_init(&r->cache, conf->query_cache_ms * NS_PER_MS);
+		err = qcache_init(&r->cache, conf->query_cache_ms * NS_PER_MS,
+				  conf->query_cache_stale_ms * NS_PER_MS, conf->query_cache_max_reply);
 	if (!err && !(r->qport_owner = calloc(65536, sizeof(*r->qport_owner))))
 		err = -ENOMEM;
 	if (err < 0) {
@@ -203,39 +249,110 @@ static uint8_t master_of(const struct relay *r, const union etr_sockaddr *client
 	return 0;
 }
 
-static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, uint64_t now)
+/* Count a datagram that goes no further. With --debug a connectionless one
+ * gets its line, with the reason, so that a client's missing answer can be
+ * explained (within the debug line cap, like every other line). */
+static void log_refused(const struct relay *r, const union etr_sockaddr *client,
+			const struct loop_dgram *d, enum stats_drop why)
 {
+	char a[ADDR_STRLEN], w[Q3_WORD_MAX];
+
+	if (!log_debug_on || !q3_is_connectionless(d->data, d->len))
+		return;
+	q3_word(d->data, d->len, w);
+	log_debug("%s -> %-3s %s (%zu B) refused: %s", addr_str(&client->sa, a), r->conf->game, w,
+		  d->len, stats_drop_name(why));
+}
+
+static void refuse(struct relay *r, const union etr_sockaddr *client, const struct loop_dgram *d,
+		   enum stats_drop why)
+{
+	STAT_ADD(r->stats.drops[why], 1);
+	log_refused(r, client, d, why);
+}
+
+/* A socket for a new session, connected to the game server. */
+static int session_socket(struct relay *r)
+{
+	if (r->conf->port_min)
+		return net_connect_udp_range(&r->upstream, r->conf->port_min, r->conf->port_max,
+					     &r->port_next);
+	return net_connect_udp(&r->upstream);
+}
+
+/* Out of descriptors or of session ports: closing a session gives one back. */
+static bool socket_scarce(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -EADDRINUSE || err == -ENOBUFS;
+}
+
+/* New sessions per second, from this IP and in all. In-game packets and
+ * commands the game server's budget did not admit (it never saw them: no
+ * proof of anything, and spoofed at line rate) may only take the upper half
+ * of the relay's tokens; the lower half is kept for queries it admitted, a
+ * player's getchallenge above all. */
+static bool session_rate_allow(struct relay *r, const union etr_sockaddr *client,
+			       bool admitted, const struct loop_dgram *d)
+{
+	if (!admitted && (uint64_t)rl_available(&r->sess_rl, d->now) * 2 <= r->conf->session_rate) {
+		refuse(r, client, d, DROP_SESSION_RATE);
+		return false;
+	}
+	if (!rl_table_allow(&r->ip_sess_rl, client, d->now)) {
+		refuse(r, client, d, DROP_IP_SESSION_RATE);
+		return false;
+	}
+	if (!rl_take(&r->sess_rl, d->now)) {
+		refuse(r, client, d, DROP_SESSION_RATE);
+		return false;
+	}
+	return true;
+}
+
+/* A session for a client that has none. admitted: the packet is a query
+ * the game server's budget let through. */
+static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, bool admitted,
+			     const struct loop_dgram *d)
+{
+	uint64_t now = d->now;
 	uint32_t idx;
 	int fd, err;
 
 	/* A draining relay keeps its sessions and takes no new ones. */
 	if (STAT_GET(r->global->lifecycle) != LIFECYCLE_ACTIVE) {
-		STAT_ADD(r->stats.drops[DROP_DRAINING], 1);
+		refuse(r, client, d, DROP_DRAINING);
 		return SESSION_NONE;
 	}
 	/* Expired sessions make room before a new one is refused. */
 	expire_sessions(r, now);
 	if (session_ip_count(&r->st, client) >= r->conf->sessions_per_ip) {
-		STAT_ADD(r->stats.drops[DROP_IP_SESSIONS], 1);
+		refuse(r, client, d, DROP_IP_SESSIONS);
 		return SESSION_NONE;
 	}
+	if (!session_rate_allow(r, client, admitted, d))
+		return SESSION_NONE;
 	/* Full: the oldest session the game server never answered makes room;
-	 * one it answered is never evicted for a newcomer. */
+	 * one it answered is never evicted for a newcomer, nor one whose
+	 * client was just sent a challenge (its connect is on its way). */
 	if (r->st.active >= r->st.cap) {
-		if (session_oldest_unassured(&r->st) == SESSION_NONE) {
-			STAT_ADD(r->stats.drops[DROP_TABLE_FULL], 1);
+		idx = session_evictable(&r->st, now);
+		if (idx == SESSION_NONE) {
+			refuse(r, client, d, DROP_TABLE_FULL);
 			return SESSION_NONE;
 		}
-		session_close(r, session_oldest_unassured(&r->st), CLOSE_EVICTED);
+		session_close(r, idx, CLOSE_EVICTED);
 	}
-	if (r->conf->port_min)
-		fd = net_connect_udp_range(&r->upstream, r->conf->port_min, r->conf->port_max,
-					   &r->port_next);
-	else
-		fd = net_connect_udp(&r->upstream);
+	/* Out of descriptors or ports (EMFILE, ENFILE, --session-ports all
+	 * taken): an unassured session makes room the same way, once. */
+	fd = session_socket(r);
+	if (fd < 0 && socket_scarce(fd) && (idx = session_evictable(&r->st, now)) != SESSION_NONE) {
+		log_debug("session socket: %s; evicting an unassured session", strerror(-fd));
+		session_close(r, idx, CLOSE_EVICTED);
+		fd = session_socket(r);
+	}
 	if (fd < 0) {
-		STAT_ADD(r->stats.drops[DROP_SOCKET], 1);
 		log_debug("session socket: %s", strerror(-fd));
+		refuse(r, client, d, DROP_SOCKET);
 		return SESSION_NONE;
 	}
 	idx = session_insert(&r->st, client, fd, now);
@@ -243,7 +360,7 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 	if (err < 0) {
 		session_remove(&r->st, idx);
 		close(fd);
-		STAT_ADD(r->stats.drops[DROP_SOCKET], 1);
+		refuse(r, client, d, DROP_SOCKET);
 		return SESSION_NONE;
 	}
 	r->st.s[idx].master = master_of(r, client);
@@ -294,6 +411,34 @@ static bool forward(struct relay *r, uint32_t idx, int fd, const union etr_socka
 	return true;
 }
 
+/* A master's own allowance: --master-queries tokens at once, one back every
+ * heartbeat interval / --master-queries. Sub-second rates, so not an
+ * rl_bucket. */
+static bool master_allow(struct relay *r, struct relay_master *m, uint64_t now)
+{
+	uint32_t burst = r->conf->master_queries;
+	uint64_t period = r->conf->heartbeat_interval_ms * NS_PER_MS / burst;
+
+	if (period == 0)
+		period = 1;
+	if (m->mq_tokens < burst && now > m->mq_last) {
+		uint64_t back = (now - m->mq_last) / period;
+
+		if (back >= burst - m->mq_tokens) {
+			m->mq_tokens = burst;
+		} else {
+			m->mq_tokens += (uint32_t)back;
+			m->mq_last += back * period;
+		}
+	}
+	if (m->mq_tokens == 0)
+		return false;
+	if (m->mq_tokens == burst)
+		m->mq_last = now; /* the refill clock starts with the first token taken */
+	m->mq_tokens--;
+	return true;
+}
+
 /* Connectionless commands the game server limits per source IP. */
 static bool query_limited(enum q3_cmd cmd)
 {
@@ -301,34 +446,61 @@ static bool query_limited(enum q3_cmd cmd)
 	       cmd == Q3_CONNECT || cmd == Q3_RCON;
 }
 
+/* Answer a query from the cache within the cache's own budget (answers
+ * and bytes per second, per relay): the bound on what spoofed queries can
+ * draw. Past it the query is dropped, counted: the server's budget is not
+ * the place for a flood the cache turned away. */
+static void cache_answer(struct relay *r, const union etr_sockaddr *client, const uint8_t *out,
+			 int n, uint64_t now)
+{
+	if (rl_available(&r->cache_pkts, now) < 1 ||
+	    !rl_take_n(&r->cache_bytes, (uint64_t)n, now)) {
+		STAT_ADD(r->stats.drops[DROP_CACHE_RATE], 1);
+		return;
+	}
+	rl_take(&r->cache_pkts, now);
+	if (net_send_copy(r->pub_fd, client, out, (size_t)n) == 0) {
+		STAT_ADD(r->stats.cache_answers, 1);
+		STAT_ADD(r->stats.down_pkts, 1);
+		STAT_ADD(r->stats.down_bytes, (uint64_t)n);
+		if (log_debug_on) {
+			char a[ADDR_STRLEN], w[Q3_WORD_MAX];
+			q3_word(out, (size_t)n, w);
+			log_debug("%s <- %-3s %s (%d B, from cache)", addr_str(&client->sa, a),
+				  r->conf->game, w, n);
+		}
+	}
+}
+
 /* The cache, then the game server's budget, for a query the source's own
- * limits let through. Returns true when it may go on to the game server. */
+ * limits let through. Returns true when it may go on to the game server.
+ *
+ * A browser's getinfo or getstatus is answered from a fresh copy; when the
+ * copy is past --query-cache, this query goes to the game server as the one
+ * refresh (if the budget has a browser's token) and every other is answered
+ * from the older copy, up to --query-cache-stale older. A master's
+ * challenge goes to the game server itself: the listing then rests on a
+ * live answer, as when the server heartbeats itself. */
 static bool admit_server_query(struct relay *r, const union etr_sockaddr *client,
 			       enum q3_cmd cmd, bool master, const struct loop_dgram *d)
 {
-	enum rl_class cls;
+	enum rl_class cls = rl_budget_class(cmd, master, r->connect_counts);
 	uint8_t out[LOOP_MAX_DGRAM];
+	size_t cap = r->cache.max_reply < sizeof(out) ? r->cache.max_reply : sizeof(out);
 	int n;
 
-	/* A master's challenge goes to the game server itself: the listing
-	 * then rests on a live answer, as when the server heartbeats itself. */
-	if (!master && (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS) && r->hb.server == HB_UP &&
-	    (n = qcache_answer(&r->cache, d->data, d->len, d->now, out, sizeof(out))) >= 0) {
-		if (net_send_copy(r->pub_fd, client, out, (size_t)n) == 0) {
-			STAT_ADD(r->stats.cache_answers, 1);
-			STAT_ADD(r->stats.down_pkts, 1);
-			STAT_ADD(r->stats.down_bytes, (uint64_t)n);
-			if (log_debug_on) {
-				char a[ADDR_STRLEN], w[Q3_WORD_MAX];
-				q3_word(out, (size_t)n, w);
-				log_debug("%s <- %-3s %s (%d B, from cache)", addr_str(&client->sa, a),
-					  r->conf->game, w, n);
-			}
+	if (cls == RL_BROWSER && r->hb.server == HB_UP) {
+		if (qcache_refresh_due(&r->cache, cmd, d->now) &&
+		    rl_budget_take(&r->budget, cls, d->now)) {
+			qcache_refresh_sent(&r->cache, cmd, d->now);
+			return true;
 		}
-		return false;
+		n = qcache_answer(&r->cache, d->data, d->len, d->now, out, cap);
+		if (n >= 0) {
+			cache_answer(r, client, out, n, d->now);
+			return false;
+		}
 	}
-	cls = master ? RL_MASTER
-		     : cmd == Q3_GETINFO || cmd == Q3_GETSTATUS ? RL_BROWSER : RL_PLAYER;
 	if (!rl_budget_take(&r->budget, cls, d->now)) {
 		STAT_ADD(r->stats.drops[DROP_SERVER_RATE], 1);
 		return false;
@@ -341,16 +513,45 @@ static bool admit_server_query(struct relay *r, const union etr_sockaddr *client
 static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
 			const struct loop_dgram *d)
 {
-	bool master = master_of(r, client) != 0;
+	uint8_t m = master_of(r, client);
+	uint64_t seen[DROP_COUNT];
+	bool master = false, ok;
 
-	/* Before the cache: a cached statusResponse is many times the size of
-	 * the query, and spoofed queries would aim it at a victim. Masters are
-	 * exempt so a flood in their name cannot cost them their listing. */
-	if (!master && !rl_table_allow(&r->ip_rl, client, d->now)) {
-		STAT_ADD(r->stats.drops[DROP_IP_RATE], 1);
+	if (m) {
+		/* A master's address is public and easily forged: it is not
+		 * exempt, it has an allowance of its own. Past it, a flood in
+		 * its name must still not cost the real master its listing, so
+		 * its getinfo and getstatus are served as a browser's (from the
+		 * cache, or within the browsers' share of the budget) without
+		 * the per-IP bucket that the flood has emptied; the cache's own
+		 * budget bounds what that sends the master's way. Nothing else
+		 * passes. */
+		master = master_allow(r, &r->masters[m - 1], d->now);
+		if (!master && cmd != Q3_GETINFO && cmd != Q3_GETSTATUS) {
+			refuse(r, client, d, DROP_MASTER_RATE);
+			return false;
+		}
+	} else if (!rl_table_allow(&r->ip_rl, client, d->now)) {
+		/* Every connectionless packet, known command or not: the game
+		 * server reads commands its own way, and anything it might
+		 * answer is a query. Before the cache: a cached statusResponse
+		 * is many times the size of the query, and spoofed queries
+		 * would aim it at a victim. */
+		refuse(r, client, d, DROP_IP_RATE);
 		return false;
 	}
-	return admit_server_query(r, client, cmd, master, d);
+	if (!query_limited(cmd))
+		return true;
+	/* admit_server_query counts its own refusals; --debug names them. */
+	if (log_debug_on)
+		for (unsigned i = 0; i < DROP_COUNT; i++)
+			seen[i] = STAT_GET(r->stats.drops[i]);
+	ok = admit_server_query(r, client, cmd, master, d);
+	if (log_debug_on && !ok)
+		for (unsigned i = 0; i < DROP_COUNT; i++)
+			if (STAT_GET(r->stats.drops[i]) != seen[i])
+				log_refused(r, client, d, (enum stats_drop)i);
+	return ok;
 }
 
 /* The first in-game packet of a session names its qport (bytes 4-5, after
@@ -385,13 +586,19 @@ static void note_qport(struct relay *r, uint32_t idx, const struct loop_dgram *d
 }
 
 /* A connect carries the player's userinfo, Huffman-compressed: keep the
- * name for the session list. */
+ * name for the session list. Decoding costs CPU per byte, and connects can
+ * be forged from many addresses: each source is held to its query bucket
+ * (or a master's allowance) already, and all of them together to
+ * RELAY_DECODE_RATE a second; past it the name stays unknown. */
 static void note_player(struct relay *r, uint32_t idx, const struct loop_dgram *d)
 {
 	struct session *s = &r->st.s[idx];
 	char info[HUFFMAN_INFO_MAX + 1];
-	int n = huffman_decode_connect(d->data, d->len, info, sizeof(info));
+	int n;
 
+	if (!rl_take(&r->decode_rl, d->now))
+		return;
+	n = huffman_decode_connect(d->data, d->len, info, sizeof(info));
 	if (n < 0)
 		return;
 	if (q3_info_value(info, (size_t)n, "name", s->name, sizeof(s->name)) < 0)
@@ -409,22 +616,23 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		return;
 	}
 	if (bogon_source(&client, r->listener_loopback)) {
-		STAT_ADD(r->stats.drops[DROP_BOGON], 1);
+		refuse(r, &client, d, DROP_BOGON);
 		return;
 	}
 	if (r->bans && banlist_match(r->bans, &client)) {
-		STAT_ADD(r->stats.drops[DROP_BANNED], 1);
+		refuse(r, &client, d, DROP_BANNED);
 		return;
 	}
 	if (d->truncated) {
-		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
+		refuse(r, &client, d, DROP_TRUNCATED);
 		return;
 	}
 	/* In-game traffic (most packets) skips the command parsing. */
-	if (q3_is_connectionless(d->data, d->len))
+	if (q3_is_connectionless(d->data, d->len)) {
 		cmd = q3_classify(d->data, d->len);
-	if (query_limited(cmd) && !admit_query(r, &client, cmd, d))
-		return;
+		if (!admit_query(r, &client, cmd, d))
+			return;
+	}
 	idx = session_lookup(&r->st, &client);
 	if (idx != SESSION_NONE && r->st.s[idx].last_active + r->session_timeout <= d->now) {
 		session_close(r, idx, CLOSE_IDLE);
@@ -440,7 +648,9 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		session_close(r, idx, CLOSE_UNASSURED);
 		idx = SESSION_NONE;
 	}
-	if (idx == SESSION_NONE && (idx = session_open(r, &client, d->now)) == SESSION_NONE)
+	if (idx == SESSION_NONE &&
+	    (idx = session_open(r, &client, cmd != Q3_GAME && query_limited(cmd), d)) ==
+		    SESSION_NONE)
 		return;
 	log_packet(r, &client, d, "->");
 	if (cmd == Q3_GAME)
@@ -454,19 +664,48 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 	}
 }
 
+/* Publish one master's health for the ops plane. */
+static void master_publish(struct relay *r, unsigned m, bool stamp)
+{
+	struct master_status *ms = &r->stats.masters[m];
+	enum hb_master_state st = r->masters[m].health.state;
+
+	pthread_mutex_lock(&r->stats.lock);
+	ms->listing_confirmed = st == HB_MASTER_LISTED;
+	ms->quiet = st == HB_MASTER_QUIET;
+	if (stamp)
+		ms->last_confirmed = (uint64_t)time(NULL);
+	pthread_mutex_unlock(&r->stats.lock);
+}
+
 /* A master's challenge was answered from the public socket: the listing
  * loop is closed for that master. */
-static void confirm_listing(struct relay *r, unsigned m)
+static void confirm_listing(struct relay *r, unsigned m, uint64_t now)
 {
-	pthread_mutex_lock(&r->stats.lock);
-	if (!r->stats.masters[m].listing_confirmed) {
-		r->stats.masters[m].listing_confirmed = true;
-		pthread_mutex_unlock(&r->stats.lock);
+	unsigned ev = hb_master_challenged(&r->masters[m].health, now);
+
+	master_publish(r, m, true);
+	if (ev & HB_MASTER_CONFIRMED)
 		log_info("relay %s: master %s challenged us and got its answer", r->conf->name,
 			 r->stats.masters[m].name);
-		return;
+	else if (ev & HB_MASTER_BACK)
+		log_info("relay %s: master %s challenges again: it lists this relay",
+			 r->conf->name, r->stats.masters[m].name);
+}
+
+/* Masters that left two intervals of heartbeats unanswered: said once. */
+static void check_masters(struct relay *r, uint64_t now)
+{
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		if (!hb_master_check(&r->masters[i].health, now, r->hb.interval))
+			continue;
+		master_publish(r, i, false);
+		log_warnx("relay %s: master %s is quiet: no challenge within %llu s of a "
+			  "heartbeat; it does not list this relay",
+			  r->conf->name, r->stats.masters[i].name,
+			  (unsigned long long)(HB_MASTER_QUIET_INTERVALS * r->hb.interval /
+					       NS_PER_SEC));
 	}
-	pthread_mutex_unlock(&r->stats.lock);
 }
 
 static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
@@ -476,6 +715,8 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 
 	if (idx == SESSION_NONE)
 		return; /* the session closed while this was queued */
+	/* Anything from the game server while it is not up: probe it now. */
+	hb_heard(&r->hb, d->now);
 	if (d->truncated) {
 		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
 		return;
@@ -488,13 +729,18 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 		if (cmd == Q3_INFORESPONSE || cmd == Q3_STATUSRESPONSE)
 			qcache_store(&r->cache, cmd, d->data, d->len, d->now);
 		if (s->master && cmd == Q3_INFORESPONSE)
-			confirm_listing(r, s->master - 1u);
+			confirm_listing(r, s->master - 1u, d->now);
 		/* The game server answers anyone's getchallenge, getinfo or
 		 * getstatus, forged source or not: such an answer proves nothing
 		 * about the client. Accepting its connect does: that needed the
 		 * challenge, which only the real address received. */
 		if (cmd == Q3_CONNECTRESPONSE)
 			session_assure(&r->st, idx);
+		/* Not proof either, but the client's connect, tied by the game
+		 * server to this session's port, is on its way: no eviction or
+		 * unassured timeout may change that port before it arrives. */
+		else if (cmd == Q3_CHALLENGERESPONSE)
+			session_grace(&r->st, idx, d->now + CONF_CHALLENGE_GRACE * NS_PER_MS);
 	} else {
 		session_assure(&r->st, idx); /* in-game traffic: a player */
 	}
@@ -533,6 +779,8 @@ static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
 	addr_hostport(m->host, m->port, hp);
 	if (!flat)
 		master_result(r, i, err < 0 ? HB_RESULT_SEND_ERROR : HB_RESULT_SENT);
+	if (!flat && err == 0)
+		hb_master_heartbeat(&m->health, loop_now());
 	if (err < 0) {
 		log_warnx("heartbeat %s -> %s (%s): %s", tag, hp, a, strerror(-err));
 		return;
@@ -641,6 +889,13 @@ static void hb_actions(struct relay *r, unsigned act, uint64_t now)
 	 * then asks /readyz must see the same state. */
 	if (act & (HB_LOG_UP | HB_LOG_DOWN))
 		STAT_SET(r->stats.server, (int)r->hb.server);
+	/* Down: the listings are withdrawn (flatline) or die out; no master
+	 * owes a challenge until the next heartbeat. */
+	if (act & HB_LOG_DOWN)
+		for (unsigned i = 0; i < r->nmasters; i++) {
+			hb_master_withdrawn(&r->masters[i].health);
+			master_publish(r, i, false);
+		}
 	if (act & HB_LOG_UP)
 		log_info("server up: %s answered the probe", addr_str(&r->upstream.sa, a));
 	if (act & HB_LOG_DOWN)
@@ -686,9 +941,13 @@ void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 {
 	uint32_t idx;
 
-	/* The probe's own refusals show in the probe rounds, not here. */
-	if (RELAY_ID_KIND(id) == RELAY_ID_PROBE)
+	/* The probe's own refusals show in the probe rounds, not here; a
+	 * closed port ends the attempt early. */
+	if (RELAY_ID_KIND(id) == RELAY_ID_PROBE) {
+		if (err == -ECONNREFUSED)
+			hb_probe_refused(&r->hb, loop_now());
 		return;
+	}
 	if (RELAY_ID_KIND(id) != RELAY_ID_SESSION) {
 		log_debug("receive on the public socket: %s", strerror(-err));
 		return;
@@ -697,6 +956,7 @@ void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 	 * session stays, the server may come back. So do passing conditions. */
 	if (err == -ECONNREFUSED) {
 		STAT_ADD(r->stats.refused, 1);
+		hb_refused(&r->hb, loop_now());
 		return;
 	}
 	if (err == -EAGAIN || err == -EINTR || err == -ENOBUFS || err == -ENOMEM)
@@ -720,9 +980,10 @@ void relay_on_sent(struct relay *r, uint32_t id, int res)
 		r->st.s[idx].queued--;
 	if (res >= 0)
 		return;
-	if (res == -ECONNREFUSED)
+	if (res == -ECONNREFUSED) {
 		STAT_ADD(r->stats.refused, 1);
-	else
+		hb_refused(&r->hb, loop_now());
+	} else
 		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 }
 
@@ -736,6 +997,7 @@ void relay_on_tick(struct relay *r, uint64_t now)
 			STAT_ADD(r->stats.probe_rounds_failed, 1);
 		hb_actions(r, act, now);
 	}
+	check_masters(r, now);
 }
 
 void relay_on_readable(struct relay *r, uint32_t id)
@@ -752,6 +1014,12 @@ uint64_t relay_next_deadline(const struct relay *r)
 
 	if (u < e)
 		e = u;
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		uint64_t m = hb_master_deadline(&r->masters[i].health, r->hb.interval);
+
+		if (m < h)
+			h = m;
+	}
 	return e < h ? e : h;
 }
 
@@ -772,6 +1040,7 @@ void relay_close(struct relay *r)
 	resolver_destroy(r->res);
 	session_table_free(&r->st);
 	rl_table_free(&r->ip_rl);
+	rl_table_free(&r->ip_sess_rl);
 	qcache_free(&r->cache);
 	free(r->qport_owner);
 	r->qport_owner = NULL;

@@ -25,6 +25,12 @@ struct relay_master {
 	bool numeric;       /* an address literal: never resolved */
 	bool heartbeat_due; /* send once the running resolution ends */
 	int last_err;       /* last resolution result, to log changes only */
+	/* Its own allowance of queries to the game server (--master-queries
+	 * per heartbeat interval): tokens left, and when the last came back. */
+	uint32_t mq_tokens;
+	uint64_t mq_last;
+	bool wrong_family;  /* unreachable from the listener: reported once */
+	struct hb_master health; /* its challenges, against our heartbeats */
 };
 
 struct resolver;
@@ -48,9 +54,14 @@ struct relay {
 	uint64_t unassured_timeout; /* ns */
 	uint16_t port_next;         /* next session port to try in the range */
 	bool listener_loopback;     /* 127/8 and ::1 sources are real here */
-	struct rl_table ip_rl;      /* per source IP: connectionless queries */
+	struct rl_table ip_rl;      /* per source IP: connectionless packets */
+	struct rl_table ip_sess_rl; /* per source IP: new sessions */
+	struct rl_bucket sess_rl;   /* new sessions, in all */
+	struct rl_bucket decode_rl; /* connect userinfo decoded, in all */
 	struct rl_budget budget;    /* the game server's query budget */
 	struct qcache cache;        /* its last getinfo/getstatus replies */
+	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
+	bool connect_counts;        /* the game server rate-limits connect */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	uint32_t *qport_owner;      /* qport -> session index + 1 */
 	uint64_t qport_log_next;    /* ns: collisions are logged once a second */

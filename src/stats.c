@@ -18,6 +18,10 @@ const char *stats_drop_name(enum stats_drop d)
 		[DROP_IP_RATE] = "ip_rate",
 		[DROP_SERVER_RATE] = "server_rate",
 		[DROP_IP_SESSIONS] = "ip_sessions",
+		[DROP_MASTER_RATE] = "master_rate",
+		[DROP_IP_SESSION_RATE] = "ip_session_rate",
+		[DROP_SESSION_RATE] = "session_rate",
+		[DROP_CACHE_RATE] = "cache_rate",
 	};
 
 	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";

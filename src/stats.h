@@ -38,6 +38,10 @@ enum stats_drop {
 	DROP_IP_RATE,    /* the source IP's query bucket is empty */
 	DROP_SERVER_RATE, /* the game server's query budget is spent */
 	DROP_IP_SESSIONS, /* the source IP has its most sessions */
+	DROP_MASTER_RATE, /* a master's address past its own allowance */
+	DROP_IP_SESSION_RATE, /* the source IP opened its most sessions this second */
+	DROP_SESSION_RATE, /* the relay opened its most sessions this second */
+	DROP_CACHE_RATE, /* the budget for answers from the query cache is spent */
 	DROP_COUNT
 };
 
@@ -71,7 +75,10 @@ struct master_status {
 	char addr[ADDR_STRLEN];      /* last good address, "" if none */
 	uint64_t last_heartbeat;     /* unix seconds, 0 = never */
 	enum stats_hb_result last_result;
-	bool listing_confirmed;      /* its challenge was answered from the public socket */
+	bool listing_confirmed;      /* it challenged within two heartbeat intervals, and
+				      * the answer left from the public socket */
+	bool quiet;                  /* heartbeats for two intervals, no challenge */
+	uint64_t last_confirmed;     /* unix seconds of its last challenge answered, 0 = never */
 	uint64_t heartbeats[HB_RESULT_COUNT];
 };
 

@@ -864,6 +864,38 @@ static void test_config_test_option_sets_test(void **state)
 	assert_true(c.probe);
 }
 
+static void test_config_session_opening_and_master_limits(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_int_equal(c.relays[0].ip_session_rate, 4);
+	assert_int_equal(c.relays[0].session_rate, 100);
+	assert_int_equal(c.relays[0].master_queries, 2);
+	assert_int_equal(run(&c, &e,
+			     "session-rate 50\n"
+			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n"
+			     "ip-session-rate 2\nmaster-queries 1\n"
+			     "[relay b]\nupstream h:2\nlisten 127.0.0.1:2\n",
+			     ARGV("--master-queries", "3")),
+			 0);
+	assert_int_equal(c.relays[0].session_rate, 50); /* inherited */
+	assert_int_equal(c.relays[1].session_rate, 50);
+	assert_int_equal(c.relays[0].ip_session_rate, 2);
+	assert_int_equal(c.relays[1].ip_session_rate, 4);
+	/* the command line wins in every relay */
+	assert_int_equal(c.relays[0].master_queries, 3);
+	assert_int_equal(c.relays[1].master_queries, 3);
+	assert_int_equal(args(&c, &e, ARGV("--session-rate", "0")), -1);
+	assert_non_null(strstr(e.text, "--session-rate"));
+	assert_int_equal(args(&c, &e, ARGV("--ip-session-rate", "many")), -1);
+	assert_non_null(strstr(e.text, "'many'"));
+	assert_int_equal(args(&c, &e, ARGV("--master-queries", "100001")), -1);
+	assert_non_null(strstr(e.text, "--master-queries"));
+}
+
 static void test_config_abuse_keys_have_their_defaults(void **state)
 {
 	struct etr_conf c;
@@ -875,9 +907,13 @@ static void test_config_abuse_keys_have_their_defaults(void **state)
 	assert_int_equal(c.relays[0].unassured_timeout_ms, 10000);
 	assert_int_equal(c.relays[0].ip_query_burst, 10);
 	assert_int_equal(c.relays[0].ip_query_rate, 1);
-	assert_int_equal(c.relays[0].server_query_burst, 8);
+	assert_int_equal(c.relays[0].server_query_burst, 9);
 	assert_int_equal(c.relays[0].server_query_rate, 1);
 	assert_int_equal(c.relays[0].query_cache_ms, 1000);
+	assert_int_equal(c.relays[0].query_cache_stale_ms, 5000);
+	assert_int_equal(c.relays[0].query_cache_rate, 200);
+	assert_int_equal(c.relays[0].query_cache_bytes, 256 * 1024);
+	assert_int_equal(c.relays[0].query_cache_max_reply, 4096);
 	assert_string_equal(c.ban_file, "");
 }
 
@@ -892,9 +928,11 @@ static void test_config_abuse_keys_from_the_file_and_the_command_line(void **sta
 			     "sessions-per-ip 3\n"
 			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n"
 			     "unassured-timeout 5s\nip-query-burst 20\nip-query-rate 2\n"
-			     "server-query-burst 9\nserver-query-rate 3\nquery-cache 0\n"
+			     "server-query-burst 10\nserver-query-rate 3\nquery-cache 0\n"
+			     "query-cache-stale 0\nquery-cache-rate 50\nquery-cache-bytes 1M\n"
+			     "query-cache-max-reply 1400\n"
 			     "[relay b]\nupstream h:2\nlisten 127.0.0.1:2\n",
-			     ARGV("--query-cache", "2s")),
+			     ARGV("--query-cache", "2s", "--query-cache-bytes", "64k")),
 			 0);
 	assert_string_equal(c.ban_file, "/etc/etrelay/bans");
 	assert_int_equal(c.relays[0].sessions_per_ip, 3); /* inherited */
@@ -902,9 +940,16 @@ static void test_config_abuse_keys_from_the_file_and_the_command_line(void **sta
 	assert_int_equal(c.relays[0].unassured_timeout_ms, 5000);
 	assert_int_equal(c.relays[0].ip_query_burst, 20);
 	assert_int_equal(c.relays[0].ip_query_rate, 2);
-	assert_int_equal(c.relays[0].server_query_burst, 9);
+	assert_int_equal(c.relays[0].server_query_burst, 10);
 	assert_int_equal(c.relays[0].server_query_rate, 3);
-	assert_int_equal(c.relays[1].server_query_burst, 8);
+	assert_int_equal(c.relays[1].server_query_burst, 9);
+	assert_int_equal(c.relays[0].query_cache_stale_ms, 0);
+	assert_int_equal(c.relays[1].query_cache_stale_ms, 5000);
+	assert_int_equal(c.relays[0].query_cache_rate, 50);
+	assert_int_equal(c.relays[0].query_cache_max_reply, 1400);
+	assert_int_equal(c.relays[1].query_cache_max_reply, 4096);
+	assert_int_equal(c.relays[0].query_cache_bytes, 64 * 1024);
+	assert_int_equal(c.relays[1].query_cache_bytes, 64 * 1024);
 	/* the command line wins in every relay */
 	assert_int_equal(c.relays[0].query_cache_ms, 2000);
 	assert_int_equal(c.relays[1].query_cache_ms, 2000);
@@ -923,6 +968,15 @@ static void test_config_server_query_burst_must_leave_browsers_a_share(void **st
 	assert_non_null(strstr(e.text, "--sessions-per-ip"));
 	assert_int_equal(args(&c, &e, ARGV("--query-cache", "soon")), -1);
 	assert_non_null(strstr(e.text, "'soon'"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache-stale", "2m")), -1);
+	assert_non_null(strstr(e.text, "--query-cache-stale"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache-rate", "0")), -1);
+	assert_non_null(strstr(e.text, "--query-cache-rate"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache-bytes", "2G")), -1);
+	assert_non_null(strstr(e.text, "'2G'"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache-max-reply", "63")), -1);
+	assert_non_null(strstr(e.text, "from 64 to 65535"));
+	assert_int_equal(args(&c, &e, ARGV("--query-cache-max-reply", "64k")), -1);
 	assert_int_equal(run(&c, &e, "[relay a]\nupstream h:1\nban-file /x\n", NOARGS), -1);
 	assert_non_null(strstr(e.text, PATH ":3: ban-file: a process-wide key"));
 }
@@ -1141,6 +1195,12 @@ static void assert_relay_equal(const struct relay_conf *a, const struct relay_co
 	SAME(a->max_sessions == b->max_sessions);
 	SAME(a->port_min == b->port_min);
 	SAME(a->port_max == b->port_max);
+	SAME(a->server_query_burst == b->server_query_burst);
+	SAME(a->query_cache_ms == b->query_cache_ms);
+	SAME(a->query_cache_stale_ms == b->query_cache_stale_ms);
+	SAME(a->query_cache_rate == b->query_cache_rate);
+	SAME(a->query_cache_bytes == b->query_cache_bytes);
+	SAME(a->query_cache_max_reply == b->query_cache_max_reply);
 #undef SAME
 }
 
@@ -1166,6 +1226,12 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 	    {"session-timeout", "45"},
 	    {"max-sessions", "100"},
 	    {"session-ports", "40000-44999"},
+	    {"server-query-burst", "10"},
+	    {"query-cache", "2s"},
+	    {"query-cache-stale", "3s"},
+	    {"query-cache-rate", "500"},
+	    {"query-cache-bytes", "2M"},
+	    {"query-cache-max-reply", "1400"},
 	    {"backend", "epoll"},
 	    {"backend", "io_uring"},
 	    {"ops-listen", "127.0.0.1:9100"},
@@ -2222,6 +2288,7 @@ int main(void)
 	    cmocka_unit_test(test_config_test_option_sets_test),
 	    cmocka_unit_test(test_config_probe_without_test_is_an_error),
 	    cmocka_unit_test(test_config_abuse_keys_have_their_defaults),
+	    cmocka_unit_test(test_config_session_opening_and_master_limits),
 	    cmocka_unit_test(test_config_abuse_keys_from_the_file_and_the_command_line),
 	    cmocka_unit_test(test_config_server_query_burst_must_leave_browsers_a_share),
 	    cmocka_unit_test(test_config_unknown_option_error_names_it),

@@ -14,6 +14,7 @@
 
 #define FF  "\xff\xff\xff\xff"
 #define SEC 1000000000ull
+#define MS  1000000ull
 #define T0  (1000 * SEC)
 /* A string literal as bytes and length (embedded NULs kept). */
 #define PKT(s) (const uint8_t *)(s), (sizeof(s) - 1)
@@ -44,7 +45,7 @@ static struct qcache c;
 static int setup(void **state)
 {
 	(void)state;
-	return qcache_init(&c, QCACHE_TTL_DEFAULT);
+	return qcache_init(&c, QCACHE_TTL_DEFAULT, 0, QCACHE_REPLY_MAX);
 }
 
 static int teardown(void **state)
@@ -212,7 +213,7 @@ static void test_qcache_with_zero_ttl_serves_nothing(void **state)
 	uint8_t out[256];
 
 	(void)state;
-	assert_int_equal(qcache_init(&z, 0), 0);
+	assert_int_equal(qcache_init(&z, 0, 0, QCACHE_REPLY_MAX), 0);
 	assert_int_equal(qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\a\\b"), T0), 0);
 	assert_int_equal(qcache_answer(&z, PKT(FF "getinfo x"), T0, out, sizeof(out)), -1);
 	qcache_free(&z);
@@ -361,6 +362,74 @@ static void test_qcache_store_keeps_its_own_copy(void **state)
 	ANSWERS(FF "getinfo 9", T0, FF "infoResponse\n\\challenge\\9\\hostname\\mine");
 }
 
+static void test_qcache_serves_a_stale_copy_up_to_its_bound(void **state)
+{
+	struct qcache z;
+	uint8_t out[256];
+
+	(void)state;
+	assert_int_equal(qcache_init(&z, SEC, 5 * SEC, QCACHE_REPLY_MAX), 0);
+	assert_int_equal(
+		qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o\\a\\b"), T0), 0);
+	assert_true(qcache_answer(&z, PKT(FF "getinfo x"), T0 + 5999 * MS, out, sizeof(out)) > 0);
+	assert_int_equal(qcache_answer(&z, PKT(FF "getinfo x"), T0 + 6 * SEC, out, sizeof(out)),
+			 -1);
+	qcache_free(&z);
+}
+
+static void test_qcache_wants_one_refresh_at_a_time(void **state)
+{
+	struct qcache z;
+
+	(void)state;
+	assert_int_equal(qcache_init(&z, SEC, 5 * SEC, QCACHE_REPLY_MAX), 0);
+	/* Empty: due, for the query kinds only. */
+	assert_true(qcache_refresh_due(&z, Q3_GETINFO, T0));
+	assert_true(qcache_refresh_due(&z, Q3_GETSTATUS, T0));
+	assert_false(qcache_refresh_due(&z, Q3_GETCHALLENGE, T0));
+	qcache_refresh_sent(&z, Q3_GETSTATUS, T0);
+	assert_false(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 10 * MS));
+	assert_true(qcache_refresh_due(&z, Q3_GETINFO, T0 + 10 * MS));
+	/* The answer ends the refresh; fresh, nothing is due. */
+	assert_int_equal(qcache_store(&z, Q3_STATUSRESPONSE,
+				      PKT(FF "statusResponse\n\\challenge\\o\n"), T0 + 20 * MS),
+			 0);
+	assert_false(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 20 * MS));
+	assert_false(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 1019 * MS));
+	/* Past the TTL: one refresh, then none while it is out... */
+	assert_true(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 1020 * MS));
+	qcache_refresh_sent(&z, Q3_GETSTATUS, T0 + 1020 * MS);
+	assert_false(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 1500 * MS));
+	/* ...until it is given up for lost. */
+	assert_false(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 2019 * MS));
+	assert_true(qcache_refresh_due(&z, Q3_GETSTATUS, T0 + 2020 * MS));
+	/* The cache off: never due. */
+	qcache_free(&z);
+	assert_int_equal(qcache_init(&z, 0, 5 * SEC, QCACHE_REPLY_MAX), 0);
+	assert_false(qcache_refresh_due(&z, Q3_GETINFO, T0));
+	qcache_free(&z);
+}
+
+static void test_qcache_keeps_no_reply_above_its_cap(void **state)
+{
+	struct qcache z;
+	uint8_t out[256];
+
+	(void)state;
+	assert_int_equal(qcache_init(&z, SEC, 0, 40), 0);
+	assert_int_equal(qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o"), T0),
+			 0);
+	assert_true(qcache_answer(&z, PKT(FF "getinfo x"), T0, out, sizeof(out)) > 0);
+	/* A reply that outgrew the cap replaces the copy with nothing. */
+	assert_int_equal(qcache_store(&z, Q3_INFORESPONSE,
+				      PKT(FF "infoResponse\n\\challenge\\o\\hostname\\0123456789abc"),
+				      T0 + MS),
+			 -EMSGSIZE);
+	assert_int_equal(qcache_answer(&z, PKT(FF "getinfo x"), T0 + MS, out, sizeof(out)), -1);
+	assert_true(qcache_refresh_due(&z, Q3_GETINFO, T0 + MS));
+	qcache_free(&z);
+}
+
 /* Each test gets a fresh cache. */
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
@@ -385,6 +454,9 @@ int main(void)
 	    T(test_qcache_store_refuses_malformed_replies_and_keeps_the_last),
 	    T(test_qcache_store_takes_65535_bytes_and_no_more),
 	    T(test_qcache_store_keeps_its_own_copy),
+	    T(test_qcache_serves_a_stale_copy_up_to_its_bound),
+	    T(test_qcache_wants_one_refresh_at_a_time),
+	    T(test_qcache_keeps_no_reply_above_its_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

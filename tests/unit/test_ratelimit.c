@@ -368,50 +368,86 @@ static void test_rl_budget_init_rejects_reserves_that_leave_browsers_nothing(voi
 	assert_int_equal(rl_budget_init(&b, 10, 1, 4, 5, T0), 0);
 }
 
-static void test_rl_budget_serves_each_class_down_to_its_reserve(void **state)
+/* How many of cls pass at `now` before the first refusal. */
+static int take_all(struct rl_budget *b, enum rl_class cls, uint64_t now)
+{
+	int n;
+
+	for (n = 0; rl_budget_take(b, cls, now) && n < 100; n++)
+		;
+	return n;
+}
+
+static void test_rl_budget_browsers_take_only_the_shared_tokens(void **state)
 {
 	struct rl_budget b;
-	int n;
 
 	(void)state;
 	assert_int_equal(rl_budget_init(&b, 10, 1, 2, 3, T0), 0);
-	/* Browsers while more than 5 are left: 10..6. */
-	for (n = 0; rl_budget_take(&b, RL_BROWSER, T0) && n < 100; n++)
-		;
-	assert_int_equal(n, 5);
-	/* Players while more than 2 are left: 5, 4, 3. */
-	for (n = 0; rl_budget_take(&b, RL_PLAYER, T0) && n < 100; n++)
-		;
-	assert_int_equal(n, 3);
+	assert_int_equal(take_all(&b, RL_BROWSER, T0), 5);
+	/* Each class still has its whole reserve, and only its own. */
+	assert_int_equal(take_all(&b, RL_PLAYER, T0), 3);
+	assert_int_equal(take_all(&b, RL_MASTER, T0), 2);
 	assert_false(rl_budget_take(&b, RL_BROWSER, T0));
-	assert_int_equal(rl_available(&b.bucket, T0), 2);
-	/* The master gets the last two, then keeps going on nothing. */
-	assert_true(rl_budget_take(&b, RL_MASTER, T0));
-	assert_true(rl_budget_take(&b, RL_MASTER, T0));
-	assert_int_equal(rl_available(&b.bucket, T0), 0);
-	assert_true(rl_budget_take(&b, RL_MASTER, T0));
-	assert_int_equal(rl_available(&b.bucket, T0), 0);
-	assert_false(rl_budget_take(&b, RL_PLAYER, T0));
+}
+
+static void test_rl_budget_masters_cannot_take_what_players_are_guaranteed(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 9, 1, 4, 3, T0), 0);
+	/* Shared 2 + the masters' 4: a flood in a master's name stops there. */
+	assert_int_equal(take_all(&b, RL_MASTER, T0), 6);
+	assert_int_equal(rl_budget_left(&b, RL_PLAYER, T0), 3);
+	assert_int_equal(take_all(&b, RL_PLAYER, T0), 3);
+}
+
+static void test_rl_budget_players_cannot_take_what_masters_are_guaranteed(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 9, 1, 4, 3, T0), 0);
+	assert_int_equal(take_all(&b, RL_PLAYER, T0), 5);
+	assert_int_equal(take_all(&b, RL_MASTER, T0), 4);
+}
+
+static void test_rl_budget_refills_the_reserves_before_the_shared_part(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 9, 1, 4, 3, T0), 0);
+	assert_int_equal(take_all(&b, RL_MASTER, T0), 6);
+	assert_int_equal(take_all(&b, RL_PLAYER, T0), 3);
+	/* 7 s: half to each reserve while both lack, then to the masters'. */
+	assert_int_equal(rl_budget_left(&b, RL_PLAYER, T0 + 2 * SEC), 1);
+	assert_int_equal(rl_budget_left(&b, RL_MASTER, T0 + 2 * SEC), 1);
+	assert_int_equal(rl_budget_left(&b, RL_BROWSER, T0 + 7 * SEC), 0);
+	assert_int_equal(rl_budget_left(&b, RL_PLAYER, T0 + 7 * SEC), 3);
+	assert_int_equal(rl_budget_left(&b, RL_MASTER, T0 + 7 * SEC), 4);
+	assert_false(rl_budget_take(&b, RL_BROWSER, T0 + 7 * SEC));
+	assert_true(rl_budget_take(&b, RL_BROWSER, T0 + 8 * SEC));
+	/* Never more than burst in all, however long it rests. */
+	assert_int_equal(rl_budget_left(&b, RL_BROWSER, T0 + 3600 * SEC), 2);
 }
 
 static void test_rl_budget_keeps_the_reserves_through_a_browser_storm(void **state)
 {
 	struct rl_budget b;
 	uint64_t end = T0 + 10 * SEC - MS;
-	int served = 0, n;
+	int served = 0;
 
 	(void)state;
 	assert_int_equal(rl_budget_init(&b, 10, 1, 2, 3, T0), 0);
 	/* 10 seconds of browsers at 1000 packets per second: the first 5, then
-	 * one per second as the budget refills above the reserves. */
+	 * one per second. */
 	for (uint64_t now = T0; now <= end; now += MS)
 		served += rl_budget_take(&b, RL_BROWSER, now);
 	assert_int_equal(served, 5 + 9);
-	assert_int_equal(rl_available(&b.bucket, end), 5);
-	for (n = 0; rl_budget_take(&b, RL_PLAYER, end) && n < 100; n++)
-		;
-	assert_int_equal(n, 3);
-	assert_int_equal(rl_available(&b.bucket, end), 2);
+	assert_int_equal(take_all(&b, RL_PLAYER, end), 3);
+	assert_int_equal(take_all(&b, RL_MASTER, end), 2);
 }
 
 static void test_rl_budget_serves_browsers_again_after_a_refill(void **state)
@@ -426,6 +462,90 @@ static void test_rl_budget_serves_browsers_again_after_a_refill(void **state)
 	assert_false(rl_budget_take(&b, RL_BROWSER, T0 + 999 * MS));
 	assert_true(rl_budget_take(&b, RL_BROWSER, T0 + SEC));
 	assert_false(rl_budget_take(&b, RL_BROWSER, T0 + SEC));
+}
+
+static void test_rl_budget_free_packets_spend_nothing(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 4, 1, 1, 1, T0), 0);
+	for (int i = 0; i < 50; i++)
+		assert_true(rl_budget_take(&b, RL_FREE, T0));
+	assert_int_equal(take_all(&b, RL_BROWSER, T0), 2);
+}
+
+static void test_rl_budget_class_follows_the_engines(void **state)
+{
+	(void)state;
+	/* Counted by both engines' per-address bucket. */
+	assert_int_equal(rl_budget_class(Q3_GETINFO, false, false), RL_BROWSER);
+	assert_int_equal(rl_budget_class(Q3_GETSTATUS, false, true), RL_BROWSER);
+	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, false, false), RL_PLAYER);
+	assert_int_equal(rl_budget_class(Q3_RCON, false, false), RL_PLAYER);
+	/* A master's challenge, whichever command it uses. */
+	assert_int_equal(rl_budget_class(Q3_GETINFO, true, false), RL_MASTER);
+	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, true, true), RL_MASTER);
+	assert_int_equal(rl_budget_class(Q3_GETSTATUS, true, true), RL_MASTER);
+	/* connect: ET: Legacy counts it (sv_protect 1), ioquake3 does not. */
+	assert_int_equal(rl_budget_class(Q3_CONNECT, false, true), RL_PLAYER);
+	assert_int_equal(rl_budget_class(Q3_CONNECT, false, false), RL_FREE);
+	assert_int_equal(rl_budget_class(Q3_CONNECT, true, true), RL_PLAYER);
+	/* Nothing else costs the server's bucket. */
+	assert_int_equal(rl_budget_class(Q3_UNKNOWN, false, true), RL_FREE);
+	assert_int_equal(rl_budget_class(Q3_GAME, false, true), RL_FREE);
+	assert_int_equal(rl_budget_class(Q3_DISCONNECT, false, true), RL_FREE);
+}
+
+/* The README's busy minute with the defaults (burst 9, 1/s; two masters:
+ * 4 kept for them, 3 for players) on an ET server: the probe, then both
+ * masters asking getChallenge then getinfo, a browser's cache refresh
+ * wanted every second (the cache answers the rest), a player joining
+ * (getchallenge, connect 100 ms later) every 10 s, two of them at once at
+ * 30 s. Masters and players are never refused; browsers get a refresh at
+ * least every 6 s, what the cache serves (1 s fresh + 5 s stale). */
+static void test_rl_budget_busy_minute_with_the_defaults(void **state)
+{
+	struct rl_budget b;
+	uint64_t last_refresh = T0, gap = 0;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 9, 1, 4, 3, T0), 0);
+	for (unsigned ms = 0; ms < 60000; ms += 10) {
+		uint64_t now = T0 + ms * MS;
+
+		if (ms == 0) {
+			assert_true(rl_budget_take(&b, RL_MASTER, now)); /* probe */
+			for (int m = 0; m < 2; m++) {
+				assert_true(rl_budget_take(&b, RL_MASTER, now + MS));
+				assert_true(rl_budget_take(&b, RL_MASTER, now + 2 * MS));
+			}
+		}
+		if (ms % 10000 == 5000 || ms == 30000)
+			for (int p = 0; p < (ms == 30000 ? 2 : 1); p++) {
+				assert_true(rl_budget_take(&b, RL_PLAYER, now));
+				assert_true(rl_budget_take(&b, RL_PLAYER, now + 100 * MS));
+			}
+		if (ms % 1000 == 0 && rl_budget_take(&b, RL_BROWSER, now))
+			last_refresh = now;
+		if (now - last_refresh > gap)
+			gap = now - last_refresh;
+	}
+	print_message("longest time without a refresh: %llu ms\n", (unsigned long long)(gap / MS));
+	assert_true(gap <= 6 * SEC);
+}
+
+static void test_rl_take_n_takes_all_or_nothing(void **state)
+{
+	struct rl_bucket b;
+
+	(void)state;
+	rl_bucket_init(&b, 1000, 1000, T0);
+	assert_true(rl_take_n(&b, 600, T0));
+	assert_false(rl_take_n(&b, 600, T0));
+	assert_int_equal(rl_available(&b, T0), 400);
+	assert_false(rl_take_n(&b, 1001, T0 + 3600 * SEC));
+	assert_true(rl_take_n(&b, 1000, T0 + SEC));
 }
 
 int main(void)
@@ -450,9 +570,16 @@ int main(void)
 	    cmocka_unit_test(test_rl_table_evicts_the_least_recently_used_source),
 	    cmocka_unit_test(test_rl_table_keeps_every_source_while_half_full),
 	    cmocka_unit_test(test_rl_budget_init_rejects_reserves_that_leave_browsers_nothing),
-	    cmocka_unit_test(test_rl_budget_serves_each_class_down_to_its_reserve),
+	    cmocka_unit_test(test_rl_budget_browsers_take_only_the_shared_tokens),
+	    cmocka_unit_test(test_rl_budget_masters_cannot_take_what_players_are_guaranteed),
+	    cmocka_unit_test(test_rl_budget_players_cannot_take_what_masters_are_guaranteed),
+	    cmocka_unit_test(test_rl_budget_refills_the_reserves_before_the_shared_part),
 	    cmocka_unit_test(test_rl_budget_keeps_the_reserves_through_a_browser_storm),
 	    cmocka_unit_test(test_rl_budget_serves_browsers_again_after_a_refill),
+	    cmocka_unit_test(test_rl_budget_free_packets_spend_nothing),
+	    cmocka_unit_test(test_rl_budget_class_follows_the_engines),
+	    cmocka_unit_test(test_rl_budget_busy_minute_with_the_defaults),
+	    cmocka_unit_test(test_rl_take_n_takes_all_or_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
