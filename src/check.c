@@ -37,6 +37,55 @@ static int resolve(const char *host, uint16_t port, int family, union etr_sockad
 	return err ? -1 : 0;
 }
 
+/* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
+static bool bindv6only(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v == 1;
+}
+
+/* Resolve a master in every family; the first address the listener can
+ * send to goes to *sa. Returns 0, 1 when every address is of a family it
+ * cannot reach (one of them in *sa), or -1 with *why. */
+static int resolve_master(const struct relay_conf *r, const struct conf_master *m,
+			  union etr_sockaddr *sa, const char **why)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res, *ai;
+	bool v6only = bindv6only(), other = false;
+	char p[8];
+	int err;
+
+	snprintf(p, sizeof(p), "%u", m->port);
+	err = getaddrinfo(m->host, p, &hints, &res);
+	if (err) {
+		*why = gai_strerror(err);
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		union etr_sockaddr a;
+
+		if (!addr_from(&a, ai->ai_addr, ai->ai_addrlen))
+			continue;
+		if (conf_listener_reaches(&r->listen, v6only, conf_addr_family(&a))) {
+			*sa = a;
+			freeaddrinfo(res);
+			return 0;
+		}
+		if (!other)
+			*sa = a, other = true;
+	}
+	freeaddrinfo(res);
+	*why = "no usable address";
+	return other ? 1 : -1;
+}
+
 /* One probe round as the daemon does it: getinfo with a fresh challenge,
  * CONF_PROBE_ATTEMPTS tries. Returns 0 and the infoResponse in info. */
 static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char *info,
@@ -84,7 +133,7 @@ static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char 
 	return -1;
 }
 
-static int check_relay(const struct relay_conf *r)
+static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 {
 	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], info[2048], v1[64], v2[64];
 	union etr_sockaddr up, m;
@@ -107,14 +156,33 @@ static int check_relay(const struct relay_conf *r)
 		printf("relay %s: upstream %s (%s): ok, answered getinfo (hostname '%s', map '%s')\n",
 		       r->name, hp, addr_str(&up.sa, a), v1, v2);
 	}
+	/* What is checked: the name resolves, to an address of a family the
+	 * listener can send to. Whether the master answers is not: only a
+	 * heartbeat would tell, and -t sends none. */
 	for (unsigned i = 0; i < r->nmasters; i++) {
-		addr_hostport(r->masters[i].host, r->masters[i].port, hp);
-		if (resolve(r->masters[i].host, r->masters[i].port, r->listen.sa.sa_family, &m,
-			    &why) < 0) {
-			printf("relay %s: master %s: FAILED to resolve (%s)\n", r->name, hp, why);
+		const struct conf_master *cm = &r->masters[i];
+		char l[ADDR_STRLEN], where[300] = "";
+		int rc = resolve_master(r, cm, &m, &why);
+
+		addr_hostport(cm->host, cm->port, hp);
+		addr_str(&r->listen.sa, l);
+		if (cm->line)
+			snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "", cm->line);
+		if (rc < 0) {
+			printf("relay %s: master %s%s: FAILED to resolve (%s)\n", r->name, hp, where,
+			       why);
+			bad = 1;
+		} else if (rc > 0) {
+			printf("relay %s: master %s%s: FAILED, resolves only to %s addresses (%s), "
+			       "which the listener %s cannot reach\n",
+			       r->name, hp, where,
+			       conf_addr_family(&m) == AF_INET ? "IPv4" : "IPv6", addr_str(&m.sa, a),
+			       l);
 			bad = 1;
 		} else {
-			printf("relay %s: master %s: ok, %s\n", r->name, hp, addr_str(&m.sa, a));
+			printf("relay %s: master %s: resolved to %s, which the listener %s can reach "
+			       "(whether it answers heartbeats is not checked)\n",
+			       r->name, hp, addr_str(&m.sa, a), l);
 		}
 	}
 	return bad;
@@ -165,7 +233,7 @@ int check_run(const struct etr_conf *c)
 	if (!c->probe)
 		return 0;
 	for (unsigned i = 0; i < c->nrelays; i++)
-		bad |= check_relay(&c->relays[i]);
+		bad |= check_relay(c, &c->relays[i]);
 	printf("etrelay: probe %s\n", bad ? "FAILED" : "ok");
 	return bad ? 1 : 0;
 }

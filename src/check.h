@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* etrelay -t: report the parsed configuration; with --probe, also resolve
- * every name and probe every game server once, one verdict line each. */
+ * every name (a master: to an address the listener can reach) and probe
+ * every game server once, one verdict line each. */
 #ifndef ETR_CHECK_H
 #define ETR_CHECK_H
 

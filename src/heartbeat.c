@@ -76,6 +76,37 @@ unsigned hb_probe_answered(struct hb *h, uint64_t now, const char *challenge)
 	return act;
 }
 
+/* Start the next round early, unless one runs (it will tell). */
+static void kick(struct hb *h, uint64_t now)
+{
+	uint64_t at = now;
+
+	if (h->phase != HB_IDLE)
+		return;
+	if (h->round_start && at < h->round_start + HB_KICK_GAP)
+		at = h->round_start + HB_KICK_GAP;
+	if (at < h->deadline)
+		h->deadline = at;
+}
+
+void hb_refused(struct hb *h, uint64_t now)
+{
+	if (h->server != HB_DOWN)
+		kick(h, now);
+}
+
+void hb_heard(struct hb *h, uint64_t now)
+{
+	if (h->server != HB_UP)
+		kick(h, now);
+}
+
+void hb_probe_refused(struct hb *h, uint64_t now)
+{
+	if (h->phase == HB_PROBING && h->deadline > now + HB_REFUSED_WAIT)
+		h->deadline = now + HB_REFUSED_WAIT;
+}
+
 unsigned hb_shutdown(struct hb *h)
 {
 	return h->server == HB_UP ? HB_SEND_FLATLINE : 0;
@@ -91,4 +122,43 @@ const char *hb_server_name(enum hb_server s)
 	default:
 		return "unknown";
 	}
+}
+
+void hb_master_heartbeat(struct hb_master *m, uint64_t now)
+{
+	if (!m->unanswered)
+		m->unanswered = now ? now : 1;
+}
+
+unsigned hb_master_challenged(struct hb_master *m, uint64_t now)
+{
+	enum hb_master_state was = m->state;
+
+	m->state = HB_MASTER_LISTED;
+	m->last_challenge = now;
+	m->unanswered = 0;
+	if (was == HB_MASTER_QUIET)
+		return HB_MASTER_BACK;
+	return was == HB_MASTER_NEW ? HB_MASTER_CONFIRMED : 0;
+}
+
+uint64_t hb_master_deadline(const struct hb_master *m, uint64_t interval)
+{
+	if (!m->unanswered || m->state == HB_MASTER_QUIET)
+		return UINT64_MAX;
+	return m->unanswered + HB_MASTER_QUIET_INTERVALS * interval;
+}
+
+unsigned hb_master_check(struct hb_master *m, uint64_t now, uint64_t interval)
+{
+	if (now < hb_master_deadline(m, interval))
+		return 0;
+	m->state = HB_MASTER_QUIET;
+	return HB_MASTER_WENT_QUIET;
+}
+
+void hb_master_withdrawn(struct hb_master *m)
+{
+	m->state = HB_MASTER_NEW;
+	m->unanswered = 0;
 }

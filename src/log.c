@@ -14,11 +14,11 @@
 #define LOG_DEBUG_PER_SEC 200
 
 bool log_debug_on;
-static bool journal;
+static bool journal, stamp;
 static time_t debug_sec;
 static unsigned debug_lines, debug_dropped;
 
-void log_init(bool debug)
+void log_init(bool debug, enum log_time t)
 {
 	const char *js = getenv("JOURNAL_STREAM");
 	unsigned long dev, ino;
@@ -29,15 +29,37 @@ void log_init(bool debug)
 	 * trust it while stderr is still that stream. */
 	journal = js && sscanf(js, "%lu:%lu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
 		  st.st_dev == dev && st.st_ino == ino;
+	/* The journal stamps every line itself. */
+	stamp = t == LOG_TIME_YES || (t == LOG_TIME_AUTO && !journal);
+}
+
+/* "<N>" for the journal, then "2026-12-01T10:52:12.345+01:00 " (ISO 8601,
+ * local time with its offset) when stamping. Returns the length. */
+static int prefix(char *buf, size_t size, int prio)
+{
+	struct timespec ts;
+	struct tm tm;
+	long off;
+	int n = 0;
+
+	if (journal)
+		n = snprintf(buf, size, "<%d>", prio);
+	if (!stamp)
+		return n;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	off = tm.tm_gmtoff / 60;
+	n += (int)strftime(buf + n, size - (size_t)n, "%Y-%m-%dT%H:%M:%S", &tm);
+	n += snprintf(buf + n, size - (size_t)n, ".%03ld%c%02ld:%02ld ", ts.tv_nsec / 1000000,
+		      off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+	return n;
 }
 
 static void vlog(int prio, const char *fmt, va_list ap, const char *suffix)
 {
 	char line[1024];
-	int n = 0;
+	int n = prefix(line, sizeof(line), prio);
 
-	if (journal)
-		n = snprintf(line, sizeof(line), "<%d>", prio);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	if (suffix)
 		fprintf(stderr, "%s: %s\n", line, suffix);
@@ -83,9 +105,12 @@ void log_debug(const char *fmt, ...)
 		return;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	if (ts.tv_sec != debug_sec) {
-		if (debug_dropped)
-			fprintf(stderr, "%s(%u debug lines suppressed)\n", journal ? "<7>" : "",
-				debug_dropped);
+		if (debug_dropped) {
+			char pre[64];
+
+			prefix(pre, sizeof(pre), 7);
+			fprintf(stderr, "%s(%u debug lines suppressed)\n", pre, debug_dropped);
+		}
 		debug_sec = ts.tv_sec;
 		debug_lines = debug_dropped = 0;
 	}

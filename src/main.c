@@ -107,7 +107,9 @@ int main(int argc, char **argv)
 		printf("etrelay %s\n", ETRELAY_VERSION);
 		return 0;
 	}
-	log_init(conf.debug);
+	log_init(conf.debug, conf.log_time == CONF_LOG_TIME_YES  ? LOG_TIME_YES
+			     : conf.log_time == CONF_LOG_TIME_NO ? LOG_TIME_NO
+								 : LOG_TIME_AUTO);
 	if (conf.ops_enabled && ops_tokens_check(err, sizeof(err)) < 0) {
 		log_warnx("ops plane: %s", err);
 		return EXIT_CONFIG;
@@ -118,10 +120,19 @@ int main(int argc, char **argv)
 	nofile = raise_nofile();
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		need += conf.relays[i].max_sessions + 4;
+	/* The ops plane's connections come out of the same limit: a full
+	 * listener must not leave a session without its socket. */
+	if (conf.ops_enabled)
+		need += OPS_FDS_MAX;
 	if (need > nofile) {
-		log_warnx("max-sessions of all relays need %llu file descriptors, the limit is "
+		char ops[64] = "";
+
+		if (conf.ops_enabled)
+			snprintf(ops, sizeof(ops), " and the ops plane's %d connections",
+				 OPS_CONN_SLOTS);
+		log_warnx("max-sessions of all relays%s need %llu file descriptors, the limit is "
 			  "%llu (raise LimitNOFILE= or ulimit -n, or lower max-sessions)",
-			  (unsigned long long)need, (unsigned long long)nofile);
+			  ops, (unsigned long long)need, (unsigned long long)nofile);
 		return EXIT_CONFIG;
 	}
 	for (unsigned i = 0; i < conf.nrelays; i++)

@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +74,11 @@ struct ops {
 	char start_msg[256];
 	time_t log_sec;
 	unsigned log_lines, log_dropped;
+	/* The listener's thread runs MHD and keeps the slots; only it
+	 * touches conns. */
+	pthread_t thread;
+	int wake; /* eventfd: ops_stop asks the thread to leave */
+	struct ops_conns conns;
 };
 
 /* Addresses */
@@ -125,18 +135,59 @@ static int token_check(const struct ops_token *t, const char *from, char *err, s
 	return 0;
 }
 
-static int token_read_file(struct ops_token *t, const char *var, const char *path, char *err,
-			   size_t errlen)
+/* As ssh does for its keys: a token file that every user may read (or that
+ * others may write) is refused, naming the fix. The file read is the one
+ * checked, through a symlink too (Kubernetes mounts secrets as symlinks;
+ * systemd's credentials are plain files); a symlink is named in the log. */
+static int token_file_check(int fd, const char *var, const char *path, bool say, char *err,
+			    size_t errlen)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s=%s: not a regular file", var, path);
+		return -1;
+	}
+	if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
+		snprintf(err, errlen,
+			 "%s=%s: mode %04o lets %s the token; `chmod 600 %s` (or 640 to let "
+			 "the file's group read it)",
+			 var, path, (unsigned)(st.st_mode & 07777),
+			 st.st_mode & S_IROTH   ? "every user read"
+			 : st.st_mode & S_IWOTH ? "every user write"
+						: "its group write",
+			 path);
+		return -1;
+	}
+	if (say && (n = readlink(path, target, sizeof(target) - 1)) > 0) {
+		target[n] = '\0';
+		log_info("ops: %s=%s is a symlink to %s; reading the file it points to", var, path,
+			 target);
+	}
+	return 0;
+}
+
+static int token_read_file(struct ops_token *t, const char *var, const char *path, bool say,
+			   char *err, size_t errlen)
 {
 	char buf[OPS_TOKEN_CAP + 2];
 	size_t n = 0;
 	ssize_t r;
 	int fd, rc = -1;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	/* O_NONBLOCK: a FIFO in its place must not hang the start. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
 		snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
 		return -1;
 	}
+	if (token_file_check(fd, var, path, say, err, errlen) < 0)
+		goto out;
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -165,7 +216,7 @@ out:
 	return rc;
 }
 
-static int token_read(struct ops_token *t, const char *var, char *err, size_t errlen)
+static int token_read(struct ops_token *t, const char *var, bool say, char *err, size_t errlen)
 {
 	char file_var[64], from[320];
 	const char *v, *path;
@@ -187,7 +238,7 @@ static int token_read(struct ops_token *t, const char *var, char *err, size_t er
 		memcpy(t->s, v, t->len);
 		snprintf(from, sizeof(from), "%s", var);
 	} else if (path) {
-		if (token_read_file(t, file_var, path, err, errlen) < 0)
+		if (token_read_file(t, file_var, path, say, err, errlen) < 0)
 			return -1;
 		snprintf(from, sizeof(from), "%s=%s", file_var, path);
 	} else {
@@ -196,11 +247,12 @@ static int token_read(struct ops_token *t, const char *var, char *err, size_t er
 	return token_check(t, from, err, errlen);
 }
 
-/* All three or none: a half-read set is wiped. */
-static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], char *err, size_t errlen)
+/* All three or none: a half-read set is wiped. say: log what is worth
+ * knowing about the files (not in the check before the start). */
+static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], bool say, char *err, size_t errlen)
 {
 	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++)
-		if (token_read(&tok[k], token_kinds[k].env, err, errlen) < 0) {
+		if (token_read(&tok[k], token_kinds[k].env, say, err, errlen) < 0) {
 			explicit_bzero(tok, OPS_TOKEN_KINDS * sizeof(*tok));
 			return -1;
 		}
@@ -210,7 +262,7 @@ static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], char *err, size_t 
 int ops_tokens_check(char *err, size_t errlen)
 {
 	struct ops_token tok[OPS_TOKEN_KINDS];
-	int rc = tokens_read(tok, err, errlen);
+	int rc = tokens_read(tok, false, err, errlen);
 
 	explicit_bzero(tok, sizeof(tok));
 	return rc;
@@ -327,8 +379,10 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 
 		if (!r || (server = STAT_GET(r->server)) == SERVER_UP)
 			continue;
+		/* No address here: /readyz needs no token, and the game server
+		 * behind the relay is what a relay hides. /lifecycle names it. */
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL,
-				  "relay %s: game server %s %s\n", r->name, r->upstream,
+				  "relay %s: the game server %s\n", r->name,
 				  server == SERVER_DOWN ? "did not answer its last probe"
 							: "was not probed yet");
 	}
@@ -364,9 +418,14 @@ static void json_relay(FILE *f, struct relay_stats *r)
 			fprintf(f, ",\"last_heartbeat\":%" PRIu64, m[j].last_heartbeat);
 		else
 			fputs(",\"last_heartbeat\":null", f);
-		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s}",
+		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s",
 			stats_hb_result_name(m[j].last_result),
 			m[j].listing_confirmed ? "true" : "false");
+		if (m[j].last_confirmed)
+			fprintf(f, ",\"last_confirmed\":%" PRIu64, m[j].last_confirmed);
+		else
+			fputs(",\"last_confirmed\":null", f);
+		fprintf(f, ",\"quiet\":%s}", m[j].quiet ? "true" : "false");
 	}
 	fputs("]}", f);
 }
@@ -582,24 +641,12 @@ static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const ch
 	return rt->serve(op, c);
 }
 
-/* MHD's own messages: the first one while starting becomes the error;
- * afterwards they are about single clients (connection limit, resets), so
- * a flood of them is capped. */
-__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* The listener's complaints are about single clients (connection limits,
+ * resets): at most OPS_LOG_PER_SEC lines a second, then a count. */
+static void log_limited(struct ops *op, const char *line)
 {
-	struct ops *op = cls;
 	struct timespec ts;
-	char line[256];
-	size_t n;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
-	for (n = strlen(line); n && (line[n - 1] == '\n' || line[n - 1] == '\r'); n--)
-		line[n - 1] = '\0';
-	if (atomic_load(&op->starting) && pthread_equal(pthread_self(), op->starter)) {
-		if (!op->start_msg[0])
-			snprintf(op->start_msg, sizeof(op->start_msg), "%s", line);
-		return;
-	}
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	if (ts.tv_sec != op->log_sec) {
 		if (op->log_dropped)
@@ -613,13 +660,164 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 		op->log_dropped++;
 }
 
+/* MHD's own messages: the first one while starting becomes the error;
+ * afterwards they are about single clients (connection limit, resets), so
+ * a flood of them is capped. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct ops *op = cls;
+	char line[256];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	for (n = strlen(line); n && (line[n - 1] == '\n' || line[n - 1] == '\r'); n--)
+		line[n - 1] = '\0';
+	if (atomic_load(&op->starting) && pthread_equal(pthread_self(), op->starter)) {
+		if (!op->start_msg[0])
+			snprintf(op->start_msg, sizeof(op->start_msg), "%s", line);
+		return;
+	}
+	log_limited(op, line);
+}
+
+/* Connections: slots, deadlines, shares per address (ops_conn.c). Every
+ * callback below runs in the listener's thread. */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Ends a connection MHD still holds: it sees end-of-file (or EPIPE) on its
+ * next turn and closes the socket itself, in this same thread, so the
+ * descriptor cannot have been reused in between. */
+static void conn_cut(struct ops *op, int i)
+{
+	shutdown(op->conns.c[i].fd, SHUT_RDWR);
+}
+
+static enum MHD_Result conn_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct ops *op = cls;
+	union etr_sockaddr from;
+	char who[ADDR_STRLEN] = "?";
+	char line[160];
+	int victim;
+
+	if (!addr_from(&from, sa, len))
+		return MHD_NO;
+	switch (ops_conn_admit(&op->conns, &from, mono_ns(), &victim)) {
+	case OPS_CONN_ACCEPT:
+		return MHD_YES;
+	case OPS_CONN_EVICT:
+		conn_cut(op, victim);
+		return MHD_YES;
+	case OPS_CONN_REFUSE_IP:
+		addr_str(&from.sa, who);
+		snprintf(line, sizeof(line),
+			 "refused a connection from %s: it holds %d already (IPv6: per /64)", who,
+			 OPS_CONN_PER_IP);
+		break;
+	case OPS_CONN_REFUSE_FULL:
+		addr_str(&from.sa, who);
+		snprintf(line, sizeof(line),
+			 "refused a connection from %s: all %d connections are busy, none for "
+			 "%d ms yet",
+			 who, OPS_CONN_MAX, OPS_CONN_SLOW_MS);
+		break;
+	}
+	log_limited(op, line);
+	return MHD_NO;
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
+			enum MHD_ConnectionNotificationCode what)
+{
+	struct ops *op = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+	union etr_sockaddr from;
+	int i;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (*ctx)
+			ops_conn_remove(&op->conns, (int)((intptr_t)*ctx - 1));
+		*ctx = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	*ctx = NULL;
+	if (!fd)
+		return;
+	/* The accept check let it in, so a slot is free: -1 is a surprise. */
+	if (!addr || !addr->client_addr ||
+	    !addr_from(&from, addr->client_addr,
+		       addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								: sizeof(struct sockaddr_in)) ||
+	    (i = ops_conn_add(&op->conns, &from, fd->connect_fd, c, mono_ns())) < 0) {
+		shutdown(fd->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*ctx = (void *)(intptr_t)(i + 1);
+}
+
+/* An answer went out in full (or the request ended otherwise): the next
+ * request on this connection gets a deadline of its own. */
+static void conn_completed(void *cls, struct MHD_Connection *c, void **req,
+			   enum MHD_RequestTerminationCode why)
+{
+	struct ops *op = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	if (ci && ci->socket_context)
+		ops_conn_answered(&op->conns, (int)((intptr_t)ci->socket_context - 1), mono_ns());
+}
+
+/* The listener's thread: MHD's epoll, its timeouts and the deadlines. */
+static void *ops_thread(void *arg)
+{
+	struct ops *op = arg;
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(op->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	struct pollfd p[2] = { { .fd = di ? di->epoll_fd : -1, .events = POLLIN },
+			       { .fd = op->wake, .events = POLLIN } };
+
+	for (;;) {
+		MHD_UNSIGNED_LONG_LONG mhd_ms;
+		uint64_t now = mono_ns(), next;
+		long long ms = -1;
+		int i;
+
+		while ((i = ops_conn_next_expired(&op->conns, now)) >= 0)
+			conn_cut(op, i);
+		if ((next = ops_conn_next_deadline(&op->conns)) != UINT64_MAX)
+			ms = (long long)((next - now + 999999) / 1000000);
+		if (MHD_get_timeout(op->mhd, &mhd_ms) == MHD_YES &&
+		    (ms < 0 || (long long)mhd_ms < ms))
+			ms = (long long)mhd_ms;
+		if (ms > 60000)
+			ms = 60000;
+		if (poll(p, 2, (int)ms) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		MHD_run(op->mhd);
+	}
+	return NULL;
+}
+
 int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *st, char *err,
 	      size_t errlen)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	char where[ADDR_STRLEN];
 	sigset_t all, old;
 	struct ops *op;
+	bool any = false;
+	int rc;
 
 	*opp = NULL;
 	if (!addr_len(&cfg->listen)) {
@@ -641,9 +839,14 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 	}
 	op->st = st;
 	op->cfg = *cfg;
+	op->wake = -1;
 	pthread_mutex_init(&op->lock, NULL);
-	if (tokens_read(op->tok, err, errlen) < 0)
+	if (tokens_read(op->tok, true, err, errlen) < 0)
 		goto fail;
+	if ((op->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		snprintf(err, errlen, "ops: eventfd: %s", strerror(errno));
+		goto fail;
+	}
 	if (cfg->listen.sa.sa_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 
@@ -656,27 +859,50 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 	/* The logger goes first, or MHD prints the other options' errors to
 	 * stderr itself. MHD binds SOCK_ADDR and only names the port in its
 	 * messages, so it gets that too (same offset in both families).
-	 * The timeout counts idle time: a client that trickles a byte every
-	 * few seconds keeps its slot, so the slots are few and the listener
-	 * belongs on a private address. */
-	op->mhd = MHD_start_daemon(flags, ntohs(cfg->listen.in.sin_port), NULL, NULL, ops_request, op,
+	 * MHD's timeout counts idle time only; the slots (ops_conn.c) add the
+	 * absolute deadline and the share per address. MHD's own limit leaves
+	 * room for connections told to go that it has not closed yet. */
+	op->mhd = MHD_start_daemon(flags, ntohs(cfg->listen.in.sin_port), conn_accept, op,
+				   ops_request, op,
 				   MHD_OPTION_EXTERNAL_LOGGER, mhd_log, op,
 				   MHD_OPTION_SOCK_ADDR, &cfg->listen.sa,
-				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)OPS_CONNECTIONS_MAX,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)OPS_CONN_SLOTS,
 				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)OPS_DEADLINE_SEC,
 				   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)OPS_MEMORY_LIMIT,
 				   MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)1024,
+				   MHD_OPTION_NOTIFY_CONNECTION, conn_notify, op,
+				   MHD_OPTION_NOTIFY_COMPLETED, conn_completed, op,
 				   MHD_OPTION_END);
 	atomic_store(&op->starting, false);
+	rc = op->mhd ? pthread_create(&op->thread, NULL, ops_thread, op) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!op->mhd) {
 		snprintf(err, errlen, "--ops-listen %s: %s", where,
 			 op->start_msg[0] ? op->start_msg : "the listener did not start");
 		goto fail;
 	}
+	if (rc != 0) {
+		snprintf(err, errlen, "ops: thread: %s", strerror(rc));
+		MHD_stop_daemon(op->mhd);
+		goto fail;
+	}
+	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++)
+		any |= op->tok[k].len > 0;
+	if (!any) {
+		union etr_sockaddr bound = cfg->listen;
+
+		bound.in.sin_port = htons((uint16_t)ops_port(op)); /* same offset in both */
+		addr_str(&bound.sa, where);
+		log_warnx("ops: no token is set: whoever reaches %s can read /lifecycle and "
+			  "/sessions (the game server's and players' addresses) and /metrics; set "
+			  "%s (or %s_FILE)",
+			  where, OPS_ENV_READ, OPS_ENV_READ);
+	}
 	*opp = op;
 	return 0;
 fail:
+	if (op->wake >= 0)
+		close(op->wake);
 	explicit_bzero(op->tok, sizeof(op->tok));
 	pthread_mutex_destroy(&op->lock);
 	free(op);
@@ -694,7 +920,7 @@ int ops_reload_tokens(struct ops *op, char *err, size_t errlen)
 {
 	struct ops_token tok[OPS_TOKEN_KINDS];
 
-	if (tokens_read(tok, err, errlen) < 0)
+	if (tokens_read(tok, true, err, errlen) < 0)
 		return -1;
 	pthread_mutex_lock(&op->lock);
 	memcpy(op->tok, tok, sizeof(tok));
@@ -705,9 +931,14 @@ int ops_reload_tokens(struct ops *op, char *err, size_t errlen)
 
 void ops_stop(struct ops *op)
 {
+	uint64_t one = 1;
+
 	if (!op)
 		return;
+	if (write(op->wake, &one, sizeof(one)) == sizeof(one))
+		pthread_join(op->thread, NULL);
 	MHD_stop_daemon(op->mhd);
+	close(op->wake);
 	explicit_bzero(op->tok, sizeof(op->tok));
 	pthread_mutex_destroy(&op->lock);
 	free(op);

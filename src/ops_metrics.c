@@ -221,8 +221,9 @@ static void relays(FILE *f, struct etr_stats *st)
 	}
 
 	family(f, "etrelay_master_listing_confirmed", "gauge",
-	       "1 when the master's challenge was answered from the public socket, so it "
-	       "lists the relay's address.");
+	       "1 while the master lists the relay's address: its challenge was answered "
+	       "from the public socket, and it has not left two heartbeat intervals of "
+	       "heartbeats unchallenged since; 0 after that, and while the game server is down.");
 	EACH_RELAY
 	{
 		nm = ops_metrics_masters(r, m);
@@ -230,6 +231,19 @@ static void relays(FILE *f, struct etr_stats *st)
 			sample(f, "etrelay_master_listing_confirmed",
 			       LABELS("relay", r->name, "master", m[j].name),
 			       m[j].listing_confirmed);
+	}
+
+	family(f, "etrelay_master_listing_confirmed_timestamp_seconds", "gauge",
+	       "Unix time of the master's last challenge answered through the relay; absent "
+	       "before the first.");
+	EACH_RELAY
+	{
+		nm = ops_metrics_masters(r, m);
+		for (unsigned j = 0; j < nm; j++)
+			if (m[j].last_confirmed)
+				sample(f, "etrelay_master_listing_confirmed_timestamp_seconds",
+				       LABELS("relay", r->name, "master", m[j].name),
+				       m[j].last_confirmed);
 	}
 #undef EACH_RELAY
 }

@@ -777,6 +777,18 @@ static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
 	err = net_send_copy(r->pub_fd, &m->addr, pkt, (size_t)n);
 	addr_str(&m->addr.sa, a);
 	addr_hostport(m->host, m->port, hp);
+	if (err < 0 && conf_addr_family(&m->addr) != conf_addr_family(&r->conf->listen) &&
+	    (err == -ENETUNREACH || err == -EAFNOSUPPORT || err == -EINVAL)) {
+		/* [::] with IPV6_V6ONLY (net.ipv6.bindv6only=1): no IPv4. */
+		if (!flat)
+			master_result(r, i, HB_RESULT_WRONG_FAMILY);
+		if (!m->v6only_said)
+			log_warnx("master %s: %s is an IPv4 address, which the IPv6-only listener "
+				  "cannot reach (net.ipv6.bindv6only); no heartbeats to it",
+				  hp, a);
+		m->v6only_said = true;
+		return;
+	}
 	if (!flat)
 		master_result(r, i, err < 0 ? HB_RESULT_SEND_ERROR : HB_RESULT_SENT);
 	if (!flat && err == 0)
@@ -829,14 +841,27 @@ static void heartbeat_masters(struct relay *r)
 static void on_resolved(struct relay *r)
 {
 	struct resolver_result res;
-	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
+	char a[ADDR_STRLEN], l[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
 
 	resolver_ack(r->res);
 	while (resolver_take(r->res, &res)) {
 		struct relay_master *m = &r->masters[res.slot];
 
 		addr_hostport(m->host, m->port, hp);
-		if (res.gai_err == 0) {
+		/* Addresses of a family the listener cannot send to are no
+		 * address at all, and are said to be once, as such. */
+		if (res.gai_err == 0 &&
+		    !conf_listener_reaches(&r->conf->listen, false, conf_addr_family(&res.addr)))
+			res.gai_err = EAI_ADDRFAMILY, res.wrong_family = true;
+		if (res.wrong_family) {
+			if (!m->wrong_family)
+				log_warnx("master %s: only %s addresses (%s), which the listener %s "
+					  "cannot reach; no heartbeats to it%s",
+					  hp, conf_addr_family(&res.addr) == AF_INET ? "IPv4" : "IPv6",
+					  addr_str(&res.addr.sa, a),
+					  addr_str(&r->conf->listen.sa, l),
+					  m->have_addr ? " but to its last good address" : "");
+		} else if (res.gai_err == 0) {
 			if (m->last_err != 0 || !m->have_addr || !addr_equal(&m->addr, &res.addr))
 				log_info("master %s is %s", hp, addr_str(&res.addr.sa, a));
 			m->addr = res.addr;
@@ -851,12 +876,15 @@ static void on_resolved(struct relay *r)
 					  m->host, gai_strerror(res.gai_err));
 		}
 		m->last_err = res.gai_err;
+		m->wrong_family = res.wrong_family;
 		if (m->heartbeat_due && r->hb.server == HB_UP &&
 		    STAT_GET(r->global->lifecycle) == LIFECYCLE_ACTIVE) {
 			if (m->have_addr)
 				send_heartbeat(r, res.slot, r->conf->heartbeat);
 			else
-				master_result(r, res.slot, HB_RESULT_UNRESOLVED);
+				master_result(r, res.slot,
+					      res.wrong_family ? HB_RESULT_WRONG_FAMILY
+							       : HB_RESULT_UNRESOLVED);
 		}
 		m->heartbeat_due = false;
 	}

@@ -30,6 +30,7 @@ struct relay_master {
 	uint32_t mq_tokens;
 	uint64_t mq_last;
 	bool wrong_family;  /* unreachable from the listener: reported once */
+	bool v6only_said;   /* an IPv6-only listener refused its IPv4 address */
 	struct hb_master health; /* its challenges, against our heartbeats */
 };
 

@@ -20,6 +20,7 @@ struct slot {
 	char host[ADDR_HOSTLEN];
 	uint16_t port;
 	int gai_err;
+	bool wrong_family;
 	union etr_sockaddr addr;
 };
 
@@ -79,6 +80,7 @@ static void *run(void *arg)
 	char host[ADDR_HOSTLEN], port[8];
 	union etr_sockaddr sa;
 	uint64_t one = 1;
+	bool other = false;
 	int err;
 
 	free(j);
@@ -96,10 +98,22 @@ static void *run(void *arg)
 		err = EAI_FAMILY;
 	if (res)
 		freeaddrinfo(res);
+	res = NULL;
+	/* No address of the listener's family: has the name any of the other
+	 * one? Then the caller can say so, not "cannot resolve". */
+	if (err == EAI_NONAME || err == EAI_NODATA || err == EAI_ADDRFAMILY) {
+		hints.ai_family = r->family == AF_INET ? AF_INET6 : AF_INET;
+		hints.ai_flags = 0;
+		other = getaddrinfo(host, port, &hints, &res) == 0 &&
+			addr_from(&sa, res->ai_addr, res->ai_addrlen);
+		if (res)
+			freeaddrinfo(res);
+	}
 
 	pthread_mutex_lock(&r->lock);
 	s->gai_err = err;
-	if (err == 0)
+	s->wrong_family = err != 0 && other;
+	if (err == 0 || other)
 		s->addr = sa;
 	s->state = SLOT_DONE;
 	pthread_mutex_unlock(&r->lock);
@@ -173,6 +187,7 @@ bool resolver_take(struct resolver *r, struct resolver_result *out)
 			continue;
 		out->slot = i;
 		out->gai_err = r->slots[i].gai_err;
+		out->wrong_family = r->slots[i].wrong_family;
 		out->addr = r->slots[i].addr;
 		r->slots[i].state = SLOT_IDLE;
 		got = true;

@@ -47,6 +47,7 @@ const char *stats_hb_result_name(enum stats_hb_result r)
 		[HB_RESULT_SENT] = "sent",
 		[HB_RESULT_SEND_ERROR] = "send_error",
 		[HB_RESULT_UNRESOLVED] = "unresolved",
+		[HB_RESULT_WRONG_FAMILY] = "wrong_family",
 	};
 
 	return (unsigned)r < HB_RESULT_COUNT ? names[r] : "unknown";

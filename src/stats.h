@@ -67,6 +67,7 @@ enum stats_hb_result {
 	HB_RESULT_SENT,       /* handed to the kernel */
 	HB_RESULT_SEND_ERROR, /* sendto failed */
 	HB_RESULT_UNRESOLVED, /* no address for the name */
+	HB_RESULT_WRONG_FAMILY, /* only addresses the listener cannot reach */
 	HB_RESULT_COUNT
 };
 

@@ -181,7 +181,8 @@ def log(*a):
 # Abuse limits opened up for tests where every client is 127.0.0.1.
 OPEN_LIMITS = ("--sessions-per-ip", "100000", "--ip-query-burst", "100000",
                "--ip-query-rate", "100000", "--server-query-burst", "100000",
-               "--server-query-rate", "100000", "--query-cache", "0")
+               "--server-query-rate", "100000", "--query-cache", "0",
+               "--ip-session-rate", "100000", "--session-rate", "100000")
 
 
 class Relay:
@@ -199,6 +200,10 @@ class Relay:
             self.cmd += ["--listen", f"{LOOPBACK}:{self.port}"]
         if backend is not None:
             self.cmd += ["--backend", backend]
+        # Lines are matched from their start: no time of day in front
+        # (stderr is a pipe, so --log-time auto would add one).
+        if not any(str(a).startswith("--log-time") for a in args):
+            self.cmd += ["--log-time", "no"]
         self.cmd += list(args)
         self.lines = []      # (monotonic time, line) from stderr
         self.out_lines = []  # stdout

@@ -377,7 +377,8 @@ static void test_config_master_is_repeatable_in_order(void **state)
 	(void)state;
 	assert_int_equal(cli(&c, &e,
 			     ARGV("--master", "a.example:1", "--upstream", "h:1", "--master",
-				  "b.example", "--master", "[2001:db8::5]:27951")),
+				  "b.example", "--master", "[2001:db8::5]:27951", "--listen",
+				  "[::]:27960")),
 			 0);
 	assert_int_equal(c.relays[0].nmasters, 3);
 	assert_master(&c.relays[0], 0, "a.example", 1);
@@ -1214,7 +1215,7 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 	    {"listen", "[::1]:27001"},
 	    {"upstream", "game.example:27961"},
 	    {"master", "m.example"},
-	    {"master", "[2001:db8::5]:27951"},
+	    {"master", "192.0.2.5:27951"},
 	    {"game", "rtcw"},
 	    {"game", "q3"},
 	    {"game", "dp"},
@@ -1239,6 +1240,9 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 	    {"ops-allow-public", NULL},
 	    {"drain-timeout", "30s"},
 	    {"debug", NULL},
+	    {"log-time", "yes"},
+	    {"log-time", "no"},
+	    {"log-time", "auto"},
 	};
 	static struct etr_conf a, b;
 	struct conf_errors e;
@@ -1269,6 +1273,7 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 		assert_relay_equal(&a.relays[0], &b.relays[0], what);
 		assert_int_equal(a.backend, b.backend);
 		assert_int_equal(a.debug, b.debug);
+		assert_int_equal(a.log_time, b.log_time);
 		assert_int_equal(a.ops_enabled, b.ops_enabled);
 		assert_int_equal(a.ops_allow_public, b.ops_allow_public);
 		if (a.ops_enabled)
@@ -2237,6 +2242,92 @@ static void test_config_upstream_on_the_command_line_completes_a_file_without_on
 	assert_string_equal(c.relays[0].heartbeat, "QuakeArena-1");
 }
 
+/* log-time and the masters' address families */
+
+static void test_config_log_time_is_auto_by_default_and_takes_yes_no_auto(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_int_equal(c.log_time, CONF_LOG_TIME_AUTO);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--log-time", "yes")), 0);
+	assert_int_equal(c.log_time, CONF_LOG_TIME_YES);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--log-time", "no")), 0);
+	assert_int_equal(c.log_time, CONF_LOG_TIME_NO);
+	assert_int_equal(run(&c, &e, "log-time yes\nupstream h:1\n", ARGV("--log-time", "auto")), 0);
+	assert_int_equal(c.log_time, CONF_LOG_TIME_AUTO);
+	assert_int_equal(args(&c, &e, ARGV("--log-time", "sometimes")), -1);
+	assert_err_names(&e, "--log-time", "sometimes");
+	assert_int_equal(run(&c, &e, "upstream h:1\n[relay a]\nlog-time yes\n", NOARGS), -1);
+}
+
+static void test_config_ipv6_master_with_ipv4_listener_is_refused_naming_the_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "upstream h:1\nlisten 0.0.0.0:27960\nmaster m.example\n"
+			     "master [2001:db8::5]:27951\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":4: master [2001:db8::5]:27951: an IPv6 address", "0.0.0.0:27960",
+			"cannot reach");
+	/* On the command line, the option is named. */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--master", "[::1]:27950")), -1);
+	assert_err_line(&e, "etrelay: --master [::1]:27950: an IPv6 address", "cannot reach", NULL);
+	/* An IPv6 listener takes it. */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "[::1]:27960",
+					  "--master", "[::1]:27950")),
+			 0);
+}
+
+static void test_config_ipv4_master_needs_an_ipv6_listener_on_any_address(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* [::] reaches IPv4 through mapped addresses. */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "[::]:27960",
+					  "--master", "127.0.0.1:27950")),
+			 0);
+	assert_int_equal(run(&c, &e,
+			     "upstream h:1\n[relay six]\nlisten [::1]:27960\nmaster 127.0.0.1\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":4: master 127.0.0.1:27950: an IPv4 address", "relay six",
+			"[::1]:27960");
+}
+
+static void test_config_listener_reaches_by_family(void **state)
+{
+	union etr_sockaddr l4, any6, lo6, mapped, m;
+
+	(void)state;
+	assert_int_equal(addr_parse_numeric("0.0.0.0:1", &l4), 0);
+	assert_int_equal(addr_parse_numeric("[::]:1", &any6), 0);
+	assert_int_equal(addr_parse_numeric("[::1]:1", &lo6), 0);
+	assert_int_equal(addr_parse_numeric("[::ffff:192.0.2.1]:1", &mapped), 0);
+	assert_true(conf_listener_reaches(&l4, false, AF_INET));
+	assert_false(conf_listener_reaches(&l4, false, AF_INET6));
+	assert_true(conf_listener_reaches(&any6, false, AF_INET));
+	assert_false(conf_listener_reaches(&any6, true, AF_INET));
+	assert_true(conf_listener_reaches(&any6, true, AF_INET6));
+	assert_false(conf_listener_reaches(&lo6, false, AF_INET));
+	assert_true(conf_listener_reaches(&lo6, false, AF_INET6));
+	/* A mapped address is IPv4, whichever side it is on. */
+	assert_true(conf_listener_reaches(&mapped, false, AF_INET));
+	assert_false(conf_listener_reaches(&mapped, false, AF_INET6));
+	assert_int_equal(addr_parse_numeric("[::ffff:10.0.0.1]:27950", &m), 0);
+	assert_int_equal(conf_addr_family(&m), AF_INET);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2304,6 +2395,10 @@ int main(void)
 	    cmocka_unit_test(test_config_duration_rejects_negative_and_junk),
 	    cmocka_unit_test(test_config_duration_rejects_overflow),
 	    cmocka_unit_test(test_config_every_file_key_sets_what_its_flag_sets),
+	    cmocka_unit_test(test_config_log_time_is_auto_by_default_and_takes_yes_no_auto),
+	    cmocka_unit_test(test_config_ipv6_master_with_ipv4_listener_is_refused_naming_the_line),
+	    cmocka_unit_test(test_config_ipv4_master_needs_an_ipv6_listener_on_any_address),
+	    cmocka_unit_test(test_config_listener_reaches_by_family),
 	    cmocka_unit_test(test_config_file_keys_set_their_values),
 	    cmocka_unit_test(test_config_file_flag_keys_take_yes_or_no),
 	    cmocka_unit_test(test_config_file_errors_carry_path_and_line),

@@ -441,6 +441,208 @@ static void test_hb_server_names_are_distinct(void **state)
 	assert_string_not_equal(up, d);
 }
 
+/* Early rounds: a refused send, or the server heard from again */
+
+static void test_hb_refused_while_up_starts_a_round_at_once(void **state)
+{
+	struct hb h;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	hb_refused(&h, T0 + 60 * SEC);
+	assert_int_equal(hb_deadline(&h), T0 + 60 * SEC);
+	start_round(&h, T0 + 60 * SEC, 2);
+}
+
+static void test_hb_refused_while_down_changes_nothing(void **state)
+{
+	struct hb h;
+
+	(void)state;
+	init(&h);
+	failed_round(&h, T0, 1);
+	hb_refused(&h, T0 + 60 * SEC);
+	assert_int_equal(hb_deadline(&h), T0 + INTERVAL);
+}
+
+static void test_hb_refused_while_probing_changes_nothing(void **state)
+{
+	struct hb h;
+
+	(void)state;
+	init(&h);
+	start_round(&h, T0, 1);
+	hb_refused(&h, T0 + 1 * SEC);
+	hb_heard(&h, T0 + 1 * SEC);
+	assert_int_equal(h.phase, HB_PROBING);
+	assert_int_equal(hb_deadline(&h), T0 + TIMEOUT);
+}
+
+static void test_hb_early_rounds_start_at_most_once_per_kick_gap(void **state)
+{
+	struct hb h;
+	uint64_t t = T0 + 1 * SEC;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	/* Refused a second after the round started: not before the gap. */
+	hb_refused(&h, t);
+	assert_int_equal(hb_deadline(&h), T0 + HB_KICK_GAP);
+	assert_int_equal(hb_step(&h, T0 + HB_KICK_GAP - 1, 2), 0);
+	start_round(&h, T0 + HB_KICK_GAP, 2);
+	/* Refusals while that round runs add nothing. */
+	for (int i = 0; i < 100; i++)
+		hb_refused(&h, T0 + HB_KICK_GAP + (uint64_t)i * MS);
+	assert_int_equal(hb_deadline(&h), T0 + HB_KICK_GAP + TIMEOUT);
+}
+
+static void test_hb_heard_while_down_starts_a_round_that_announces_up(void **state)
+{
+	struct hb h;
+	uint64_t t = T0 + INTERVAL + 40 * SEC;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	assert_int_equal(failed_round(&h, T0 + INTERVAL, 2), HB_SEND_FLATLINE | HB_LOG_DOWN);
+	hb_heard(&h, t);
+	assert_int_equal(hb_deadline(&h), t);
+	assert_int_equal(answered_round(&h, t, 3), HB_SEND_HEARTBEAT | HB_LOG_UP);
+}
+
+static void test_hb_heard_while_up_changes_nothing(void **state)
+{
+	struct hb h;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	hb_heard(&h, T0 + 60 * SEC);
+	assert_int_equal(hb_deadline(&h), T0 + INTERVAL);
+}
+
+static void test_hb_refused_probes_end_the_round_within_seconds(void **state)
+{
+	struct hb h;
+	uint64_t t = T0 + 100 * SEC;
+	unsigned r = 0;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	hb_refused(&h, t);
+	start_round(&h, t, 2);
+	/* Each probe is refused a millisecond after it left. */
+	for (unsigned a = 1; a <= ATTEMPTS; a++) {
+		hb_probe_refused(&h, t + 1 * MS);
+		assert_int_equal(hb_deadline(&h), t + 1 * MS + HB_REFUSED_WAIT);
+		t += 1 * MS + HB_REFUSED_WAIT;
+		r = hb_step(&h, t, 7);
+		if (a < ATTEMPTS)
+			assert_int_equal(r, HB_SEND_PROBE);
+	}
+	assert_int_equal(r, HB_ROUND_FAILED | HB_SEND_FLATLINE | HB_LOG_DOWN);
+	assert_int_equal(h.server, HB_DOWN);
+	assert_true(t < T0 + 100 * SEC + ATTEMPTS * TIMEOUT);
+}
+
+static void test_hb_probe_refused_never_extends_an_attempt(void **state)
+{
+	struct hb h;
+
+	(void)state;
+	init(&h);
+	start_round(&h, T0, 1);
+	hb_probe_refused(&h, T0 + TIMEOUT - 10 * MS);
+	assert_int_equal(hb_deadline(&h), T0 + TIMEOUT);
+	/* Idle: a late refusal of the last round's probe changes nothing. */
+	init(&h);
+	answered_round(&h, T0, 1);
+	hb_probe_refused(&h, T0 + 1 * SEC);
+	assert_int_equal(hb_deadline(&h), T0 + INTERVAL);
+}
+
+/* Master health */
+
+static void test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals(void **state)
+{
+	struct hb_master m = { 0 };
+
+	(void)state;
+	assert_int_equal(hb_master_deadline(&m, INTERVAL), UINT64_MAX);
+	hb_master_heartbeat(&m, T0);
+	hb_master_heartbeat(&m, T0 + INTERVAL); /* the first unanswered one counts */
+	assert_int_equal(hb_master_deadline(&m, INTERVAL), T0 + 2 * INTERVAL);
+	assert_int_equal(hb_master_check(&m, T0 + 2 * INTERVAL - 1, INTERVAL), 0);
+	assert_int_equal(hb_master_check(&m, T0 + 2 * INTERVAL, INTERVAL), HB_MASTER_WENT_QUIET);
+	assert_int_equal(m.state, HB_MASTER_QUIET);
+	hb_master_heartbeat(&m, T0 + 2 * INTERVAL);
+	assert_int_equal(hb_master_check(&m, T0 + 9 * INTERVAL, INTERVAL), 0);
+	assert_int_equal(hb_master_deadline(&m, INTERVAL), UINT64_MAX);
+}
+
+static void test_hb_master_that_challenges_every_round_stays_listed(void **state)
+{
+	struct hb_master m = { 0 };
+
+	(void)state;
+	hb_master_heartbeat(&m, T0);
+	assert_int_equal(hb_master_challenged(&m, T0 + 50 * MS), HB_MASTER_CONFIRMED);
+	for (uint64_t k = 1; k < 20; k++) {
+		hb_master_heartbeat(&m, T0 + k * INTERVAL);
+		assert_int_equal(hb_master_check(&m, T0 + k * INTERVAL + 40 * MS, INTERVAL), 0);
+		assert_int_equal(hb_master_challenged(&m, T0 + k * INTERVAL + 50 * MS), 0);
+	}
+	assert_int_equal(m.state, HB_MASTER_LISTED);
+	assert_int_equal(m.last_challenge, T0 + 19 * INTERVAL + 50 * MS);
+}
+
+static void test_hb_master_one_lost_challenge_is_not_quiet(void **state)
+{
+	struct hb_master m = { 0 };
+
+	(void)state;
+	hb_master_heartbeat(&m, T0);
+	hb_master_challenged(&m, T0 + 50 * MS);
+	hb_master_heartbeat(&m, T0 + INTERVAL); /* its challenge is lost */
+	hb_master_heartbeat(&m, T0 + 2 * INTERVAL);
+	assert_int_equal(hb_master_check(&m, T0 + 2 * INTERVAL + 40 * MS, INTERVAL), 0);
+	assert_int_equal(hb_master_challenged(&m, T0 + 2 * INTERVAL + 50 * MS), 0);
+	assert_int_equal(hb_master_check(&m, T0 + 9 * INTERVAL, INTERVAL), 0);
+}
+
+static void test_hb_master_challenging_after_quiet_is_back(void **state)
+{
+	struct hb_master m = { 0 };
+
+	(void)state;
+	hb_master_heartbeat(&m, T0);
+	hb_master_challenged(&m, T0 + 50 * MS);
+	hb_master_heartbeat(&m, T0 + INTERVAL);
+	assert_int_equal(hb_master_check(&m, T0 + 3 * INTERVAL, INTERVAL), HB_MASTER_WENT_QUIET);
+	assert_int_equal(hb_master_challenged(&m, T0 + 3 * INTERVAL + 50 * MS), HB_MASTER_BACK);
+	assert_int_equal(m.state, HB_MASTER_LISTED);
+	assert_int_equal(hb_master_deadline(&m, INTERVAL), UINT64_MAX);
+}
+
+static void test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet(void **state)
+{
+	struct hb_master m = { 0 };
+
+	(void)state;
+	hb_master_heartbeat(&m, T0);
+	hb_master_challenged(&m, T0 + 50 * MS);
+	hb_master_heartbeat(&m, T0 + INTERVAL);
+	hb_master_withdrawn(&m); /* server down: no heartbeats, no challenges owed */
+	assert_int_equal(m.state, HB_MASTER_NEW);
+	assert_int_equal(hb_master_check(&m, T0 + 9 * INTERVAL, INTERVAL), 0);
+	hb_master_heartbeat(&m, T0 + 10 * INTERVAL);
+	assert_int_equal(hb_master_challenged(&m, T0 + 10 * INTERVAL + 50 * MS),
+			 HB_MASTER_CONFIRMED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +665,19 @@ int main(void)
 		cmocka_unit_test(test_hb_single_attempt_rounds_flatline_after_one_timeout),
 		cmocka_unit_test(test_hb_shutdown_flatlines_only_when_up),
 		cmocka_unit_test(test_hb_server_names_are_distinct),
+		cmocka_unit_test(test_hb_refused_while_up_starts_a_round_at_once),
+		cmocka_unit_test(test_hb_refused_while_down_changes_nothing),
+		cmocka_unit_test(test_hb_refused_while_probing_changes_nothing),
+		cmocka_unit_test(test_hb_early_rounds_start_at_most_once_per_kick_gap),
+		cmocka_unit_test(test_hb_heard_while_down_starts_a_round_that_announces_up),
+		cmocka_unit_test(test_hb_heard_while_up_changes_nothing),
+		cmocka_unit_test(test_hb_refused_probes_end_the_round_within_seconds),
+		cmocka_unit_test(test_hb_probe_refused_never_extends_an_attempt),
+		cmocka_unit_test(test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals),
+		cmocka_unit_test(test_hb_master_that_challenges_every_round_stays_listed),
+		cmocka_unit_test(test_hb_master_one_lost_challenge_is_not_quiet),
+		cmocka_unit_test(test_hb_master_challenging_after_quiet_is_back),
+		cmocka_unit_test(test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -183,9 +184,11 @@ static void fill_stats(void)
 	et1.masters[0].last_heartbeat = 1764450000;
 	et1.masters[0].last_result = HB_RESULT_SENT;
 	et1.masters[0].listing_confirmed = true;
+	et1.masters[0].last_confirmed = 1764450012;
 	et1.masters[0].heartbeats[HB_RESULT_SENT] = 9;
 	strcpy(et1.masters[1].name, "nowhere.example:27950");
 	et1.masters[1].last_result = HB_RESULT_UNRESOLVED;
+	et1.masters[1].quiet = true;
 	STAT_SET(et1.sessions_active, 3);
 
 	/* A name JSON and Prometheus both have to escape. */
@@ -253,15 +256,19 @@ static void test_http_readyz_answers_200_while_every_game_server_is_up(void **st
 	assert_string_equal(rep.body, "ready\n");
 }
 
+/* /readyz needs no token: it says why in words, never the hidden game
+ * server's address (that is under /lifecycle). */
 static void test_http_readyz_names_the_relay_whose_game_server_is_down(void **state)
 {
 	STAT_SET(oa.server, SERVER_DOWN);
 	assert_int_equal(request("GET", "/readyz", NULL), 503);
 	assert_string_equal(rep.body,
-			    "relay o\"a\\: game server [fd00::2]:27960 did not answer its last probe\n");
+			    "relay o\"a\\: the game server did not answer its last probe\n");
 	STAT_SET(oa.server, SERVER_UNKNOWN);
 	assert_int_equal(request("GET", "/readyz", NULL), 503);
-	assert_string_equal(rep.body, "relay o\"a\\: game server [fd00::2]:27960 was not probed yet\n");
+	assert_string_equal(rep.body, "relay o\"a\\: the game server was not probed yet\n");
+	assert_null(strstr(rep.body, "fd00"));
+	assert_null(strstr(rep.body, "27960"));
 }
 
 static void test_http_lifecycle_is_json_about_every_relay_and_master(void **state)
@@ -279,10 +286,11 @@ static void test_http_lifecycle_is_json_about_every_relay_and_master(void **stat
 			"\"active_sessions\":3,\"masters\":[");
 	assert_body_has("{\"name\":\"etmaster.net:27950\",\"address\":\"1.2.3.4:27950\","
 			"\"last_heartbeat\":1764450000,\"last_result\":\"sent\","
-			"\"listing_confirmed\":true}");
+			"\"listing_confirmed\":true,\"last_confirmed\":1764450012,"
+			"\"quiet\":false}");
 	assert_body_has("{\"name\":\"nowhere.example:27950\",\"address\":null,"
 			"\"last_heartbeat\":null,\"last_result\":\"unresolved\","
-			"\"listing_confirmed\":false}");
+			"\"listing_confirmed\":false,\"last_confirmed\":null,\"quiet\":true}");
 	assert_body_has("\"name\":\"o\\\"a\\\\\"");
 
 	/* And a JSON parser agrees, when there is one. */
@@ -470,6 +478,14 @@ static void test_http_reload_keeps_old_tokens_when_new_ones_are_bad(void **state
 	fclose(f);
 	unsetenv(OPS_ENV_LIFECYCLE);
 	setenv(OPS_ENV_LIFECYCLE "_FILE", path, 1);
+	/* Every user may read it: refused, named, the old token stays. */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(ops_reload_tokens(op, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "chmod 600"));
+	assert_int_equal(request("GET", "/lifecycle", TOKEN_L), 200);
+	assert_int_equal(request("GET", "/lifecycle", TOKEN_X), 401);
+	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(ops_reload_tokens(op, err, sizeof(err)), 0);
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_L), 401);
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_X), 200);

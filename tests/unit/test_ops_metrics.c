@@ -37,6 +37,7 @@ static void master(struct master_status *m, const char *name, const char *addr, 
 	m->last_heartbeat = last;
 	m->last_result = res;
 	m->listing_confirmed = confirmed;
+	m->last_confirmed = confirmed ? last + 1 : 0;
 }
 
 static int setup(void **state)
@@ -213,6 +214,10 @@ static void test_ops_metrics_counts_heartbeats_by_master_and_result(void **state
 		       "master=\"etmaster.net:27950\"} 1");
 	assert_line(t, "etrelay_master_listing_confirmed{relay=\"et1\","
 		       "master=\"master.example:27950\"} 0");
+	assert_line(t, "etrelay_master_listing_confirmed_timestamp_seconds{relay=\"et1\","
+		       "master=\"etmaster.net:27950\"} 1764450001");
+	assert_null(strstr(t, "etrelay_master_listing_confirmed_timestamp_seconds{relay=\"et1\","
+			      "master=\"master.example:27950\"}"));
 	free(t);
 }
 
