@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "addr.h"
+#include "ops_conn.h"
 #include "stats.h"
 
 /* Token environment variables; each also has a _FILE form naming a file. */
@@ -18,8 +19,12 @@
 #define OPS_TOKEN_MIN 32
 
 #define OPS_REQUEST_MAX 8192      /* bytes of request line + headers */
-#define OPS_CONNECTIONS_MAX 64
-#define OPS_DEADLINE_SEC 5
+#define OPS_CONNECTIONS_MAX OPS_CONN_MAX
+#define OPS_DEADLINE_SEC OPS_CONN_DEADLINE_SEC
+/* Descriptors the ops plane may hold at once: every connection slot, the
+ * listener, MHD's epoll, the thread's wake-up eventfd and a token file
+ * being read. The fd reserve at startup counts them. */
+#define OPS_FDS_MAX (OPS_CONN_SLOTS + 4)
 
 struct ops;
 

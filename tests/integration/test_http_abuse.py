@@ -3,14 +3,21 @@
 """Abuse of the ops listener while 3 clients exchange UDP datagrams
 through the relay the whole time:
 
-(a) a request that never ends is closed by the server within ~6 s
-    (OPS_DEADLINE_SEC 5);
+(a) a request that never ends, one more byte every second, is closed by
+    the server at its deadline, ~5 s (OPS_CONN_DEADLINE_SEC), while (d)
+    runs: the busiest addresses give way first, not this lone one;
 (b) 64 KiB of headers are refused (4xx, or the connection cut), never
     served; just over OPS_REQUEST_MAX (8192 bytes) is 431, just under it
     is served;
-(c) 1000 connections at once, first idle, then each with a request: the
-    listener still answers /healthz afterwards, and its log lines stay
-    rate-limited;
+(d) 80 connections from 10 addresses that each send a byte every 3 s
+    (MHD's timeout is an idle timeout: they would hold every slot for
+    ever) are closed 5 s after they opened, and /healthz from another
+    address answers within 2 s all along;
+(e) one address holds 8 connections and no more: the 9th to 12th are
+    closed at once, while another address is served;
+(c) 1000 connections at once from 125 addresses, first idle, then each
+    with a request: the listener still answers /healthz afterwards, and
+    its log lines stay rate-limited;
 
 and not one UDP answer is lost meanwhile (each client counts what it sent
 and what came back; the game server stand-in echoes every datagram)."""
@@ -22,12 +29,18 @@ import selectors
 import signal
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
 FLOOD = 1000
+PER_IP = 8          # OPS_CONN_PER_IP
+DEADLINE = 5.0      # OPS_CONN_DEADLINE_SEC
+TRICKLE_IPS = 10    # x PER_IP connections: more than the 64 slots
+TRICKLE_EVERY = 3.0
+TRICKLE_FOR = 8.0
 
 
 def read_until_closed(s, limit):
@@ -43,6 +56,32 @@ def read_until_closed(s, limit):
             chunk = s.recv(65536)
         except socket.timeout:
             return data, time.monotonic() - t, "open"
+        except (ConnectionResetError, BrokenPipeError):
+            return data, time.monotonic() - t, "reset"
+        if not chunk:
+            return data, time.monotonic() - t, "eof"
+        data += chunk
+    return data, time.monotonic() - t, "open"
+
+
+def trickle_until_closed(s, every, limit):
+    """Send one byte (of a header that never ends) every `every` seconds
+    and read until EOF or reset; (bytes, seconds, how it ended)."""
+    t = time.monotonic()
+    data = b""
+    for _ in range(10000):
+        left = limit - (time.monotonic() - t)
+        if left <= 0:
+            return data, time.monotonic() - t, "open"
+        s.settimeout(min(left, every))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            try:
+                s.send(b"a")
+            except OSError:
+                pass  # closed: the next recv says how
+            continue
         except (ConnectionResetError, BrokenPipeError):
             return data, time.monotonic() - t, "reset"
         if not chunk:
@@ -102,15 +141,131 @@ def healthz_ok(port, limit, what):
     H.fail(f"/healthz did not answer 200 within {limit:g} s {what} (last: {last})")
 
 
-def flood(port, n, payload):
-    """n non-blocking connections at once; send payload on each that
-    connects, then read until each is closed or 7 s pass. Returns counts."""
+def connect_from(src, port):
+    """A blocking TCP connection to the listener from source address src."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.settimeout(2.0)
+    s.connect((H.LOOPBACK, port))
+    return s
+
+
+class Trickler(threading.Thread):
+    """PER_IP connections from each of `sources`, each sending one more byte
+    of a request that never ends every TRICKLE_EVERY seconds; a closed one
+    is opened again 1 s later, as an attacker would. Records how long each
+    lived. Bounded: TRICKLE_FOR seconds, 400 connections."""
+
+    HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 4000
+
+    def __init__(self, port, sources):
+        super().__init__(daemon=True)
+        self.port, self.sources = port, sources
+        self.lifetimes = []      # (source, seconds) of connections the server closed
+        self.open_at_end = []    # (source, age) still open when the attack stopped
+        self.connects = 0
+        self.errors = []
+
+    def _open(self, src, now, conns):
+        if self.connects >= 400:
+            return
+        self.connects += 1
+        try:
+            s = connect_from(src, self.port)
+            s.setblocking(False)
+            s.send(self.HEAD[:1])
+        except OSError as e:
+            self.lifetimes.append((src, 0.0))
+            self.errors.append(repr(e))
+            return
+        conns[s] = {"src": src, "opened": now, "next": now + TRICKLE_EVERY, "sent": 1}
+
+    def run(self):
+        sel = selectors.DefaultSelector()
+        conns, again = {}, []
+        t0 = time.monotonic()
+        for src in self.sources:
+            for _ in range(PER_IP):
+                self._open(src, time.monotonic(), conns)
+        for s in conns:
+            sel.register(s, selectors.EVENT_READ)
+        for _ in range(100000):
+            now = time.monotonic()
+            if now - t0 >= TRICKLE_FOR:
+                break
+            for key, _ev in sel.select(timeout=0.05) if conns else []:
+                s = key.fileobj
+                try:
+                    data = s.recv(4096)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if data:
+                    continue
+                st = conns.pop(s)
+                sel.unregister(s)
+                s.close()
+                self.lifetimes.append((st["src"], time.monotonic() - st["opened"]))
+                again.append((time.monotonic() + 1.0, st["src"]))
+            if not conns:
+                time.sleep(0.05)
+            now = time.monotonic()
+            for s, st in list(conns.items()):
+                if now >= st["next"]:
+                    st["next"] += TRICKLE_EVERY
+                    try:
+                        s.send(self.HEAD[st["sent"]:st["sent"] + 1])
+                        st["sent"] += 1
+                    except OSError:
+                        pass  # the server closed it: the read side says so
+            while again and again[0][0] <= now:
+                _, src = again.pop(0)
+                before = set(conns)
+                self._open(src, now, conns)
+                for s in set(conns) - before:
+                    sel.register(s, selectors.EVENT_READ)
+        now = time.monotonic()
+        for s, st in conns.items():
+            self.open_at_end.append((st["src"], now - st["opened"]))
+            s.close()
+        sel.close()
+
+
+def probe_while(port, cond, what, every=0.5, limit=2.0):
+    """GET /healthz from 127.0.0.1 every `every` s while cond(): each must
+    answer 200 within `limit` s. Returns the slowest answer's seconds."""
+    worst, n = 0.0, 0
+    for _ in range(100):
+        if not cond():
+            break
+        t = time.monotonic()
+        try:
+            r = H.http_request(port, "GET", "/healthz", timeout=limit)
+            st = r.status
+        except (OSError, H._http_client.HTTPException) as e:
+            st = repr(e)
+        took = time.monotonic() - t
+        n += 1
+        H.check(st == 200 and took <= limit,
+                f"/healthz {what}: probe {n} got {st} after {took:.2f} s (want 200 within {limit:g} s)")
+        worst = max(worst, took)
+        time.sleep(max(0.0, every - took))
+    H.check(n >= 5, f"/healthz {what}: only {n} probes ran")
+    return worst, n
+
+
+def flood(port, n, payload, sources=(H.LOOPBACK,)):
+    """n non-blocking connections at once, spread over the source addresses;
+    send payload on each that connects, then read until each is closed or
+    7 s pass. Returns counts."""
     sel = selectors.DefaultSelector()
     socks = []
     res = {"connected": 0, "refused": 0, "status": {}, "closed": 0, "open": 0}
     try:
-        for _ in range(n):
+        for i in range(n):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((sources[i % len(sources)], 0))
             s.setblocking(False)
             rc = s.connect_ex((H.LOOPBACK, port))
             if rc not in (0, 115):  # EINPROGRESS
@@ -193,9 +348,14 @@ def test(ctx):
     t_start = time.monotonic()
     mark = relay.mark()
 
-    # (a) half a request, never finished
+    # (a) half a request, never finished, trickled in a thread while (b)
+    # and (d) run
     s = socket.create_connection((H.LOOPBACK, port), timeout=5)
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: yes\r\n")
+    unfinished = {}
+    watch = threading.Thread(target=lambda: unfinished.update(
+        zip(("data", "took", "how"), trickle_until_closed(s, 1.0, 10.0))), daemon=True)
+    watch.start()
     # meanwhile (b): oversized headers on other connections
     st, how, took, size, data = request_with_headers(port, 64 * 1024)
     ctx.note(f"(b) {size} bytes of headers: status {st}, connection {how} after {took:.2f} s")
@@ -207,20 +367,74 @@ def test(ctx):
     st, how, took, size, data = request_with_headers(port, 8192 - 700)
     H.expect_eq(st, 200, f"(b) status for {size} bytes of request line and headers (under 8192)")
 
-    data, took, how = read_until_closed(s, 10.0)
+    # (d) trickling connections from more addresses than the slots hold
+    sources = [H.spread_ip(i) for i in range(TRICKLE_IPS)]
+    trickler = Trickler(port, sources)
+    trickler.start()
+    time.sleep(0.5)  # every trickler connected
+    worst, n = probe_while(port, trickler.is_alive,
+                           f"while {TRICKLE_IPS * PER_IP} connections trickle a byte every "
+                           f"{TRICKLE_EVERY:g} s")
+    trickler.join(TRICKLE_FOR + 5)
+    H.check(not trickler.is_alive(), "(d) the trickler did not stop")
+    lives = sorted(t for _, t in trickler.lifetimes)
+    ages = sorted(t for _, t in trickler.open_at_end)
+    ctx.note(f"(d) {n} probes of /healthz, slowest {worst:.3f} s; {trickler.connects} trickling "
+             f"connections, {len(lives)} closed by the server (longest lived "
+             f"{lives[-1] if lives else 0:.2f} s), {len(ages)} open at the end (oldest "
+             f"{ages[-1] if ages else 0:.2f} s)")
+    H.check(lives and lives[-1] <= DEADLINE + 1.0,
+            f"(d) a trickling connection lived {lives[-1] if lives else 0:.2f} s, past the "
+            f"{DEADLINE:g} s deadline")
+    H.check(not ages or ages[-1] <= DEADLINE + 1.0,
+            f"(d) a trickling connection was still open after {ages[-1] if ages else 0:.2f} s")
+    H.check(len(lives) >= TRICKLE_IPS * PER_IP,
+            f"(d) only {len(lives)} of {TRICKLE_IPS * PER_IP} trickling connections were closed "
+            f"within {TRICKLE_FOR:g} s")
+
+    # (e) one address, 12 connections: 8 stay, 4 are closed at once
+    time.sleep(0.3)
+    one = H.spread_ip(200)
+    held = [connect_from(one, port) for _ in range(PER_IP + 4)]
+    time.sleep(0.5)
+    closed = []
+    for c in held:
+        c.setblocking(False)
+        try:
+            closed.append(c.recv(1) == b"")
+        except BlockingIOError:
+            closed.append(False)
+        except OSError:
+            closed.append(True)
+    ctx.note(f"(e) {len(held)} connections from {one}: {closed.count(False)} held, "
+             f"{closed.count(True)} closed by the server")
+    H.expect_eq(closed.count(False), PER_IP, f"(e) connections {one} may hold at once")
+    r = H.http_request(port, "GET", "/healthz", timeout=2.0)
+    H.expect_eq(r.status, 200, f"(e) /healthz from 127.0.0.1 while {one} holds {PER_IP}")
+    for c in held:
+        c.close()
+    relay.wait_for_line(rf"^ops: refused a connection from {re.escape(one)}:\d+: it holds {PER_IP} "
+                        r"already \(IPv6: per /64\)$", 2.0, mark)
+
+    watch.join(10.0)
+    data, took, how = unfinished["data"], unfinished["took"], unfinished["how"]
     s.close()
     ctx.note(f"(a) unfinished request: connection {how} after {took:.2f} s, {len(data)} bytes back")
     H.check(how in ("eof", "reset"), f"(a) an unfinished request was still open after {took:.1f} s")
-    H.check(took <= 7.0, f"(a) an unfinished request was closed only after {took:.2f} s (expected ~5-6 s)")
+    H.check(DEADLINE - 1.0 <= took <= DEADLINE + 1.5,
+            f"(a) an unfinished request that sends a byte a second was closed after {took:.2f} s "
+            f"(expected at its {DEADLINE:g} s deadline)")
     st = status_of(data)
     H.check(st is None or st >= 400, f"(a) an unfinished request was answered HTTP {st}")
 
-    # (c) 1000 idle connections, then 1000 requests
-    res = flood(port, FLOOD, b"")
+    # (c) 1000 idle connections, then 1000 requests, from 125 addresses
+    # (one address holds PER_IP at most)
+    sources = [H.spread_ip(300 + i) for i in range(FLOOD // PER_IP)]
+    res = flood(port, FLOOD, b"", sources)
     ctx.note(f"(c) {FLOOD} idle connections: {res}")
     took = healthz_ok(port, 6.0, f"after {FLOOD} idle connections")
     ctx.note(f"(c) /healthz answered {took:.2f} s after the idle flood")
-    res = flood(port, FLOOD, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    res = flood(port, FLOOD, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", sources)
     ctx.note(f"(c) {FLOOD} requests: {res}")
     ok = res["status"].get(200, 0)
     H.check(ok >= 64, f"(c) only {ok} of {FLOOD} simultaneous /healthz requests got 200 "

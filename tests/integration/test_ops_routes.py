@@ -7,8 +7,12 @@ answered a probe, then 200; /lifecycle's JSON (role, state, backend, active
 sessions counted from real clients, the master's listing confirmed once it
 challenged and got its answer); /metrics; 401 without or with a wrong
 token, for a read token that tries to drain and a metrics token that tries
-to read /lifecycle; 404 and 405. A token under 32 bytes stops etrelay
-without printing it. A _FILE token is re-read on SIGHUP. Without the
+to read /lifecycle; 404 and 405. /readyz says why it is not ready without
+naming the game server. A token under 32 bytes, or a _FILE every user may
+read, stops etrelay without printing it; a _FILE behind a symlink is read
+and the link named. A _FILE token is re-read on SIGHUP; a bad one then
+(world-readable, short, missing) keeps the old token. Without any token a
+warning says so at startup. Without the
 lifecycle token, drain and resume do not exist (404). A public
 --ops-listen address is refused unless --ops-allow-public."""
 
@@ -61,14 +65,23 @@ def routes(ctx):
     H.expect_eq(r.body, b"ok\n", "/healthz body")
     H.expect_eq(r.headers.get("cache-control"), "no-store", "/healthz Cache-Control")
     r = expect_status(get(port, "/readyz"), 503, "/readyz before the game server answered")
-    H.check(f"127.0.0.1:{gs.port}".encode() in r.body,
-            f"/readyz 503 body does not name the game server: {r.body!r}")
+    # /readyz needs no token: it says why in words and never names the
+    # hidden game server (/lifecycle does, behind the read token)
+    H.expect_eq(r.body, b"relay default: the game server was not probed yet\n",
+                "/readyz 503 body before the first probe round")
+    H.check(str(gs.port).encode() not in r.body, f"/readyz names the game server: {r.body!r}")
     relay.wait_for_line(rf"^server down: 127\.0\.0\.1:{gs.port} did not answer 3 probes$", 5.0,
                         start)
     # the state is published just after the line is logged: allow a moment
     r = H.wait_until(lambda: (lambda x: x if b"did not answer" in x.body else None)(get(port, "/readyz")),
                      1.0, "/readyz to say the game server did not answer")
     expect_status(r, 503, "/readyz after a whole probe round went unanswered")
+    H.expect_eq(r.body, b"relay default: the game server did not answer its last probe\n",
+                "/readyz 503 body once the server did not answer")
+    H.expect_eq(expect_status(get(port, "/lifecycle"), 401, "/lifecycle without a token").body,
+                b"unauthorized\n", "/lifecycle body without a token")
+    H.expect_eq(relay.count(r"^ops: no token is set"), 0,
+                "'no token is set' warnings with all three tokens set")
     life = expect_status(get(port, "/lifecycle", rd), 200, "/lifecycle (read token)").json()
     H.expect_eq(life["relays"][0]["server"], "down", "/lifecycle relays[0].server while mute")
     m0 = life["relays"][0]["masters"][0]
@@ -238,6 +251,36 @@ def bad_tokens(ctx):
         H.check(rc not in (0, None) and var + "_FILE" in err and short not in out + err,
                 f"{var}_FILE holding 31 bytes: expected a refusal naming {var}_FILE without the "
                 f"token, seen exit {rc}, stderr {err.strip()[:300]!r}")
+    # a token file every user may read is refused at startup, naming the
+    # file and the fix (as ssh does for keys), exit 78 like any config error
+    wr = os.path.join(d, "world-readable.tok")
+    secret = token()
+    with open(wr, "w") as f:
+        f.write(secret + "\n")
+    os.chmod(wr, 0o644)
+    env = dict(good)
+    del env[READ]
+    env[READ + "_FILE"] = wr
+    rc, out, err = H.run_etrelay(ctx, base, env=env, timeout=5)
+    H.log(f"world-readable {READ}_FILE: exit {rc}: {err.strip()}")
+    H.expect_eq(rc, 78, f"exit status with a world-readable {READ}_FILE (stderr {err.strip()[:300]!r})")
+    for w in (READ + "_FILE", wr, "0644", "chmod 600"):
+        H.check(w in err, f"world-readable {READ}_FILE: the message does not say {w!r}: {err.strip()!r}")
+    H.check(secret not in out + err and "listening on" not in err,
+            f"world-readable {READ}_FILE: printed the token or started anyway: {err.strip()!r}")
+    # a symlink to a private file is read (Kubernetes mounts secrets so),
+    # and named in the log
+    os.chmod(wr, 0o600)
+    link = os.path.join(d, "link.tok")
+    os.symlink(wr, link)
+    env[READ + "_FILE"] = link
+    port = H.free_tcp_port()
+    relay = start_relay(ctx, env, gs, master, port)
+    expect_status(get(port, "/lifecycle", secret), 200, "/lifecycle with the token read through a symlink")
+    H.expect_eq(relay.count(rf"^ops: {READ}_FILE={link} is a symlink to {wr}; reading the file it points to$"),
+                1, "log lines naming the symlink")
+    relay.signal(signal.SIGTERM)
+    H.expect_eq(relay.wait_exit(5.0), 0, "exit status after SIGTERM (token through a symlink)")
     # both forms at once is ambiguous
     path = os.path.join(d, "lc.tok")
     with open(path, "w") as f:
@@ -265,10 +308,11 @@ def token_file_reload(ctx):
     d = ctx.tmpdir()
     path = os.path.join(d, "lifecycle.token")
 
-    def write(text):
+    def write(text, mode=0o600):
         tmp = path + ".new"
         with open(tmp, "w") as f:
             f.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
 
     old, new = token(48), token(48)
@@ -301,11 +345,21 @@ def token_file_reload(ctx):
     hup(r"^SIGHUP: .*keeping the previous tokens$", "reload of a too-short token")
     expect_status(get(port, "/lifecycle", new), 200, "the kept token after a bad reload")
     expect_status(get(port, "/lifecycle", bad), 401, "the rejected short token")
+    # a world-readable file on SIGHUP: named, refused, the old token stays
+    third = token(48)
+    write(third + "\n", 0o644)
+    mark = relay.mark()
+    hup(r"^SIGHUP: .*keeping the previous tokens$", "reload of a world-readable file")
+    line = [l for l in relay.text_lines(mark) if l.startswith("SIGHUP: ")][0]
+    H.check(path in line and "every user read" in line and "chmod 600" in line,
+            f"SIGHUP with a world-readable file: the warning should name {path} and the fix: {line!r}")
+    expect_status(get(port, "/lifecycle", new), 200, "the kept token after a world-readable file")
+    expect_status(get(port, "/lifecycle", third), 401, "the token of the world-readable file")
     os.unlink(path)
     hup(r"^SIGHUP: .*keeping the previous tokens$", "reload of a missing file")
     expect_status(get(port, "/lifecycle", new), 200, "the kept token after the file vanished")
     text = "\n".join(relay.text_lines())
-    for t in (old, new, bad):
+    for t in (old, new, bad, third):
         H.check(t not in text, "a token appears in etrelay's log")
     relay.signal(signal.SIGTERM)
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status after SIGTERM (token file)")
@@ -319,6 +373,8 @@ def without_lifecycle_token(ctx):
     rd, mt = token(), token()
     port = H.free_tcp_port()
     relay = start_relay(ctx, {READ: rd, MET: mt}, gs, master, port)
+    H.expect_eq(relay.count(r"^ops: no token is set"), 0,
+                "'no token is set' warnings with a read and a metrics token")
     for path in ("/lifecycle/drain", "/lifecycle/resume"):
         for who, t in (("no token", None), ("the read token", rd), ("the metrics token", mt)):
             expect_status(get(port, path, t, "POST"), 404,
@@ -334,6 +390,11 @@ def without_lifecycle_token(ctx):
     # no token at all: read routes are open, drain and resume still absent
     port = H.free_tcp_port()
     relay = start_relay(ctx, {}, gs, master, port)
+    # said once at startup: who can reach the listener can read addresses
+    H.expect_eq(relay.count(rf"^ops: no token is set: whoever reaches 127\.0\.0\.1:{port} can read "
+                            r"/lifecycle and /sessions \(the game server's and players' addresses\) "
+                            rf"and /metrics; set {READ} \(or {READ}_FILE\)$"), 1,
+                "startup warnings that the ops plane runs without a token")
     expect_status(get(port, "/lifecycle"), 200, "/lifecycle with no token configured")
     expect_status(get(port, "/metrics"), 200, "/metrics with no token configured")
     expect_status(get(port, "/lifecycle/drain", None, "POST"), 404, "drain with no token configured")

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -254,6 +255,77 @@ static void test_ops_tokens_refuse_an_oversized_file(void **state)
 	assert_non_null(strstr(err, "longer"));
 }
 
+static void test_ops_tokens_refuse_a_world_readable_file_and_name_it(void **state)
+{
+	char err[256] = "";
+	const char *path = write_file("world", TOKEN_32 "\n");
+
+	assert_int_equal(chmod(path, 0644), 0);
+	setenv_file(OPS_ENV_READ, path);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), -1);
+	assert_non_null(strstr(err, OPS_ENV_READ "_FILE"));
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "0644"));
+	assert_non_null(strstr(err, "every user read"));
+	assert_non_null(strstr(err, "chmod 600"));
+	assert_null(strstr(err, "0123456789"));
+}
+
+static void test_ops_tokens_refuse_a_file_others_may_write(void **state)
+{
+	char err[256] = "";
+	const char *path = write_file("gw", TOKEN_32 "\n");
+
+	assert_int_equal(chmod(path, 0620), 0);
+	setenv_file(OPS_ENV_METRICS, path);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "its group write"));
+	assert_int_equal(chmod(path, 0602), 0);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "every user write"));
+}
+
+static void test_ops_tokens_accept_600_and_640(void **state)
+{
+	char err[256] = "";
+	const char *path = write_file("ok", TOKEN_32 "\n");
+
+	setenv_file(OPS_ENV_LIFECYCLE, path);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), 0);
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), 0);
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), 0);
+}
+
+/* The file read is the one checked: a symlink to a private file works (as
+ * Kubernetes mounts secrets), a symlink to a world-readable one does not. */
+static void test_ops_tokens_check_the_file_a_symlink_points_to(void **state)
+{
+	char err[256] = "", link[160];
+	const char *path = write_file("target", TOKEN_32 "\n");
+
+	snprintf(link, sizeof(link), "%s/link", dir);
+	unlink(link);
+	assert_int_equal(symlink(path, link), 0);
+	setenv_file(OPS_ENV_LIFECYCLE, link);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), -1);
+	assert_non_null(strstr(err, link));
+	assert_non_null(strstr(err, "every user read"));
+}
+
+static void test_ops_tokens_refuse_what_is_not_a_regular_file(void **state)
+{
+	char err[256] = "";
+
+	setenv_file(OPS_ENV_LIFECYCLE, dir);
+	assert_int_equal(ops_tokens_check(err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a regular file"));
+}
+
 /* ops_start before any socket */
 
 static void test_ops_start_refuses_a_public_address(void **state)
@@ -320,6 +392,14 @@ int main(void)
 		cmocka_unit_test_setup(test_ops_tokens_file_loses_one_trailing_newline, clear_env),
 		cmocka_unit_test_setup(test_ops_tokens_name_an_unreadable_file, clear_env),
 		cmocka_unit_test_setup(test_ops_tokens_refuse_an_oversized_file, clear_env),
+		cmocka_unit_test_setup(test_ops_tokens_refuse_a_world_readable_file_and_name_it,
+				       clear_env),
+		cmocka_unit_test_setup(test_ops_tokens_refuse_a_file_others_may_write, clear_env),
+		cmocka_unit_test_setup(test_ops_tokens_accept_600_and_640, clear_env),
+		cmocka_unit_test_setup(test_ops_tokens_check_the_file_a_symlink_points_to,
+				       clear_env),
+		cmocka_unit_test_setup(test_ops_tokens_refuse_what_is_not_a_regular_file,
+				       clear_env),
 		cmocka_unit_test_setup(test_ops_start_refuses_a_public_address, clear_env),
 		cmocka_unit_test_setup(test_ops_start_refuses_a_short_token, clear_env),
 		cmocka_unit_test_setup(test_ops_start_serves_any_address_with_allow_public,

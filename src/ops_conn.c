@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: ISC */
+/* The ops listener's connection slots. libmicrohttpd's own timeout counts
+ * idle time only, so a client that trickles a byte every few seconds would
+ * keep a slot for ever: here every request has an absolute deadline, each
+ * source address a share, and a full table makes room for the newcomer. */
+#include "ops_conn.h"
+
+#include <string.h>
+
+#define NSEC_PER_SEC 1000000000ull
+
+bool ops_conn_ip_key(const union etr_sockaddr *sa, uint8_t ip[16])
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (sa->sa.sa_family == AF_INET) {
+		memcpy(ip, mapped, 12);
+		memcpy(ip + 12, &sa->in.sin_addr, 4);
+		return true;
+	}
+	if (sa->sa.sa_family != AF_INET6)
+		return false;
+	memcpy(ip, &sa->in6.sin6_addr, 16);
+	/* One host may use every address of its /64, as the relay's
+	 * per-IP limits assume too. */
+	if (memcmp(ip, mapped, 12) != 0)
+		memset(ip + 8, 0, 8);
+	return true;
+}
+
+/* The connection that gives way when every slot is live: one of the
+ * address that holds the most, its oldest, and only if that address holds
+ * at least two more than the newcomer's (a fairer share) or the request has
+ * had OPS_CONN_SLOW_MS to finish (a prober's finishes within a round trip):
+ * a burst of fresh requests from as many addresses is not cut short.
+ * Quadratic in the slots, and run only when all of them are taken. */
+static int victim_of(const struct ops_conns *t, unsigned same, uint64_t now)
+{
+	uint64_t slow = (uint64_t)(OPS_CONN_DEADLINE_SEC * 1000 - OPS_CONN_SLOW_MS) * 1000000ull;
+	unsigned most = 0;
+	int pick = -1;
+
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		const struct ops_conn *c = &t->c[i];
+		unsigned held = 0;
+
+		if (!c->used || c->closing)
+			continue;
+		for (int k = 0; k < OPS_CONN_SLOTS; k++)
+			held += t->c[k].used && !t->c[k].closing && memcmp(t->c[k].ip, c->ip, 16) == 0;
+		/* deadline - slow is when it will have waited OPS_CONN_SLOW_MS */
+		if (held < same + 2 && c->deadline > now + slow)
+			continue;
+		if (held > most || (held == most && c->deadline < t->c[pick].deadline)) {
+			most = held;
+			pick = i;
+		}
+	}
+	return pick;
+}
+
+enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockaddr *sa,
+				     uint64_t now, int *victim)
+{
+	uint8_t ip[16];
+	unsigned same = 0, used = 0;
+	int v;
+
+	*victim = -1;
+	if (!ops_conn_ip_key(sa, ip)) {
+		t->refused++;
+		return OPS_CONN_REFUSE_IP;
+	}
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		const struct ops_conn *c = &t->c[i];
+
+		if (!c->used)
+			continue;
+		used++;
+		if (!c->closing && memcmp(c->ip, ip, 16) == 0)
+			same++;
+	}
+	if (same >= OPS_CONN_PER_IP) {
+		t->refused++;
+		return OPS_CONN_REFUSE_IP;
+	}
+	if (t->live < OPS_CONN_MAX && used < OPS_CONN_SLOTS)
+		return OPS_CONN_ACCEPT;
+	if (used >= OPS_CONN_SLOTS || (v = victim_of(t, same, now)) < 0) {
+		t->refused++;
+		return OPS_CONN_REFUSE_FULL;
+	}
+	t->c[v].closing = true;
+	t->live--;
+	t->evicted++;
+	*victim = v;
+	return OPS_CONN_EVICT;
+}
+
+int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void *handle,
+		 uint64_t now)
+{
+	uint8_t ip[16];
+
+	if (!ops_conn_ip_key(sa, ip)) {
+		t->refused++;
+		return -1;
+	}
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		struct ops_conn *c = &t->c[i];
+
+		if (c->used)
+			continue;
+		*c = (struct ops_conn){ .used = true,
+					.fd = fd,
+					.handle = handle,
+					.deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC };
+		memcpy(c->ip, ip, 16);
+		t->live++;
+		return i;
+	}
+	t->refused++;
+	return -1;
+}
+
+void ops_conn_answered(struct ops_conns *t, int i, uint64_t now)
+{
+	if (i < 0 || i >= OPS_CONN_SLOTS || !t->c[i].used)
+		return;
+	t->c[i].deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC;
+}
+
+void ops_conn_remove(struct ops_conns *t, int i)
+{
+	if (i < 0 || i >= OPS_CONN_SLOTS || !t->c[i].used)
+		return;
+	if (!t->c[i].closing)
+		t->live--;
+	memset(&t->c[i], 0, sizeof(t->c[i]));
+}
+
+int ops_conn_next_expired(struct ops_conns *t, uint64_t now)
+{
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		struct ops_conn *c = &t->c[i];
+
+		if (!c->used || c->closing || c->deadline > now)
+			continue;
+		c->closing = true;
+		t->live--;
+		t->expired++;
+		return i;
+	}
+	return -1;
+}
+
+uint64_t ops_conn_next_deadline(const struct ops_conns *t)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (int i = 0; i < OPS_CONN_SLOTS; i++)
+		if (t->c[i].used && !t->c[i].closing && t->c[i].deadline < next)
+			next = t->c[i].deadline;
+	return next;
+}
