@@ -30,9 +30,9 @@ struct engine {
 };
 
 static const struct engine engines[] = {
-	{"ioquake3", true, false, false},
-	{"etlegacy-2.76 (legacy mod)", false, false, true},
-	{"etlegacy-2.77+", false, true, true},
+    {"ioquake3", true, false, false},
+    {"etlegacy-2.76 (legacy mod)", false, false, true},
+    {"etlegacy-2.77+", false, true, true},
 };
 #define N_ENGINES (sizeof(engines) / sizeof(engines[0]))
 
@@ -43,9 +43,9 @@ enum verdict { V_NONE = -1, V_UNSURE = -2 };
 static void fail(const char *what, const char *engine, const uint8_t *p, size_t n, int want,
 		 enum q3_cmd got)
 {
-	fprintf(stderr, "fuzz_q3classify: %s (%s): model says %s, q3_classify says %s; packet:",
-		what, engine, want >= 0 ? q3_cmd_name((enum q3_cmd)want) : "nothing",
-		q3_cmd_name(got));
+	fprintf(stderr,
+		"fuzz_q3classify: %s (%s): model says %s, q3_classify says %s; packet:", what,
+		engine, want >= 0 ? q3_cmd_name((enum q3_cmd)want) : "nothing", q3_cmd_name(got));
 	for (size_t i = 0; i < n && i < 64; i++)
 		fprintf(stderr, " %02x", p[i]);
 	fprintf(stderr, "\n");
@@ -254,20 +254,25 @@ static long server_message(const uint8_t *p, size_t n, uint8_t *msg, size_t msgl
 	return 14;
 }
 
-static const struct {
+struct named {
 	const char *word;
 	enum q3_cmd cmd;
-} server_cmds[] = {
-	{"getstatus", Q3_GETSTATUS}, {"getinfo", Q3_GETINFO}, {"getchallenge", Q3_GETCHALLENGE},
-	{"connect", Q3_CONNECT},     {"rcon", Q3_RCON},	      {"disconnect", Q3_DISCONNECT},
-},
-  client_cmds[] = {
-	  {"challengeResponse", Q3_CHALLENGERESPONSE},
-	  {"connectResponse", Q3_CONNECTRESPONSE},
-	  {"infoResponse", Q3_INFORESPONSE},
-	  {"statusResponse", Q3_STATUSRESPONSE},
-	  {"print", Q3_PRINT},
-	  {"disconnect", Q3_DISCONNECT},
+};
+
+/* What SV_ConnectionlessPacket runs (of what the relay knows). */
+static const struct named server_cmds[] = {
+    {"getstatus", Q3_GETSTATUS}, {"getinfo", Q3_GETINFO}, {"getchallenge", Q3_GETCHALLENGE},
+    {"connect", Q3_CONNECT},	 {"rcon", Q3_RCON},	  {"disconnect", Q3_DISCONNECT},
+};
+
+/* What CL_ConnectionlessPacket runs by Q_stricmp. */
+static const struct named client_cmds[] = {
+    {"challengeResponse", Q3_CHALLENGERESPONSE},
+    {"connectResponse", Q3_CONNECTRESPONSE},
+    {"infoResponse", Q3_INFORESPONSE},
+    {"statusResponse", Q3_STATUSRESPONSE},
+    {"print", Q3_PRINT},
+    {"disconnect", Q3_DISCONNECT},
 };
 
 /* The server command e runs for packet p, V_NONE or V_UNSURE. */

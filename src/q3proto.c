@@ -70,52 +70,51 @@ bool q3_is_connectionless(const uint8_t *p, size_t n)
 /* MAX_STRING_CHARS - 1: the longest line MSG_ReadStringLine returns. */
 #define Q3_LINE_MAX 1023
 
-/* The tokenizer's whitespace, NUL aside: <= ' ' as a signed char. */
-static bool tok_space(uint8_t c)
-{
-	return c <= ' ' || c >= 0x80;
-}
+/* Byte classes of the line reader and the tokenizer, one table lookup a
+ * byte: NUL and '\n' end the line; the rest <= ' ' as a signed char is
+ * whitespace; '"' and '/' may end a word. */
+enum { C_WORD, C_END, C_SPACE, C_QUOTE, C_SLASH };
 
-/* "//" or the start of a comment at p[i], within the line p[..end). */
+static const uint8_t cls[256] = {
+	[0] = C_END,	   [1 ... 9] = C_SPACE, ['\n'] = C_END,	 [11 ... ' '] = C_SPACE,
+	['"'] = C_QUOTE, ['/'] = C_SLASH,	    [0x80 ... 0xff] = C_SPACE,
+};
+
+/* A comment ("//" or slash star) starts at p[i], within p[..end). */
 static bool tok_comment(const uint8_t *p, size_t i, size_t end)
 {
-	return p[i] == '/' && i + 1 < end && (p[i + 1] == '/' || p[i + 1] == '*');
+	return i + 1 < end && (p[i + 1] == '/' || p[i + 1] == '*');
 }
 
-/* End of the line MSG_ReadStringLine returns from p[4..n). */
-static size_t line_end(const uint8_t *p, size_t n)
+/* The first token of the line after the prefix as Cmd_TokenizeString reads
+ * it, as an offset and length into p. False when the line has none. The
+ * line ends at NUL, '\n', the packet's end or Q3_LINE_MAX bytes. */
+static bool first_token(const uint8_t *p, size_t n, size_t *off, size_t *len)
 {
-	size_t end = n - 4 > Q3_LINE_MAX ? 4 + Q3_LINE_MAX : n, i;
-
-	for (i = 4; i < end && p[i] != '\0' && p[i] != '\n'; i++)
-		;
-	return i;
-}
-
-/* The first token of the line p[4..end) as Cmd_TokenizeString reads it, as
- * an offset and length into p. False when the line has no token. */
-static bool first_token(const uint8_t *p, size_t end, size_t *off, size_t *len)
-{
-	size_t i = 4, s;
+	size_t end = n - 4 > Q3_LINE_MAX ? 4 + Q3_LINE_MAX : n, i = 4, s;
 
 	for (;;) {
-		while (i < end && tok_space(p[i]))
+		while (i < end && cls[p[i]] == C_SPACE)
 			i++;
-		if (i >= end || (tok_comment(p, i, end) && p[i + 1] == '/'))
+		if (i >= end || cls[p[i]] == C_END)
 			return false;
-		if (!tok_comment(p, i, end))
+		if (cls[p[i]] != C_SLASH || !tok_comment(p, i, end))
 			break;
-		while (i < end && !(p[i] == '*' && i + 1 < end && p[i + 1] == '/'))
+		if (p[i + 1] == '/')
+			return false;
+		/* The end is looked for from the opening slash on. */
+		while (i + 1 < end && cls[p[i]] != C_END && !(p[i] == '*' && p[i + 1] == '/'))
 			i++;
-		if (i >= end)
+		if (i + 1 >= end || cls[p[i]] == C_END)
 			return false;
 		i += 2;
 	}
 	if (p[i] == '"') {
-		for (s = ++i; i < end && p[i] != '"'; i++)
+		for (s = ++i; i < end && p[i] != '"' && cls[p[i]] != C_END; i++)
 			;
 	} else {
-		for (s = i; i < end && !tok_space(p[i]) && p[i] != '"' && !tok_comment(p, i, end);
+		for (s = i; i < end && (cls[p[i]] == C_WORD ||
+					(cls[p[i]] == C_SLASH && !tok_comment(p, i, end)));
 		     i++)
 			;
 	}
@@ -129,9 +128,16 @@ static enum q3_cmd token_cmd(const uint8_t *p, size_t off, size_t len)
 {
 	static const char gsr[] = "getserversResponse";
 
+	static const uint8_t name_len[Q3_CMD_COUNT] = {
+		[Q3_GETCHALLENGE] = 12, [Q3_CHALLENGERESPONSE] = 17, [Q3_GETINFO] = 7,
+		[Q3_INFORESPONSE] = 12, [Q3_GETSTATUS] = 9,	     [Q3_STATUSRESPONSE] = 14,
+		[Q3_CONNECT] = 7,	[Q3_CONNECTRESPONSE] = 15,   [Q3_HEARTBEAT] = 9,
+		[Q3_RCON] = 4,		[Q3_PRINT] = 5,		     [Q3_DISCONNECT] = 10,
+		[Q3_GETSERVERS] = 10,	[Q3_GETSERVERSRESPONSE] = 18,
+	};
+
 	for (int c = Q3_GETCHALLENGE; c < Q3_CMD_COUNT; c++)
-		if (strlen(names[c]) == len &&
-		    strncasecmp((const char *)p + off, names[c], len) == 0)
+		if (name_len[c] == len && strncasecmp((const char *)p + off, names[c], len) == 0)
 			return (enum q3_cmd)c;
 	/* The client's strncmp: the binary list may follow without a break. */
 	if (len > sizeof(gsr) - 1 && memcmp(p + off, gsr, sizeof(gsr) - 1) == 0)
@@ -154,7 +160,7 @@ static bool coded_connect_is_connect(const uint8_t *p, size_t n)
 {
 	uint8_t c, r = 0;
 
-	if (n == 11 || tok_space(p[11]) || p[11] == '"')
+	if (n == 11 || cls[p[11]] == C_SPACE || cls[p[11]] == C_END || p[11] == '"')
 		return true;
 	if (p[11] != '/' || n < 14 || (p[12] == 0 && p[13] == 0))
 		return false; /* nothing decoded: the line is "connect/" */
@@ -179,7 +185,7 @@ static enum q3_cmd classify(const uint8_t *p, size_t n, size_t *off, size_t *len
 		*len = 7;
 		return Q3_CONNECT;
 	}
-	if (!first_token(p, line_end(p, n), off, len))
+	if (!first_token(p, n, off, len))
 		return Q3_UNKNOWN;
 	c = token_cmd(p, *off, *len);
 	if (c == Q3_GETSERVERSRESPONSE)

@@ -34,13 +34,16 @@ enum q3_cmd {
 /* Starts with \xff\xff\xff\xff. */
 bool q3_is_connectionless(const uint8_t *p, size_t n);
 
-/* What kind of packet this is; commands match case-insensitively. */
+/* What kind of packet this is: the command any supported engine would run
+ * for it, read as MSG_ReadStringLine and Cmd_TokenizeString do (see
+ * q3proto.c); Q3_UNKNOWN when none of them would run one we know. */
 enum q3_cmd q3_classify(const uint8_t *p, size_t n);
 
 /* Lower-case canonical name ("getchallenge"), "game" or "unknown". */
 const char *q3_cmd_name(enum q3_cmd c);
 
-/* The command word as sent ("getChallenge"), printable characters only,
+/* The command word q3_classify read, in the case it was sent
+ * ("getChallenge"), printable characters only,
  * into out (NUL-terminated, at most Q3_WORD_MAX-1 chars). Returns its length;
  * 0 when the packet is not connectionless or has no word. */
 size_t q3_word(const uint8_t *p, size_t n, char out[Q3_WORD_MAX]);
@@ -53,7 +56,8 @@ int q3_build(uint8_t *out, size_t outlen, const char *text);
  * Returns the value's length, or -1 when absent or too long for out. */
 int q3_info_value(const char *info, size_t n, const char *key, char *out, size_t outlen);
 
-/* An infoResponse whose \challenge\ equals `challenge`. */
+/* An infoResponse whose \challenge\ equals `challenge`, in the info string
+ * after the command's line, where the client reads it. */
 bool q3_info_response_matches(const uint8_t *p, size_t n, const char *challenge);
 
 #endif
