@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* Differential libFuzzer harness for q3_classify: plain models of how
- * ioquake3 and ET: Legacy (before and since 2.77) read the command of a
+ * ioquake3, RTCW and ET: Legacy (before and since 2.77) read the command of a
  * connectionless packet, on the server and on the client. Whenever a model
  * names a command the relay knows, q3_classify must name the same; whenever
  * q3_classify names one, some model must too. Input: one datagram. */
@@ -31,6 +31,7 @@ struct engine {
 
 static const struct engine engines[] = {
     {"ioquake3", true, false, false},
+    {"rtcw (id's reader, high bytes kept)", false, false, false},
     {"etlegacy-2.76 (legacy mod)", false, false, true},
     {"etlegacy-2.77+", false, true, true},
 };

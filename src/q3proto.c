@@ -37,8 +37,9 @@ bool q3_is_connectionless(const uint8_t *p, size_t n)
  *
  * 1. MSG_ReadStringLine takes the bytes after the prefix up to the first NUL,
  *    '\n' or the end of the packet, at most 1023 of them (MAX_STRING_CHARS).
- *    '%' becomes '.'. ioquake3 turns bytes > 127 into '.'; ET: Legacy keeps
- *    them (before 2.77 only with the legacy mod, since then always).
+ *    '%' becomes '.'. ioquake3 turns bytes > 127 into '.'; RTCW's GPL source
+ *    keeps them, and so does ET: Legacy (before 2.77 only with the legacy
+ *    mod, since then always).
  * 2. Cmd_TokenizeString takes the first token: it skips bytes <= ' ' (a
  *    signed char, so on x86 every byte > 127 too); "//" ends the line; a
  *    block comment (slash star ... star slash) is skipped, its end looked
@@ -58,9 +59,10 @@ bool q3_is_connectionless(const uint8_t *p, size_t n)
  * Where the engines differ the relay takes the union: a packet is command X
  * when any of them would run X for it. So a byte > 127 is whitespace before
  * and inside a word here: "\x80getinfo" is getinfo for ET: Legacy, ".getinfo"
- * for ioquake3; "getinfo\x80" is getinfo for ET: Legacy 2.76 with the legacy
- * mod. Any engine that names a command names the same one (the tokens differ
- * only where one of them holds a byte > 127), so the union is well defined.
+ * for ioquake3; "getinfo\x80" is getinfo for RTCW and for ET: Legacy 2.76
+ * with the legacy mod. Any engine that names a command names the same one
+ * (the tokens differ only where one of them holds a byte > 127), so the
+ * union is well defined.
  * The result never names a command the game server runs (getchallenge,
  * getinfo, getstatus, connect, rcon, disconnect) that no engine would run,
  * except "connect/" then a coded stream too short to say (the server then
