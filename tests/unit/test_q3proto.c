@@ -212,11 +212,12 @@ static void test_q3_classify_ends_the_word_at_a_trailing_control_byte(void **sta
 	assert_classifies("getinfo\x7f", Q3_UNKNOWN); /* DEL is a word byte */
 }
 
-static void test_q3_classify_treats_high_bytes_as_whitespace_as_et_legacy_may(void **state)
+static void test_q3_classify_treats_high_bytes_as_whitespace_as_rtcw_does(void **state)
 {
 	(void)state;
-	/* ET: Legacy skips bytes > 127 before a word (signed char <= ' '), and
-	 * id's tokenizer ends a word at one; ioquake3 reads them as '.'. */
+	/* RTCW keeps bytes > 127 in the line and its tokenizer (signed char
+	 * <= ' ') skips them before a word and ends a word at one; ET: Legacy
+	 * does the first always, the second up to 2.76; ioquake3 reads '.'. */
 	assert_classifies("\x80getinfo", Q3_GETINFO);
 	assert_classifies("\xff\xfe getstatus", Q3_GETSTATUS);
 	assert_classifies("getinfo\x80", Q3_GETINFO);
@@ -730,7 +731,7 @@ int main(void)
 		cmocka_unit_test(test_q3_classify_skips_leading_tabs_and_carriage_returns),
 		cmocka_unit_test(test_q3_classify_skips_leading_control_bytes),
 		cmocka_unit_test(test_q3_classify_ends_the_word_at_a_trailing_control_byte),
-		cmocka_unit_test(test_q3_classify_treats_high_bytes_as_whitespace_as_et_legacy_may),
+		cmocka_unit_test(test_q3_classify_treats_high_bytes_as_whitespace_as_rtcw_does),
 		cmocka_unit_test(test_q3_classify_reads_a_quoted_command),
 		cmocka_unit_test(test_q3_classify_skips_block_comments_before_the_command),
 		cmocka_unit_test(test_q3_classify_stops_at_a_line_comment),
