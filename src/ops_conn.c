@@ -11,7 +11,7 @@
 
 bool ops_conn_ip_key(const union etr_sockaddr *sa, uint8_t ip[16])
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	if (sa->sa.sa_family == AF_INET) {
 		memcpy(ip, mapped, 12);
@@ -47,7 +47,8 @@ static int victim_of(const struct ops_conns *t, unsigned same, uint64_t now)
 		if (!c->used || c->closing)
 			continue;
 		for (int k = 0; k < OPS_CONN_SLOTS; k++)
-			held += t->c[k].used && !t->c[k].closing && memcmp(t->c[k].ip, c->ip, 16) == 0;
+			held +=
+			    t->c[k].used && !t->c[k].closing && memcmp(t->c[k].ip, c->ip, 16) == 0;
 		/* deadline - slow is when it will have waited OPS_CONN_SLOW_MS */
 		if (held < same + 2 && c->deadline > now + slow)
 			continue;
@@ -111,10 +112,10 @@ int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void
 
 		if (c->used)
 			continue;
-		*c = (struct ops_conn){ .used = true,
-					.fd = fd,
-					.handle = handle,
-					.deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC };
+		*c = (struct ops_conn){.used = true,
+				       .fd = fd,
+				       .handle = handle,
+				       .deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC};
 		memcpy(c->ip, ip, 16);
 		t->live++;
 		return i;

@@ -18,7 +18,7 @@
 /* Connections already told to go that may still hold a descriptor until the
  * listener has closed them: the listener's own limit is the sum. */
 #define OPS_CONN_CLOSING 16
-#define OPS_CONN_SLOTS (OPS_CONN_MAX + OPS_CONN_CLOSING)
+#define OPS_CONN_SLOTS	 (OPS_CONN_MAX + OPS_CONN_CLOSING)
 /* Seconds from accepting a connection (or from its last answer) to the end
  * of its next answer, however the bytes trickle in or out. */
 #define OPS_CONN_DEADLINE_SEC 5

@@ -13,7 +13,7 @@
 #include "ops_conn.h"
 
 #define SEC 1000000000ull
-#define T0 (100 * SEC)
+#define T0  (100 * SEC)
 
 static union etr_sockaddr sa(const char *s)
 {
@@ -162,8 +162,9 @@ static void test_ops_conn_a_full_table_refuses_while_every_request_is_fresh(void
 	}
 	assert_int_equal(t.live, OPS_CONN_MAX);
 	/* a burst of good requests is not cut short for a newcomer */
-	assert_int_equal(ops_conn_admit(&t, &prober, T0 + OPS_CONN_SLOW_MS * 1000000ull - 1, &victim),
-			 OPS_CONN_REFUSE_FULL);
+	assert_int_equal(
+	    ops_conn_admit(&t, &prober, T0 + OPS_CONN_SLOW_MS * 1000000ull - 1, &victim),
+	    OPS_CONN_REFUSE_FULL);
 	assert_int_equal(victim, -1);
 	assert_int_equal(t.evicted, 0);
 	assert_int_equal(t.refused, 1);
@@ -263,17 +264,17 @@ static void test_ops_conn_slot_calls_out_of_range_are_ignored(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ops_conn_one_address_gets_its_share_and_no_more),
-		cmocka_unit_test(test_ops_conn_a_closed_connection_gives_its_share_back),
-		cmocka_unit_test(test_ops_conn_ipv6_shares_count_per_slash_64),
-		cmocka_unit_test(test_ops_conn_ipv4_mapped_counts_as_ipv4),
-		cmocka_unit_test(test_ops_conn_a_trickling_request_expires_at_its_deadline),
-		cmocka_unit_test(test_ops_conn_an_answer_starts_the_next_deadline),
-		cmocka_unit_test(test_ops_conn_a_full_table_refuses_while_every_request_is_fresh),
-		cmocka_unit_test(test_ops_conn_a_full_table_evicts_a_slow_one_of_the_busiest_address),
-		cmocka_unit_test(test_ops_conn_the_busiest_address_gives_way_to_a_fair_share),
-		cmocka_unit_test(test_ops_conn_refuses_when_every_slot_is_closing_or_live),
-		cmocka_unit_test(test_ops_conn_slot_calls_out_of_range_are_ignored),
+	    cmocka_unit_test(test_ops_conn_one_address_gets_its_share_and_no_more),
+	    cmocka_unit_test(test_ops_conn_a_closed_connection_gives_its_share_back),
+	    cmocka_unit_test(test_ops_conn_ipv6_shares_count_per_slash_64),
+	    cmocka_unit_test(test_ops_conn_ipv4_mapped_counts_as_ipv4),
+	    cmocka_unit_test(test_ops_conn_a_trickling_request_expires_at_its_deadline),
+	    cmocka_unit_test(test_ops_conn_an_answer_starts_the_next_deadline),
+	    cmocka_unit_test(test_ops_conn_a_full_table_refuses_while_every_request_is_fresh),
+	    cmocka_unit_test(test_ops_conn_a_full_table_evicts_a_slow_one_of_the_busiest_address),
+	    cmocka_unit_test(test_ops_conn_the_busiest_address_gives_way_to_a_fair_share),
+	    cmocka_unit_test(test_ops_conn_refuses_when_every_slot_is_closing_or_live),
+	    cmocka_unit_test(test_ops_conn_slot_calls_out_of_range_are_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
