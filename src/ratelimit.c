@@ -290,16 +290,16 @@ bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now)
 	if (cls == RL_FREE)
 		return true;
 	budget_refill(b, now);
-	if (b->shared >= RL_ONE) {
-		b->shared -= RL_ONE;
+	/* Its own reserve first: the shared tokens are all browsers have,
+	 * and a reserve refills before them anyway. */
+	own = cls == RL_BROWSER ? NULL : &b->res[cls == RL_MASTER ? 0 : 1];
+	if (own && *own >= RL_ONE) {
+		*own -= RL_ONE;
 		return true;
 	}
-	if (cls == RL_BROWSER)
+	if (b->shared < RL_ONE)
 		return false;
-	own = &b->res[cls == RL_MASTER ? 0 : 1];
-	if (*own < RL_ONE)
-		return false;
-	*own -= RL_ONE;
+	b->shared -= RL_ONE;
 	return true;
 }
 

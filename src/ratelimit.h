@@ -112,8 +112,8 @@ enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_co
 /* The game server's budget as the relay spends it: one bucket of `burst`
  * tokens refilled at `rate`, split in three. A reserve for masters and one
  * for players are refilled first, half each; the rest is shared. A master
- * or a player takes a shared token first and its own reserve after; a
- * browser takes only shared tokens. So neither masters nor players can
+ * or a player takes from its own reserve first and from the shared tokens
+ * after; a browser takes only shared tokens. So neither masters nor players can
  * take what the other is guaranteed, and browsers take neither. */
 struct rl_budget {
 	uint64_t burst;	 /* fixed point, all three parts */
