@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* Heartbeat rounds: probe the game server (N attempts), then heartbeat the
  * masters if it answered, or flatline once when it stopped answering. Every
- * phase change sets its deadline on the same line. */
+ * phase change sets its deadline on the same line. Rounds come early on a
+ * sign of change (a refusal, an answer while down), and more often while
+ * the server is down. Also each master's health: its challenges against
+ * our heartbeats. */
 #include "heartbeat.h"
 
 #include <string.h>
@@ -39,6 +42,8 @@ unsigned hb_step(struct hb *h, uint64_t now, uint64_t rnd)
 	if (h->phase == HB_IDLE) {
 		new_challenge(h, rnd);
 		h->round_start = now;
+		if (h->early)
+			h->early_start = now, h->early = false;
 		h->attempt = 1;
 		h->phase = HB_PROBING, h->deadline = now + h->probe_timeout;
 		return HB_SEND_PROBE;
@@ -56,6 +61,8 @@ unsigned hb_step(struct hb *h, uint64_t now, uint64_t rnd)
 		act |= HB_LOG_DOWN;
 	h->server = HB_DOWN;
 	h->phase = HB_IDLE, h->deadline = h->round_start + h->interval;
+	if (h->deadline > now + HB_DOWN_RETRY)
+		h->deadline = now + HB_DOWN_RETRY;
 	if (h->deadline < now)
 		h->deadline = now;
 	return act;
@@ -83,10 +90,10 @@ static void kick(struct hb *h, uint64_t now)
 
 	if (h->phase != HB_IDLE)
 		return;
-	if (h->round_start && at < h->round_start + HB_KICK_GAP)
-		at = h->round_start + HB_KICK_GAP;
+	if (h->early_start && at < h->early_start + HB_KICK_GAP)
+		at = h->early_start + HB_KICK_GAP;
 	if (at < h->deadline)
-		h->deadline = at;
+		h->deadline = at, h->early = true;
 }
 
 void hb_refused(struct hb *h, uint64_t now)

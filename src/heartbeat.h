@@ -10,10 +10,16 @@
 #define HB_CHALLENGE_LEN 16
 
 /* A round started early (a refused send, or the game server heard from
- * while it was not up) starts at most this long after the previous round
- * started: a client hammering a closed port makes one probe round per
+ * while it was not up) starts at most this long after the previous early
+ * round: a client hammering a closed port makes one probe round per
  * HB_KICK_GAP, not one per packet. */
 #define HB_KICK_GAP (5 * 1000000000ull)
+
+/* While the game server is down, a round starts this long after the last
+ * one failed (or at the interval, if sooner): its return is announced within seconds, as the
+ * game server itself heartbeats on its first frame. Three probes per round
+ * to a closed port cost nothing. */
+#define HB_DOWN_RETRY (5 * 1000000000ull)
 
 /* A refused probe (the port is closed) ends its attempt this soon rather
  * than after the whole probe timeout. Every attempt still has to fail, so
@@ -55,6 +61,8 @@ struct hb {
 	unsigned attempt; /* 1..attempts while probing */
 	uint64_t round_start;
 	uint64_t deadline;
+	uint64_t early_start; /* start of the last early round; 0 = none */
+	bool early;           /* the deadline was brought forward */
 	char challenge[HB_CHALLENGE_LEN + 1];
 };
 

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
 
-def run(ctx, gs, journal):
+def run(ctx, gs, journal, extra=("--log-time", "no")):
     """Start etrelay with stderr on a pipe, JOURNAL_STREAM naming that pipe
     (journal=True) or another file; stop it after the server is up and a
     warning was logged; return its stderr lines."""
@@ -27,7 +27,7 @@ def run(ctx, gs, journal):
     # An unresolvable master gives a warning line; --debug gives debug lines.
     argv = [ctx.binary, "--backend", ctx.backend, "--listen", f"127.0.0.1:{port}",
             "--upstream", f"127.0.0.1:{gs.port}", "--master", "does-not-exist.invalid",
-            "--heartbeat-interval", "1s", "--debug"]
+            "--heartbeat-interval", "1s", "--debug", *extra]
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=w, env=env)
     os.close(w)
@@ -62,7 +62,9 @@ def run(ctx, gs, journal):
 
 def test(ctx):
     gs = ctx.game_server()
-    lines = run(ctx, gs, journal=True)
+    # --log-time auto (the default) under the journal: no time, the journal
+    # has its own
+    lines = run(ctx, gs, journal=True, extra=())
     H.check(any("cannot resolve" in l for l in lines), f"no resolver warning in {lines}")
     for l in lines:
         H.check(l[:3] in ("<6>", "<4>", "<7>"), f"line without a priority prefix: {l!r}")

@@ -81,7 +81,8 @@ static unsigned failed_round(struct hb *h, uint64_t start, uint64_t rnd)
 	r = hb_step(h, end, 7);
 	assert_int_equal(h->phase, HB_IDLE);
 	assert_int_equal(h->server, HB_DOWN);
-	assert_int_equal(hb_deadline(h), start + INTERVAL);
+	/* Down: the next round comes soon, to see it come back. */
+	assert_int_equal(hb_deadline(h), end + HB_DOWN_RETRY);
 	/* Every failed round says so; the rest of the mask is what varies. */
 	assert_true(r & HB_ROUND_FAILED);
 	return r & ~(unsigned)HB_ROUND_FAILED;
@@ -309,7 +310,7 @@ static void test_hb_all_attempts_failing_from_unknown_marks_down_without_flatlin
 	assert_int_equal(r & HB_SEND_PROBE, 0);
 	assert_int_equal(r & HB_LOG_UP, 0);
 	assert_int_equal(r, HB_LOG_DOWN);
-	assert_int_equal(hb_step(&h, T0 + INTERVAL - 1, 1), 0);
+	assert_int_equal(hb_step(&h, T0 + ATTEMPTS * TIMEOUT + HB_DOWN_RETRY - 1, 1), 0);
 }
 
 static void test_hb_all_attempts_failing_after_up_flatlines_exactly_once(void **state)
@@ -337,16 +338,20 @@ static void test_hb_no_heartbeat_while_down(void **state)
 	assert_int_equal(answered_round(&h, T0, 1), HB_SEND_HEARTBEAT | HB_LOG_UP);
 	assert_int_equal(failed_round(&h, start, 2), HB_SEND_FLATLINE | HB_LOG_DOWN);
 
-	/* Tick through a whole down interval every half second. */
+	/* Tick through a whole down interval every half second: rounds keep
+	 * coming (HB_DOWN_RETRY apart), none says more than "probe". */
+	unsigned probes = 0;
+
 	start += INTERVAL;
-	for (t = start - INTERVAL + ATTEMPTS * TIMEOUT + 1; t < start; t += SEC / 2) {
+	for (t = start - INTERVAL + ATTEMPTS * TIMEOUT + 1; t <= start + ATTEMPTS * TIMEOUT;
+	     t += SEC / 2) {
 		r = hb_step(&h, t, 5);
-		assert_int_equal(r, 0);
+		assert_int_equal(r & (HB_SEND_HEARTBEAT | HB_SEND_FLATLINE | HB_LOG_UP | HB_LOG_DOWN),
+				 0);
+		probes += (r & HB_SEND_PROBE) != 0;
 	}
-	for (t = start; t <= start + ATTEMPTS * TIMEOUT; t += SEC / 2) {
-		r = hb_step(&h, t, 5);
-		assert_int_equal(r & (HB_SEND_HEARTBEAT | HB_SEND_FLATLINE | HB_LOG_UP), 0);
-	}
+	assert_true(probes >= INTERVAL / (HB_DOWN_RETRY + ATTEMPTS * TIMEOUT + SEC) * ATTEMPTS);
+	assert_true(probes <= INTERVAL / (HB_DOWN_RETRY + ATTEMPTS * TIMEOUT) * ATTEMPTS + ATTEMPTS);
 	assert_int_equal(h.server, HB_DOWN);
 	assert_int_equal(hb_probe_answered(&h, t, "wrong"), 0);
 	assert_int_equal(h.server, HB_DOWN);
@@ -389,7 +394,7 @@ static void test_hb_single_attempt_rounds_flatline_after_one_timeout(void **stat
 	assert_int_equal(hb_step(&h, T0 + INTERVAL + TIMEOUT, 3),
 			 HB_ROUND_FAILED | HB_SEND_FLATLINE | HB_LOG_DOWN);
 	assert_int_equal(h.server, HB_DOWN);
-	assert_int_equal(hb_deadline(&h), T0 + 2 * INTERVAL);
+	assert_int_equal(hb_deadline(&h), T0 + INTERVAL + TIMEOUT + HB_DOWN_RETRY);
 }
 
 /* Shutdown */
@@ -463,7 +468,7 @@ static void test_hb_refused_while_down_changes_nothing(void **state)
 	init(&h);
 	failed_round(&h, T0, 1);
 	hb_refused(&h, T0 + 60 * SEC);
-	assert_int_equal(hb_deadline(&h), T0 + INTERVAL);
+	assert_int_equal(hb_deadline(&h), T0 + ATTEMPTS * TIMEOUT + HB_DOWN_RETRY);
 }
 
 static void test_hb_refused_while_probing_changes_nothing(void **state)
@@ -487,26 +492,32 @@ static void test_hb_early_rounds_start_at_most_once_per_kick_gap(void **state)
 	(void)state;
 	init(&h);
 	answered_round(&h, T0, 1);
-	/* Refused a second after the round started: not before the gap. */
+	/* Refused a second after a regular round: at once. */
 	hb_refused(&h, t);
-	assert_int_equal(hb_deadline(&h), T0 + HB_KICK_GAP);
-	assert_int_equal(hb_step(&h, T0 + HB_KICK_GAP - 1, 2), 0);
-	start_round(&h, T0 + HB_KICK_GAP, 2);
+	assert_int_equal(hb_deadline(&h), t);
+	answered_round(&h, t, 2);
+	/* Refused again a second later: not before the gap. */
+	hb_refused(&h, t + 1 * SEC);
+	assert_int_equal(hb_deadline(&h), t + HB_KICK_GAP);
+	assert_int_equal(hb_step(&h, t + HB_KICK_GAP - 1, 2), 0);
+	start_round(&h, t + HB_KICK_GAP, 3);
 	/* Refusals while that round runs add nothing. */
 	for (int i = 0; i < 100; i++)
-		hb_refused(&h, T0 + HB_KICK_GAP + (uint64_t)i * MS);
-	assert_int_equal(hb_deadline(&h), T0 + HB_KICK_GAP + TIMEOUT);
+		hb_refused(&h, t + HB_KICK_GAP + (uint64_t)i * MS);
+	assert_int_equal(hb_deadline(&h), t + HB_KICK_GAP + TIMEOUT);
 }
 
 static void test_hb_heard_while_down_starts_a_round_that_announces_up(void **state)
 {
 	struct hb h;
-	uint64_t t = T0 + INTERVAL + 40 * SEC;
+	/* A second after the round that found it down: before the retry. */
+	uint64_t t = T0 + INTERVAL + ATTEMPTS * TIMEOUT + 1 * SEC;
 
 	(void)state;
 	init(&h);
 	answered_round(&h, T0, 1);
 	assert_int_equal(failed_round(&h, T0 + INTERVAL, 2), HB_SEND_FLATLINE | HB_LOG_DOWN);
+	assert_true(hb_deadline(&h) > t);
 	hb_heard(&h, t);
 	assert_int_equal(hb_deadline(&h), t);
 	assert_int_equal(answered_round(&h, t, 3), HB_SEND_HEARTBEAT | HB_LOG_UP);
@@ -643,6 +654,24 @@ static void test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet(voi
 			 HB_MASTER_CONFIRMED);
 }
 
+static void test_hb_down_server_is_probed_again_soon_and_its_return_heartbeats_at_once(void **state)
+{
+	struct hb h;
+	uint64_t end = T0 + INTERVAL + ATTEMPTS * TIMEOUT;
+
+	(void)state;
+	init(&h);
+	answered_round(&h, T0, 1);
+	assert_int_equal(failed_round(&h, T0 + INTERVAL, 2), HB_SEND_FLATLINE | HB_LOG_DOWN);
+	/* Not at the next interval: HB_DOWN_RETRY after the failed round. */
+	assert_int_equal(hb_deadline(&h), end + HB_DOWN_RETRY);
+	assert_int_equal(failed_round(&h, end + HB_DOWN_RETRY, 3), 0);
+	end += HB_DOWN_RETRY + ATTEMPTS * TIMEOUT;
+	assert_int_equal(answered_round(&h, end + HB_DOWN_RETRY, 4), HB_SEND_HEARTBEAT | HB_LOG_UP);
+	/* Up again: back to the interval. */
+	assert_int_equal(hb_deadline(&h), end + HB_DOWN_RETRY + INTERVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_hb_early_rounds_start_at_most_once_per_kick_gap),
 		cmocka_unit_test(test_hb_heard_while_down_starts_a_round_that_announces_up),
 		cmocka_unit_test(test_hb_heard_while_up_changes_nothing),
+		cmocka_unit_test(test_hb_down_server_is_probed_again_soon_and_its_return_heartbeats_at_once),
 		cmocka_unit_test(test_hb_refused_probes_end_the_round_within_seconds),
 		cmocka_unit_test(test_hb_probe_refused_never_extends_an_attempt),
 		cmocka_unit_test(test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals),
