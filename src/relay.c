@@ -648,9 +648,14 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		session_close(r, idx, CLOSE_UNASSURED);
 		idx = SESSION_NONE;
 	}
+	/* A query the game server's budget bounds may open a session from the
+	 * tokens kept for such; anything else (in-game packets, unknown
+	 * commands, an ioquake3 connect) only from the rest. */
 	if (idx == SESSION_NONE &&
-	    (idx = session_open(r, &client, cmd != Q3_GAME && query_limited(cmd), d)) ==
-		    SESSION_NONE)
+	    (idx = session_open(r, &client,
+				cmd != Q3_GAME && query_limited(cmd) &&
+					rl_budget_class(cmd, false, r->connect_counts) != RL_FREE,
+				d)) == SESSION_NONE)
 		return;
 	log_packet(r, &client, d, "->");
 	if (cmd == Q3_GAME)
@@ -662,6 +667,22 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		STAT_ADD(r->stats.up_pkts, 1);
 		STAT_ADD(r->stats.up_bytes, d->len);
 	}
+}
+
+/* Say when an event brought the next probe round forward (once per move:
+ * later events that change nothing say nothing). */
+static void log_early_round(const struct relay *r, uint64_t before, uint64_t now,
+			    const char *why)
+{
+	uint64_t at = hb_deadline(&r->hb);
+
+	if (!log_debug_on || at >= before)
+		return;
+	if (at <= now)
+		log_debug("relay %s: %s: probe round now", r->conf->name, why);
+	else
+		log_debug("relay %s: %s: probe round in %llu ms", r->conf->name, why,
+			  (unsigned long long)((at - now) / NS_PER_MS));
 }
 
 /* Publish one master's health for the ops plane. */
@@ -716,7 +737,12 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 	if (idx == SESSION_NONE)
 		return; /* the session closed while this was queued */
 	/* Anything from the game server while it is not up: probe it now. */
-	hb_heard(&r->hb, d->now);
+	if (r->hb.server != HB_UP) {
+		uint64_t before = hb_deadline(&r->hb);
+
+		hb_heard(&r->hb, d->now);
+		log_early_round(r, before, d->now, "game server heard from");
+	}
 	if (d->truncated) {
 		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
 		return;
@@ -983,8 +1009,11 @@ void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 	/* A closed game-server port shows up on its connected sockets; the
 	 * session stays, the server may come back. So do passing conditions. */
 	if (err == -ECONNREFUSED) {
+		uint64_t now = loop_now(), before = hb_deadline(&r->hb);
+
 		STAT_ADD(r->stats.refused, 1);
-		hb_refused(&r->hb, loop_now());
+		hb_refused(&r->hb, now);
+		log_early_round(r, before, now, "game server refused a send");
 		return;
 	}
 	if (err == -EAGAIN || err == -EINTR || err == -ENOBUFS || err == -ENOMEM)
@@ -1009,8 +1038,11 @@ void relay_on_sent(struct relay *r, uint32_t id, int res)
 	if (res >= 0)
 		return;
 	if (res == -ECONNREFUSED) {
+		uint64_t now = loop_now(), before = hb_deadline(&r->hb);
+
 		STAT_ADD(r->stats.refused, 1);
-		hb_refused(&r->hb, loop_now());
+		hb_refused(&r->hb, now);
+		log_early_round(r, before, now, "game server refused a send");
 	} else
 		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 }

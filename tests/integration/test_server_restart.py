@@ -69,7 +69,7 @@ def test(ctx):
     # ET's tags: the stand-in master sees the flatline (Q3 has none).
     master = ctx.master()
     relay = ctx.relay("--upstream", f"127.0.0.1:{port}", "--master", f"127.0.0.1:{master.port}",
-                      "--heartbeat-interval", "300s", "--probe-timeout", "300ms")
+                      "--heartbeat-interval", "300s", "--probe-timeout", "300ms", debug=True)
     g = f"127\\.0\\.0\\.1:{port}"
     relay.wait_for_line(rf"^server up: {g} answered the probe$", 10.0 * H.SLOW)
     H.wait_until(master.listed_set, 5.0 * H.SLOW, "the first listing")
@@ -89,6 +89,8 @@ def test(ctx):
          lambda: relay.find_lines(rf"^server down: {g} did not answer 3 probes$", mark),
          DOWN_WITHIN * H.SLOW)
     t_down = time.monotonic()
+    H.expect_eq(relay.count(r"^relay default: game server refused a send: probe round now$", mark),
+                1, "debug lines for the round the refusals brought forward")
     fl = pump(player, "the flatline at the master", master.flatline_list, 2.0 * H.SLOW)
     ctx.note(f"down reported {t_down - t_crash:.2f} s after the crash, flatline at "
              f"{fl[0][0] - t_crash:.2f} s")
