@@ -212,6 +212,12 @@ void session_assure(struct session_table *t, uint32_t idx)
 	un_unlink(t, idx);
 }
 
+void session_grace(struct session_table *t, uint32_t idx, uint64_t until)
+{
+	if (!t->s[idx].assured && until > t->s[idx].grace_until)
+		t->s[idx].grace_until = until;
+}
+
 uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
 				   uint64_t timeout)
 {
@@ -227,6 +233,16 @@ uint64_t session_unassured_next_expiry(const struct session_table *t, uint64_t t
 	uint32_t h = t->un_head;
 
 	return h == SESSION_NONE ? UINT64_MAX : t->s[h].opened + timeout;
+}
+
+uint32_t session_evictable(const struct session_table *t, uint64_t now)
+{
+	uint32_t i = t->un_head;
+
+	for (unsigned n = 0; i != SESSION_NONE && n < SESSION_EVICT_SCAN; n++, i = t->s[i].unext)
+		if (t->s[i].grace_until <= now)
+			return i;
+	return SESSION_NONE;
 }
 
 uint32_t session_insert(struct session_table *t, const union etr_sockaddr *client, int fd,

@@ -16,10 +16,16 @@
 /* Index value meaning "no session". */
 #define SESSION_NONE UINT32_MAX
 
+/* Unassured sessions looked at, oldest first, for one in no grace time to
+ * evict. Sessions in grace come from challengeResponses, which the game
+ * server's budget holds to a few a second, so this is plenty. */
+#define SESSION_EVICT_SCAN 64
+
 struct session {
 	union etr_sockaddr client; /* key */
 	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
 	uint64_t opened;
+	uint64_t grace_until; /* ns: not evicted for a newcomer before */
 	uint64_t pkts_up, pkts_down;
 	int fd;           /* connected to the game server; -1 when free */
 	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
@@ -88,6 +94,12 @@ uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout);
  * good. */
 void session_assure(struct session_table *t, uint32_t idx);
 
+/* The game server answered this unassured session with a challengeResponse:
+ * its client's connect is on its way. Until `until` the session is not
+ * evicted for a newcomer (its unassured timeout still applies: a query late
+ * in it gets a fresh session, see relay.c). */
+void session_grace(struct session_table *t, uint32_t idx, uint64_t until);
+
 /* The oldest unassured session if opened before `now - timeout`, else
  * SESSION_NONE. */
 uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
@@ -102,6 +114,11 @@ static inline uint32_t session_oldest_unassured(const struct session_table *t)
 {
 	return t->un_head;
 }
+
+/* The session to evict for a newcomer: the oldest unassured one not in its
+ * grace time at `now`, among the SESSION_EVICT_SCAN oldest; SESSION_NONE
+ * when there is none. */
+uint32_t session_evictable(const struct session_table *t, uint64_t now);
 
 /* Live sessions from this client's IP address, any port. */
 uint32_t session_ip_count(const struct session_table *t, const union etr_sockaddr *client);

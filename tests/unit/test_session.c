@@ -659,6 +659,69 @@ static void test_session_unassured_expire_from_opening_not_activity(void **state
 	session_table_free(&t);
 }
 
+static void test_session_in_grace_is_skipped_for_eviction(void **state)
+{
+	struct session_table t;
+	uint32_t a, b, c;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	a = insert_v4(&t, 1, 100 * SEC);
+	b = insert_v4(&t, 2, 101 * SEC);
+	c = insert_v4(&t, 3, 102 * SEC);
+	assert_int_equal(session_evictable(&t, 103 * SEC), a);
+	session_grace(&t, a, 108 * SEC); /* a was sent a challengeResponse */
+	assert_int_equal(session_evictable(&t, 103 * SEC), b);
+	session_grace(&t, b, 106 * SEC);
+	assert_int_equal(session_evictable(&t, 103 * SEC), c);
+	session_grace(&t, c, 104 * SEC);
+	assert_int_equal(session_evictable(&t, 103 * SEC), SESSION_NONE);
+	/* grace ends: the oldest out of grace goes first */
+	assert_int_equal(session_evictable(&t, 104 * SEC), c);
+	assert_int_equal(session_evictable(&t, 106 * SEC), b);
+	assert_int_equal(session_evictable(&t, 108 * SEC), a);
+	session_table_free(&t);
+}
+
+static void test_session_eviction_scan_is_bounded(void **state)
+{
+	struct session_table t;
+	uint32_t last = SESSION_NONE;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, SESSION_EVICT_SCAN + 1, key), 0);
+	for (uint32_t i = 0; i < SESSION_EVICT_SCAN; i++)
+		session_grace(&t, insert_v4(&t, i, 100 * SEC), 200 * SEC);
+	last = insert_v4(&t, SESSION_EVICT_SCAN, 100 * SEC);
+	assert_int_not_equal(last, SESSION_NONE);
+	/* the one out of grace lies past the scan: refused, not searched for */
+	assert_int_equal(session_evictable(&t, 150 * SEC), SESSION_NONE);
+	session_table_free(&t);
+}
+
+static void test_session_grace_is_for_unassured_sessions_and_never_shortened(void **state)
+{
+	struct session_table t;
+	uint32_t a, b;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 8, key), 0);
+	a = insert_v4(&t, 1, 100 * SEC);
+	b = insert_v4(&t, 2, 101 * SEC);
+	session_grace(&t, a, 113 * SEC);
+	session_grace(&t, a, 112 * SEC); /* an earlier end does not shorten it */
+	assert_int_equal(t.s[a].grace_until, 113 * SEC);
+	assert_int_equal(session_evictable(&t, 112 * SEC), b);
+	/* the unassured timeout still counts from the opening */
+	assert_int_equal(session_unassured_next_expiry(&t, 10 * SEC), 110 * SEC);
+	assert_int_equal(session_unassured_expired(&t, 110 * SEC, 10 * SEC), a);
+	/* the connect was accepted: assured, no grace to give */
+	session_assure(&t, b);
+	session_grace(&t, b, 200 * SEC);
+	assert_int_equal(t.s[b].grace_until, 0);
+	session_table_free(&t);
+}
+
 static void test_session_ip_count_spans_ports_and_follows_removals(void **state)
 {
 	struct session_table t;
@@ -779,6 +842,9 @@ int main(void)
 		cmocka_unit_test(test_session_freed_slot_is_reused_only_after_every_other_free_slot),
 		cmocka_unit_test(test_session_new_sessions_are_unassured_oldest_first),
 		cmocka_unit_test(test_session_unassured_expire_from_opening_not_activity),
+		cmocka_unit_test(test_session_in_grace_is_skipped_for_eviction),
+		cmocka_unit_test(test_session_eviction_scan_is_bounded),
+		cmocka_unit_test(test_session_grace_is_for_unassured_sessions_and_never_shortened),
 		cmocka_unit_test(test_session_ip_count_spans_ports_and_follows_removals),
 		cmocka_unit_test(test_session_ipv6_clients_count_per_slash_64),
 		cmocka_unit_test(test_session_ip_counts_survive_churn_with_collisions),
