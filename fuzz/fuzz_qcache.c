@@ -8,7 +8,8 @@
 
 #include "qcache.h"
 
-#define T0 1000000000000ull
+#define T0    1000000000000ull
+#define STALE 5000000000ull
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,18 +25,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct qcache_entry *e;
 	uint8_t *query;
-	enum q3_cmd kind;
+	enum q3_cmd kind, qkind;
 	size_t rlen, qlen;
 	int n, n2;
 
-	if (!c.info.buf && (qcache_init(&c, QCACHE_TTL_DEFAULT, 5000000000ull, QCACHE_REPLY_MAX) < 0 ||
-			    qcache_init(&again, QCACHE_TTL_DEFAULT, 5000000000ull, QCACHE_REPLY_MAX) < 0))
+	if (!c.info.buf && (qcache_init(&c, QCACHE_TTL_DEFAULT, STALE, QCACHE_REPLY_MAX) < 0 ||
+			    qcache_init(&again, QCACHE_TTL_DEFAULT, STALE, QCACHE_REPLY_MAX) < 0))
 		abort();
 	qcache_invalidate(&c);
 	qcache_invalidate(&again);
 	if (size < 3)
 		return 0;
 	kind = data[0] & 1 ? Q3_STATUSRESPONSE : Q3_INFORESPONSE;
+	qkind = kind == Q3_INFORESPONSE ? Q3_GETINFO : Q3_GETSTATUS;
 	rlen = (size_t)(data[1] | data[2] << 8);
 	data += 3;
 	size -= 3;
@@ -73,9 +75,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n2 = qcache_answer(&again, query, qlen, T0, out2, sizeof(out2));
 	if (n2 != n || memcmp(out, out2, (size_t)n) != 0)
 		abort();
+	/* Past the TTL the copy is stale: served the same, and a refresh is
+	 * due until one is sent. */
+	n2 =
+	    qcache_answer(&c, query, qlen, T0 + QCACHE_TTL_DEFAULT + STALE - 1, out2, sizeof(out2));
+	if (n2 != n || memcmp(out, out2, (size_t)n) != 0)
+		abort();
+	if (qcache_refresh_due(&c, qkind, T0) ||
+	    !qcache_refresh_due(&c, qkind, T0 + QCACHE_TTL_DEFAULT))
+		abort();
+	qcache_refresh_sent(&c, qkind, T0 + QCACHE_TTL_DEFAULT);
+	if (qcache_refresh_due(&c, qkind, T0 + QCACHE_TTL_DEFAULT + 1))
+		abort();
 out:
-	/* Never served once the TTL has passed. */
-	if (qcache_answer(&c, query, qlen, T0 + QCACHE_TTL_DEFAULT, out, sizeof(out)) != -1)
+	/* Never served once TTL + stale have passed. */
+	if (qcache_answer(&c, query, qlen, T0 + QCACHE_TTL_DEFAULT + STALE, out, sizeof(out)) != -1)
 		abort();
 	free(query);
 	return 0;

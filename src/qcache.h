@@ -29,13 +29,13 @@
 
 /* One cached reply and where its info string and challenge pair lie. */
 struct qcache_entry {
-	uint8_t *buf;	 /* QCACHE_REPLY_MAX bytes from init */
-	size_t len;	 /* 0: nothing cached */
-	uint64_t stored; /* monotonic ns */
-	size_t info;	 /* first byte of the info string */
-	size_t chal;	 /* the "\challenge\value" pair, or info when none */
-	size_t chal_val; /* first byte of its value */
-	size_t chal_end; /* one past its value (== chal when none) */
+	uint8_t *buf;	  /* QCACHE_REPLY_MAX bytes from init */
+	size_t len;	  /* 0: nothing cached */
+	uint64_t stored;  /* monotonic ns */
+	size_t info;	  /* first byte of the info string */
+	size_t chal;	  /* the "\challenge\value" pair, or info when none */
+	size_t chal_val;  /* first byte of its value */
+	size_t chal_end;  /* one past its value (== chal when none) */
 	uint64_t refresh; /* monotonic ns a refresh query left, 0: none out */
 };
 

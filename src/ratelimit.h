@@ -116,10 +116,10 @@ enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_co
  * after; a browser takes only shared tokens. So neither masters nor players can
  * take what the other is guaranteed, and browsers take neither. */
 struct rl_budget {
-	uint64_t burst;	 /* fixed point, all three parts */
-	uint64_t rate;	 /* per ns */
-	uint64_t last;	 /* monotonic ns of the last refill */
-	uint64_t shared; /* fixed point */
+	uint64_t burst;		     /* fixed point, all three parts */
+	uint64_t rate;		     /* per ns */
+	uint64_t last;		     /* monotonic ns of the last refill */
+	uint64_t shared;	     /* fixed point */
 	uint64_t res[2], res_max[2]; /* [0] masters, [1] players */
 };
 

@@ -370,7 +370,7 @@ static void test_qcache_serves_a_stale_copy_up_to_its_bound(void **state)
 	(void)state;
 	assert_int_equal(qcache_init(&z, SEC, 5 * SEC, QCACHE_REPLY_MAX), 0);
 	assert_int_equal(
-		qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o\\a\\b"), T0), 0);
+	    qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o\\a\\b"), T0), 0);
 	assert_true(qcache_answer(&z, PKT(FF "getinfo x"), T0 + 5999 * MS, out, sizeof(out)) > 0);
 	assert_int_equal(qcache_answer(&z, PKT(FF "getinfo x"), T0 + 6 * SEC, out, sizeof(out)),
 			 -1);
@@ -417,14 +417,14 @@ static void test_qcache_keeps_no_reply_above_its_cap(void **state)
 
 	(void)state;
 	assert_int_equal(qcache_init(&z, SEC, 0, 40), 0);
-	assert_int_equal(qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o"), T0),
-			 0);
+	assert_int_equal(
+	    qcache_store(&z, Q3_INFORESPONSE, PKT(FF "infoResponse\n\\challenge\\o"), T0), 0);
 	assert_true(qcache_answer(&z, PKT(FF "getinfo x"), T0, out, sizeof(out)) > 0);
 	/* A reply that outgrew the cap replaces the copy with nothing. */
-	assert_int_equal(qcache_store(&z, Q3_INFORESPONSE,
-				      PKT(FF "infoResponse\n\\challenge\\o\\hostname\\0123456789abc"),
-				      T0 + MS),
-			 -EMSGSIZE);
+	assert_int_equal(
+	    qcache_store(&z, Q3_INFORESPONSE,
+			 PKT(FF "infoResponse\n\\challenge\\o\\hostname\\0123456789abc"), T0 + MS),
+	    -EMSGSIZE);
 	assert_int_equal(qcache_answer(&z, PKT(FF "getinfo x"), T0 + MS, out, sizeof(out)), -1);
 	assert_true(qcache_refresh_due(&z, Q3_GETINFO, T0 + MS));
 	qcache_free(&z);
