@@ -439,6 +439,13 @@ static bool master_allow(struct relay *r, struct relay_master *m, uint64_t now)
 	return true;
 }
 
+/* A heartbeat invites the master's queries: its allowance is full again,
+ * however soon after the last round (a server back up heartbeats at once). */
+static void master_invite(const struct relay *r, struct relay_master *m)
+{
+	m->mq_tokens = r->conf->master_queries;
+}
+
 /* Connectionless commands the game server limits per source IP. */
 static bool query_limited(enum q3_cmd cmd)
 {
@@ -527,6 +534,14 @@ static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum 
 		 * budget bounds what that sends the master's way. Nothing else
 		 * passes. */
 		master = master_allow(r, &r->masters[m - 1], d->now);
+		/* The masters' reserve and the shared tokens spent (by the
+		 * probe, or by forged packets that took the allowance before
+		 * the real master): its challenge is answered from the copy
+		 * rather than dropped. */
+		if (master && (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS) &&
+		    rl_budget_left(&r->budget, RL_MASTER, d->now) == 0 &&
+		    rl_budget_left(&r->budget, RL_BROWSER, d->now) == 0)
+			master = false;
 		if (!master && cmd != Q3_GETINFO && cmd != Q3_GETSTATUS) {
 			refuse(r, client, d, DROP_MASTER_RATE);
 			return false;
@@ -817,8 +832,10 @@ static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
 	}
 	if (!flat)
 		master_result(r, i, err < 0 ? HB_RESULT_SEND_ERROR : HB_RESULT_SENT);
-	if (!flat && err == 0)
+	if (!flat && err == 0) {
 		hb_master_heartbeat(&m->health, loop_now());
+		master_invite(r, m);
+	}
 	if (err < 0) {
 		log_warnx("heartbeat %s -> %s (%s): %s", tag, hp, a, strerror(-err));
 		return;
