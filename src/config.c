@@ -47,7 +47,7 @@ const char conf_usage[] =
 	"  --unassured-timeout DUR   close a session the game server has not taken as a\n"
 	"                            player within this time (10s)\n"
 	"  --ip-session-rate N       new sessions per second from one IP address, IPv6\n"
-	"                            from one /64 (4; as many at once)\n"
+	"                            from one /64 (8; as many at once)\n"
 	"  --session-rate N          new sessions per second in all (100; as many at\n"
 	"                            once); in-game packets and unknown commands only\n"
 	"                            while more than half are left\n"

@@ -26,7 +26,7 @@
 #define CONF_MAX_SESSIONS 4000
 #define CONF_SESSIONS_PER_IP 8
 #define CONF_UNASSURED_TIMEOUT (10 * 1000ull) /* ms */
-#define CONF_IP_SESSION_RATE 4 /* new sessions per second (and at once) per IP */
+#define CONF_IP_SESSION_RATE 8 /* new sessions per second (and at once) per IP */
 /* New sessions per second in all: with the default unassured timeout, a
  * flood keeps at most 1000 unassured sessions, a quarter of the table. */
 #define CONF_SESSION_RATE 100

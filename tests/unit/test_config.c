@@ -872,7 +872,7 @@ static void test_config_session_opening_and_master_limits(void **state)
 
 	(void)state;
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
-	assert_int_equal(c.relays[0].ip_session_rate, 4);
+	assert_int_equal(c.relays[0].ip_session_rate, 8);
 	assert_int_equal(c.relays[0].session_rate, 100);
 	assert_int_equal(c.relays[0].master_queries, 2);
 	assert_int_equal(run(&c, &e,
@@ -885,7 +885,7 @@ static void test_config_session_opening_and_master_limits(void **state)
 	assert_int_equal(c.relays[0].session_rate, 50); /* inherited */
 	assert_int_equal(c.relays[1].session_rate, 50);
 	assert_int_equal(c.relays[0].ip_session_rate, 2);
-	assert_int_equal(c.relays[1].ip_session_rate, 4);
+	assert_int_equal(c.relays[1].ip_session_rate, 8);
 	/* the command line wins in every relay */
 	assert_int_equal(c.relays[0].master_queries, 3);
 	assert_int_equal(c.relays[1].master_queries, 3);
