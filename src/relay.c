@@ -98,7 +98,7 @@ static int relay_budget_init(struct relay *r, uint64_t now)
  * player's connect is decoded once, for the name in /sessions. Each source
  * is held to its query bucket already. */
 #define RELAY_DECODE_BURST 10
-#define RELAY_DECODE_RATE 5
+#define RELAY_DECODE_RATE  5
 
 /* The limits on what a source may open: new sessions per IP and in all, the
  * masters' own allowances, and the userinfo decoding budget. */
@@ -291,8 +291,8 @@ static bool socket_scarce(int err)
  * proof of anything, and spoofed at line rate) may only take the upper half
  * of the relay's tokens; the lower half is kept for queries it admitted, a
  * player's getchallenge above all. */
-static bool session_rate_allow(struct relay *r, const union etr_sockaddr *client,
-			       bool admitted, const struct loop_dgram *d)
+static bool session_rate_allow(struct relay *r, const union etr_sockaddr *client, bool admitted,
+			       const struct loop_dgram *d)
 {
 	if (!admitted && (uint64_t)rl_available(&r->sess_rl, d->now) * 2 <= r->conf->session_rate) {
 		refuse(r, client, d, DROP_SESSION_RATE);
