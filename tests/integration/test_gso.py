@@ -86,9 +86,12 @@ def start(ctx, *args, upstream_host=H.LOOPBACK, v6=False):
     if v6:
         port = H.free_udp_port()
         listen = ("--listen", f"[::1]:{port}")
+    # A listener on [::1] cannot reach an IPv4 master (etrelay refuses the
+    # configuration): its master is an IPv6 port nobody answers on.
+    mhost = f"[::1]:{H.free_udp_port()}" if v6 else f"127.0.0.1:{master.port}"
     relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok}, *listen,
                         "--upstream", upstream,
-                        "--master", f"127.0.0.1:{master.port}", "--heartbeat-interval", "1h",
+                        "--master", mhost, "--heartbeat-interval", "1h",
                         "--ops-listen", f"127.0.0.1:{ops}", *args, listen=not v6)
     if v6:
         relay.addr = ("::1", port)
