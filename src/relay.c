@@ -252,23 +252,17 @@ static uint8_t master_of(const struct relay *r, const union etr_sockaddr *client
 /* Count a datagram that goes no further. With --debug a connectionless one
  * gets its line, with the reason, so that a client's missing answer can be
  * explained (within the debug line cap, like every other line). */
-static void log_refused(const struct relay *r, const union etr_sockaddr *client,
-			const struct loop_dgram *d, enum stats_drop why)
+static void refuse(struct relay *r, const union etr_sockaddr *client, const struct loop_dgram *d,
+		   enum stats_drop why)
 {
 	char a[ADDR_STRLEN], w[Q3_WORD_MAX];
 
+	STAT_ADD(r->stats.drops[why], 1);
 	if (!log_debug_on || !q3_is_connectionless(d->data, d->len))
 		return;
 	q3_word(d->data, d->len, w);
 	log_debug("%s -> %-3s %s (%zu B) refused: %s", addr_str(&client->sa, a), r->conf->game, w,
 		  d->len, stats_drop_name(why));
-}
-
-static void refuse(struct relay *r, const union etr_sockaddr *client, const struct loop_dgram *d,
-		   enum stats_drop why)
-{
-	STAT_ADD(r->stats.drops[why], 1);
-	log_refused(r, client, d, why);
 }
 
 /* A socket for a new session, connected to the game server. */
@@ -457,12 +451,14 @@ static bool query_limited(enum q3_cmd cmd)
  * and bytes per second, per relay): the bound on what spoofed queries can
  * draw. Past it the query is dropped, counted: the server's budget is not
  * the place for a flood the cache turned away. */
-static void cache_answer(struct relay *r, const union etr_sockaddr *client, const uint8_t *out,
-			 int n, uint64_t now)
+static void cache_answer(struct relay *r, const union etr_sockaddr *client,
+			 const struct loop_dgram *d, const uint8_t *out, int n)
 {
+	uint64_t now = d->now;
+
 	if (rl_available(&r->cache_pkts, now) < 1 ||
 	    !rl_take_n(&r->cache_bytes, (uint64_t)n, now)) {
-		STAT_ADD(r->stats.drops[DROP_CACHE_RATE], 1);
+		refuse(r, client, d, DROP_CACHE_RATE);
 		return;
 	}
 	rl_take(&r->cache_pkts, now);
@@ -504,12 +500,12 @@ static bool admit_server_query(struct relay *r, const union etr_sockaddr *client
 		}
 		n = qcache_answer(&r->cache, d->data, d->len, d->now, out, cap);
 		if (n >= 0) {
-			cache_answer(r, client, out, n, d->now);
+			cache_answer(r, client, d, out, n);
 			return false;
 		}
 	}
 	if (!rl_budget_take(&r->budget, cls, d->now)) {
-		STAT_ADD(r->stats.drops[DROP_SERVER_RATE], 1);
+		refuse(r, client, d, DROP_SERVER_RATE);
 		return false;
 	}
 	return true;
@@ -521,8 +517,7 @@ static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum 
 			const struct loop_dgram *d)
 {
 	uint8_t m = master_of(r, client);
-	uint64_t seen[DROP_COUNT];
-	bool master = false, ok;
+	bool master = false;
 
 	if (m) {
 		/* A master's address is public and easily forged: it is not
@@ -555,18 +550,7 @@ static bool admit_query(struct relay *r, const union etr_sockaddr *client, enum 
 		refuse(r, client, d, DROP_IP_RATE);
 		return false;
 	}
-	if (!query_limited(cmd))
-		return true;
-	/* admit_server_query counts its own refusals; --debug names them. */
-	if (log_debug_on)
-		for (unsigned i = 0; i < DROP_COUNT; i++)
-			seen[i] = STAT_GET(r->stats.drops[i]);
-	ok = admit_server_query(r, client, cmd, master, d);
-	if (log_debug_on && !ok)
-		for (unsigned i = 0; i < DROP_COUNT; i++)
-			if (STAT_GET(r->stats.drops[i]) != seen[i])
-				log_refused(r, client, d, (enum stats_drop)i);
-	return ok;
+	return !query_limited(cmd) || admit_server_query(r, client, cmd, master, d);
 }
 
 /* The first in-game packet of a session names its qport (bytes 4-5, after
