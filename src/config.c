@@ -468,6 +468,7 @@ static const struct key keys[] = {
 	{ "log-time", SCOPE_GLOBAL, false, 0, set_log_time },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
 
 static const struct key *key_find(const char *name)
 {
@@ -505,7 +506,31 @@ static void err_add(struct conf_errors *e, const char *fmt, ...)
 static const char *apply(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			 const char *v, struct layer *ly)
 {
+	r->key_line[k - keys] = ly->line ? ly->line : CONF_LINE_CLI;
 	return k->set(c, r, k, v, ly);
+}
+
+/* Where the first of keys a, b that is set in r was set, for an error about
+ * the two: "FILE:LINE", "etrelay: command line", or `where` for defaults. */
+static const char *key_origin(const struct etr_conf *c, const struct relay_conf *r,
+			      const char *a, const char *b, const char *where, char *buf, size_t n)
+{
+	const char *names[2] = { a, b };
+
+	for (unsigned i = 0; i < 2 && names[i]; i++) {
+		const struct key *k = key_find(names[i]);
+		unsigned line = k ? r->key_line[k - keys] : 0;
+
+		if (line == CONF_LINE_CLI) {
+			snprintf(buf, n, "etrelay: command line");
+			return buf;
+		}
+		if (line) {
+			snprintf(buf, n, "%s:%u", c->path ? c->path : "", line);
+			return buf;
+		}
+	}
+	return where;
 }
 
 /* Command-line only options. */
@@ -792,6 +817,8 @@ static void check_master_family(const struct etr_conf *c, const struct relay_con
 static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *where,
 			 struct conf_errors *e)
 {
+	char o[CONF_NAME_MAX + 300];
+
 	for (size_t i = 0; i < NGAMES; i++) {
 		if (strcmp(r->game, games[i].short_name) != 0)
 			continue;
@@ -801,17 +828,19 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 			strcpy(r->flatline, games[i].flatline);
 	}
 	if (r->server_query_burst <= RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER)
-		err_add(e, "%s: server-query-burst %u must be above %u: %u tokens are kept for "
-			   "a master and for players", where, r->server_query_burst,
-			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER,
-			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
+		err_add(e, "%s: server-query-burst %u (relay %s) must be above %u: that many tokens "
+			   "are kept for a master and for players",
+			key_origin(c, r, "server-query-burst", NULL, where, o, sizeof(o)),
+			r->server_query_burst, r->name, RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
 	if (r->upstream_host[0] == '\0')
 		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
 	for (unsigned i = 0; i < r->nmasters; i++)
 		check_master_family(c, r, &r->masters[i], e);
 	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))
-		err_add(e, "%s: max-sessions %u is more than the %u ports of session-ports %u-%u",
-			where, r->max_sessions, r->port_max - r->port_min + 1, r->port_min,
+		err_add(e, "%s: max-sessions %u (relay %s) is more than the %u ports of "
+			   "session-ports %u-%u",
+			key_origin(c, r, "max-sessions", "session-ports", where, o, sizeof(o)),
+			r->max_sessions, r->name, r->port_max - r->port_min + 1, r->port_min,
 			r->port_max);
 }
 

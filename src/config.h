@@ -13,6 +13,10 @@
 
 #define CONF_RELAYS_MAX 16
 #define CONF_MASTERS_MAX 8
+/* Keys of the option table (src/config.c asserts it has no more). */
+#define CONF_KEYS_MAX 64
+/* key_line[] of a key set on the command line. */
+#define CONF_LINE_CLI ((unsigned)-1)
 #define CONF_TAG_MAX 64
 #define CONF_NAME_MAX 32
 #define CONF_CLI_MAX 128
@@ -70,6 +74,8 @@ struct conf_master {
 struct relay_conf {
 	char name[CONF_NAME_MAX];
 	unsigned line; /* of its [relay] header; 0 when from the command line */
+	unsigned key_line[CONF_KEYS_MAX]; /* where each key was set: file line,
+					   * CONF_LINE_CLI, or 0 (the default) */
 	union etr_sockaddr listen;
 	char upstream_host[ADDR_HOSTLEN];
 	uint16_t upstream_port;

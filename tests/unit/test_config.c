@@ -2060,8 +2060,25 @@ static void test_config_max_sessions_above_a_relays_port_range_is_an_error(void 
 	assert_int_equal(load(&c, &e, text), 0);
 	assert_int_equal(conf_finish(&c, &e), -1);
 	assert_errors(&e, 2);
-	assert_err_line(&e, PATH ":6: ", "max-sessions", "101");
-	assert_err_line(&e, PATH ":10: ", "max-sessions", "4000");
+	/* The line of the key set last of the two; the relay by name. */
+	assert_err_line(&e, PATH ":9: ", "max-sessions 101", "relay b");
+	assert_err_line(&e, PATH ":12: ", "max-sessions 4000", "relay c");
+}
+
+static void test_config_an_error_about_two_top_level_keys_names_a_line(void **state)
+{
+	static const char text[] = "upstream h:1\n"		 /* 1 */
+				   "max-sessions 100\n"		 /* 2 */
+				   "session-ports 40000-40001\n"; /* 3 */
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(args(&c, &e, NOARGS), 0);
+	assert_int_equal(load(&c, &e, text), 0);
+	assert_int_equal(conf_finish(&c, &e), -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":2: ", "max-sessions 100", "session-ports 40000-40001");
 }
 
 static void test_config_missing_upstream_in_a_relay_names_it(void **state)
@@ -2428,6 +2445,7 @@ int main(void)
 	    cmocka_unit_test(test_config_two_relays_on_one_listen_address_is_an_error_naming_both),
 	    cmocka_unit_test(test_config_overlapping_session_ports_is_an_error_naming_both),
 	    cmocka_unit_test(test_config_max_sessions_above_a_relays_port_range_is_an_error),
+	    cmocka_unit_test(test_config_an_error_about_two_top_level_keys_names_a_line),
 	    cmocka_unit_test(test_config_missing_upstream_in_a_relay_names_it),
 	    cmocka_unit_test(test_config_no_relay_section_makes_the_top_level_the_default_relay),
 	    cmocka_unit_test(test_config_no_relay_section_and_no_upstream_is_an_error_from_finish),
