@@ -64,8 +64,7 @@ struct relay {
 	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
 	bool connect_counts;        /* the game server rate-limits connect */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
-	uint32_t *qport_owner;      /* qport -> session index + 1 */
-	uint64_t qport_log_next;    /* ns: collisions are logged once a second */
+	uint64_t qport_log_next;    /* ns: qport refusals are logged once a second */
 	struct relay_stats stats;
 };
 

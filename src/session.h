@@ -21,11 +21,26 @@
  * server's budget holds to a few a second, so this is plenty. */
 #define SESSION_EVICT_SCAN 64
 
+/* How long a session holds its qport after its client's last packet to the
+ * game server. A player in game sends 20 or more a second; a player whose
+ * NAT moved it to a new source port gets a new session, which takes the
+ * qport over once the old one has been quiet this long (the engine then
+ * fixes up the port, as it would without the relay). */
+#define SESSION_QPORT_GRACE (2000 * 1000000ull) /* ns */
+
+/* What session_qport_claim decided. */
+enum session_qport {
+	SESSION_QPORT_OK,       /* the session holds the qport now */
+	SESSION_QPORT_MISMATCH, /* an in-game packet with another qport than its session's */
+	SESSION_QPORT_OWNED,    /* another session holds it and was heard from within the grace */
+};
+
 struct session {
 	union etr_sockaddr client; /* key */
 	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
 	uint64_t opened;
 	uint64_t grace_until; /* ns: not evicted for a newcomer before */
+	uint64_t last_up;     /* ns: the client's last packet to the game server */
 	uint64_t pkts_up, pkts_down;
 	int fd;           /* connected to the game server; -1 when free */
 	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
@@ -38,7 +53,7 @@ struct session {
 	bool live;
 	bool assured;     /* the game server has answered this client */
 	bool qport_known;
-	uint16_t qport;      /* from the client's first in-game packet */
+	uint16_t qport;      /* from its connect, else its first in-game packet */
 	char name[32];       /* player name from its connect, "" if none */
 };
 
@@ -61,6 +76,7 @@ struct session_table {
 	uint32_t un_tail;
 	uint32_t unassured;
 	struct session_ipcount *ipc; /* nslots entries, same probing as slot[] */
+	uint32_t *qport_owner;       /* 65536 entries: session index + 1, 0 = none */
 	uint8_t key[16];
 };
 
@@ -119,6 +135,20 @@ static inline uint32_t session_oldest_unassured(const struct session_table *t)
  * grace time at `now`, among the SESSION_EVICT_SCAN oldest; SESSION_NONE
  * when there is none. */
 uint32_t session_evictable(const struct session_table *t, uint64_t now);
+
+/* Session idx wants qport q for a packet to the game server at now: from
+ * its connect (from_connect, which may name a new one) or from an in-game
+ * packet (which must carry the session's own, once it has one). The qport
+ * is the session's unless another live session holds it and sent something
+ * within SESSION_QPORT_GRACE; then *owner (if not NULL) is that session. */
+enum session_qport session_qport_claim(struct session_table *t, uint32_t idx, uint16_t q,
+				       bool from_connect, uint64_t now, uint32_t *owner);
+
+/* The client of session idx sent a packet to the game server. */
+static inline void session_heard_up(struct session_table *t, uint32_t idx, uint64_t now)
+{
+	t->s[idx].last_up = now;
+}
 
 /* Live sessions from this client's IP address, any port. */
 uint32_t session_ip_count(const struct session_table *t, const union etr_sockaddr *client);
