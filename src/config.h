@@ -52,6 +52,19 @@
  * players. */
 #define RELAY_RESERVE_MASTER 2
 #define RELAY_RESERVE_PLAYER 3
+/* The players' last RELAY_RESERVE_PROVEN token goes only to a returning
+ * player: an IP the game server accepted as a player (connectResponse,
+ * in-game traffic) within RELAY_PROVEN_WINDOW, once per RELAY_PROVEN_GAP
+ * per IP. */
+#define RELAY_RESERVE_PROVEN 1
+#define RELAY_PROVEN_WINDOW (600 * 1000ull) /* ms */
+#define RELAY_PROVEN_GAP (1000ull)          /* ms */
+/* The RELAY_PLAYER_FRESH tokens before those go only to a network (IPv4
+ * /24, IPv6 /48) that took no player's token within RELAY_PLAYER_GAP: a
+ * client resends getchallenge every 3 s, so each resend of a player finds
+ * its network fresh again however hard others on it try. */
+#define RELAY_PLAYER_FRESH 1
+#define RELAY_PLAYER_GAP (2500ull) /* ms */
 
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64

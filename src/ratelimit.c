@@ -68,18 +68,21 @@ unsigned rl_available(const struct rl_bucket *b, uint64_t now)
 	return (unsigned)(refill(b->burst, b->rate, b->tokens, b->last, now) / RL_ONE);
 }
 
-/* The table key of a source: IPv4 and IPv4-mapped IPv6 as ::ffff:a.b.c.d
- * (hi 0, lo 0000ffff_aabbccdd), other IPv6 as its /64 (hi prefix, lo 0).
- * RL_USED keeps every key apart from an empty slot. */
-static bool rl_key(const union etr_sockaddr *src, uint64_t *hi, uint64_t *lo)
+/* The table key of a source's prefix: IPv4 and IPv4-mapped IPv6 as
+ * ::ffff:a.b.c.d cut to v4_bits (hi 0, lo 0000ffff_aabbccdd), other IPv6
+ * as its first v6_bits (hi prefix, lo 0). RL_USED keeps every key apart
+ * from an empty slot. */
+static bool rl_key_bits(const union etr_sockaddr *src, unsigned v4_bits, unsigned v6_bits,
+			uint64_t *hi, uint64_t *lo)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint32_t v4mask = (uint32_t)(0xffffffffull << (32 - v4_bits));
 	const uint8_t *a;
 	uint64_t h = 0;
 
 	if (src->sa.sa_family == AF_INET) {
 		*hi = 0;
-		*lo = RL_USED | 0xffff00000000ull | ntohl(src->in.sin_addr.s_addr);
+		*lo = RL_USED | 0xffff00000000ull | (ntohl(src->in.sin_addr.s_addr) & v4mask);
 		return true;
 	}
 	if (src->sa.sa_family != AF_INET6)
@@ -90,18 +93,24 @@ static bool rl_key(const union etr_sockaddr *src, uint64_t *hi, uint64_t *lo)
 
 		memcpy(&v4, a + 12, 4);
 		*hi = 0;
-		*lo = RL_USED | 0xffff00000000ull | ntohl(v4);
+		*lo = RL_USED | 0xffff00000000ull | (ntohl(v4) & v4mask);
 		return true;
 	}
-	for (int i = 0; i < RL_V6_PREFIX_BITS / 8; i++)
+	for (int i = 0; i < 8; i++)
 		h = h << 8 | a[i];
-	*hi = h;
+	*hi = h & ~0ull << (64 - v6_bits);
 	*lo = RL_USED;
 	return true;
 }
 
+/* The per-source key: an IPv4 address, an IPv6 /64. */
+static bool rl_key(const union etr_sockaddr *src, uint64_t *hi, uint64_t *lo)
+{
+	return rl_key_bits(src, 32, RL_V6_PREFIX_BITS, hi, lo);
+}
+
 /* addr_hash over the key as an IPv6 sockaddr with port and scope 0. */
-static uint64_t rl_hash(const struct rl_table *t, uint64_t hi, uint64_t lo)
+static uint64_t rl_hash(const uint8_t key[16], uint64_t hi, uint64_t lo)
 {
 	union etr_sockaddr k;
 	uint32_t v4 = htonl((uint32_t)lo);
@@ -115,7 +124,7 @@ static uint64_t rl_hash(const struct rl_table *t, uint64_t hi, uint64_t lo)
 		k.in6.sin6_addr.s6_addr[11] = 0xff;
 		memcpy(&k.in6.sin6_addr.s6_addr[12], &v4, 4);
 	}
-	return addr_hash(&k, t->key);
+	return addr_hash(&k, key);
 }
 
 int rl_table_init(struct rl_table *t, uint32_t entries, unsigned burst, unsigned per_sec,
@@ -194,7 +203,7 @@ bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t 
 		return false;
 	/* Two candidate sets from one keyed hash: the emptier one takes a new
 	 * source, which keeps sets even (the power of two choices). */
-	h = rl_hash(t, hi, lo);
+	h = rl_hash(t->key, hi, lo);
 	sets[0] = &t->slot[(size_t)((uint32_t)h & t->sets_mask) * RL_TABLE_WAYS];
 	sets[1] = &t->slot[(size_t)((uint32_t)(h >> 32) & t->sets_mask) * RL_TABLE_WAYS];
 	for (int s = 0; s < 2; s++) {
@@ -219,6 +228,120 @@ void rl_table_free(struct rl_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+int rl_stamps_init(struct rl_stamps *t, uint32_t entries, unsigned v4_bits, unsigned v6_bits,
+		   uint64_t ttl, const uint8_t key[16])
+{
+	uint32_t n = RL_TABLE_WAYS;
+
+	memset(t, 0, sizeof(*t));
+	if (entries > RL_TABLE_MAX || v4_bits < 8 || v4_bits > 32 || v6_bits < 8 || v6_bits > 64)
+		return -EINVAL;
+	while (n < entries)
+		n <<= 1;
+	t->slot = calloc(n, sizeof(*t->slot));
+	if (!t->slot)
+		return -ENOMEM;
+	t->sets_mask = n / RL_TABLE_WAYS - 1;
+	t->entries = n;
+	t->v4_bits = (uint8_t)v4_bits;
+	t->v6_bits = (uint8_t)v6_bits;
+	t->ttl = ttl;
+	memcpy(t->key, key, 16);
+	return 0;
+}
+
+/* A stamp less than ttl old; one from the future counts as recent. */
+static bool stamp_recent(const struct rl_stamps *t, const struct rl_entry *e, uint64_t now)
+{
+	return now < e->last || now - e->last < t->ttl;
+}
+
+/* The key's slot, or NULL; sets[] and used[] are filled for an insert. */
+static struct rl_entry *stamps_find(const struct rl_stamps *t, uint64_t hi, uint64_t lo,
+				    struct rl_entry *sets[2], unsigned used[2])
+{
+	struct rl_entry *e;
+	uint64_t h = rl_hash(t->key, hi, lo);
+
+	sets[0] = &t->slot[(size_t)((uint32_t)h & t->sets_mask) * RL_TABLE_WAYS];
+	sets[1] = &t->slot[(size_t)((uint32_t)(h >> 32) & t->sets_mask) * RL_TABLE_WAYS];
+	for (int s = 0; s < 2; s++) {
+		e = set_find(sets[s], hi, lo, &used[s]);
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
+bool rl_stamps_recent(const struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now)
+{
+	struct rl_entry *sets[2], *e;
+	unsigned used[2];
+	uint64_t hi, lo;
+
+	if (!rl_key_bits(src, t->v4_bits, t->v6_bits, &hi, &lo))
+		return false;
+	e = stamps_find(t, hi, lo, sets, used);
+	return e && stamp_recent(t, e, now);
+}
+
+void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now,
+		    bool credit)
+{
+	struct rl_entry *sets[2], *e, *v = NULL;
+	unsigned used[2];
+	uint64_t hi, lo;
+
+	if (!rl_key_bits(src, t->v4_bits, t->v6_bits, &hi, &lo))
+		return;
+	e = stamps_find(t, hi, lo, sets, used);
+	if (!e && (used[0] < RL_TABLE_WAYS || used[1] < RL_TABLE_WAYS))
+		e = used[1] < used[0] ? &sets[1][used[1]] : &sets[0][used[0]];
+	/* Both sets full: an old stamp is as good as none; else the oldest
+	 * goes, which lets its network take a player's token a little early. */
+	for (int s = 0; !e && s < 2; s++)
+		for (unsigned k = 0; k < RL_TABLE_WAYS; k++) {
+			if (!stamp_recent(t, &sets[s][k], now)) {
+				e = &sets[s][k];
+				break;
+			}
+			if (!v || sets[s][k].last < v->last)
+				v = &sets[s][k];
+		}
+	if (!e) {
+		t->evicted++;
+		e = v;
+	}
+	if (e->hi != hi || e->lo != lo || !stamp_recent(t, e, now))
+		e->tokens = 0; /* a new stamp: no credit carried over */
+	e->hi = hi;
+	e->lo = lo;
+	e->last = now;
+	if (credit)
+		e->tokens = 1;
+}
+
+bool rl_stamps_use_credit(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now)
+{
+	struct rl_entry *sets[2], *e;
+	unsigned used[2];
+	uint64_t hi, lo;
+
+	if (!rl_key_bits(src, t->v4_bits, t->v6_bits, &hi, &lo))
+		return false;
+	e = stamps_find(t, hi, lo, sets, used);
+	if (!e || !stamp_recent(t, e, now) || e->tokens == 0)
+		return false;
+	e->tokens = 0;
+	return true;
+}
+
+void rl_stamps_free(struct rl_stamps *t)
+{
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
+}
+
 enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts)
 {
 	switch (cmd) {
@@ -230,8 +353,7 @@ enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_co
 	case Q3_CONNECT:
 		return connect_counts ? RL_PLAYER : RL_FREE;
 	case Q3_RCON:
-		/* An admin's: not guaranteed, but not behind the browsers. */
-		return RL_PLAYER;
+		return RL_RCON;
 	default:
 		return RL_FREE;
 	}
@@ -249,6 +371,15 @@ int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsign
 	b->res_max[0] = b->res[0] = (uint64_t)reserve_master * RL_ONE;
 	b->res_max[1] = b->res[1] = (uint64_t)reserve_player * RL_ONE;
 	b->shared = b->burst - b->res[0] - b->res[1];
+	return 0;
+}
+
+int rl_budget_players(struct rl_budget *b, unsigned proven, unsigned fresh)
+{
+	if ((uint64_t)(proven + fresh) * RL_ONE > b->res_max[1])
+		return -EINVAL;
+	b->keep_proven = (uint64_t)proven * RL_ONE;
+	b->keep_fresh = (uint64_t)fresh * RL_ONE;
 	return 0;
 }
 
@@ -285,19 +416,25 @@ static void budget_refill(struct rl_budget *b, uint64_t now)
 
 bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now)
 {
-	uint64_t *own;
+	uint64_t *own, keep;
 
 	if (cls == RL_FREE)
 		return true;
 	budget_refill(b, now);
 	/* Its own reserve first: the shared tokens are all browsers have,
-	 * and a reserve refills before them anyway. */
-	own = cls == RL_BROWSER ? NULL : &b->res[cls == RL_MASTER ? 0 : 1];
-	if (own && *own >= RL_ONE) {
+	 * and a reserve refills before them anyway. Of the players' reserve,
+	 * a network seen lately leaves the last tokens to fresh networks and
+	 * returning players, a fresh network the very last to the latter. */
+	own = cls == RL_BROWSER || cls == RL_RCON ? NULL : &b->res[cls == RL_MASTER ? 0 : 1];
+	keep = cls == RL_PLAYER_AGAIN ? b->keep_proven + b->keep_fresh
+	       : cls == RL_PLAYER     ? b->keep_proven
+				      : 0;
+	if (own && *own >= RL_ONE + keep) {
 		*own -= RL_ONE;
 		return true;
 	}
-	if (b->shared < RL_ONE)
+	/* rcon leaves the last shared token to a browser's cache refresh. */
+	if (b->shared < RL_ONE || (cls == RL_RCON && b->shared < 2 * RL_ONE))
 		return false;
 	b->shared -= RL_ONE;
 	return true;
@@ -308,7 +445,7 @@ unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now)
 	budget_refill(b, now);
 	if (part == RL_MASTER)
 		return (unsigned)(b->res[0] / RL_ONE);
-	if (part == RL_PLAYER)
+	if (part == RL_PLAYER || part == RL_PLAYER_AGAIN || part == RL_PROVEN)
 		return (unsigned)(b->res[1] / RL_ONE);
 	return (unsigned)(b->shared / RL_ONE);
 }

@@ -34,6 +34,11 @@
  * gets: a single host can use any address of its /64. */
 #define RL_V6_PREFIX_BITS 64
 
+/* A network, for sharing the players' tokens fairly: an IPv4 /24 or an
+ * IPv6 /48 (a site: its /56 and /64 subnets are one network here). */
+#define RL_NET_V4_BITS 24
+#define RL_NET_V6_BITS 48
+
 /* A token bucket; all fields in fixed point (RL_ONE is one token). */
 struct rl_bucket {
 	uint64_t burst;	 /* capacity */
@@ -93,12 +98,51 @@ bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t 
 /* Release the slots; t can be initialised again. */
 void rl_table_free(struct rl_table *t);
 
+/* A table of time stamps by source prefix, with the same bounded memory
+ * and set choice as rl_table: when the source's network last did something
+ * (took a player's token, was accepted as a player). A stamp older than
+ * `ttl` is as good as none and its slot is reused first. */
+struct rl_stamps {
+	struct rl_entry *slot; /* .last is the stamp, .tokens a one-use credit */
+	uint32_t entries;
+	uint32_t sets_mask;
+	uint8_t v4_bits, v6_bits; /* the prefix a source is counted in */
+	uint64_t ttl;		  /* ns */
+	uint8_t key[16];
+	uint64_t evicted; /* stamps younger than ttl dropped for room */
+};
+
+/* Allocate `entries` slots (as rl_table_init) for stamps of sources grouped
+ * by their IPv4 /v4_bits (8..32) or IPv6 /v6_bits (8..64), kept `ttl` ns.
+ * Returns 0, -EINVAL or -ENOMEM. */
+int rl_stamps_init(struct rl_stamps *t, uint32_t entries, unsigned v4_bits, unsigned v6_bits,
+		   uint64_t ttl, const uint8_t key[16]);
+
+/* True when src's prefix has a stamp less than ttl old at `now`. */
+bool rl_stamps_recent(const struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now);
+
+/* Stamp src's prefix with `now`; with `credit`, give it one credit (see
+ * rl_stamps_use_credit), else leave its credit as it is. */
+void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now,
+		    bool credit);
+
+/* Spend the credit of src's prefix's recent stamp: true once per mark. */
+bool rl_stamps_use_credit(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now);
+
+/* Release the slots; t can be initialised again. */
+void rl_stamps_free(struct rl_stamps *t);
+
 /* Who a packet to the game server is for. */
 enum rl_class {
 	RL_MASTER,  /* a master's getinfo/getstatus/getchallenge, the relay's probe */
-	RL_PLAYER,  /* getchallenge, connect (where the game counts it), rcon */
+	RL_PLAYER,  /* getchallenge, connect (where the game counts it) */
 	RL_BROWSER, /* getinfo, getstatus from anyone else: a cache refresh or miss */
 	RL_FREE,    /* a packet the game server does not count: no token */
+	RL_RCON,    /* rcon: the shared tokens only, never the last one */
+	/* What the relay makes of an RL_PLAYER packet (rl_budget_class never
+	 * returns these): */
+	RL_PLAYER_AGAIN, /* from a prefix that took a player's token lately */
+	RL_PROVEN,	 /* from an IP the game server accepted as a player lately */
 };
 
 /* The budget rule: the class of a packet to the game server. The engines
@@ -106,7 +150,9 @@ enum rl_class {
  * SV_GetChallenge, SVC_RemoteCommand) spend one token of the sender's
  * address bucket on getinfo, getstatus, getchallenge and rcon; ET: Legacy's
  * SV_DirectConnect also on connect, ioquake3's does not. connect_counts
- * says which kind of engine the game server is. Anything else is RL_FREE. */
+ * says which kind of engine the game server is. rcon is RL_RCON: an rcon
+ * flood (its source is as easy to forge as any) takes no player's token.
+ * Anything else is RL_FREE. */
 enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts);
 
 /* The game server's budget as the relay spends it: one bucket of `burst`
@@ -114,13 +160,18 @@ enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_co
  * for players are refilled first, half each; the rest is shared. A master
  * or a player takes from its own reserve first and from the shared tokens
  * after; a browser takes only shared tokens. So neither masters nor players can
- * take what the other is guaranteed, and browsers take neither. */
+ * take what the other is guaranteed, and browsers take neither. Within the
+ * players' reserve (rl_budget_players), RL_PLAYER leaves the last
+ * `keep_proven` tokens to RL_PROVEN, RL_PLAYER_AGAIN the last
+ * `keep_proven + keep_fresh` to both. */
 struct rl_budget {
 	uint64_t burst;		     /* fixed point, all three parts */
 	uint64_t rate;		     /* per ns */
 	uint64_t last;		     /* monotonic ns of the last refill */
 	uint64_t shared;	     /* fixed point */
 	uint64_t res[2], res_max[2]; /* [0] masters, [1] players */
+	uint64_t keep_proven;	     /* fixed point, see above */
+	uint64_t keep_fresh;
 };
 
 /* A full budget of `burst` tokens refilled at `per_sec` per second, with
@@ -129,12 +180,17 @@ struct rl_budget {
 int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsigned reserve_master,
 		   unsigned reserve_player, uint64_t now);
 
+/* Keep the last `proven` tokens of the players' reserve for RL_PROVEN,
+ * and `fresh` more from RL_PLAYER_AGAIN. Returns 0, or -EINVAL when the
+ * players' reserve is smaller than both together. */
+int rl_budget_players(struct rl_budget *b, unsigned proven, unsigned fresh);
+
 /* Spend one token for a packet of class cls; false when cls must wait.
  * RL_FREE always passes and spends nothing. */
 bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now);
 
 /* Whole tokens left at `now`: shared, or in a class's reserve (RL_MASTER,
- * RL_PLAYER). */
+ * RL_PLAYER and its kinds). */
 unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now);
 
 #endif

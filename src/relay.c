@@ -25,6 +25,9 @@
 /* Source IPs tracked for query limits: 2 MiB, far more than a game
  * server's audience; an attacker with more IPs recycles idle buckets. */
 #define RELAY_RL_ENTRIES 65536
+/* IPs accepted as players in RELAY_PROVEN_WINDOW: only the game server's
+ * connectResponse adds one, which a forged source never sees. */
+#define RELAY_PROVEN_ENTRIES 16384
 
 static uint64_t random64(void)
 {
@@ -84,6 +87,8 @@ static int relay_budget_init(struct relay *r, uint64_t now)
 	const struct relay_conf *c = r->conf;
 	unsigned burst = c->server_query_burst, masters = RELAY_RESERVE_MASTER * c->nmasters;
 
+	int err;
+
 	if (burst <= RELAY_RESERVE_PLAYER + 1)
 		return -EINVAL;
 	if (masters > burst - RELAY_RESERVE_PLAYER - 1)
@@ -91,8 +96,32 @@ static int relay_budget_init(struct relay *r, uint64_t now)
 	r->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
 	rl_bucket_init(&r->cache_pkts, c->query_cache_rate, c->query_cache_rate, now);
 	rl_bucket_init(&r->cache_bytes, c->query_cache_bytes, c->query_cache_bytes, now);
-	return rl_budget_init(&r->budget, burst, c->server_query_rate, masters,
-			      RELAY_RESERVE_PLAYER, now);
+	err = rl_budget_init(&r->budget, burst, c->server_query_rate, masters,
+			     RELAY_RESERVE_PLAYER, now);
+	if (!err)
+		err = rl_budget_players(&r->budget, RELAY_RESERVE_PROVEN, RELAY_PLAYER_FRESH);
+	return err;
+}
+
+/* The stamps that share the players' tokens: by network, and by IP for
+ * returning players. Each table has a hash key of its own. */
+static int player_tables_init(struct relay *r)
+{
+	struct rl_stamps *t[3] = {&r->player_nets, &r->proven, &r->proven_gap};
+	uint64_t ttl[3] = {RELAY_PLAYER_GAP, RELAY_PROVEN_WINDOW, RELAY_PROVEN_GAP};
+	int err = 0;
+
+	for (int i = 0; i < 3 && !err; i++) {
+		uint64_t v[2] = {random64(), random64()};
+		uint8_t key[16];
+
+		memcpy(key, v, sizeof(key));
+		err = i == 0 ? rl_stamps_init(t[i], RELAY_RL_ENTRIES, RL_NET_V4_BITS,
+					      RL_NET_V6_BITS, ttl[i] * NS_PER_MS, key)
+			     : rl_stamps_init(t[i], RELAY_PROVEN_ENTRIES, 32, RL_V6_PREFIX_BITS,
+					      ttl[i] * NS_PER_MS, key);
+	}
+	return err;
 }
 
 /* Connect userinfo decoded (Huffman) per second in all, and at once. The
@@ -167,6 +196,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	}
 	if (!err)
 		err = relay_budget_init(r, loop_now());
+	if (!err)
+		err = player_tables_init(r);
 	if (!err)
 		err = qcache_init(&r->cache, conf->query_cache_ms * NS_PER_MS,
 				  conf->query_cache_stale_ms * NS_PER_MS, conf->query_cache_max_reply);
@@ -477,6 +508,53 @@ static void cache_answer(struct relay *r, const union etr_sockaddr *client,
 	}
 }
 
+/* An IP the game server accepted as a player lately, or this very address
+ * and port with its assured session still open: a returning player. */
+static bool player_proven(const struct relay *r, const union etr_sockaddr *client, uint64_t now)
+{
+	uint32_t idx;
+
+	if (rl_stamps_recent(&r->proven, client, now))
+		return true;
+	idx = session_lookup(&r->st, client);
+	return idx != SESSION_NONE && r->st.s[idx].assured && !r->st.s[idx].master;
+}
+
+/* A player's token (getchallenge, and connect where the game counts it).
+ * Nothing before the connect proves a source's address, so the tokens are
+ * shared out by where sources say they are: a returning player takes its
+ * own reserve first (once per RELAY_PROVEN_GAP per IP); then a network
+ * (IPv4 /24, IPv6 /48) that took no player's token within RELAY_PLAYER_GAP
+ * may take any of the players' tokens, one that did all but the last
+ * RELAY_PLAYER_FRESH. A flood from one network, however many addresses it
+ * has there, can so never take the token the next resend of a player from
+ * elsewhere finds. The connect after a network's fresh getchallenge counts
+ * as fresh too (once): the join completes. */
+static bool player_admit(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
+			 const struct loop_dgram *d)
+{
+	uint64_t now = d->now;
+	enum rl_class cls = RL_PLAYER;
+
+	if (!rl_stamps_recent(&r->proven_gap, client, now) && player_proven(r, client, now) &&
+	    rl_budget_take(&r->budget, RL_PROVEN, now)) {
+		rl_stamps_mark(&r->proven_gap, client, now, false);
+		return true;
+	}
+	if (rl_stamps_recent(&r->player_nets, client, now) &&
+	    !(cmd == Q3_CONNECT && rl_stamps_use_credit(&r->player_nets, client, now)))
+		cls = RL_PLAYER_AGAIN;
+	if (!rl_budget_take(&r->budget, cls, now)) {
+		refuse(r, client, d,
+		       cls == RL_PLAYER_AGAIN && rl_budget_left(&r->budget, RL_PLAYER, now) > 0
+			       ? DROP_NET_RATE
+			       : DROP_SERVER_RATE);
+		return false;
+	}
+	rl_stamps_mark(&r->player_nets, client, now, cls == RL_PLAYER && cmd == Q3_GETCHALLENGE);
+	return true;
+}
+
 /* The cache, then the game server's budget, for a query the source's own
  * limits let through. Returns true when it may go on to the game server.
  *
@@ -506,6 +584,8 @@ static bool admit_server_query(struct relay *r, const union etr_sockaddr *client
 			return false;
 		}
 	}
+	if (cls == RL_PLAYER)
+		return player_admit(r, client, cmd, d);
 	if (!rl_budget_take(&r->budget, cls, d->now)) {
 		refuse(r, client, d, DROP_SERVER_RATE);
 		return false;
@@ -807,15 +887,22 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 		 * getstatus, forged source or not: such an answer proves nothing
 		 * about the client. Accepting its connect does: that needed the
 		 * challenge, which only the real address received. */
-		if (cmd == Q3_CONNECTRESPONSE)
+		if (cmd == Q3_CONNECTRESPONSE) {
 			session_assure(&r->st, idx);
+			rl_stamps_mark(&r->proven, &s->client, d->now, false);
+		}
 		/* Not proof either, but the client's connect, tied by the game
 		 * server to this session's port, is on its way: no eviction or
 		 * unassured timeout may change that port before it arrives. */
 		else if (cmd == Q3_CHALLENGERESPONSE)
 			session_grace(&r->st, idx, d->now + CONF_CHALLENGE_GRACE * NS_PER_MS);
 	} else {
-		session_assure(&r->st, idx); /* in-game traffic: a player */
+		/* In-game traffic: a player. Its IP stays proven while it
+		 * plays: the stamp is renewed every 1024 packets (about a
+		 * minute of snapshots), not on each. */
+		if (!s->assured || (s->pkts_down & 1023) == 0)
+			rl_stamps_mark(&r->proven, &s->client, d->now, false);
+		session_assure(&r->st, idx);
 	}
 	if (forward(r, idx, r->pub_fd, &s->client, d)) {
 		s->pkts_down++;
@@ -1150,6 +1237,9 @@ void relay_close(struct relay *r)
 	session_table_free(&r->st);
 	rl_table_free(&r->ip_rl);
 	rl_table_free(&r->ip_sess_rl);
+	rl_stamps_free(&r->player_nets);
+	rl_stamps_free(&r->proven);
+	rl_stamps_free(&r->proven_gap);
 	qcache_free(&r->cache);
 	pthread_mutex_destroy(&r->stats.lock);
 	r->pub_fd = r->probe_fd = -1;

@@ -60,6 +60,9 @@ struct relay {
 	struct rl_bucket sess_rl;   /* new sessions, in all */
 	struct rl_bucket decode_rl; /* connect userinfo decoded, in all */
 	struct rl_budget budget;    /* the game server's query budget */
+	struct rl_stamps player_nets; /* per /24, /48: the last player's token taken */
+	struct rl_stamps proven;      /* per IP: last accepted as a player */
+	struct rl_stamps proven_gap;  /* per IP: the last returning player's token */
 	struct qcache cache;        /* its last getinfo/getstatus replies */
 	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
 	bool connect_counts;        /* the game server rate-limits connect */

@@ -22,6 +22,7 @@ const char *stats_drop_name(enum stats_drop d)
 		[DROP_IP_SESSION_RATE] = "ip_session_rate",
 		[DROP_SESSION_RATE] = "session_rate",
 		[DROP_CACHE_RATE] = "cache_rate",
+		[DROP_NET_RATE] = "net_rate",
 		[DROP_QPORT_MISMATCH] = "qport_mismatch",
 		[DROP_QPORT_OWNED] = "qport_owned",
 		[DROP_CONNECT_UNREAD] = "connect_unread",

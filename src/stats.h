@@ -42,6 +42,7 @@ enum stats_drop {
 	DROP_IP_SESSION_RATE, /* the source IP opened its most sessions this second */
 	DROP_SESSION_RATE, /* the relay opened its most sessions this second */
 	DROP_CACHE_RATE, /* the budget for answers from the query cache is spent */
+	DROP_NET_RATE,   /* a player's network took a token lately; the last is kept */
 	DROP_QPORT_MISMATCH, /* in-game packet with another qport than its session's */
 	DROP_QPORT_OWNED, /* its qport belongs to another session heard from just now */
 	DROP_CONNECT_UNREAD, /* a connect whose qport could not be read (or not within budget) */

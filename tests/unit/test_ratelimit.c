@@ -482,7 +482,8 @@ static void test_rl_budget_class_follows_the_engines(void **state)
 	assert_int_equal(rl_budget_class(Q3_GETINFO, false, false), RL_BROWSER);
 	assert_int_equal(rl_budget_class(Q3_GETSTATUS, false, true), RL_BROWSER);
 	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, false, false), RL_PLAYER);
-	assert_int_equal(rl_budget_class(Q3_RCON, false, false), RL_PLAYER);
+	/* rcon: its own class, not a player's token. */
+	assert_int_equal(rl_budget_class(Q3_RCON, false, false), RL_RCON);
 	/* A master's challenge, whichever command it uses. */
 	assert_int_equal(rl_budget_class(Q3_GETINFO, true, false), RL_MASTER);
 	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, true, true), RL_MASTER);
@@ -535,6 +536,246 @@ static void test_rl_budget_busy_minute_with_the_defaults(void **state)
 	assert_true(gap <= 6 * SEC);
 }
 
+/* rl_stamps */
+
+static void test_rl_stamps_init_rejects_prefixes_out_of_range(void **state)
+{
+	struct rl_stamps t;
+
+	(void)state;
+	assert_int_equal(rl_stamps_init(&t, 64, 33, 48, SEC, key), -EINVAL);
+	assert_int_equal(rl_stamps_init(&t, 64, 24, 65, SEC, key), -EINVAL);
+	assert_int_equal(rl_stamps_init(&t, 64, 4, 48, SEC, key), -EINVAL);
+	assert_int_equal(rl_stamps_init(&t, RL_TABLE_MAX + 1, 24, 48, SEC, key), -EINVAL);
+	assert_int_equal(rl_stamps_init(&t, 64, 24, 48, SEC, key), 0);
+	rl_stamps_free(&t);
+}
+
+static void test_rl_stamps_count_an_ipv4_slash_24_and_an_ipv6_slash_48_as_one(void **state)
+{
+	struct rl_stamps t;
+	union etr_sockaddr a;
+
+	(void)state;
+	assert_int_equal(rl_stamps_init(&t, 64, 24, 48, 2500 * MS, key), 0);
+	a = sa("192.0.2.1:27960");
+	rl_stamps_mark(&t, &a, T0, false);
+	a = sa("192.0.2.254:1");
+	assert_true(rl_stamps_recent(&t, &a, T0 + MS));
+	a = sa("[::ffff:192.0.2.77]:5");
+	assert_true(rl_stamps_recent(&t, &a, T0 + MS));
+	a = sa("192.0.3.1:27960");
+	assert_false(rl_stamps_recent(&t, &a, T0 + MS));
+	/* A /56 and its /64s are inside their /48. */
+	a = sa("[2001:db8:1:ff00::1]:27960");
+	rl_stamps_mark(&t, &a, T0, false);
+	a = sa("[2001:db8:1:aa::9]:1");
+	assert_true(rl_stamps_recent(&t, &a, T0 + MS));
+	a = sa("[2001:db8:2::1]:27960");
+	assert_false(rl_stamps_recent(&t, &a, T0 + MS));
+	rl_stamps_free(&t);
+}
+
+static void test_rl_stamps_forget_a_stamp_after_its_ttl(void **state)
+{
+	struct rl_stamps t;
+	union etr_sockaddr a = sa("198.51.100.7:27960");
+
+	(void)state;
+	assert_int_equal(rl_stamps_init(&t, 64, 32, 64, 2500 * MS, key), 0);
+	assert_false(rl_stamps_recent(&t, &a, T0));
+	rl_stamps_mark(&t, &a, T0, false);
+	assert_true(rl_stamps_recent(&t, &a, T0));
+	assert_true(rl_stamps_recent(&t, &a, T0 + 2499 * MS));
+	assert_false(rl_stamps_recent(&t, &a, T0 + 2500 * MS));
+	/* A newer stamp starts the time again. */
+	rl_stamps_mark(&t, &a, T0 + 2 * SEC, false);
+	assert_true(rl_stamps_recent(&t, &a, T0 + 4 * SEC));
+	rl_stamps_free(&t);
+}
+
+static void test_rl_stamps_give_one_credit_per_marked_stamp(void **state)
+{
+	struct rl_stamps t;
+	union etr_sockaddr a = sa("198.51.100.7:27960");
+
+	(void)state;
+	assert_int_equal(rl_stamps_init(&t, 64, 24, 48, 2500 * MS, key), 0);
+	assert_false(rl_stamps_use_credit(&t, &a, T0));
+	rl_stamps_mark(&t, &a, T0, true);
+	/* A mark without credit leaves the one there. */
+	rl_stamps_mark(&t, &a, T0 + MS, false);
+	assert_true(rl_stamps_use_credit(&t, &a, T0 + 100 * MS));
+	assert_false(rl_stamps_use_credit(&t, &a, T0 + 100 * MS));
+	rl_stamps_mark(&t, &a, T0 + SEC, true);
+	/* Gone with its stamp. */
+	assert_false(rl_stamps_use_credit(&t, &a, T0 + 4 * SEC));
+	rl_stamps_mark(&t, &a, T0 + 5 * SEC, false);
+	assert_false(rl_stamps_use_credit(&t, &a, T0 + 5 * SEC));
+	rl_stamps_free(&t);
+}
+
+static void test_rl_stamps_never_grow_and_reuse_old_stamps_first(void **state)
+{
+	struct rl_stamps t;
+
+	(void)state;
+	assert_int_equal(rl_stamps_init(&t, 64, 32, 64, SEC, key), 0);
+	/* 1000 networks stamped long ago, then 40 now: room comes from the
+	 * old ones, no recent stamp is dropped while there are old ones. */
+	for (uint32_t i = 0; i < 1000; i++) {
+		union etr_sockaddr a = nth_v4(i);
+		rl_stamps_mark(&t, &a, T0, false);
+	}
+	uint64_t evicted = t.evicted;
+
+	assert_true(evicted > 0); /* 1000 recent stamps in 64 slots */
+	for (uint32_t i = 0; i < 40; i++) {
+		union etr_sockaddr a = nth_v4(5000 + i);
+		rl_stamps_mark(&t, &a, T0 + 10 * SEC, false);
+	}
+	assert_int_equal(t.evicted, evicted);
+	for (uint32_t i = 0; i < 40; i++) {
+		union etr_sockaddr a = nth_v4(5000 + i);
+		assert_true(rl_stamps_recent(&t, &a, T0 + 10 * SEC));
+	}
+	assert_int_equal(t.entries, 64);
+	rl_stamps_free(&t);
+}
+
+/* The default budget as the relay sets it up: burst 9, 1/s, one master
+ * (2), players 3 of which the last is proven players', the one before
+ * fresh networks'; 4 shared. */
+static void default_budget(struct rl_budget *b, uint64_t now)
+{
+	assert_int_equal(rl_budget_init(b, 9, 1, 2, 3, now), 0);
+	assert_int_equal(rl_budget_players(b, 1, 1), 0);
+}
+
+static void test_rl_budget_players_rejects_more_kept_than_the_reserve(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	assert_int_equal(rl_budget_init(&b, 9, 1, 2, 3, T0), 0);
+	assert_int_equal(rl_budget_players(&b, 2, 2), -EINVAL);
+	assert_int_equal(rl_budget_players(&b, 0, 4), -EINVAL);
+	assert_int_equal(rl_budget_players(&b, 1, 2), 0);
+	assert_int_equal(rl_budget_left(&b, RL_BROWSER, T0), 4);
+}
+
+static void test_rl_budget_a_network_seen_lately_leaves_the_last_tokens(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	default_budget(&b, T0);
+	/* 1 of the players' 3, then the shared 4; two stay. */
+	assert_int_equal(take_all(&b, RL_PLAYER_AGAIN, T0), 5);
+	assert_int_equal(rl_budget_left(&b, RL_PLAYER, T0), 2);
+	assert_true(rl_budget_take(&b, RL_PLAYER, T0));
+	assert_false(rl_budget_take(&b, RL_PLAYER, T0));
+	assert_true(rl_budget_take(&b, RL_PROVEN, T0));
+	assert_false(rl_budget_take(&b, RL_PROVEN, T0));
+	/* The refill goes to the players' reserve: proven first again. */
+	assert_false(rl_budget_take(&b, RL_PLAYER, T0 + SEC));
+	assert_true(rl_budget_take(&b, RL_PROVEN, T0 + SEC));
+	assert_false(rl_budget_take(&b, RL_PLAYER_AGAIN, T0 + 3 * SEC));
+	assert_true(rl_budget_take(&b, RL_PLAYER, T0 + 3 * SEC));
+}
+
+static void test_rl_budget_proven_players_have_a_token_no_one_else_takes(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	default_budget(&b, T0);
+	assert_int_equal(take_all(&b, RL_PLAYER, T0), 6);
+	assert_int_equal(take_all(&b, RL_BROWSER, T0), 0);
+	assert_int_equal(take_all(&b, RL_MASTER, T0), 2);
+	assert_int_equal(take_all(&b, RL_RCON, T0), 0);
+	assert_true(rl_budget_take(&b, RL_PROVEN, T0));
+	assert_false(rl_budget_take(&b, RL_PROVEN, T0));
+}
+
+static void test_rl_budget_rcon_takes_shared_tokens_but_never_the_last(void **state)
+{
+	struct rl_budget b;
+
+	(void)state;
+	default_budget(&b, T0);
+	assert_int_equal(take_all(&b, RL_RCON, T0), 3);
+	assert_int_equal(rl_budget_left(&b, RL_PLAYER, T0), 3);
+	assert_true(rl_budget_take(&b, RL_BROWSER, T0));
+	assert_false(rl_budget_take(&b, RL_RCON, T0 + 1500 * MS));
+}
+
+/* The relay's rule (relay.c player_admit) over the pure parts: a flood of
+ * getchallenge from `nets` networks (each at `rate` a second) for 60 s,
+ * and a real player from a network of its own who asks every 3 s and
+ * counts as joined at its first answer, then starts again 3 s later.
+ * Returns the joins in `*joined` and the attempts made. */
+static int flood_minute(unsigned nets, unsigned rate, int *joined)
+{
+	struct rl_budget b;
+	struct rl_stamps t;
+	union etr_sockaddr player = sa("203.0.113.9:27960");
+	int tries = 0;
+
+	assert_int_equal(rl_stamps_init(&t, 256, 24, 48, 2500 * MS, key), 0);
+	default_budget(&b, T0);
+	*joined = 0;
+	for (unsigned ms = 0; ms < 60000; ms++) {
+		uint64_t now = T0 + ms * MS;
+
+		for (unsigned n = 0; n < nets; n++) {
+			union etr_sockaddr a = nth_v4(n << 8 | (ms % 200));
+
+			if ((ms + n * 7) % (1000 / rate) != 0)
+				continue;
+			if (rl_budget_take(&b,
+					   rl_stamps_recent(&t, &a, now) ? RL_PLAYER_AGAIN
+									 : RL_PLAYER,
+					   now))
+				rl_stamps_mark(&t, &a, now, false);
+		}
+		if (ms % 3000 == 1500) {
+			enum rl_class c = rl_stamps_recent(&t, &player, now) ? RL_PLAYER_AGAIN
+									     : RL_PLAYER;
+			tries++;
+			if (rl_budget_take(&b, c, now)) {
+				rl_stamps_mark(&t, &player, now, false);
+				(*joined)++;
+			}
+		}
+	}
+	rl_stamps_free(&t);
+	return tries;
+}
+
+static void test_rl_budget_a_flood_from_one_network_never_refuses_a_player(void **state)
+{
+	int joined, tries;
+
+	(void)state;
+	/* 10 addresses of one /24 at 10 a second, and at 100. */
+	tries = flood_minute(1, 10, &joined);
+	assert_int_equal(joined, tries);
+	tries = flood_minute(1, 100, &joined);
+	assert_int_equal(joined, tries);
+	/* More networks delay a player: said plainly, not hidden. Two take
+	 * the fresh token now and then, three or more most of the time. */
+	for (unsigned nets = 2; nets <= 10; nets += nets < 4 ? 1 : 6) {
+		tries = flood_minute(nets, 10, &joined);
+		print_message("%u networks at 10/s each: a player answered %d of %d times\n", nets,
+			      joined, tries);
+		if (nets == 2)
+			assert_true(joined >= tries * 9 / 10);
+		if (nets == 10)
+			assert_true(joined < tries / 2);
+	}
+}
+
 static void test_rl_take_n_takes_all_or_nothing(void **state)
 {
 	struct rl_bucket b;
@@ -580,6 +821,16 @@ int main(void)
 	    cmocka_unit_test(test_rl_budget_class_follows_the_engines),
 	    cmocka_unit_test(test_rl_budget_busy_minute_with_the_defaults),
 	    cmocka_unit_test(test_rl_take_n_takes_all_or_nothing),
+	    cmocka_unit_test(test_rl_stamps_init_rejects_prefixes_out_of_range),
+	    cmocka_unit_test(test_rl_stamps_count_an_ipv4_slash_24_and_an_ipv6_slash_48_as_one),
+	    cmocka_unit_test(test_rl_stamps_forget_a_stamp_after_its_ttl),
+	    cmocka_unit_test(test_rl_stamps_give_one_credit_per_marked_stamp),
+	    cmocka_unit_test(test_rl_stamps_never_grow_and_reuse_old_stamps_first),
+	    cmocka_unit_test(test_rl_budget_players_rejects_more_kept_than_the_reserve),
+	    cmocka_unit_test(test_rl_budget_a_network_seen_lately_leaves_the_last_tokens),
+	    cmocka_unit_test(test_rl_budget_proven_players_have_a_token_no_one_else_takes),
+	    cmocka_unit_test(test_rl_budget_rcon_takes_shared_tokens_but_never_the_last),
+	    cmocka_unit_test(test_rl_budget_a_flood_from_one_network_never_refuses_a_player),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
