@@ -42,8 +42,9 @@ static const struct plain_counter plain_counters[] = {
 	  "server's reply, without a query to the game server.",
 	  offsetof(struct relay_stats, cache_answers) },
 	{ "etrelay_qport_collisions_total",
-	  "Sessions whose qport another live session already uses: the game server may "
-	  "confuse those two players.",
+	  "Datagrams refused for their qport (reasons qport_mismatch and qport_owned): "
+	  "another session's, which would have given that player's stream or slot to "
+	  "this one.",
 	  offsetof(struct relay_stats, qport_collisions) },
 };
 

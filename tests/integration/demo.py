@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import q3huff  # noqa: E402
 
 # Every line etrelay may log in this demo, with what it means. A line that
 # matches none of these fails the demo: a newcomer would not know what to
@@ -101,8 +102,10 @@ def play(relay, name, qport, problems):
             problems.append(f"{name}: getchallenge answered with {H.short(r)}")
             return (name, p, sent, got)
         got += 1
-        sent.append(H.cmd(f'connect "\\challenge\\{m.group(1).decode()}\\qport\\{qport}'
-                          f'\\name\\{name}"'))
+        # Huffman-coded, as every client sends it: the relay reads the
+        # qport from it.
+        sent.append(q3huff.connect_packet(f"\\challenge\\{m.group(1).decode()}"
+                                          f"\\qport\\{qport}\\name\\{name}"))
         r = p.request(sent[-1], what="connectResponse")
         if not r.startswith(H.cmd("connectResponse")):
             problems.append(f"{name}: connect answered with {H.short(r)}")

@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import string
+import struct
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,23 @@ def free_udp_port():
         return s.getsockname()[1]
     finally:
         s.close()
+
+
+_QPORTS = iter(range(20000, 60000))
+_QPORTS_LOCK = threading.Lock()
+
+
+def new_qport():
+    """A qport no other client of this test uses: the relay drops an in-game
+    datagram whose qport is not its session's, or is another session's."""
+    with _QPORTS_LOCK:
+        return next(_QPORTS)
+
+
+def game_packet(qport, data=b"", seq=1):
+    """An in-game datagram as a client sends it: sequence (4 bytes), qport
+    (2 bytes, little-endian), then data."""
+    return struct.pack("<iH", seq, qport) + data
 
 
 def cmd(text):
@@ -732,9 +750,14 @@ class Client:
         self.timeout = timeout
         self.addr = self.sock.getsockname()
         self.port = self.addr[1]
+        self.qport = new_qport()
         self.sent = 0
         self.got = 0
         _register(self)
+
+    def game(self, data=b"", seq=1):
+        """An in-game datagram with this client's qport."""
+        return game_packet(self.qport, data, seq)
 
     def send(self, data):
         self.sock.sendto(data, self.relay_addr)
@@ -1114,6 +1137,7 @@ class Pinger:
             s.bind((LOOPBACK, 0))
             self.socks.append(s)
         self.addrs = [s.getsockname() for s in self.socks]
+        self.qports = [new_qport() for _ in self.socks]
         self._stop = threading.Event()
         self.threads = []
         _register(self)
@@ -1131,7 +1155,8 @@ class Pinger:
         for seq in range(self.max_packets):
             if self._stop.is_set() or time.monotonic() >= end:
                 break
-            payload = b"%s-%d-%06d-" % (self.tag, i, seq) + os.urandom(6).hex().encode()
+            payload = game_packet(self.qports[i], b"%s-%d-%06d-" % (self.tag, i, seq)
+                                  + os.urandom(6).hex().encode(), seq + 1)
             want = b"ECHO:" + payload
             rec = [i, seq, time.monotonic(), None]
             with self.lock:

@@ -37,9 +37,12 @@ Parts (one failing does not hide the others):
                     Where a namespace cannot be built (H.require_netns),
                     the whole test is a skip (exit 77) after the other parts.
   qport_collision   two clients whose in-game packets carry qport 31337
-                    (bytes 4-5, little-endian): "qport 31337 used by A and B"
-                    with both addresses, etrelay_qport_collisions_total 1; a
-                    third client with another qport adds nothing.
+                    (bytes 4-5, little-endian): the second one's four get no
+                    answer and never reach the game server, "B sent qport
+                    31337, which A holds: refused (qport_owned)" logged once,
+                    etrelay_qport_collisions_total and
+                    dropped{reason="qport_owned"} 4; a third client with
+                    another qport is served.
   assurance         --unassured-timeout 1s: a client that only got a
                     challengeResponse stays unassured in /sessions and is
                     closed (unassured +1); a client whose in-game datagram
@@ -86,13 +89,24 @@ def start(ctx, *args, token_kind="ETRELAY_METRICS_TOKEN", gs=None, **kw):
     return relay, gs, ops_port, tok
 
 
-def game(tag):
-    """An in-game datagram (no \\xff\\xff\\xff\\xff prefix), unique."""
-    return b"\x07\x00\x00\x00" + tag.encode() + b"-" + os.urandom(6).hex().encode()
+QPORTS = {}
+
+
+def qport_of(c):
+    """A qport of c's own: the relay refuses another session's (and two
+    sessions' packets with one qport within 2 s)."""
+    return QPORTS.setdefault(c.addr, 1000 + len(QPORTS))
+
+
+def game(tag, qport=7):
+    """An in-game datagram (no \\xff\\xff\\xff\\xff prefix), unique: sequence 7,
+    qport, tag."""
+    return (b"\x07\x00\x00\x00" + struct.pack("<H", qport) + tag.encode() + b"-"
+            + os.urandom(6).hex().encode())
 
 
 def echo(c, what):
-    p = game(what.replace(" ", "_"))
+    p = game(what.replace(" ", "_"), qport_of(c))
     H.expect_eq(c.request(p, what=what), b"ECHO:" + p, what)
     return p
 
@@ -106,7 +120,7 @@ def refused(c, gs, n, what, kinds=("game",)):
         if len(kinds) > 1 and i % 2:
             p = H.cmd(f"{kinds[1]} refused{i}x{H.rand_token(6)}")
         else:
-            p = game(f"refused{i}")
+            p = game(f"refused{i}", qport_of(c))
         c.send(p)
         sent.append(p)
         got = c.try_recv(0.15)
@@ -336,29 +350,37 @@ def qport_collision(ctx):
     c2 = H.client_on(ctx, relay, "127.0.0.42")
     c3 = H.client_on(ctx, relay, "127.0.0.43")
 
-    def ingame(c, seq, qport):
+    def ingame(c, seq, qport, answered=True):
         p = struct.pack("<IH", seq, qport) + b"move" + os.urandom(4).hex().encode()
-        H.expect_eq(c.request(p, what="echo"), b"ECHO:" + p, f"echo to {c.addr}")
+        if answered:
+            H.expect_eq(c.request(p, what="echo"), b"ECHO:" + p, f"echo to {c.addr}")
+        else:
+            c.send(p)
+            H.check(c.try_recv(0.15) is None, f"{c.addr}: an answer to qport {qport}")
+        return p
 
     mark = relay.mark()
     ingame(c1, 1, 31337)
-    ingame(c2, 1, 31337)
-    _, m, _ = relay.wait_for_line(r"qport (\d+) used by (\S+) and (\S+?):? ", timeout=3,
-                                  start=mark, what="the qport collision line")
+    refused = [ingame(c2, 1, 31337, answered=False)]
+    _, m, _ = relay.wait_for_line(r"(\S+) sent qport (\d+), which (\S+) holds: refused "
+                                  r"\(qport_owned\)$", timeout=3, start=mark,
+                                  what="the qport refusal line")
     for seq in range(2, 5):
         ingame(c1, seq, 31337)
-        ingame(c2, seq, 31337)
+        refused.append(ingame(c2, seq, 31337, answered=False))
         ingame(c3, seq, 31338)
     time.sleep(0.2)
     s = H.get_metrics(port, tok)
     n = H.counter(s, "etrelay_qport_collisions_total")
-    lines = relay.find_lines(r"qport \d+ used by", mark)
+    lines = relay.find_lines(r"sent qport \d+, which", mark)
     ctx.note(f"qport_collision: {m.group(0)!r}; collisions_total {n}; lines {len(lines)}")
     H.expect_eq((m.group(1), m.group(2), m.group(3)),
-                ("31337", f"127.0.0.41:{c1.port}", f"127.0.0.42:{c2.port}"),
-                "qport, first and second address in the collision line")
-    H.expect_eq(n, 1, "etrelay_qport_collisions_total")
-    H.expect_eq(len(lines), 1, "qport collision lines logged")
+                (f"127.0.0.42:{c2.port}", "31337", f"127.0.0.41:{c1.port}"),
+                "sender, qport and holder in the refusal line")
+    H.expect_eq(n, 4, "etrelay_qport_collisions_total")
+    H.expect_eq(H.drops(s, "qport_owned"), 4, "dropped{reason=\"qport_owned\"}")
+    H.expect_eq(gs.sources_for(refused), set(), "game-server sources of the refused packets")
+    H.expect_eq(len(lines), 1, "qport refusal lines logged (one a second at most)")
 
 
 def assurance(ctx):

@@ -34,7 +34,7 @@ def test(ctx):
     resent_set = set()
 
     def payload(i, j):
-        return b"client-%03d-packet-%d-" % (i, j) + os.urandom(8)
+        return clients[i].game(b"client-%03d-packet-%d-" % (i, j) + os.urandom(8), j + 1)
 
     def collect(want, timeout):
         """Read until every client has `want` answers or timeout."""

@@ -23,7 +23,7 @@ def test(ctx):
     me = re.escape(f"127.0.0.1:{c.port}")
 
     def exchange(tag):
-        payload = tag.encode() + os.urandom(8)
+        payload = c.game(tag.encode() + os.urandom(8))
         H.expect_eq(c.request(payload, what=tag), b"ECHO:" + payload, f"answer to {tag}")
         srcs = gs.sources_for([payload])
         H.expect_eq(len(srcs), 1, f"copies of {tag} at the game server")

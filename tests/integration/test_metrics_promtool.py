@@ -68,7 +68,7 @@ def test(ctx):
     for k in range(PACKETS):
         for i, c in enumerate(clients):
             # sizes vary so that a bytes counter off by a constant shows
-            payload = b"\x02m%d-%d-" % (i, k) + os.urandom(1 + (k * 37 + i * 11) % 700)
+            payload = c.game(b"\x02m%d-%d-" % (i, k) + os.urandom(1 + (k * 37 + i * 11) % 700))
             reply = c.request(payload, what=f"echo {k} of client {i}")
             H.expect_eq(reply, b"ECHO:" + payload, f"echo {k} of client {i}")
             sent_bytes += len(payload)

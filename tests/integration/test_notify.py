@@ -165,7 +165,8 @@ def watchdog(ctx):
     # STATUS follows the sessions
     clients = [ctx.client(relay) for _ in range(2)]
     for i, c in enumerate(clients):
-        H.expect_eq(c.request(b"\x08s%d" % i), b"ECHO:\x08s%d" % i, f"echo to client {i}")
+        p = c.game(b"\x08s%d" % i)
+        H.expect_eq(c.request(p), b"ECHO:" + p, f"echo to client {i}")
     t0 = time.monotonic()
     ns.wait_for(r"^STATUS=active, 3 sessions$", 1.5, after=t0,
                 what="STATUS=active, 3 sessions (2 clients and the READY-time check)")
@@ -190,7 +191,8 @@ def drain(ctx):
     ns.wait_for(r"^READY=1$", 2.0)
     clients = [ctx.client(relay) for _ in range(2)]
     for i, c in enumerate(clients):
-        H.expect_eq(c.request(b"\x08d%d" % i), b"ECHO:\x08d%d" % i, f"echo to client {i}")
+        p = c.game(b"\x08d%d" % i)
+        H.expect_eq(c.request(p), b"ECHO:" + p, f"echo to client {i}")
     t_sig = time.monotonic()
     relay.signal(signal.SIGTERM)
     t_stop, _ = ns.wait_for(r"^STOPPING=1$", 0.5, after=t_sig, what="STOPPING=1 as the drain starts")

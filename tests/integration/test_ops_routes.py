@@ -128,7 +128,7 @@ def routes(ctx):
     # three real clients: three more sessions
     clients = [ctx.client(relay) for _ in range(3)]
     for i, c in enumerate(clients):
-        p = b"\x01client-%d" % i
+        p = c.game(b"\x01client-%d" % i)
         H.expect_eq(c.request(p, what="echo"), b"ECHO:" + p, f"client {i} echo")
     life = expect_status(get(port, "/lifecycle", rd), 200, "/lifecycle (read token)").json()
     H.expect_eq(life["details"]["active_sessions"], 4,

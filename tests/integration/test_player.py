@@ -7,10 +7,14 @@ relay's public port."""
 
 import os
 import re
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import q3huff  # noqa: E402
+
+QPORT = 1234
 
 
 def test(ctx):
@@ -28,14 +32,17 @@ def test(ctx):
     H.check(m, f"expected challengeResponse <n>, got {H.short(reply)}")
     challenge = m.group(1).decode()
 
-    pkt = H.cmd(f'connect "\\protocol\\84\\qport\\1234\\challenge\\{challenge}\\name\\player"')
+    # Huffman-coded, as clients send it; the relay reads its qport
+    pkt = q3huff.connect_packet(f"\\protocol\\84\\qport\\{QPORT}\\challenge\\{challenge}"
+                                f"\\name\\player")
     reply = c.request(pkt, what="connectResponse")
     sent.append(pkt)
     H.expect_eq(reply, H.cmd(f"connectResponse {challenge}"), "answer to connect")
 
-    # 50 in-game packets, lock-step, each with a unique payload
+    # 50 in-game packets (sequence, the connect's qport), lock-step, each
+    # with a unique payload
     for i in range(50):
-        payload = b"\x01\x02game-%03d-" % i + os.urandom(16)
+        payload = struct.pack("<iH", i + 1, QPORT) + b"game-%03d-" % i + os.urandom(16)
         reply = c.request(payload, what=f"answer to in-game packet {i}")
         H.expect_eq(reply, b"ECHO:" + payload, f"answer to in-game packet {i}")
         sent.append(payload)

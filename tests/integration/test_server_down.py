@@ -35,7 +35,7 @@ def test(ctx):
 
     c = ctx.client(relay)
     me = re.escape(f"127.0.0.1:{c.port}")
-    first = b"before-" + os.urandom(8)
+    first = c.game(b"before-" + os.urandom(8))
     H.expect_eq(c.request(first), b"ECHO:" + first, "answer while the server is up")
     (session_src,) = gs.sources_for([first])
 
@@ -59,7 +59,7 @@ def test(ctx):
     for i in range(int(DOWN_WINDOW / 0.1) + 5):
         if time.monotonic() >= deadline:
             break
-        c.send(b"while-down-%d" % i)
+        c.send(c.game(b"while-down-%d" % i))
         sent_down += 1
         time.sleep(0.1)
     cpu = relay.cpu_seconds() - cpu0
@@ -89,11 +89,11 @@ def test(ctx):
                 "heartbeats after the server came back")
 
     # the old session still forwards, from the same session socket
-    after = b"after-" + os.urandom(8)
+    after = c.game(b"after-" + os.urandom(8))
     c.send(after)
     for _ in range(40):
         reply = c.recv(what="the answer after the server came back")
-        if reply.startswith(b"ECHO:while-down-"):
+        if reply.startswith(b"ECHO:" + c.game(b"while-down-")):
             ctx.note(f"stale answer to a packet sent while down: {reply!r}")
             continue
         break

@@ -36,7 +36,7 @@ class Player:
         self.sent = 0
 
     def tick(self):
-        self.c.send(b"\x01\x00\x00\x00" + os.urandom(12))
+        self.c.send(self.c.game(os.urandom(8), self.sent + 1))
         self.sent += 1
         while self.c.try_recv(0.001) is not None:
             pass

@@ -78,7 +78,7 @@ def drain_timeout_passes(ctx):
                 "/lifecycle state and sessions during the SIGTERM drain")
     # a newcomer is turned away
     newc = ctx.client(relay)
-    probes = [b"\x03late-%d-" % i + os.urandom(6).hex().encode() for i in range(3)]
+    probes = [newc.game(b"\x03late-%d-" % i + os.urandom(6).hex().encode()) for i in range(3)]
     for p in probes:
         newc.send(p)
         got = newc.try_recv(0.15)
@@ -123,7 +123,7 @@ def sessions_expire(ctx):
     clients = [ctx.client(relay) for _ in range(3)]
     for k in range(5):
         for i, c in enumerate(clients):
-            p = b"\x04quiet-%d-%d" % (i, k)
+            p = c.game(b"\x04quiet-%d-%d" % (i, k))
             H.expect_eq(c.request(p), b"ECHO:" + p, f"echo {k} of client {i}")
     t_last = time.monotonic()
     mark = relay.mark()
@@ -189,7 +189,8 @@ def resume_during_sigterm_drain(ctx):
     gs, master, relay = setup(ctx, "--drain-timeout", "30s", "--ops-listen", f"127.0.0.1:{port}",
                               env={"ETRELAY_LIFECYCLE_TOKEN": tok})
     c = ctx.client(relay)
-    H.expect_eq(c.request(b"\x04old"), b"ECHO:\x04old", "echo before SIGTERM")
+    old = c.game(b"\x04old")
+    H.expect_eq(c.request(old), b"ECHO:" + old, "echo before SIGTERM")
     mark = relay.mark()
     relay.signal(signal.SIGTERM)
     relay.wait_for_line(r"^(?:SIG)?TERM: draining 1 sessions for up to 30000 ms$", 1.0, mark)
@@ -197,7 +198,7 @@ def resume_during_sigterm_drain(ctx):
     ctx.note(f"POST /lifecycle/resume during the SIGTERM drain: HTTP {r.status} {H.short(r.body, 80)}")
     r = H.http_request(port, "GET", "/readyz")
     newc = ctx.client(relay)
-    newc.send(b"\x04new-after-resume")
+    newc.send(newc.game(b"\x04new-after-resume"))
     got = newc.try_recv(0.5)
     H.check(r.status == 503 and got is None,
             f"after SIGTERM (drain under way) and POST /lifecycle/resume: /readyz {r.status} "
