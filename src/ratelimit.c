@@ -285,8 +285,7 @@ bool rl_stamps_recent(const struct rl_stamps *t, const union etr_sockaddr *src, 
 	return e && stamp_recent(t, e, now);
 }
 
-void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now,
-		    bool credit)
+void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now, bool credit)
 {
 	struct rl_entry *sets[2], *e, *v = NULL;
 	unsigned used[2];

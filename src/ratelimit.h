@@ -123,8 +123,7 @@ bool rl_stamps_recent(const struct rl_stamps *t, const union etr_sockaddr *src, 
 
 /* Stamp src's prefix with `now`; with `credit`, give it one credit (see
  * rl_stamps_use_credit), else leave its credit as it is. */
-void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now,
-		    bool credit);
+void rl_stamps_mark(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now, bool credit);
 
 /* Spend the credit of src's prefix's recent stamp: true once per mark. */
 bool rl_stamps_use_credit(struct rl_stamps *t, const union etr_sockaddr *src, uint64_t now);

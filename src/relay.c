@@ -96,8 +96,8 @@ static int relay_budget_init(struct relay *r, uint64_t now)
 	r->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
 	rl_bucket_init(&r->cache_pkts, c->query_cache_rate, c->query_cache_rate, now);
 	rl_bucket_init(&r->cache_bytes, c->query_cache_bytes, c->query_cache_bytes, now);
-	err = rl_budget_init(&r->budget, burst, c->server_query_rate, masters,
-			     RELAY_RESERVE_PLAYER, now);
+	err = rl_budget_init(&r->budget, burst, c->server_query_rate, masters, RELAY_RESERVE_PLAYER,
+			     now);
 	if (!err)
 		err = rl_budget_players(&r->budget, RELAY_RESERVE_PROVEN, RELAY_PLAYER_FRESH);
 	return err;
@@ -522,23 +522,25 @@ static bool player_proven(const struct relay *r, const union etr_sockaddr *clien
 
 /* A player's token (getchallenge, and connect where the game counts it).
  * Nothing before the connect proves a source's address, so the tokens are
- * shared out by where sources say they are: a returning player takes its
- * own reserve first (once per RELAY_PROVEN_GAP per IP); then a network
- * (IPv4 /24, IPv6 /48) that took no player's token within RELAY_PLAYER_GAP
- * may take any of the players' tokens, one that did all but the last
- * RELAY_PLAYER_FRESH. A flood from one network, however many addresses it
- * has there, can so never take the token the next resend of a player from
- * elsewhere finds. The connect after a network's fresh getchallenge counts
- * as fresh too (once): the join completes. */
+ * shared out by where sources say they are. A returning player may take
+ * every token (once per RELAY_PROVEN_GAP per IP, and the connect that
+ * follows); a network (IPv4 /24, IPv6 /48) that took no player's token
+ * within RELAY_PLAYER_GAP all but the last RELAY_RESERVE_PROVEN; one that
+ * did all but RELAY_PLAYER_FRESH more. A flood from one network, however
+ * many addresses it has there, can so never take the token the next resend
+ * of a player from elsewhere finds. The connect after a network's fresh
+ * getchallenge counts as fresh too (once): the join completes. */
 static bool player_admit(struct relay *r, const union etr_sockaddr *client, enum q3_cmd cmd,
 			 const struct loop_dgram *d)
 {
 	uint64_t now = d->now;
 	enum rl_class cls = RL_PLAYER;
 
-	if (!rl_stamps_recent(&r->proven_gap, client, now) && player_proven(r, client, now) &&
+	if (player_proven(r, client, now) &&
+	    (!rl_stamps_recent(&r->proven_gap, client, now) ||
+	     (cmd == Q3_CONNECT && rl_stamps_use_credit(&r->proven_gap, client, now))) &&
 	    rl_budget_take(&r->budget, RL_PROVEN, now)) {
-		rl_stamps_mark(&r->proven_gap, client, now, false);
+		rl_stamps_mark(&r->proven_gap, client, now, cmd == Q3_GETCHALLENGE);
 		return true;
 	}
 	if (rl_stamps_recent(&r->player_nets, client, now) &&
@@ -547,8 +549,8 @@ static bool player_admit(struct relay *r, const union etr_sockaddr *client, enum
 	if (!rl_budget_take(&r->budget, cls, now)) {
 		refuse(r, client, d,
 		       cls == RL_PLAYER_AGAIN && rl_budget_left(&r->budget, RL_PLAYER, now) > 0
-			       ? DROP_NET_RATE
-			       : DROP_SERVER_RATE);
+			   ? DROP_NET_RATE
+			   : DROP_SERVER_RATE);
 		return false;
 	}
 	rl_stamps_mark(&r->player_nets, client, now, cls == RL_PLAYER && cmd == Q3_GETCHALLENGE);

@@ -733,15 +733,14 @@ static int flood_minute(unsigned nets, unsigned rate, int *joined)
 
 			if ((ms + n * 7) % (1000 / rate) != 0)
 				continue;
-			if (rl_budget_take(&b,
-					   rl_stamps_recent(&t, &a, now) ? RL_PLAYER_AGAIN
-									 : RL_PLAYER,
-					   now))
+			if (rl_budget_take(
+				&b, rl_stamps_recent(&t, &a, now) ? RL_PLAYER_AGAIN : RL_PLAYER,
+				now))
 				rl_stamps_mark(&t, &a, now, false);
 		}
 		if (ms % 3000 == 1500) {
-			enum rl_class c = rl_stamps_recent(&t, &player, now) ? RL_PLAYER_AGAIN
-									     : RL_PLAYER;
+			enum rl_class c =
+			    rl_stamps_recent(&t, &player, now) ? RL_PLAYER_AGAIN : RL_PLAYER;
 			tries++;
 			if (rl_budget_take(&b, c, now)) {
 				rl_stamps_mark(&t, &player, now, false);
