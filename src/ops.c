@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "json.h"
 #include "log.h"
 #include "ops_metrics.h"
@@ -83,32 +84,9 @@ struct ops {
 
 /* Addresses */
 
-static bool v4_private(uint32_t a)
-{
-	return (a >> 24) == 127 ||		 /* loopback */
-	       (a >> 24) == 10 ||		 /* RFC 1918 */
-	       (a >> 20) == (172u << 4 | 1) ||	 /* RFC 1918 172.16/12 */
-	       (a >> 16) == (192u << 8 | 168) || /* RFC 1918 */
-	       (a >> 22) == (100u << 2 | 1) ||	 /* CGNAT 100.64/10 */
-	       (a >> 16) == (169u << 8 | 254);	 /* link-local */
-}
-
 bool ops_addr_is_private(const union etr_sockaddr *sa)
 {
-	const struct in6_addr *a6 = &sa->in6.sin6_addr;
-	const uint8_t *b = a6->s6_addr;
-
-	/* 0.0.0.0 and :: fall through to false: all interfaces include the
-	 * public ones. */
-	if (sa->sa.sa_family == AF_INET)
-		return v4_private(ntohl(sa->in.sin_addr.s_addr));
-	if (sa->sa.sa_family != AF_INET6)
-		return false;
-	if (IN6_IS_ADDR_V4MAPPED(a6))
-		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-				  (uint32_t)b[14] << 8 | b[15]);
-	return IN6_IS_ADDR_LOOPBACK(a6) || (b[0] & 0xfe) == 0xfc || /* ULA fc00::/7 */
-	       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80);		    /* fe80::/10 */
+	return addrclass_private(sa);
 }
 
 /* Tokens */

@@ -7,26 +7,9 @@
 
 #include <string.h>
 
+#include "addrclass.h"
+
 #define NSEC_PER_SEC 1000000000ull
-
-bool ops_conn_ip_key(const union etr_sockaddr *sa, uint8_t ip[16])
-{
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	if (sa->sa.sa_family == AF_INET) {
-		memcpy(ip, mapped, 12);
-		memcpy(ip + 12, &sa->in.sin_addr, 4);
-		return true;
-	}
-	if (sa->sa.sa_family != AF_INET6)
-		return false;
-	memcpy(ip, &sa->in6.sin6_addr, 16);
-	/* One host may use every address of its /64, as the relay's
-	 * per-IP limits assume too. */
-	if (memcmp(ip, mapped, 12) != 0)
-		memset(ip + 8, 0, 8);
-	return true;
-}
 
 /* The connection that gives way when every slot is live: one of the
  * address that holds the most, its oldest, and only if that address holds
@@ -68,7 +51,7 @@ enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockad
 	int v;
 
 	*victim = -1;
-	if (!ops_conn_ip_key(sa, ip)) {
+	if (!addrclass_key(sa, ip)) {
 		t->refused++;
 		return OPS_CONN_REFUSE_IP;
 	}
@@ -103,7 +86,7 @@ int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void
 {
 	uint8_t ip[16];
 
-	if (!ops_conn_ip_key(sa, ip)) {
+	if (!addrclass_key(sa, ip)) {
 		t->refused++;
 		return -1;
 	}

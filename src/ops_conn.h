@@ -29,7 +29,7 @@
 struct ops_conn {
 	bool used;
 	bool closing;	   /* told to go, waiting for the listener to close it */
-	uint8_t ip[16];	   /* the source, as ops_conn_ip_key makes it */
+	uint8_t ip[16];	   /* the source, as addrclass_key makes it */
 	uint64_t deadline; /* monotonic ns */
 	int fd;
 	void *handle; /* the listener's connection */
@@ -49,10 +49,6 @@ enum ops_conn_verdict {
 	OPS_CONN_REFUSE_IP,  /* the source holds OPS_CONN_PER_IP already */
 	OPS_CONN_REFUSE_FULL /* every slot is taken, none by a slow request */
 };
-
-/* IPv4 as ::ffff:a.b.c.d, IPv4-mapped IPv6 the same, other IPv6 cut to its
- * /64. False for another family. */
-bool ops_conn_ip_key(const union etr_sockaddr *sa, uint8_t ip[16]);
 
 /* Before accepting a connection from sa at `now`: may it have a slot? With
  * all OPS_CONN_MAX taken, the oldest connection of the address holding the

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrclass.h"
+
 /* Marks a used slot's key; no real key has it (see rl_key). */
 #define RL_USED (1ull << 63)
 
@@ -75,31 +77,17 @@ unsigned rl_available(const struct rl_bucket *b, uint64_t now)
 static bool rl_key_bits(const union etr_sockaddr *src, unsigned v4_bits, unsigned v6_bits,
 			uint64_t *hi, uint64_t *lo)
 {
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	uint32_t v4mask = (uint32_t)(0xffffffffull << (32 - v4_bits));
-	const uint8_t *a;
-	uint64_t h = 0;
+	uint8_t k[ADDRCLASS_KEY_LEN];
+	uint64_t h = 0, l = 0;
 
-	if (src->sa.sa_family == AF_INET) {
-		*hi = 0;
-		*lo = RL_USED | 0xffff00000000ull | (ntohl(src->in.sin_addr.s_addr) & v4mask);
-		return true;
-	}
-	if (src->sa.sa_family != AF_INET6)
+	if (!addrclass_prefix(src, v4_bits, v6_bits, k))
 		return false;
-	a = src->in6.sin6_addr.s6_addr;
-	if (memcmp(a, mapped, 12) == 0) {
-		uint32_t v4;
-
-		memcpy(&v4, a + 12, 4);
-		*hi = 0;
-		*lo = RL_USED | 0xffff00000000ull | (ntohl(v4) & v4mask);
-		return true;
+	for (int i = 0; i < 8; i++) {
+		h = h << 8 | k[i];
+		l = l << 8 | k[8 + i];
 	}
-	for (int i = 0; i < 8; i++)
-		h = h << 8 | a[i];
-	*hi = h & ~0ull << (64 - v6_bits);
-	*lo = RL_USED;
+	*hi = h;
+	*lo = RL_USED | l;
 	return true;
 }
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "addrclass.h"
 #include "q3proto.h"
 
 /* One token in fixed point: tokens count in token-nanoseconds, so a rate of
@@ -30,14 +31,14 @@
 /* Most entries a table may have (32 bytes each: 512 MiB). */
 #define RL_TABLE_MAX (1u << 24)
 
-/* IPv6 sources share one bucket per /64, the smallest block a subscriber
- * gets: a single host can use any address of its /64. */
-#define RL_V6_PREFIX_BITS 64
+/* Sources are keyed as addrclass.h says: IPv6 share one bucket per /64,
+ * the smallest block a subscriber gets. */
+#define RL_V6_PREFIX_BITS ADDRCLASS_V6_PREFIX
 
 /* A network, for sharing the players' tokens fairly: an IPv4 /24 or an
  * IPv6 /48 (a site: its /56 and /64 subnets are one network here). */
-#define RL_NET_V4_BITS 24
-#define RL_NET_V6_BITS 48
+#define RL_NET_V4_BITS ADDRCLASS_NET_V4_BITS
+#define RL_NET_V6_BITS ADDRCLASS_NET_V6_BITS
 
 /* A token bucket; all fields in fixed point (RL_ONE is one token). */
 struct rl_bucket {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bogon.h"
+#include "addrclass.h"
 #include "huffman.h"
 #include "json.h"
 #include "log.h"
@@ -40,19 +40,6 @@ static uint64_t random64(void)
 	return v;
 }
 
-/* An IPv4 address as the IPv4-mapped IPv6 address an IPv6 socket uses. */
-static void map_v4(union etr_sockaddr *sa)
-{
-	struct sockaddr_in in = sa->in;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->in6.sin6_family = AF_INET6;
-	sa->in6.sin6_port = in.sin_port;
-	sa->in6.sin6_addr.s6_addr[10] = 0xff;
-	sa->in6.sin6_addr.s6_addr[11] = 0xff;
-	memcpy(&sa->in6.sin6_addr.s6_addr[12], &in.sin_addr, 4);
-}
-
 static void masters_init(struct relay *r)
 {
 	const struct relay_conf *c = r->conf;
@@ -71,7 +58,7 @@ static void masters_init(struct relay *r)
 		/* Literals need no resolver. */
 		if (addr_parse_numeric(lit, &m->addr) == 0) {
 			if (m->addr.sa.sa_family == AF_INET && c->listen.sa.sa_family == AF_INET6)
-				map_v4(&m->addr);
+				addrclass_map_v4(&m->addr);
 			m->numeric = m->have_addr = m->addr.sa.sa_family == c->listen.sa.sa_family;
 			if (m->have_addr)
 				addr_str(&m->addr.sa, r->stats.masters[i].addr);
@@ -167,8 +154,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	r->session_timeout = conf->session_timeout_ms * NS_PER_MS;
 	r->unassured_timeout = conf->unassured_timeout_ms * NS_PER_MS;
 	r->port_next = conf->port_min;
-	r->listener_loopback = bogon_source(&conf->listen, false) &&
-			       !bogon_source(&conf->listen, true);
+	r->listener_loopback = addrclass_bogon(&conf->listen, false) &&
+			       !addrclass_bogon(&conf->listen, true);
 	pthread_mutex_init(&r->stats.lock, NULL);
 	snprintf(r->stats.name, sizeof(r->stats.name), "%s", conf->name);
 	addr_str(&conf->listen.sa, r->stats.public_addr);
@@ -743,7 +730,7 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 		STAT_ADD(r->stats.drops[DROP_BAD_SOURCE], 1);
 		return;
 	}
-	if (bogon_source(&client, r->listener_loopback)) {
+	if (addrclass_bogon(&client, r->listener_loopback)) {
 		refuse(r, &client, d, DROP_BOGON);
 		return;
 	}

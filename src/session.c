@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrclass.h"
+
 int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[16])
 {
 	uint32_t n = 2;
@@ -106,16 +108,7 @@ static void lru_append(struct session_table *t, uint32_t idx)
  * query buckets count the same way). */
 static void ip_key(const union etr_sockaddr *a, uint8_t ip[16])
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (a->sa.sa_family == AF_INET) {
-		memcpy(ip, mapped, 12);
-		memcpy(ip + 12, &a->in.sin_addr, 4);
-		return;
-	}
-	memcpy(ip, &a->in6.sin6_addr, 16);
-	if (memcmp(ip, mapped, 12) != 0)
-		memset(ip + 8, 0, 8);
+	addrclass_key(a, ip);
 }
 
 static uint32_t ip_home(const struct session_table *t, const uint8_t ip[16])

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* Unit tests for bogon.c: which source addresses cannot be real. */
+/* Unit tests for addrclass_bogon: which source addresses cannot be real. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "bogon.h"
+#include "addrclass.h"
 
 /* "ip:port" or "[v6]:port" as the source of a datagram. */
 static union etr_sockaddr src(const char *s)
@@ -24,14 +24,14 @@ static bool bogon(const char *s)
 {
 	union etr_sockaddr sa = src(s);
 
-	return bogon_source(&sa, false);
+	return addrclass_bogon(&sa, false);
 }
 
 static bool bogon_on_loopback(const char *s)
 {
 	union etr_sockaddr sa = src(s);
 
-	return bogon_source(&sa, true);
+	return addrclass_bogon(&sa, true);
 }
 
 static void test_bogon_passes_public_and_private_ipv4(void **state)
@@ -89,9 +89,9 @@ static void test_bogon_refuses_source_port_zero(void **state)
 	(void)state;
 	sa.in.sin_port = 0;
 	sa6.in6.sin6_port = 0;
-	assert_true(bogon_source(&sa, false));
-	assert_true(bogon_source(&sa, true));
-	assert_true(bogon_source(&sa6, false));
+	assert_true(addrclass_bogon(&sa, false));
+	assert_true(addrclass_bogon(&sa, true));
+	assert_true(addrclass_bogon(&sa6, false));
 }
 
 static void test_bogon_passes_global_and_link_local_ipv6(void **state)
@@ -150,8 +150,8 @@ static void test_bogon_refuses_an_unknown_family(void **state)
 	(void)state;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa.sa_family = AF_UNIX;
-	assert_true(bogon_source(&sa, false));
-	assert_true(bogon_source(&sa, true));
+	assert_true(addrclass_bogon(&sa, false));
+	assert_true(addrclass_bogon(&sa, true));
 }
 
 int main(void)

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: ISC */
+/* Address classes: client keys, bogons, private ranges. Each rule is
+ * written once here; the session table, the rate limiter, admission and the
+ * ops plane all ask this file. */
+#include "addrclass.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool addrclass_v4(const union etr_sockaddr *a, uint32_t *v4)
+{
+	const uint8_t *b;
+
+	if (a->sa.sa_family == AF_INET) {
+		*v4 = ntohl(a->in.sin_addr.s_addr);
+		return true;
+	}
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	b = a->in6.sin6_addr.s6_addr;
+	if (memcmp(b, mapped_prefix, sizeof(mapped_prefix)) != 0)
+		return false;
+	*v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+	return true;
+}
+
+bool addrclass_prefix(const union etr_sockaddr *a, unsigned v4_bits, unsigned v6_bits,
+		      uint8_t key[ADDRCLASS_KEY_LEN])
+{
+	uint32_t v4;
+
+	if (addrclass_v4(a, &v4)) {
+		if (v4_bits < 32)
+			v4 &= v4_bits ? ~0u << (32 - v4_bits) : 0;
+		v4 = htonl(v4);
+		memcpy(key, mapped_prefix, sizeof(mapped_prefix));
+		memcpy(key + 12, &v4, 4);
+		return true;
+	}
+	memset(key, 0, ADDRCLASS_KEY_LEN);
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	if (v6_bits > 128)
+		v6_bits = 128;
+	memcpy(key, a->in6.sin6_addr.s6_addr, v6_bits / 8);
+	if (v6_bits % 8)
+		key[v6_bits / 8] = (uint8_t)(a->in6.sin6_addr.s6_addr[v6_bits / 8] &
+					     (0xff << (8 - v6_bits % 8)));
+	return true;
+}
+
+bool addrclass_key(const union etr_sockaddr *a, uint8_t key[ADDRCLASS_KEY_LEN])
+{
+	return addrclass_prefix(a, 32, ADDRCLASS_V6_PREFIX, key);
+}
+
+bool addrclass_key_is_v4(const uint8_t key[ADDRCLASS_KEY_LEN])
+{
+	return memcmp(key, mapped_prefix, sizeof(mapped_prefix)) == 0;
+}
+
+void addrclass_map_v4(union etr_sockaddr *a)
+{
+	struct sockaddr_in in;
+
+	if (a->sa.sa_family != AF_INET)
+		return;
+	in = a->in;
+	memset(a, 0, sizeof(*a));
+	a->in6.sin6_family = AF_INET6;
+	a->in6.sin6_port = in.sin_port;
+	memcpy(a->in6.sin6_addr.s6_addr, mapped_prefix, sizeof(mapped_prefix));
+	memcpy(&a->in6.sin6_addr.s6_addr[12], &in.sin_addr, 4);
+}
+
+/* v4 in host byte order. */
+static bool bogon_v4(uint32_t v4, bool listener_loopback)
+{
+	uint8_t first = (uint8_t)(v4 >> 24);
+
+	if (first == 0)
+		return true; /* "this network": only a source during DHCP */
+	if (first == 127)
+		return !listener_loopback;
+	/* 224/4 multicast and 240/4 reserved, 255.255.255.255 among them:
+	 * a sender address is always unicast. */
+	return first >= 224;
+}
+
+bool addrclass_bogon(const union etr_sockaddr *src, bool listener_loopback)
+{
+	static const uint8_t zero[15] = { 0 };
+	const uint8_t *b;
+	uint32_t v4;
+
+	if (src->sa.sa_family != AF_INET && src->sa.sa_family != AF_INET6)
+		return true;
+	/* sin_port and sin6_port sit at the same offset. */
+	if (src->in.sin_port == 0)
+		return true;
+	if (addrclass_v4(src, &v4))
+		return bogon_v4(v4, listener_loopback);
+	b = src->in6.sin6_addr.s6_addr;
+	if (memcmp(b, zero, sizeof(zero)) == 0) {
+		if (b[15] == 0)
+			return true; /* :: */
+		if (b[15] == 1)
+			return !listener_loopback; /* ::1 */
+	}
+	return b[0] == 0xff;
+}
+
+bool addrclass_loopback(const union etr_sockaddr *a)
+{
+	uint32_t v4;
+
+	if (addrclass_v4(a, &v4))
+		return v4 >> 24 == 127;
+	return a->sa.sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
+}
+
+/* v4 in host byte order. */
+static bool private_v4(uint32_t a)
+{
+	return (a >> 24) == 127 ||		 /* loopback */
+	       (a >> 24) == 10 ||		 /* RFC 1918 */
+	       (a >> 20) == (172u << 4 | 1) ||	 /* RFC 1918 172.16/12 */
+	       (a >> 16) == (192u << 8 | 168) || /* RFC 1918 */
+	       (a >> 22) == (100u << 2 | 1) ||	 /* CGNAT 100.64/10 */
+	       (a >> 16) == (169u << 8 | 254);	 /* link-local */
+}
+
+bool addrclass_private(const union etr_sockaddr *a)
+{
+	const uint8_t *b;
+	uint32_t v4;
+
+	if (addrclass_v4(a, &v4))
+		return private_v4(v4);
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	b = a->in6.sin6_addr.s6_addr;
+	return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr) ||
+	       (b[0] & 0xfe) == 0xfc ||			/* ULA fc00::/7 */
+	       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80); /* fe80::/10 */
+}

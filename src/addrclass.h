@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: ISC */
+/* What kind of address a sender is: the key a client is counted under
+ * (IPv4 and IPv4-mapped IPv6 as one, IPv6 cut to its /64), bogons and
+ * private ranges. The one place these rules are written. Pure. */
+#ifndef ETR_ADDRCLASS_H
+#define ETR_ADDRCLASS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+/* IPv6 clients are counted per /64, the smallest block a subscriber gets:
+ * one host can use any address of its /64. */
+#define ADDRCLASS_V6_PREFIX 64
+
+/* A network, for rules shared by neighbours: an IPv4 /24 or an IPv6 /48
+ * (a site: its /56 and /64 subnets are one network). */
+#define ADDRCLASS_NET_V4_BITS 24
+#define ADDRCLASS_NET_V6_BITS 48
+
+/* Bytes of a client key (an IPv6 address). */
+#define ADDRCLASS_KEY_LEN 16
+
+/* The IPv4 address (host byte order) of an AF_INET address or an
+ * IPv4-mapped IPv6 one (::ffff:a.b.c.d); false for anything else. */
+bool addrclass_v4(const union etr_sockaddr *a, uint32_t *v4);
+
+/* The key a client is counted under, for every per-IP rule: IPv4 and
+ * IPv4-mapped IPv6 as ::ffff:a.b.c.d (so an IPv4 client counts the same on
+ * an IPv4 and on a dual-stack IPv6 socket), other IPv6 with all but its
+ * first ADDRCLASS_V6_PREFIX bits zero. Port and scope play no part. False
+ * (key zeroed) for another family. */
+bool addrclass_key(const union etr_sockaddr *a, uint8_t key[ADDRCLASS_KEY_LEN]);
+
+/* The key of a's prefix: as addrclass_key, with an IPv4 address cut to its
+ * first v4_bits (1..32) and other IPv6 to its first v6_bits (1..128).
+ * addrclass_key is addrclass_prefix(a, 32, ADDRCLASS_V6_PREFIX, key). */
+bool addrclass_prefix(const union etr_sockaddr *a, unsigned v4_bits, unsigned v6_bits,
+		      uint8_t key[ADDRCLASS_KEY_LEN]);
+
+/* True when a key came from an IPv4 (or IPv4-mapped) address. */
+bool addrclass_key_is_v4(const uint8_t key[ADDRCLASS_KEY_LEN]);
+
+/* Rewrite an AF_INET address as the IPv4-mapped AF_INET6 address a
+ * dual-stack IPv6 socket sees, port kept. Other families are left alone. */
+void addrclass_map_v4(union etr_sockaddr *a);
+
+/* True when src cannot be a real sender: an unknown family, port 0,
+ * 0.0.0.0/8, 127.0.0.0/8 (unless the listener itself is on loopback),
+ * 224.0.0.0/4 multicast, 240.0.0.0/4 reserved and broadcast, ::, ::1 (unless
+ * on loopback), ff00::/8 multicast, and the IPv4-mapped forms of the IPv4
+ * ranges. Private ranges are not bogons: a relay on a LAN or a tunnel sees
+ * them. */
+bool addrclass_bogon(const union etr_sockaddr *src, bool listener_loopback);
+
+/* True for a loopback address: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104. */
+bool addrclass_loopback(const union etr_sockaddr *a);
+
+/* True for loopback, RFC 1918, CGNAT (100.64/10), ULA (fc00::/7),
+ * link-local (169.254/16, fe80::/10), and IPv4-mapped forms of these. The
+ * unspecified addresses (0.0.0.0, ::) are not: they include public ones. */
+bool addrclass_private(const union etr_sockaddr *a);
+
+#endif
