@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
-/* Routes loop events to the relay whose index the id carries, and owns what
- * belongs to the whole process: signals, the drain on the way out, the ops
+/* Routes loop events through the endpoint table, and owns what belongs to
+ * the whole process: signals, the drain on the way out, the ops
  * plane and systemd's notify protocol. */
 #include "daemon.h"
 
@@ -21,9 +21,6 @@
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
-/* The daemon's own fds, by loop id ref. */
-enum { DAEMON_FD_SIGNAL, DAEMON_FD_CALL };
-
 /* While draining on the way out, how often to look for the last session. */
 #define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
@@ -34,13 +31,6 @@ static uint32_t sessions_active(const struct daemon *d)
 	for (unsigned i = 0; i < d->nrelays; i++)
 		n += d->relays[i].st.active;
 	return n;
-}
-
-static struct relay *relay_of(struct daemon *d, uint32_t id)
-{
-	unsigned i = RELAY_ID_RELAY(id);
-
-	return i < d->nrelays ? &d->relays[i] : NULL;
 }
 
 static void notify_status(struct daemon *d)
@@ -200,44 +190,47 @@ static void sessions_render(struct daemon *d)
 	pthread_mutex_unlock(&d->call.lock);
 }
 
+static void signal_readable(void *obj, uint32_t ref)
+{
+	(void)ref;
+	on_signal(obj);
+}
+
+static void call_readable(void *obj, uint32_t ref)
+{
+	(void)ref;
+	sessions_render(obj);
+}
+
+static const struct endpoint_ops daemon_signal_ops = {
+	.name = "signal",
+	.on_readable = signal_readable,
+};
+
+static const struct endpoint_ops daemon_call_ops = {
+	.name = "call",
+	.on_readable = call_readable,
+};
+
+/* Loop events: through the endpoint table, to whoever registered the id. */
 static void h_dgram(void *arg, uint32_t id, struct loop_dgram *dg)
 {
-	struct relay *r = relay_of(arg, id);
-
-	if (r)
-		relay_on_dgram(r, id, dg);
+	endpoint_dgram(&((struct daemon *)arg)->ep, id, dg);
 }
 
 static void h_recv_error(void *arg, uint32_t id, int err)
 {
-	struct relay *r = relay_of(arg, id);
-
-	if (r && RELAY_ID_KIND(id) != RELAY_ID_DAEMON)
-		relay_on_recv_error(r, id, err);
+	endpoint_recv_error(&((struct daemon *)arg)->ep, id, err);
 }
 
 static void h_sent(void *arg, uint32_t id, int res)
 {
-	struct relay *r = relay_of(arg, id);
-
-	if (r)
-		relay_on_sent(r, id, res);
+	endpoint_sent(&((struct daemon *)arg)->ep, id, res);
 }
 
 static void h_readable(void *arg, uint32_t id)
 {
-	struct daemon *d = arg;
-	struct relay *r;
-
-	if (RELAY_ID_KIND(id) == RELAY_ID_DAEMON) {
-		if (RELAY_ID_REF(id) == DAEMON_FD_CALL)
-			sessions_render(d);
-		else
-			on_signal(d);
-		return;
-	}
-	if ((r = relay_of(d, id)))
-		relay_on_readable(r, id);
+	endpoint_readable(&((struct daemon *)arg)->ep, id);
 }
 
 static void h_tick(void *arg, uint64_t now)
@@ -332,6 +325,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	pthread_condattr_t ca;
 
 	memset(d, 0, sizeof(*d));
+	endpoint_table_init(&d->ep);
 	d->conf = conf;
 	d->sig_fd = -1;
 	pthread_mutex_init(&d->call.lock, NULL);
@@ -368,12 +362,15 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("signalfd");
 		return EXIT_FAILURE;
 	}
-	rc = d->ops->watch(d->loop, d->sig_fd, RELAY_ID(RELAY_ID_DAEMON, 0, DAEMON_FD_SIGNAL));
+	rc = endpoint_add(&d->ep, &daemon_signal_ops, d);
+	if (rc >= 0)
+		rc = d->ops->watch(d->loop, d->sig_fd, endpoint_id(&d->ep, (unsigned)rc));
 	if (rc == 0)
-		rc = d->ops->watch(d->loop, d->call.efd,
-				   RELAY_ID(RELAY_ID_DAEMON, 0, DAEMON_FD_CALL));
+		rc = endpoint_add(&d->ep, &daemon_call_ops, d);
+	if (rc >= 0)
+		rc = d->ops->watch(d->loop, d->call.efd, endpoint_id(&d->ep, (unsigned)rc));
 	for (unsigned i = 0; i < d->nrelays && rc == 0; i++)
-		rc = relay_attach(&d->relays[i], d->ops, d->loop);
+		rc = relay_attach(&d->relays[i], d->ops, d->loop, &d->ep);
 	if (rc < 0) {
 		log_warnx("%s: registering sockets: %s", d->ops->name, strerror(-rc));
 		return EXIT_FAILURE;

@@ -11,11 +11,19 @@
 
 #include "banlist.h"
 #include "config.h"
+#include "endpoint.h"
 #include "loop.h"
 #include "relay.h"
 #include "stats.h"
 
 struct ops;
+
+/* Endpoints of the daemon's own: the signalfd and the ops plane's call. */
+#define DAEMON_ENDPOINTS 2
+
+/* Every relay and the daemon find a slot in the endpoint table. */
+_Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + DAEMON_ENDPOINTS <= ENDPOINT_MAX,
+	       "CONF_RELAYS_MAX relays do not fit the endpoint table");
 
 struct daemon {
 	const struct etr_conf *conf;
@@ -23,6 +31,7 @@ struct daemon {
 	struct loop *loop;
 	struct relay relays[CONF_RELAYS_MAX];
 	unsigned nrelays;
+	struct endpoint_table ep; /* what every loop id names */
 	struct etr_stats stats;
 	struct ops *ops_plane;
 	struct banlist bans; /* from ban-file; empty without one */

@@ -214,23 +214,46 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	return 0;
 }
 
-int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l)
+static const struct endpoint_ops relay_public_ops, relay_session_ops, relay_probe_ops,
+	relay_resolver_ops;
+
+int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
+		 struct endpoint_table *ep)
 {
+	int s[RELAY_ENDPOINTS];
 	int err;
 
 	r->ops = ops;
 	r->loop = l;
-	err = ops->add_socket(l, r->pub_fd, RELAY_ID(RELAY_ID_PUBLIC, r->index, 0));
+	r->ep = ep;
+	s[0] = endpoint_add(ep, &relay_public_ops, r);
+	s[1] = endpoint_add(ep, &relay_session_ops, r);
+	s[2] = endpoint_add(ep, &relay_probe_ops, r);
+	s[3] = endpoint_add(ep, &relay_resolver_ops, r);
+	for (unsigned i = 0; i < RELAY_ENDPOINTS; i++)
+		if (s[i] < 0) {
+			for (unsigned j = 0; j < RELAY_ENDPOINTS; j++)
+				if (s[j] >= 0)
+					endpoint_del(ep, (unsigned)s[j]);
+			r->ep = NULL;
+			return -ENOSPC;
+		}
+	r->ep_public = (unsigned)s[0];
+	r->ep_sessions = (unsigned)s[1];
+	r->ep_probe = (unsigned)s[2];
+	r->ep_resolver = (unsigned)s[3];
+	r->attached = true;
+	err = ops->add_socket(l, r->pub_fd, endpoint_id(ep, r->ep_public));
 	if (!err)
-		err = ops->add_socket(l, r->probe_fd, RELAY_ID(RELAY_ID_PROBE, r->index, 0));
+		err = ops->add_socket(l, r->probe_fd, endpoint_id(ep, r->ep_probe));
 	if (!err)
-		err = ops->watch(l, r->res_fd, RELAY_ID(RELAY_ID_RESOLVER, r->index, 0));
+		err = ops->watch(l, r->res_fd, endpoint_id(ep, r->ep_resolver));
 	return err;
 }
 
 static uint32_t session_id(const struct relay *r, uint32_t idx)
 {
-	return RELAY_ID(RELAY_ID_SESSION, r->index, session_ref(&r->st, idx));
+	return endpoint_ref_id(r->ep_sessions, session_ref(&r->st, idx));
 }
 
 static void session_close(struct relay *r, uint32_t idx, enum stats_close why)
@@ -1099,38 +1122,48 @@ static void from_probe(struct relay *r, struct loop_dgram *d)
 	hb_actions(r, act, d->now);
 }
 
-void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d)
+/* The relay's endpoints: what each of its fds does with a loop event. */
+
+static void public_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 {
-	switch (RELAY_ID_KIND(id)) {
-	case RELAY_ID_PUBLIC:
-		from_client(r, d);
-		break;
-	case RELAY_ID_SESSION:
-		from_server(r, RELAY_ID_REF(id), d);
-		break;
-	case RELAY_ID_PROBE:
-		from_probe(r, d);
-		break;
-	default:
-		break;
-	}
+	(void)ref;
+	from_client(obj, d);
 }
 
-void relay_on_recv_error(struct relay *r, uint32_t id, int err)
+static void public_recv_error(void *obj, uint32_t ref, int err)
 {
+	(void)obj;
+	(void)ref;
+	log_debug("receive on the public socket: %s", strerror(-err));
+}
+
+static void probe_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	(void)ref;
+	from_probe(obj, d);
+}
+
+/* The probe's own refusals show in the probe rounds, not as refused sends;
+ * a closed port ends the attempt early. */
+static void probe_recv_error(void *obj, uint32_t ref, int err)
+{
+	struct relay *r = obj;
+
+	(void)ref;
+	if (err == -ECONNREFUSED)
+		hb_probe_refused(&r->hb, loop_now());
+}
+
+static void session_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	from_server(obj, ref, d);
+}
+
+static void session_recv_error(void *obj, uint32_t ref, int err)
+{
+	struct relay *r = obj;
 	uint32_t idx;
 
-	/* The probe's own refusals show in the probe rounds, not here; a
-	 * closed port ends the attempt early. */
-	if (RELAY_ID_KIND(id) == RELAY_ID_PROBE) {
-		if (err == -ECONNREFUSED)
-			hb_probe_refused(&r->hb, loop_now());
-		return;
-	}
-	if (RELAY_ID_KIND(id) != RELAY_ID_SESSION) {
-		log_debug("receive on the public socket: %s", strerror(-err));
-		return;
-	}
 	/* A closed game-server port shows up on its connected sockets; the
 	 * session stays, the server may come back. So do passing conditions. */
 	if (err == -ECONNREFUSED) {
@@ -1144,20 +1177,21 @@ void relay_on_recv_error(struct relay *r, uint32_t id, int err)
 	if (err == -EAGAIN || err == -EINTR || err == -ENOBUFS || err == -ENOMEM)
 		return;
 	/* Anything else and the socket is of no further use. */
-	idx = session_deref(&r->st, RELAY_ID_REF(id));
+	idx = session_deref(&r->st, ref);
 	if (idx != SESSION_NONE) {
 		log_debug("session socket: %s", strerror(-err));
 		session_close(r, idx, CLOSE_ERROR);
 	}
 }
 
-void relay_on_sent(struct relay *r, uint32_t id, int res)
+/* Every forward is queued under its session's id, whichever socket it
+ * leaves from. */
+static void session_sent(void *obj, uint32_t ref, int res)
 {
+	struct relay *r = obj;
 	uint32_t idx;
 
-	if (RELAY_ID_KIND(id) != RELAY_ID_SESSION)
-		return;
-	idx = session_deref(&r->st, RELAY_ID_REF(id));
+	idx = session_deref(&r->st, ref);
 	if (idx != SESSION_NONE && r->st.s[idx].queued > 0)
 		r->st.s[idx].queued--;
 	if (res >= 0)
@@ -1185,11 +1219,36 @@ void relay_on_tick(struct relay *r, uint64_t now)
 	check_masters(r, now);
 }
 
-void relay_on_readable(struct relay *r, uint32_t id)
+static void resolver_readable(void *obj, uint32_t ref)
 {
-	if (RELAY_ID_KIND(id) == RELAY_ID_RESOLVER)
-		on_resolved(r);
+	(void)ref;
+	on_resolved(obj);
 }
+
+static const struct endpoint_ops relay_public_ops = {
+	.name = "public",
+	.on_dgram = public_dgram,
+	.on_recv_error = public_recv_error,
+};
+
+static const struct endpoint_ops relay_session_ops = {
+	.name = "session",
+	.multi = true,
+	.on_dgram = session_dgram,
+	.on_recv_error = session_recv_error,
+	.on_sent = session_sent,
+};
+
+static const struct endpoint_ops relay_probe_ops = {
+	.name = "probe",
+	.on_dgram = probe_dgram,
+	.on_recv_error = probe_recv_error,
+};
+
+static const struct endpoint_ops relay_resolver_ops = {
+	.name = "resolver",
+	.on_readable = resolver_readable,
+};
 
 uint64_t relay_next_deadline(const struct relay *r)
 {
@@ -1223,6 +1282,13 @@ void relay_close(struct relay *r)
 	if (r->probe_fd >= 0)
 		close(r->probe_fd);
 	resolver_destroy(r->res);
+	if (r->attached) {
+		endpoint_del(r->ep, r->ep_public);
+		endpoint_del(r->ep, r->ep_sessions);
+		endpoint_del(r->ep, r->ep_probe);
+		endpoint_del(r->ep, r->ep_resolver);
+		r->attached = false;
+	}
 	session_table_free(&r->st);
 	rl_table_free(&r->ip_rl);
 	rl_table_free(&r->ip_sess_rl);

@@ -10,6 +10,7 @@
 
 #include "banlist.h"
 #include "config.h"
+#include "endpoint.h"
 #include "heartbeat.h"
 #include "loop.h"
 #include "qcache.h"
@@ -38,9 +39,15 @@ struct resolver;
 
 struct relay {
 	const struct relay_conf *conf;
-	unsigned index; /* in the daemon: part of every loop id */
+	unsigned index; /* in the daemon's list */
 	const struct loop_ops *ops;
 	struct loop *loop;
+	/* Its endpoints in the loop's table: the public socket, the sessions
+	 * (one multi endpoint, refs from session_ref), the probe socket, the
+	 * resolver's fd. */
+	struct endpoint_table *ep;
+	unsigned ep_public, ep_sessions, ep_probe, ep_resolver;
+	bool attached;
 	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
 	int pub_fd;
 	union etr_sockaddr upstream;
@@ -71,33 +78,24 @@ struct relay {
 	struct relay_stats stats;
 };
 
-/* Loop ids: kind (4 bits) | relay index (4 bits) | session ref (24 bits). */
-enum relay_id_kind {
-	RELAY_ID_PUBLIC = 1,
-	RELAY_ID_SESSION = 2,
-	RELAY_ID_PROBE = 3,
-	RELAY_ID_RESOLVER = 4,
-	RELAY_ID_DAEMON = 15, /* not a relay's: the daemon's own fds */
-};
-#define RELAY_ID(kind, relay, ref) \
-	((uint32_t)(kind) << 28 | (uint32_t)(relay) << SESSION_REF_BITS | (ref))
-#define RELAY_ID_KIND(id) ((id) >> 28)
-#define RELAY_ID_RELAY(id) ((id) >> SESSION_REF_BITS & 0xf)
-#define RELAY_ID_REF(id) ((id) & ((1u << SESSION_REF_BITS) - 1))
+/* Endpoints one relay registers (relay_attach). */
+#define RELAY_ENDPOINTS 4
+
+/* A session's ref must fit an endpoint ref. */
+_Static_assert(SESSION_REF_BITS <= ENDPOINT_REF_BITS, "session refs are endpoint refs");
 
 /* Bind the public socket, open the probe socket and the resolver; upstream
  * is resolved already. Logs what failed. Returns 0 or -errno. */
 int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	       const union etr_sockaddr *upstream, struct etr_stats *global);
 
-/* Register the relay's fds with the loop. Returns 0 or -errno. */
-int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l);
+/* Register the relay's RELAY_ENDPOINTS endpoints in ep and its fds with
+ * the loop; loop events then reach the relay through ep. Returns 0 or
+ * -errno (-ENOSPC: the table is full). */
+int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
+		 struct endpoint_table *ep);
 
-/* Loop events for this relay (the daemon routes them by RELAY_ID_RELAY). */
-void relay_on_dgram(struct relay *r, uint32_t id, struct loop_dgram *d);
-void relay_on_recv_error(struct relay *r, uint32_t id, int err);
-void relay_on_sent(struct relay *r, uint32_t id, int res);
-void relay_on_readable(struct relay *r, uint32_t id);
+/* The relay's timers (the daemon asks every relay each turn). */
 void relay_on_tick(struct relay *r, uint64_t now);
 uint64_t relay_next_deadline(const struct relay *r);
 
