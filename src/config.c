@@ -257,7 +257,7 @@ static const char *set_master(struct etr_conf *c, struct relay_conf *r, const st
 	if (!ly->masters_replaced)
 		r->nmasters = 0, ly->masters_replaced = true;
 	if (r->nmasters == CONF_MASTERS_MAX)
-		return "too many masters (at most 8)";
+		return "too many masters (at most " CONF_STR(CONF_MASTERS_MAX) ")";
 	m.line = ly->line;
 	r->masters[r->nmasters++] = m;
 	return NULL;

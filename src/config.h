@@ -11,8 +11,15 @@
 
 #include "addr.h"
 
-#define CONF_RELAYS_MAX 16
+/* Relays per process. Each takes RELAY_ENDPOINTS slots of the loop's
+ * endpoint table (daemon.h asserts they fit); the rest is left for the
+ * listeners to come. */
+#define CONF_RELAYS_MAX 60
+/* Masters per relay. */
 #define CONF_MASTERS_MAX 8
+/* A limit's number as a string literal, for messages. */
+#define CONF_STR_(x) #x
+#define CONF_STR(x) CONF_STR_(x)
 /* Keys of the option table (src/config.c asserts it has no more). */
 #define CONF_KEYS_MAX 64
 /* key_line[] of a key set on the command line. */

@@ -81,6 +81,9 @@ struct relay {
 /* Endpoints one relay registers (relay_attach). */
 #define RELAY_ENDPOINTS 4
 
+/* session.master holds 1 + a master's index. */
+_Static_assert(CONF_MASTERS_MAX < UINT8_MAX, "a master index must fit session.master");
+
 /* A session's ref must fit an endpoint ref. */
 _Static_assert(SESSION_REF_BITS <= ENDPOINT_REF_BITS, "session refs are endpoint refs");
 

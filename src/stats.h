@@ -12,9 +12,11 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "config.h"
 
-#define STATS_RELAYS_MAX 16
-#define STATS_MASTERS_MAX 8
+/* The limits are the configuration's, named there once. */
+#define STATS_RELAYS_MAX CONF_RELAYS_MAX
+#define STATS_MASTERS_MAX CONF_MASTERS_MAX
 
 /* Single-writer increment: no read-modify-write bus lock. */
 #define STAT_ADD(field, n)                                                              \

@@ -1780,54 +1780,68 @@ static size_t relays_text(char *text, size_t size, unsigned n, const char *extra
 	return len;
 }
 
-static void test_config_sixteen_relays_are_accepted(void **state)
+/* ":L: " for line l of the file. */
+static const char *line_prefix(char buf[32], unsigned l)
 {
-	static char text[4096];
+	snprintf(buf, 32, PATH ":%u: ", l);
+	return buf;
+}
+
+static void test_config_relays_up_to_the_limit_are_accepted(void **state)
+{
+	static char text[16384];
 	static struct etr_conf c;
 	struct conf_errors e;
+	const unsigned last = CONF_RELAYS_MAX - 1;
+	char name[16];
 
 	(void)state;
+	assert_true(CONF_RELAYS_MAX > 16); /* past the old 4-bit relay index */
 	relays_text(text, sizeof(text), CONF_RELAYS_MAX, "");
 	assert_int_equal(run(&c, &e, text, NOARGS), 0);
 	assert_errors(&e, 0);
 	assert_int_equal(c.nrelays, CONF_RELAYS_MAX);
-	assert_string_equal(c.relays[15].name, "r16");
-	assert_int_equal(c.relays[15].line, 46);
-	assert_v4(&c.relays[15].listen, "127.0.0.1", 1016);
+	snprintf(name, sizeof(name), "r%u", CONF_RELAYS_MAX);
+	assert_string_equal(c.relays[last].name, name);
+	assert_int_equal(c.relays[last].line, 3 * last + 1);
+	assert_v4(&c.relays[last].listen, "127.0.0.1", 1000 + CONF_RELAYS_MAX);
 }
 
-static void test_config_seventeenth_relay_is_an_error_at_its_header(void **state)
+static void test_config_relay_past_the_limit_is_an_error_at_its_header(void **state)
 {
-	static char text[4096];
+	static char text[16384];
 	static struct etr_conf c;
 	struct conf_errors e;
+	char at[32];
 
 	(void)state;
 	relays_text(text, sizeof(text), CONF_RELAYS_MAX + 1, "");
 	assert_int_equal(args(&c, &e, NOARGS), 0);
 	assert_int_equal(load(&c, &e, text), -1);
 	assert_errors(&e, 1);
-	assert_err_line(&e, PATH ":49: ", "16", NULL);
+	assert_err_line(&e, line_prefix(at, 3 * CONF_RELAYS_MAX + 1),
+			"at most " CONF_STR(CONF_RELAYS_MAX), NULL);
 	assert_int_equal(c.nrelays, CONF_RELAYS_MAX);
 }
 
-static void test_config_lines_of_a_seventeenth_relay_are_still_checked(void **state)
+static void test_config_lines_of_a_relay_past_the_limit_are_still_checked(void **state)
 {
-	static char text[4096];
+	static char text[16384];
 	static struct etr_conf c;
 	struct conf_errors e;
+	const unsigned end = 3 * (CONF_RELAYS_MAX + 1); /* the sections' last line */
+	char at[32];
 
 	(void)state;
-	/* 17 sections end at line 51. */
 	relays_text(text, sizeof(text), CONF_RELAYS_MAX + 1,
-		    "game doom\n"   /* 52 */
-		    "debug yes\n"); /* 53 */
+		    "game doom\n"   /* end + 1 */
+		    "debug yes\n"); /* end + 2 */
 	assert_int_equal(args(&c, &e, NOARGS), 0);
 	assert_int_equal(load(&c, &e, text), -1);
 	assert_errors(&e, 3);
-	assert_err_line(&e, PATH ":49: ", NULL, NULL);
-	assert_err_line(&e, PATH ":52: ", "game", "doom");
-	assert_err_line(&e, PATH ":53: ", "debug", NULL);
+	assert_err_line(&e, line_prefix(at, end - 2), NULL, NULL);
+	assert_err_line(&e, line_prefix(at, end + 1), "game", "doom");
+	assert_err_line(&e, line_prefix(at, end + 2), "debug", NULL);
 	assert_false(c.debug);
 }
 
@@ -2433,9 +2447,9 @@ int main(void)
 	    cmocka_unit_test(test_config_file_with_crlf_line_endings_is_read_alike),
 	    cmocka_unit_test(test_config_file_nul_byte_is_an_error_at_its_line),
 	    cmocka_unit_test(test_config_file_line_over_1023_bytes_is_an_error),
-	    cmocka_unit_test(test_config_sixteen_relays_are_accepted),
-	    cmocka_unit_test(test_config_seventeenth_relay_is_an_error_at_its_header),
-	    cmocka_unit_test(test_config_lines_of_a_seventeenth_relay_are_still_checked),
+	    cmocka_unit_test(test_config_relays_up_to_the_limit_are_accepted),
+	    cmocka_unit_test(test_config_relay_past_the_limit_is_an_error_at_its_header),
+	    cmocka_unit_test(test_config_lines_of_a_relay_past_the_limit_are_still_checked),
 	    cmocka_unit_test(test_config_file_without_final_newline_reads_the_last_line),
 	    cmocka_unit_test(test_config_empty_file_leaves_the_command_line_relay),
 	    cmocka_unit_test(test_config_top_level_keys_are_inherited_by_every_relay),
