@@ -81,6 +81,10 @@ static int relay_budget_init(struct relay *r, uint64_t now)
 	if (masters > burst - RELAY_RESERVE_PLAYER - 1)
 		masters = burst - RELAY_RESERVE_PLAYER - 1;
 	r->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
+	/* DarkPlaces tells clients apart by address and port (the relay's
+	 * session ports keep them apart) and has no qport: bytes 4-5 of its
+	 * packets are part of a sequence number, or ciphertext. */
+	r->qport_rules = strcmp(c->game, "DP") != 0;
 	rl_bucket_init(&r->cache_pkts, c->query_cache_rate, c->query_cache_rate, now);
 	rl_bucket_init(&r->cache_bytes, c->query_cache_bytes, c->query_cache_bytes, now);
 	err = rl_budget_init(&r->budget, burst, c->server_query_rate, masters, RELAY_RESERVE_PLAYER,
@@ -660,6 +664,24 @@ static void qport_refuse(struct relay *r, uint32_t idx, uint32_t owner, uint16_t
 
 	STAT_ADD(r->stats.qport_collisions, 1);
 	refuse(r, &s->client, d, why);
+	/* Two real players whose clients picked the same qport (ioquake3 takes
+	 * it from the clock at start-up) cannot both play behind one address:
+	 * the one refused is told why, on its connect screen, rather than
+	 * left waiting. Its connect was challenged and passed its source's
+	 * query bucket, and the answer is about as large: no amplifier. */
+	if (why == DROP_QPORT_OWNED && q3_is_connectionless(d->data, d->len)) {
+		char text[128];
+		uint8_t pkt[136];
+		int n;
+
+		snprintf(text, sizeof(text),
+			 "print\nqport %u is in use by another player here: restart the game "
+			 "(or set net_qport) and connect again\n",
+			 q);
+		n = q3_build(pkt, sizeof(pkt), text);
+		if (n > 0)
+			net_send_copy(r->pub_fd, &s->client, pkt, (size_t)n);
+	}
 	if (d->now < r->qport_log_next)
 		return;
 	r->qport_log_next = d->now + NS_PER_SEC;
@@ -743,6 +765,29 @@ static bool note_player(struct relay *r, uint32_t idx, const struct loop_dgram *
 	return true;
 }
 
+/* A client connects with the challenge the game server sent to its
+ * address and port, which here is its session's socket: a connect on a
+ * session that was never sent one is refused by the game server anyway
+ * ("no or bad challenge"). Refused here, before the budget, the Huffman
+ * decoding and the qport rules, a flood of forged connects costs nothing
+ * and cannot use up what real players' connects need: those the relay
+ * examines are bounded by the challenges the game server's budget lets
+ * out. DarkPlaces answers "challenge", not challengeResponse, and is left
+ * to its server. */
+static bool connect_challenged(struct relay *r, const union etr_sockaddr *client,
+			       const struct loop_dgram *d)
+{
+	uint32_t idx;
+
+	if (!r->qport_rules)
+		return true;
+	idx = session_lookup(&r->st, client);
+	if (idx != SESSION_NONE && r->st.s[idx].challenged)
+		return true;
+	refuse(r, client, d, DROP_CONNECT_UNCHALLENGED);
+	return false;
+}
+
 static void from_client(struct relay *r, struct loop_dgram *d)
 {
 	union etr_sockaddr client;
@@ -768,6 +813,8 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 	/* In-game traffic (most packets) skips the command parsing. */
 	if (q3_is_connectionless(d->data, d->len)) {
 		cmd = q3_classify(d->data, d->len);
+		if (cmd == Q3_CONNECT && !connect_challenged(r, &client, d))
+			return;
 		if (!admit_query(r, &client, cmd, d))
 			return;
 	}
@@ -796,9 +843,9 @@ static void from_client(struct relay *r, struct loop_dgram *d)
 				d)) == SESSION_NONE)
 		return;
 	log_packet(r, &client, d, "->");
-	if (cmd == Q3_GAME && !note_qport(r, idx, d))
+	if (r->qport_rules && cmd == Q3_GAME && !note_qport(r, idx, d))
 		return;
-	if (cmd == Q3_CONNECT && !note_player(r, idx, d))
+	if (r->qport_rules && cmd == Q3_CONNECT && !note_player(r, idx, d))
 		return;
 	if (forward(r, idx, r->st.s[idx].fd, NULL, d)) {
 		session_heard_up(&r->st, idx, d->now);
@@ -906,8 +953,10 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 		/* Not proof either, but the client's connect, tied by the game
 		 * server to this session's port, is on its way: no eviction or
 		 * unassured timeout may change that port before it arrives. */
-		else if (cmd == Q3_CHALLENGERESPONSE)
+		else if (cmd == Q3_CHALLENGERESPONSE) {
+			s->challenged = true;
 			session_grace(&r->st, idx, d->now + CONF_CHALLENGE_GRACE * NS_PER_MS);
+		}
 	} else {
 		/* In-game traffic: a player. Its IP stays proven while it
 		 * plays: the stamp is renewed every 1024 packets (about a

@@ -73,6 +73,7 @@ struct relay {
 	struct qcache cache;        /* its last getinfo/getstatus replies */
 	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
 	bool connect_counts;        /* the game server rate-limits connect */
+	bool qport_rules;           /* the game's netchan has a qport (not DarkPlaces) */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	uint64_t qport_log_next;    /* ns: qport refusals are logged once a second */
 	struct relay_stats stats;

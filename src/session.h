@@ -53,6 +53,7 @@ struct session {
 	bool live;
 	bool assured;     /* the game server has answered this client */
 	bool qport_known;
+	bool challenged;  /* the game server sent this client a challengeResponse */
 	uint16_t qport;      /* from its connect, else its first in-game packet */
 	char name[32];       /* player name from its connect, "" if none */
 };

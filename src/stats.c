@@ -26,6 +26,7 @@ const char *stats_drop_name(enum stats_drop d)
 		[DROP_QPORT_MISMATCH] = "qport_mismatch",
 		[DROP_QPORT_OWNED] = "qport_owned",
 		[DROP_CONNECT_UNREAD] = "connect_unread",
+		[DROP_CONNECT_UNCHALLENGED] = "connect_unchallenged",
 	};
 
 	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";

@@ -48,6 +48,7 @@ enum stats_drop {
 	DROP_QPORT_MISMATCH, /* in-game packet with another qport than its session's */
 	DROP_QPORT_OWNED, /* its qport belongs to another session heard from just now */
 	DROP_CONNECT_UNREAD, /* a connect whose qport could not be read (or not within budget) */
+	DROP_CONNECT_UNCHALLENGED, /* a connect on a session never sent a challenge */
 	DROP_COUNT
 };
 

@@ -383,6 +383,62 @@ def qport_collision(ctx):
     H.expect_eq(len(lines), 1, "qport refusal lines logged (one a second at most)")
 
 
+def darkplaces_no_qport(ctx):
+    """DarkPlaces has no qport (bytes 4-5 are the top of a big-endian
+    sequence number, 0 for every client's first 65536 packets): with --game
+    dp two players' packets both pass, and connects need no challenge
+    (DarkPlaces answers "challenge", not challengeResponse)."""
+    relay, gs, port, tok = start(ctx, "--game", "dp")
+    players = [H.client_on(ctx, relay, ip) for ip in ("127.0.0.81", "127.0.0.82")]
+    for c in players:
+        r = c.request(H.cmd("connect \\protocol\\darkplaces 3\\challenge\\x"),
+                      what="the game server's answer to a DarkPlaces connect")
+        H.check(r.startswith(H.cmd("connectResponse")), f"DP connect: {H.short(r)}")
+    for seq in range(1, 6):
+        for c in players:
+            p = struct.pack(">II", 0x00000010, seq) + os.urandom(8)
+            H.expect_eq(c.request(p, what="echo"), b"ECHO:" + p, f"DP echo to {c.addr}")
+    s = H.get_metrics(port, tok)
+    for why in ("qport_owned", "qport_mismatch", "connect_unread", "connect_unchallenged"):
+        H.expect_eq(H.drops(s, why), 0, f"dropped{{reason=\"{why}\"}} with --game dp")
+
+
+def unchallenged_connect(ctx):
+    """A connect on a session never sent a challengeResponse is refused
+    before the budget and the decoder (connect_unchallenged): a flood of
+    forged connects from many sources costs nothing, and a player who asks
+    for its challenge first still joins during it."""
+    relay, gs, port, tok = start(ctx, "--debug")
+    with open(os.path.join(DATA, "connect_oa_basic.bin"), "rb") as f:
+        conn = f.read()
+    raw = H.RawUdp()
+    ctx.objs.append(raw)
+    m0 = H.get_metrics(port, tok)
+    n = 0
+    for i in range(2000):
+        raw.send((f"127.{31 + i // 60000}.{i // 250 % 240}.{i % 250 + 1}", 20000 + i % 1000),
+                 relay.addr, conn)
+        n += 1
+    c = H.client_on(ctx, relay, "127.0.0.61")
+    ch = H.cmd("getchallenge 4321 Q3")
+    r = c.request(ch, what="challengeResponse during the flood")
+    H.check(r.startswith(H.cmd("challengeResponse")), f"getchallenge: {H.short(r)}")
+    r = c.request(conn, what="connectResponse during the flood")
+    H.check(r.startswith(H.cmd("connectResponse")), f"connect: {H.short(r)}")
+    time.sleep(0.2)
+    m1 = H.get_metrics(port, tok)
+    un = H.drops(m1, "connect_unchallenged") - H.drops(m0, "connect_unchallenged")
+    unread = H.drops(m1, "connect_unread") - H.drops(m0, "connect_unread")
+    seen = len(gs.packets(lambda p: p.data == conn))
+    ctx.note(f"unchallenged_connect: {n} forged connects, {un} dropped as connect_unchallenged, "
+             f"{unread} as connect_unread; the game server saw {seen} connects")
+    H.check(un >= n * 0.9, f"only {un} of {n} forged connects dropped as connect_unchallenged")
+    H.expect_eq(unread, 0, "connects the decoder was asked about (connect_unread)")
+    H.expect_eq(seen, 1, "connects the game server saw (the player's only)")
+    H.check(relay.count(r"-> ET  connect \(\d+ B\) refused: connect_unchallenged$") >= 1,
+            "no --debug line '... connect (N B) refused: connect_unchallenged'")
+
+
 def assurance(ctx):
     relay, gs, port, tok = start(ctx, "--unassured-timeout", "1s", "--sessions-per-ip", "100",
                                  token_kind="ETRELAY_LIFECYCLE_TOKEN")
@@ -454,6 +510,12 @@ def session_list(ctx):
         c = H.client_on(ctx, relay, ip)
         sent = []
         if conn is not None:
+            # As a client does: the connect carries a challenge, so the
+            # relay takes it only on a session that was sent one.
+            ch = H.cmd(f"getchallenge {qport} Q3")
+            r = c.request(ch, what=f"challengeResponse to {ip}")
+            H.check(r.startswith(H.cmd("challengeResponse")), f"{ip}: {H.short(r)}")
+            sent.append(ch)
             r = c.request(conn, what=f"connectResponse to {ip}")
             H.check(r.startswith(H.cmd("connectResponse")), f"{ip}: {H.short(r)}")
             sent.append(conn)
@@ -496,7 +558,8 @@ def session_list(ctx):
 
 def test(ctx):
     H.run_parts(ctx, [per_ip_sessions, ban_list, cache_challenge, cache_after_down,
-                      bogon_port0, bogon_netns, qport_collision, assurance, query_grace, session_list])
+                      bogon_port0, bogon_netns, qport_collision, darkplaces_no_qport, unchallenged_connect, assurance, query_grace,
+                      session_list])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@
 - Under `prlimit --nofile=200:200`, --max-sessions 5000 is a startup error
   about file descriptors, and --max-sessions 150 starts and holds 150
   sessions; with --ops-listen the listener's 80 descriptors count too:
-  150 sessions are refused at startup, 90 sessions and 64 ops connections
+  150 sessions are refused at startup, 60 sessions and 64 ops connections
   fit at once."""
 
 import os
@@ -256,23 +256,24 @@ def fd_limit(ctx):
             f"--max-sessions 150 and --ops-listen under RLIMIT_NOFILE 200: expected exit 78 and an "
             f"error naming the ops plane's descriptors, seen exit {rc}, stderr {err.strip()!r}")
     ctx.note(f"fd limit with the ops plane: exit {rc}: {err.strip()}")
-    # 90 sessions and 64 ops connections (8 addresses) at once do fit
+    # 60 sessions and 64 ops connections (8 addresses) at once do fit (not
+    # 90: under valgrind, which keeps descriptors of its own, they would not)
     port = H.free_tcp_port()
     relay = ctx.relay("--master", f"127.0.0.1:{master.port}", "--upstream", f"127.0.0.1:{gs.port}",
-                      "--max-sessions", "90", "--ops-listen", f"127.0.0.1:{port}", wrapper=wrapper)
+                      "--max-sessions", "60", "--ops-listen", f"127.0.0.1:{port}", wrapper=wrapper)
     held = []
     for i in range(64):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.bind((f"127.2.0.{i // 8 + 1}", 0))
         s.connect((H.LOOPBACK, port))
         held.append(s)
-    clients = [new_client(ctx, relay) for _ in range(90)]
+    clients = [new_client(ctx, relay) for _ in range(60)]
     for i, c in enumerate(clients):
-        echo(c, b"\x07fdops-%d" % i, f"answer to client {i} of 90 beside 64 ops connections")
+        echo(c, b"\x07fdops-%d" % i, f"answer to client {i} of 60 beside 64 ops connections")
     for s in held:
         s.close()
     relay.signal(signal.SIGTERM)
-    H.expect_eq(relay.wait_exit(5.0), 0, "exit status (90 sessions and 64 ops connections)")
+    H.expect_eq(relay.wait_exit(5.0), 0, "exit status (60 sessions and 64 ops connections)")
     relay._join_readers()
     H.check(relay.count(r"^stats default: .*\bsocket [1-9]") == 0,
             f"sessions without a socket beside the ops connections: {relay.text_lines()[-1:]}")
