@@ -42,6 +42,7 @@ static int prefix(char *buf, size_t size, int prio)
 	long off;
 	int n = 0;
 
+	buf[0] = '\0';
 	if (journal)
 		n = snprintf(buf, size, "<%d>", prio);
 	if (!stamp)

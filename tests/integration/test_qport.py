@@ -119,6 +119,12 @@ class Player:
         self.seq += 1
 
 
+# The victim keeps at least this share of its stream while attacked. Under
+# a checker (meson test --setup valgrind) the relay's own speed bounds the
+# stream, and the attacker's refused packets cost it time too.
+KEEP = 0.9 if H.SLOW <= 1 else 0.7
+
+
 def play(seconds, players, extra=lambda: None):
     """Every TICK: each player ticks, extra() runs; returns packets each
     player received."""
@@ -206,7 +212,7 @@ def stream_theft(ctx):
             - H.counter(m0, "etrelay_qport_collisions_total"))
     ctx.note(f"stream_theft: victim received {alone} in 2 s alone, {during} in 3 s under "
              f"attack; attackers received {got}; dropped {d}; collisions {coll}")
-    H.check(during >= 0.9 * alone * 1.5, f"stream_theft: the victim received {during} packets "
+    H.check(during >= KEEP * alone * 1.5, f"stream_theft: the victim received {during} packets "
                                          f"in 3 s under attack, {alone} in 2 s alone")
     H.expect_eq(got, [0, 0], "packets the attackers received")
     H.check(d["qport_mismatch"] >= 30, f"stream_theft: qport_mismatch drops {d}")
@@ -243,7 +249,7 @@ def sweep(ctx):
     ctx.note(f"sweep: qports {base}..{base + 1199} swept (the victim's is {v.qport}); the "
              f"sweeper received {st['got']}, the victim {during}")
     H.expect_eq(st["got"], 0, "packets the sweeper received")
-    H.check(during >= 0.9 * 2.5 / TICK, f"sweep: the victim received {during} packets in 2.5 s")
+    H.check(during >= KEEP * 2.5 / TICK, f"sweep: the victim received {during} packets in 2.5 s")
 
 
 def takeover(ctx):
@@ -274,7 +280,7 @@ def takeover(ctx):
             f"print naming qport {v.qport}")
     H.expect_eq(reconnects, [], "OpenArena's reconnect lines")
     H.check(owned >= 1, "takeover: the connect was not dropped as qport_owned")
-    H.check(during >= 0.9 * alone * 3, f"takeover: the victim received {during} packets in "
+    H.check(during >= KEEP * alone * 3, f"takeover: the victim received {during} packets in "
                                        f"3 s after the connect, {alone} in 1 s before")
 
 
@@ -301,7 +307,7 @@ def nat_rebind(ctx):
              f"{first if first is None else round(first, 2)} s, {after} in 1 s after; "
              f"OpenArena fix-ups {len(fixups)}")
     H.check(first is not None, f"nat_rebind: nothing on the new port within {GRACE + 2.0} s")
-    H.check(after >= 0.9 * before, f"nat_rebind: {after} packets in 1 s on the new port, "
+    H.check(after >= KEEP * before, f"nat_rebind: {after} packets in 1 s on the new port, "
                                    f"{before} before")
     H.check(fixups, "nat_rebind: OpenArena logged no 'fixing up a translated port'")
 
