@@ -56,6 +56,9 @@ static const char usage[] =
 	"  --drain DUR              wait for answers after the last send (500ms)\n"
 	"  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
 	"  --source-port P          bind client i to port P+i (kernel picks)\n"
+	"  --source-ips N           IPv4 loopback target: client i sends from\n"
+	"                           127.0.0.1 + (i mod N), N sources for a relay\n"
+	"                           that spreads by source address (1..65536; 1)\n"
 	"  --gso                    send runs of datagrams to one destination as UDP\n"
 	"                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
 	"                           modern stack would; receivers get them whole with\n"
@@ -72,6 +75,7 @@ struct load_opts {
 	enum load_model model;
 	enum load_mode mode;
 	unsigned clients, size, window, inflight_max, burst, up_rate, source_port;
+	unsigned source_ips; /* 0: the kernel's choice of source address */
 	double rate;
 	uint64_t duration, warmup, drain, timeout;
 	bool json, quiet, marks, churn, gso;
@@ -168,16 +172,21 @@ static int client_open(struct load *l, struct client *c)
 	if (l->o.clients <= 100)
 		bench_set_bufs(fd, l->o.clients == 1 ? 4 << 20 : 1 << 20);
 	gro_enable(fd);
-	if (l->o.source_port) {
+	if (l->o.source_port || l->o.source_ips) {
 		union bench_sockaddr b;
-		uint16_t port = (uint16_t)(l->o.source_port + c->id);
+		uint16_t port = l->o.source_port ? (uint16_t)(l->o.source_port + c->id) : 0;
 
 		memset(&b, 0, sizeof(b));
 		b.sa.sa_family = t->sa.sa_family;
-		if (t->sa.sa_family == AF_INET6)
+		if (t->sa.sa_family == AF_INET6) {
 			b.in6.sin6_port = htons(port);
-		else
+		} else {
 			b.in.sin_port = htons(port);
+			/* 127/8 is the loopback's whole: any of it is a source. */
+			if (l->o.source_ips)
+				b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
+							     c->id % l->o.source_ips);
+		}
 		if (bind(fd, &b.sa, bench_addr_len(&b)) < 0)
 			goto fail;
 	}
@@ -641,7 +650,8 @@ static void report(const struct load *l)
 		       "\"loss\":%.6f,\"round_trips_per_s\":%.1f,"
 		       "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f,"
 		       "\"mean\":%.1f},\"misdelivered\":%llu,\"bad\":%llu,\"send_errors\":%llu,"
-		       "\"refused\":%llu,\"behind\":%llu,\"timeouts\":%llu,\"gso\":%s",
+		       "\"refused\":%llu,\"behind\":%llu,\"timeouts\":%llu,\"gso\":%s,"
+		       "\"source_ips\":%u",
 		       model_names[o->model], mode_names[o->mode], a,
 		       o->target.sa.sa_family == AF_INET6 ? "ipv6" : "ipv4", o->clients,
 		       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
@@ -655,7 +665,7 @@ static void report(const struct load *l)
 		       (unsigned long long)m->misdelivered, (unsigned long long)m->bad,
 		       (unsigned long long)m->send_errors, (unsigned long long)m->refused,
 		       (unsigned long long)m->behind, (unsigned long long)m->timeouts,
-		       l->gso ? "true" : "false");
+		       l->gso ? "true" : "false", o->source_ips ? o->source_ips : 1);
 		if (o->model == LOAD_MATCH)
 			printf(",\"up_rate\":%u,\"down_gaps\":%llu,\"down_reordered\":%llu,"
 			       "\"up_acked_expected\":%llu,\"up_acked\":%llu,\"up_lost\":%llu",
@@ -810,6 +820,7 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		{ "drain", required_argument, NULL, 'D' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "source-port", required_argument, NULL, 'P' },
+		{ "source-ips", required_argument, NULL, 'S' },
 		{ "gso", no_argument, NULL, 'G' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -901,6 +912,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		case 'P':
 			bad = parse_uint_opt("source-port", optarg, 1, 65535, &o->source_port);
 			break;
+		case 'S':
+			bad = parse_uint_opt("source-ips", optarg, 1, 65536, &o->source_ips);
+			break;
 		case 'G':
 			o->gso = true;
 			break;
@@ -934,6 +948,12 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 	if (o->source_port && o->source_port + o->clients - 1 > 65535) {
 		fprintf(stderr, "etrelay-load: --source-port %u: %u clients run past port 65535\n",
 			o->source_port, o->clients);
+		return -1;
+	}
+	if (o->source_ips > 1 && (o->target.sa.sa_family != AF_INET ||
+				  (ntohl(o->target.in.sin_addr.s_addr) >> 24) != 127)) {
+		fprintf(stderr, "etrelay-load: --source-ips wants an IPv4 loopback target "
+				"(127.0.0.0/8)\n");
 		return -1;
 	}
 	if (!have_burst)
