@@ -75,13 +75,16 @@ bool bench_gso_refused(int err);
 
 /* Datagram layout, host byte order: both ends run on one machine.
  *
- *   0  u32  client id (low 24 bits) | kind << 24
- *   4  u32  sequence number (per client, or per snapshot stream)
+ *   0  u32  sequence number (per client, or per snapshot stream)
+ *   4  u32  client id (low 24 bits) | kind << 24
  *   8  u64  CLOCK_MONOTONIC ns when the sender stamped it
  *  16  ...  padding; snapshots carry two more u32 here (see below)
  *
- * The top byte is a kind, never 0xff, so no game datagram of ours looks like
- * a connectionless "\xff\xff\xff\xff" packet. */
+ * As in a Quake 3 client's packet, the sequence comes first and bytes 4-5
+ * (here the id's low 16 bits) are the client's qport: a relay that holds one
+ * session per qport sees each client's own. The sequence starts at 0 and
+ * would need 2^32 packets to look like a connectionless
+ * "\xff\xff\xff\xff" packet. */
 #define BENCH_HDR 16
 #define BENCH_ID_MAX 0xffffffu
 
@@ -106,8 +109,8 @@ static inline void bench_hdr_put(uint8_t *p, unsigned kind, uint32_t id, uint32_
 {
 	uint32_t w = (id & BENCH_ID_MAX) | (uint32_t)kind << 24;
 
-	memcpy(p, &w, 4);
-	memcpy(p + 4, &seq, 4);
+	memcpy(p, &seq, 4);
+	memcpy(p + 4, &w, 4);
 	memcpy(p + 8, &ts, 8);
 }
 
@@ -118,10 +121,10 @@ static inline bool bench_hdr_get(const uint8_t *p, size_t n, struct bench_hdr *h
 
 	if (n < BENCH_HDR)
 		return false;
-	memcpy(&w, p, 4);
+	memcpy(&h->seq, p, 4);
+	memcpy(&w, p + 4, 4);
 	h->id = w & BENCH_ID_MAX;
 	h->kind = w >> 24;
-	memcpy(&h->seq, p + 4, 4);
 	memcpy(&h->ts, p + 8, 8);
 	return true;
 }

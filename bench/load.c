@@ -56,6 +56,10 @@ static const char usage[] =
 	"  --drain DUR              wait for answers after the last send (500ms)\n"
 	"  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
 	"  --source-port P          bind client i to port P+i (kernel picks)\n"
+	"  --id-base N              client i is N+i on the wire; bytes 4-5 of a\n"
+	"                           datagram (a Quake 3 qport) are its low 16 bits,\n"
+	"                           so generators that share a relay take apart\n"
+	"                           ranges (0)\n"
 	"  --source-ips N           IPv4 loopback target: client i sends from\n"
 	"                           127.0.0.1 + (i mod N), N sources for a relay\n"
 	"                           that spreads by source address (1..65536; 1)\n"
@@ -76,6 +80,7 @@ struct load_opts {
 	enum load_mode mode;
 	unsigned clients, size, window, inflight_max, burst, up_rate, source_port;
 	unsigned source_ips; /* 0: the kernel's choice of source address */
+	unsigned id_base;    /* client i is id_base + i on the wire */
 	double rate;
 	uint64_t duration, warmup, drain, timeout;
 	bool json, quiet, marks, churn, gso;
@@ -261,10 +266,10 @@ static unsigned send_from(struct load *l, struct client *c, unsigned k)
 
 		if (l->o.model == LOAD_STORM)
 			l->siov[i].iov_len = (size_t)snprintf(
-				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", c->id,
+				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", l->o.id_base + c->id,
 				c->seq + i, (unsigned long long)now);
 		else
-			bench_hdr_put(p, BENCH_ECHO, c->id, c->seq + i, now);
+			bench_hdr_put(p, BENCH_ECHO, l->o.id_base + c->id, c->seq + i, now);
 	}
 	n = l->gso ? send_trains(l, c->fd, k, &err) : send_each(l, c->fd, 0, k, &err);
 	if (err == -ECONNREFUSED)
@@ -327,7 +332,7 @@ static void on_answer(struct load *l, struct client *c, const uint8_t *p, size_t
 		l->m.bad++;
 		return;
 	}
-	if (h.id != c->id) {
+	if (h.id != l->o.id_base + c->id) {
 		/* Someone else's answer: the relay mixed up two sessions. */
 		l->m.misdelivered++;
 		return;
@@ -821,6 +826,7 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "source-port", required_argument, NULL, 'P' },
 		{ "source-ips", required_argument, NULL, 'S' },
+		{ "id-base", required_argument, NULL, 'I' },
 		{ "gso", no_argument, NULL, 'G' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -912,6 +918,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		case 'P':
 			bad = parse_uint_opt("source-port", optarg, 1, 65535, &o->source_port);
 			break;
+		case 'I':
+			bad = parse_uint_opt("id-base", optarg, 0, BENCH_ID_MAX, &o->id_base);
+			break;
 		case 'S':
 			bad = parse_uint_opt("source-ips", optarg, 1, 65536, &o->source_ips);
 			break;
@@ -948,6 +957,11 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 	if (o->source_port && o->source_port + o->clients - 1 > 65535) {
 		fprintf(stderr, "etrelay-load: --source-port %u: %u clients run past port 65535\n",
 			o->source_port, o->clients);
+		return -1;
+	}
+	if (o->id_base + o->clients - 1 > BENCH_ID_MAX) {
+		fprintf(stderr, "etrelay-load: --id-base %u: %u clients run past id %u\n",
+			o->id_base, o->clients, BENCH_ID_MAX);
 		return -1;
 	}
 	if (o->source_ips > 1 && (o->target.sa.sa_family != AF_INET ||
