@@ -38,6 +38,8 @@ struct endpoint_ops {
 	void (*on_recv_error)(void *obj, uint32_t ref, int err);
 	void (*on_sent)(void *obj, uint32_t ref, int res);
 	void (*on_readable)(void *obj, uint32_t ref);
+	/* A timer the endpoint armed with this id is due (loop.h timer_set). */
+	void (*on_timer)(void *obj, uint32_t ref, uint64_t now);
 };
 
 struct endpoint {
@@ -130,6 +132,17 @@ static inline bool endpoint_readable(const struct endpoint_table *t, uint32_t id
 	if (!e || !e->ops->on_readable)
 		return false;
 	e->ops->on_readable(e->obj, ref);
+	return true;
+}
+
+static inline bool endpoint_timer(const struct endpoint_table *t, uint32_t id, uint64_t now)
+{
+	uint32_t ref;
+	const struct endpoint *e = endpoint_lookup(t, id, &ref);
+
+	if (!e || !e->ops->on_timer)
+		return false;
+	e->ops->on_timer(e->obj, ref, now);
 	return true;
 }
 

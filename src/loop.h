@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* The event-loop interface: datagram sockets, one wake-up deadline, readable
- * fds. Nothing above this header sees a CQE or an epoll_event. */
+/* The event-loop interface: datagram sockets, sends of received or copied
+ * bytes in one ordered path, timers, readable fds. Nothing above this header
+ * sees a CQE or an epoll_event. */
 #ifndef ETR_LOOP_H
 #define ETR_LOOP_H
 
@@ -11,8 +12,14 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "timers.h"
+
 /* Largest datagram we accept; a read that does not fit is dropped. */
 #define LOOP_MAX_DGRAM 65535
+
+/* Bytes free in front of a received datagram (see loop_dgram.headroom):
+ * room for TURN's 36-byte Data indication or 4-byte ChannelData header. */
+#define LOOP_HEADROOM 64
 
 struct loop;
 
@@ -22,10 +29,28 @@ struct loop_dgram {
 	socklen_t fromlen;
 	uint8_t *data;
 	size_t len;
+	/* Bytes in front of data that a layer may write into and forward with
+	 * the datagram, without a copy (loop_dgram_prepend): at least
+	 * LOOP_HEADROOM, but 0 for the second and later datagrams of a GRO
+	 * train (their front is the previous datagram's end, which may be
+	 * queued for sending already). */
+	size_t headroom;
 	bool truncated; /* did not fit LOOP_MAX_DGRAM: never forward it */
 	uint32_t bid;   /* backend buffer id; opaque above the loop */
 	uint64_t now;   /* CLOCK_MONOTONIC ns at the start of this loop turn */
 };
+
+/* Grow d by n bytes at the front, out of its headroom: the new start, to
+ * be written by the caller, or NULL when there is not that much room. */
+static inline uint8_t *loop_dgram_prepend(struct loop_dgram *d, size_t n)
+{
+	if (n > d->headroom)
+		return NULL;
+	d->data -= n;
+	d->len += n;
+	d->headroom -= n;
+	return d->data;
+}
 
 /* What the loop tells the layer above. `id` is the value given to
  * loop_add_socket/loop_watch; the loop never interprets it. */
@@ -35,16 +60,21 @@ struct loop_handler {
 	void (*on_dgram)(void *arg, uint32_t id, struct loop_dgram *d);
 	/* A receive on socket `id` failed with -err (e.g. -ECONNREFUSED). */
 	void (*on_recv_error)(void *arg, uint32_t id, int err);
-	/* A send queued with loop_forward for `id` finished with res (bytes or
-	 * -errno). Called exactly once per accepted loop_forward. */
+	/* A send queued with forward or send for `id` finished with res (bytes
+	 * or -errno). Called exactly once per accepted forward or send, also
+	 * for sends nobody waits for (an id whose owner ignores it). */
 	void (*on_sent)(void *arg, uint32_t id, int res);
-	/* The deadline passed; `now` is CLOCK_MONOTONIC in ns. */
+	/* The deadline passed; `now` is CLOCK_MONOTONIC in ns. May be NULL. */
 	void (*on_tick)(void *arg, uint64_t now);
 	/* fd watched with loop_watch is readable. */
 	void (*on_readable)(void *arg, uint32_t id);
 	/* Next deadline (CLOCK_MONOTONIC ns), or UINT64_MAX for none. Asked once
-	 * per loop turn. */
+	 * per loop turn. May be NULL (then only timers wake the loop). */
 	uint64_t (*next_deadline)(void *arg);
+	/* The timer t (armed with timer_set) is due: t->id is handed back.
+	 * Called at the end of a loop turn, once per expiry; the timer is idle
+	 * again and may be re-armed from here. */
+	void (*on_timer)(void *arg, uint32_t id, uint64_t now);
 };
 
 /* Written by the loop thread only, read by the ops thread (stats.h rules). */
@@ -53,6 +83,8 @@ struct loop_stats {
 	_Atomic uint64_t send_batches;  /* sendmmsg calls / io_uring_enter submits */
 	_Atomic uint64_t nobufs;        /* times receive stalled for lack of buffers */
 	_Atomic uint64_t send_failures; /* forwards that failed before reaching the kernel */
+	_Atomic uint64_t copies;        /* sends of copied bytes accepted (loop ops send) */
+	_Atomic uint64_t send_nobufs;   /* sends refused: no copy buffer or send slot free */
 	_Atomic uint64_t gso_trains;    /* sends that carried more than one datagram */
 	_Atomic uint64_t gso_datagrams; /* datagrams that left in those trains */
 	_Atomic uint64_t gso_refused;   /* trains the kernel refused, resent one by one */
@@ -83,12 +115,57 @@ struct loop_ops {
 	 * ends; runs to one destination may leave as one GSO train. */
 	int (*forward)(struct loop *l, int fd, const struct sockaddr *dst,
 		       socklen_t dstlen, struct loop_dgram *d, uint32_t id);
+	/* Send len bytes of buf on fd, to dst (NULL when connected): answers,
+	 * probes, heartbeats, anything the loop did not receive. The bytes are
+	 * copied into a buffer of the loop's, and the send joins the same
+	 * ordered queue as forward (after forwards queued before it, in the
+	 * same GSO trains), then on_sent(id) is called as for a forward.
+	 * Returns 0; -EMSGSIZE over LOOP_MAX_DGRAM; -ENOBUFS when no copy
+	 * buffer or send slot is free right now (counted in send_nobufs; the
+	 * caller counts its own drop). Never blocks: the epoll backend sends
+	 * what is queued early rather than refuse, io_uring refuses. */
+	int (*send)(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		    const void *buf, size_t len, uint32_t id);
+	/* Arm (or move) timer t for at (CLOCK_MONOTONIC ns): on_timer(t->id)
+	 * at the end of the first loop turn at or after it. t lives in the
+	 * caller's object (timers.h; timer_init first). The loop sleeps until
+	 * its earliest timer. 0 or -ENOMEM. */
+	int (*timer_set)(struct loop *l, struct timer *t, uint64_t at);
+	/* Disarm t (nothing if idle). Before freeing t's object. */
+	void (*timer_cancel)(struct loop *l, struct timer *t);
 	/* Run until loop_stop(); returns 0 or -errno. */
 	int (*run)(struct loop *l);
 	void (*stop)(struct loop *l);
+	/* Outside run only (on the way out): send what is queued and wait, at
+	 * most LOOP_FLUSH_MS, for those sends to finish, calling on_sent for
+	 * each. Datagrams that arrive meanwhile are dropped. */
+	void (*flush)(struct loop *l);
 	/* The loop's counters; the pointer stays valid until destroy. */
 	const struct loop_stats *(*stats)(const struct loop *l);
 };
+
+/* How long flush may wait for the kernel. */
+#define LOOP_FLUSH_MS 1000
+
+/* Streams (not built yet; the SNI listener brings them). They fit this
+ * interface as ops of their own, with the same ids, endpoints, buffers and
+ * ordered send queue:
+ *   listen(l, fd, id)        a listening TCP socket: on_accept(id, newfd)
+ *                            per connection (io_uring: multishot accept;
+ *                            epoll: accept4 until EAGAIN);
+ *   connect(l, fd, dst, id)  a non-blocking connect: on_connected(id, res);
+ *   add_stream(l, fd, id)    bytes as they come: on_stream(id, data, len),
+ *                            len 0 at EOF, on_recv_error for a reset; from
+ *                            the same buffer pool, with headroom, given
+ *                            back when the callback returns unless it
+ *                            forwards them;
+ *   stream_send(l, fd, buf, len, id)  a copy, like send, that leaves in
+ *                            order and whole (the backend keeps an unsent
+ *                            tail and resends it when the socket is
+ *                            writable), then on_sent(id, bytes); a forward
+ *                            of received bytes splices without a copy;
+ *   del_socket               as for datagram sockets.
+ * Only add_socket and forward assume SOCK_DGRAM. */
 
 extern const struct loop_ops loop_uring_ops;
 extern const struct loop_ops loop_epoll_ops;

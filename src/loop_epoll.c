@@ -3,7 +3,8 @@
  * sends gathered over the whole loop turn and flushed with one sendmmsg per
  * run of the same socket (the replies of many sessions all leave through
  * the public socket; a run to one destination is one GSO train), one
- * timerfd for the deadline. */
+ * timerfd for the earliest timer. Copied sends wait in an arena that, like
+ * the receive pool, is free again after each flush. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,31 +15,28 @@
 
 #include "addr.h"
 #include "loop.h"
-#include "loop_fdtab.h"
-#include "loop_gso.h"
-#include "stats.h"
+#include "loop_common.h"
 
 #define EP_BATCH 32      /* datagrams per recvmmsg */
 #define EP_POOL 256      /* receive buffers: sends of one turn wait in them */
 #define EP_TURN_BATCHES 4 /* recvmmsg calls per socket per turn: bounded work */
 #define EP_EVENTS 64
+/* Copied sends of one turn: a flush makes room when it is full. */
+#define EP_COPY_BYTES (256u << 10)
 
 struct loop {
-	struct loop_handler h;
+	struct loop_base b; /* first: loop_common.h */
 	int ep, tfd;
-	bool stop;
-	uint64_t armed; /* deadline in the timerfd, UINT64_MAX if none */
-	struct fdtab fds;
 
 	/* Receive batch. */
 	struct mmsghdr rmsg[EP_BATCH];
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
 	union gro_ctl rctl[EP_BATCH];
-	bool gro; /* --gso and a kernel with it: trains both ways */
-	uint8_t *rbuf; /* EP_POOL * EP_BUF */
+	uint8_t *rbuf; /* EP_POOL * EP_SLOT */
 	unsigned rused; /* pool buffers handed out since the last flush */
-	bool taken;
+	uint8_t *cbuf;  /* EP_COPY_BYTES for copied sends */
+	size_t cused;   /* bytes of it taken since the last flush */
 
 	/* Sends waiting for the end of the batch, in arrival order. */
 	unsigned nsend;
@@ -53,12 +51,12 @@ struct loop {
 	struct mmsghdr tmsg[EP_POOL];
 	union gso_ctl tctl[EP_POOL];
 	uint16_t tfirst[EP_POOL], tn[EP_POOL], tseg[EP_POOL];
-
-	struct loop_stats st;
 };
 
-/* One byte more than the largest datagram is not needed: MSG_TRUNC tells. */
+/* One byte more than the largest datagram is not needed: MSG_TRUNC tells.
+ * Each pool slot has LOOP_HEADROOM free bytes in front. */
 #define EP_BUF LOOP_MAX_DGRAM
+#define EP_SLOT (LOOP_HEADROOM + EP_BUF)
 
 #define EV_WATCH (1ull << 63)
 #define EV_TIMER (1ull << 62)
@@ -76,10 +74,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 
 	if (!l)
 		return -ENOMEM;
-	l->h = *h;
-	l->armed = UINT64_MAX;
 	l->tfd = -1;
-	l->gro = c->gso && gso_supported();
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
 	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (l->ep < 0 || l->tfd < 0) {
@@ -87,8 +82,9 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "epoll setup: %s", strerror(errno));
 		goto fail;
 	}
-	l->rbuf = malloc((size_t)EP_POOL * EP_BUF);
-	if (!l->rbuf || fdtab_init(&l->fds, c->max_sockets, l->gro ? GSO_ANY : 0) < 0) {
+	l->rbuf = malloc((size_t)EP_POOL * EP_SLOT);
+	l->cbuf = malloc(EP_COPY_BYTES);
+	if (loop_base_init(&l->b, h, c) < 0 || !l->rbuf || !l->cbuf) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;
@@ -106,8 +102,9 @@ fail:
 		close(l->ep);
 	if (l->tfd >= 0)
 		close(l->tfd);
-	fdtab_free(&l->fds);
+	loop_base_free(&l->b);
 	free(l->rbuf);
+	free(l->cbuf);
 	free(l);
 	return err;
 }
@@ -116,8 +113,9 @@ static void ep_destroy(struct loop *l)
 {
 	close(l->ep);
 	close(l->tfd);
-	fdtab_free(&l->fds);
+	loop_base_free(&l->b);
 	free(l->rbuf);
+	free(l->cbuf);
 	free(l);
 }
 
@@ -125,11 +123,11 @@ static int ep_add(struct loop *l, int fd, uint32_t id, uint64_t flags)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ev_data(fd, id, flags) };
 
-	if (fdtab_set(&l->fds, fd, id) < 0)
+	if (fdtab_set(&l->b.fds, fd, id) < 0)
 		return -ENOMEM;
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		int err = -errno;
-		fdtab_clear(&l->fds, fd);
+		fdtab_clear(&l->b.fds, fd);
 		return err;
 	}
 	return 0;
@@ -137,7 +135,7 @@ static int ep_add(struct loop *l, int fd, uint32_t id, uint64_t flags)
 
 static int ep_add_socket(struct loop *l, int fd, uint32_t id)
 {
-	if (l->gro)
+	if (l->b.gro)
 		gro_enable(fd);
 	return ep_add(l, fd, id, 0);
 }
@@ -157,7 +155,7 @@ static bool same_dst(const struct msghdr *a, const struct msghdr *b)
  * one train are neighbours in siov[], so a train is one msghdr over them. */
 static unsigned make_trains(struct loop *l, int fd, unsigned i, unsigned j)
 {
-	uint16_t cap = fdtab_gso(&l->fds, fd);
+	uint16_t cap = fdtab_gso(&l->b.fds, fd);
 	unsigned nt = 0;
 
 	while (i < j) {
@@ -173,8 +171,7 @@ static unsigned make_trains(struct loop *l, int fd, unsigned i, unsigned j)
 		m->msg_iovlen = k - i;
 		if (k - i > 1) {
 			gso_set_segment(m, &l->tctl[nt], run.seg);
-			STAT_ADD(l->st.gso_trains, 1);
-			STAT_ADD(l->st.gso_datagrams, k - i);
+			loop_train_counted(&l->b, k - i);
 		}
 		l->tfirst[nt] = (uint16_t)i;
 		l->tn[nt] = (uint16_t)(k - i);
@@ -189,20 +186,19 @@ static unsigned make_trains(struct loop *l, int fd, unsigned i, unsigned j)
 static void train_done(struct loop *l, unsigned t, int res)
 {
 	for (unsigned k = l->tfirst[t]; k < l->tfirst[t] + l->tn[t]; k++)
-		l->h.on_sent(l->h.arg, l->sid[k], res < 0 ? res : (int)l->siov[k].iov_len);
+		l->b.h.on_sent(l->b.h.arg, l->sid[k], res < 0 ? res : (int)l->siov[k].iov_len);
 }
 
 /* The kernel refused train t as a train: learn the socket's cap, then send
  * its datagrams one by one, each to its own fate. */
 static void train_resend(struct loop *l, int fd, unsigned t, int err)
 {
-	STAT_ADD(l->st.gso_refused, 1);
-	fdtab_set_gso(&l->fds, fd, gso_refused(fdtab_gso(&l->fds, fd), l->tseg[t], err));
+	loop_train_refused(&l->b, fd, l->tseg[t], err);
 	for (unsigned k = l->tfirst[t]; k < l->tfirst[t] + l->tn[t]; k++) {
 		ssize_t n = sendmsg(fd, &l->smsg[k].msg_hdr, MSG_DONTWAIT);
 
-		STAT_ADD(l->st.send_batches, 1);
-		l->h.on_sent(l->h.arg, l->sid[k], n < 0 ? -errno : (int)n);
+		STAT_ADD(l->b.st.send_batches, 1);
+		l->b.h.on_sent(l->b.h.arg, l->sid[k], n < 0 ? -errno : (int)n);
 	}
 }
 
@@ -215,7 +211,7 @@ static void send_run(struct loop *l, int fd, unsigned i, unsigned j)
 		int n = sendmmsg(fd, &l->tmsg[t], nt - t, MSG_DONTWAIT);
 		int err = n < 0 ? -errno : 0;
 
-		STAT_ADD(l->st.send_batches, 1);
+		STAT_ADD(l->b.st.send_batches, 1);
 		for (; n > 0; n--, t++)
 			train_done(l, t, (int)l->tmsg[t].msg_len);
 		if (!err)
@@ -248,6 +244,7 @@ static void flush(struct loop *l)
 	}
 	l->nsend = 0;
 	l->rused = 0; /* every buffer is free again */
+	l->cused = 0;
 }
 
 static void ep_del_socket(struct loop *l, int fd, uint32_t id)
@@ -261,27 +258,27 @@ static void ep_del_socket(struct loop *l, int fd, uint32_t id)
 		}
 	}
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
-	fdtab_clear(&l->fds, fd);
+	fdtab_clear(&l->b.fds, fd);
 }
 
-static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      struct loop_dgram *d, uint32_t id)
+/* Room for one more send in the queue: GRO trains make many datagrams of
+ * one buffer, and copies need no pool buffer, so the queue can fill before
+ * the pool does. Then what is queued leaves now, in order. */
+static void queue_room(struct loop *l)
 {
-	unsigned i = l->nsend;
+	if (l->nsend == EP_POOL)
+		flush(l);
+}
+
+/* Append a send to the queue (queue_room first). */
+static void queue(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		  uint8_t *data, size_t len, uint32_t id)
+{
+	unsigned i = l->nsend++;
 	struct msghdr *m = &l->smsg[i].msg_hdr;
 
-	if (l->taken)
-		return -EINVAL; /* one forward per datagram */
-	if (i == EP_POOL) {
-		/* GRO trains make many datagrams of one buffer: the queue can
-		 * fill before the pool does. Send what is queued, in order. */
-		flush(l);
-		i = 0;
-		m = &l->smsg[0].msg_hdr;
-	}
-	l->taken = true;
-	l->siov[i].iov_base = d->data;
-	l->siov[i].iov_len = d->len;
+	l->siov[i].iov_base = data;
+	l->siov[i].iov_len = len;
 	memset(m, 0, sizeof(*m));
 	m->msg_iov = &l->siov[i];
 	m->msg_iovlen = 1;
@@ -292,38 +289,61 @@ static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	}
 	l->sfd[i] = fd;
 	l->sid[i] = id;
-	l->nsend++;
+}
+
+static int ep_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		      struct loop_dgram *d, uint32_t id)
+{
+	if (l->b.taken)
+		return -EINVAL; /* one forward per datagram */
+	queue_room(l);
+	l->b.taken = true;
+	queue(l, fd, dst, dstlen, d->data, d->len, id);
 	return 0;
 }
 
-/* Hand one received message to the layer above; a GRO train as the
- * datagrams it was made of. False when the socket went away meanwhile. */
+static int ep_send(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		   const void *buf, size_t len, uint32_t id)
+{
+	size_t at;
+	int err = loop_copy_check(len);
+
+	if (err)
+		return err;
+	queue_room(l);
+	/* Cache-line aligned copies; a full arena leaves now, like a full
+	 * queue (a flush empties both). */
+	at = (l->cused + 63) & ~(size_t)63;
+	if (at + len > EP_COPY_BYTES) {
+		flush(l);
+		at = 0;
+	}
+	memcpy(l->cbuf + at, buf, len);
+	l->cused = at + len;
+	queue(l, fd, dst, dstlen, l->cbuf + at, len, id);
+	STAT_ADD(l->b.st.copies, 1);
+	return 0;
+}
+
+/* Hand one received message to the layer above (loop_deliver). False
+ * when the socket went away meanwhile. A handler may flush (closing a
+ * socket does) and so reset rused, yet later datagrams of this batch may
+ * still be queued: the batch's buffers stay taken until the next flush
+ * either way (drain_socket). */
 static bool deliver(struct loop *l, struct mmsghdr *mm, int fd, uint32_t id, uint64_t now)
 {
 	struct msghdr *m = &mm->msg_hdr;
-	size_t len = mm->msg_len, seg = gro_msg_size(m), off = 0;
+	const struct loop_dgram d = {
+		.from = m->msg_namelen ? m->msg_name : NULL,
+		.fromlen = m->msg_namelen,
+		.data = m->msg_iov->iov_base,
+		.len = mm->msg_len,
+		.headroom = LOOP_HEADROOM,
+		.truncated = (m->msg_flags & MSG_TRUNC) != 0,
+		.now = now,
+	};
 
-	do {
-		struct loop_dgram d = {
-			.from = m->msg_namelen ? m->msg_name : NULL,
-			.fromlen = m->msg_namelen,
-			.data = (uint8_t *)m->msg_iov->iov_base + off,
-			.len = gro_segment(len, seg, off),
-			.truncated = (m->msg_flags & MSG_TRUNC) != 0,
-			.now = now,
-		};
-
-		l->taken = false;
-		l->h.on_dgram(l->h.arg, id, &d);
-		/* A handler may flush (closing a socket does) and so reset
-		 * rused, yet later datagrams of this batch may still be queued:
-		 * the batch's buffers stay taken until the next flush either
-		 * way. */
-		if (!fdtab_is(&l->fds, fd, id))
-			return false;
-		off += d.len;
-	} while (off < len);
-	return true;
+	return loop_deliver(&l->b, fd, id, &d, gro_msg_size(m));
 }
 
 /* Read up to EP_TURN_BATCHES batches from one socket. */
@@ -341,23 +361,23 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 		for (unsigned i = 0; i < EP_BATCH; i++) {
 			struct msghdr *m = &l->rmsg[i].msg_hdr;
 
-			l->riov[i].iov_base = l->rbuf + (size_t)(base + i) * EP_BUF;
+			l->riov[i].iov_base = l->rbuf + (size_t)(base + i) * EP_SLOT + LOOP_HEADROOM;
 			l->riov[i].iov_len = EP_BUF;
 			memset(m, 0, sizeof(*m));
 			m->msg_name = &l->rname[i];
 			m->msg_namelen = sizeof(l->rname[i]);
 			m->msg_iov = &l->riov[i];
 			m->msg_iovlen = 1;
-			if (l->gro) {
+			if (l->b.gro) {
 				m->msg_control = l->rctl[i].buf;
 				m->msg_controllen = sizeof(l->rctl[i].buf);
 			}
 		}
 		n = recvmmsg(fd, l->rmsg, EP_BATCH, MSG_DONTWAIT, NULL);
-		STAT_ADD(l->st.recv_batches, 1);
+		STAT_ADD(l->b.st.recv_batches, 1);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				l->h.on_recv_error(l->h.arg, id, -errno);
+				l->b.h.on_recv_error(l->b.h.arg, id, -errno);
 			return;
 		}
 		for (int i = 0; i < n; i++) {
@@ -378,26 +398,22 @@ static void arm(struct loop *l, uint64_t deadline)
 	/* 0 would disarm: a deadline at time zero means "now". */
 	uint64_t t = deadline ? deadline : 1;
 
-	/* Deadlines move later on every packet (LRU expiry): re-arming for
-	 * each would cost a syscall per turn. A timer that fires early costs
-	 * one idle tick, then we arm for the real deadline. */
-	if (deadline >= l->armed)
-		return;
 	its.it_value.tv_sec = (time_t)(t / NS_PER_SEC);
 	its.it_value.tv_nsec = (long)(t % NS_PER_SEC);
 	timerfd_settime(l->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-	l->armed = deadline;
+	l->b.armed = deadline;
 }
 
 static int ep_run(struct loop *l)
 {
 	struct epoll_event ev[EP_EVENTS];
 
-	while (!l->stop) {
-		uint64_t now;
+	while (!l->b.stop) {
+		uint64_t now, at;
 		int n;
 
-		arm(l, l->h.next_deadline(l->h.arg));
+		if (loop_wake_earlier(&l->b, &at))
+			arm(l, at);
 		n = epoll_wait(l->ep, ev, EP_EVENTS, -1);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -405,7 +421,7 @@ static int ep_run(struct loop *l)
 			return -errno;
 		}
 		now = loop_now();
-		for (int i = 0; i < n && !l->stop; i++) {
+		for (int i = 0; i < n && !l->b.stop; i++) {
 			uint64_t u = ev[i].data.u64;
 			int fd = (int)(u >> 32 & 0x3fffffff);
 			uint32_t id = (uint32_t)u;
@@ -415,35 +431,30 @@ static int ep_run(struct loop *l)
 				if (read(l->tfd, &ticks, sizeof(ticks)) < 0) {
 					/* EAGAIN: already consumed */
 				}
-				l->armed = UINT64_MAX;
+				l->b.armed = UINT64_MAX;
 				continue;
 			}
 			/* An earlier handler in this turn may have closed this fd,
 			 * and the number may now belong to another socket. */
-			if (!fdtab_is(&l->fds, fd, id))
+			if (!fdtab_is(&l->b.fds, fd, id))
 				continue;
 			if (u & EV_WATCH)
-				l->h.on_readable(l->h.arg, id);
+				l->b.h.on_readable(l->b.h.arg, id);
 			else
 				drain_socket(l, fd, id, now);
 		}
+		/* Timers' sends (probes, heartbeats) leave with the turn's. */
+		loop_turn_end(&l->b);
 		flush(l);
-		now = loop_now();
-		if (!l->stop && now >= l->h.next_deadline(l->h.arg))
-			l->h.on_tick(l->h.arg, now);
 	}
 	flush(l);
 	return 0;
 }
 
-static void ep_stop(struct loop *l)
+/* Sends leave synchronously here: nothing to wait for. */
+static void ep_flush(struct loop *l)
 {
-	l->stop = true;
-}
-
-static const struct loop_stats *ep_stats(const struct loop *l)
-{
-	return &l->st;
+	flush(l);
 }
 
 const struct loop_ops loop_epoll_ops = {
@@ -454,7 +465,11 @@ const struct loop_ops loop_epoll_ops = {
 	.del_socket = ep_del_socket,
 	.watch = ep_watch,
 	.forward = ep_forward,
+	.send = ep_send,
+	.timer_set = loop_common_timer_set,
+	.timer_cancel = loop_common_timer_cancel,
 	.run = ep_run,
-	.stop = ep_stop,
-	.stats = ep_stats,
+	.stop = loop_common_stop,
+	.flush = ep_flush,
+	.stats = loop_common_stats,
 };

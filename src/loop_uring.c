@@ -2,8 +2,9 @@
 /* io_uring backend: multishot recvmsg on every socket from one provided
  * buffer ring, forwards as sendmsg SQEs out of the same buffers (recycled on
  * the send's completion; a run to one destination is one GSO sendmsg), one
- * absolute timeout SQE for the deadline, multishot poll for watched fds,
- * one submit per loop turn. */
+ * absolute timeout SQE for the earliest timer, multishot poll for watched
+ * fds, one submit per loop turn. Copied sends use buffers of the same size
+ * kept out of the ring, recycled the same way. */
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
@@ -14,21 +15,25 @@
 
 #include "addr.h"
 #include "loop.h"
-#include "loop_fdtab.h"
-#include "loop_gso.h"
-#include "stats.h"
+#include "loop_common.h"
 
 #define UR_ENTRIES 4096
 #define UR_CQ_ENTRIES 16384
 #define UR_NBUFS 512 /* power of two: the ring's mask */
+#define UR_COPY 128  /* buffers for copied sends, after the ring's */
+#define UR_NTX (UR_NBUFS + UR_COPY)
 #define UR_BGID 0
 /* Each buffer: the recvmsg_out header, the name (sockaddr_in6 rounded up so
- * the cmsg after it is aligned), the UDP_GRO cmsg, the largest datagram or
+ * the cmsg after it is aligned), the control area, the largest datagram or
  * train; rounded to a cache line. The kernel writes the header at the
- * start of each buffer, and it must be aligned for us to read it. */
+ * start of each buffer, and it must be aligned for us to read it. The
+ * control area holds the UDP_GRO cmsg and LOOP_HEADROOM more: the kernel
+ * writes its cmsgs at the area's start, so what it leaves unwritten lies
+ * right in front of the payload, the datagram's headroom. */
 #define UR_NAMELEN CMSG_ALIGN(sizeof(struct sockaddr_in6))
-#define UR_BUF_SIZE                                                                        \
-	((sizeof(struct io_uring_recvmsg_out) + UR_NAMELEN + GRO_CTL_SPACE + LOOP_MAX_DGRAM + \
+#define UR_CTL_SPACE (GRO_CTL_SPACE + LOOP_HEADROOM)
+#define UR_BUF_SIZE                                                                       \
+	((sizeof(struct io_uring_recvmsg_out) + UR_NAMELEN + UR_CTL_SPACE + LOOP_MAX_DGRAM + \
 	  63) & ~(size_t)63)
 
 /* user_data: op (8 bits) | aux (24 bits) | id (32 bits). Never a pointer. */
@@ -54,22 +59,21 @@ struct tx {
 #define TX_NONE 0xffff
 
 struct loop {
-	struct loop_handler h;
+	struct loop_base b; /* first: loop_common.h */
 	struct io_uring ring;
-	bool stop;
-	struct fdtab fds;
 
 	struct io_uring_buf_ring *br;
-	uint8_t *bufs;
-	uint16_t ref[UR_NBUFS]; /* sends still reading each buffer */
+	uint8_t *bufs;        /* UR_NBUFS for the ring, then UR_COPY for copies */
+	uint16_t ref[UR_NTX]; /* sends still reading each buffer */
 	unsigned free_bufs; /* buffers in the ring, ready for the kernel */
-	bool gro;           /* --gso and a kernel with it: trains both ways */
 	struct msghdr rmsg; /* multishot template: name and control sizes */
+	uint16_t copy_free[UR_COPY];
+	unsigned ncopy_free;
 
 	/* As many sends as buffers: enough unless GRO buffers (many datagrams
 	 * each) fan out to many sends; then a forward fails and is counted. */
-	struct tx tx[UR_NBUFS];
-	uint16_t tx_free[UR_NBUFS];
+	struct tx tx[UR_NTX];
+	uint16_t tx_free[UR_NTX];
 	unsigned ntx_free;
 	uint16_t pend; /* the tx still gathering a run, or TX_NONE */
 
@@ -79,11 +83,7 @@ struct loop {
 	unsigned nstalled, stalled_cap;
 
 	struct __kernel_timespec ts;
-	uint64_t armed; /* UINT64_MAX: no timer in flight */
 	unsigned timer_gen;
-	bool taken; /* the datagram in on_dgram was forwarded */
-
-	struct loop_stats st;
 };
 
 static void tx_flush(struct loop *l);
@@ -95,7 +95,7 @@ static struct io_uring_sqe *sqe_get(struct loop *l)
 	if (!sqe) {
 		/* The SQ is full mid-turn: submit early rather than fail. */
 		io_uring_submit(&l->ring);
-		STAT_ADD(l->st.send_batches, 1);
+		STAT_ADD(l->b.st.send_batches, 1);
 		sqe = io_uring_get_sqe(&l->ring);
 	}
 	return sqe;
@@ -167,8 +167,6 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 
 	if (!l)
 		return -ENOMEM;
-	l->h = *h;
-	l->armed = UINT64_MAX;
 	/* Only this thread submits, and completions run when we ask for them:
 	 * fewer interrupts of the packet work (Linux 6.1+, else plain). */
 	memset(&p, 0, sizeof(p));
@@ -207,7 +205,7 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 
 	l->br = mmap(NULL, UR_NBUFS * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
 		     MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	l->bufs = mmap(NULL, (size_t)UR_NBUFS * UR_BUF_SIZE, PROT_READ | PROT_WRITE,
+	l->bufs = mmap(NULL, (size_t)UR_NTX * UR_BUF_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
 	if (l->br == MAP_FAILED || l->bufs == MAP_FAILED) {
 		err = -ENOMEM;
@@ -223,16 +221,17 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 		goto fail_mem;
 	}
 	io_uring_buf_ring_init(l->br);
-	for (unsigned i = 0; i < UR_NBUFS; i++) {
+	for (unsigned i = 0; i < UR_NBUFS; i++)
 		buf_recycle(l, i);
+	for (unsigned i = 0; i < UR_COPY; i++)
+		l->copy_free[l->ncopy_free++] = (uint16_t)(UR_NBUFS + i);
+	for (unsigned i = 0; i < UR_NTX; i++)
 		l->tx_free[i] = (uint16_t)i;
-	}
-	l->ntx_free = UR_NBUFS;
-	l->gro = c->gso && gso_supported();
+	l->ntx_free = UR_NTX;
 	l->rmsg.msg_namelen = UR_NAMELEN;
-	l->rmsg.msg_controllen = l->gro ? GRO_CTL_SPACE : 0;
+	l->rmsg.msg_controllen = UR_CTL_SPACE;
 	l->pend = TX_NONE;
-	if (fdtab_init(&l->fds, c->max_sockets, l->gro ? GSO_ANY : 0) < 0) {
+	if (loop_base_init(&l->b, h, c) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "fd table: out of memory");
 		goto fail_mem;
@@ -243,7 +242,8 @@ fail_mem:
 	if (l->br != MAP_FAILED && l->br)
 		munmap(l->br, UR_NBUFS * sizeof(struct io_uring_buf));
 	if (l->bufs != MAP_FAILED && l->bufs)
-		munmap(l->bufs, (size_t)UR_NBUFS * UR_BUF_SIZE);
+		munmap(l->bufs, (size_t)UR_NTX * UR_BUF_SIZE);
+	loop_base_free(&l->b);
 fail_ring:
 	io_uring_queue_exit(&l->ring);
 	free(l);
@@ -254,8 +254,8 @@ static void ur_destroy(struct loop *l)
 {
 	io_uring_queue_exit(&l->ring);
 	munmap(l->br, UR_NBUFS * sizeof(struct io_uring_buf));
-	munmap(l->bufs, (size_t)UR_NBUFS * UR_BUF_SIZE);
-	fdtab_free(&l->fds);
+	munmap(l->bufs, (size_t)UR_NTX * UR_BUF_SIZE);
+	loop_base_free(&l->b);
 	free(l->stalled_fd);
 	free(l->stalled_id);
 	free(l);
@@ -263,25 +263,25 @@ static void ur_destroy(struct loop *l)
 
 static int ur_add_socket(struct loop *l, int fd, uint32_t id)
 {
-	int err = fdtab_set(&l->fds, fd, id);
+	int err = fdtab_set(&l->b.fds, fd, id);
 
-	if (l->gro)
+	if (l->b.gro)
 		gro_enable(fd);
 	if (!err)
 		err = arm_recv(l, fd, id);
 	if (err)
-		fdtab_clear(&l->fds, fd);
+		fdtab_clear(&l->b.fds, fd);
 	return err;
 }
 
 static int ur_watch(struct loop *l, int fd, uint32_t id)
 {
-	int err = fdtab_set(&l->fds, fd, id);
+	int err = fdtab_set(&l->b.fds, fd, id);
 
 	if (!err)
 		err = arm_poll(l, fd, id);
 	if (err)
-		fdtab_clear(&l->fds, fd);
+		fdtab_clear(&l->b.fds, fd);
 	return err;
 }
 
@@ -289,7 +289,7 @@ static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 {
 	struct io_uring_sqe *sqe = sqe_get(l);
 
-	fdtab_clear(&l->fds, fd);
+	fdtab_clear(&l->b.fds, fd);
 	/* The multishot holds a reference to the file: closing the fd alone
 	 * would leave it armed. Cancel it by its user_data. */
 	if (sqe) {
@@ -305,14 +305,19 @@ static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 	 * the socket and its port at once (a session made room for a newcomer
 	 * binds that port next; see session_open in relay.c). */
 	io_uring_submit_and_get_events(&l->ring);
-	STAT_ADD(l->st.send_batches, 1);
+	STAT_ADD(l->b.st.send_batches, 1);
 }
 
-/* A send is done with its segment of buffer bid. */
+/* A send is done with its segment of buffer bid: the last one gives a
+ * receive buffer back to the ring, a copy buffer to its free list. */
 static void buf_put(struct loop *l, unsigned bid)
 {
-	if (--l->ref[bid] == 0)
+	if (--l->ref[bid] != 0)
+		return;
+	if (bid < UR_NBUFS)
 		buf_recycle(l, bid);
+	else
+		l->copy_free[l->ncopy_free++] = (uint16_t)bid;
 }
 
 /* A send finished with res (bytes or -errno): give back its buffers and
@@ -323,7 +328,7 @@ static void tx_done(struct loop *l, unsigned slot, int res)
 
 	for (unsigned i = 0; i < t->run.n; i++) {
 		buf_put(l, t->bid[i]);
-		l->h.on_sent(l->h.arg, t->id[i], res < 0 ? res : (int)t->iov[i].iov_len);
+		l->b.h.on_sent(l->b.h.arg, t->id[i], res < 0 ? res : (int)t->iov[i].iov_len);
 	}
 	l->tx_free[l->ntx_free++] = (uint16_t)slot;
 }
@@ -342,13 +347,12 @@ static void tx_flush(struct loop *l)
 	t->msg.msg_controllen = 0;
 	if (t->run.n > 1) {
 		gso_set_segment(&t->msg, &t->ctl, t->run.seg);
-		STAT_ADD(l->st.gso_trains, 1);
-		STAT_ADD(l->st.gso_datagrams, t->run.n);
+		loop_train_counted(&l->b, t->run.n);
 	}
 	sqe = sqe_get(l);
 	if (!sqe) {
 		/* Cannot happen with an SQ this deep: a failed send. */
-		STAT_ADD(l->st.send_failures, t->run.n);
+		STAT_ADD(l->b.st.send_failures, t->run.n);
 		tx_done(l, slot, -EBUSY);
 		return;
 	}
@@ -370,7 +374,7 @@ static void tx_open(struct loop *l, int fd, const struct sockaddr *dst, socklen_
 		t->msg.msg_namelen = dstlen;
 	}
 	t->fd = fd;
-	t->sock = fdtab_raw(&l->fds, fd);
+	t->sock = fdtab_raw(&l->b.fds, fd);
 	gso_start(&t->run, len, cap);
 	t->iov[0].iov_base = data;
 	t->iov[0].iov_len = len;
@@ -392,31 +396,67 @@ static bool tx_joins(struct loop *l, int fd, const struct sockaddr *dst, socklen
 	return gso_join(&t->run, len);
 }
 
-static int ur_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      struct loop_dgram *d, uint32_t id)
+/* Queue data (in buffer bid) as the pending run's next datagram, or as a
+ * new run. 0, or -EBUSY when every send slot is taken. */
+static int queue(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		 uint8_t *data, size_t len, uint16_t bid, uint32_t id)
 {
-	if (l->taken)
-		return -EINVAL;
-	if (l->pend != TX_NONE && tx_joins(l, fd, dst, dstlen, d->len)) {
+	if (l->pend != TX_NONE && tx_joins(l, fd, dst, dstlen, len)) {
 		struct tx *t = &l->tx[l->pend];
 		unsigned i = t->run.n - 1;
 
-		t->iov[i].iov_base = d->data;
-		t->iov[i].iov_len = d->len;
-		t->bid[i] = (uint16_t)d->bid;
+		t->iov[i].iov_base = data;
+		t->iov[i].iov_len = len;
+		t->bid[i] = bid;
 		t->id[i] = id;
-		l->ref[d->bid]++;
-	} else {
-		if (l->pend != TX_NONE)
-			tx_flush(l);
-		if (l->ntx_free == 0) {
-			STAT_ADD(l->st.send_failures, 1);
-			return -EBUSY;
-		}
-		tx_open(l, fd, dst, dstlen, d->data, d->len, (uint16_t)d->bid, id,
-			fdtab_gso(&l->fds, fd));
+		l->ref[bid]++;
+		return 0;
 	}
-	l->taken = true;
+	if (l->pend != TX_NONE)
+		tx_flush(l);
+	if (l->ntx_free == 0)
+		return -EBUSY;
+	tx_open(l, fd, dst, dstlen, data, len, bid, id, fdtab_gso(&l->b.fds, fd));
+	return 0;
+}
+
+static int ur_forward(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		      struct loop_dgram *d, uint32_t id)
+{
+	if (l->b.taken)
+		return -EINVAL;
+	if (queue(l, fd, dst, dstlen, d->data, d->len, (uint16_t)d->bid, id) < 0) {
+		STAT_ADD(l->b.st.send_failures, 1);
+		return -EBUSY;
+	}
+	l->b.taken = true;
+	return 0;
+}
+
+/* Out of copy buffers or send slots: refused, never waited for. A buffer
+ * comes back when the kernel completes a send, a few microseconds after
+ * the turn's submit: only a burst of more than UR_COPY copies in one turn
+ * meets this. */
+static int ur_send(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		   const void *buf, size_t len, uint32_t id)
+{
+	int err = loop_copy_check(len);
+	uint16_t bid;
+
+	if (err)
+		return err;
+	if (l->ncopy_free == 0) {
+		STAT_ADD(l->b.st.send_nobufs, 1);
+		return -ENOBUFS;
+	}
+	bid = l->copy_free[l->ncopy_free - 1];
+	memcpy(buf_at(l, bid), buf, len);
+	if (queue(l, fd, dst, dstlen, buf_at(l, bid), len, bid, id) < 0) {
+		STAT_ADD(l->b.st.send_nobufs, 1);
+		return -ENOBUFS;
+	}
+	l->ncopy_free--; /* queue took a reference: buf_put gives it back */
+	STAT_ADD(l->b.st.copies, 1);
 	return 0;
 }
 
@@ -451,7 +491,7 @@ static void unstall(struct loop *l)
 		int fd = l->stalled_fd[i];
 		uint32_t id = l->stalled_id[i];
 
-		if (!fdtab_is(&l->fds, fd, id))
+		if (!fdtab_is(&l->b.fds, fd, id))
 			continue;
 		if (l->free_bufs == 0 || arm_recv(l, fd, id) < 0) {
 			l->stalled_fd[kept] = fd;
@@ -461,33 +501,28 @@ static void unstall(struct loop *l)
 	l->nstalled = kept;
 }
 
-/* Hand the datagram in buffer bid to the layer above; a GRO train as the
- * datagrams it was made of, each with the same source. */
+/* Hand the datagram in buffer bid to the layer above (loop_deliver). The
+ * control area the kernel left unwritten is the datagram's headroom. */
 static void deliver(struct loop *l, struct io_uring_recvmsg_out *o, size_t len, unsigned bid,
 		    int fd, uint32_t id, uint64_t now)
 {
-	uint8_t *p = io_uring_recvmsg_payload(o, &l->rmsg);
-	size_t seg = 0, off = 0;
+	const struct loop_dgram d = {
+		.from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
+		.fromlen = o->namelen,
+		.data = io_uring_recvmsg_payload(o, &l->rmsg),
+		.len = len,
+		.headroom = l->rmsg.msg_controllen - o->controllen,
+		.truncated = (o->flags & MSG_TRUNC) != 0,
+		.bid = bid,
+		.now = now,
+	};
+	size_t seg = 0;
 	struct cmsghdr *c;
 
 	for (c = io_uring_recvmsg_cmsg_firsthdr(o, &l->rmsg); c && !seg;
 	     c = io_uring_recvmsg_cmsg_nexthdr(o, &l->rmsg, c))
 		seg = gro_size(c);
-	do {
-		struct loop_dgram d = {
-			.from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
-			.fromlen = o->namelen,
-			.data = p + off,
-			.len = gro_segment(len, seg, off),
-			.truncated = (o->flags & MSG_TRUNC) != 0,
-			.bid = bid,
-			.now = now,
-		};
-
-		l->taken = false;
-		l->h.on_dgram(l->h.arg, id, &d);
-		off += d.len;
-	} while (off < len && fdtab_is(&l->fds, fd, id));
+	loop_deliver(&l->b, fd, id, &d, seg);
 }
 
 static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
@@ -496,24 +531,24 @@ static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 	int fd = (int)UD_AUX(ud);
 	uint32_t id = UD_ID(ud);
 	bool more = cqe->flags & IORING_CQE_F_MORE;
-	bool live = fdtab_is(&l->fds, fd, id);
+	bool live = fdtab_is(&l->b.fds, fd, id);
 
 	if (cqe->res < 0) {
 		if (cqe->res == -ENOBUFS) {
-			STAT_ADD(l->st.nobufs, 1);
+			STAT_ADD(l->b.st.nobufs, 1);
 			if (live && !more)
 				stall(l, fd, id);
 			return;
 		}
 		if (cqe->res != -ECANCELED && live)
-			l->h.on_recv_error(l->h.arg, id, cqe->res);
+			l->b.h.on_recv_error(l->b.h.arg, id, cqe->res);
 	} else if (cqe->flags & IORING_CQE_F_BUFFER) {
 		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		uint8_t *buf = buf_at(l, bid);
 		struct io_uring_recvmsg_out *o;
 
 		l->free_bufs--;
-		STAT_ADD(l->st.recv_batches, 1);
+		STAT_ADD(l->b.st.recv_batches, 1);
 		o = io_uring_recvmsg_validate(buf, cqe->res, &l->rmsg);
 		if (o && live)
 			deliver(l, o, io_uring_recvmsg_payload_length(o, cqe->res, &l->rmsg), bid,
@@ -523,7 +558,7 @@ static void on_recv(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 	}
 	/* A multishot that ended without being cancelled is re-armed; a socket
 	 * deleted meanwhile is not (its number may belong to another now). */
-	if (!more && live && fdtab_is(&l->fds, fd, id) && cqe->res != -ECANCELED)
+	if (!more && live && fdtab_is(&l->b.fds, fd, id) && cqe->res != -ECANCELED)
 		arm_recv(l, fd, id);
 }
 
@@ -533,28 +568,28 @@ static void on_send(struct loop *l, struct io_uring_cqe *cqe)
 	struct tx *t = &l->tx[slot];
 	int res = cqe->res;
 
-	if (res < 0 && t->run.n > 1 && t->sock && fdtab_raw(&l->fds, t->fd) == t->sock) {
+	if (res < 0 && t->run.n > 1 && t->sock && fdtab_raw(&l->b.fds, t->fd) == t->sock) {
 		/* The train as a whole was refused. Its datagrams go again one
 		 * by one, each to its own fate, and the socket learns what its
 		 * trains may carry. */
 		struct tx old = *t; /* the slot is reused below */
 
-		STAT_ADD(l->st.gso_refused, 1);
-		fdtab_set_gso(&l->fds, old.fd,
-			      gso_refused(fdtab_gso(&l->fds, old.fd), old.run.seg, res));
+		loop_train_refused(&l->b, old.fd, old.run.seg, res);
 		l->tx_free[l->ntx_free++] = (uint16_t)slot;
 		if (l->pend != TX_NONE)
 			tx_flush(l);
 		for (unsigned i = 0; i < old.run.n; i++) {
 			if (l->ntx_free == 0) { /* out of sends: this one failed */
 				buf_put(l, old.bid[i]);
-				l->h.on_sent(l->h.arg, old.id[i], res);
+				l->b.h.on_sent(l->b.h.arg, old.id[i], res);
 				continue;
 			}
 			tx_open(l, old.fd, old.msg.msg_namelen ? &old.dst.sa : NULL,
 				old.msg.msg_namelen, old.iov[i].iov_base, old.iov[i].iov_len,
 				old.bid[i], old.id[i], 0);
 			tx_flush(l);
+			/* The new send holds the buffer now: the train lets go. */
+			buf_put(l, old.bid[i]);
 		}
 		return;
 	}
@@ -565,18 +600,13 @@ static void arm_timer(struct loop *l, uint64_t deadline)
 {
 	struct io_uring_sqe *sqe;
 
-	/* Deadlines move later on every packet (LRU expiry): re-arming for
-	 * each would cost two SQEs per turn. A timeout that fires early costs
-	 * one idle tick, then we arm for the real deadline. */
-	if (deadline >= l->armed)
-		return;
-	if (l->armed != UINT64_MAX) {
+	if (l->b.armed != UINT64_MAX) {
 		sqe = sqe_get(l);
 		if (!sqe)
 			return;
 		io_uring_prep_timeout_remove(sqe, UD(OP_TIMER, l->timer_gen, 0), 0);
 		io_uring_sqe_set_data64(sqe, UD(OP_CANCEL, 0, 0));
-		l->armed = UINT64_MAX;
+		l->b.armed = UINT64_MAX;
 	}
 	sqe = sqe_get(l);
 	if (!sqe)
@@ -587,24 +617,25 @@ static void arm_timer(struct loop *l, uint64_t deadline)
 	l->timer_gen = (l->timer_gen + 1) & 0xffffff;
 	io_uring_prep_timeout(sqe, &l->ts, 0, IORING_TIMEOUT_ABS);
 	io_uring_sqe_set_data64(sqe, UD(OP_TIMER, l->timer_gen, 0));
-	l->armed = deadline;
+	l->b.armed = deadline;
 }
 
 static int ur_run(struct loop *l)
 {
-	while (!l->stop) {
+	while (!l->b.stop) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
-		uint64_t now;
+		uint64_t now, at;
 		int err;
 
-		arm_timer(l, l->h.next_deadline(l->h.arg));
+		if (loop_wake_earlier(&l->b, &at))
+			arm_timer(l, at);
 		if (l->nstalled && l->free_bufs)
 			unstall(l);
 		if (l->pend != TX_NONE)
 			tx_flush(l);
 		err = io_uring_submit_and_wait(&l->ring, 1);
-		STAT_ADD(l->st.send_batches, 1);
+		STAT_ADD(l->b.st.send_batches, 1);
 		if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
 			return err;
 		now = loop_now();
@@ -621,37 +652,59 @@ static int ur_run(struct loop *l)
 				on_send(l, cqe);
 				break;
 			case OP_POLL:
-				if (fdtab_is(&l->fds, (int)UD_AUX(ud), UD_ID(ud))) {
+				if (fdtab_is(&l->b.fds, (int)UD_AUX(ud), UD_ID(ud))) {
 					if (cqe->res >= 0)
-						l->h.on_readable(l->h.arg, UD_ID(ud));
+						l->b.h.on_readable(l->b.h.arg, UD_ID(ud));
 					if (!(cqe->flags & IORING_CQE_F_MORE))
 						arm_poll(l, (int)UD_AUX(ud), UD_ID(ud));
 				}
 				break;
 			case OP_TIMER:
 				if (UD_AUX(ud) == l->timer_gen && cqe->res != -ECANCELED)
-					l->armed = UINT64_MAX;
+					l->b.armed = UINT64_MAX;
 				break;
 			default:
 				break;
 			}
 		}
 		io_uring_cq_advance(&l->ring, seen);
-		now = loop_now();
-		if (!l->stop && now >= l->h.next_deadline(l->h.arg))
-			l->h.on_tick(l->h.arg, now);
+		loop_turn_end(&l->b);
 	}
 	return 0;
 }
 
-static void ur_stop(struct loop *l)
+static void ur_flush(struct loop *l)
 {
-	l->stop = true;
-}
+	uint64_t until = loop_now() + LOOP_FLUSH_MS * NS_PER_MS;
 
-static const struct loop_stats *ur_stats(const struct loop *l)
-{
-	return &l->st;
+	if (l->pend != TX_NONE)
+		tx_flush(l);
+	/* Until every send slot is back: each send in flight holds one. */
+	while (l->ntx_free + (l->pend != TX_NONE) < UR_NTX && loop_now() < until) {
+		struct __kernel_timespec ts = { .tv_nsec = 50 * (long long)NS_PER_MS };
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+
+		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		io_uring_for_each_cqe(&l->ring, head, cqe)
+		{
+			seen++;
+			if (UD_OP(cqe->user_data) == OP_SEND) {
+				on_send(l, cqe);
+			} else if (UD_OP(cqe->user_data) == OP_RECV &&
+				   (cqe->flags & IORING_CQE_F_BUFFER)) {
+				unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+
+				/* Dropped: nobody reads any more. */
+				l->free_bufs--;
+				if (l->ref[bid] == 0)
+					buf_recycle(l, bid);
+			}
+		}
+		io_uring_cq_advance(&l->ring, seen);
+		if (l->pend != TX_NONE)
+			tx_flush(l);
+	}
 }
 
 const struct loop_ops loop_uring_ops = {
@@ -662,7 +715,11 @@ const struct loop_ops loop_uring_ops = {
 	.del_socket = ur_del_socket,
 	.watch = ur_watch,
 	.forward = ur_forward,
+	.send = ur_send,
+	.timer_set = loop_common_timer_set,
+	.timer_cancel = loop_common_timer_cancel,
 	.run = ur_run,
-	.stop = ur_stop,
-	.stats = ur_stats,
+	.stop = loop_common_stop,
+	.flush = ur_flush,
+	.stats = loop_common_stats,
 };
