@@ -33,6 +33,20 @@ static uint32_t sessions_active(const struct daemon *d)
 	return n;
 }
 
+/* The daemon's own timer: the next STATUS=/WATCHDOG=1, and while leaving
+ * the next look for the last session. */
+static void daemon_arm(struct daemon *d)
+{
+	uint64_t t = d->next_notify ? d->next_notify : UINT64_MAX;
+
+	if (d->leaving && d->leave_check < t)
+		t = d->leave_check;
+	if (t == UINT64_MAX)
+		d->ops->timer_cancel(d->loop, &d->timer);
+	else if (d->ops->timer_set(d->loop, &d->timer, t) < 0)
+		log_warnx("daemon timer: out of memory");
+}
+
 static void notify_status(struct daemon *d)
 {
 	sdnotify("STATUS=%s, %u sessions",
@@ -56,6 +70,7 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	d->exit_signal = sig;
 	d->leave_deadline = now + d->conf->drain_timeout_ms * NS_PER_MS;
 	d->leave_check = now + DAEMON_LEAVE_CHECK;
+	daemon_arm(d);
 	sdnotify("STOPPING=1");
 	notify_status(d);
 	log_info("SIG%s: draining %u sessions for up to %llu ms",
@@ -202,9 +217,12 @@ static void call_readable(void *obj, uint32_t ref)
 	sessions_render(obj);
 }
 
+static void daemon_timer(void *obj, uint32_t ref, uint64_t now);
+
 static const struct endpoint_ops daemon_signal_ops = {
 	.name = "signal",
 	.on_readable = signal_readable,
+	.on_timer = daemon_timer,
 };
 
 static const struct endpoint_ops daemon_call_ops = {
@@ -233,6 +251,11 @@ static void h_readable(void *arg, uint32_t id)
 	endpoint_readable(&((struct daemon *)arg)->ep, id);
 }
 
+static void h_timer(void *arg, uint32_t id, uint64_t now)
+{
+	endpoint_timer(&((struct daemon *)arg)->ep, id, now);
+}
+
 static void h_tick(void *arg, uint64_t now)
 {
 	struct daemon *d = arg;
@@ -240,6 +263,13 @@ static void h_tick(void *arg, uint64_t now)
 	for (unsigned i = 0; i < d->nrelays; i++)
 		if (now >= relay_next_deadline(&d->relays[i]))
 			relay_on_tick(&d->relays[i], now);
+}
+
+static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
+{
+	struct daemon *d = obj;
+
+	(void)ref;
 	if (d->next_notify && now >= d->next_notify) {
 		if (d->watchdog_period)
 			sdnotify("WATCHDOG=1");
@@ -249,23 +279,22 @@ static void h_tick(void *arg, uint64_t now)
 	}
 	if (d->leaving && (sessions_active(d) == 0 || now >= d->leave_deadline))
 		d->ops->stop(d->loop);
+	/* While leaving, look again each 100 ms for the last session to go. */
 	if (d->leaving && now >= d->leave_check)
 		d->leave_check = now + DAEMON_LEAVE_CHECK;
+	daemon_arm(d);
 }
 
 static uint64_t h_deadline(void *arg)
 {
 	struct daemon *d = arg;
-	uint64_t t = d->next_notify ? d->next_notify : UINT64_MAX;
+	uint64_t t = UINT64_MAX;
 
 	for (unsigned i = 0; i < d->nrelays; i++) {
 		uint64_t r = relay_next_deadline(&d->relays[i]);
 		if (r < t)
 			t = r;
 	}
-	/* While leaving, look again each 100 ms for the last session to go. */
-	if (d->leaving && d->leave_check < t)
-		t = d->leave_check;
 	return t;
 }
 
@@ -292,6 +321,7 @@ static int create_loop(struct daemon *d)
 		.on_tick = h_tick,
 		.on_readable = h_readable,
 		.next_deadline = h_deadline,
+		.on_timer = h_timer,
 	};
 	struct loop_conf lc = { .max_sockets = 16, .gso = d->conf->gso };
 	char why[256] = "";
@@ -325,6 +355,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	pthread_condattr_t ca;
 
 	memset(d, 0, sizeof(*d));
+	timer_init(&d->timer, 0);
 	endpoint_table_init(&d->ep);
 	d->conf = conf;
 	d->sig_fd = -1;
@@ -363,8 +394,10 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		return EXIT_FAILURE;
 	}
 	rc = endpoint_add(&d->ep, &daemon_signal_ops, d);
-	if (rc >= 0)
+	if (rc >= 0) {
+		d->timer.id = endpoint_id(&d->ep, (unsigned)rc);
 		rc = d->ops->watch(d->loop, d->sig_fd, endpoint_id(&d->ep, (unsigned)rc));
+	}
 	if (rc == 0)
 		rc = endpoint_add(&d->ep, &daemon_call_ops, d);
 	if (rc >= 0)
@@ -391,6 +424,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	if (getenv("NOTIFY_SOCKET"))
 		d->next_notify = loop_now() + (d->watchdog_period ? d->watchdog_period / 2
 								  : DAEMON_STATUS_PERIOD);
+	daemon_arm(d);
 	return 0;
 }
 
@@ -429,10 +463,12 @@ int daemon_run(struct daemon *d)
 	sdnotify("STOPPING=1");
 	log_info("exiting on SIG%s", sigabbrev_np(d->exit_signal) ? sigabbrev_np(d->exit_signal)
 								   : "?");
-	for (unsigned i = 0; i < d->nrelays; i++) {
+	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_shutdown(&d->relays[i]);
+	/* The flatlines leave (and are counted) before the last stats. */
+	d->ops->flush(d->loop);
+	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_log_stats(&d->relays[i]);
-	}
 	return 0;
 }
 
@@ -440,8 +476,10 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
-	if (d->loop)
+	if (d->loop) {
+		d->ops->timer_cancel(d->loop, &d->timer);
 		d->ops->destroy(d->loop);
+	}
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_close(&d->relays[i]);
 	banlist_free(&d->bans);

@@ -51,6 +51,7 @@ struct daemon {
 	uint64_t leave_check;     /* ns; next look for the last session */
 	uint64_t watchdog_period; /* ns, 0 without a systemd watchdog */
 	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
+	struct timer timer;       /* next_notify or leave_check, whichever is first */
 };
 
 /* Open every relay (upstreams resolved, one per relay), create the loop on
