@@ -221,6 +221,33 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 static const struct endpoint_ops relay_public_ops, relay_session_ops, relay_probe_ops,
 	relay_resolver_ops;
 
+/* Refs under the public endpoint (a multi endpoint: the relay owns it for
+ * the process's life), so that its on_sent knows what a send was: the
+ * socket itself and the relay's timer, a reply (cache answer, print), a
+ * heartbeat or a flatline to master m. */
+enum { PUB_SOCKET, PUB_REPLY, PUB_HEARTBEAT, PUB_FLATLINE };
+
+static uint32_t pub_id(const struct relay *r, unsigned kind, unsigned master)
+{
+	return endpoint_ref_id(r->ep_public, (uint32_t)kind << 8 | master);
+}
+
+/* Arm the relay's timer when its next deadline may have come earlier
+ * (a session opened, a probe round brought forward, a heartbeat sent);
+ * one that moved later (every forward touches a session) leaves the timer
+ * to fire early once, and relay_on_tick re-arms it exactly. So nothing is
+ * recomputed per packet. */
+static void relay_arm(struct relay *r)
+{
+	uint64_t at;
+
+	if (!r->attached)
+		return;
+	at = relay_next_deadline(r);
+	if (at != UINT64_MAX && (!timer_armed(&r->timer) || at < r->timer.at))
+		r->ops->timer_set(r->loop, &r->timer, at);
+}
+
 int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 		 struct endpoint_table *ep)
 {
@@ -247,11 +274,13 @@ int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 	r->ep_probe = (unsigned)s[2];
 	r->ep_resolver = (unsigned)s[3];
 	r->attached = true;
-	err = ops->add_socket(l, r->pub_fd, endpoint_id(ep, r->ep_public));
+	timer_init(&r->timer, pub_id(r, PUB_SOCKET, 0));
+	err = ops->add_socket(l, r->pub_fd, pub_id(r, PUB_SOCKET, 0));
 	if (!err)
 		err = ops->add_socket(l, r->probe_fd, endpoint_id(ep, r->ep_probe));
 	if (!err)
 		err = ops->watch(l, r->res_fd, endpoint_id(ep, r->ep_resolver));
+	relay_arm(r);
 	return err;
 }
 
@@ -413,6 +442,7 @@ static uint32_t session_open(struct relay *r, const union etr_sockaddr *client, 
 		session_assure(&r->st, idx);
 	STAT_ADD(r->stats.sessions_opened, 1);
 	STAT_SET(r->stats.sessions_active, r->st.active);
+	relay_arm(r);
 	if (log_debug_on) {
 		char a[ADDR_STRLEN];
 		log_debug("session + %s (%u active)", addr_str(&client->sa, a), r->st.active);
@@ -509,7 +539,10 @@ static void cache_answer(struct relay *r, const union etr_sockaddr *client,
 		return;
 	}
 	rl_take(&r->cache_pkts, now);
-	if (net_send_copy(r->pub_fd, client, out, (size_t)n) == 0) {
+	if (r->ops->send(r->loop, r->pub_fd, &client->sa, addr_len(client), out, (size_t)n,
+			 pub_id(r, PUB_REPLY, 0)) < 0) {
+		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
+	} else {
 		STAT_ADD(r->stats.cache_answers, 1);
 		STAT_ADD(r->stats.down_pkts, 1);
 		STAT_ADD(r->stats.down_bytes, (uint64_t)n);
@@ -679,8 +712,9 @@ static void qport_refuse(struct relay *r, uint32_t idx, uint32_t owner, uint16_t
 			 "(or set net_qport) and connect again\n",
 			 q);
 		n = q3_build(pkt, sizeof(pkt), text);
-		if (n > 0)
-			net_send_copy(r->pub_fd, &s->client, pkt, (size_t)n);
+		if (n > 0 && r->ops->send(r->loop, r->pub_fd, &s->client.sa, addr_len(&s->client),
+					  pkt, (size_t)n, pub_id(r, PUB_REPLY, 0)) < 0)
+			STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 	}
 	if (d->now < r->qport_log_next)
 		return;
@@ -928,6 +962,7 @@ static void from_server(struct relay *r, uint32_t ref, struct loop_dgram *d)
 
 		hb_heard(&r->hb, d->now);
 		log_early_round(r, before, d->now, "game server heard from");
+		relay_arm(r);
 	}
 	if (d->truncated) {
 		STAT_ADD(r->stats.drops[DROP_TRUNCATED], 1);
@@ -985,17 +1020,14 @@ static void master_result(struct relay *r, unsigned i, enum stats_hb_result res)
 	pthread_mutex_unlock(&r->stats.lock);
 }
 
-static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
+/* What became of a heartbeat (or flatline) to master i: 0, sent, or
+ * -errno. Told by the loop's on_sent, or at once when it was not queued. */
+static void heartbeat_done(struct relay *r, unsigned i, bool flat, int err)
 {
 	struct relay_master *m = &r->masters[i];
-	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], text[CONF_TAG_MAX + 16];
-	uint8_t pkt[CONF_TAG_MAX + 20];
-	bool flat = strcmp(tag, r->conf->heartbeat) != 0;
-	int n, err;
+	const char *tag = flat ? r->conf->flatline : r->conf->heartbeat;
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
 
-	snprintf(text, sizeof(text), "heartbeat %s\n", tag);
-	n = q3_build(pkt, sizeof(pkt), text);
-	err = net_send_copy(r->pub_fd, &m->addr, pkt, (size_t)n);
 	addr_str(&m->addr.sa, a);
 	addr_hostport(m->host, m->port, hp);
 	if (err < 0 && conf_addr_family(&m->addr) != conf_addr_family(&r->conf->listen) &&
@@ -1014,7 +1046,7 @@ static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
 		master_result(r, i, err < 0 ? HB_RESULT_SEND_ERROR : HB_RESULT_SENT);
 	if (!flat && err == 0) {
 		hb_master_heartbeat(&m->health, loop_now());
-		master_invite(r, m);
+		relay_arm(r);
 	}
 	if (err < 0) {
 		log_warnx("heartbeat %s -> %s (%s): %s", tag, hp, a, strerror(-err));
@@ -1026,6 +1058,28 @@ static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
 	} else {
 		log_debug("heartbeat %s -> %s (%s)", tag, hp, a);
 	}
+}
+
+/* Queue a heartbeat (or flatline) to master i from the public socket: the
+ * master lists the address it came from. Its fate comes in heartbeat_done;
+ * the master's allowance is full again from now (its challenge may come
+ * back within the same millisecond). */
+static void send_heartbeat(struct relay *r, unsigned i, const char *tag)
+{
+	struct relay_master *m = &r->masters[i];
+	char text[CONF_TAG_MAX + 16];
+	uint8_t pkt[CONF_TAG_MAX + 20];
+	bool flat = strcmp(tag, r->conf->heartbeat) != 0;
+	int n, err;
+
+	snprintf(text, sizeof(text), "heartbeat %s\n", tag);
+	n = q3_build(pkt, sizeof(pkt), text);
+	err = r->ops->send(r->loop, r->pub_fd, &m->addr.sa, addr_len(&m->addr), pkt, (size_t)n,
+			   pub_id(r, flat ? PUB_FLATLINE : PUB_HEARTBEAT, i));
+	if (err < 0)
+		heartbeat_done(r, i, flat, err);
+	else if (!flat)
+		master_invite(r, m);
 }
 
 static void send_flatline(struct relay *r)
@@ -1131,9 +1185,10 @@ static void hb_actions(struct relay *r, unsigned act, uint64_t now)
 		rl_budget_take(&r->budget, RL_MASTER, now);
 		snprintf(text, sizeof(text), "getinfo %s", r->hb.challenge);
 		n = q3_build(pkt, sizeof(pkt), text);
-		err = net_send_copy(r->probe_fd, NULL, pkt, (size_t)n);
+		err = r->ops->send(r->loop, r->probe_fd, NULL, 0, pkt, (size_t)n,
+				   endpoint_id(r->ep, r->ep_probe));
 		STAT_ADD(r->stats.probes_sent, 1);
-		if (err < 0 && err != -ECONNREFUSED)
+		if (err < 0)
 			log_debug("probe: %s", strerror(-err));
 	}
 	/* Published before it is announced: whoever reads the log line and
@@ -1169,6 +1224,7 @@ static void from_probe(struct relay *r, struct loop_dgram *d)
 		STAT_ADD(r->stats.probe_rounds_ok, 1);
 	qcache_store(&r->cache, Q3_INFORESPONSE, d->data, d->len, d->now);
 	hb_actions(r, act, d->now);
+	relay_arm(r);
 }
 
 /* The relay's endpoints: what each of its fds does with a loop event. */
@@ -1186,6 +1242,25 @@ static void public_recv_error(void *obj, uint32_t ref, int err)
 	log_debug("receive on the public socket: %s", strerror(-err));
 }
 
+/* Sends from the public socket that are not forwards: heartbeats and
+ * flatlines report to their master, a reply that failed is a drop. */
+static void public_sent(void *obj, uint32_t ref, int res)
+{
+	struct relay *r = obj;
+	unsigned kind = ref >> 8, m = ref & 0xff;
+
+	if ((kind == PUB_HEARTBEAT || kind == PUB_FLATLINE) && m < r->nmasters)
+		heartbeat_done(r, m, kind == PUB_FLATLINE, res < 0 ? res : 0);
+	else if (res < 0)
+		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
+}
+
+static void public_timer(void *obj, uint32_t ref, uint64_t now)
+{
+	(void)ref;
+	relay_on_tick(obj, now);
+}
+
 static void probe_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 {
 	(void)ref;
@@ -1199,8 +1274,19 @@ static void probe_recv_error(void *obj, uint32_t ref, int err)
 	struct relay *r = obj;
 
 	(void)ref;
-	if (err == -ECONNREFUSED)
+	if (err == -ECONNREFUSED) {
 		hb_probe_refused(&r->hb, loop_now());
+		relay_arm(r);
+	}
+}
+
+/* A refused probe shows in the next receive (probe_recv_error). */
+static void probe_sent(void *obj, uint32_t ref, int res)
+{
+	(void)obj;
+	(void)ref;
+	if (res < 0 && res != -ECONNREFUSED)
+		log_debug("probe: %s", strerror(-res));
 }
 
 static void session_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
@@ -1221,6 +1307,7 @@ static void session_recv_error(void *obj, uint32_t ref, int err)
 		STAT_ADD(r->stats.refused, 1);
 		hb_refused(&r->hb, now);
 		log_early_round(r, before, now, "game server refused a send");
+		relay_arm(r);
 		return;
 	}
 	if (err == -EAGAIN || err == -EINTR || err == -ENOBUFS || err == -ENOMEM)
@@ -1251,6 +1338,7 @@ static void session_sent(void *obj, uint32_t ref, int res)
 		STAT_ADD(r->stats.refused, 1);
 		hb_refused(&r->hb, now);
 		log_early_round(r, before, now, "game server refused a send");
+		relay_arm(r);
 	} else
 		STAT_ADD(r->stats.drops[DROP_SEND_ERROR], 1);
 }
@@ -1266,6 +1354,12 @@ void relay_on_tick(struct relay *r, uint64_t now)
 		hb_actions(r, act, now);
 	}
 	check_masters(r, now);
+	/* Exactly, now: the deadline may have moved later meanwhile. */
+	now = relay_next_deadline(r);
+	if (now == UINT64_MAX)
+		r->ops->timer_cancel(r->loop, &r->timer);
+	else
+		r->ops->timer_set(r->loop, &r->timer, now);
 }
 
 static void resolver_readable(void *obj, uint32_t ref)
@@ -1276,8 +1370,11 @@ static void resolver_readable(void *obj, uint32_t ref)
 
 static const struct endpoint_ops relay_public_ops = {
 	.name = "public",
+	.multi = true,
 	.on_dgram = public_dgram,
 	.on_recv_error = public_recv_error,
+	.on_sent = public_sent,
+	.on_timer = public_timer,
 };
 
 static const struct endpoint_ops relay_session_ops = {
@@ -1292,6 +1389,7 @@ static const struct endpoint_ops relay_probe_ops = {
 	.name = "probe",
 	.on_dgram = probe_dgram,
 	.on_recv_error = probe_recv_error,
+	.on_sent = probe_sent,
 };
 
 static const struct endpoint_ops relay_resolver_ops = {

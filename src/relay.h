@@ -48,6 +48,9 @@ struct relay {
 	struct endpoint_table *ep;
 	unsigned ep_public, ep_sessions, ep_probe, ep_resolver;
 	bool attached;
+	/* Its next deadline (expiry, probe round, masters) in the loop's
+	 * timers; the loop lets go of it when destroyed. */
+	struct timer timer;
 	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
 	int pub_fd;
 	union etr_sockaddr upstream;
@@ -99,7 +102,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 		 struct endpoint_table *ep);
 
-/* The relay's timers (the daemon asks every relay each turn). */
+/* The relay's deadlines: relay_on_tick runs what is due (its timer calls
+ * it) and re-arms the timer. */
 void relay_on_tick(struct relay *r, uint64_t now);
 uint64_t relay_next_deadline(const struct relay *r);
 
