@@ -256,15 +256,6 @@ static void h_timer(void *arg, uint32_t id, uint64_t now)
 	endpoint_timer(&((struct daemon *)arg)->ep, id, now);
 }
 
-static void h_tick(void *arg, uint64_t now)
-{
-	struct daemon *d = arg;
-
-	for (unsigned i = 0; i < d->nrelays; i++)
-		if (now >= relay_next_deadline(&d->relays[i]))
-			relay_on_tick(&d->relays[i], now);
-}
-
 static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
 {
 	struct daemon *d = obj;
@@ -283,19 +274,6 @@ static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
 	if (d->leaving && now >= d->leave_check)
 		d->leave_check = now + DAEMON_LEAVE_CHECK;
 	daemon_arm(d);
-}
-
-static uint64_t h_deadline(void *arg)
-{
-	struct daemon *d = arg;
-	uint64_t t = UINT64_MAX;
-
-	for (unsigned i = 0; i < d->nrelays; i++) {
-		uint64_t r = relay_next_deadline(&d->relays[i]);
-		if (r < t)
-			t = r;
-	}
-	return t;
 }
 
 static int signals_fd(void)
@@ -318,9 +296,7 @@ static int create_loop(struct daemon *d)
 		.on_dgram = h_dgram,
 		.on_recv_error = h_recv_error,
 		.on_sent = h_sent,
-		.on_tick = h_tick,
 		.on_readable = h_readable,
-		.next_deadline = h_deadline,
 		.on_timer = h_timer,
 	};
 	struct loop_conf lc = { .max_sockets = 16, .gso = d->conf->gso };
