@@ -64,13 +64,8 @@ struct loop_handler {
 	 * or -errno). Called exactly once per accepted forward or send, also
 	 * for sends nobody waits for (an id whose owner ignores it). */
 	void (*on_sent)(void *arg, uint32_t id, int res);
-	/* The deadline passed; `now` is CLOCK_MONOTONIC in ns. May be NULL. */
-	void (*on_tick)(void *arg, uint64_t now);
 	/* fd watched with loop_watch is readable. */
 	void (*on_readable)(void *arg, uint32_t id);
-	/* Next deadline (CLOCK_MONOTONIC ns), or UINT64_MAX for none. Asked once
-	 * per loop turn. May be NULL (then only timers wake the loop). */
-	uint64_t (*next_deadline)(void *arg);
 	/* The timer t (armed with timer_set) is due: t->id is handed back.
 	 * Called at the end of a loop turn, once per expiry; the timer is idle
 	 * again and may be re-armed from here. */

@@ -41,22 +41,9 @@ bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dg
 	return true;
 }
 
-static uint64_t wake_at(struct loop_base *b)
-{
-	uint64_t t = timers_next(&b->timers);
-
-	if (b->h.next_deadline) {
-		uint64_t d = b->h.next_deadline(b->h.arg);
-
-		if (d < t)
-			t = d;
-	}
-	return t;
-}
-
 bool loop_wake_earlier(struct loop_base *b, uint64_t *at)
 {
-	*at = wake_at(b);
+	*at = timers_next(&b->timers);
 	return *at < b->armed;
 }
 
@@ -67,8 +54,6 @@ void loop_turn_end(struct loop_base *b)
 
 	if (b->stop)
 		return;
-	if (b->h.next_deadline && now >= b->h.next_deadline(b->h.arg))
-		b->h.on_tick(b->h.arg, now);
 	for (uint32_t n = b->timers.n; n > 0 && !b->stop; n--) {
 		if (!(t = timers_pop(&b->timers, now)))
 			break;

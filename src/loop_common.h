@@ -47,14 +47,14 @@ void loop_base_free(struct loop_base *b);
 bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dgram *d,
 		  size_t seg);
 
-/* The deadline to wake up at when it is earlier than the one armed (the
- * backend arms it and sets b->armed), else false. Deadlines that move
+/* The earliest timer, to wake up at, when it is earlier than the one armed
+ * (the backend arms it and sets b->armed), else false. Deadlines that move
  * later are not re-armed: an early wake-up costs one idle turn, re-arming
  * on every packet a syscall or two SQEs each. */
 bool loop_wake_earlier(struct loop_base *b, uint64_t *at);
 
-/* The end of a loop turn: the handler's tick if due, then every timer due
- * (each at most once per turn: one re-armed into the past fires next
+/* The end of a loop turn: every timer due, in deadline order (at most as
+ * many as were armed: one re-armed into the past may wait for the next
  * turn). */
 void loop_turn_end(struct loop_base *b);
 
