@@ -287,6 +287,10 @@ static void loop_counters(FILE *f, const struct loop_stats *ls)
 	family(f, "etrelay_receive_stalls_total", "counter",
 	       "Times a socket stopped receiving for lack of free buffers (io_uring).");
 	sample(f, "etrelay_receive_stalls_total", NO_LABELS, STAT_GET(ls->nobufs));
+	family(f, "etrelay_send_no_buffer_total", "counter",
+	       "Answers, probes or heartbeats the loop refused for lack of a free send buffer "
+	       "(io_uring: more than 128 in one loop turn).");
+	sample(f, "etrelay_send_no_buffer_total", NO_LABELS, STAT_GET(ls->send_nobufs));
 }
 
 int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
