@@ -91,6 +91,7 @@ bool bench_gso_refused(int err);
 enum bench_kind {
 	BENCH_ECHO = 0,     /* client -> server, answered verbatim */
 	BENCH_SNAPSHOT = 1, /* server -> client, 20 Hz in the ET-match model */
+	BENCH_GAME = 2,     /* client -> server in the ET-match model: not echoed */
 };
 
 /* Snapshots add: 16 u32 packets the server got from this client so far,

@@ -34,8 +34,9 @@ static const char usage[] =
 	"a game server; the upstream for etrelay-load.\n"
 	"\n"
 	"  -l, --listen ADDR:PORT     address to serve (IPv4 or [IPv6])\n"
-	"  --snapshots HZ             ET-match model: do not echo game packets, send\n"
-	"                             each client HZ snapshots per second instead\n"
+	"  --snapshots HZ             ET-match model: do not echo match players'\n"
+	"                             packets, send each player HZ snapshots per\n"
+	"                             second instead (flat clients are still echoed)\n"
 	"  --snapshot-size MIN-MAX    snapshot sizes in bytes (200-1400)\n"
 	"  --status-size N            statusResponse size in bytes (600)\n"
 	"  -d, --duration DUR         exit after DUR (default: at SIGTERM/SIGINT)\n"
@@ -343,7 +344,8 @@ static void on_game(struct echo *e, uint8_t *p, size_t n, const union bench_sock
 	struct bench_hdr h;
 	struct peer *peer;
 
-	if (!e->hz) {
+	/* Echo clients (flat, flood) are answered even beside a match. */
+	if (!e->hz || (bench_hdr_get(p, n, &h) && h.kind == BENCH_ECHO)) {
 		queue_send(e, p, n, &from->sa, fromlen);
 		e->echoed++;
 		return;

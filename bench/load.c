@@ -269,7 +269,8 @@ static unsigned send_from(struct load *l, struct client *c, unsigned k)
 				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", l->o.id_base + c->id,
 				c->seq + i, (unsigned long long)now);
 		else
-			bench_hdr_put(p, BENCH_ECHO, l->o.id_base + c->id, c->seq + i, now);
+			bench_hdr_put(p, l->o.model == LOAD_MATCH ? BENCH_GAME : BENCH_ECHO,
+				      l->o.id_base + c->id, c->seq + i, now);
 	}
 	n = l->gso ? send_trains(l, c->fd, k, &err) : send_each(l, c->fd, 0, k, &err);
 	if (err == -ECONNREFUSED)
