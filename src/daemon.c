@@ -29,7 +29,7 @@ static uint32_t sessions_active(const struct daemon *d)
 	uint32_t n = 0;
 
 	for (unsigned i = 0; i < d->nrelays; i++)
-		n += d->relays[i].st.active;
+		n += d->relays[i].fwd.st.active;
 	return n;
 }
 
@@ -106,7 +106,7 @@ static int load_bans(struct daemon *d)
 	banlist_free(&d->bans);
 	d->bans = fresh;
 	for (unsigned i = 0; i < d->nrelays; i++)
-		d->relays[i].bans = &d->bans;
+		relay_set_bans(&d->relays[i], &d->bans);
 	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans.entries);
 	return 0;
 }

@@ -303,7 +303,7 @@ static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 	/* With DEFER_TASKRUN the cancelled receive lets go of the file only
 	 * when task work runs: run it now, so that the caller's close() frees
 	 * the socket and its port at once (a session made room for a newcomer
-	 * binds that port next; see session_open in relay.c). */
+	 * binds that port next; see session_open in udprelay.c). */
 	io_uring_submit_and_get_events(&l->ring);
 	STAT_ADD(l->b.st.send_batches, 1);
 }

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Big enough to ride out a burst while the loop is busy elsewhere. */
@@ -105,4 +107,20 @@ int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t
 			   dst ? addr_len(dst) : 0);
 
 	return n < 0 ? -errno : 0;
+}
+
+uint64_t net_random64(void)
+{
+	uint64_t v = 0;
+
+	/* getrandom with GRND_NONBLOCK never blocks after boot; on failure a
+	 * clock-derived value still differs per call. */
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) *
+		    0x9e3779b97f4a7c15ull;
+	}
+	return v;
 }

@@ -29,4 +29,8 @@ uint16_t net_local_port(int fd);
 /* Send buf now (dst NULL on a connected socket). Returns 0 or -errno. */
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len);
 
+/* 64 random bits for hash keys and challenges (getrandom, never blocking;
+ * a clock-derived value if it fails). */
+uint64_t net_random64(void);
+
 #endif

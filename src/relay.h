@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* One relay: a public socket in front of one game server, its sessions, its
- * heartbeats to the masters, and the counters of everything it decides. */
+/* One relay as configured: the forwarder (public socket, sessions), the
+ * Quake 3 policy it asks, and the masters, composed; the counters of
+ * everything they decide. */
 #ifndef ETR_RELAY_H
 #define ETR_RELAY_H
 
@@ -11,85 +12,26 @@
 #include "banlist.h"
 #include "config.h"
 #include "endpoint.h"
-#include "heartbeat.h"
 #include "loop.h"
-#include "qcache.h"
-#include "ratelimit.h"
-#include "session.h"
+#include "masters.h"
+#include "q3policy.h"
 #include "stats.h"
-
-struct relay_master {
-	char host[ADDR_HOSTLEN];
-	uint16_t port;
-	union etr_sockaddr addr; /* last good address */
-	bool have_addr;
-	bool numeric;       /* an address literal: never resolved */
-	bool heartbeat_due; /* send once the running resolution ends */
-	int last_err;       /* last resolution result, to log changes only */
-	/* Its own allowance of queries to the game server (--master-queries
-	 * per heartbeat interval): tokens left, and when the last came back. */
-	uint32_t mq_tokens;
-	uint64_t mq_last;
-	bool wrong_family;  /* unreachable from the listener: reported once */
-	bool v6only_said;   /* an IPv6-only listener refused its IPv4 address */
-	struct hb_master health; /* its challenges, against our heartbeats */
-};
-
-struct resolver;
+#include "udprelay.h"
 
 struct relay {
 	const struct relay_conf *conf;
 	unsigned index; /* in the daemon's list */
-	const struct loop_ops *ops;
-	struct loop *loop;
-	/* Its endpoints in the loop's table: the public socket, the sessions
-	 * (one multi endpoint, refs from session_ref), the probe socket, the
-	 * resolver's fd. */
-	struct endpoint_table *ep;
-	unsigned ep_public, ep_sessions, ep_probe, ep_resolver;
-	bool attached;
-	/* Its next deadline (expiry, probe round, masters) in the loop's
-	 * timers; the loop lets go of it when destroyed. */
-	struct timer timer;
 	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
-	int pub_fd;
 	union etr_sockaddr upstream;
-	int probe_fd;
-	struct resolver *res;
-	int res_fd;
-	struct session_table st;
-	struct hb hb;
-	struct relay_master masters[CONF_MASTERS_MAX];
-	unsigned nmasters;
-	uint64_t session_timeout;   /* ns */
-	uint64_t unassured_timeout; /* ns */
-	uint16_t port_next;         /* next session port to try in the range */
-	bool listener_loopback;     /* 127/8 and ::1 sources are real here */
-	struct rl_table ip_rl;      /* per source IP: connectionless packets */
-	struct rl_table ip_sess_rl; /* per source IP: new sessions */
-	struct rl_bucket sess_rl;   /* new sessions, in all */
-	struct rl_bucket decode_rl; /* connect userinfo decoded, in all */
-	struct rl_budget budget;    /* the game server's query budget */
-	struct rl_stamps player_nets; /* per /24, /48: the last player's token taken */
-	struct rl_stamps proven;      /* per IP: last accepted as a player */
-	struct rl_stamps proven_gap;  /* per IP: the last returning player's token */
-	struct qcache cache;        /* its last getinfo/getstatus replies */
-	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
-	bool connect_counts;        /* the game server rate-limits connect */
-	bool qport_rules;           /* the game's netchan has a qport (not DarkPlaces) */
-	const struct banlist *bans; /* the daemon's current list, NULL: none */
-	uint64_t qport_log_next;    /* ns: qport refusals are logged once a second */
+	uint16_t port_next; /* next session port to try in the range */
+	struct udprelay fwd; /* the public socket and the sessions */
+	struct q3policy policy; /* what a datagram may do */
+	struct masters masters; /* heartbeats, DNS, the probe */
 	struct relay_stats stats;
 };
 
 /* Endpoints one relay registers (relay_attach). */
-#define RELAY_ENDPOINTS 4
-
-/* session.master holds 1 + a master's index. */
-_Static_assert(CONF_MASTERS_MAX < UINT8_MAX, "a master index must fit session.master");
-
-/* A session's ref must fit an endpoint ref. */
-_Static_assert(SESSION_REF_BITS <= ENDPOINT_REF_BITS, "session refs are endpoint refs");
+#define RELAY_ENDPOINTS (UDPRELAY_ENDPOINTS + MASTERS_ENDPOINTS)
 
 /* Bind the public socket, open the probe socket and the resolver; upstream
  * is resolved already. Logs what failed. Returns 0 or -errno. */
@@ -102,8 +44,11 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 		 struct endpoint_table *ep);
 
-/* The relay's deadlines: relay_on_tick runs what is due (its timer calls
- * it) and re-arms the timer. */
+/* The daemon's ban list changed (NULL: none). */
+void relay_set_bans(struct relay *r, const struct banlist *bans);
+
+/* The relay's deadlines: relay_on_tick runs what is due and re-arms the
+ * timers (the forwarder's and the masters' own timers call their part). */
 void relay_on_tick(struct relay *r, uint64_t now);
 uint64_t relay_next_deadline(const struct relay *r);
 

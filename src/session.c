@@ -23,8 +23,7 @@ int session_table_init(struct session_table *t, uint32_t cap, const uint8_t key[
 	t->s = calloc(cap, sizeof(*t->s));
 	t->slot = calloc(n, sizeof(*t->slot));
 	t->ipc = calloc(n, sizeof(*t->ipc));
-	t->qport_owner = calloc(65536, sizeof(*t->qport_owner));
-	if (!t->s || !t->slot || !t->ipc || !t->qport_owner) {
+	if (!t->s || !t->slot || !t->ipc) {
 		session_table_free(t);
 		return -ENOMEM;
 	}
@@ -48,7 +47,6 @@ void session_table_free(struct session_table *t)
 	free(t->s);
 	free(t->slot);
 	free(t->ipc);
-	free(t->qport_owner);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -290,8 +288,6 @@ int session_remove(struct session_table *t, uint32_t idx)
 	if (!s->assured)
 		un_unlink(t, idx);
 	ip_dec(t, &s->client);
-	if (s->qport_known && t->qport_owner[s->qport] == idx + 1)
-		t->qport_owner[s->qport] = 0;
 	s->live = false;
 	s->fd = -1;
 	s->next = SESSION_NONE;
@@ -327,34 +323,6 @@ uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout)
 	uint32_t h = t->lru_head;
 
 	return h == SESSION_NONE ? UINT64_MAX : t->s[h].last_active + timeout;
-}
-
-/* Behind the relay every client has the relay's address, and the game
- * server tells them apart by qport alone: it gives an in-game packet to
- * the client with that qport (and sends that client's stream to whichever
- * port it came from), and takes a connect with a client's qport as that
- * client's reconnect. So one session speaks for a qport at a time. */
-enum session_qport session_qport_claim(struct session_table *t, uint32_t idx, uint16_t q,
-				       bool from_connect, uint64_t now, uint32_t *owner)
-{
-	struct session *s = &t->s[idx];
-	uint32_t o = t->qport_owner[q];
-
-	if (!from_connect && s->qport_known && s->qport != q)
-		return SESSION_QPORT_MISMATCH;
-	if (o != 0 && o - 1 != idx && t->s[o - 1].live &&
-	    t->s[o - 1].last_up + SESSION_QPORT_GRACE > now) {
-		if (owner)
-			*owner = o - 1;
-		return SESSION_QPORT_OWNED;
-	}
-	/* A reconnect may name a new qport: the old one is free again. */
-	if (s->qport_known && s->qport != q && t->qport_owner[s->qport] == idx + 1)
-		t->qport_owner[s->qport] = 0;
-	s->qport_known = true;
-	s->qport = q;
-	t->qport_owner[q] = idx + 1;
-	return SESSION_QPORT_OK;
 }
 
 uint32_t session_deref(const struct session_table *t, uint32_t ref)

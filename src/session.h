@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The session table: open-addressing hash of client sockaddrs, a slab of
- * sessions sized at startup, and an LRU list for idle expiry. Pure: it
+ * sessions sized at startup, and an LRU list for idle expiry. Generic (no
+ * game's fields: a policy keeps its own beside it, by index). Pure: it
  * stores fds but never opens or closes them. */
 #ifndef ETR_SESSION_H
 #define ETR_SESSION_H
@@ -21,26 +22,12 @@
  * server's budget holds to a few a second, so this is plenty. */
 #define SESSION_EVICT_SCAN 64
 
-/* How long a session holds its qport after its client's last packet to the
- * game server. A player in game sends 20 or more a second; a player whose
- * NAT moved it to a new source port gets a new session, which takes the
- * qport over once the old one has been quiet this long (the engine then
- * fixes up the port, as it would without the relay). */
-#define SESSION_QPORT_GRACE (2000 * 1000000ull) /* ns */
-
-/* What session_qport_claim decided. */
-enum session_qport {
-	SESSION_QPORT_OK,       /* the session holds the qport now */
-	SESSION_QPORT_MISMATCH, /* an in-game packet with another qport than its session's */
-	SESSION_QPORT_OWNED,    /* another session holds it and was heard from within the grace */
-};
-
 struct session {
 	union etr_sockaddr client; /* key */
 	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
 	uint64_t opened;
 	uint64_t grace_until; /* ns: not evicted for a newcomer before */
-	uint64_t last_up;     /* ns: the client's last packet to the game server */
+	uint64_t last_up;     /* ns: the client's last datagram to the upstream */
 	uint64_t pkts_up, pkts_down;
 	int fd;           /* connected to the game server; -1 when free */
 	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
@@ -49,13 +36,8 @@ struct session {
 	uint32_t unext;
 	uint16_t gen;     /* bumped on every reuse: stale completions miss */
 	uint16_t queued;  /* datagrams handed to the kernel, not yet completed */
-	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
 	bool live;
-	bool assured;     /* the game server has answered this client */
-	bool qport_known;
-	bool challenged;  /* the game server sent this client a challengeResponse */
-	uint16_t qport;      /* from its connect, else its first in-game packet */
-	char name[32];       /* player name from its connect, "" if none */
+	bool assured;     /* the upstream answered this client (the policy says when) */
 };
 
 /* Sessions per source IP (any port), for the per-IP cap. */
@@ -77,7 +59,6 @@ struct session_table {
 	uint32_t un_tail;
 	uint32_t unassured;
 	struct session_ipcount *ipc; /* nslots entries, same probing as slot[] */
-	uint32_t *qport_owner;       /* 65536 entries: session index + 1, 0 = none */
 	uint8_t key[16];
 };
 
@@ -114,7 +95,7 @@ void session_assure(struct session_table *t, uint32_t idx);
 /* The game server answered this unassured session with a challengeResponse:
  * its client's connect is on its way. Until `until` the session is not
  * evicted for a newcomer (its unassured timeout still applies: a query late
- * in it gets a fresh session, see relay.c). */
+ * in it gets a fresh session, see udprelay.c). */
 void session_grace(struct session_table *t, uint32_t idx, uint64_t until);
 
 /* The oldest unassured session if opened before `now - timeout`, else
@@ -137,15 +118,7 @@ static inline uint32_t session_oldest_unassured(const struct session_table *t)
  * when there is none. */
 uint32_t session_evictable(const struct session_table *t, uint64_t now);
 
-/* Session idx wants qport q for a packet to the game server at now: from
- * its connect (from_connect, which may name a new one) or from an in-game
- * packet (which must carry the session's own, once it has one). The qport
- * is the session's unless another live session holds it and sent something
- * within SESSION_QPORT_GRACE; then *owner (if not NULL) is that session. */
-enum session_qport session_qport_claim(struct session_table *t, uint32_t idx, uint16_t q,
-				       bool from_connect, uint64_t now, uint32_t *owner);
-
-/* The client of session idx sent a packet to the game server. */
+/* The client of session idx sent a datagram to the upstream. */
 static inline void session_heard_up(struct session_table *t, uint32_t idx, uint64_t now)
 {
 	t->s[idx].last_up = now;

@@ -813,102 +813,6 @@ static void test_session_deref_rejects_out_of_range_index(void **state)
 	session_table_free(&t);
 }
 
-/* Two clients of the relay, one qport: the first in-game packet names it,
- * a second session is refused while the first is heard from, and takes it
- * over (NAT rebinding) once the first has been quiet for the grace. */
-static void test_session_qport_has_one_owner_until_it_goes_quiet(void **state)
-{
-	struct session_table t;
-	uint32_t a, b, owner = SESSION_NONE;
-	uint64_t now = 10 * SEC;
-
-	(void)state;
-	assert_int_equal(session_table_init(&t, 8, key), 0);
-	a = insert_v4(&t, 1, now);
-	b = insert_v4(&t, 2, now);
-	assert_int_equal(session_qport_claim(&t, a, 4711, false, now, NULL), SESSION_QPORT_OK);
-	session_heard_up(&t, a, now);
-	assert_int_equal(session_qport_claim(&t, b, 4711, false, now + 1, &owner),
-			 SESSION_QPORT_OWNED);
-	assert_int_equal(owner, a);
-	/* b's first refused packet gave it no qport: it may still try its own. */
-	assert_false(t.s[b].qport_known);
-	now += SESSION_QPORT_GRACE - 1;
-	assert_int_equal(session_qport_claim(&t, b, 4711, true, now, NULL), SESSION_QPORT_OWNED);
-	now += 1;
-	assert_int_equal(session_qport_claim(&t, b, 4711, false, now, NULL), SESSION_QPORT_OK);
-	assert_int_equal(t.qport_owner[4711], b + 1);
-	session_heard_up(&t, b, now);
-	/* Now a is the one refused, until b goes quiet in turn. */
-	assert_int_equal(session_qport_claim(&t, a, 4711, false, now + 1, &owner),
-			 SESSION_QPORT_OWNED);
-	assert_int_equal(owner, b);
-	session_table_free(&t);
-}
-
-static void test_session_qport_in_game_packet_must_carry_its_sessions(void **state)
-{
-	struct session_table t;
-	uint32_t a;
-
-	(void)state;
-	assert_int_equal(session_table_init(&t, 4, key), 0);
-	a = insert_v4(&t, 1, SEC);
-	assert_int_equal(session_qport_claim(&t, a, 100, false, SEC, NULL), SESSION_QPORT_OK);
-	assert_int_equal(session_qport_claim(&t, a, 101, false, SEC, NULL),
-			 SESSION_QPORT_MISMATCH);
-	assert_int_equal(t.qport_owner[101], 0);
-	/* Long after, still: a sweep from one session reaches nothing. */
-	assert_int_equal(session_qport_claim(&t, a, 101, false, 100 * SEC, NULL),
-			 SESSION_QPORT_MISMATCH);
-	session_table_free(&t);
-}
-
-/* A reconnect from the same client may name a new qport: the old one is
- * free at once. */
-static void test_session_qport_connect_renames_and_frees_the_old_one(void **state)
-{
-	struct session_table t;
-	uint32_t a, b;
-
-	(void)state;
-	assert_int_equal(session_table_init(&t, 4, key), 0);
-	a = insert_v4(&t, 1, SEC);
-	b = insert_v4(&t, 2, SEC);
-	assert_int_equal(session_qport_claim(&t, a, 100, true, SEC, NULL), SESSION_QPORT_OK);
-	assert_int_equal(session_qport_claim(&t, a, 200, true, SEC, NULL), SESSION_QPORT_OK);
-	assert_int_equal(t.s[a].qport, 200);
-	assert_int_equal(t.qport_owner[100], 0);
-	assert_int_equal(session_qport_claim(&t, b, 100, false, SEC, NULL), SESSION_QPORT_OK);
-	assert_int_equal(session_qport_claim(&t, a, 100, false, SEC, NULL),
-			 SESSION_QPORT_MISMATCH);
-	session_table_free(&t);
-}
-
-/* A session that ends gives its qport back; one that lost it to another
- * does not take it from the new holder as it ends. */
-static void test_session_qport_is_released_by_its_holder_only(void **state)
-{
-	struct session_table t;
-	uint32_t a, b, c;
-	uint64_t now = SEC;
-
-	(void)state;
-	assert_int_equal(session_table_init(&t, 4, key), 0);
-	a = insert_v4(&t, 1, now);
-	assert_int_equal(session_qport_claim(&t, a, 7, false, now, NULL), SESSION_QPORT_OK);
-	now += SESSION_QPORT_GRACE;
-	b = insert_v4(&t, 2, now);
-	assert_int_equal(session_qport_claim(&t, b, 7, false, now, NULL), SESSION_QPORT_OK);
-	session_remove(&t, a);
-	assert_int_equal(t.qport_owner[7], b + 1);
-	session_remove(&t, b);
-	assert_int_equal(t.qport_owner[7], 0);
-	c = insert_v4(&t, 3, now);
-	assert_int_equal(session_qport_claim(&t, c, 7, false, now, NULL), SESSION_QPORT_OK);
-	session_table_free(&t);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -945,10 +849,6 @@ int main(void)
 		cmocka_unit_test(test_session_ipv6_clients_count_per_slash_64),
 		cmocka_unit_test(test_session_ip_counts_survive_churn_with_collisions),
 		cmocka_unit_test(test_session_deref_rejects_out_of_range_index),
-		cmocka_unit_test(test_session_qport_has_one_owner_until_it_goes_quiet),
-		cmocka_unit_test(test_session_qport_in_game_packet_must_carry_its_sessions),
-		cmocka_unit_test(test_session_qport_connect_renames_and_frees_the_old_one),
-		cmocka_unit_test(test_session_qport_is_released_by_its_holder_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
