@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 /* Longest token we try to read: an IPv6 address with IPv4 tail and /128. */
 #define TOKEN_MAX (INET6_ADDRSTRLEN + 4)
 
@@ -316,4 +318,21 @@ void banlist_free(struct banlist *b)
 {
 	free(b->range);
 	memset(b, 0, sizeof(*b));
+}
+
+int banlist_load_file(struct banlist *b, const char *path, char *err, size_t errlen)
+{
+	size_t len = 0;
+	char *text = conf_read_file(path, &len);
+	int rc;
+
+	if (!text) {
+		rc = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "ban-file %s: %s", path, strerror(errno));
+		return rc;
+	}
+	rc = banlist_load(b, text, len, path, err, errlen);
+	free(text);
+	return rc;
 }

@@ -35,6 +35,11 @@ struct banlist {
 int banlist_load(struct banlist *b, const char *text, size_t len, const char *path, char *err,
 		 size_t errlen);
 
+/* Load the ban file at path the same way. Returns what banlist_load
+ * does, or -errno when the file cannot be read ("ban-file PATH: reason" in
+ * err then). */
+int banlist_load_file(struct banlist *b, const char *path, char *err, size_t errlen);
+
 /* True when the address of sa (port ignored) is banned. IPv4-mapped IPv6
  * sources match IPv4 entries. */
 bool banlist_match(const struct banlist *b, const union etr_sockaddr *sa);

@@ -2,40 +2,21 @@
 /* The configuration check. Blocking I/O is fine here: no packet loop runs. */
 #include "check.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "banlist.h"
 #include "loop.h"
 #include "net.h"
 #include "q3proto.h"
-
-static int resolve(const char *host, uint16_t port, int family, union etr_sockaddr *sa,
-		   const char **why)
-{
-	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_DGRAM }, *res;
-	char p[8];
-	int err;
-
-	snprintf(p, sizeof(p), "%u", port);
-	err = getaddrinfo(host, p, &hints, &res);
-	if (err) {
-		*why = gai_strerror(err);
-		return -1;
-	}
-	if (!addr_from(sa, res->ai_addr, res->ai_addrlen)) {
-		*why = "no usable address";
-		err = -1;
-	}
-	freeaddrinfo(res);
-	return err ? -1 : 0;
-}
+#include "resolver.h"
 
 /* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
 static bool bindv6only(void)
@@ -51,39 +32,39 @@ static bool bindv6only(void)
 	return v == 1;
 }
 
-/* Resolve a master in every family; the first address the listener can
- * send to goes to *sa. Returns 0, 1 when every address is of a family it
- * cannot reach (one of them in *sa), or -1 with *why. */
+/* An IPv4-mapped address as the IPv4 address it is, for the output. */
+static const char *show(const union etr_sockaddr *a, char out[ADDR_STRLEN])
+{
+	union etr_sockaddr v = *a;
+	uint32_t v4;
+
+	if (a->sa.sa_family == AF_INET6 && addrclass_v4(a, &v4)) {
+		memset(&v, 0, sizeof(v));
+		v.in.sin_family = AF_INET;
+		v.in.sin_addr.s_addr = htonl(v4);
+		v.in.sin_port = a->in6.sin6_port;
+	}
+	return addr_str(&v.sa, out);
+}
+
+/* Resolve a master as the daemon's resolver does (in the listener's family,
+ * IPv4-mapped on IPv6) into *sa. Returns 0, 1 when its only addresses are
+ * of a family the listener cannot reach (one of them in *sa), or -1 with
+ * *why. */
 static int resolve_master(const struct relay_conf *r, const struct conf_master *m,
 			  union etr_sockaddr *sa, const char **why)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res, *ai;
-	bool v6only = bindv6only(), other = false;
-	char p[8];
-	int err;
+	struct resolver_result res;
 
-	snprintf(p, sizeof(p), "%u", m->port);
-	err = getaddrinfo(m->host, p, &hints, &res);
-	if (err) {
-		*why = gai_strerror(err);
-		return -1;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		union etr_sockaddr a;
-
-		if (!addr_from(&a, ai->ai_addr, ai->ai_addrlen))
-			continue;
-		if (conf_listener_reaches(&r->listen, v6only, conf_addr_family(&a))) {
-			*sa = a;
-			freeaddrinfo(res);
-			return 0;
-		}
-		if (!other)
-			*sa = a, other = true;
-	}
-	freeaddrinfo(res);
-	*why = "no usable address";
-	return other ? 1 : -1;
+	resolver_lookup(m->host, m->port, r->listen.sa.sa_family, &res);
+	*sa = res.addr;
+	if (res.gai_err == 0 &&
+	    conf_listener_reaches(&r->listen, bindv6only(), conf_addr_family(&res.addr)))
+		return 0;
+	if (res.gai_err == 0 || res.wrong_family)
+		return 1;
+	*why = gai_strerror(res.gai_err);
+	return -1;
 }
 
 /* One probe round as the daemon does it: getinfo with a fresh challenge,
@@ -93,14 +74,11 @@ static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char 
 {
 	char challenge[17], text[40];
 	uint8_t pkt[48], buf[LOOP_MAX_DGRAM];
-	uint64_t rnd = 0;
 	int fd = net_connect_udp(up), n;
 
 	if (fd < 0)
 		return -1;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-		rnd = loop_now();
-	snprintf(challenge, sizeof(challenge), "%016llx", (unsigned long long)rnd);
+	snprintf(challenge, sizeof(challenge), "%016llx", (unsigned long long)net_random64());
 	snprintf(text, sizeof(text), "getinfo %s", challenge);
 	n = q3_build(pkt, sizeof(pkt), text);
 	for (int a = 0; a < CONF_PROBE_ATTEMPTS; a++) {
@@ -136,13 +114,17 @@ static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char 
 static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 {
 	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], info[2048], v1[64], v2[64];
+	struct resolver_result res;
 	union etr_sockaddr up, m;
 	const char *why;
 	int bad = 0;
 
 	addr_hostport(r->upstream_host, r->upstream_port, hp);
-	if (resolve(r->upstream_host, r->upstream_port, AF_UNSPEC, &up, &why) < 0) {
-		printf("relay %s: upstream %s: FAILED to resolve (%s)\n", r->name, hp, why);
+	resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res);
+	up = res.addr;
+	if (res.gai_err != 0) {
+		printf("relay %s: upstream %s: FAILED to resolve (%s)\n", r->name, hp,
+		       gai_strerror(res.gai_err));
 		bad = 1;
 	} else if (probe(r, &up, info, sizeof(info)) < 0) {
 		printf("relay %s: upstream %s (%s): FAILED, no answer to getinfo in %d tries\n",
@@ -176,13 +158,12 @@ static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 			printf("relay %s: master %s%s: FAILED, resolves only to %s addresses (%s), "
 			       "which the listener %s cannot reach\n",
 			       r->name, hp, where,
-			       conf_addr_family(&m) == AF_INET ? "IPv4" : "IPv6", addr_str(&m.sa, a),
-			       l);
+			       conf_addr_family(&m) == AF_INET ? "IPv4" : "IPv6", show(&m, a), l);
 			bad = 1;
 		} else {
 			printf("relay %s: master %s: resolved to %s, which the listener %s can reach "
 			       "(whether it answers heartbeats is not checked)\n",
-			       r->name, hp, addr_str(&m.sa, a), l);
+			       r->name, hp, show(&m, a), l);
 		}
 	}
 	return bad;
@@ -192,19 +173,15 @@ static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 static int check_bans(const struct etr_conf *c)
 {
 	struct banlist b = { 0 };
-	char err[4096] = "", *text;
-	size_t len = 0;
+	char err[4096] = "";
 	int rc;
 
 	if (c->ban_file[0] == '\0')
 		return 0;
-	if (!(text = conf_read_file(c->ban_file, &len))) {
-		fprintf(stderr, "etrelay: ban-file %s: %s\n", c->ban_file, strerror(errno));
-		return EXIT_CONFIG;
-	}
-	rc = banlist_load(&b, text, len, c->ban_file, err, sizeof(err));
-	free(text);
-	if (rc != 0)
+	rc = banlist_load_file(&b, c->ban_file, err, sizeof(err));
+	if (rc < 0 && rc != -ENOMEM)
+		fprintf(stderr, "etrelay: %s\n", err);
+	else if (rc != 0)
 		fprintf(stderr, "%s%s", err, err[0] && err[strlen(err) - 1] != '\n' ? "\n" : "");
 	else
 		printf("ban-file %s: %zu entries\n", c->ban_file, b.entries);

@@ -83,21 +83,13 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 static int load_bans(struct daemon *d)
 {
 	struct banlist fresh = { 0 };
-	char err[2048] = "", *text;
-	size_t len = 0;
-	int rc;
+	char err[2048] = "";
 
 	if (d->conf->ban_file[0] == '\0')
 		return 0;
-	text = conf_read_file(d->conf->ban_file, &len);
-	if (!text) {
-		log_warn("ban-file %s", d->conf->ban_file);
-		return -1;
-	}
-	rc = banlist_load(&fresh, text, len, d->conf->ban_file, err, sizeof(err));
-	free(text);
-	if (rc != 0) {
-		/* err holds every bad line, newline-separated. */
+	if (banlist_load_file(&fresh, d->conf->ban_file, err, sizeof(err)) != 0) {
+		/* err holds every bad line (or why the file could not be read),
+		 * newline-separated. */
 		for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
 			log_warnx("%s", line);
 		banlist_free(&fresh);

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "ops.h"
+#include "resolver.h"
 #include "version.h"
 
 /* Every session holds a socket: take all the descriptors we are allowed. */
@@ -33,20 +34,15 @@ static rlim_t raise_nofile(void)
 
 static int resolve_upstream(const struct relay_conf *r, union etr_sockaddr *sa)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
-	char port[8];
-	int err;
+	struct resolver_result res;
 
-	snprintf(port, sizeof(port), "%u", r->upstream_port);
-	err = getaddrinfo(r->upstream_host, port, &hints, &res);
-	if (err) {
+	if (resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res) != 0) {
 		log_warnx("relay %s: upstream %s: cannot resolve (%s)", r->name, r->upstream_host,
-			  gai_strerror(err));
+			  gai_strerror(res.gai_err));
 		return -1;
 	}
-	err = addr_from(sa, res->ai_addr, res->ai_addrlen) ? 0 : -1;
-	freeaddrinfo(res);
-	return err;
+	*sa = res.addr;
+	return 0;
 }
 
 /* Parse argv and the file; returns 0 or the exit status. */

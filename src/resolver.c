@@ -71,29 +71,20 @@ int resolver_create(struct resolver **rp, int family, int *efd)
 	return 0;
 }
 
-static void *run(void *arg)
+int resolver_lookup(const char *host, uint16_t port, int family, struct resolver_result *out)
 {
-	struct job *j = arg;
-	struct resolver *r = j->r;
-	struct slot *s = &r->slots[j->slot];
 	struct addrinfo hints = { 0 }, *res = NULL;
-	char host[ADDR_HOSTLEN], port[8];
 	union etr_sockaddr sa;
-	uint64_t one = 1;
+	char p[8];
 	bool other = false;
 	int err;
 
-	free(j);
-	pthread_mutex_lock(&r->lock);
-	memcpy(host, s->host, sizeof(host));
-	snprintf(port, sizeof(port), "%u", s->port);
-	pthread_mutex_unlock(&r->lock);
-
-	hints.ai_family = r->family;
+	snprintf(p, sizeof(p), "%u", port);
+	hints.ai_family = family;
 	hints.ai_socktype = SOCK_DGRAM;
 	/* An IPv6 public socket reaches IPv4 masters through mapped addresses. */
-	hints.ai_flags = r->family == AF_INET6 ? AI_V4MAPPED : 0;
-	err = getaddrinfo(host, port, &hints, &res);
+	hints.ai_flags = family == AF_INET6 ? AI_V4MAPPED : 0;
+	err = getaddrinfo(host, p, &hints, &res);
 	if (err == 0 && !addr_from(&sa, res->ai_addr, res->ai_addrlen))
 		err = EAI_FAMILY;
 	if (res)
@@ -101,20 +92,46 @@ static void *run(void *arg)
 	res = NULL;
 	/* No address of the listener's family: has the name any of the other
 	 * one? Then the caller can say so, not "cannot resolve". */
-	if (err == EAI_NONAME || err == EAI_NODATA || err == EAI_ADDRFAMILY) {
-		hints.ai_family = r->family == AF_INET ? AF_INET6 : AF_INET;
+	if (family != AF_UNSPEC &&
+	    (err == EAI_NONAME || err == EAI_NODATA || err == EAI_ADDRFAMILY)) {
+		hints.ai_family = family == AF_INET ? AF_INET6 : AF_INET;
 		hints.ai_flags = 0;
-		other = getaddrinfo(host, port, &hints, &res) == 0 &&
+		other = getaddrinfo(host, p, &hints, &res) == 0 &&
 			addr_from(&sa, res->ai_addr, res->ai_addrlen);
 		if (res)
 			freeaddrinfo(res);
 	}
+	memset(out, 0, sizeof(*out));
+	out->gai_err = err;
+	out->wrong_family = err != 0 && other;
+	if (err == 0 || other)
+		out->addr = sa;
+	return err;
+}
+
+static void *run(void *arg)
+{
+	struct job *j = arg;
+	struct resolver *r = j->r;
+	struct slot *s = &r->slots[j->slot];
+	struct resolver_result res;
+	char host[ADDR_HOSTLEN];
+	uint16_t port;
+	uint64_t one = 1;
+
+	free(j);
+	pthread_mutex_lock(&r->lock);
+	memcpy(host, s->host, sizeof(host));
+	port = s->port;
+	pthread_mutex_unlock(&r->lock);
+
+	resolver_lookup(host, port, r->family, &res);
 
 	pthread_mutex_lock(&r->lock);
-	s->gai_err = err;
-	s->wrong_family = err != 0 && other;
-	if (err == 0 || other)
-		s->addr = sa;
+	s->gai_err = res.gai_err;
+	s->wrong_family = res.wrong_family;
+	if (res.gai_err == 0 || res.wrong_family)
+		s->addr = res.addr;
 	s->state = SLOT_DONE;
 	pthread_mutex_unlock(&r->lock);
 	if (write(r->efd, &one, sizeof(one)) < 0) {

@@ -15,12 +15,19 @@
 struct resolver;
 
 struct resolver_result {
-	unsigned slot;
+	unsigned slot;     /* resolver_start's; 0 from resolver_lookup */
 	int gai_err; /* 0 on success, else an EAI_* code */
 	bool wrong_family; /* gai_err set, but the name has addresses of the
 			    * other family: one of them is in addr */
 	union etr_sockaddr addr;
 };
+
+/* Resolve host:port now, blocking (the resolver's threads, and the config
+ * check): the first address of family (AF_UNSPEC: any; AF_INET6 takes
+ * IPv4-mapped ones), or, when there is none, whether the name has one of
+ * the other family (wrong_family, that address in addr). Fills out and
+ * returns its gai_err. */
+int resolver_lookup(const char *host, uint16_t port, int family, struct resolver_result *out);
 
 /* Create; *efd becomes readable when results are ready. family is the
  * family of the socket the answers will be used on. Returns 0 or -errno. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "banlist.h"
 
@@ -288,6 +289,29 @@ static void test_banlist_finds_each_of_thousands_of_entries(void **state)
 	free(text);
 }
 
+/* The daemon and the config check load the file through one function:
+ * a file that cannot be read is -errno, and err says which and why. */
+static void test_banlist_load_file_reads_a_file_and_names_one_it_cannot(void **state)
+{
+	char path[] = "/tmp/test_banlist_XXXXXX", why[256] = "";
+	struct banlist b = { 0 };
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "192.0.2.0/24\n", 13), 13);
+	close(fd);
+	assert_int_equal(banlist_load_file(&b, path, why, sizeof(why)), 0);
+	assert_int_equal(b.entries, 1);
+	banlist_free(&b);
+	unlink(path);
+	assert_int_equal(banlist_load_file(&b, path, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, path));
+	assert_non_null(strstr(why, "No such file"));
+	assert_int_equal(b.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +327,7 @@ int main(void)
 	    cmocka_unit_test(test_banlist_loads_an_empty_file_as_an_empty_list),
 	    cmocka_unit_test(test_banlist_ignores_the_port_and_unknown_families),
 	    cmocka_unit_test(test_banlist_finds_each_of_thousands_of_entries),
+	    cmocka_unit_test(test_banlist_load_file_reads_a_file_and_names_one_it_cannot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
