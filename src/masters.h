@@ -96,7 +96,7 @@ int masters_attach(struct masters *ms, const struct loop_ops *ops, struct loop *
 		   struct endpoint_table *ep);
 
 /* Probe rounds, heartbeats, master health, at their deadline; then arm the
- * timer for the next, exactly (its timer calls it; so may the daemon). */
+ * timer for the next, exactly (its timer calls it). */
 void masters_on_tick(struct masters *ms, uint64_t now);
 uint64_t masters_next_deadline(const struct masters *ms);
 

@@ -116,20 +116,6 @@ void relay_set_bans(struct relay *r, const struct banlist *bans)
 	r->fwd.bans = bans;
 }
 
-void relay_on_tick(struct relay *r, uint64_t now)
-{
-	udprelay_tick(&r->fwd, now);
-	masters_on_tick(&r->masters, now);
-}
-
-uint64_t relay_next_deadline(const struct relay *r)
-{
-	uint64_t e = udprelay_next_deadline(&r->fwd);
-	uint64_t h = masters_next_deadline(&r->masters);
-
-	return e < h ? e : h;
-}
-
 void relay_shutdown(struct relay *r)
 {
 	masters_shutdown(&r->masters);

@@ -47,11 +47,6 @@ int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 /* The daemon's ban list changed (NULL: none). */
 void relay_set_bans(struct relay *r, const struct banlist *bans);
 
-/* The relay's deadlines: relay_on_tick runs what is due and re-arms the
- * timers (the forwarder's and the masters' own timers call their part). */
-void relay_on_tick(struct relay *r, uint64_t now);
-uint64_t relay_next_deadline(const struct relay *r);
-
 /* Exiting: flatline if the server was up, close every session. */
 void relay_shutdown(struct relay *r);
 

@@ -136,7 +136,7 @@ void udprelay_expire(struct udprelay *u, uint64_t now);
 uint64_t udprelay_next_deadline(const struct udprelay *u);
 
 /* Expire what is due and arm the timer for the next deadline, exactly
- * (its timer calls it; so may the daemon). */
+ * (its timer calls it). */
 void udprelay_tick(struct udprelay *u, uint64_t now);
 
 /* Close a session, counted under why. */
