@@ -91,8 +91,9 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 	p->ms = ms;
 	p->stats = fwd->stats;
 	p->ss = calloc(cap ? cap : 1, sizeof(*p->ss));
+	p->names = calloc(cap ? cap : 1, sizeof(*p->names));
 	p->qport_owner = calloc(65536, sizeof(*p->qport_owner));
-	if (!p->ss || !p->qport_owner)
+	if (!p->ss || !p->names || !p->qport_owner)
 		return -ENOMEM;
 	for (unsigned i = 0; i < ms->n; i++) {
 		p->mq[i].tokens = conf->master_queries;
@@ -115,6 +116,7 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 void q3policy_free(struct q3policy *p)
 {
 	free(p->ss);
+	free(p->names);
 	free(p->qport_owner);
 	rl_table_free(&p->ip_rl);
 	rl_stamps_free(&p->player_nets);
@@ -122,6 +124,7 @@ void q3policy_free(struct q3policy *p)
 	rl_stamps_free(&p->proven_gap);
 	qcache_free(&p->cache);
 	p->ss = NULL;
+	p->names = NULL;
 	p->qport_owner = NULL;
 }
 
@@ -466,7 +469,6 @@ static bool note_player(struct q3policy *p, uint32_t idx, const struct loop_dgra
 {
 	static const char prefix[HUFFMAN_CONNECT_OFFSET] = "\xff\xff\xff\xff"
 							    "connect ";
-	struct q3p_session *s = &p->ss[idx];
 	uint8_t text[HUFFMAN_INFO_MAX + 2];
 	uint32_t owner = SESSION_NONE;
 	const char *info;
@@ -491,8 +493,8 @@ static bool note_player(struct q3policy *p, uint32_t idx, const struct loop_dgra
 		return false;
 	}
 	info = (const char *)text + start;
-	if (q3_info_value(info, (size_t)n, "name", s->name, sizeof(s->name)) < 0)
-		s->name[0] = '\0';
+	if (q3_info_value(info, (size_t)n, "name", p->names[idx], sizeof(p->names[idx])) < 0)
+		p->names[idx][0] = '\0';
 	return true;
 }
 
@@ -573,6 +575,7 @@ static bool session_opened(void *obj, struct udprelay *u, uint32_t idx, struct l
 
 	(void)verdict;
 	memset(s, 0, sizeof(*s));
+	p->names[idx][0] = '\0';
 	s->master = masters_of(p->ms, &udprelay_sessions(u)->s[idx].client);
 	/* A master is the address and port our own heartbeat went to; it only
 	 * ever asks, so it would never be assured, and a challenge arriving
@@ -638,6 +641,7 @@ static void session_closed(void *obj, struct udprelay *u, uint32_t idx)
 	if (s->qport_known && p->qport_owner[s->qport] == idx + 1)
 		p->qport_owner[s->qport] = 0;
 	memset(s, 0, sizeof(*s));
+	p->names[idx][0] = '\0';
 }
 
 static void upstream_refused(void *obj, uint64_t now)

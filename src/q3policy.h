@@ -34,14 +34,18 @@ enum q3p_qport {
 	Q3P_QPORT_OWNED,    /* another session holds it and was heard from within the grace */
 };
 
-/* The policy's own fields of one session, by session index. */
+/* The policy's own fields of one session, by session index: 6 bytes,
+ * which an in-game packet reads (its qport), so that 5000 sessions' worth
+ * stays in cache; the names, read by /sessions only, live apart. */
 struct q3p_session {
 	uint16_t qport;   /* from its connect, else its first in-game packet */
 	bool qport_known;
 	bool challenged;  /* the game server sent this client a challengeResponse */
 	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
-	char name[32];    /* player name from its connect, "" if none */
 };
+
+/* A player's name from its connect, "" if none. */
+#define Q3P_NAME_MAX 32
 
 /* session.master holds 1 + a master's index. */
 _Static_assert(CONF_MASTERS_MAX < UINT8_MAX, "a master index must fit q3p_session.master");
@@ -52,6 +56,7 @@ struct q3policy {
 	struct masters *ms;
 	struct relay_stats *stats;
 	struct q3p_session *ss;      /* one per session index */
+	char (*names)[Q3P_NAME_MAX]; /* one per session index */
 	uint32_t *qport_owner;       /* 65536 entries: session index + 1, 0 = none */
 	struct rl_table ip_rl;       /* per source IP: connectionless packets */
 	struct rl_bucket decode_rl;  /* connect userinfo decoded, in all */

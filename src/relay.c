@@ -160,8 +160,8 @@ void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *fir
 		else
 			fputs("null", f);
 		fputs(",\"name\":", f);
-		if (q->name[0])
-			json_string(f, q->name);
+		if (r->policy.names[i][0])
+			json_string(f, r->policy.names[i]);
 		else
 			fputs("null", f);
 		fputc('}', f);
