@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/random.h>
@@ -22,7 +23,7 @@ static void set_buf(int fd, int opt, int force_opt, int size)
 		setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
 }
 
-int net_bind_public(const union etr_sockaddr *sa)
+int net_bind_public(const union etr_sockaddr *sa, bool reuseport)
 {
 	int fd, one = 1, err;
 
@@ -30,6 +31,13 @@ int net_bind_public(const union etr_sockaddr *sa)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Only with several workers: one socket alone keeps EADDRINUSE for a
+	 * port another process holds. */
+	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	set_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, NET_PUBLIC_BUF);
 	set_buf(fd, SO_SNDBUF, SO_SNDBUFFORCE, NET_PUBLIC_BUF);
 	if (bind(fd, &sa->sa, addr_len(sa)) < 0) {
@@ -38,6 +46,15 @@ int net_bind_public(const union etr_sockaddr *sa)
 		return err;
 	}
 	return fd;
+}
+
+int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
+{
+	struct sock_fprog fp = { .len = (unsigned short)len, .filter = (struct sock_filter *)prog };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) < 0)
+		return -errno;
+	return 0;
 }
 
 int net_connect_udp(const union etr_sockaddr *sa)

@@ -4,14 +4,22 @@
 #ifndef ETR_NET_H
 #define ETR_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "addr.h"
 
-/* Bind a non-blocking UDP socket to sa with large buffers. Returns the fd or
- * -errno. */
-int net_bind_public(const union etr_sockaddr *sa);
+struct sock_filter;
+
+/* Bind a non-blocking UDP socket to sa with large buffers; with reuseport,
+ * join sa's SO_REUSEPORT group (one socket per worker; its index in the
+ * group is the order of the binds). Returns the fd or -errno. */
+int net_bind_public(const union etr_sockaddr *sa, bool reuseport);
+
+/* Attach a classic BPF reuseport program (SO_ATTACH_REUSEPORT_CBPF) to
+ * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
+int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);
 
 /* A non-blocking UDP socket connected to sa, on an ephemeral port. Returns
  * the fd or -errno. */

@@ -90,7 +90,7 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 			  strerror(-err));
 		return err;
 	}
-	fd = net_bind_public(&conf->listen);
+	fd = net_bind_public(&conf->listen, false);
 	if (fd < 0) {
 		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
 			  strerror(-fd),
