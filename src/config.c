@@ -78,6 +78,9 @@ const char conf_usage[] =
 	"                            event loop (auto: io_uring, else epoll)\n"
 	"  --gso yes|no              send runs of datagrams to one destination as one\n"
 	"                            UDP GSO train (yes; needs Linux 4.18)\n"
+	"  --workers N|auto          packet loops, one thread each, 1 to " CONF_STR(CONF_WORKERS_MAX) "; a\n"
+	"                            client's address picks its worker (auto: the CPUs\n"
+	"                            the process may run on, at most " CONF_STR(CONF_WORKERS_MAX) ")\n"
 	"  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
 	"  --ops-allow-public        let --ops-listen bind a public address\n"
 	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
@@ -394,6 +397,24 @@ static const char *set_backend(struct etr_conf *c, struct relay_conf *r, const s
 	return NULL;
 }
 
+static const char *set_workers(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			       const char *v, struct layer *ly)
+{
+	unsigned long n;
+	char *end;
+
+	if (strcmp(v, "auto") == 0) {
+		c->workers = CONF_WORKERS_AUTO;
+		return NULL;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > CONF_WORKERS_MAX)
+		return "expected auto or a number from 1 to " CONF_STR(CONF_WORKERS_MAX);
+	c->workers = (unsigned)n;
+	return NULL;
+}
+
 static const char *set_bool(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			    const char *v, struct layer *ly)
 {
@@ -463,6 +484,7 @@ static const struct key keys[] = {
 	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
 	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
 	{ "gso", SCOPE_GLOBAL, false, GK(gso), set_bool },
+	{ "workers", SCOPE_GLOBAL, false, 0, set_workers },
 	{ "ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen },
 	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
 	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },

@@ -73,6 +73,12 @@
 #define RELAY_PLAYER_FRESH 1
 #define RELAY_PLAYER_GAP (2500ull) /* ms */
 
+/* Workers (one loop and thread each): at most this many; 0 in struct
+ * etr_conf is the default, the CPUs the process may run on (its affinity
+ * mask), capped there. */
+#define CONF_WORKERS_MAX 64
+#define CONF_WORKERS_AUTO 0
+
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
@@ -131,6 +137,7 @@ struct etr_conf {
 	/* Process-wide. */
 	enum conf_backend backend;
 	bool gso; /* UDP GSO trains (default on) */
+	unsigned workers; /* 1..CONF_WORKERS_MAX, or CONF_WORKERS_AUTO */
 	bool debug;
 	enum conf_log_time log_time;
 	bool ops_enabled, ops_allow_public;

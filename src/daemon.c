@@ -1,23 +1,27 @@
 /* SPDX-License-Identifier: ISC */
-/* Routes loop events through the endpoint table, and owns what belongs to
- * the whole process: signals, the drain on the way out, the ops
- * plane and systemd's notify protocol. */
+/* The process: its workers (one loop each, see worker.c), signals, the drain
+ * on the way out, the ops plane and systemd's notify protocol. */
 #include "daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "net.h"
 #include "ops.h"
+#include "reuseport.h"
 #include "sdnotify.h"
 #include "version.h"
+#include "worker.h"
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
@@ -29,22 +33,8 @@ static uint32_t sessions_active(const struct daemon *d)
 	uint32_t n = 0;
 
 	for (unsigned i = 0; i < d->nrelays; i++)
-		n += d->relays[i].fwd.st.active;
+		n += atomic_load_explicit(&d->shared[i].sessions, memory_order_relaxed);
 	return n;
-}
-
-/* The daemon's own timer: the next STATUS=/WATCHDOG=1, and while leaving
- * the next look for the last session. */
-static void daemon_arm(struct daemon *d)
-{
-	uint64_t t = d->next_notify ? d->next_notify : UINT64_MAX;
-
-	if (d->leaving && d->leave_check < t)
-		t = d->leave_check;
-	if (t == UINT64_MAX)
-		d->ops->timer_cancel(d->loop, &d->timer);
-	else if (d->ops->timer_set(d->loop, &d->timer, t) < 0)
-		log_warnx("daemon timer: out of memory");
 }
 
 static void notify_status(struct daemon *d)
@@ -52,6 +42,30 @@ static void notify_status(struct daemon *d)
 	sdnotify("STATUS=%s, %u sessions",
 		 STAT_GET(d->stats.lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining",
 		 sessions_active(d));
+}
+
+/* The daemon's own timer on worker 0: the next STATUS=/WATCHDOG=1, and
+ * while leaving the next look for the last session. */
+static void daemon_arm(struct daemon *d)
+{
+	uint64_t t = d->next_notify ? d->next_notify : UINT64_MAX;
+	struct loop *l = d->workers[0]->loop;
+
+	if (d->leaving && d->leave_check < t)
+		t = d->leave_check;
+	if (t == UINT64_MAX)
+		d->ops->timer_cancel(l, &d->timer);
+	else if (d->ops->timer_set(l, &d->timer, t) < 0)
+		log_warnx("daemon timer: out of memory");
+}
+
+/* Worker 0's thread: every loop leaves (the others when they take the
+ * request). */
+static void stop_all(struct daemon *d)
+{
+	for (unsigned w = 1; w < d->nworkers; w++)
+		worker_post(d->workers[w], WORKER_STOP);
+	d->ops->stop(d->workers[0]->loop);
 }
 
 /* SIGTERM, SIGINT: stop taking sessions, leave when the last one ends or
@@ -63,43 +77,84 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	STAT_SET(d->stats.lifecycle, LIFECYCLE_STOPPING);
 	if (d->leaving || n == 0 || d->conf->drain_timeout_ms == 0) {
 		d->exit_signal = sig;
-		d->ops->stop(d->loop);
+		stop_all(d);
 		return;
 	}
 	d->leaving = true;
 	d->exit_signal = sig;
 	d->leave_deadline = now + d->conf->drain_timeout_ms * NS_PER_MS;
 	d->leave_check = now + DAEMON_LEAVE_CHECK;
-	daemon_arm(d);
 	sdnotify("STOPPING=1");
 	notify_status(d);
 	log_info("SIG%s: draining %u sessions for up to %llu ms",
 		 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", n,
 		 (unsigned long long)d->conf->drain_timeout_ms);
+	daemon_arm(d);
+}
+
+/* A worker's relays take the current ban list (on its own thread). */
+void daemon_take_bans(struct daemon *d, struct worker *w)
+{
+	for (unsigned i = 0; i < w->nrelays; i++)
+		relay_set_bans(&w->relays[i], d->bans);
+	atomic_store_explicit(&w->bans_gen, d->bans_gen, memory_order_release);
+	if (w->index != 0)
+		worker_post(d->workers[0], WORKER_BANS_TAKEN);
+}
+
+/* Worker 0: free the list before once no worker reads it. */
+void daemon_bans_taken(struct daemon *d)
+{
+	if (!d->bans_old)
+		return;
+	for (unsigned w = 0; w < d->nworkers; w++)
+		if (atomic_load_explicit(&d->workers[w]->bans_gen, memory_order_acquire) !=
+		    d->bans_gen)
+			return;
+	banlist_free(d->bans_old);
+	free(d->bans_old);
+	d->bans_old = NULL;
 }
 
 /* Read the ban file into a new list; the current one is replaced only
  * when the whole file is good. Returns 0 or -1 (errors logged). */
 static int load_bans(struct daemon *d)
 {
-	struct banlist fresh = { 0 };
+	struct banlist *fresh;
 	char err[2048] = "";
+	int rc;
 
 	if (d->conf->ban_file[0] == '\0')
 		return 0;
-	if (banlist_load_file(&fresh, d->conf->ban_file, err, sizeof(err)) != 0) {
+	/* A reload a moment after the last, before every worker took it. */
+	if (d->bans_old) {
+		log_warnx("ban-file %s: a worker still reads the list before the last; try again",
+			  d->conf->ban_file);
+		return -1;
+	}
+	fresh = calloc(1, sizeof(*fresh));
+	if (!fresh) {
+		log_warn("ban-file %s", d->conf->ban_file);
+		return -1;
+	}
+	rc = banlist_load_file(fresh, d->conf->ban_file, err, sizeof(err));
+	if (rc != 0) {
 		/* err holds every bad line (or why the file could not be read),
 		 * newline-separated. */
 		for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
 			log_warnx("%s", line);
-		banlist_free(&fresh);
+		banlist_free(fresh);
+		free(fresh);
 		return -1;
 	}
-	banlist_free(&d->bans);
+	d->bans_old = d->bans;
 	d->bans = fresh;
-	for (unsigned i = 0; i < d->nrelays; i++)
-		relay_set_bans(&d->relays[i], &d->bans);
-	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans.entries);
+	d->bans_gen++;
+	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans->entries);
+	daemon_take_bans(d, d->workers[0]);
+	for (unsigned w = 1; w < d->nworkers; w++)
+		worker_post(d->workers[w], WORKER_BANS);
+	daemon_bans_taken(d);
 	return 0;
 }
 
@@ -125,88 +180,123 @@ static void on_signal(struct daemon *d)
 	}
 }
 
-/* How long the ops thread waits for the loop to list the sessions. */
+/* How long the ops thread waits for the workers to list the sessions. */
 #define DAEMON_CALL_TIMEOUT_MS 2000
 
-/* Ops thread: ask the loop for the session list and wait, bounded. */
+/* Ops thread: ask every worker for its sessions, wait (bounded), and join
+ * their parts into one list. */
 static int sessions_call(void *arg, char **buf, size_t *len)
 {
 	struct daemon *d = arg;
+	static uint64_t gens;
 	struct timespec until;
-	uint64_t one = 1;
+	char *out = NULL;
+	size_t outlen = 0;
 	int rc = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += DAEMON_CALL_TIMEOUT_MS / 1000;
 	pthread_mutex_lock(&d->call.lock);
-	while (d->call.pending && rc == 0) /* one request at a time */
+	while (d->call.busy && rc == 0) /* one request at a time */
 		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
-	if (rc == 0) {
-		d->call.pending = true;
-		d->call.done = false;
-		if (write(d->call.efd, &one, sizeof(one)) < 0)
-			rc = -1;
-	}
-	if (rc != 0) { /* another request held the loop all along */
+	if (rc != 0) { /* another request held the workers all along */
 		pthread_mutex_unlock(&d->call.lock);
 		return -1;
 	}
-	while (rc == 0 && !d->call.done)
+	d->call.busy = true;
+	d->call.gen = ++gens;
+	d->call.pending = d->nworkers;
+	pthread_mutex_unlock(&d->call.lock);
+	for (unsigned w = 0; w < d->nworkers; w++)
+		worker_post(d->workers[w], WORKER_SESSIONS);
+	pthread_mutex_lock(&d->call.lock);
+	while (rc == 0 && d->call.pending > 0)
 		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
-	if (d->call.done && d->call.buf) {
-		*buf = d->call.buf;
-		*len = d->call.len;
-		rc = 0;
-	} else {
-		rc = -1;
+	if (d->call.pending == 0) {
+		FILE *f = open_memstream(&out, &outlen);
+		bool any = false;
+
+		if (f) {
+			fputs("{\"sessions\":[", f);
+			/* Each part is "\n{...}" or "\n{...},\n{...}"... */
+			for (unsigned w = 0; w < d->nworkers; w++) {
+				struct worker *wk = d->workers[w];
+
+				if (wk->call_len == 0)
+					continue;
+				if (any)
+					fputc(',', f);
+				fwrite(wk->call_buf, 1, wk->call_len, f);
+				any = true;
+			}
+			fputs(any ? "\n]}\n" : "]}\n", f);
+			if (fclose(f) != 0) {
+				free(out);
+				out = NULL;
+			}
+		}
 	}
-	/* Ours to clear: a late render sees pending false and does nothing. */
-	d->call.buf = NULL;
-	d->call.pending = d->call.done = false;
+	/* Ours to clear: a late render sees another gen and does nothing. */
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		free(d->workers[w]->call_buf);
+		d->workers[w]->call_buf = NULL;
+		d->workers[w]->call_len = 0;
+	}
+	d->call.gen = 0;
+	d->call.busy = false;
 	pthread_cond_broadcast(&d->call.done_cond);
 	pthread_mutex_unlock(&d->call.lock);
-	return rc;
+	if (!out)
+		return -1;
+	*buf = out;
+	*len = outlen;
+	return 0;
 }
 
-/* Loop thread: render the list asked for, if the asker still waits. */
-static void sessions_render(struct daemon *d)
+/* A worker's thread: render its sessions for the request under way. */
+void daemon_render_sessions(struct daemon *d, struct worker *w)
 {
-	uint64_t v, now = loop_now();
+	uint64_t gen, now = loop_now();
 	bool first = true;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 
-	if (read(d->call.efd, &v, sizeof(v)) < 0)
-		return;
 	pthread_mutex_lock(&d->call.lock);
-	if (d->call.pending && !d->call.done && (f = open_memstream(&buf, &len))) {
-		fputs("{\"sessions\":[", f);
-		for (unsigned i = 0; i < d->nrelays; i++)
-			relay_sessions_json(&d->relays[i], f, now, &first);
-		fputs(first ? "]}\n" : "\n]}\n", f);
-		if (fclose(f) == 0) {
-			d->call.buf = buf;
-			d->call.len = len;
-		} else {
-			free(buf);
-		}
-		d->call.done = true;
-		pthread_cond_broadcast(&d->call.done_cond);
+	gen = d->call.gen;
+	pthread_mutex_unlock(&d->call.lock);
+	if (gen == 0 || w->call_gen == gen || !(f = open_memstream(&buf, &len)))
+		return;
+	for (unsigned i = 0; i < w->nrelays; i++)
+		relay_sessions_json(&w->relays[i], f, now, &first);
+	if (fclose(f) != 0) {
+		free(buf);
+		buf = NULL;
+		len = 0;
+	}
+	pthread_mutex_lock(&d->call.lock);
+	if (d->call.gen == gen && w->call_gen != gen) {
+		w->call_gen = gen;
+		w->call_buf = buf;
+		w->call_len = buf ? len : 0;
+		buf = NULL;
+		if (--d->call.pending == 0)
+			pthread_cond_broadcast(&d->call.done_cond);
 	}
 	pthread_mutex_unlock(&d->call.lock);
+	free(buf);
+}
+
+void daemon_worker_failed(struct daemon *d)
+{
+	atomic_store(&d->failed, true);
+	worker_post(d->workers[0], WORKER_STOP);
 }
 
 static void signal_readable(void *obj, uint32_t ref)
 {
 	(void)ref;
 	on_signal(obj);
-}
-
-static void call_readable(void *obj, uint32_t ref)
-{
-	(void)ref;
-	sessions_render(obj);
 }
 
 static void daemon_timer(void *obj, uint32_t ref, uint64_t now);
@@ -216,37 +306,6 @@ static const struct endpoint_ops daemon_signal_ops = {
 	.on_readable = signal_readable,
 	.on_timer = daemon_timer,
 };
-
-static const struct endpoint_ops daemon_call_ops = {
-	.name = "call",
-	.on_readable = call_readable,
-};
-
-/* Loop events: through the endpoint table, to whoever registered the id. */
-static void h_dgram(void *arg, uint32_t id, struct loop_dgram *dg)
-{
-	endpoint_dgram(&((struct daemon *)arg)->ep, id, dg);
-}
-
-static void h_recv_error(void *arg, uint32_t id, int err)
-{
-	endpoint_recv_error(&((struct daemon *)arg)->ep, id, err);
-}
-
-static void h_sent(void *arg, uint32_t id, int res)
-{
-	endpoint_sent(&((struct daemon *)arg)->ep, id, res);
-}
-
-static void h_readable(void *arg, uint32_t id)
-{
-	endpoint_readable(&((struct daemon *)arg)->ep, id);
-}
-
-static void h_timer(void *arg, uint32_t id, uint64_t now)
-{
-	endpoint_timer(&((struct daemon *)arg)->ep, id, now);
-}
 
 static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
 {
@@ -261,7 +320,7 @@ static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
 							   : DAEMON_STATUS_PERIOD);
 	}
 	if (d->leaving && (sessions_active(d) == 0 || now >= d->leave_deadline))
-		d->ops->stop(d->loop);
+		stop_all(d);
 	/* While leaving, look again each 100 ms for the last session to go. */
 	if (d->leaving && now >= d->leave_check)
 		d->leave_check = now + DAEMON_LEAVE_CHECK;
@@ -277,54 +336,198 @@ static int signals_fd(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	/* Before any thread starts: every thread inherits the mask, so the
+	 * signals reach worker 0's signalfd alone. */
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-static int create_loop(struct daemon *d)
+unsigned daemon_workers_wanted(const struct etr_conf *conf)
 {
-	const struct loop_handler h = {
-		.arg = d,
-		.on_dgram = h_dgram,
-		.on_recv_error = h_recv_error,
-		.on_sent = h_sent,
-		.on_readable = h_readable,
-		.on_timer = h_timer,
-	};
-	struct loop_conf lc = { .max_sockets = 16, .gso = d->conf->gso };
-	char why[256] = "";
+	cpu_set_t set;
+	int n;
+
+	if (conf->workers != CONF_WORKERS_AUTO)
+		return conf->workers;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n < 1 ? 1 : n > CONF_WORKERS_MAX ? CONF_WORKERS_MAX : (unsigned)n;
+}
+
+/* The program for relay i's reuseport group: its masters (the owner's
+ * known addresses) steered to worker 0, everyone else by the hash. */
+static int attach_program(struct daemon *d, const struct relay *owner)
+{
+	struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
+	struct sock_filter prog[REUSEPORT_PROG_MAX];
+	int n;
+
+	p.nsteer = relay_master_addrs(owner, p.steer);
+	n = reuseport_build(&p, prog);
+	return n < 0 ? n : net_attach_reuseport(owner->fwd.pub_fd, prog, (unsigned)n);
+}
+
+/* Worker 0's thread, when the owner resolved a master to a new address. */
+static void steer_masters(struct relay_shared *sh, const struct relay *owner)
+{
+	struct daemon *d = sh->arg;
+	int err;
+
+	if (d->nworkers < 2)
+		return;
+	err = attach_program(d, owner);
+	if (err < 0)
+		log_warnx("relay %s: steering the masters' addresses to worker 0: %s; their "
+			  "challenges go by the hash", owner->conf->name, strerror(-err));
+}
+
+/* Another worker's thread: it has news about a game server for worker 0. */
+static void wake_owner(struct relay_shared *sh)
+{
+	struct daemon *d = sh->arg;
+
+	worker_post(d->workers[0], WORKER_NEWS);
+}
+
+/* Whether the kernel takes the reuseport program (Linux 4.6 for UDP; some
+ * seccomp policies refuse it). */
+static int reuseport_probe(struct daemon *d)
+{
+	struct reuseport_plan p = { .workers = 2, .key = d->reuseport_key };
+	struct sock_filter prog[REUSEPORT_PROG_MAX];
+	union etr_sockaddr any = { .in = { .sin_family = AF_INET,
+					   .sin_addr = { htonl(INADDR_LOOPBACK) } } };
+	int fd, err, n = reuseport_build(&p, prog);
+
+	fd = net_bind_public(&any, true);
+	if (fd < 0)
+		return fd;
+	err = net_attach_reuseport(fd, prog, (unsigned)n);
+	close(fd);
+	return err;
+}
+
+/* How many workers, and whether the kernel lets them share a port the way
+ * we need. Returns 0 or the exit status. */
+static int choose_workers(struct daemon *d)
+{
+	unsigned n = daemon_workers_wanted(d->conf);
+	uint32_t rnd = 0;
+	int err;
+
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)loop_now();
+	d->reuseport_key = reuseport_key(rnd);
+	d->nworkers = n;
+	if (n < 2 || (err = reuseport_probe(d)) == 0)
+		return 0;
+	/* Without the program, the kernel's own hash would send one
+	 * client's ports to different workers, and every per-IP rule would
+	 * hold per worker: the default takes one worker, an explicit count
+	 * does not start. */
+	if (d->conf->workers == CONF_WORKERS_AUTO) {
+		log_info("workers: the kernel refused the reuseport program (%s); one worker",
+			 strerror(-err));
+		d->nworkers = 1;
+		return 0;
+	}
+	log_warnx("--workers %u: the kernel refused the reuseport program that picks a worker "
+		  "by client address (%s); use --workers 1",
+		  n, strerror(-err));
+	return EXIT_UNAVAILABLE;
+}
+
+/* Relay i on every worker: worker 0's socket first, with the program
+ * attached before the others join the group (their index is their order). */
+static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *upstream)
+{
+	const struct relay_conf *c = &d->conf->relays[i];
+	struct relay_shared *sh = &d->shared[i];
+
+	if (relay_shared_init(sh, c, d->nworkers, i) < 0)
+		return EXIT_FAILURE;
+	sh->arg = d;
+	sh->wake_owner = wake_owner;
+	sh->masters_moved = steer_masters;
+	d->nrelays = i + 1;
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		struct worker *wk = d->workers[w];
+		int err;
+
+		err = relay_open(&wk->relays[i], i, c, upstream, &d->stats, sh, w);
+		wk->nrelays = i + 1;
+		if (err < 0)
+			return EXIT_FAILURE;
+		if (w == 0 && d->nworkers > 1 && (err = attach_program(d, &wk->relays[i])) < 0) {
+			log_warnx("relay %s: reuseport program: %s", c->name, strerror(-err));
+			return EXIT_FAILURE;
+		}
+		if (w == 0)
+			d->stats.relay[i] = &wk->relays[i].stats;
+		else
+			d->stats.worker_relay[w][i] = &wk->relays[i].stats;
+	}
+	return 0;
+}
+
+/* A worker's relays register with its loop (on its own thread). */
+static int attach_relays(struct worker *w)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < w->nrelays && rc == 0; i++)
+		rc = relay_attach(&w->relays[i], w->ops, w->loop, &w->ep);
+	if (rc < 0) {
+		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
+		return EXIT_FAILURE;
+	}
+	w->d->stats.worker_loop[w->index] = w->ops->stats(w->loop);
+	return 0;
+}
+
+/* Worker 0's loop here (it picks the backend), then each other worker's,
+ * on the same backend, in its own thread. */
+static int create_loops(struct daemon *d)
+{
+	unsigned hint = 16;
 	int rc;
 
 	for (unsigned i = 0; i < d->conf->nrelays; i++)
-		lc.max_sockets += d->conf->relays[i].max_sessions + 4;
-	d->ops = d->conf->backend == CONF_BACKEND_EPOLL ? &loop_epoll_ops : &loop_uring_ops;
-	rc = d->ops->create(&d->loop, &h, &lc, why, sizeof(why));
-	if (rc < 0 && d->conf->backend == CONF_BACKEND_URING) {
-		log_warnx("io_uring unavailable: %s", why);
-		return EXIT_UNAVAILABLE;
-	}
-	if (rc < 0 && d->conf->backend == CONF_BACKEND_AUTO) {
-		log_info("io_uring unavailable: %s; falling back to epoll", why);
-		d->ops = &loop_epoll_ops;
-		rc = d->ops->create(&d->loop, &h, &lc, why, sizeof(why));
+		hint += d->conf->relays[i].max_sessions + 4;
+	if ((rc = worker_create_loop(d->workers[0], NULL, hint)) != 0)
+		return rc;
+	d->ops = d->workers[0]->ops;
+	d->stats.backend = d->ops->name;
+	d->stats.loop = d->ops->stats(d->workers[0]->loop);
+	rc = endpoint_add(&d->workers[0]->ep, &daemon_signal_ops, d);
+	if (rc >= 0) {
+		d->ep_signal = (unsigned)rc;
+		d->timer.id = endpoint_id(&d->workers[0]->ep, d->ep_signal);
+		rc = d->ops->watch(d->workers[0]->loop, d->sig_fd,
+				   endpoint_id(&d->workers[0]->ep, d->ep_signal));
 	}
 	if (rc < 0) {
-		log_warnx("%s", why);
+		log_warnx("%s: signalfd: %s", d->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
 	}
+	if ((rc = attach_relays(d->workers[0])) != 0)
+		return rc;
+	d->stats.worker_loop[0] = NULL;
+	for (unsigned w = 1; w < d->nworkers; w++)
+		if ((rc = worker_spawn(d->workers[w], d->ops, hint, attach_relays)) != 0)
+			return rc;
 	return 0;
 }
 
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams)
 {
-	int rc;
-
 	pthread_condattr_t ca;
+	int rc;
 
 	memset(d, 0, sizeof(*d));
 	timer_init(&d->timer, 0);
-	endpoint_table_init(&d->ep);
 	d->conf = conf;
 	d->sig_fd = -1;
 	pthread_mutex_init(&d->call.lock, NULL);
@@ -332,50 +535,39 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->call.done_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	d->call.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (d->call.efd < 0) {
-		log_warn("eventfd");
-		return EXIT_FAILURE;
-	}
 	d->stats.version = ETRELAY_VERSION;
 	d->stats.started_unix = (uint64_t)time(NULL);
 	STAT_SET(d->stats.lifecycle, LIFECYCLE_ACTIVE);
-
-	for (unsigned i = 0; i < conf->nrelays; i++) {
-		if (relay_open(&d->relays[i], i, &conf->relays[i], &upstreams[i], &d->stats) < 0) {
-			d->nrelays = i + 1;
+	if ((rc = choose_workers(d)) != 0)
+		return rc;
+	for (unsigned w = 0; w < d->nworkers; w++)
+		if (!(d->workers[w] = worker_new(d, w))) {
+			d->nworkers = w;
 			return EXIT_FAILURE;
 		}
-		d->nrelays = i + 1;
-		d->stats.relay[i] = &d->relays[i].stats;
-	}
+	d->stats.nworkers = d->nworkers;
+	for (unsigned i = 0; i < conf->nrelays; i++)
+		if ((rc = open_relay(d, i, &upstreams[i])) != 0)
+			return rc;
 	d->stats.nrelays = d->nrelays;
+	d->bans = calloc(1, sizeof(*d->bans));
+	if (!d->bans) {
+		log_warn("ban list");
+		return EXIT_FAILURE;
+	}
+	for (unsigned w = 0; w < d->nworkers; w++)
+		for (unsigned i = 0; i < d->nrelays; i++)
+			relay_set_bans(&d->workers[w]->relays[i], d->bans);
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
-	if ((rc = create_loop(d)) != 0)
-		return rc;
-	d->stats.backend = d->ops->name;
-	d->stats.loop = d->ops->stats(d->loop);
+	/* Before the first thread (the ops plane's, the workers'). */
 	d->sig_fd = signals_fd();
 	if (d->sig_fd < 0) {
 		log_warn("signalfd");
 		return EXIT_FAILURE;
 	}
-	rc = endpoint_add(&d->ep, &daemon_signal_ops, d);
-	if (rc >= 0) {
-		d->timer.id = endpoint_id(&d->ep, (unsigned)rc);
-		rc = d->ops->watch(d->loop, d->sig_fd, endpoint_id(&d->ep, (unsigned)rc));
-	}
-	if (rc == 0)
-		rc = endpoint_add(&d->ep, &daemon_call_ops, d);
-	if (rc >= 0)
-		rc = d->ops->watch(d->loop, d->call.efd, endpoint_id(&d->ep, (unsigned)rc));
-	for (unsigned i = 0; i < d->nrelays && rc == 0; i++)
-		rc = relay_attach(&d->relays[i], d->ops, d->loop, &d->ep);
-	if (rc < 0) {
-		log_warnx("%s: registering sockets: %s", d->ops->name, strerror(-rc));
-		return EXIT_FAILURE;
-	}
+	if ((rc = create_loops(d)) != 0)
+		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,
 					 .allow_public = conf->ops_allow_public,
@@ -398,8 +590,12 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 
 static void log_start(const struct daemon *d)
 {
+	if (d->nworkers > 1)
+		log_info("workers %u: a client's address picks its worker (reuseport key 0x%08x)",
+			 d->nworkers, d->reuseport_key);
 	for (unsigned i = 0; i < d->nrelays; i++) {
-		const struct relay_conf *c = d->relays[i].conf;
+		const struct relay *r = &d->workers[0]->relays[i];
+		const struct relay_conf *c = r->conf;
 		char a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024], hp[ADDR_HOSTLEN + 8];
 		size_t o = 0;
 
@@ -407,36 +603,47 @@ static void log_start(const struct daemon *d)
 		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
 			o += (size_t)snprintf(masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
 					      addr_hostport(c->masters[m].host, c->masters[m].port, hp));
-		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
-			 "masters %s",
+		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, workers %u, "
+			 "game %s (%s/%s), masters %s",
 			 ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "",
 			 d->nrelays > 1 ? c->name : "", addr_str(&c->listen.sa, a),
-			 addr_str(&d->relays[i].upstream.sa, b), d->ops->name, c->game, c->heartbeat,
-			 c->flatline[0] ? c->flatline : "none", masters);
+			 addr_str(&r->upstream.sa, b), d->ops->name, d->nworkers, c->game,
+			 c->heartbeat, c->flatline[0] ? c->flatline : "none", masters);
 	}
 }
 
 int daemon_run(struct daemon *d)
 {
-	int rc;
+	int rc = 0;
 
 	log_start(d);
 	sdnotify("READY=1");
 	notify_status(d);
-	rc = d->ops->run(d->loop);
-	if (rc < 0) {
-		log_warnx("%s loop: %s", d->ops->name, strerror(-rc));
-		return EXIT_FAILURE;
+	rc = worker_run(d->workers[0]);
+	/* Worker 0 left (a signal, the drain, a failure): so do the others. */
+	for (unsigned w = 1; w < d->nworkers; w++)
+		worker_post(d->workers[w], WORKER_STOP);
+	for (unsigned w = 1; w < d->nworkers; w++) {
+		worker_join(d->workers[w]);
+		if (d->workers[w]->run_rc < 0)
+			rc = d->workers[w]->run_rc;
 	}
+	if (rc < 0 || atomic_load(&d->failed))
+		return EXIT_FAILURE;
 	sdnotify("STOPPING=1");
 	log_info("exiting on SIG%s", sigabbrev_np(d->exit_signal) ? sigabbrev_np(d->exit_signal)
 								   : "?");
-	for (unsigned i = 0; i < d->nrelays; i++)
-		relay_shutdown(&d->relays[i]);
-	/* The flatlines leave (and are counted) before the last stats. */
-	d->ops->flush(d->loop);
-	for (unsigned i = 0; i < d->nrelays; i++)
-		relay_log_stats(&d->relays[i]);
+	/* The flatlines leave (and are counted) before the last stats. The
+	 * other workers closed their sessions on their own threads. */
+	worker_shutdown(d->workers[0]);
+	for (unsigned i = 0; i < d->nrelays; i++) {
+		struct relay_stats sum;
+
+		memset(&sum, 0, sizeof(sum));
+		for (unsigned w = 0; w < d->nworkers; w++)
+			stats_relay_add(&sum, &d->workers[w]->relays[i].stats);
+		relay_log_stats(d->conf->relays[i].name, &sum);
+	}
 	return 0;
 }
 
@@ -444,18 +651,20 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
-	if (d->loop) {
-		d->ops->timer_cancel(d->loop, &d->timer);
-		d->ops->destroy(d->loop);
-	}
+	if (d->nworkers && d->workers[0]->loop)
+		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);
+	for (unsigned w = 0; w < d->nworkers; w++)
+		worker_free(d->workers[w]);
 	for (unsigned i = 0; i < d->nrelays; i++)
-		relay_close(&d->relays[i]);
-	banlist_free(&d->bans);
+		relay_shared_free(&d->shared[i]);
+	if (d->bans)
+		banlist_free(d->bans);
+	free(d->bans);
+	if (d->bans_old)
+		banlist_free(d->bans_old);
+	free(d->bans_old);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
-	if (d->call.efd >= 0)
-		close(d->call.efd);
-	free(d->call.buf);
 	pthread_cond_destroy(&d->call.done_cond);
 	pthread_mutex_destroy(&d->call.lock);
 }

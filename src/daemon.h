@@ -17,33 +17,43 @@
 #include "stats.h"
 
 struct ops;
+struct worker;
 
-/* Endpoints of the daemon's own: the signalfd and the ops plane's call. */
+/* Endpoints of the daemon's own on worker 0 (the signalfd) and of every
+ * worker (its control eventfd). */
 #define DAEMON_ENDPOINTS 2
 
-/* Every relay and the daemon find a slot in the endpoint table. */
+/* Every relay and the daemon find a slot in each worker's endpoint table. */
 _Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + DAEMON_ENDPOINTS <= ENDPOINT_MAX,
 	       "CONF_RELAYS_MAX relays do not fit the endpoint table");
 
 struct daemon {
 	const struct etr_conf *conf;
-	const struct loop_ops *ops;
-	struct loop *loop;
-	struct relay relays[CONF_RELAYS_MAX];
+	const struct loop_ops *ops; /* the backend every worker runs */
+	/* Worker 0 runs in the main thread and owns the signals, the leave
+	 * timer, and every relay's probe, heartbeats and masters. */
+	struct worker *workers[CONF_WORKERS_MAX];
+	unsigned nworkers;
+	uint32_t reuseport_key; /* the reuseport program's hash key */
+	struct relay_shared shared[CONF_RELAYS_MAX];
 	unsigned nrelays;
-	struct endpoint_table ep; /* what every loop id names */
 	struct etr_stats stats;
 	struct ops *ops_plane;
-	struct banlist bans; /* from ban-file; empty without one */
-	/* GET /sessions: the ops thread asks, the loop renders. */
+	/* From ban-file (empty without one): every worker's relays read the
+	 * current list; the one before is freed once every worker took the
+	 * new one (their bans_gen). */
+	struct banlist *bans, *bans_old;
+	uint64_t bans_gen;
+	unsigned ep_signal;
+	/* GET /sessions: the ops thread asks, every worker renders its part. */
 	struct {
 		pthread_mutex_t lock;
 		pthread_cond_t done_cond;
-		int efd;
-		bool pending, done;
-		char *buf;
-		size_t len;
+		uint64_t gen;      /* of the request under way, 0: none */
+		unsigned pending;  /* workers yet to answer it */
+		bool busy;
 	} call;
+	_Atomic bool failed; /* a worker's loop failed: leave */
 	int sig_fd;
 	int exit_signal;          /* the signal that asked us to leave */
 	bool leaving;             /* draining on the way out */
@@ -51,12 +61,18 @@ struct daemon {
 	uint64_t leave_check;     /* ns; next look for the last session */
 	uint64_t watchdog_period; /* ns, 0 without a systemd watchdog */
 	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
-	struct timer timer;       /* next_notify or leave_check, whichever is first */
+	struct timer timer;       /* on worker 0: next_notify or leave_check, whichever
+				   * is first */
 };
 
-/* Open every relay (upstreams resolved, one per relay), create the loop on
- * the configured backend (auto: io_uring, else epoll with a log line), start
- * the ops plane. Returns 0, or the exit status to leave with. */
+/* The workers --workers asks for: the count given, or for auto the CPUs
+ * in the process's affinity mask, at most CONF_WORKERS_MAX. */
+unsigned daemon_workers_wanted(const struct etr_conf *conf);
+
+/* Open every relay on every worker (upstreams resolved, one per relay),
+ * attach the reuseport programs, create the loops on the configured
+ * backend (auto: io_uring, else epoll with a log line), start the ops
+ * plane. Returns 0, or the exit status to leave with. */
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams);
 
@@ -65,5 +81,12 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 int daemon_run(struct daemon *d);
 
 void daemon_close(struct daemon *d);
+
+/* The requests a worker takes for the daemon (worker.c calls these on the
+ * worker's own thread). */
+void daemon_take_bans(struct daemon *d, struct worker *w);
+void daemon_bans_taken(struct daemon *d);
+void daemon_render_sessions(struct daemon *d, struct worker *w);
+void daemon_worker_failed(struct daemon *d);
 
 #endif

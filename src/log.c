@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /* stderr logger. Debug lines come from the packet path, so they are capped
- * per second and the excess is counted and reported, never silently lost. */
+ * per second and the excess is counted and reported, never silently lost.
+ * Any thread may log: a line is one fprintf to unbuffered stderr, which
+ * stdio writes whole under the stream's lock; the debug cap is counted
+ * under a lock of its own. */
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@ bool log_debug_on;
 static bool journal, stamp;
 static time_t debug_sec;
 static unsigned debug_lines, debug_dropped;
+static pthread_mutex_t debug_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void log_init(bool debug, enum log_time t)
 {
@@ -100,25 +105,31 @@ void log_warnx(const char *fmt, ...)
 void log_debug(const char *fmt, ...)
 {
 	struct timespec ts;
+	unsigned dropped = 0;
+	bool over;
 	va_list ap;
 
 	if (!log_debug_on)
 		return;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	pthread_mutex_lock(&debug_lock);
 	if (ts.tv_sec != debug_sec) {
-		if (debug_dropped) {
-			char pre[64];
-
-			prefix(pre, sizeof(pre), 7);
-			fprintf(stderr, "%s(%u debug lines suppressed)\n", pre, debug_dropped);
-		}
+		dropped = debug_dropped;
 		debug_sec = ts.tv_sec;
 		debug_lines = debug_dropped = 0;
 	}
-	if (debug_lines++ >= LOG_DEBUG_PER_SEC) {
+	over = debug_lines++ >= LOG_DEBUG_PER_SEC;
+	if (over)
 		debug_dropped++;
-		return;
+	pthread_mutex_unlock(&debug_lock);
+	if (dropped) {
+		char pre[64];
+
+		prefix(pre, sizeof(pre), 7);
+		fprintf(stderr, "%s(%u debug lines suppressed)\n", pre, dropped);
 	}
+	if (over)
+		return;
 	va_start(ap, fmt);
 	vlog(7, fmt, ap, NULL);
 	va_end(ap);

@@ -114,8 +114,11 @@ int main(int argc, char **argv)
 		return check_run(&conf);
 
 	nofile = raise_nofile();
+	/* max-sessions is a total across the workers; each worker has its
+	 * own public sockets, loop and control eventfd. */
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		need += conf.relays[i].max_sessions + 4;
+	need += (uint64_t)daemon_workers_wanted(&conf) * (conf.nrelays + 4);
 	/* The ops plane's connections come out of the same limit: a full
 	 * listener must not leave a session without its socket. */
 	if (conf.ops_enabled)

@@ -29,6 +29,7 @@ void masters_init(struct masters *ms, const struct relay_conf *c,
 	ms->global = global;
 	ms->upstream = *upstream;
 	ms->probe_fd = ms->res_fd = -1;
+	ms->owner = true;
 	hb_init(&ms->hb, c->heartbeat_interval_ms * NS_PER_MS, c->probe_timeout_ms * NS_PER_MS,
 		CONF_PROBE_ATTEMPTS);
 	ms->n = c->nmasters;
@@ -53,6 +54,30 @@ void masters_init(struct masters *ms, const struct relay_conf *c,
 	}
 }
 
+void masters_share(struct masters *ms, struct masters_shared *sh, bool owner,
+		   const struct masters_hooks *hooks, void *arg)
+{
+	ms->sh = sh;
+	ms->owner = owner;
+	ms->hooks = hooks;
+	ms->hooks_arg = arg;
+	/* The masters are the owner's; their traffic is steered to it. */
+	if (!owner) {
+		ms->n = 0;
+		ms->stats->nmasters = 0;
+	}
+}
+
+unsigned masters_addrs(const struct masters *ms, union etr_sockaddr *out)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ms->n; i++)
+		if (ms->m[i].have_addr)
+			out[n++] = ms->m[i].addr;
+	return n;
+}
+
 void masters_set_events(struct masters *ms, const struct masters_events *ev, void *arg,
 			struct udprelay *fwd)
 {
@@ -66,6 +91,8 @@ int masters_open(struct masters *ms)
 	char a[ADDR_STRLEN];
 	int err;
 
+	if (!ms->owner)
+		return 0;
 	ms->probe_fd = net_connect_udp(&ms->upstream);
 	if (ms->probe_fd < 0) {
 		log_warnx("relay %s: probe socket to %s: %s", ms->conf->name,
@@ -106,6 +133,8 @@ int masters_attach(struct masters *ms, const struct loop_ops *ops, struct loop *
 
 	ms->ops = ops;
 	ms->loop = l;
+	if (!ms->owner)
+		return 0;
 	p = endpoint_add(ep, &masters_probe_ops, ms);
 	r = endpoint_add(ep, &masters_resolver_ops, ms);
 	if (p < 0 || r < 0) {
@@ -151,10 +180,24 @@ static void log_early_round(const struct masters *ms, uint64_t before, uint64_t 
 			  (unsigned long long)((at - now) / NS_PER_MS));
 }
 
+/* Another worker's news, for the owner: its loop woken once until it has
+ * taken what came. */
+static void tell_owner(struct masters *ms, unsigned news)
+{
+	if (atomic_fetch_or_explicit(&ms->sh->news, news, memory_order_release) == 0 && ms->hooks &&
+	    ms->hooks->wake_owner)
+		ms->hooks->wake_owner(ms->hooks_arg);
+}
+
 void masters_heard(struct masters *ms, uint64_t now)
 {
 	uint64_t before = hb_deadline(&ms->hb);
 
+	if (!ms->owner) {
+		if (!masters_server_up(ms))
+			tell_owner(ms, MASTERS_NEWS_HEARD);
+		return;
+	}
 	if (ms->hb.server == HB_UP)
 		return;
 	hb_heard(&ms->hb, now);
@@ -166,9 +209,26 @@ void masters_refused(struct masters *ms, uint64_t now)
 {
 	uint64_t before = hb_deadline(&ms->hb);
 
+	if (!ms->owner) {
+		tell_owner(ms, MASTERS_NEWS_REFUSED);
+		return;
+	}
 	hb_refused(&ms->hb, now);
 	log_early_round(ms, before, now, "game server refused a send");
 	masters_arm(ms);
+}
+
+void masters_take_news(struct masters *ms, uint64_t now)
+{
+	unsigned news;
+
+	if (!ms->owner || !ms->sh)
+		return;
+	news = atomic_exchange_explicit(&ms->sh->news, 0, memory_order_acquire);
+	if (news & MASTERS_NEWS_HEARD)
+		masters_heard(ms, now);
+	if (news & MASTERS_NEWS_REFUSED)
+		masters_refused(ms, now);
 }
 
 /* Publish one master's health for the ops plane. */
@@ -345,10 +405,16 @@ static void on_resolved(struct masters *ms)
 					  addr_str(&ms->conf->listen.sa, l),
 					  m->have_addr ? " but to its last good address" : "");
 		} else if (res.gai_err == 0) {
-			if (m->last_err != 0 || !m->have_addr || !addr_equal(&m->addr, &res.addr))
+			bool moved = !m->have_addr || !addr_equal(&m->addr, &res.addr);
+
+			if (m->last_err != 0 || moved)
 				log_info("master %s is %s", hp, addr_str(&res.addr.sa, a));
 			m->addr = res.addr;
 			m->have_addr = true;
+			/* Its challenge must reach this worker: steered before
+			 * the heartbeat leaves. */
+			if (moved && ms->hooks && ms->hooks->moved)
+				ms->hooks->moved(ms->hooks_arg);
 		} else if (res.gai_err != m->last_err) {
 			/* Logged once per change, not once per heartbeat. */
 			if (m->have_addr)
@@ -400,8 +466,12 @@ static void hb_actions(struct masters *ms, unsigned act, uint64_t now)
 	}
 	/* Published before it is announced: whoever reads the log line and
 	 * then asks /readyz must see the same state. */
-	if (act & (HB_LOG_UP | HB_LOG_DOWN))
+	if (act & (HB_LOG_UP | HB_LOG_DOWN)) {
 		STAT_SET(ms->stats->server, (int)ms->hb.server);
+		if (ms->sh)
+			atomic_store_explicit(&ms->sh->server, (int)ms->hb.server,
+					      memory_order_relaxed);
+	}
 	/* Down: the listings are withdrawn (flatline) or die out; no master
 	 * owes a challenge until the next heartbeat. */
 	if (act & HB_LOG_DOWN)
@@ -470,7 +540,7 @@ uint64_t masters_next_deadline(const struct masters *ms)
 
 void masters_shutdown(struct masters *ms)
 {
-	if (hb_shutdown(&ms->hb) & HB_SEND_FLATLINE)
+	if (ms->owner && hb_shutdown(&ms->hb) & HB_SEND_FLATLINE)
 		send_flatline(ms);
 }
 

@@ -6,6 +6,7 @@
 #ifndef ETR_MASTERS_H
 #define ETR_MASTERS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,27 @@ struct masters_events {
 	void (*invited)(void *arg, unsigned i);
 };
 
+/* News a worker's instance of a relay has for the owner's probe rounds. */
+#define MASTERS_NEWS_HEARD   1u /* the game server answered a session */
+#define MASTERS_NEWS_REFUSED 2u /* a send to it was refused (ECONNREFUSED) */
+
+/* What the masters of one relay's instances on every worker share: the
+ * owner's (worker 0's) probe rounds publish the server's state, the others
+ * pass it their news. */
+struct masters_shared {
+	_Atomic int server;    /* enum hb_server, as the owner last found it */
+	_Atomic unsigned news; /* MASTERS_NEWS_*, for the owner */
+};
+
+/* The daemon's part (any may be NULL): wake_owner (another worker's
+ * thread) asks the owner's loop to take the news (masters_take_news);
+ * moved (the owner's) says a master resolved to a new address, whose
+ * challenges must reach the owner. */
+struct masters_hooks {
+	void (*wake_owner)(void *arg);
+	void (*moved)(void *arg);
+};
+
 struct masters {
 	const struct relay_conf *conf;
 	struct relay_stats *stats;
@@ -68,6 +90,12 @@ struct masters {
 	/* Its next deadline (probe round, master health) in the loop's
 	 * timers (id: the probe endpoint's MASTERS_REF_PROBE). */
 	struct timer timer;
+	/* Workers: only the owner probes, heartbeats and resolves; the others
+	 * have no master, no socket and no timer (masters_share). */
+	bool owner;
+	struct masters_shared *sh; /* NULL: one worker */
+	const struct masters_hooks *hooks;
+	void *hooks_arg;
 };
 
 /* Endpoints the masters register (masters_attach): probe, resolver. */
@@ -84,11 +112,25 @@ void masters_init(struct masters *ms, const struct relay_conf *conf,
 		  const union etr_sockaddr *upstream, struct relay_stats *stats,
 		  const struct etr_stats *global);
 
+/* One relay's instance on a worker: the owner (owner) or another, with
+ * what they share and the daemon's hooks (arg: theirs). After init, before
+ * open. */
+void masters_share(struct masters *ms, struct masters_shared *sh, bool owner,
+		   const struct masters_hooks *hooks, void *arg);
+
+/* The owner: act on the other workers' news (sh->news). */
+void masters_take_news(struct masters *ms, uint64_t now);
+
+/* The masters' addresses known now (at most CONF_MASTERS_MAX): those the
+ * reuseport program steers to the owner. Returns the count. */
+unsigned masters_addrs(const struct masters *ms, union etr_sockaddr *out);
+
 /* Who hears of the probes and heartbeats, and whose public socket sends. */
 void masters_set_events(struct masters *ms, const struct masters_events *ev, void *arg,
 			struct udprelay *fwd);
 
-/* Open the probe socket and the resolver. Logs what failed; 0 or -errno. */
+/* Open the probe socket and the resolver (the owner's alone). Logs what
+ * failed; 0 or -errno. */
 int masters_open(struct masters *ms);
 
 /* Register the MASTERS_ENDPOINTS endpoints and their fds with the loop. */
@@ -111,20 +153,23 @@ void masters_close(struct masters *ms);
  * master. */
 uint8_t masters_of(const struct masters *ms, const union etr_sockaddr *client);
 
-/* The last probe round found the game server up. */
+/* The last probe round (the owner's) found the game server up. */
 static inline bool masters_server_up(const struct masters *ms)
 {
-	return ms->hb.server == HB_UP;
+	if (ms->owner || !ms->sh)
+		return ms->hb.server == HB_UP;
+	return atomic_load_explicit(&ms->sh->server, memory_order_relaxed) == HB_UP;
 }
 
 /* Master i's challenge was answered from the public socket: the listing
  * loop is closed for that master. */
 void masters_confirm_listing(struct masters *ms, unsigned i, uint64_t now);
 
-/* The game server sent something (while not up: probe it now). */
+/* The game server sent something (while not up: probe it now; another
+ * worker's instance tells the owner). */
 void masters_heard(struct masters *ms, uint64_t now);
 
-/* The game server refused a datagram (its port is closed). */
+/* The game server refused a datagram (its port is closed; the same). */
 void masters_refused(struct masters *ms, uint64_t now);
 
 #endif

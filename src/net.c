@@ -50,7 +50,10 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport)
 
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
 {
-	struct sock_fprog fp = { .len = (unsigned short)len, .filter = (struct sock_filter *)prog };
+	struct sock_fprog fp = { .len = (unsigned short)len };
+
+	/* The kernel only reads the program; sock_fprog has no const. */
+	memcpy(&fp.filter, &prog, sizeof(prog));
 
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) < 0)
 		return -errno;

@@ -367,7 +367,7 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
 }
 
-static void json_relay(FILE *f, struct relay_stats *r)
+static void json_relay(FILE *f, struct relay_stats *r, uint32_t active)
 {
 	struct master_status m[STATS_MASTERS_MAX];
 	unsigned nm = ops_metrics_masters(r, m);
@@ -382,8 +382,7 @@ static void json_relay(FILE *f, struct relay_stats *r)
 	fputs(",\"game\":", f);
 	json_string(f, r->game);
 	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
-		server == SERVER_UP ? "up" : server == SERVER_DOWN ? "down" : "unknown",
-		(uint32_t)STAT_GET(r->sessions_active));
+		server == SERVER_UP ? "up" : server == SERVER_DOWN ? "down" : "unknown", active);
 	for (unsigned j = 0; j < nm; j++) {
 		fputs(j ? ",{\"name\":" : "{\"name\":", f);
 		json_string(f, m[j].name);
@@ -421,22 +420,22 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 		return MHD_NO;
 	for (unsigned i = 0; i < n; i++)
 		if (st->relay[i])
-			active += STAT_GET(st->relay[i]->sessions_active);
+			active += stats_sessions_active(st, i);
 	fprintf(f, "{\"role\":\"relay\",\"state\":\"%s\",\"version\":",
 		atomic_load(&st->lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining");
 	json_string(f, st->version ? st->version : "unknown");
 	fputs(",\"backend\":", f);
 	json_string(f, st->backend ? st->backend : "unknown");
 	fprintf(f,
-		",\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64
+		",\"workers\":%u,\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64
 		"},\"relays\":[",
-		now > st->started_unix ? now - st->started_unix : 0, active);
+		stats_workers(st), now > st->started_unix ? now - st->started_unix : 0, active);
 	for (unsigned i = 0, comma = 0; i < n; i++) {
 		if (!st->relay[i])
 			continue;
 		if (comma++)
 			fputc(',', f);
-		json_relay(f, st->relay[i]);
+		json_relay(f, st->relay[i], stats_sessions_active(st, i));
 	}
 	fputs("]}\n", f);
 	if (fclose(f) != 0) {

@@ -6,6 +6,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
@@ -48,12 +49,8 @@ static const struct plain_counter plain_counters[] = {
 	  offsetof(struct relay_stats, qport_collisions) },
 };
 
-static uint64_t load_at(const struct relay_stats *r, size_t off)
-{
-	const _Atomic uint64_t *p = (const _Atomic uint64_t *)((const char *)r + off);
-
-	return atomic_load_explicit(p, memory_order_relaxed);
-}
+/* A relay's counter, summed over the workers. */
+#define SUM(field) stats_relay_sum(st, i, offsetof(struct relay_stats, field))
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -129,8 +126,41 @@ static void relays(FILE *f, struct etr_stats *st)
 
 	family(f, "etrelay_sessions_active", "gauge", "Sessions open now.");
 	EACH_RELAY
-	sample(f, "etrelay_sessions_active", LABELS("relay", r->name),
-	       STAT_GET(r->sessions_active));
+	sample(f, "etrelay_sessions_active", LABELS("relay", r->name), stats_sessions_active(st, i));
+
+	/* Per worker: whether the clients spread over the cores (a client's
+	 * address picks its worker). */
+	family(f, "etrelay_worker_sessions_active", "gauge",
+	       "Sessions open now on each worker (a client's address picks its worker).");
+	EACH_RELAY
+	for (unsigned w = 0; w < stats_workers(st); w++) {
+		const struct relay_stats *wr = stats_relay_of(st, w, i);
+		char wn[12];
+
+		snprintf(wn, sizeof(wn), "%u", w);
+		if (wr)
+			sample(f, "etrelay_worker_sessions_active",
+			       LABELS("relay", r->name, "worker", wn), STAT_GET(wr->sessions_active));
+	}
+
+	family(f, "etrelay_worker_forwarded_datagrams_total", "counter",
+	       "Datagrams forwarded by each worker, by direction as in "
+	       "etrelay_forwarded_datagrams_total.");
+	EACH_RELAY
+	for (unsigned w = 0; w < stats_workers(st); w++) {
+		const struct relay_stats *wr = stats_relay_of(st, w, i);
+		char wn[12];
+
+		snprintf(wn, sizeof(wn), "%u", w);
+		if (!wr)
+			continue;
+		sample(f, "etrelay_worker_forwarded_datagrams_total",
+		       LABELS("relay", r->name, "worker", wn, "direction", "up"),
+		       STAT_GET(wr->up_pkts));
+		sample(f, "etrelay_worker_forwarded_datagrams_total",
+		       LABELS("relay", r->name, "worker", wn, "direction", "down"),
+		       STAT_GET(wr->down_pkts));
+	}
 
 	family(f, "etrelay_sessions_closed_total", "counter",
 	       "Sessions closed, by reason: idle (timeout), shutdown, error (socket failed), "
@@ -139,14 +169,14 @@ static void relays(FILE *f, struct etr_stats *st)
 	for (unsigned c = 0; c < CLOSE_COUNT; c++)
 		sample(f, "etrelay_sessions_closed_total",
 		       LABELS("relay", r->name, "reason", stats_close_name(c)),
-		       STAT_GET(r->sessions_closed[c]));
+		       SUM(sessions_closed[c]));
 
 	for (size_t k = 0; k < sizeof(plain_counters) / sizeof(plain_counters[0]); k++) {
 		const struct plain_counter *pc = &plain_counters[k];
 
 		family(f, pc->name, "counter", pc->help);
 		EACH_RELAY
-		sample(f, pc->name, LABELS("relay", r->name), load_at(r, pc->off));
+		sample(f, pc->name, LABELS("relay", r->name), stats_relay_sum(st, i, pc->off));
 	}
 
 	family(f, "etrelay_forwarded_datagrams_total", "counter",
@@ -154,9 +184,9 @@ static void relays(FILE *f, struct etr_stats *st)
 	EACH_RELAY
 	{
 		sample(f, "etrelay_forwarded_datagrams_total",
-		       LABELS("relay", r->name, "direction", "up"), STAT_GET(r->up_pkts));
+		       LABELS("relay", r->name, "direction", "up"), SUM(up_pkts));
 		sample(f, "etrelay_forwarded_datagrams_total",
-		       LABELS("relay", r->name, "direction", "down"), STAT_GET(r->down_pkts));
+		       LABELS("relay", r->name, "direction", "down"), SUM(down_pkts));
 	}
 
 	family(f, "etrelay_forwarded_bytes_total", "counter",
@@ -164,9 +194,9 @@ static void relays(FILE *f, struct etr_stats *st)
 	EACH_RELAY
 	{
 		sample(f, "etrelay_forwarded_bytes_total",
-		       LABELS("relay", r->name, "direction", "up"), STAT_GET(r->up_bytes));
+		       LABELS("relay", r->name, "direction", "up"), SUM(up_bytes));
 		sample(f, "etrelay_forwarded_bytes_total",
-		       LABELS("relay", r->name, "direction", "down"), STAT_GET(r->down_bytes));
+		       LABELS("relay", r->name, "direction", "down"), SUM(down_bytes));
 	}
 
 	family(f, "etrelay_dropped_datagrams_total", "counter",
@@ -174,8 +204,7 @@ static void relays(FILE *f, struct etr_stats *st)
 	EACH_RELAY
 	for (unsigned d = 0; d < DROP_COUNT; d++)
 		sample(f, "etrelay_dropped_datagrams_total",
-		       LABELS("relay", r->name, "reason", stats_drop_name(d)),
-		       STAT_GET(r->drops[d]));
+		       LABELS("relay", r->name, "reason", stats_drop_name(d)), SUM(drops[d]));
 
 	family(f, "etrelay_game_server_up", "gauge",
 	       "1 when the game server answered the last probe round, 0 when it did not or "
@@ -189,10 +218,9 @@ static void relays(FILE *f, struct etr_stats *st)
 	EACH_RELAY
 	{
 		sample(f, "etrelay_probe_rounds_total", LABELS("relay", r->name, "result", "ok"),
-		       STAT_GET(r->probe_rounds_ok));
+		       SUM(probe_rounds_ok));
 		sample(f, "etrelay_probe_rounds_total",
-		       LABELS("relay", r->name, "result", "failed"),
-		       STAT_GET(r->probe_rounds_failed));
+		       LABELS("relay", r->name, "result", "failed"), SUM(probe_rounds_failed));
 	}
 
 	/* The master families read one copy per relay, so that the three agree. */
@@ -274,23 +302,40 @@ static void process(FILE *f, const struct ops_process *p)
 	}
 }
 
-static void loop_counters(FILE *f, const struct loop_stats *ls)
+/* A loop counter (an _Atomic uint64_t at off) summed over the workers. */
+static uint64_t loop_sum(const struct etr_stats *st, size_t off)
+{
+	uint64_t n = 0;
+
+	for (unsigned w = 0; w < stats_workers(st); w++) {
+		const struct loop_stats *ls = stats_loop_of(st, w);
+
+		if (ls)
+			n += atomic_load_explicit(
+			    (const _Atomic uint64_t *)(const void *)((const char *)ls + off),
+			    memory_order_relaxed);
+	}
+	return n;
+}
+#define LOOP_SUM(field) loop_sum(st, offsetof(struct loop_stats, field))
+
+static void loop_counters(FILE *f, const struct etr_stats *st)
 {
 	family(f, "etrelay_gso_trains_total", "counter",
 	       "Sends that carried a run of datagrams to one destination as one UDP GSO train.");
-	sample(f, "etrelay_gso_trains_total", NO_LABELS, STAT_GET(ls->gso_trains));
+	sample(f, "etrelay_gso_trains_total", NO_LABELS, LOOP_SUM(gso_trains));
 	family(f, "etrelay_gso_datagrams_total", "counter", "Datagrams that left in GSO trains.");
-	sample(f, "etrelay_gso_datagrams_total", NO_LABELS, STAT_GET(ls->gso_datagrams));
+	sample(f, "etrelay_gso_datagrams_total", NO_LABELS, LOOP_SUM(gso_datagrams));
 	family(f, "etrelay_gso_refused_total", "counter",
 	       "GSO trains the kernel refused; their datagrams were resent one by one.");
-	sample(f, "etrelay_gso_refused_total", NO_LABELS, STAT_GET(ls->gso_refused));
+	sample(f, "etrelay_gso_refused_total", NO_LABELS, LOOP_SUM(gso_refused));
 	family(f, "etrelay_receive_stalls_total", "counter",
 	       "Times a socket stopped receiving for lack of free buffers (io_uring).");
-	sample(f, "etrelay_receive_stalls_total", NO_LABELS, STAT_GET(ls->nobufs));
+	sample(f, "etrelay_receive_stalls_total", NO_LABELS, LOOP_SUM(nobufs));
 	family(f, "etrelay_send_no_buffer_total", "counter",
 	       "Answers, probes or heartbeats the loop refused for lack of a free send buffer "
 	       "(io_uring: more than 128 in one loop turn).");
-	sample(f, "etrelay_send_no_buffer_total", NO_LABELS, STAT_GET(ls->send_nobufs));
+	sample(f, "etrelay_send_no_buffer_total", NO_LABELS, LOOP_SUM(send_nobufs));
 }
 
 int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
@@ -313,9 +358,13 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	sample(out, "etrelay_build_info", LABELS("version", st->version ? st->version : "unknown"),
 	       1);
 
+	family(out, "etrelay_workers", "gauge",
+	       "Workers: packet loops, one thread each; a client's address picks its worker.");
+	sample(out, "etrelay_workers", NO_LABELS, stats_workers(st));
+
 	relays(out, st);
 	if (st->loop)
-		loop_counters(out, st->loop);
+		loop_counters(out, st);
 	if (proc)
 		process(out, proc);
 	return ferror(out) ? -EIO : 0;

@@ -31,31 +31,77 @@ static void random_key(uint64_t (*random64)(void), uint8_t key[16])
 	memcpy(key, v, 16);
 }
 
-/* The game server's budget and the cache's. Masters keep 2 tokens each (a
- * getChallenge and a getinfo), together no more than what leaves players
- * theirs and browsers one; ET and RTCW servers count connect too. */
-static int budget_init(struct q3policy *p, uint64_t now)
+/* The game server's budget, one for all workers. Masters keep 2 tokens
+ * each (a getChallenge and a getinfo), together no more than what leaves
+ * players theirs and browsers one. */
+int q3p_shared_init(struct q3p_shared *sh, const struct relay_conf *c, unsigned workers,
+		    uint64_t now)
 {
-	const struct relay_conf *c = p->conf;
 	unsigned burst = c->server_query_burst, masters = RELAY_RESERVE_MASTER * c->nmasters;
 	int err;
 
+	memset(sh, 0, sizeof(*sh));
+	sh->workers = workers ? workers : 1;
+	pthread_mutex_init(&sh->lock, NULL);
 	if (burst <= RELAY_RESERVE_PLAYER + 1)
 		return -EINVAL;
 	if (masters > burst - RELAY_RESERVE_PLAYER - 1)
 		masters = burst - RELAY_RESERVE_PLAYER - 1;
+	err = rl_budget_init(&sh->budget, burst, c->server_query_rate, masters,
+			     RELAY_RESERVE_PLAYER, now);
+	if (!err)
+		err = rl_budget_players(&sh->budget, RELAY_RESERVE_PROVEN, RELAY_PLAYER_FRESH);
+	return err;
+}
+
+void q3p_shared_free(struct q3p_shared *sh)
+{
+	pthread_mutex_destroy(&sh->lock);
+}
+
+/* The shared budget: locked only when another worker may touch it. */
+static bool budget_take(struct q3policy *p, enum rl_class cls, uint64_t now)
+{
+	struct q3p_shared *sh = p->sh;
+	bool ok;
+
+	if (sh->workers == 1)
+		return rl_budget_take(&sh->budget, cls, now);
+	pthread_mutex_lock(&sh->lock);
+	ok = rl_budget_take(&sh->budget, cls, now);
+	pthread_mutex_unlock(&sh->lock);
+	return ok;
+}
+
+static unsigned budget_left(struct q3policy *p, enum rl_class part, uint64_t now)
+{
+	struct q3p_shared *sh = p->sh;
+	unsigned n;
+
+	if (sh->workers == 1)
+		return rl_budget_left(&sh->budget, part, now);
+	pthread_mutex_lock(&sh->lock);
+	n = rl_budget_left(&sh->budget, part, now);
+	pthread_mutex_unlock(&sh->lock);
+	return n;
+}
+
+/* The cache's budget (this worker's part); ET and RTCW servers count
+ * connect. */
+static void budget_init(struct q3policy *p, uint64_t now)
+{
+	const struct relay_conf *c = p->conf;
+	unsigned n = p->sh->workers;
+
 	p->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
 	/* DarkPlaces tells clients apart by address and port (the relay's
 	 * session ports keep them apart) and has no qport: bytes 4-5 of its
 	 * packets are part of a sequence number, or ciphertext. */
 	p->qport_rules = strcmp(c->game, "DP") != 0;
-	rl_bucket_init(&p->cache_pkts, c->query_cache_rate, c->query_cache_rate, now);
-	rl_bucket_init(&p->cache_bytes, c->query_cache_bytes, c->query_cache_bytes, now);
-	err = rl_budget_init(&p->budget, burst, c->server_query_rate, masters, RELAY_RESERVE_PLAYER,
-			     now);
-	if (!err)
-		err = rl_budget_players(&p->budget, RELAY_RESERVE_PROVEN, RELAY_PLAYER_FRESH);
-	return err;
+	rl_bucket_init(&p->cache_pkts, rl_worker_part(c->query_cache_rate, n),
+		       rl_worker_part(c->query_cache_rate, n), now);
+	rl_bucket_init(&p->cache_bytes, rl_worker_part(c->query_cache_bytes, n),
+		       rl_worker_part(c->query_cache_bytes, n), now);
 }
 
 /* The stamps that share the players' tokens: by network, and by IP for
@@ -64,22 +110,25 @@ static int player_tables_init(struct q3policy *p, uint64_t (*random64)(void))
 {
 	struct rl_stamps *t[3] = {&p->player_nets, &p->proven, &p->proven_gap};
 	uint64_t ttl[3] = {RELAY_PLAYER_GAP, RELAY_PROVEN_WINDOW, RELAY_PROVEN_GAP};
+	unsigned w = p->sh->workers;
 	int err = 0;
 
 	for (int i = 0; i < 3 && !err; i++) {
 		uint8_t key[16];
 
 		random_key(random64, key);
-		err = i == 0 ? rl_stamps_init(t[i], UDPRELAY_IP_ENTRIES, RL_NET_V4_BITS,
-					      RL_NET_V6_BITS, ttl[i] * NS_PER_MS, key)
-			     : rl_stamps_init(t[i], Q3P_PROVEN_ENTRIES, 32, RL_V6_PREFIX_BITS,
-					      ttl[i] * NS_PER_MS, key);
+		err = i == 0
+			  ? rl_stamps_init(t[i], rl_worker_entries(UDPRELAY_IP_ENTRIES, w),
+					   RL_NET_V4_BITS, RL_NET_V6_BITS, ttl[i] * NS_PER_MS, key)
+			  : rl_stamps_init(t[i], rl_worker_entries(Q3P_PROVEN_ENTRIES, w), 32,
+					   RL_V6_PREFIX_BITS, ttl[i] * NS_PER_MS, key);
 	}
 	return err;
 }
 
 int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udprelay *fwd,
-		  struct masters *ms, uint64_t (*random64)(void), uint64_t now)
+		  struct masters *ms, struct q3p_shared *sh, uint64_t (*random64)(void),
+		  uint64_t now)
 {
 	uint32_t cap = udprelay_sessions(fwd)->cap;
 	uint8_t key[16];
@@ -89,6 +138,7 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 	p->conf = conf;
 	p->fwd = fwd;
 	p->ms = ms;
+	p->sh = sh;
 	p->stats = fwd->stats;
 	p->ss = calloc(cap ? cap : 1, sizeof(*p->ss));
 	p->names = calloc(cap ? cap : 1, sizeof(*p->names));
@@ -99,12 +149,12 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 		p->mq[i].tokens = conf->master_queries;
 		p->mq[i].last = now;
 	}
+	/* A bound on CPU time: each worker's own. */
 	rl_bucket_init(&p->decode_rl, Q3P_DECODE_BURST, Q3P_DECODE_RATE, now);
 	random_key(random64, key);
-	err = rl_table_init(&p->ip_rl, UDPRELAY_IP_ENTRIES, conf->ip_query_burst,
-			    conf->ip_query_rate, key);
-	if (!err)
-		err = budget_init(p, now);
+	err = rl_table_init(&p->ip_rl, rl_worker_entries(UDPRELAY_IP_ENTRIES, sh->workers),
+			    conf->ip_query_burst, conf->ip_query_rate, key);
+	budget_init(p, now);
 	if (!err)
 		err = player_tables_init(p, random64);
 	if (!err)
@@ -258,16 +308,16 @@ static bool player_admit(struct q3policy *p, const union etr_sockaddr *client, e
 	if (player_proven(p, client, now) &&
 	    (!rl_stamps_recent(&p->proven_gap, client, now) ||
 	     (cmd == Q3_CONNECT && rl_stamps_use_credit(&p->proven_gap, client, now))) &&
-	    rl_budget_take(&p->budget, RL_PROVEN, now)) {
+	    budget_take(p, RL_PROVEN, now)) {
 		rl_stamps_mark(&p->proven_gap, client, now, cmd == Q3_GETCHALLENGE);
 		return true;
 	}
 	if (rl_stamps_recent(&p->player_nets, client, now) &&
 	    !(cmd == Q3_CONNECT && rl_stamps_use_credit(&p->player_nets, client, now)))
 		cls = RL_PLAYER_AGAIN;
-	if (!rl_budget_take(&p->budget, cls, now)) {
+	if (!budget_take(p, cls, now)) {
 		refuse(p, client, d,
-		       cls == RL_PLAYER_AGAIN && rl_budget_left(&p->budget, RL_PLAYER, now) > 0
+		       cls == RL_PLAYER_AGAIN && budget_left(p, RL_PLAYER, now) > 0
 			   ? DROP_NET_RATE
 			   : DROP_SERVER_RATE);
 		return false;
@@ -294,8 +344,7 @@ static bool admit_server_query(struct q3policy *p, const union etr_sockaddr *cli
 	int n;
 
 	if (cls == RL_BROWSER && masters_server_up(p->ms)) {
-		if (qcache_refresh_due(&p->cache, cmd, d->now) &&
-		    rl_budget_take(&p->budget, cls, d->now)) {
+		if (qcache_refresh_due(&p->cache, cmd, d->now) && budget_take(p, cls, d->now)) {
 			qcache_refresh_sent(&p->cache, cmd, d->now);
 			return true;
 		}
@@ -307,7 +356,7 @@ static bool admit_server_query(struct q3policy *p, const union etr_sockaddr *cli
 	}
 	if (cls == RL_PLAYER)
 		return player_admit(p, client, cmd, d);
-	if (!rl_budget_take(&p->budget, cls, d->now)) {
+	if (!budget_take(p, cls, d->now)) {
 		refuse(p, client, d, DROP_SERVER_RATE);
 		return false;
 	}
@@ -337,8 +386,8 @@ static bool admit_query(struct q3policy *p, const union etr_sockaddr *client, en
 		 * the real master): its challenge is answered from the copy
 		 * rather than dropped. */
 		if (master && (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS) &&
-		    rl_budget_left(&p->budget, RL_MASTER, d->now) == 0 &&
-		    rl_budget_left(&p->budget, RL_BROWSER, d->now) == 0)
+		    budget_left(p, RL_MASTER, d->now) == 0 &&
+		    budget_left(p, RL_BROWSER, d->now) == 0)
 			master = false;
 		if (!master && cmd != Q3_GETINFO && cmd != Q3_GETSTATUS) {
 			refuse(p, client, d, DROP_MASTER_RATE);
@@ -667,7 +716,7 @@ static void probe_sent(void *arg, uint64_t now)
 {
 	struct q3policy *p = arg;
 
-	rl_budget_take(&p->budget, RL_MASTER, now);
+	budget_take(p, RL_MASTER, now);
 }
 
 static void probe_answer(void *arg, const uint8_t *data, size_t len, uint64_t now)

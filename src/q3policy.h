@@ -7,6 +7,7 @@
 #ifndef ETR_Q3POLICY_H
 #define ETR_Q3POLICY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -50,8 +51,19 @@ struct q3p_session {
 /* session.master holds 1 + a master's index. */
 _Static_assert(CONF_MASTERS_MAX < UINT8_MAX, "a master index must fit q3p_session.master");
 
+/* What one relay's policies on every worker share (with one worker it is
+ * there all the same, and nothing is locked): the game server's query
+ * budget (--server-query-*), a total; behind lock when workers > 1, which
+ * only queries that passed their source's own limits reach. */
+struct q3p_shared {
+	unsigned workers;
+	pthread_mutex_t lock;
+	struct rl_budget budget;
+};
+
 struct q3policy {
 	const struct relay_conf *conf;
+	struct q3p_shared *sh;
 	struct udprelay *fwd;
 	struct masters *ms;
 	struct relay_stats *stats;
@@ -60,7 +72,6 @@ struct q3policy {
 	uint32_t *qport_owner;       /* 65536 entries: session index + 1, 0 = none */
 	struct rl_table ip_rl;       /* per source IP: connectionless packets */
 	struct rl_bucket decode_rl;  /* connect userinfo decoded, in all */
-	struct rl_budget budget;     /* the game server's query budget */
 	struct rl_stamps player_nets; /* per /24, /48: the last player's token taken */
 	struct rl_stamps proven;      /* per IP: last accepted as a player */
 	struct rl_stamps proven_gap;  /* per IP: the last returning player's token */
@@ -77,11 +88,18 @@ struct q3policy {
 	uint64_t qport_log_next; /* ns: qport refusals are logged once a second */
 };
 
+/* What relay conf's policies on `workers` workers share. Returns 0 or
+ * -errno (-EINVAL: --server-query-burst leaves no token to share). */
+int q3p_shared_init(struct q3p_shared *sh, const struct relay_conf *conf, unsigned workers,
+		    uint64_t now);
+void q3p_shared_free(struct q3p_shared *sh);
+
 /* The policy of forwarder fwd (initialised, its session table sized) for
- * relay conf, with its masters; random64 gives the hash keys. Returns 0 or
- * -errno. */
+ * relay conf, with its masters and what it shares with the other workers'
+ * (sh, set up); random64 gives the hash keys. Returns 0 or -errno. */
 int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udprelay *fwd,
-		  struct masters *ms, uint64_t (*random64)(void), uint64_t now);
+		  struct masters *ms, struct q3p_shared *sh, uint64_t (*random64)(void),
+		  uint64_t now);
 void q3policy_free(struct q3policy *p);
 
 /* The forwarder's policy ops (object: struct q3policy). */

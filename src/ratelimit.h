@@ -193,4 +193,22 @@ bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now);
  * RL_PLAYER and its kinds). */
 unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now);
 
+/* Workers: a worker's tables are its share of the sources (the reuseport
+ * program picks a worker by source address), smaller, down to this. */
+#define RL_WORKER_ENTRIES_MIN 4096
+
+/* A worker's part of a relay-wide rate: the rates that bound what a relay
+ * sends or opens per second are split evenly (at least 1), so that they
+ * hold as totals without a counter shared on the path a flood takes. */
+static inline uint32_t rl_worker_part(uint32_t total, unsigned workers)
+{
+	return total / workers ? total / workers : 1;
+}
+
+/* Entries for one worker's share of a table sized `all` for every source. */
+static inline uint32_t rl_worker_entries(uint32_t all, unsigned workers)
+{
+	return all / workers > RL_WORKER_ENTRIES_MIN ? all / workers : RL_WORKER_ENTRIES_MIN;
+}
+
 #endif

@@ -44,19 +44,65 @@ static void random_key(uint8_t key[16])
 	memcpy(key, v, sizeof(v));
 }
 
-int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
-	       const union etr_sockaddr *upstream, struct etr_stats *global)
+int relay_shared_init(struct relay_shared *sh, const struct relay_conf *c, unsigned workers,
+		      unsigned index)
 {
+	int err;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->workers = workers;
+	sh->index = index;
+	err = q3p_shared_init(&sh->q3, c, workers, loop_now());
+	if (err < 0)
+		log_warnx("relay %s: query budget: %s", c->name, strerror(-err));
+	return err;
+}
+
+void relay_shared_free(struct relay_shared *sh)
+{
+	q3p_shared_free(&sh->q3);
+}
+
+/* The masters' hooks into the daemon (arg: the relay's instance). */
+static void relay_wake_owner(void *arg)
+{
+	struct relay *r = arg;
+
+	if (r->shared->wake_owner)
+		r->shared->wake_owner(r->shared);
+}
+
+static void relay_masters_moved(void *arg)
+{
+	struct relay *r = arg;
+
+	if (r->shared->masters_moved)
+		r->shared->masters_moved(r->shared, r);
+}
+
+static const struct masters_hooks relay_masters_hooks = {
+    .wake_owner = relay_wake_owner,
+    .moved = relay_masters_moved,
+};
+
+int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
+	       const union etr_sockaddr *upstream, struct etr_stats *global,
+	       struct relay_shared *shared, unsigned worker)
+{
+	/* Per worker: the rate of new sessions is split evenly (a total
+	 * without a shared counter on the path a flood takes); the per-IP
+	 * tables hold this worker's share of the sources. */
 	struct udprelay_conf fc = {
-		.name = conf->name,
-		.max_sessions = conf->max_sessions,
-		.sessions_per_ip = conf->sessions_per_ip,
-		.session_rate = conf->session_rate,
-		.ip_session_rate = conf->ip_session_rate,
-		.session_timeout = conf->session_timeout_ms * NS_PER_MS,
-		.unassured_timeout = conf->unassured_timeout_ms * NS_PER_MS,
-		.listener_loopback = addrclass_bogon(&conf->listen, false) &&
-				     !addrclass_bogon(&conf->listen, true),
+	    .name = conf->name,
+	    .max_sessions = conf->max_sessions,
+	    .sessions_per_ip = conf->sessions_per_ip,
+	    .session_rate = rl_worker_part(conf->session_rate, shared->workers),
+	    .ip_session_rate = conf->ip_session_rate,
+	    .ip_entries = rl_worker_entries(UDPRELAY_IP_ENTRIES, shared->workers),
+	    .session_timeout = conf->session_timeout_ms * NS_PER_MS,
+	    .unassured_timeout = conf->unassured_timeout_ms * NS_PER_MS,
+	    .listener_loopback =
+		addrclass_bogon(&conf->listen, false) && !addrclass_bogon(&conf->listen, true),
 	};
 	char a[ADDR_STRLEN];
 	uint8_t key[16], key2[16];
@@ -66,6 +112,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	r->conf = conf;
 	r->index = index;
 	r->global = global;
+	r->shared = shared;
+	r->worker = worker;
 	r->upstream = *upstream;
 	r->port_next = conf->port_min;
 	r->fwd.pub_fd = r->masters.probe_fd = r->masters.res_fd = -1;
@@ -75,22 +123,24 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	addr_str(&upstream->sa, r->stats.upstream);
 	snprintf(r->stats.game, sizeof(r->stats.game), "%s", conf->game);
 	masters_init(&r->masters, conf, upstream, &r->stats, global);
+	masters_share(&r->masters, &shared->ms, worker == 0, &relay_masters_hooks, r);
 
 	random_key(key);
 	random_key(key2);
 	err = udprelay_init(&r->fwd, &fc, -1, key, key2, &r->stats, global, loop_now());
+	udprelay_share_count(&r->fwd, &shared->sessions);
 	udprelay_set_sockops(&r->fwd, &relay_sockops, r);
 	udprelay_set_policy(&r->fwd, &q3policy_ops, &r->policy);
 	masters_set_events(&r->masters, &q3policy_masters_events, &r->policy, &r->fwd);
 	if (!err)
-		err = q3policy_init(&r->policy, conf, &r->fwd, &r->masters, net_random64,
-				    loop_now());
+		err = q3policy_init(&r->policy, conf, &r->fwd, &r->masters, &shared->q3,
+				    net_random64, loop_now());
 	if (err < 0) {
 		log_warnx("relay %s: tables for %u sessions: %s", conf->name, conf->max_sessions,
 			  strerror(-err));
 		return err;
 	}
-	fd = net_bind_public(&conf->listen, false);
+	fd = net_bind_public(&conf->listen, shared->workers > 1);
 	if (fd < 0) {
 		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
 			  strerror(-fd),
@@ -109,6 +159,16 @@ int relay_attach(struct relay *r, const struct loop_ops *ops, struct loop *l,
 	if (!err)
 		err = masters_attach(&r->masters, ops, l, ep);
 	return err;
+}
+
+void relay_take_news(struct relay *r, uint64_t now)
+{
+	masters_take_news(&r->masters, now);
+}
+
+unsigned relay_master_addrs(const struct relay *r, union etr_sockaddr *out)
+{
+	return masters_addrs(&r->masters, out);
 }
 
 void relay_set_bans(struct relay *r, const struct banlist *bans)
@@ -146,7 +206,8 @@ void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *fir
 		json_string(f, r->conf->name);
 		/* Asked of the kernel only here, so opening a session (which a
 		 * spoofed flood does at line rate) costs no extra syscall. */
-		fprintf(f, ",\"server_port\":%u,\"client\":", net_local_port(s->fd));
+		fprintf(f, ",\"worker\":%u,\"server_port\":%u,\"client\":", r->worker,
+			net_local_port(s->fd));
 		json_string(f, addr_str(&s->client.sa, a));
 		fprintf(f,
 			",\"age_seconds\":%llu,\"idle_seconds\":%llu,\"packets_up\":%llu,"
@@ -167,9 +228,9 @@ void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *fir
 		fputc('}', f);
 	}
 }
-void relay_log_stats(const struct relay *r)
+
+void relay_log_stats(const char *name, const struct relay_stats *s)
 {
-	const struct relay_stats *s = &r->stats;
 	uint64_t dropped = 0, closed = 0;
 	char why[512] = "";
 	size_t o = 0;
@@ -190,9 +251,9 @@ void relay_log_stats(const struct relay *r)
 	log_info("stats %s: sessions opened %llu closed %llu active %u; up %llu pkts %llu B; "
 		 "down %llu pkts %llu B (%llu from cache); refused %llu; dropped %llu%s; "
 		 "flatlines %llu",
-		 r->conf->name, (unsigned long long)STAT_GET(s->sessions_opened),
-		 (unsigned long long)closed, r->fwd.st.active,
-		 (unsigned long long)STAT_GET(s->up_pkts), (unsigned long long)STAT_GET(s->up_bytes),
+		 name, (unsigned long long)STAT_GET(s->sessions_opened), (unsigned long long)closed,
+		 (unsigned)STAT_GET(s->sessions_active), (unsigned long long)STAT_GET(s->up_pkts),
+		 (unsigned long long)STAT_GET(s->up_bytes),
 		 (unsigned long long)STAT_GET(s->down_pkts),
 		 (unsigned long long)STAT_GET(s->down_bytes),
 		 (unsigned long long)STAT_GET(s->cache_answers),

@@ -5,6 +5,7 @@
 #ifndef ETR_RELAY_H
 #define ETR_RELAY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,9 +19,33 @@
 #include "stats.h"
 #include "udprelay.h"
 
+struct relay;
+
+/* What one relay's instances on every worker share (one per relay; the
+ * daemon sets it up with relay_shared_init). With one worker it is there
+ * all the same, and nothing is locked. */
+struct relay_shared {
+	unsigned workers;
+	unsigned index; /* the relay's, in the daemon's list */
+	/* Sessions open on every worker together: --max-sessions is a total
+	 * (the forwarders' shared count). */
+	_Atomic uint32_t sessions;
+	struct q3p_shared q3;	  /* the game server's query budget */
+	struct masters_shared ms; /* the owner's probe rounds, the others' news */
+	/* The daemon's: wake the owner's loop for news; steer the masters'
+	 * addresses (resolved anew) to the owner's socket. */
+	void (*wake_owner)(struct relay_shared *sh);
+	void (*masters_moved)(struct relay_shared *sh, const struct relay *owner);
+	void *arg;
+};
+
 struct relay {
 	const struct relay_conf *conf;
 	unsigned index; /* in the daemon's list */
+	/* Workers: this instance runs on worker `worker`; the owner (worker
+	 * 0) alone probes the game server, heartbeats and resolves masters. */
+	struct relay_shared *shared;
+	unsigned worker;
 	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
 	union etr_sockaddr upstream;
 	uint16_t port_next; /* next session port to try in the range */
@@ -33,10 +58,26 @@ struct relay {
 /* Endpoints one relay registers (relay_attach). */
 #define RELAY_ENDPOINTS (UDPRELAY_ENDPOINTS + MASTERS_ENDPOINTS)
 
-/* Bind the public socket, open the probe socket and the resolver; upstream
- * is resolved already. Logs what failed. Returns 0 or -errno. */
+/* What every worker's instance of relay conf shares, for `workers`
+ * workers. Returns 0 or -errno (logged). */
+int relay_shared_init(struct relay_shared *sh, const struct relay_conf *conf, unsigned workers,
+		      unsigned index);
+void relay_shared_free(struct relay_shared *sh);
+
+/* Bind the public socket (in the port's SO_REUSEPORT group with more than
+ * one worker); on the owner, worker 0, open the probe socket and the
+ * resolver too; upstream is resolved already. Logs what failed. Returns 0
+ * or -errno. */
 int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
-	       const union etr_sockaddr *upstream, struct etr_stats *global);
+	       const union etr_sockaddr *upstream, struct etr_stats *global,
+	       struct relay_shared *shared, unsigned worker);
+
+/* The owner: act on the other workers' news about the game server. */
+void relay_take_news(struct relay *r, uint64_t now);
+
+/* The masters' addresses known now (at most CONF_MASTERS_MAX), for the
+ * reuseport program that steers them to the owner. Returns the count. */
+unsigned relay_master_addrs(const struct relay *r, union etr_sockaddr *out);
 
 /* Register the relay's RELAY_ENDPOINTS endpoints in ep and its fds with
  * the loop; loop events then reach the relay through ep. Returns 0 or
@@ -56,7 +97,7 @@ void relay_close(struct relay *r);
  * the port the game server sees, the real client, age, packets, player. */
 void relay_sessions_json(const struct relay *r, FILE *f, uint64_t now, bool *first);
 
-/* One line of counters for the log. */
-void relay_log_stats(const struct relay *r);
+/* One line of counters for the log (s: every worker's summed). */
+void relay_log_stats(const char *name, const struct relay_stats *s);
 
 #endif

@@ -3,6 +3,56 @@
  * labels: lower case, underscores, stable once published. */
 #include "stats.h"
 
+uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off)
+{
+	uint64_t n = 0;
+
+	for (unsigned w = 0; w < stats_workers(st); w++) {
+		const struct relay_stats *r = stats_relay_of(st, w, i);
+
+		if (r)
+			n += atomic_load_explicit((const _Atomic uint64_t *)(const void *)((const char *)r + off),
+						  memory_order_relaxed);
+	}
+	return n;
+}
+
+uint32_t stats_sessions_active(const struct etr_stats *st, unsigned i)
+{
+	uint32_t n = 0;
+
+	for (unsigned w = 0; w < stats_workers(st); w++) {
+		const struct relay_stats *r = stats_relay_of(st, w, i);
+
+		if (r)
+			n += STAT_GET(r->sessions_active);
+	}
+	return n;
+}
+
+void stats_relay_add(struct relay_stats *to, const struct relay_stats *from)
+{
+#define ADD(f) STAT_SET(to->f, STAT_GET(to->f) + STAT_GET(from->f))
+	ADD(up_pkts);
+	ADD(up_bytes);
+	ADD(down_pkts);
+	ADD(down_bytes);
+	for (int d = 0; d < DROP_COUNT; d++)
+		ADD(drops[d]);
+	ADD(refused);
+	ADD(cache_answers);
+	ADD(qport_collisions);
+	ADD(sessions_opened);
+	for (int c = 0; c < CLOSE_COUNT; c++)
+		ADD(sessions_closed[c]);
+	ADD(sessions_active);
+	ADD(probes_sent);
+	ADD(probe_rounds_ok);
+	ADD(probe_rounds_failed);
+	ADD(flatlines);
+#undef ADD
+}
+
 const char *stats_drop_name(enum stats_drop d)
 {
 	static const char *const names[DROP_COUNT] = {

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "addr.h"
@@ -17,6 +18,7 @@
 /* The limits are the configuration's, named there once. */
 #define STATS_RELAYS_MAX CONF_RELAYS_MAX
 #define STATS_MASTERS_MAX CONF_MASTERS_MAX
+#define STATS_WORKERS_MAX CONF_WORKERS_MAX
 
 /* Single-writer increment: no read-modify-write bus lock. */
 #define STAT_ADD(field, n)                                                              \
@@ -118,6 +120,11 @@ struct relay_stats {
 
 struct loop_stats;
 
+/* Every worker keeps its own counters (its relays', its loop's), written
+ * by its thread alone, on cache lines no other worker writes; the ops
+ * plane sums them. relay[i] and loop are worker 0's: the owner's, which
+ * also holds what only it knows (the game server's state, probes, the
+ * masters). */
 struct etr_stats {
 	_Atomic int lifecycle; /* enum stats_lifecycle; the ops thread may write it */
 	const char *backend;   /* "io_uring" or "epoll" */
@@ -126,7 +133,40 @@ struct etr_stats {
 	uint64_t started_unix;
 	unsigned nrelays;
 	struct relay_stats *relay[STATS_RELAYS_MAX];
+	/* Workers 1.. (0: one worker, relay[] and loop alone). */
+	unsigned nworkers;
+	struct relay_stats *worker_relay[STATS_WORKERS_MAX][STATS_RELAYS_MAX];
+	const struct loop_stats *worker_loop[STATS_WORKERS_MAX];
 };
+
+/* Workers whose counters st holds (1 when nworkers is 0). */
+static inline unsigned stats_workers(const struct etr_stats *st)
+{
+	return st->nworkers ? st->nworkers : 1;
+}
+
+/* Relay i's counters on worker w; NULL when there are none. */
+static inline struct relay_stats *stats_relay_of(const struct etr_stats *st, unsigned w,
+						 unsigned i)
+{
+	return w == 0 ? st->relay[i] : st->worker_relay[w][i];
+}
+
+/* Worker w's loop counters; NULL when there are none. */
+static inline const struct loop_stats *stats_loop_of(const struct etr_stats *st, unsigned w)
+{
+	return w == 0 ? st->loop : st->worker_loop[w];
+}
+
+/* The counter at off (an _Atomic uint64_t in struct relay_stats) of relay
+ * i, summed over the workers. */
+uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off);
+
+/* Relay i's open sessions, on every worker. */
+uint32_t stats_sessions_active(const struct etr_stats *st, unsigned i);
+
+/* Add the counters of `from` to `to` (for a relay's one line at exit). */
+void stats_relay_add(struct relay_stats *to, const struct relay_stats *from);
 
 const char *stats_drop_name(enum stats_drop d);
 const char *stats_close_name(enum stats_close c);

@@ -23,12 +23,19 @@ int udprelay_init(struct udprelay *u, const struct udprelay_conf *c, int pub_fd,
 	u->pub_fd = pub_fd;
 	u->stats = stats;
 	u->global = global;
+	u->open = &u->own_open;
 	err = session_table_init(&u->st, c->max_sessions, key);
 	if (!err)
-		err = rl_table_init(&u->ip_sess_rl, UDPRELAY_IP_ENTRIES, c->ip_session_rate,
-				    c->ip_session_rate, key2);
+		err = rl_table_init(&u->ip_sess_rl,
+				    c->ip_entries ? c->ip_entries : UDPRELAY_IP_ENTRIES,
+				    c->ip_session_rate, c->ip_session_rate, key2);
 	rl_bucket_init(&u->sess_rl, c->session_rate, c->session_rate, now);
 	return err;
+}
+
+void udprelay_share_count(struct udprelay *u, _Atomic uint32_t *open)
+{
+	u->open = open;
 }
 
 void udprelay_set_policy(struct udprelay *u, const struct udprelay_policy_ops *pol, void *p)
@@ -100,6 +107,7 @@ void udprelay_close_session(struct udprelay *u, uint32_t idx, enum stats_close w
 		u->pol->session_closed(u->pobj, u, idx);
 	u->ops->del_socket(u->loop, s->fd, udprelay_session_id(u, idx));
 	u->sock->close(u->sarg, session_remove(&u->st, idx));
+	atomic_fetch_sub_explicit(u->open, 1, memory_order_relaxed);
 	STAT_ADD(u->stats->sessions_closed[why], 1);
 	STAT_SET(u->stats->sessions_active, u->st.active);
 	log_debug("session - %s (%s, %u active)", a, stats_close_name(why), u->st.active);
@@ -210,6 +218,16 @@ static bool session_rate_allow(struct udprelay *u, const union etr_sockaddr *cli
 	return true;
 }
 
+/* A place for one more session among every sharing forwarder's
+ * (max_sessions is a total): true when taken. No lock. */
+static bool session_place(struct udprelay *u)
+{
+	if (atomic_fetch_add_explicit(u->open, 1, memory_order_relaxed) < u->conf.max_sessions)
+		return true;
+	atomic_fetch_sub_explicit(u->open, 1, memory_order_relaxed);
+	return false;
+}
+
 /* A session for a client that has none. */
 static uint32_t session_open(struct udprelay *u, const union etr_sockaddr *client, bool admitted,
 			     const struct loop_dgram *d)
@@ -233,14 +251,17 @@ static uint32_t session_open(struct udprelay *u, const union etr_sockaddr *clien
 		return SESSION_NONE;
 	/* Full: the oldest session the upstream never answered makes room;
 	 * one it answered is never evicted for a newcomer, nor one in its
-	 * grace time (the policy set it: an answer is on its way). */
-	if (u->st.active >= u->st.cap) {
+	 * grace time (the policy set it: an answer is on its way). With a
+	 * shared count, full is every sharer's sessions together, and only
+	 * this forwarder's own make room. */
+	if (!session_place(u)) {
 		idx = session_evictable(&u->st, now);
-		if (idx == SESSION_NONE) {
+		if (idx != SESSION_NONE)
+			udprelay_close_session(u, idx, CLOSE_EVICTED);
+		if (idx == SESSION_NONE || !session_place(u)) {
 			udprelay_refuse(u, client, d, DROP_TABLE_FULL);
 			return SESSION_NONE;
 		}
-		udprelay_close_session(u, idx, CLOSE_EVICTED);
 	}
 	/* Out of descriptors or ports (EMFILE, ENFILE, --session-ports all
 	 * taken): an unassured session makes room the same way, once. */
@@ -251,6 +272,7 @@ static uint32_t session_open(struct udprelay *u, const union etr_sockaddr *clien
 		fd = u->sock->open(u->sarg);
 	}
 	if (fd < 0) {
+		atomic_fetch_sub_explicit(u->open, 1, memory_order_relaxed);
 		log_debug("session socket: %s", strerror(-fd));
 		udprelay_refuse(u, client, d, DROP_SOCKET);
 		return SESSION_NONE;
@@ -258,6 +280,7 @@ static uint32_t session_open(struct udprelay *u, const union etr_sockaddr *clien
 	idx = session_insert(&u->st, client, fd, now);
 	err = u->ops->add_socket(u->loop, fd, udprelay_session_id(u, idx));
 	if (err < 0) {
+		atomic_fetch_sub_explicit(u->open, 1, memory_order_relaxed);
 		session_remove(&u->st, idx);
 		u->sock->close(u->sarg, fd);
 		udprelay_refuse(u, client, d, DROP_SOCKET);

@@ -6,6 +6,7 @@
 #ifndef ETR_UDPRELAY_H
 #define ETR_UDPRELAY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,8 @@ struct udprelay_conf {
 	const char *name; /* for log lines */
 	uint32_t max_sessions, sessions_per_ip;
 	uint32_t session_rate, ip_session_rate; /* new sessions per second */
+	/* Source IPs tracked for ip_session_rate (0: UDPRELAY_IP_ENTRIES). */
+	uint32_t ip_entries;
 	uint64_t session_timeout;   /* ns: idle */
 	uint64_t unassured_timeout; /* ns: from opening, until assured */
 	bool listener_loopback;     /* 127/8 and ::1 sources are real here */
@@ -94,6 +97,12 @@ struct udprelay {
 	struct relay_stats *stats;      /* the counters it shares with its policy */
 	int pub_fd;
 	struct session_table st;
+	/* Sessions open in every forwarder that shares this one's count
+	 * (udprelay_share_count; its own, own_open, by default): max_sessions
+	 * bounds it, so that several forwarders on one port (workers) hold it
+	 * as a total. One atomic add per session opened, none per datagram. */
+	_Atomic uint32_t *open;
+	_Atomic uint32_t own_open;
 	struct rl_table ip_sess_rl; /* per source IP: new sessions */
 	struct rl_bucket sess_rl;   /* new sessions, in all */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
@@ -119,6 +128,11 @@ _Static_assert(SESSION_REF_BITS <= ENDPOINT_REF_BITS, "session refs are endpoint
 int udprelay_init(struct udprelay *u, const struct udprelay_conf *c, int pub_fd,
 		  const uint8_t key[16], const uint8_t key2[16], struct relay_stats *stats,
 		  const struct etr_stats *global, uint64_t now);
+
+/* Count this forwarder's sessions in *open, which other forwarders share
+ * (each instance of one relay on its workers): conf.max_sessions is then
+ * their total. Before any session opens. */
+void udprelay_share_count(struct udprelay *u, _Atomic uint32_t *open);
 
 /* The policy and the socket factory; before attach. */
 void udprelay_set_policy(struct udprelay *u, const struct udprelay_policy_ops *pol, void *p);

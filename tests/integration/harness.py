@@ -50,6 +50,10 @@ CHECKER_ERRORS = []
 # Time bounds on etrelay's own reactions scale by this under a checker,
 # which makes it several times slower (never set otherwise).
 SLOW = float(os.environ.get("ETRELAY_SLOW", "1"))
+# Workers for every etrelay a test starts without --workers of its own:
+# tests/meson.build runs the suite with 1 and again with 2 (the -w2
+# variants). Unset (a test run by hand): 1, the old single loop.
+WORKERS = os.environ.get("ETRELAY_TEST_WORKERS", "1")
 
 
 def _register(obj):
@@ -222,6 +226,8 @@ class Relay:
         # (stderr is a pipe, so --log-time auto would add one).
         if not any(str(a).startswith("--log-time") for a in args):
             self.cmd += ["--log-time", "no"]
+        if not any(str(a).startswith("--workers") for a in args):
+            self.cmd += ["--workers", WORKERS]
         self.cmd += list(args)
         self.lines = []      # (monotonic time, line) from stderr
         self.out_lines = []  # stdout

@@ -746,6 +746,38 @@ static void test_config_unknown_backend_names_flag_and_value(void **state)
 	assert_err_names(&e, "--backend", "kqueue");
 }
 
+static void test_config_workers_take_a_count_or_auto(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_int_equal(c.workers, CONF_WORKERS_AUTO);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--workers", "1")), 0);
+	assert_int_equal(c.workers, 1);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--workers", "64")), 0);
+	assert_int_equal(c.workers, 64);
+	assert_int_equal(cli(&c, &e, ARGV("--workers", "3", "--workers", "auto", "--upstream", "h:1")),
+			 0);
+	assert_int_equal(c.workers, CONF_WORKERS_AUTO);
+	assert_int_equal(run(&c, &e, "upstream h:1\nworkers 2\n", NOARGS), 0);
+	assert_int_equal(c.workers, 2);
+}
+
+static void test_config_workers_out_of_range_are_refused(void **state)
+{
+	static char bad[][8] = { "0", "65", "-1", "2x", "", "many" };
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(args(&c, &e, ARGV("--upstream", "h:1", "--workers", bad[i])), -1);
+		assert_err_names(&e, "--workers", "1 to 64");
+	}
+}
+
 static void test_config_debug_flag_is_set(void **state)
 {
 	struct etr_conf c;
@@ -1235,6 +1267,8 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 	    {"query-cache-max-reply", "1400"},
 	    {"backend", "epoll"},
 	    {"backend", "io_uring"},
+	    {"workers", "3"},
+	    {"workers", "auto"},
 	    {"ops-listen", "127.0.0.1:9100"},
 	    {"ops-listen", "[::1]:9101"},
 	    {"ops-allow-public", NULL},
@@ -1272,6 +1306,7 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 		assert_int_equal(b.nrelays, 1);
 		assert_relay_equal(&a.relays[0], &b.relays[0], what);
 		assert_int_equal(a.backend, b.backend);
+		assert_int_equal(a.workers, b.workers);
 		assert_int_equal(a.debug, b.debug);
 		assert_int_equal(a.log_time, b.log_time);
 		assert_int_equal(a.ops_enabled, b.ops_enabled);
@@ -1413,6 +1448,7 @@ static void test_config_bad_value_of_every_file_key_is_reported_at_its_line(void
 	    {"heartbeat-interval", "0s"},     {"probe-timeout", "fast"},
 	    {"session-timeout", "-1"},	      {"max-sessions", "100001"},
 	    {"session-ports", "5000-4000"},   {"backend", "kqueue"},
+	    {"workers", "0"},
 	    {"ops-listen", "localhost:9100"}, {"ops-allow-public", "maybe"},
 	    {"drain-timeout", "5x"},	      {"debug", "2"},
 	};
@@ -2401,6 +2437,8 @@ int main(void)
 	    cmocka_unit_test(test_config_max_sessions_above_the_session_ports_range_is_an_error),
 	    cmocka_unit_test(test_config_backend_values_are_parsed),
 	    cmocka_unit_test(test_config_unknown_backend_names_flag_and_value),
+	    cmocka_unit_test(test_config_workers_take_a_count_or_auto),
+	    cmocka_unit_test(test_config_workers_out_of_range_are_refused),
 	    cmocka_unit_test(test_config_debug_flag_is_set),
 	    cmocka_unit_test(test_config_ops_flags_set_the_ops_plane),
 	    cmocka_unit_test(test_config_bad_ops_values_name_flag_and_value),

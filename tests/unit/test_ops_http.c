@@ -279,7 +279,7 @@ static void test_http_lifecycle_is_json_about_every_relay_and_master(void **stat
 	assert_int_equal(request("GET", "/lifecycle", NULL), 200);
 	assert_string_equal(header("Content-Type"), "application/json");
 	assert_body_has("{\"role\":\"relay\",\"state\":\"active\",\"version\":\"0.1.0\","
-			"\"backend\":\"epoll\",\"uptime_seconds\":");
+			"\"backend\":\"epoll\",\"workers\":1,\"uptime_seconds\":");
 	assert_body_has("\"details\":{\"active_sessions\":5}");
 	assert_body_has("{\"name\":\"et1\",\"public_address\":\"203.0.113.10:27960\","
 			"\"upstream\":\"10.8.0.2:27960\",\"game\":\"ET\",\"server\":\"up\","

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "loop.h"
 #include "ops_metrics.h"
 
 static struct relay_stats et1, oa;
@@ -140,6 +141,43 @@ static void test_ops_metrics_renders_sessions_per_relay(void **state)
 	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"idle\"} 36");
 	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"shutdown\"} 0");
 	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"error\"} 1");
+	free(t);
+}
+
+/* Two workers: counters are each worker's, summed; the worker families
+ * show each; the masters and the game server are worker 0's. */
+static void test_ops_metrics_sums_the_workers(void **state)
+{
+	static struct relay_stats et1_w1, oa_w1;
+	struct loop_stats l0 = { 0 }, l1 = { 0 };
+	char *t;
+
+	memset(&et1_w1, 0, sizeof(et1_w1));
+	memset(&oa_w1, 0, sizeof(oa_w1));
+	STAT_SET(et1_w1.up_pkts, 500);
+	STAT_SET(et1_w1.drops[DROP_TABLE_FULL], 1);
+	STAT_SET(et1_w1.sessions_active, 4);
+	STAT_SET(et1_w1.sessions_closed[CLOSE_IDLE], 4);
+	STAT_SET(l0.gso_trains, 2);
+	STAT_SET(l1.gso_trains, 3);
+	st.nworkers = 2;
+	st.worker_relay[1][0] = &et1_w1;
+	st.worker_relay[1][1] = &oa_w1;
+	st.loop = &l0;
+	st.worker_loop[1] = &l1;
+	t = render(NULL);
+	assert_line(t, "etrelay_workers 2");
+	assert_line(t, "etrelay_sessions_active{relay=\"et1\"} 7");
+	assert_line(t, "etrelay_forwarded_datagrams_total{relay=\"et1\",direction=\"up\"} 1500");
+	assert_line(t, "etrelay_dropped_datagrams_total{relay=\"et1\",reason=\"table_full\"} 8");
+	assert_line(t, "etrelay_sessions_refused_total{relay=\"et1\"} 8");
+	assert_line(t, "etrelay_sessions_closed_total{relay=\"et1\",reason=\"idle\"} 40");
+	assert_line(t, "etrelay_worker_sessions_active{relay=\"et1\",worker=\"0\"} 3");
+	assert_line(t, "etrelay_worker_sessions_active{relay=\"et1\",worker=\"1\"} 4");
+	assert_line(t, "etrelay_worker_forwarded_datagrams_total{relay=\"et1\",worker=\"1\","
+		       "direction=\"up\"} 500");
+	assert_line(t, "etrelay_gso_trains_total 5");
+	assert_line(t, "etrelay_game_server_up{relay=\"et1\"} 1");
 	free(t);
 }
 
@@ -362,6 +400,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ops_metrics_renders_sessions_per_relay, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_sums_the_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_lists_every_drop_reason, setup,

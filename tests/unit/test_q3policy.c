@@ -28,6 +28,7 @@ struct fixture {
 	union etr_sockaddr upstream;
 	struct udprelay u;
 	struct q3policy p;
+	struct q3p_shared sh;
 	struct masters ms;
 	struct loop l;
 	struct fake_sock sock;
@@ -74,7 +75,9 @@ static void setup_game(struct fixture *f, const char *game)
 	udprelay_set_sockops(&f->u, &fake_sockops, &f->sock);
 	udprelay_set_policy(&f->u, &q3policy_ops, &f->p);
 	masters_set_events(&f->ms, &q3policy_masters_events, &f->p, &f->u);
-	assert_int_equal(q3policy_init(&f->p, &f->conf, &f->u, &f->ms, counter_random, SEC), 0);
+	assert_int_equal(q3p_shared_init(&f->sh, &f->conf, 1, SEC), 0);
+	assert_int_equal(q3policy_init(&f->p, &f->conf, &f->u, &f->ms, &f->sh, counter_random, SEC),
+			 0);
 	assert_int_equal(udprelay_attach(&f->u, &fake_loop_ops, &f->l, &f->ep), 0);
 }
 
@@ -93,6 +96,7 @@ static int teardown(void **state)
 
 	udprelay_free(&f->u);
 	q3policy_free(&f->p);
+	q3p_shared_free(&f->sh);
 	return 0;
 }
 

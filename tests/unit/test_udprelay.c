@@ -368,6 +368,51 @@ static void test_udprelay_max_sessions_refuses_with_table_full(void **state)
 	assert_int_equal(f->l.nfwd, 2);
 }
 
+/* Two forwarders sharing one count (one relay on two workers): max_sessions
+ * is their total. A full forwarder makes room among its own unassured
+ * sessions only, never the other's; a session closed on one gives the
+ * other its place. */
+static void test_udprelay_max_sessions_is_a_total_across_forwarders_sharing_a_count(void **state)
+{
+	struct fixture *f = *state;
+	static struct fixture g;
+	struct udprelay_conf c = conf_default();
+	_Atomic uint32_t open = 0;
+
+	udprelay_free(&f->u);
+	c.max_sessions = 3;
+	setup_with(f, &c);
+	setup_with(&g, &c);
+	udprelay_share_count(&f->u, &open);
+	udprelay_share_count(&g.u, &open);
+	f->pol.assure_on_open = true; /* never evicted for a newcomer */
+	from_client(f, "192.0.2.1", 5000, SEC);
+	from_client(f, "192.0.2.2", 5000, SEC);
+	from_client(&g, "198.51.100.1", 5000, SEC); /* unassured */
+	assert_int_equal(open, 3);
+	/* f is full of assured sessions: refused, g's session stays. */
+	from_client(f, "192.0.2.3", 5000, SEC + 1);
+	assert_int_equal(session_of(f, "192.0.2.3", 5000), SESSION_NONE);
+	assert_int_equal(STAT_GET(f->stats.drops[DROP_TABLE_FULL]), 1);
+	assert_int_not_equal(session_of(&g, "198.51.100.1", 5000), SESSION_NONE);
+	/* g makes room among its own: its unassured session goes. */
+	from_client(&g, "198.51.100.2", 5000, SEC + 2);
+	assert_int_equal(STAT_GET(g.stats.sessions_closed[CLOSE_EVICTED]), 1);
+	assert_int_not_equal(session_of(&g, "198.51.100.2", 5000), SESSION_NONE);
+	assert_int_equal(open, 3);
+	/* A session closed on g: its place is anyone's, f's too. */
+	udprelay_close_session(&g.u, session_of(&g, "198.51.100.2", 5000), CLOSE_IDLE);
+	assert_int_equal(open, 2);
+	from_client(f, "192.0.2.3", 5000, SEC + 3);
+	assert_int_not_equal(session_of(f, "192.0.2.3", 5000), SESSION_NONE);
+	assert_int_equal(open, 3);
+	assert_int_equal(f->u.st.active + g.u.st.active, 3);
+	udprelay_shutdown(&g.u);
+	udprelay_shutdown(&f->u);
+	assert_int_equal(open, 0);
+	udprelay_free(&g.u);
+}
+
 /* Full of sessions the upstream never answered: the oldest makes room. */
 static void test_udprelay_full_table_evicts_the_oldest_unassured(void **state)
 {
@@ -607,27 +652,28 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_udprelay_new_client_opens_a_session_and_its_datagram_goes_upstream),
-		T(test_udprelay_server_answer_goes_to_its_client_from_the_public_socket),
-		T(test_udprelay_expiry_closes_idle_sessions),
-		T(test_udprelay_unassured_sessions_end_after_their_own_timeout),
-		T(test_udprelay_idle_session_is_replaced_on_its_next_datagram),
-		T(test_udprelay_request_late_in_an_unassured_session_gets_a_fresh_one),
-		T(test_udprelay_policy_drop_opens_nothing),
-		T(test_udprelay_policy_refusal_on_open_keeps_the_session),
-		T(test_udprelay_max_sessions_refuses_with_table_full),
-		T(test_udprelay_full_table_evicts_the_oldest_unassured),
-		T(test_udprelay_sessions_per_ip_refuses_with_ip_sessions),
-		T(test_udprelay_unadmitted_datagrams_leave_half_the_session_rate),
-		T(test_udprelay_draining_takes_no_new_sessions),
-		T(test_udprelay_socket_scarcity_evicts_an_unassured_session),
-		T(test_udprelay_stale_completion_for_a_closed_session_is_ignored),
-		T(test_udprelay_connection_refused_keeps_the_session),
-		T(test_udprelay_queue_limit_and_send_errors_are_counted),
-		T(test_udprelay_bogon_and_truncated_sources_never_reach_the_policy),
-		T(test_udprelay_reply_leaves_from_the_public_socket),
-		T(test_udprelay_timer_is_armed_by_a_new_session_and_expires_it),
-		T(test_udprelay_shutdown_closes_every_session),
+	    T(test_udprelay_new_client_opens_a_session_and_its_datagram_goes_upstream),
+	    T(test_udprelay_server_answer_goes_to_its_client_from_the_public_socket),
+	    T(test_udprelay_expiry_closes_idle_sessions),
+	    T(test_udprelay_unassured_sessions_end_after_their_own_timeout),
+	    T(test_udprelay_idle_session_is_replaced_on_its_next_datagram),
+	    T(test_udprelay_request_late_in_an_unassured_session_gets_a_fresh_one),
+	    T(test_udprelay_policy_drop_opens_nothing),
+	    T(test_udprelay_policy_refusal_on_open_keeps_the_session),
+	    T(test_udprelay_max_sessions_refuses_with_table_full),
+	    T(test_udprelay_max_sessions_is_a_total_across_forwarders_sharing_a_count),
+	    T(test_udprelay_full_table_evicts_the_oldest_unassured),
+	    T(test_udprelay_sessions_per_ip_refuses_with_ip_sessions),
+	    T(test_udprelay_unadmitted_datagrams_leave_half_the_session_rate),
+	    T(test_udprelay_draining_takes_no_new_sessions),
+	    T(test_udprelay_socket_scarcity_evicts_an_unassured_session),
+	    T(test_udprelay_stale_completion_for_a_closed_session_is_ignored),
+	    T(test_udprelay_connection_refused_keeps_the_session),
+	    T(test_udprelay_queue_limit_and_send_errors_are_counted),
+	    T(test_udprelay_bogon_and_truncated_sources_never_reach_the_policy),
+	    T(test_udprelay_reply_leaves_from_the_public_socket),
+	    T(test_udprelay_timer_is_armed_by_a_new_session_and_expires_it),
+	    T(test_udprelay_shutdown_closes_every_session),
 	};
 #undef T
 

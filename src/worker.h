@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: ISC */
+/* One worker: a packet loop in a thread of its own, its endpoint table, and
+ * its own instance of every relay (public socket in the port's reuseport
+ * group, sessions, per-IP tables, counters). Other threads reach it only
+ * through worker_post. */
+#ifndef ETR_WORKER_H
+#define ETR_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "endpoint.h"
+#include "loop.h"
+#include "relay.h"
+
+struct daemon;
+
+/* Requests a worker takes from other threads (worker_post). */
+#define WORKER_STOP 1u       /* leave the loop */
+#define WORKER_SESSIONS 2u   /* render its part of GET /sessions */
+#define WORKER_BANS 4u       /* take the daemon's current ban list */
+#define WORKER_NEWS 8u       /* the owner: news about a game server */
+#define WORKER_BANS_TAKEN 16u /* to worker 0: a worker took the new list */
+
+struct worker {
+	unsigned index;
+	struct daemon *d;
+	const struct loop_ops *ops;
+	struct loop *loop;
+	struct endpoint_table ep; /* what its loop ids name */
+	struct relay relays[CONF_RELAYS_MAX];
+	unsigned nrelays;
+	int ctl_fd; /* eventfd: worker_post wakes the loop */
+	pthread_t thread;
+	bool thread_started;
+	int run_rc;
+	/* A worker thread sets up its own loop (an io_uring ring belongs to
+	 * the thread that made it) and says how that went. */
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		bool done;
+		int rc;
+		const struct loop_ops *ops;
+		unsigned max_sockets;
+		int (*attach)(struct worker *w);
+	} boot;
+	/* Its part of GET /sessions, under the daemon's call lock. */
+	char *call_buf;
+	size_t call_len;
+	uint64_t call_gen; /* of the request it answered */
+	/* The ban list generation its relays use (worker 0 frees the old list
+	 * once every worker took the new one). */
+	_Atomic uint64_t bans_gen;
+	/* Written by other threads: a cache line of its own. */
+	_Alignas(64) _Atomic unsigned ctl; /* WORKER_* pending */
+	char pad_[64 - sizeof(unsigned)];
+};
+
+/* A worker (cache-line aligned, so that no counter shares a line with
+ * another worker's), its control eventfd open, nothing else yet. NULL on
+ * failure (logged). */
+struct worker *worker_new(struct daemon *d, unsigned index);
+
+/* Create its loop on ops (NULL: the configured backend, with the fallback
+ * from io_uring to epoll) and register its control eventfd. Returns 0, or
+ * the exit status to leave with (logged). */
+int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned max_sockets);
+
+/* Ask the worker's loop for `what` (WORKER_*); safe from any thread. */
+void worker_post(struct worker *w, unsigned what);
+
+/* Workers 1..: a thread that creates the loop on ops (worker_create_loop),
+ * calls attach(w) to register its endpoints, and runs. Returns once the
+ * loop is set up: 0, or the exit status (logged; the thread has ended). */
+int worker_spawn(struct worker *w, const struct loop_ops *ops, unsigned max_sockets,
+		 int (*attach)(struct worker *w));
+
+/* Worker 0: run the loop in this thread. Returns 0 or -errno. */
+int worker_run(struct worker *w);
+/* After its loop left, on the worker's own thread (an io_uring ring takes
+ * submissions from the thread that made it): close its sessions (worker
+ * 0: send the flatlines) and let what is queued leave. */
+void worker_shutdown(struct worker *w);
+
+/* Wait for the thread (after WORKER_STOP). */
+void worker_join(struct worker *w);
+
+/* Close its relays, loop and fds, and free it. */
+void worker_free(struct worker *w);
+
+#endif
