@@ -396,16 +396,9 @@ static int reuseport_probe(struct daemon *d)
 {
 	struct reuseport_plan p = { .workers = 2, .key = d->reuseport_key };
 	struct sock_filter prog[REUSEPORT_PROG_MAX];
-	union etr_sockaddr any = { .in = { .sin_family = AF_INET,
-					   .sin_addr = { htonl(INADDR_LOOPBACK) } } };
-	int fd, err, n = reuseport_build(&p, prog);
+	int n = reuseport_build(&p, prog);
 
-	fd = net_bind_public(&any, true);
-	if (fd < 0)
-		return fd;
-	err = net_attach_reuseport(fd, prog, (unsigned)n);
-	close(fd);
-	return err;
+	return n < 0 ? n : net_reuseport_check(prog, (unsigned)n);
 }
 
 /* How many workers, and whether the kernel lets them share a port the way
@@ -603,12 +596,12 @@ static void log_start(const struct daemon *d)
 		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
 			o += (size_t)snprintf(masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
 					      addr_hostport(c->masters[m].host, c->masters[m].port, hp));
-		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, workers %u, "
-			 "game %s (%s/%s), masters %s",
+		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
+			 "masters %s",
 			 ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "",
 			 d->nrelays > 1 ? c->name : "", addr_str(&c->listen.sa, a),
-			 addr_str(&r->upstream.sa, b), d->ops->name, d->nworkers, c->game,
-			 c->heartbeat, c->flatline[0] ? c->flatline : "none", masters);
+			 addr_str(&r->upstream.sa, b), d->ops->name, c->game, c->heartbeat,
+			 c->flatline[0] ? c->flatline : "none", masters);
 	}
 }
 

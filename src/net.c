@@ -60,6 +60,23 @@ int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
 	return 0;
 }
 
+int net_reuseport_check(const struct sock_filter *prog, unsigned len)
+{
+	int fd, one = 1, err;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* An unbound socket with SO_REUSEPORT gets a group of its own for
+	 * the program: no address needed (a network namespace without
+	 * loopback has none). */
+	err = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ? -errno : 0;
+	if (!err)
+		err = net_attach_reuseport(fd, prog, len);
+	close(fd);
+	return err;
+}
+
 int net_connect_udp(const union etr_sockaddr *sa)
 {
 	int fd, err;

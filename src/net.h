@@ -21,6 +21,10 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport);
  * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);
 
+/* Whether the kernel takes prog as a reuseport program, on a socket of
+ * its own. Returns 0 or -errno. */
+int net_reuseport_check(const struct sock_filter *prog, unsigned len);
+
 /* A non-blocking UDP socket connected to sa, on an ephemeral port. Returns
  * the fd or -errno. */
 int net_connect_udp(const union etr_sockaddr *sa);

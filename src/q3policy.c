@@ -51,11 +51,24 @@ int q3p_shared_init(struct q3p_shared *sh, const struct relay_conf *c, unsigned 
 			     RELAY_RESERVE_PLAYER, now);
 	if (!err)
 		err = rl_budget_players(&sh->budget, RELAY_RESERVE_PROVEN, RELAY_PLAYER_FRESH);
+	if (!err && sh->workers > 1)
+		err = qcache_init(&sh->cache, c->query_cache_ms * NS_PER_MS,
+				  c->query_cache_stale_ms * NS_PER_MS, c->query_cache_max_reply);
+	if (!err && sh->workers > 1 &&
+	    (!(sh->qports = calloc(65536, sizeof(*sh->qports))) ||
+	     !(sh->qport_client = calloc(65536, sizeof(*sh->qport_client)))))
+		err = -ENOMEM;
 	return err;
 }
 
 void q3p_shared_free(struct q3p_shared *sh)
 {
+	if (sh->workers > 1)
+		qcache_free(&sh->cache);
+	free(sh->qports);
+	free(sh->qport_client);
+	sh->qports = NULL;
+	sh->qport_client = NULL;
 	pthread_mutex_destroy(&sh->lock);
 }
 
@@ -84,6 +97,47 @@ static unsigned budget_left(struct q3policy *p, enum rl_class part, uint64_t now
 	n = rl_budget_left(&sh->budget, part, now);
 	pthread_mutex_unlock(&sh->lock);
 	return n;
+}
+
+/* Workers share what their query caches learn, so that the game server
+ * is asked for one refresh per --query-cache, not one per worker: a
+ * worker's copy changed (a reply stored, a refresh sent, the copies
+ * dropped): it becomes the one the others follow. At most a few times a
+ * second; nothing with one worker. */
+static void cache_publish(struct q3policy *p)
+{
+	struct q3p_shared *sh = p->sh;
+
+	if (sh->workers == 1)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	qcache_copy(&sh->cache, &p->cache);
+	p->cache_gen = atomic_fetch_add_explicit(&sh->cache_gen, 1, memory_order_release) + 1;
+	pthread_mutex_unlock(&sh->lock);
+}
+
+/* Before answering from the copy: take the shared one if it changed (one
+ * load on a line written a few times a second). */
+static void cache_follow(struct q3policy *p)
+{
+	struct q3p_shared *sh = p->sh;
+
+	if (sh->workers == 1 ||
+	    atomic_load_explicit(&sh->cache_gen, memory_order_acquire) == p->cache_gen)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	qcache_copy(&p->cache, &sh->cache);
+	p->cache_gen = atomic_load_explicit(&sh->cache_gen, memory_order_relaxed);
+	pthread_mutex_unlock(&sh->lock);
+}
+
+/* A reply for the cache: stored, and shared when it was. */
+static void cache_store(struct q3policy *p, enum q3_cmd kind, const uint8_t *data, size_t len,
+			uint64_t now)
+{
+	cache_follow(p);
+	if (qcache_store(&p->cache, kind, data, len, now) == 0)
+		cache_publish(p);
 }
 
 /* The cache's budget (this worker's part); ET and RTCW servers count
@@ -127,8 +181,8 @@ static int player_tables_init(struct q3policy *p, uint64_t (*random64)(void))
 }
 
 int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udprelay *fwd,
-		  struct masters *ms, struct q3p_shared *sh, uint64_t (*random64)(void),
-		  uint64_t now)
+		  struct masters *ms, struct q3p_shared *sh, unsigned worker,
+		  uint64_t (*random64)(void), uint64_t now)
 {
 	uint32_t cap = udprelay_sessions(fwd)->cap;
 	uint8_t key[16];
@@ -139,6 +193,7 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 	p->fwd = fwd;
 	p->ms = ms;
 	p->sh = sh;
+	p->worker = worker;
 	p->stats = fwd->stats;
 	p->ss = calloc(cap ? cap : 1, sizeof(*p->ss));
 	p->names = calloc(cap ? cap : 1, sizeof(*p->names));
@@ -344,8 +399,10 @@ static bool admit_server_query(struct q3policy *p, const union etr_sockaddr *cli
 	int n;
 
 	if (cls == RL_BROWSER && masters_server_up(p->ms)) {
+		cache_follow(p);
 		if (qcache_refresh_due(&p->cache, cmd, d->now) && budget_take(p, cls, d->now)) {
 			qcache_refresh_sent(&p->cache, cmd, d->now);
+			cache_publish(p);
 			return true;
 		}
 		n = qcache_answer(&p->cache, d->data, d->len, d->now, out, cap);
@@ -434,11 +491,70 @@ enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q
 	return Q3P_QPORT_OK;
 }
 
+/* Qports across workers: entry q is worker << 56 | (session index + 1)
+ * << 32 | the low 32 bits of the millisecond its holder was last heard
+ * from, renewed at most every Q3P_QPORT_RENEW_MS (so a write per player
+ * four times a second, not per packet; a holder counts as quiet up to that
+ * much early). Within a worker q3policy_qport_claim decides, exactly. */
+#define Q3P_QPORT_RENEW_MS    250
+#define Q3P_QPORT_TAG(w, idx) ((uint64_t)(w) << 24 | ((uint64_t)(idx) + 1))
+
+/* Another worker's session was heard with qport q within Q3P_QPORT_GRACE. */
+static bool qport_elsewhere(const struct q3policy *p, uint16_t q, uint64_t now)
+{
+	uint64_t e;
+
+	if (p->sh->workers == 1)
+		return false;
+	e = atomic_load_explicit(&p->sh->qports[q], memory_order_relaxed);
+	return e != 0 && e >> 56 != p->worker &&
+	       (uint32_t)(now / NS_PER_MS) - (uint32_t)e < Q3P_QPORT_GRACE / NS_PER_MS;
+}
+
+/* Session idx holds qport q (its packet goes on): the other workers see. */
+static void qport_held(struct q3policy *p, uint32_t idx, uint16_t q, uint64_t now)
+{
+	uint32_t ms = (uint32_t)(now / NS_PER_MS);
+	_Atomic uint64_t *e;
+	uint64_t v;
+
+	if (p->sh->workers == 1)
+		return;
+	e = &p->sh->qports[q];
+	v = atomic_load_explicit(e, memory_order_relaxed);
+	if (v >> 32 == Q3P_QPORT_TAG(p->worker, idx)) {
+		if (ms - (uint32_t)v >= Q3P_QPORT_RENEW_MS)
+			atomic_store_explicit(e, v >> 32 << 32 | ms, memory_order_relaxed);
+		return;
+	}
+	/* A new holder (rare): its client, for the others' log lines. */
+	pthread_mutex_lock(&p->sh->lock);
+	p->sh->qport_client[q] = udprelay_sessions(p->fwd)->s[idx].client;
+	atomic_store_explicit(e, Q3P_QPORT_TAG(p->worker, idx) << 32 | ms, memory_order_relaxed);
+	pthread_mutex_unlock(&p->sh->lock);
+}
+
+/* Session idx ends: its qport is free for every worker at once. */
+static void qport_released(struct q3policy *p, uint32_t idx)
+{
+	const struct q3p_session *s = &p->ss[idx];
+	_Atomic uint64_t *e;
+	uint64_t v;
+
+	if (p->sh->workers == 1 || !s->qport_known)
+		return;
+	e = &p->sh->qports[s->qport];
+	v = atomic_load_explicit(e, memory_order_relaxed);
+	if (v >> 32 == Q3P_QPORT_TAG(p->worker, idx))
+		atomic_compare_exchange_strong_explicit(e, &v, 0, memory_order_relaxed,
+							memory_order_relaxed);
+}
+
 /* A packet refused for its qport: counted as a collision, with its drop
  * reason, and logged once a second at most (forged traffic must not flood
  * the log; the counters have them all). owner: the session that holds the
- * qport, or SESSION_NONE for a packet with another qport than its own
- * session's. */
+ * qport (Q3P_QPORT_REMOTE: another worker's), or SESSION_NONE for a packet
+ * with another qport than its own session's. */
 static void qport_refuse(struct q3policy *p, uint32_t idx, uint32_t owner, uint16_t q,
 			 const struct loop_dgram *d, enum stats_drop why)
 {
@@ -473,7 +589,16 @@ static void qport_refuse(struct q3policy *p, uint32_t idx, uint32_t owner, uint1
 	if (owner == SESSION_NONE)
 		log_warnx("relay %s: %s sent qport %u, its session's is %u: refused (%s)",
 			  p->conf->name, a, q, p->ss[idx].qport, stats_drop_name(why));
-	else
+	else if (owner == Q3P_QPORT_REMOTE) {
+		union etr_sockaddr holder;
+
+		pthread_mutex_lock(&p->sh->lock);
+		holder = p->sh->qport_client[q];
+		pthread_mutex_unlock(&p->sh->lock);
+		log_warnx("relay %s: %s %s qport %u, which %s holds: refused (%s)", p->conf->name,
+			  a, q3_is_connectionless(d->data, d->len) ? "connects with" : "sent", q,
+			  addr_str(&holder.sa, b), stats_drop_name(why));
+	} else
 		log_warnx("relay %s: %s %s qport %u, which %s holds: refused (%s)", p->conf->name,
 			  a, why == DROP_CONNECT_UNREAD || q3_is_connectionless(d->data, d->len)
 				     ? "connects with"
@@ -490,10 +615,16 @@ static void qport_refuse(struct q3policy *p, uint32_t idx, uint32_t owner, uint1
 static bool note_qport(struct q3policy *p, uint32_t idx, const struct loop_dgram *d)
 {
 	uint16_t q = qport_of_packet(d->data, d->len);
+	const struct q3p_session *s = &p->ss[idx];
 	uint32_t owner = SESSION_NONE;
 
+	if ((!s->qport_known || s->qport == q) && qport_elsewhere(p, q, d->now)) {
+		qport_refuse(p, idx, Q3P_QPORT_REMOTE, q, d, DROP_QPORT_OWNED);
+		return false;
+	}
 	switch (q3policy_qport_claim(p, idx, q, false, d->now, &owner)) {
 	case Q3P_QPORT_OK:
+		qport_held(p, idx, q, d->now);
 		return true;
 	case Q3P_QPORT_MISMATCH:
 		qport_refuse(p, idx, SESSION_NONE, q, d, DROP_QPORT_MISMATCH);
@@ -537,10 +668,15 @@ static bool note_player(struct q3policy *p, uint32_t idx, const struct loop_dgra
 		refuse(p, &udprelay_sessions(p->fwd)->s[idx].client, d, DROP_CONNECT_UNREAD);
 		return false;
 	}
+	if (qport_elsewhere(p, (uint16_t)q, d->now)) {
+		qport_refuse(p, idx, Q3P_QPORT_REMOTE, (uint16_t)q, d, DROP_QPORT_OWNED);
+		return false;
+	}
 	if (q3policy_qport_claim(p, idx, (uint16_t)q, true, d->now, &owner) != Q3P_QPORT_OK) {
 		qport_refuse(p, idx, owner, (uint16_t)q, d, DROP_QPORT_OWNED);
 		return false;
 	}
+	qport_held(p, idx, (uint16_t)q, d->now);
 	info = (const char *)text + start;
 	if (q3_info_value(info, (size_t)n, "name", p->names[idx], sizeof(p->names[idx])) < 0)
 		p->names[idx][0] = '\0';
@@ -652,7 +788,7 @@ static bool server_dgram(void *obj, struct udprelay *u, uint32_t idx, struct loo
 		enum q3_cmd cmd = q3_classify(d->data, d->len);
 
 		if (cmd == Q3_INFORESPONSE || cmd == Q3_STATUSRESPONSE)
-			qcache_store(&p->cache, cmd, d->data, d->len, d->now);
+			cache_store(p, cmd, d->data, d->len, d->now);
 		if (qs->master && cmd == Q3_INFORESPONSE)
 			masters_confirm_listing(p->ms, qs->master - 1u, d->now);
 		/* The game server answers anyone's getchallenge, getinfo or
@@ -687,6 +823,7 @@ static void session_closed(void *obj, struct udprelay *u, uint32_t idx)
 	struct q3p_session *s = &p->ss[idx];
 
 	(void)u;
+	qport_released(p, idx);
 	if (s->qport_known && p->qport_owner[s->qport] == idx + 1)
 		p->qport_owner[s->qport] = 0;
 	memset(s, 0, sizeof(*s));
@@ -723,14 +860,16 @@ static void probe_answer(void *arg, const uint8_t *data, size_t len, uint64_t no
 {
 	struct q3policy *p = arg;
 
-	qcache_store(&p->cache, Q3_INFORESPONSE, data, len, now);
+	cache_store(p, Q3_INFORESPONSE, data, len, now);
 }
 
 static void round_failed(void *arg)
 {
 	struct q3policy *p = arg;
 
+	cache_follow(p);
 	qcache_invalidate(&p->cache);
+	cache_publish(p);
 }
 
 /* A heartbeat invites the master's queries: its allowance is full again,

@@ -28,6 +28,10 @@
  * connectResponse adds one, which a forged source never sees. */
 #define Q3P_PROVEN_ENTRIES 16384
 
+/* q3policy_qport_claim's owner, as qport_refuse takes it: a session on
+ * another worker. */
+#define Q3P_QPORT_REMOTE (SESSION_NONE - 1)
+
 /* What q3policy_qport_claim decided. */
 enum q3p_qport {
 	Q3P_QPORT_OK,       /* the session holds the qport now */
@@ -59,11 +63,23 @@ struct q3p_shared {
 	unsigned workers;
 	pthread_mutex_t lock;
 	struct rl_budget budget;
+	/* The query cache every worker's copy follows (workers > 1): what
+	 * any worker stored or sent a refresh for, under lock; cache_gen
+	 * says it changed, so a worker looks (one load) before it answers. */
+	struct qcache cache;
+	_Atomic uint32_t cache_gen;
+	/* Who holds each qport (workers > 1): the game server tells players
+	 * apart by qport alone, whichever worker their address picked. See
+	 * qport_elsewhere in q3policy.c. */
+	_Atomic uint64_t *qports;
+	union etr_sockaddr *qport_client; /* its holder's client, under lock */
 };
 
 struct q3policy {
 	const struct relay_conf *conf;
 	struct q3p_shared *sh;
+	unsigned worker;    /* whose qports these sessions hold, for the others */
+	uint32_t cache_gen; /* of sh->cache, when last copied */
 	struct udprelay *fwd;
 	struct masters *ms;
 	struct relay_stats *stats;
@@ -95,11 +111,12 @@ int q3p_shared_init(struct q3p_shared *sh, const struct relay_conf *conf, unsign
 void q3p_shared_free(struct q3p_shared *sh);
 
 /* The policy of forwarder fwd (initialised, its session table sized) for
- * relay conf, with its masters and what it shares with the other workers'
- * (sh, set up); random64 gives the hash keys. Returns 0 or -errno. */
+ * relay conf, with its masters, on worker `worker`, with what it shares
+ * with the other workers' (sh, set up); random64 gives the hash keys.
+ * Returns 0 or -errno. */
 int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udprelay *fwd,
-		  struct masters *ms, struct q3p_shared *sh, uint64_t (*random64)(void),
-		  uint64_t now);
+		  struct masters *ms, struct q3p_shared *sh, unsigned worker,
+		  uint64_t (*random64)(void), uint64_t now);
 void q3policy_free(struct q3policy *p);
 
 /* The forwarder's policy ops (object: struct q3policy). */

@@ -37,6 +37,22 @@ void qcache_free(struct qcache *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static void entry_copy(struct qcache_entry *dst, const struct qcache_entry *src)
+{
+	uint8_t *buf = dst->buf;
+
+	if (src->len)
+		memcpy(buf, src->buf, src->len);
+	*dst = *src;
+	dst->buf = buf;
+}
+
+void qcache_copy(struct qcache *dst, const struct qcache *src)
+{
+	entry_copy(&dst->info, &src->info);
+	entry_copy(&dst->status, &src->status);
+}
+
 void qcache_invalidate(struct qcache *c)
 {
 	c->info.len = 0;

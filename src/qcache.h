@@ -84,6 +84,11 @@ bool qcache_refresh_due(const struct qcache *c, enum q3_cmd query_kind, uint64_t
 /* A query of that kind went to the game server to refresh the copy. */
 void qcache_refresh_sent(struct qcache *c, enum q3_cmd query_kind, uint64_t now);
 
+/* Make dst (initialised with the same max_reply) a copy of src: both
+ * replies, their ages and the refreshes out. For workers that share what
+ * any of them learnt. */
+void qcache_copy(struct qcache *dst, const struct qcache *src);
+
 /* Forget both replies: the server stopped answering, list no ghost. */
 void qcache_invalidate(struct qcache *c);
 

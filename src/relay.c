@@ -133,7 +133,7 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	udprelay_set_policy(&r->fwd, &q3policy_ops, &r->policy);
 	masters_set_events(&r->masters, &q3policy_masters_events, &r->policy, &r->fwd);
 	if (!err)
-		err = q3policy_init(&r->policy, conf, &r->fwd, &r->masters, &shared->q3,
+		err = q3policy_init(&r->policy, conf, &r->fwd, &r->masters, &shared->q3, worker,
 				    net_random64, loop_now());
 	if (err < 0) {
 		log_warnx("relay %s: tables for %u sessions: %s", conf->name, conf->max_sessions,

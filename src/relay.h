@@ -30,7 +30,7 @@ struct relay_shared {
 	/* Sessions open on every worker together: --max-sessions is a total
 	 * (the forwarders' shared count). */
 	_Atomic uint32_t sessions;
-	struct q3p_shared q3;	  /* the game server's query budget */
+	struct q3p_shared q3;	  /* the query budget, the cache, the qports */
 	struct masters_shared ms; /* the owner's probe rounds, the others' news */
 	/* The daemon's: wake the owner's loop for news; steer the masters'
 	 * addresses (resolved anew) to the owner's socket. */

@@ -4,8 +4,9 @@
 
     python3 test_reflection.py <etrelay-binary> <io_uring|epoll>
 
-A victim UDP socket is bound on 127.0.0.99:<port>. A raw socket forges
-"getstatus" queries FROM that address to etrelay (default abuse limits:
+Victim UDP sockets are bound on 127.0.0.99, 50 ports. A raw socket forges
+"getstatus" queries FROM that address (its ports in turn: every per-IP rule
+counts the address, whatever the port, on any number of workers) to etrelay (default abuse limits:
 --ip-query-burst 10, --ip-query-rate 1, --query-cache 1s) at 1000 per
 second for 10 s. Behind the relay, a GameServer stand-in answers getstatus
 with a 1200-byte statusResponse (92 times the 13-byte query).
@@ -29,6 +30,7 @@ refills the bucket). So:
 """
 
 import os
+import selectors
 import sys
 import threading
 import time
@@ -45,25 +47,31 @@ TOLERANCE = 2
 MIN_REPLIES = 5
 
 
-class Counter(threading.Thread):
-    """Counts what arrives on the victim's socket, and from where."""
+PORTS = 50
 
-    def __init__(self, sock):
+
+class Counter(threading.Thread):
+    """Counts what arrives on the victim's sockets, and from where."""
+
+    def __init__(self, socks):
         super().__init__(daemon=True, name="victim")
-        self.sock = sock
+        self.sel = selectors.DefaultSelector()
+        for s in socks:
+            s.setblocking(False)
+            self.sel.register(s, selectors.EVENT_READ)
         self.stop_ev = threading.Event()
         self.packets = []   # (t, len, src, head)
 
     def run(self):
-        self.sock.settimeout(0.05)
         for _ in range(10_000_000):
             if self.stop_ev.is_set():
                 break
-            try:
-                data, src = self.sock.recvfrom(H.MAX_DGRAM)
-            except OSError:
-                continue
-            self.packets.append((time.monotonic(), len(data), src, data[:24]))
+            for key, _ in self.sel.select(0.05):
+                try:
+                    data, src = key.fileobj.recvfrom(H.MAX_DGRAM)
+                except OSError:
+                    continue
+                self.packets.append((time.monotonic(), len(data), src, data[:24]))
 
     def stop(self):
         self.stop_ev.set()
@@ -82,22 +90,23 @@ def test(ctx):
                         open_limits=False)
     relay.wait_for_line(r"^server up: ", timeout=10, what="the first probe answered")
 
-    victim = H.udp_socket(VICTIM, 0)
-    vaddr = victim.getsockname()
-    counter = Counter(victim)
+    victims = [H.udp_socket(VICTIM, 0) for _ in range(PORTS)]
+    vaddrs = [v.getsockname() for v in victims]
+    vaddr = vaddrs[0]
+    counter = Counter(victims)
     counter.start()
     raw = H.RawUdp()
     ctx.objs.append(raw)
     query = H.cmd("getstatus")
-    pkt = H.ipv4_udp(vaddr, relay.addr, query)
+    pkts = [H.ipv4_udp(v, relay.addr, query) for v in vaddrs]
     before = H.get_metrics(ops_port, tok)
 
     # 1000 per second, in 10 ms slices of 10, for 10 s (bounded by count).
     per_slice = RATE // 100
     t0 = time.monotonic()
     for i in range(int(DURATION * 100)):
-        for _ in range(per_slice):
-            raw.send_raw(pkt, relay.addr[0], len(query))
+        for j in range(per_slice):
+            raw.send_raw(pkts[(i * per_slice + j) % PORTS], relay.addr[0], len(query))
         delay = t0 + (i + 1) * 0.01 - time.monotonic()
         if delay > 0:
             time.sleep(delay)
@@ -116,7 +125,7 @@ def test(ctx):
     gs_queries = len(gs.packets(lambda p: p.data.startswith(H.cmd("getstatus"))))
     bound = BURST + int(PER_SEC * t_send) + TOLERANCE
     ctx.note(f"forged {raw.sent} getstatus ({raw.sent_bytes} B of UDP payload) from "
-             f"{vaddr[0]}:{vaddr[1]} in {t_send:.2f} s ({raw.errors} send errors)")
+             f"{vaddr[0]}, {PORTS} ports, in {t_send:.2f} s ({raw.errors} send errors)")
     ctx.note(f"victim received {len(got)} datagrams, {got_bytes} B "
              f"(bound {bound}: burst {BURST} + {PER_SEC}/s x {int(t_send)} s + {TOLERANCE}); "
              f"amplification {got_bytes / max(1, raw.sent_bytes):.3f} by bytes")

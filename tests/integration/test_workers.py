@@ -30,10 +30,13 @@ master sits on 127.0.0.1, which the program steers to worker 0.
   masters           8 masters on 127.2.0.1-8 (some hash to worker 1): all
                     get their challenge answered through worker 0, the owner
                     that heartbeats them: listing_confirmed for all 8
+  qport_across      a player on worker 1 holds its qport: in-game packets with
+                    it from an address on worker 0 are refused (qport_owned),
+                    the line names the player
   bans              SIGHUP with a ban-file naming an address on worker 1:
                     that worker drops it (banned), its neighbour is served
-  auto              without --workers (auto): as many workers as CPUs in the
-                    affinity mask: 1 under taskset -c 0
+  auto              --workers auto: as many workers as CPUs in the affinity
+                    mask (/lifecycle): 1 under taskset -c 0
 """
 
 import os
@@ -262,6 +265,30 @@ def masters(ctx):
     stop(relay)
 
 
+def qport_across(ctx):
+    relay, gs, key, port, tok = start(ctx)
+    victim_ip, thief_ip = addresses_on(key, 1, 1)[0], addresses_on(key, 0, 1)[0]
+    victim = H.client_on(ctx, relay, victim_ip, timeout=1.0)
+    thief = H.client_on(ctx, relay, thief_ip, timeout=0.3)
+    thief.qport = victim.qport
+    victim.request(victim.game(b"mine"), what="the victim's echo")
+    before = H.drops(H.get_metrics(port, tok), "qport_owned")
+    mark = relay.mark()
+    for i in range(5):
+        thief.send(thief.game(b"steal", seq=i + 2))
+        victim.request(victim.game(b"still mine", seq=i + 2), what="the victim's echo")
+    H.check(thief.try_recv(0.3) is None, f"{thief_ip} (worker 0) took {victim_ip}'s qport "
+            f"{victim.qport} (worker 1)")
+    owned = H.drops(H.get_metrics(port, tok), "qport_owned") - before
+    H.expect_eq(owned, 5, "dropped{reason=\"qport_owned\"} growth")
+    relay.wait_for_line(rf"^relay default: {re.escape(thief_ip)}:\d+ sent qport "
+                        rf"{victim.qport}, which {re.escape(victim_ip)}:\d+ holds: refused",
+                        timeout=1, start=mark, what="the refusal naming the victim")
+    ctx.note(f"qport {victim.qport}: {victim_ip} plays on worker 1, {thief_ip} on worker 0 "
+             f"refused {owned} times")
+    stop(relay)
+
+
 def bans(ctx):
     d = ctx.tmpdir()
     path = os.path.join(d, "bans")
@@ -285,27 +312,35 @@ def bans(ctx):
     stop(relay)
 
 
+def port_of(relay):
+    return int(relay.cmd[relay.cmd.index("--ops-listen") + 1].rsplit(":", 1)[1])
+
+
 def auto(ctx):
     taskset = shutil.which("taskset")
     if not taskset:
         raise H.TestSkip("no taskset")
     gs = ctx.game_server()
     r = ctx.relay("--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:1",
-                  "--workers", "auto", wrapper=(taskset, "-c", "0"))
-    line = r.wait_ready()
-    H.check(", workers 1," in line, f"under taskset -c 0: {line!r}")
+                  "--ops-listen", f"127.0.0.1:{H.free_tcp_port()}", "--workers", "auto",
+                  wrapper=(taskset, "-c", "0"))
+    H.check(r.count(r"^workers \d+:") == 0, "a workers line under taskset -c 0 (one CPU)")
+    H.expect_eq(H.get_json(port_of(r), "/lifecycle", None)["workers"], 1,
+                "/lifecycle workers under taskset -c 0")
     stop(r)
     want = min(64, len(os.sched_getaffinity(0)))
     r = ctx.relay("--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:1",
-                  "--workers", "auto")
-    line = r.wait_ready()
-    H.check(f", workers {want}," in line, f"with {want} CPUs: {line!r}")
+                  "--ops-listen", f"127.0.0.1:{H.free_tcp_port()}", "--workers", "auto")
+    H.expect_eq(H.get_json(port_of(r), "/lifecycle", None)["workers"], want,
+                f"/lifecycle workers with {want} CPUs in the affinity mask")
+    if want > 1:
+        r.wait_for_line(rf"^workers {want}: ", timeout=1, what="the workers line")
     stop(r)
 
 
 def test(ctx):
-    H.run_parts(ctx, [one_address, spread, per_ip, max_sessions, query_budget, masters, bans,
-                      auto])
+    H.run_parts(ctx, [one_address, spread, per_ip, max_sessions, query_budget, masters,
+                      qport_across, bans, auto])
 
 
 if __name__ == "__main__":

@@ -76,8 +76,8 @@ static void setup_game(struct fixture *f, const char *game)
 	udprelay_set_policy(&f->u, &q3policy_ops, &f->p);
 	masters_set_events(&f->ms, &q3policy_masters_events, &f->p, &f->u);
 	assert_int_equal(q3p_shared_init(&f->sh, &f->conf, 1, SEC), 0);
-	assert_int_equal(q3policy_init(&f->p, &f->conf, &f->u, &f->ms, &f->sh, counter_random, SEC),
-			 0);
+	assert_int_equal(
+	    q3policy_init(&f->p, &f->conf, &f->u, &f->ms, &f->sh, 0, counter_random, SEC), 0);
 	assert_int_equal(udprelay_attach(&f->u, &fake_loop_ops, &f->l, &f->ep), 0);
 }
 

@@ -102,6 +102,35 @@ static void test_qcache_rewrites_a_trailing_challenge(void **state)
 		   "\\challenge\\0123456789abcdef0123");
 }
 
+/* A worker's copy taken from another's: the same answers, the same age,
+ * the refresh out seen; an empty source empties the copy. */
+static void test_qcache_copy_gives_the_same_answers_and_refresh(void **state)
+{
+	struct qcache other;
+	uint8_t a[QCACHE_REPLY_MAX], b[QCACHE_REPLY_MAX];
+	int na, nb;
+
+	(void)state;
+	assert_int_equal(qcache_init(&other, QCACHE_TTL_DEFAULT, 0, QCACHE_REPLY_MAX), 0);
+	STORE(Q3_INFORESPONSE, OA_INFO, T0);
+	qcache_refresh_sent(&c, Q3_GETSTATUS, T0);
+	qcache_copy(&other, &c);
+	na = qcache_answer(&c, (const uint8_t *)FF "getinfo xy", 12, T0 + 5, a, sizeof(a));
+	nb = qcache_answer(&other, (const uint8_t *)FF "getinfo xy", 12, T0 + 5, b, sizeof(b));
+	assert_true(na > 0);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, (size_t)na);
+	assert_false(qcache_refresh_due(&other, Q3_GETSTATUS, T0 + 10));
+	assert_true(qcache_refresh_due(&other, Q3_GETINFO, T0 + QCACHE_TTL_DEFAULT + 1));
+	assert_false(qcache_refresh_due(&other, Q3_GETINFO, T0 + 1));
+	qcache_invalidate(&c);
+	qcache_copy(&other, &c);
+	assert_int_equal(qcache_answer(&other, (const uint8_t *)FF "getinfo xy", 12, T0 + 5, b,
+				       sizeof(b)),
+			 -1);
+	qcache_free(&other);
+}
+
 static void test_qcache_rewrites_a_leading_challenge(void **state)
 {
 	(void)state;
@@ -436,6 +465,7 @@ static void test_qcache_keeps_no_reply_above_its_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    T(test_qcache_copy_gives_the_same_answers_and_refresh),
 	    T(test_qcache_rewrites_a_trailing_challenge),
 	    T(test_qcache_rewrites_a_leading_challenge),
 	    T(test_qcache_rewrites_the_status_info_line_and_keeps_the_players),
