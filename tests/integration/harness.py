@@ -1569,3 +1569,32 @@ class VethNetns:
         if self.created:
             subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, timeout=10)
             self.created = False
+
+
+# --------------------------------------------------------------------------
+# Workers (appended for test_workers and the tests that must know which
+# worker a client lands on)
+
+WORKERS_RE = r"^workers (\d+): a client's address picks its worker \(reuseport key 0x([0-9a-f]{8})\)"
+
+
+def reuseport_worker(key, ip, workers, steer=()):
+    """reuseport_pick() of src/reuseport.c for an IPv4 address: the worker
+    etrelay's reuseport program sends ip's datagrams to (addresses in steer,
+    the masters', go to worker 0)."""
+    if workers <= 1 or ip in steer:
+        return 0
+    h = int.from_bytes(socket.inet_aton(ip), "big")
+    h = (h * key) & 0xffffffff
+    h ^= h >> 16
+    h = (h * key) & 0xffffffff
+    h >>= 16
+    return h % workers
+
+
+def relay_workers(relay):
+    """(workers, key) from a started relay's log; (1, 0) without the line."""
+    m = relay.find_lines(WORKERS_RE)
+    if not m:
+        return 1, 0
+    return int(m[0][1].group(1)), int(m[0][1].group(2), 16)

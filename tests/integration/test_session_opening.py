@@ -196,8 +196,14 @@ def socket_evict(ctx):
                         "--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:9",
                         "--session-ports", f"{p}-{p + 1}", "--max-sessions", "2",
                         "--ops-listen", f"127.0.0.1:{ops_port}")
+    # With several workers, a worker out of session ports makes room among
+    # its own sessions only (etrelay(8), WORKERS): the second client is
+    # one its reuseport program sends to the first one's worker.
+    n, key = H.relay_workers(relay)
+    second_ip = next(ip for ip in (f"127.0.7.{i}" for i in range(2, 200))
+                     if H.reuseport_worker(key, ip, n) == H.reuseport_worker(key, "127.0.7.1", n))
     first = H.client_on(ctx, relay, "127.0.7.1")
-    second = H.client_on(ctx, relay, "127.0.7.2")
+    second = H.client_on(ctx, relay, second_ip)
     q1, q2 = H.cmd("getinfo first"), H.cmd("getinfo second")
     r = first.request(q1, what="infoResponse to the first client")
     H.check(r.startswith(H.cmd("infoResponse")), f"first client's answer: {H.short(r)}")

@@ -50,21 +50,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-KEY_RE = r"^workers (\d+): a client's address picks its worker \(reuseport key 0x([0-9a-f]{8})\)"
+KEY_RE = H.WORKERS_RE
 
 
 def model(key, ip, workers=2, steer=("127.0.0.1",)):
     """reuseport_pick() of src/reuseport.c for an IPv4 address."""
-    if workers <= 1:
-        return 0
-    if ip in steer:
-        return 0
-    h = int.from_bytes(socket.inet_aton(ip), "big")
-    h = (h * key) & 0xffffffff
-    h ^= h >> 16
-    h = (h * key) & 0xffffffff
-    h >>= 16
-    return h % workers
+    return H.reuseport_worker(key, ip, workers, steer)
 
 
 def start(ctx, *args, env=None, ops=True):
