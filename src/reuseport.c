@@ -66,8 +66,8 @@ unsigned reuseport_pick(const struct reuseport_plan *p, const union etr_sockaddr
 
 /* Offsets into the IPv4 and IPv6 headers, from SKF_NET_OFF. */
 #define NET(off) ((uint32_t)(SKF_NET_OFF + (off)))
-#define V4_SRC 12
-#define V6_SRC 8
+#define V4_SRC	 12
+#define V6_SRC	 8
 
 struct emit {
 	struct sock_filter *prog;
@@ -76,7 +76,7 @@ struct emit {
 
 static unsigned put(struct emit *e, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
 {
-	e->prog[e->n] = (struct sock_filter){ code, jt, jf, k };
+	e->prog[e->n] = (struct sock_filter){code, jt, jf, k};
 	return e->n++;
 }
 
@@ -106,7 +106,7 @@ static void emit_finish(struct emit *e, const struct reuseport_plan *p)
 
 int reuseport_build(const struct reuseport_plan *p, struct sock_filter *prog)
 {
-	struct emit e = { prog, 0 };
+	struct emit e = {prog, 0};
 	unsigned to_owner[4 * REUSEPORT_STEER_MAX], nowner = 0;
 	unsigned skip[3 * REUSEPORT_STEER_MAX], nskip = 0;
 	unsigned is_v4, is_v6, owner_at;
@@ -145,9 +145,11 @@ int reuseport_build(const struct reuseport_plan *p, struct sock_filter *prog)
 		for (unsigned w = 0; w < 4; w++) {
 			put(&e, BPF_LD | BPF_W | BPF_ABS, 0, 0, NET(V6_SRC + 4 * w));
 			if (w < 3)
-				skip[nskip++] = put(&e, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, word(b + 4 * w));
+				skip[nskip++] =
+				    put(&e, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, word(b + 4 * w));
 			else
-				to_owner[nowner++] = put(&e, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, word(b + 12));
+				to_owner[nowner++] =
+				    put(&e, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, word(b + 12));
 		}
 		/* A word that differs: on to the next address. */
 		for (unsigned j = first; j < nskip; j++)

@@ -24,7 +24,7 @@
 /* What the program decides by. */
 struct reuseport_plan {
 	unsigned workers; /* 1..REUSEPORT_WORKERS_MAX: the group's sockets */
-	uint32_t key;     /* odd: the hash's multiplier, random per process */
+	uint32_t key;	  /* odd: the hash's multiplier, random per process */
 	/* Sources sent to `owner` whatever their hash (a relay's masters:
 	 * their challenges must reach the worker that heartbeats them). */
 	union etr_sockaddr steer[REUSEPORT_STEER_MAX];

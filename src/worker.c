@@ -65,8 +65,8 @@ static void ctl_readable(void *obj, uint32_t ref)
 }
 
 static const struct endpoint_ops worker_ctl_ops = {
-	.name = "control",
-	.on_readable = ctl_readable,
+    .name = "control",
+    .on_readable = ctl_readable,
 };
 
 struct worker *worker_new(struct daemon *d, unsigned index)
@@ -96,15 +96,15 @@ struct worker *worker_new(struct daemon *d, unsigned index)
 int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned max_sockets)
 {
 	const struct loop_handler h = {
-		.arg = w,
-		.on_dgram = h_dgram,
-		.on_recv_error = h_recv_error,
-		.on_sent = h_sent,
-		.on_readable = h_readable,
-		.on_timer = h_timer,
+	    .arg = w,
+	    .on_dgram = h_dgram,
+	    .on_recv_error = h_recv_error,
+	    .on_sent = h_sent,
+	    .on_readable = h_readable,
+	    .on_timer = h_timer,
 	};
 	const struct etr_conf *conf = w->d->conf;
-	struct loop_conf lc = { .max_sockets = max_sockets, .gso = conf->gso };
+	struct loop_conf lc = {.max_sockets = max_sockets, .gso = conf->gso};
 	char why[256] = "";
 	int rc, slot;
 
@@ -133,7 +133,8 @@ int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned ma
 		}
 	}
 	slot = endpoint_add(&w->ep, &worker_ctl_ops, w);
-	rc = slot < 0 ? slot : w->ops->watch(w->loop, w->ctl_fd, endpoint_id(&w->ep, (unsigned)slot));
+	rc = slot < 0 ? slot
+		      : w->ops->watch(w->loop, w->ctl_fd, endpoint_id(&w->ep, (unsigned)slot));
 	if (rc < 0) {
 		log_warnx("worker %u: control eventfd: %s", w->index, strerror(-rc));
 		return EXIT_FAILURE;

@@ -20,10 +20,10 @@
 struct daemon;
 
 /* Requests a worker takes from other threads (worker_post). */
-#define WORKER_STOP 1u       /* leave the loop */
-#define WORKER_SESSIONS 2u   /* render its part of GET /sessions */
-#define WORKER_BANS 4u       /* take the daemon's current ban list */
-#define WORKER_NEWS 8u       /* the owner: news about a game server */
+#define WORKER_STOP	  1u  /* leave the loop */
+#define WORKER_SESSIONS	  2u  /* render its part of GET /sessions */
+#define WORKER_BANS	  4u  /* take the daemon's current ban list */
+#define WORKER_NEWS	  8u  /* the owner: news about a game server */
 #define WORKER_BANS_TAKEN 16u /* to worker 0: a worker took the new list */
 
 struct worker {

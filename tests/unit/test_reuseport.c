@@ -69,19 +69,34 @@ static uint32_t run(const struct sock_filter *prog, int n, const uint8_t *net, s
 				    (uint32_t)net[off + 2] << 8 | net[off + 3];
 			}
 			break;
-		case BPF_ALU | BPF_AND | BPF_K: a &= f->k; break;
-		case BPF_ALU | BPF_MUL | BPF_K: a *= f->k; break;
-		case BPF_ALU | BPF_RSH | BPF_K: a >>= f->k; break;
-		case BPF_ALU | BPF_XOR | BPF_X: a ^= x; break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= f->k;
+			break;
+		case BPF_ALU | BPF_MUL | BPF_K:
+			a *= f->k;
+			break;
+		case BPF_ALU | BPF_RSH | BPF_K:
+			a >>= f->k;
+			break;
+		case BPF_ALU | BPF_XOR | BPF_X:
+			a ^= x;
+			break;
 		case BPF_ALU | BPF_MOD | BPF_K:
 			assert_true(f->k != 0);
 			a %= f->k;
 			break;
-		case BPF_MISC | BPF_TAX: x = a; break;
-		case BPF_JMP | BPF_JEQ | BPF_K: pc += a == f->k ? f->jt : f->jf; break;
-		case BPF_RET | BPF_A: return a;
-		case BPF_RET | BPF_K: return f->k;
-		default: fail_msg("opcode 0x%x not expected", f->code);
+		case BPF_MISC | BPF_TAX:
+			x = a;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == f->k ? f->jt : f->jf;
+			break;
+		case BPF_RET | BPF_A:
+			return a;
+		case BPF_RET | BPF_K:
+			return f->k;
+		default:
+			fail_msg("opcode 0x%x not expected", f->code);
 		}
 	}
 	fail_msg("the program did not return");
@@ -101,7 +116,7 @@ static uint32_t run_for(const struct reuseport_plan *p, const union etr_sockaddr
 
 static union etr_sockaddr v4_at(uint32_t host, uint16_t port)
 {
-	union etr_sockaddr a = { 0 };
+	union etr_sockaddr a = {0};
 
 	a.in.sin_family = AF_INET;
 	a.in.sin_addr.s_addr = htonl(host);
@@ -111,7 +126,7 @@ static union etr_sockaddr v4_at(uint32_t host, uint16_t port)
 
 static void test_reuseport_one_address_any_port_is_one_worker(void **state)
 {
-	struct reuseport_plan p = { .workers = 2, .key = reuseport_key(0x12345678) };
+	struct reuseport_plan p = {.workers = 2, .key = reuseport_key(0x12345678)};
 	union etr_sockaddr first = v4_at(0xc0000207, 1024);
 	unsigned w = reuseport_pick(&p, &first);
 
@@ -126,9 +141,9 @@ static void test_reuseport_one_address_any_port_is_one_worker(void **state)
 
 static void test_reuseport_ipv6_picks_by_its_slash_64(void **state)
 {
-	struct reuseport_plan p = { .workers = 8, .key = reuseport_key(0xdeadbeef) };
+	struct reuseport_plan p = {.workers = 8, .key = reuseport_key(0xdeadbeef)};
 	union etr_sockaddr a = sa("[2001:db8:1:2::1]:1"), b = sa("[2001:db8:1:2:ffff::9]:2");
-	unsigned seen[8] = { 0 }, used = 0;
+	unsigned seen[8] = {0}, used = 0;
 
 	(void)state;
 	assert_int_equal(reuseport_pick(&p, &a), reuseport_pick(&p, &b));
@@ -150,14 +165,16 @@ static void test_reuseport_ipv6_picks_by_its_slash_64(void **state)
 
 static void test_reuseport_program_agrees_with_the_model(void **state)
 {
-	static const unsigned workers[] = { 2, 3, 4, 7, 64 };
+	static const unsigned workers[] = {2, 3, 4, 7, 64};
 
 	(void)state;
 	for (unsigned k = 0; k < sizeof(workers) / sizeof(workers[0]); k++) {
-		struct reuseport_plan p = { .workers = workers[k], .key = reuseport_key(0x9e3779b9 * (k + 1)) };
+		struct reuseport_plan p = {.workers = workers[k],
+					   .key = reuseport_key(0x9e3779b9 * (k + 1))};
 
 		for (uint32_t i = 0; i < 2000; i++) {
-			union etr_sockaddr a = v4_at(0x7f000000 + i * 37, 1), b = sa("[2001:db8::1]:1");
+			union etr_sockaddr a = v4_at(0x7f000000 + i * 37, 1),
+					   b = sa("[2001:db8::1]:1");
 
 			b.in6.sin6_addr.s6_addr[3] = (uint8_t)i;
 			b.in6.sin6_addr.s6_addr[5] = (uint8_t)(i * 7);
@@ -170,7 +187,7 @@ static void test_reuseport_program_agrees_with_the_model(void **state)
 
 static void test_reuseport_mapped_ipv4_is_picked_as_ipv4(void **state)
 {
-	struct reuseport_plan p = { .workers = 5, .key = reuseport_key(77) };
+	struct reuseport_plan p = {.workers = 5, .key = reuseport_key(77)};
 
 	(void)state;
 	for (unsigned i = 0; i < 200; i++) {
@@ -185,8 +202,8 @@ static void test_reuseport_mapped_ipv4_is_picked_as_ipv4(void **state)
 
 static void test_reuseport_200_loopback_sources_spread_over_two_workers(void **state)
 {
-	struct reuseport_plan p = { .workers = 2 };
-	unsigned n[2] = { 0, 0 };
+	struct reuseport_plan p = {.workers = 2};
+	unsigned n[2] = {0, 0};
 
 	(void)state;
 	/* Whatever the key: the integration test's 127.0.x.y sources. */
@@ -194,7 +211,8 @@ static void test_reuseport_200_loopback_sources_spread_over_two_workers(void **s
 		p.key = reuseport_key(key * 2654435761u);
 		n[0] = n[1] = 0;
 		for (unsigned i = 0; i < 200; i++) {
-			union etr_sockaddr a = v4_at(0x7f000000 | (1 + i / 250) << 8 | (1 + i % 250), 1);
+			union etr_sockaddr a =
+			    v4_at(0x7f000000 | (1 + i / 250) << 8 | (1 + i % 250), 1);
 
 			n[reuseport_pick(&p, &a)]++;
 		}
@@ -204,7 +222,7 @@ static void test_reuseport_200_loopback_sources_spread_over_two_workers(void **s
 
 static void test_reuseport_steered_addresses_reach_the_owner(void **state)
 {
-	struct reuseport_plan p = { .workers = 4, .key = reuseport_key(0x31337), .owner = 2 };
+	struct reuseport_plan p = {.workers = 4, .key = reuseport_key(0x31337), .owner = 2};
 	union etr_sockaddr m4 = v4_at(0xc6336401, 27950), m6 = sa("[2001:db8:99::7]:27950"),
 			   near6 = sa("[2001:db8:99::8]:27950"), mapped = m4;
 	unsigned other = 0;
@@ -228,7 +246,7 @@ static void test_reuseport_steered_addresses_reach_the_owner(void **state)
 static void test_reuseport_refuses_a_plan_out_of_range(void **state)
 {
 	struct sock_filter prog[REUSEPORT_PROG_MAX];
-	struct reuseport_plan p = { .workers = 0, .key = 1 };
+	struct reuseport_plan p = {.workers = 0, .key = 1};
 
 	(void)state;
 	assert_int_equal(reuseport_build(&p, prog), -EINVAL);
@@ -245,7 +263,7 @@ static void test_reuseport_refuses_a_plan_out_of_range(void **state)
 static void test_reuseport_the_largest_program_fits(void **state)
 {
 	struct sock_filter prog[REUSEPORT_PROG_MAX];
-	struct reuseport_plan p = { .workers = REUSEPORT_WORKERS_MAX, .key = 3 };
+	struct reuseport_plan p = {.workers = REUSEPORT_WORKERS_MAX, .key = 3};
 	union etr_sockaddr m = sa("[2001:db8::1]:1");
 
 	(void)state;
@@ -263,14 +281,14 @@ static void test_reuseport_the_largest_program_fits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reuseport_one_address_any_port_is_one_worker),
-		cmocka_unit_test(test_reuseport_ipv6_picks_by_its_slash_64),
-		cmocka_unit_test(test_reuseport_program_agrees_with_the_model),
-		cmocka_unit_test(test_reuseport_mapped_ipv4_is_picked_as_ipv4),
-		cmocka_unit_test(test_reuseport_200_loopback_sources_spread_over_two_workers),
-		cmocka_unit_test(test_reuseport_steered_addresses_reach_the_owner),
-		cmocka_unit_test(test_reuseport_refuses_a_plan_out_of_range),
-		cmocka_unit_test(test_reuseport_the_largest_program_fits),
+	    cmocka_unit_test(test_reuseport_one_address_any_port_is_one_worker),
+	    cmocka_unit_test(test_reuseport_ipv6_picks_by_its_slash_64),
+	    cmocka_unit_test(test_reuseport_program_agrees_with_the_model),
+	    cmocka_unit_test(test_reuseport_mapped_ipv4_is_picked_as_ipv4),
+	    cmocka_unit_test(test_reuseport_200_loopback_sources_spread_over_two_workers),
+	    cmocka_unit_test(test_reuseport_steered_addresses_reach_the_owner),
+	    cmocka_unit_test(test_reuseport_refuses_a_plan_out_of_range),
+	    cmocka_unit_test(test_reuseport_the_largest_program_fits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
