@@ -56,7 +56,7 @@ from test_openarena import OA_SERVER, OpenArena  # noqa: E402
 TEST_BUDGET = 50
 GAMENAME = "Quake3Arena"
 TICK = 0.05                # a player's in-game packet every 50 ms
-GRACE = 2.0                # SESSION_QPORT_GRACE
+GRACE = 2.0                # Q3P_QPORT_GRACE
 SWEEP_CHUNK = 60           # qports a tick, each for two ticks: 1200 packets a second
 
 
