@@ -44,7 +44,10 @@ static uint64_t counter_random(void)
 	return n += 0x9e3779b97f4a7c15ull;
 }
 
-static void setup_game(struct fixture *f, const char *game)
+/* The policy of worker `worker`, sharing sh with the other workers' (NULL:
+ * one worker, its own f->sh). */
+static void setup_worker(struct fixture *f, const char *game, struct q3p_shared *sh,
+			 unsigned worker)
 {
 	struct etr_conf all;
 	static const uint8_t key[16] = {7};
@@ -75,10 +78,18 @@ static void setup_game(struct fixture *f, const char *game)
 	udprelay_set_sockops(&f->u, &fake_sockops, &f->sock);
 	udprelay_set_policy(&f->u, &q3policy_ops, &f->p);
 	masters_set_events(&f->ms, &q3policy_masters_events, &f->p, &f->u);
-	assert_int_equal(q3p_shared_init(&f->sh, &f->conf, 1, SEC), 0);
+	if (!sh) {
+		assert_int_equal(q3p_shared_init(&f->sh, &f->conf, 1, SEC), 0);
+		sh = &f->sh;
+	}
 	assert_int_equal(
-	    q3policy_init(&f->p, &f->conf, &f->u, &f->ms, &f->sh, 0, counter_random, SEC), 0);
+	    q3policy_init(&f->p, &f->conf, &f->u, &f->ms, sh, worker, counter_random, SEC), 0);
 	assert_int_equal(udprelay_attach(&f->u, &fake_loop_ops, &f->l, &f->ep), 0);
+}
+
+static void setup_game(struct fixture *f, const char *game)
+{
+	setup_worker(f, game, NULL, 0);
 }
 
 static int setup(void **state)
@@ -95,8 +106,9 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	udprelay_free(&f->u);
+	if (f->p.sh == &f->sh)
+		q3p_shared_free(&f->sh);
 	q3policy_free(&f->p);
-	q3p_shared_free(&f->sh);
 	return 0;
 }
 
@@ -342,6 +354,40 @@ static void test_q3policy_darkplaces_has_no_qport_rules(void **state)
 	assert_int_equal(f->l.nfwd, 3);
 }
 
+/* Two workers (one relay's policies sharing a q3p_shared): a player's qport
+ * on one is refused to another client on the other while its holder is
+ * heard from, and is free for it once the holder's session ends. */
+static void test_q3policy_qport_is_held_across_workers(void **state)
+{
+	struct fixture *a = *state;
+	static struct fixture b;
+	struct fixture *bp = &b;
+	struct q3p_shared sh;
+
+	assert_int_equal(q3p_shared_init(&sh, &a->conf, 2, SEC), 0);
+	teardown(state);
+	setup_worker(a, "ET", &sh, 0);
+	setup_worker(&b, "ET", &sh, 1);
+	client_game(a, "192.0.2.1", 5000, 4711, SEC);
+	assert_int_equal(a->l.nfwd, 1);
+	client_game(&b, "192.0.2.9", 5000, 4711, SEC + 1);
+	assert_int_equal(drops(&b, DROP_QPORT_OWNED), 1);
+	assert_int_equal(b.l.nfwd, 0);
+	/* A qport of its own goes on. */
+	client_game(&b, "192.0.2.9", 5001, 4712, SEC + 2);
+	assert_int_equal(b.l.nfwd, 1);
+	udprelay_close_session(&a->u, session_of(a, "192.0.2.1", 5000), CLOSE_IDLE);
+	client_game(&b, "192.0.2.9", 5002, 4711, SEC + 3);
+	assert_int_equal(b.l.nfwd, 2);
+	/* Now the first client is the one refused. */
+	client_game(a, "192.0.2.1", 5000, 4711, SEC + 4);
+	assert_int_equal(drops(a, DROP_QPORT_OWNED), 1);
+	teardown((void **)&bp);
+	teardown(state);
+	q3p_shared_free(&sh);
+	setup_game(a, "ET"); /* what the test's teardown frees */
+}
+
 /* Sessions for the qport tests, straight into the forwarder's table. */
 static uint32_t insert(struct fixture *f, uint32_t i, uint64_t now)
 {
@@ -442,20 +488,21 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_q3policy_connect_on_a_session_never_challenged_is_refused),
-		T(test_q3policy_challenge_response_admits_the_connect_to_the_decoder),
-		T(test_q3policy_connect_response_assures_the_session),
-		T(test_q3policy_per_ip_query_bucket_refuses_past_its_burst),
-		T(test_q3policy_server_budget_refuses_when_spent),
-		T(test_q3policy_master_past_its_allowance_is_refused),
-		T(test_q3policy_fresh_info_answers_a_browser_from_the_cache),
-		T(test_q3policy_failed_round_empties_the_cache),
-		T(test_q3policy_in_game_qport_rules_through_the_forwarder),
-		T(test_q3policy_darkplaces_has_no_qport_rules),
-		T(test_q3policy_qport_has_one_owner_until_it_goes_quiet),
-		T(test_q3policy_qport_in_game_packet_must_carry_its_sessions),
-		T(test_q3policy_qport_connect_renames_and_frees_the_old_one),
-		T(test_q3policy_qport_is_released_by_its_holder_only),
+	    T(test_q3policy_connect_on_a_session_never_challenged_is_refused),
+	    T(test_q3policy_challenge_response_admits_the_connect_to_the_decoder),
+	    T(test_q3policy_connect_response_assures_the_session),
+	    T(test_q3policy_per_ip_query_bucket_refuses_past_its_burst),
+	    T(test_q3policy_server_budget_refuses_when_spent),
+	    T(test_q3policy_master_past_its_allowance_is_refused),
+	    T(test_q3policy_fresh_info_answers_a_browser_from_the_cache),
+	    T(test_q3policy_failed_round_empties_the_cache),
+	    T(test_q3policy_in_game_qport_rules_through_the_forwarder),
+	    T(test_q3policy_darkplaces_has_no_qport_rules),
+	    T(test_q3policy_qport_has_one_owner_until_it_goes_quiet),
+	    T(test_q3policy_qport_in_game_packet_must_carry_its_sessions),
+	    T(test_q3policy_qport_connect_renames_and_frees_the_old_one),
+	    T(test_q3policy_qport_is_released_by_its_holder_only),
+	    T(test_q3policy_qport_is_held_across_workers),
 	};
 #undef T
 
