@@ -165,11 +165,14 @@ static void on_signal(struct daemon *d)
 	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			char err[256];
+			int set = d->ops_plane ? ops_reload_tokens(d->ops_plane, err, sizeof(err)) : 0;
 
-			if (d->ops_plane && ops_reload_tokens(d->ops_plane, err, sizeof(err)) < 0)
+			if (set < 0)
 				log_warnx("SIGHUP: %s; keeping the previous tokens", err);
-			else if (d->ops_plane)
+			else if (set > 0)
 				log_info("SIGHUP: tokens reloaded");
+			else if (d->ops_plane)
+				log_info("SIGHUP: no ops tokens set");
 			if (load_bans(d) < 0)
 				log_warnx("SIGHUP: keeping the previous ban list");
 			if (!d->ops_plane && d->conf->ban_file[0] == '\0')

@@ -30,9 +30,10 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport)
 	fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* Only with several workers: one socket alone keeps EADDRINUSE for a
-	 * port another process holds. */
+	/* No SO_REUSEADDR: on UDP it would let a second process bind the
+	 * same port and take part of its traffic. SO_REUSEPORT only with
+	 * several workers; net_port_free() first makes sure that the group
+	 * is ours alone. */
 	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
 		err = -errno;
 		close(fd);
@@ -46,6 +47,18 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport)
 		return err;
 	}
 	return fd;
+}
+
+int net_port_free(const union etr_sockaddr *sa)
+{
+	int fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, &sa->sa, addr_len(sa)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)

@@ -17,6 +17,12 @@ struct sock_filter;
  * group is the order of the binds). Returns the fd or -errno. */
 int net_bind_public(const union etr_sockaddr *sa, bool reuseport);
 
+/* Whether sa's port is free: a plain socket (no SO_REUSEPORT) can bind it.
+ * -EADDRINUSE when any socket holds it, a SO_REUSEPORT group of another
+ * process too, which the first worker's socket would otherwise join.
+ * Returns 0 or -errno. */
+int net_port_free(const union etr_sockaddr *sa);
+
 /* Attach a classic BPF reuseport program (SO_ATTACH_REUSEPORT_CBPF) to
  * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);

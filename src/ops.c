@@ -896,14 +896,17 @@ int ops_port(const struct ops *op)
 int ops_reload_tokens(struct ops *op, char *err, size_t errlen)
 {
 	struct ops_token tok[OPS_TOKEN_KINDS];
+	int set = 0;
 
 	if (tokens_read(tok, true, err, errlen) < 0)
 		return -1;
+	for (unsigned i = 0; i < OPS_TOKEN_KINDS; i++)
+		set += tok[i].len > 0;
 	pthread_mutex_lock(&op->lock);
 	memcpy(op->tok, tok, sizeof(tok));
 	pthread_mutex_unlock(&op->lock);
 	explicit_bzero(tok, sizeof(tok));
-	return 0;
+	return set;
 }
 
 void ops_stop(struct ops *op)

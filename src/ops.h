@@ -54,8 +54,8 @@ int ops_start(struct ops **op, const struct ops_config *cfg, struct etr_stats *s
 /* The bound TCP port (useful after listening on port 0), or -1. */
 int ops_port(const struct ops *op);
 
-/* SIGHUP: re-read the token files. Returns 0, or -1 with a message in err
- * (the old tokens stay). */
+/* SIGHUP: re-read the token files. Returns how many tokens are set now
+ * (0: none), or -1 with a message in err (the old tokens stay). */
 int ops_reload_tokens(struct ops *op, char *err, size_t errlen);
 
 /* Stop the thread and close the listener. */

@@ -146,6 +146,7 @@ static void budget_init(struct q3policy *p, uint64_t now)
 {
 	const struct relay_conf *c = p->conf;
 	unsigned n = p->sh->workers;
+	uint32_t bytes;
 
 	p->connect_counts = strcmp(c->game, "ET") == 0 || strcmp(c->game, "RTCW") == 0;
 	/* DarkPlaces tells clients apart by address and port (the relay's
@@ -154,8 +155,12 @@ static void budget_init(struct q3policy *p, uint64_t now)
 	p->qport_rules = strcmp(c->game, "DP") != 0;
 	rl_bucket_init(&p->cache_pkts, rl_worker_part(c->query_cache_rate, n),
 		       rl_worker_part(c->query_cache_rate, n), now);
-	rl_bucket_init(&p->cache_bytes, rl_worker_part(c->query_cache_bytes, n),
-		       rl_worker_part(c->query_cache_bytes, n), now);
+	/* A worker's byte share holds at least the largest cached answer,
+	 * or with many workers an answer could never fit its bucket. */
+	bytes = rl_worker_part(c->query_cache_bytes, n);
+	rl_bucket_init(&p->cache_bytes,
+		       bytes > c->query_cache_max_reply ? bytes : c->query_cache_max_reply, bytes,
+		       now);
 }
 
 /* The stamps that share the players' tokens: by network, and by IP for

@@ -140,7 +140,11 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 			  strerror(-err));
 		return err;
 	}
-	fd = net_bind_public(&conf->listen, shared->workers > 1);
+	/* The first worker's socket would join any group on the port: make
+	 * sure there is none (a process still draining, say). */
+	fd = shared->workers > 1 && worker == 0 ? net_port_free(&conf->listen) : 0;
+	if (fd == 0)
+		fd = net_bind_public(&conf->listen, shared->workers > 1);
 	if (fd < 0) {
 		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
 			  strerror(-fd),

@@ -467,7 +467,22 @@ def public_address(ctx):
     H.expect_eq(relay.wait_exit(5.0), 0, "exit status after SIGTERM ([::1])")
 
 
+def no_tokens(ctx):
+    """SIGHUP with the ops plane on and no token set says so, and does not
+    claim that tokens were reloaded."""
+    gs, master = ctx.game_server(), ctx.master()
+    port = H.free_tcp_port()
+    relay = start_relay(ctx, {}, gs, master, port)
+    relay.signal(signal.SIGHUP)
+    relay.expect_exit = False
+    relay.wait_for_line(r"^SIGHUP: no ops tokens set$", timeout=5.0, what="the SIGHUP line")
+    H.expect_eq(relay.count(r"tokens reloaded"), 0, "'tokens reloaded' lines without tokens")
+    relay.signal(signal.SIGTERM)
+    H.expect_eq(relay.wait_exit(5.0), 0, "exit status after SIGTERM (no tokens)")
+
+
 def test(ctx):
+    no_tokens(ctx)
     routes(ctx)
     bad_tokens(ctx)
     token_file_reload(ctx)

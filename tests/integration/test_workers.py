@@ -35,6 +35,11 @@ master sits on 127.0.0.1, which the program steers to worker 0.
                     the line names the player
   bans              SIGHUP with a ban-file naming an address on worker 1:
                     that worker drops it (banned), its neighbour is served
+  port_taken        a second etrelay on a port the first holds (--workers 2,
+                    and --workers 1 beside --workers 1) exits 1 naming the
+                    port as in use, and the first keeps the traffic: the
+                    second would have joined the first's SO_REUSEPORT group
+                    (or bound beside it with SO_REUSEADDR) and taken a share
   auto              --workers auto: as many workers as CPUs in the affinity
                     mask (/lifecycle): 1 under taskset -c 0
 """
@@ -307,6 +312,26 @@ def port_of(relay):
     return int(relay.cmd[relay.cmd.index("--ops-listen") + 1].rsplit(":", 1)[1])
 
 
+def port_taken(ctx):
+    gs = ctx.game_server()
+    for first, second in ((2, 2), (2, 1), (1, 1)):
+        a = ctx.relay("--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:1",
+                      "--workers", str(first))
+        b = ctx.relay("--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:1",
+                      "--workers", str(second), "--listen", f"127.0.0.1:{a.port}",
+                      listen=False, wait_ready=False)
+        b.expect_exit = True
+        rc = b.wait_exit(5.0 * H.SLOW)
+        H.expect_eq(rc, 1, f"exit status of --workers {second} on the port of --workers {first}")
+        b.wait_for_line(rf"bind 127\.0\.0\.1:{a.port}: Address already in use", timeout=2,
+                        what="the bind error naming the port")
+        c = ctx.client(a)
+        for i in range(5):
+            c.request(c.game(b"p%d" % i), what=f"an echo through the first relay ({i})")
+        b.close()
+        stop(a)
+
+
 def auto(ctx):
     taskset = shutil.which("taskset")
     if not taskset:
@@ -331,7 +356,7 @@ def auto(ctx):
 
 def test(ctx):
     H.run_parts(ctx, [one_address, spread, per_ip, max_sessions, query_budget, masters,
-                      qport_across, bans, auto])
+                      qport_across, bans, port_taken, auto])
 
 
 if __name__ == "__main__":

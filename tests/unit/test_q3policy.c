@@ -44,6 +44,9 @@ static uint64_t counter_random(void)
 	return n += 0x9e3779b97f4a7c15ull;
 }
 
+/* --query-cache-bytes for the next setup_worker, 0: the default. */
+static uint32_t cache_bytes;
+
 /* The policy of worker `worker`, sharing sh with the other workers' (NULL:
  * one worker, its own f->sh). */
 static void setup_worker(struct fixture *f, const char *game, struct q3p_shared *sh,
@@ -58,6 +61,8 @@ static void setup_worker(struct fixture *f, const char *game, struct q3p_shared 
 	f->conf = all.base;
 	snprintf(f->conf.game, sizeof(f->conf.game), "%s", game);
 	f->conf.nmasters = 1;
+	if (cache_bytes)
+		f->conf.query_cache_bytes = cache_bytes;
 	snprintf(f->conf.masters[0].host, sizeof(f->conf.masters[0].host), "%s", MASTER_IP);
 	f->conf.masters[0].port = MASTER_PORT;
 	assert_int_equal(addr_parse_numeric("10.9.0.2:27960", &f->upstream), 0);
@@ -388,6 +393,38 @@ static void test_q3policy_qport_is_held_across_workers(void **state)
 	setup_game(a, "ET"); /* what the test's teardown frees */
 }
 
+/* Two workers and --query-cache-bytes 1200: each worker's byte share (600)
+ * is below an 825-byte answer (OpenArena's statusResponse), yet the answer
+ * is served from the cache: a share holds at least the largest answer. */
+static void test_q3policy_cache_share_fits_the_largest_answer(void **state)
+{
+	struct fixture *a = *state;
+	struct q3p_shared sh;
+	const char *hdr = "infoResponse\n\\challenge\\xyz\\hostname\\";
+	char reply[840];
+
+	teardown(state);
+	cache_bytes = 1200;
+	setup_worker(a, "ET", NULL, 0);
+	assert_int_equal(q3p_shared_init(&sh, &a->conf, 2, SEC), 0);
+	teardown(state);
+	setup_worker(a, "ET", &sh, 1);
+	cache_bytes = 0;
+	a->ms.hb.server = HB_UP;
+	client_cmd(a, "192.0.2.1", 5000, "getinfo xyz", SEC);
+	assert_int_equal(a->l.nfwd, 1);
+	memset(reply, 'x', sizeof(reply));
+	memcpy(reply, hdr, strlen(hdr));
+	reply[820] = '\0';
+	server_cmd(a, session_of(a, "192.0.2.1", 5000), reply, SEC);
+	client_cmd(a, "192.0.2.2", 5000, "getinfo abc", SEC + 1);
+	assert_int_equal(STAT_GET(a->stats.cache_answers), 1);
+	assert_int_equal(drops(a, DROP_CACHE_RATE), 0);
+	teardown(state);
+	q3p_shared_free(&sh);
+	setup_game(a, "ET"); /* what the test's teardown frees */
+}
+
 /* Sessions for the qport tests, straight into the forwarder's table. */
 static uint32_t insert(struct fixture *f, uint32_t i, uint64_t now)
 {
@@ -503,6 +540,7 @@ int main(void)
 	    T(test_q3policy_qport_connect_renames_and_frees_the_old_one),
 	    T(test_q3policy_qport_is_released_by_its_holder_only),
 	    T(test_q3policy_qport_is_held_across_workers),
+	    T(test_q3policy_cache_share_fits_the_largest_answer),
 	};
 #undef T
 
