@@ -159,7 +159,8 @@ static void set_tokens(const char *l, const char *r, const char *m)
 		else
 			unsetenv(vars[i]);
 	}
-	if (ops_reload_tokens(op, err, sizeof(err)) != 0)
+	/* It answers how many tokens are set. */
+	if (ops_reload_tokens(op, err, sizeof(err)) != (l != NULL) + (r != NULL) + (m != NULL))
 		fail_msg("ops_reload_tokens: %s", err);
 }
 
@@ -486,7 +487,7 @@ static void test_http_reload_keeps_old_tokens_when_new_ones_are_bad(void **state
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_L), 200);
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_X), 401);
 	assert_int_equal(chmod(path, 0600), 0);
-	assert_int_equal(ops_reload_tokens(op, err, sizeof(err)), 0);
+	assert_true(ops_reload_tokens(op, err, sizeof(err)) >= 1); /* the file's token */
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_L), 401);
 	assert_int_equal(request("GET", "/lifecycle", TOKEN_X), 200);
 	unsetenv(OPS_ENV_LIFECYCLE "_FILE");
