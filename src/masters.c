@@ -122,7 +122,7 @@ static void masters_arm(struct masters *ms)
 	if (!ms->attached)
 		return;
 	at = masters_next_deadline(ms);
-	if (at != UINT64_MAX && (!timer_armed(&ms->timer) || at < ms->timer.at))
+	if (timer_sooner(&ms->timer, at))
 		ms->ops->timer_set(ms->loop, &ms->timer, at);
 }
 

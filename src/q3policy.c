@@ -24,13 +24,6 @@
 #define Q3P_DECODE_BURST 200
 #define Q3P_DECODE_RATE  200
 
-static void random_key(uint64_t (*random64)(void), uint8_t key[16])
-{
-	uint64_t v[2] = {random64(), random64()};
-
-	memcpy(key, v, 16);
-}
-
 /* The game server's budget, one for all workers. Masters keep 2 tokens
  * each (a getChallenge and a getinfo), together no more than what leaves
  * players theirs and browsers one. */
@@ -175,7 +168,7 @@ static int player_tables_init(struct q3policy *p, uint64_t (*random64)(void))
 	for (int i = 0; i < 3 && !err; i++) {
 		uint8_t key[16];
 
-		random_key(random64, key);
+		rl_random_key(random64, key);
 		err = i == 0
 			  ? rl_stamps_init(t[i], rl_worker_entries(UDPRELAY_IP_ENTRIES, w),
 					   RL_NET_V4_BITS, RL_NET_V6_BITS, ttl[i] * NS_PER_MS, key)
@@ -211,7 +204,7 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 	}
 	/* A bound on CPU time: each worker's own. */
 	rl_bucket_init(&p->decode_rl, Q3P_DECODE_BURST, Q3P_DECODE_RATE, now);
-	random_key(random64, key);
+	rl_random_key(random64, key);
 	err = rl_table_init(&p->ip_rl, rl_worker_entries(UDPRELAY_IP_ENTRIES, sh->workers),
 			    conf->ip_query_burst, conf->ip_query_rate, key);
 	budget_init(p, now);

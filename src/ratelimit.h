@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "addr.h"
 #include "addrclass.h"
@@ -192,6 +193,15 @@ bool rl_budget_take(struct rl_budget *b, enum rl_class cls, uint64_t now);
 /* Whole tokens left at `now`: shared, or in a class's reserve (RL_MASTER,
  * RL_PLAYER and its kinds). */
 unsigned rl_budget_left(struct rl_budget *b, enum rl_class part, uint64_t now);
+
+/* A table's hash key: 128 bits from random64 (getrandom in the daemon,
+ * a fixed sequence in tests). */
+static inline void rl_random_key(uint64_t (*random64)(void), uint8_t key[16])
+{
+	uint64_t v[2] = {random64(), random64()};
+
+	memcpy(key, v, sizeof(v));
+}
 
 /* Workers: a worker's tables are its share of the sources (the reuseport
  * program picks a worker by source address), smaller, down to this. */

@@ -37,13 +37,6 @@ static const struct udprelay_sockops relay_sockops = {
 	.close = relay_sock_close,
 };
 
-static void random_key(uint8_t key[16])
-{
-	uint64_t v[2] = {net_random64(), net_random64()};
-
-	memcpy(key, v, sizeof(v));
-}
-
 int relay_shared_init(struct relay_shared *sh, const struct relay_conf *c, unsigned workers,
 		      unsigned index)
 {
@@ -125,8 +118,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	masters_init(&r->masters, conf, upstream, &r->stats, global);
 	masters_share(&r->masters, &shared->ms, worker == 0, &relay_masters_hooks, r);
 
-	random_key(key);
-	random_key(key2);
+	rl_random_key(net_random64, key);
+	rl_random_key(net_random64, key2);
 	err = udprelay_init(&r->fwd, &fc, -1, key, key2, &r->stats, global, loop_now());
 	udprelay_share_count(&r->fwd, &shared->sessions);
 	udprelay_set_sockops(&r->fwd, &relay_sockops, r);

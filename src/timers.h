@@ -38,6 +38,14 @@ static inline bool timer_armed(const struct timer *t)
 	return t->pos != TIMER_IDLE;
 }
 
+/* Whether arming t for at would wake its owner sooner than it is armed
+ * (an owner whose deadline moved later lets the timer fire early once and
+ * re-arms it exactly then, so nothing is recomputed per packet). */
+static inline bool timer_sooner(const struct timer *t, uint64_t at)
+{
+	return at != UINT64_MAX && (!timer_armed(t) || at < t->at);
+}
+
 /* Arm t for at, or move it there if armed. Returns 0, or -ENOMEM when the
  * heap had to grow and could not (t stays as it was). */
 int timers_set(struct timers *q, struct timer *t, uint64_t at);

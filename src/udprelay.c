@@ -66,7 +66,7 @@ static void udprelay_arm(struct udprelay *u)
 	if (!u->attached)
 		return;
 	at = udprelay_next_deadline(u);
-	if (at != UINT64_MAX && (!timer_armed(&u->timer) || at < u->timer.at))
+	if (timer_sooner(&u->timer, at))
 		u->ops->timer_set(u->loop, &u->timer, at);
 }
 
