@@ -203,8 +203,17 @@ static void test_tls_hello_every_truncation_of_a_real_hello_needs_more(void **st
 	struct tls_hello h;
 	struct bytes w;
 
-	for (size_t f = 0; f < 2; f++) {
-		load(&w, files[f]);
+	const size_t sizes[] = {100, 200};
+	struct bytes real;
+
+	/* The two hellos, then the second in three records. */
+	for (size_t f = 0; f < 3; f++) {
+		if (f < 2) {
+			load(&w, files[f]);
+		} else {
+			load(&real, files[1]);
+			reframe(&w, &real, sizes, 2);
+		}
 		for (size_t n = 0; n < w.n; n++) {
 			uint8_t *p = malloc(n ? n : 1);
 
