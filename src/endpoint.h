@@ -40,6 +40,10 @@ struct endpoint_ops {
 	void (*on_readable)(void *obj, uint32_t ref);
 	/* A timer the endpoint armed with this id is due (loop.h timer_set). */
 	void (*on_timer)(void *obj, uint32_t ref, uint64_t now);
+	/* Streams (loop.h). */
+	void (*on_accept)(void *obj, uint32_t ref, int fd);
+	void (*on_connected)(void *obj, uint32_t ref, int res);
+	void (*on_stream)(void *obj, uint32_t ref, struct loop_dgram *d);
 };
 
 struct endpoint {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The event-loop interface: datagram sockets, sends of received or copied
- * bytes in one ordered path, timers, readable fds. Nothing above this header
- * sees a CQE or an epoll_event. */
+ * bytes in one ordered path, timers, readable fds, and TCP streams. Nothing
+ * above this header sees a CQE or an epoll_event. */
 #ifndef ETR_LOOP_H
 #define ETR_LOOP_H
 
@@ -70,6 +70,18 @@ struct loop_handler {
 	 * Called at the end of a loop turn, once per expiry; the timer is idle
 	 * again and may be re-armed from here. */
 	void (*on_timer)(void *arg, uint32_t id, uint64_t now);
+	/* Streams (see "Streams" below). A connection arrived on listening
+	 * socket id: fd is the new socket (non-blocking, close-on-exec, now
+	 * the caller's), or -errno (EMFILE...; the listener stays armed). */
+	void (*on_accept)(void *arg, uint32_t id, int fd);
+	/* The connect on socket id finished: 0, or -errno. */
+	void (*on_connected)(void *arg, uint32_t id, int res);
+	/* The answer to one stream_read on socket id: d->from is NULL, d->len
+	 * the bytes read (1..LOOP_STREAM_CHUNK), or 0 at EOF (the peer shut
+	 * its side). An error (-ECONNRESET...) comes as on_recv_error. d's
+	 * buffer goes back to the pool when this returns, unless it was
+	 * handed to stream_forward. */
+	void (*on_stream)(void *arg, uint32_t id, struct loop_dgram *d);
 };
 
 /* Written by the loop thread only, read by the ops thread (stats.h rules). */
@@ -137,30 +149,63 @@ struct loop_ops {
 	void (*flush)(struct loop *l);
 	/* The loop's counters; the pointer stays valid until destroy. */
 	const struct loop_stats *(*stats)(const struct loop *l);
+
+	/* Streams: see below. Each returns 0 or -errno (then no callback
+	 * follows). */
+	int (*listen)(struct loop *l, int fd, uint32_t id);
+	int (*connect)(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		       uint32_t id);
+	int (*stream_read)(struct loop *l, int fd, uint32_t id);
+	int (*stream_forward)(struct loop *l, int fd, struct loop_dgram *d, uint32_t id);
+	int (*stream_send)(struct loop *l, int fd, const void *buf, size_t len, uint32_t id);
 };
 
 /* How long flush may wait for the kernel. */
 #define LOOP_FLUSH_MS 1000
 
-/* Streams (not built yet; the SNI listener brings them). They fit this
- * interface as ops of their own, with the same ids, endpoints, buffers and
- * ordered send queue:
- *   listen(l, fd, id)        a listening TCP socket: on_accept(id, newfd)
- *                            per connection (io_uring: multishot accept;
- *                            epoll: accept4 until EAGAIN);
- *   connect(l, fd, dst, id)  a non-blocking connect: on_connected(id, res);
- *   add_stream(l, fd, id)    bytes as they come: on_stream(id, data, len),
- *                            len 0 at EOF, on_recv_error for a reset; from
- *                            the same buffer pool, with headroom, given
- *                            back when the callback returns unless it
- *                            forwards them;
- *   stream_send(l, fd, buf, len, id)  a copy, like send, that leaves in
- *                            order and whole (the backend keeps an unsent
- *                            tail and resends it when the socket is
- *                            writable), then on_sent(id, bytes); a forward
- *                            of received bytes splices without a copy;
- *   del_socket               as for datagram sockets.
- * Only add_socket and forward assume SOCK_DGRAM. */
+/* Streams (TCP): what a splicing relay needs, no more.
+ *
+ *   listen(l, fd, id)    fd is a non-blocking socket already listen()ing:
+ *                        on_accept(id, newfd) per connection (io_uring: a
+ *                        multishot accept; epoll: accept4 until EAGAIN).
+ *   connect(l, fd, dst, dstlen, id)  start a connect on non-blocking fd
+ *                        (the loop keeps its own copy of dst):
+ *                        on_connected(id, 0 or -errno) once.
+ *   stream_read(l, fd, id)  ONE receive: exactly one on_stream (bytes or
+ *                        EOF) or on_recv_error follows; nothing more is
+ *                        read from fd until the caller asks again. That is
+ *                        the back-pressure: a relay asks for more of one
+ *                        side only when its last chunk has left through
+ *                        the other. The bytes land in a buffer of the
+ *                        loop's stream pool, taken only when data is there
+ *                        (io_uring: a provided-buffer ring of its own, so
+ *                        streams never starve the datagram sockets; a
+ *                        one-shot recv with buffer select, because a
+ *                        multishot recv cannot be paused without a cancel
+ *                        that races with data already on its way, and the
+ *                        per-connection bound would be lost). An idle
+ *                        connection holds no buffer.
+ *   stream_forward(l, fd, d, id)  send all of d (received by on_stream, of
+ *                        any stream) on fd, without a copy: the loop keeps
+ *                        d's buffer, resends the unsent tail of a short
+ *                        write, and calls on_sent(id, d->len or -errno)
+ *                        once, when the last byte is with the kernel.
+ *   stream_send(l, fd, buf, len, id)  the same for bytes of the caller's
+ *                        (len <= LOOP_STREAM_CHUNK), copied first.
+ *                        Sends on one fd leave in the order given.
+ *   del_socket(l, fd, id)  as for datagram sockets: whatever is pending on
+ *                        fd is cancelled. A send cancelled so still gets
+ *                        its on_sent (-ECANCELED or what it reached), a
+ *                        read or connect gets no callback. After it
+ *                        returns, the loop issues nothing more on fd.
+ *
+ * Half-close is the caller's shutdown(fd, SHUT_WR) once the last on_sent of
+ * that side came back (nothing is queued then); close is del_socket and
+ * close(2). A connection's memory in the loop is thus at most one chunk per
+ * direction: 2 * LOOP_STREAM_CHUNK while both sides stream. */
+#define LOOP_STREAM_CHUNK 16384
+/* Stream chunks per loop (the pool; a read waits while none is free). */
+#define LOOP_STREAM_CHUNKS 1024
 
 extern const struct loop_ops loop_uring_ops;
 extern const struct loop_ops loop_epoll_ops;
