@@ -4,6 +4,7 @@
  * command line. Every error names its flag or file:line and the value. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -72,6 +73,16 @@ const char conf_usage[] =
 	"  --query-cache-rate N      answers from the cache per second, per relay (200)\n"
 	"  --query-cache-bytes N     ... and bytes per second (256k; k and M allowed)\n"
 	"  --query-cache-max-reply N largest answer served from the cache (4096 bytes)\n"
+	"\n"
+	"PRBE echo (a gateway's UDP path test: a datagram that starts with PRBE goes\n"
+	"back to its source as it came; never to a source port below 1024 or an echo\n"
+	"port, never larger, at a rate per source IP):\n"
+	"  --prbe yes|no             echo on the relay's port, for sources without a\n"
+	"                            session (per relay; no)\n"
+	"  --prbe-listen ADDR:PORT   an echo-only UDP port, repeatable (at most " CONF_STR(CONF_PRBE_LISTEN_MAX) ")\n"
+	"  --prbe-max-size N         largest probe echoed (1472 bytes)\n"
+	"  --prbe-rate N             probes per second per source IP, IPv6 per /64 (10)\n"
+	"  --prbe-burst N            ... and at once (20)\n"
 	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
@@ -159,6 +170,9 @@ void conf_defaults(struct etr_conf *c)
 	c->backend = CONF_BACKEND_AUTO;
 	c->gso = true;
 	c->log_time = CONF_LOG_TIME;
+	c->prbe.max_size = CONF_PRBE_MAX_SIZE;
+	c->prbe.rate = CONF_PRBE_RATE;
+	c->prbe.burst = CONF_PRBE_BURST;
 	base_defaults(&c->base);
 }
 
@@ -193,6 +207,7 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
  * it inherited, later ones add to it. */
 struct layer {
 	bool masters_replaced;
+	bool prbe_replaced; /* the same for prbe-listen */
 	unsigned line; /* of the key being applied; 0: command line */
 };
 
@@ -453,6 +468,50 @@ static const char *set_drain(struct etr_conf *c, struct relay_conf *r, const str
 		       : NULL;
 }
 
+static const char *set_prbe(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			    const char *v, struct layer *ly)
+{
+	return parse_bool(v, &r->prbe) < 0 ? "expected yes or no" : NULL;
+}
+
+static uint16_t port_of(const union etr_sockaddr *a)
+{
+	return ntohs(a->sa.sa_family == AF_INET ? a->in.sin_port : a->in6.sin6_port);
+}
+
+/* Repeatable: the first of a layer replaces the list it inherited. */
+static const char *set_prbe_listen(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				   const char *v, struct layer *ly)
+{
+	union etr_sockaddr a;
+
+	if (addr_parse_numeric(v, &a) < 0 || port_of(&a) == 0)
+		return "expected IP:PORT or [IPv6]:PORT with a port above 0";
+	if (!ly->prbe_replaced)
+		c->prbe.nlisten = 0, ly->prbe_replaced = true;
+	if (c->prbe.nlisten == CONF_PRBE_LISTEN_MAX)
+		return "too many echo ports (at most " CONF_STR(CONF_PRBE_LISTEN_MAX) ")";
+	c->prbe.listen[c->prbe.nlisten++] = a;
+	return NULL;
+}
+
+/* prbe-max-size, prbe-rate, prbe-burst. */
+static const char *set_prbe_number(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				   const char *v, struct layer *ly)
+{
+	bool size = k->off == offsetof(struct etr_conf, prbe.max_size);
+	unsigned long long n, min = size ? 4 : 1, max = size ? 65507 : 100000;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n < min || n > max)
+		return size ? "expected a number of bytes from 4 to 65507"
+			    : "expected a number from 1 to 100000";
+	*(uint32_t *)(void *)((char *)c + k->off) = (uint32_t)n;
+	return NULL;
+}
+
 #define RK(field) offsetof(struct relay_conf, field)
 #define GK(field) offsetof(struct etr_conf, field)
 static const struct key keys[] = {
@@ -481,6 +540,7 @@ static const struct key keys[] = {
 	{ "query-cache-rate", SCOPE_RELAY, false, RK(query_cache_rate), set_count },
 	{ "query-cache-bytes", SCOPE_RELAY, false, RK(query_cache_bytes), set_bytes },
 	{ "query-cache-max-reply", SCOPE_RELAY, false, RK(query_cache_max_reply), set_bytes },
+	{ "prbe", SCOPE_RELAY, false, 0, set_prbe },
 	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
 	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
 	{ "gso", SCOPE_GLOBAL, false, GK(gso), set_bool },
@@ -490,6 +550,10 @@ static const struct key keys[] = {
 	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },
 	{ "debug", SCOPE_GLOBAL, true, GK(debug), set_bool },
 	{ "log-time", SCOPE_GLOBAL, false, 0, set_log_time },
+	{ "prbe-listen", SCOPE_GLOBAL, false, 0, set_prbe_listen },
+	{ "prbe-max-size", SCOPE_GLOBAL, false, GK(prbe.max_size), set_prbe_number },
+	{ "prbe-rate", SCOPE_GLOBAL, false, GK(prbe.rate), set_prbe_number },
+	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
@@ -868,10 +932,68 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 			r->port_max);
 }
 
+/* Two UDP listeners on one port: the same address, or either a wildcard. */
+static bool listeners_overlap(const union etr_sockaddr *a, const union etr_sockaddr *b)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+	bool wild_a, wild_b;
+
+	if (port_of(a) != port_of(b))
+		return false;
+	if (addr_equal(a, b))
+		return true;
+	wild_a = a->sa.sa_family == AF_INET ? a->in.sin_addr.s_addr == INADDR_ANY
+					    : memcmp(&a->in6.sin6_addr, &any6, 16) == 0;
+	wild_b = b->sa.sa_family == AF_INET ? b->in.sin_addr.s_addr == INADDR_ANY
+					    : memcmp(&b->in6.sin6_addr, &any6, 16) == 0;
+	return wild_a || wild_b;
+}
+
+static void prbe_add_port(struct etr_conf *c, uint16_t port, struct conf_errors *e)
+{
+	for (unsigned i = 0; i < c->prbe.nports; i++)
+		if (c->prbe.ports[i] == port)
+			return;
+	if (c->prbe.nports == CONF_PRBE_PORTS_MAX) {
+		err_add(e, "etrelay: PRBE echo on more than " CONF_STR(CONF_PRBE_PORTS_MAX)
+			   " ports (prbe-listen, and relays with prbe yes)");
+		return;
+	}
+	c->prbe.ports[c->prbe.nports++] = port;
+}
+
+/* The echo-only ports against each other and the relays; every echo port. */
+static void prbe_finish(struct etr_conf *c, struct conf_errors *e)
+{
+	char a[ADDR_STRLEN];
+	unsigned before = e->count;
+
+	c->prbe.nports = 0;
+	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
+		const union etr_sockaddr *l = &c->prbe.listen[i];
+
+		addr_str(&l->sa, a);
+		for (unsigned j = 0; j < i; j++)
+			if (listeners_overlap(l, &c->prbe.listen[j]))
+				err_add(e, "etrelay: prbe-listen %s: given twice", a);
+		for (unsigned j = 0; j < c->nrelays; j++)
+			if (listeners_overlap(l, &c->relays[j].listen))
+				err_add(e, "etrelay: prbe-listen %s: relay %s listens there; set prbe "
+					   "yes in that relay instead",
+					a, c->relays[j].name);
+		if (e->count == before)
+			prbe_add_port(c, port_of(l), e);
+	}
+	for (unsigned j = 0; j < c->nrelays && e->count == before; j++)
+		if (c->relays[j].prbe)
+			prbe_add_port(c, port_of(&c->relays[j].listen), e);
+}
+
 int conf_finish(struct etr_conf *c, struct conf_errors *e)
 {
 	unsigned before = e->count;
 	char where[CONF_NAME_MAX + 300];
+	struct layer global_layer = { false };
 
 	/* No [relay] section: the top level (or the command line) is the one. */
 	if (c->nrelays == 0) {
@@ -883,7 +1005,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		const char *v = c->cli[i].value ? c->cli[i].value : "yes";
 
 		if (k->scope == SCOPE_GLOBAL) {
-			apply(c, &c->base, k, v, &(struct layer){ false });
+			apply(c, &c->base, k, v, &global_layer);
 			continue;
 		}
 		for (unsigned j = 0; j < c->nrelays; j++) {
@@ -922,6 +1044,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 					r->port_min, r->port_max, o->name);
 		}
 	}
+	prbe_finish(c, e);
 	return e->count == before ? 0 : -1;
 }
 

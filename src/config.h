@@ -79,6 +79,16 @@
 #define CONF_WORKERS_MAX 64
 #define CONF_WORKERS_AUTO 0
 
+/* PRBE echo (prbe.h): echo-only ports (prbe-listen) per process, and the
+ * distinct echo ports in all (those and the relays' with prbe yes), which
+ * every echo port refuses as a source port (two echoers would bounce a
+ * probe forever); prbe.h's PRBE_PORTS_MAX. */
+#define CONF_PRBE_LISTEN_MAX 8
+#define CONF_PRBE_PORTS_MAX 8
+#define CONF_PRBE_MAX_SIZE 1472 /* bytes: an Ethernet frame's IPv4 UDP payload */
+#define CONF_PRBE_RATE 10       /* probes per second per source IP (IPv6 /64) */
+#define CONF_PRBE_BURST 20      /* ... and at once */
+
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
@@ -127,6 +137,17 @@ struct relay_conf {
 	uint64_t query_cache_stale_ms; /* served past query_cache_ms while refreshing */
 	uint32_t query_cache_rate, query_cache_bytes; /* answers from it, per second */
 	uint32_t query_cache_max_reply; /* bytes */
+	bool prbe; /* echo "PRBE" datagrams from sources without a session */
+};
+
+/* The PRBE echo's rules, for every echo port, and the echo-only ports. */
+struct conf_prbe {
+	uint32_t max_size, rate, burst;
+	union etr_sockaddr listen[CONF_PRBE_LISTEN_MAX];
+	unsigned nlisten;
+	/* conf_finish: every distinct echo port (host order). */
+	uint16_t ports[CONF_PRBE_PORTS_MAX];
+	unsigned nports;
 };
 
 struct conf_cli {
@@ -144,6 +165,7 @@ struct etr_conf {
 	union etr_sockaddr ops_listen;
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
 	char ban_file[4096];       /* "" : none */
+	struct conf_prbe prbe;
 	/* Command-line only. */
 	const char *path; /* config file, NULL: none */
 	bool path_given, test, probe, help, version;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -444,6 +445,7 @@ static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *up
 	if (relay_shared_init(sh, c, d->nworkers, i) < 0)
 		return EXIT_FAILURE;
 	sh->arg = d;
+	sh->prbe = &d->conf->prbe;
 	sh->wake_owner = wake_owner;
 	sh->masters_moved = steer_masters;
 	d->nrelays = i + 1;
@@ -467,6 +469,63 @@ static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *up
 	return 0;
 }
 
+/* Echo-only port i on every worker, in one reuseport group with the
+ * workers' program: the echo needs no affinity, but a source's rate bucket
+ * is per worker, and the hash of the source address sends each source to
+ * one worker (the kernel's own 4-tuple hash would spread one IP's ports
+ * over all of them, multiplying its rate by the workers). */
+static int open_prbe_port(struct daemon *d, unsigned i)
+{
+	const struct conf_prbe *cp = &d->conf->prbe;
+	const union etr_sockaddr *l = &cp->listen[i];
+	struct prbe_port_conf pc = {
+	    .rl_entries = rl_worker_entries(PRBE_PORT_RL_ENTRIES, d->nworkers),
+	    .burst = cp->burst,
+	    .rate = cp->rate,
+	    .len_max = (uint16_t)cp->max_size,
+	    .ports = cp->ports,
+	    .nports = cp->nports,
+	    .listener_loopback = addrclass_bogon(l, false) && !addrclass_bogon(l, true),
+	};
+	char a[ADDR_STRLEN];
+
+	addr_str(&l->sa, a);
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		struct worker *wk = d->workers[w];
+		struct prbe_stats *st = &wk->prbe_stats[i];
+		uint8_t key[16];
+		int fd, err;
+
+		/* As for a relay: the first socket must not join a group
+		 * another process holds. */
+		fd = d->nworkers > 1 && w == 0 ? net_port_free(l) : 0;
+		if (fd == 0)
+			fd = net_bind_public(l, d->nworkers > 1);
+		if (fd < 0) {
+			log_warnx("prbe-listen %s: bind: %s", a, strerror(-fd));
+			return EXIT_FAILURE;
+		}
+		snprintf(st->port, sizeof(st->port), "%s", a);
+		rl_random_key(net_random64, key);
+		err = prbe_port_init(&wk->prbe_ports[i], fd, &pc, key, st);
+		wk->nprbe_ports = i + 1;
+		if (err == 0 && w == 0 && d->nworkers > 1) {
+			struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
+			struct sock_filter prog[REUSEPORT_PROG_MAX];
+			int n = reuseport_build(&p, prog);
+
+			err = n < 0 ? n : net_attach_reuseport(fd, prog, (unsigned)n);
+		}
+		if (err < 0) {
+			log_warnx("prbe-listen %s: %s", a, strerror(-err));
+			return EXIT_FAILURE;
+		}
+		d->stats.prbe_port[w][i] = st;
+	}
+	d->stats.nprbe_ports = i + 1;
+	return 0;
+}
+
 /* A worker's relays register with its loop (on its own thread). */
 static int attach_relays(struct worker *w)
 {
@@ -474,6 +533,8 @@ static int attach_relays(struct worker *w)
 
 	for (unsigned i = 0; i < w->nrelays && rc == 0; i++)
 		rc = relay_attach(&w->relays[i], w->ops, w->loop, &w->ep);
+	for (unsigned i = 0; i < w->nprbe_ports && rc == 0; i++)
+		rc = prbe_port_attach(&w->prbe_ports[i], w->ops, w->loop, &w->ep);
 	if (rc < 0) {
 		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
@@ -546,6 +607,9 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		if ((rc = open_relay(d, i, &upstreams[i])) != 0)
 			return rc;
 	d->stats.nrelays = d->nrelays;
+	for (unsigned i = 0; i < conf->prbe.nlisten; i++)
+		if ((rc = open_prbe_port(d, i)) != 0)
+			return rc;
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");
@@ -606,6 +670,12 @@ static void log_start(const struct daemon *d)
 			 addr_str(&r->upstream.sa, b), d->ops->name, c->game, c->heartbeat,
 			 c->flatline[0] ? c->flatline : "none", masters);
 	}
+	for (unsigned i = 0; i < d->conf->nrelays; i++)
+		if (d->conf->relays[i].prbe)
+			log_info("PRBE echo on %s (relay %s)", d->workers[0]->relays[i].stats.public_addr,
+				 d->conf->relays[i].name);
+	for (unsigned i = 0; i < d->conf->prbe.nlisten; i++)
+		log_info("PRBE echo on %s", d->workers[0]->prbe_stats[i].port);
 }
 
 int daemon_run(struct daemon *d)

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
+#include "prbe_port.h"
 #include "relay.h"
 #include "stats.h"
 
@@ -26,6 +27,10 @@ struct worker;
 /* Every relay and the daemon find a slot in each worker's endpoint table. */
 _Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + DAEMON_ENDPOINTS <= ENDPOINT_MAX,
 	       "CONF_RELAYS_MAX relays do not fit the endpoint table");
+_Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + DAEMON_ENDPOINTS +
+		       CONF_PRBE_LISTEN_MAX * PRBE_PORT_ENDPOINTS <=
+		   ENDPOINT_MAX,
+	       "the echo-only ports do not fit the endpoint table");
 
 struct daemon {
 	const struct etr_conf *conf;

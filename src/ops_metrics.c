@@ -277,6 +277,51 @@ static void relays(FILE *f, struct etr_stats *st)
 #undef EACH_RELAY
 }
 
+/* PRBE echo: each relay port with prbe yes, then each echo-only port,
+ * every result, summed over the workers. */
+static void prbe_ports(FILE *f, const struct etr_stats *st)
+{
+	unsigned nr = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
+	unsigned np = st->nprbe_ports < CONF_PRBE_LISTEN_MAX ? st->nprbe_ports : CONF_PRBE_LISTEN_MAX;
+	bool any = np > 0;
+
+	for (unsigned i = 0; i < nr && !any; i++)
+		any = st->relay[i] && st->relay[i]->prbe_on;
+	if (!any)
+		return;
+	family(f, "etrelay_prbe_packets_total", "counter",
+	       "PRBE probes on each echo port (its address), by result: echoed (the kernel took "
+	       "the reply), send_error, or why it was dropped: not_probe (no PRBE at its start, "
+	       "echo-only ports), source (cannot be real), low_port (source port below 1024), "
+	       "loop (source port is an echo port), size (over prbe-max-size), rate (over the "
+	       "source's prbe-rate).");
+	for (unsigned i = 0; i < nr; i++) {
+		const struct relay_stats *r = st->relay[i];
+
+		if (!r || !r->prbe_on)
+			continue;
+		for (unsigned v = 0; v < STATS_PRBE_RESULTS; v++)
+			sample(f, "etrelay_prbe_packets_total",
+			       LABELS("port", r->prbe.port, "result", stats_prbe_result_name(v)),
+			       stats_relay_sum(st, i, offsetof(struct relay_stats, prbe.result[v])));
+	}
+	for (unsigned i = 0; i < np; i++) {
+		const struct prbe_stats *p0 = st->prbe_port[0][i];
+
+		if (!p0)
+			continue;
+		for (unsigned v = 0; v < STATS_PRBE_RESULTS; v++) {
+			uint64_t n = 0;
+
+			for (unsigned w = 0; w < stats_workers(st); w++)
+				if (st->prbe_port[w][i])
+					n += STAT_GET(st->prbe_port[w][i]->result[v]);
+			sample(f, "etrelay_prbe_packets_total",
+			       LABELS("port", p0->port, "result", stats_prbe_result_name(v)), n);
+		}
+	}
+}
+
 static void process(FILE *f, const struct ops_process *p)
 {
 	if (p->have_stat) {
@@ -363,6 +408,7 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	sample(out, "etrelay_workers", NO_LABELS, stats_workers(st));
 
 	relays(out, st);
+	prbe_ports(out, st);
 	if (st->loop)
 		loop_counters(out, st);
 	if (proc)

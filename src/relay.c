@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "net.h"
+#include "prbe_port.h"
 
 /* The daemon's session sockets: connected to the game server, from the
  * configured port range if there is one. */
@@ -78,6 +79,34 @@ static const struct masters_hooks relay_masters_hooks = {
     .moved = relay_masters_moved,
 };
 
+/* prbe yes: per worker, the rate table holds this worker's share of the
+ * sources (the reuseport program picks a worker by source address, so a
+ * source's bucket is whole). */
+static int relay_prbe_open(struct relay *r, bool loopback)
+{
+	const struct conf_prbe *cp = r->shared->prbe;
+	struct prbe_port_conf pc = {
+	    .rl_entries = rl_worker_entries(PRBE_PORT_RL_ENTRIES, r->shared->workers),
+	    .burst = cp->burst,
+	    .rate = cp->rate,
+	    .len_max = (uint16_t)cp->max_size,
+	    .ports = cp->ports,
+	    .nports = cp->nports,
+	    .listener_loopback = loopback,
+	};
+	uint8_t key[16];
+	int err;
+
+	rl_random_key(net_random64, key);
+	err = prbe_port_rules(&r->prbe, &r->prbe_rl, &pc, key);
+	if (err < 0)
+		return err;
+	snprintf(r->stats.prbe.port, sizeof(r->stats.prbe.port), "%s", r->stats.public_addr);
+	r->stats.prbe_on = true;
+	udprelay_set_prbe(&r->fwd, &r->prbe, &r->stats.prbe);
+	return 0;
+}
+
 int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	       const union etr_sockaddr *upstream, struct etr_stats *global,
 	       struct relay_shared *shared, unsigned worker)
@@ -128,6 +157,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	if (!err)
 		err = q3policy_init(&r->policy, conf, &r->fwd, &r->masters, &shared->q3, worker,
 				    net_random64, loop_now());
+	if (!err && conf->prbe)
+		err = relay_prbe_open(r, fc.listener_loopback);
 	if (err < 0) {
 		log_warnx("relay %s: tables for %u sessions: %s", conf->name, conf->max_sessions,
 			  strerror(-err));
@@ -184,6 +215,8 @@ void relay_close(struct relay *r)
 	masters_close(&r->masters);
 	udprelay_free(&r->fwd);
 	q3policy_free(&r->policy);
+	if (r->stats.prbe_on)
+		rl_table_free(&r->prbe_rl);
 	pthread_mutex_destroy(&r->stats.lock);
 }
 

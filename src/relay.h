@@ -15,6 +15,7 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "masters.h"
+#include "prbe.h"
 #include "q3policy.h"
 #include "stats.h"
 #include "udprelay.h"
@@ -37,6 +38,7 @@ struct relay_shared {
 	void (*wake_owner)(struct relay_shared *sh);
 	void (*masters_moved)(struct relay_shared *sh, const struct relay *owner);
 	void *arg;
+	const struct conf_prbe *prbe; /* the echo's rules, for prbe yes */
 };
 
 struct relay {
@@ -53,6 +55,9 @@ struct relay {
 	struct q3policy policy; /* what a datagram may do */
 	struct masters masters; /* heartbeats, DNS, the probe */
 	struct relay_stats stats;
+	/* prbe yes: the echo on the public socket. */
+	struct prbe prbe;
+	struct rl_table prbe_rl;
 };
 
 /* Endpoints one relay registers (relay_attach). */

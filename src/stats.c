@@ -50,6 +50,8 @@ void stats_relay_add(struct relay_stats *to, const struct relay_stats *from)
 	ADD(probe_rounds_ok);
 	ADD(probe_rounds_failed);
 	ADD(flatlines);
+	for (int r = 0; r < STATS_PRBE_RESULTS; r++)
+		ADD(prbe.result[r]);
 #undef ADD
 }
 
@@ -77,6 +79,7 @@ const char *stats_drop_name(enum stats_drop d)
 		[DROP_QPORT_OWNED] = "qport_owned",
 		[DROP_CONNECT_UNREAD] = "connect_unread",
 		[DROP_CONNECT_UNCHALLENGED] = "connect_unchallenged",
+		[DROP_PRBE] = "prbe",
 	};
 
 	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";
@@ -106,4 +109,9 @@ const char *stats_hb_result_name(enum stats_hb_result r)
 	};
 
 	return (unsigned)r < HB_RESULT_COUNT ? names[r] : "unknown";
+}
+
+const char *stats_prbe_result_name(unsigned r)
+{
+	return r == STATS_PRBE_SEND_ERROR ? "send_error" : prbe_verdict_name((enum prbe_verdict)r);
 }

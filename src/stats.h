@@ -14,6 +14,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "prbe.h"
 
 /* The limits are the configuration's, named there once. */
 #define STATS_RELAYS_MAX CONF_RELAYS_MAX
@@ -51,6 +52,7 @@ enum stats_drop {
 	DROP_QPORT_OWNED, /* its qport belongs to another session heard from just now */
 	DROP_CONNECT_UNREAD, /* a connect whose qport could not be read (or not within budget) */
 	DROP_CONNECT_UNCHALLENGED, /* a connect on a session never sent a challenge */
+	DROP_PRBE,       /* a PRBE probe not echoed (etrelay_prbe_packets_total says why) */
 	DROP_COUNT
 };
 
@@ -78,6 +80,16 @@ enum stats_hb_result {
 	HB_RESULT_UNRESOLVED, /* no address for the name */
 	HB_RESULT_WRONG_FAMILY, /* only addresses the listener cannot reach */
 	HB_RESULT_COUNT
+};
+
+/* One echo port's PRBE results: each verdict of prbe_check, except that an
+ * echo counts as echoed once the kernel took it, and as send_error
+ * (STATS_PRBE_SEND_ERROR) when it did not. */
+#define STATS_PRBE_SEND_ERROR PRBE_VERDICTS
+#define STATS_PRBE_RESULTS (PRBE_VERDICTS + 1)
+struct prbe_stats {
+	char port[ADDR_STRLEN]; /* the listener's address: the metric's label */
+	_Atomic uint64_t result[STATS_PRBE_RESULTS];
 };
 
 struct master_status {
@@ -113,6 +125,8 @@ struct relay_stats {
 	_Atomic uint64_t probe_rounds_ok, probe_rounds_failed;
 	_Atomic uint64_t flatlines;
 	_Atomic int server; /* enum stats_server */
+	bool prbe_on;		 /* prbe yes: the echo's results below */
+	struct prbe_stats prbe;
 
 	pthread_mutex_t lock; /* guards masters[] */
 	struct master_status masters[STATS_MASTERS_MAX];
@@ -137,6 +151,9 @@ struct etr_stats {
 	unsigned nworkers;
 	struct relay_stats *worker_relay[STATS_WORKERS_MAX][STATS_RELAYS_MAX];
 	const struct loop_stats *worker_loop[STATS_WORKERS_MAX];
+	/* The echo-only ports (prbe-listen), each worker's. */
+	unsigned nprbe_ports;
+	struct prbe_stats *prbe_port[STATS_WORKERS_MAX][CONF_PRBE_LISTEN_MAX];
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */
@@ -171,5 +188,7 @@ void stats_relay_add(struct relay_stats *to, const struct relay_stats *from);
 const char *stats_drop_name(enum stats_drop d);
 const char *stats_close_name(enum stats_close c);
 const char *stats_hb_result_name(enum stats_hb_result r);
+/* prbe_verdict_name, and "send_error" for STATS_PRBE_SEND_ERROR. */
+const char *stats_prbe_result_name(unsigned r);
 
 #endif

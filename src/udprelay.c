@@ -9,6 +9,7 @@
 
 #include "addrclass.h"
 #include "log.h"
+#include "prbe_port.h"
 
 static const struct endpoint_ops udprelay_public_ops, udprelay_session_ops;
 
@@ -48,6 +49,12 @@ void udprelay_set_sockops(struct udprelay *u, const struct udprelay_sockops *s, 
 {
 	u->sock = s;
 	u->sarg = arg;
+}
+
+void udprelay_set_prbe(struct udprelay *u, struct prbe *p, struct prbe_stats *st)
+{
+	u->prbe = p;
+	u->prbe_stats = st;
 }
 
 static uint32_t public_id(const struct udprelay *u, uint32_t ref)
@@ -316,6 +323,20 @@ static bool forward(struct udprelay *u, uint32_t idx, int fd, const union etr_so
 	return true;
 }
 
+/* A probe from a source without a session: echoed or dropped here, never
+ * the policy's (a player's in-game packet starts with its sequence number,
+ * and its session keeps whatever it sends). */
+static void probe(struct udprelay *u, const union etr_sockaddr *client, struct loop_dgram *d)
+{
+	if (u->bans && banlist_match(u->bans, client)) {
+		udprelay_refuse(u, client, d, DROP_BANNED);
+		return;
+	}
+	if (prbe_port_answer(u->prbe, u->prbe_stats, u->ops, u->loop, u->pub_fd, client, d,
+			     public_id(u, UDPRELAY_REF_PRBE)) != PRBE_ECHO)
+		STAT_ADD(u->stats->drops[DROP_PRBE], 1);
+}
+
 static void from_client(struct udprelay *u, struct loop_dgram *d)
 {
 	union etr_sockaddr client;
@@ -324,6 +345,10 @@ static void from_client(struct udprelay *u, struct loop_dgram *d)
 
 	if (!d->from || !addr_from(&client, d->from, d->fromlen)) {
 		STAT_ADD(u->stats->drops[DROP_BAD_SOURCE], 1);
+		return;
+	}
+	if (u->prbe && prbe_port_magic(d) && session_lookup(&u->st, &client) == SESSION_NONE) {
+		probe(u, &client, d);
 		return;
 	}
 	if (addrclass_bogon(&client, u->conf.listener_loopback)) {
@@ -431,9 +456,13 @@ static void public_sent(void *obj, uint32_t ref, int res)
 {
 	struct udprelay *u = obj;
 
-	(void)ref;
-	if (res < 0)
+	if (ref == UDPRELAY_REF_PRBE) {
+		prbe_port_sent(u->prbe_stats, res);
+		if (res < 0)
+			STAT_ADD(u->stats->drops[DROP_PRBE], 1);
+	} else if (res < 0) {
 		STAT_ADD(u->stats->drops[DROP_SEND_ERROR], 1);
+	}
 }
 
 static void public_timer(void *obj, uint32_t ref, uint64_t now)

@@ -20,6 +20,7 @@
 #include "stats.h"
 
 struct udprelay;
+struct prbe;
 
 /* What a policy decided about a client's datagram (client_dgram): 0 drops
  * it (the policy counted why, or answered it itself), else UDPRELAY_FORWARD
@@ -106,6 +107,9 @@ struct udprelay {
 	struct rl_table ip_sess_rl; /* per source IP: new sessions */
 	struct rl_bucket sess_rl;   /* new sessions, in all */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
+	/* PRBE echo on the public socket (udprelay_set_prbe), NULL: none. */
+	struct prbe *prbe;
+	struct prbe_stats *prbe_stats;
 };
 
 /* Source IPs tracked for the per-IP session rate: 2 MiB, far more than a
@@ -118,7 +122,7 @@ struct udprelay {
 /* Refs under the public endpoint (a multi endpoint, the forwarder's for
  * its life): the socket itself and the forwarder's timer, and replies its
  * policy sends (udprelay_reply), whose failures count as send_error. */
-enum { UDPRELAY_REF_SOCKET, UDPRELAY_REF_REPLY };
+enum { UDPRELAY_REF_SOCKET, UDPRELAY_REF_REPLY, UDPRELAY_REF_PRBE };
 
 /* A session's ref must fit an endpoint ref. */
 _Static_assert(SESSION_REF_BITS <= ENDPOINT_REF_BITS, "session refs are endpoint refs");
@@ -137,6 +141,11 @@ void udprelay_share_count(struct udprelay *u, _Atomic uint32_t *open);
 /* The policy and the socket factory; before attach. */
 void udprelay_set_policy(struct udprelay *u, const struct udprelay_policy_ops *pol, void *p);
 void udprelay_set_sockops(struct udprelay *u, const struct udprelay_sockops *s, void *arg);
+
+/* Echo PRBE datagrams (prbe_port.h) from sources without a session, before
+ * the policy sees them, by p's rules, counting in st; before attach. A
+ * source with a session keeps its datagrams: they go to the policy. */
+void udprelay_set_prbe(struct udprelay *u, struct prbe *p, struct prbe_stats *st);
 
 /* Register the UDPRELAY_ENDPOINTS endpoints in ep and the public socket
  * with the loop. Returns 0 or -errno (-ENOSPC: the table is full). */

@@ -239,6 +239,10 @@ void worker_free(struct worker *w)
 		w->ops->destroy(w->loop);
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_close(&w->relays[i]);
+	for (unsigned i = 0; i < w->nprbe_ports; i++) {
+		prbe_port_free(&w->prbe_ports[i]);
+		close(w->prbe_ports[i].fd);
+	}
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
 	free(w->call_buf);

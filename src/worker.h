@@ -15,6 +15,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
+#include "prbe_port.h"
 #include "relay.h"
 
 struct daemon;
@@ -34,6 +35,10 @@ struct worker {
 	struct endpoint_table ep; /* what its loop ids name */
 	struct relay relays[CONF_RELAYS_MAX];
 	unsigned nrelays;
+	/* The echo-only ports (prbe-listen), this worker's sockets. */
+	struct prbe_port prbe_ports[CONF_PRBE_LISTEN_MAX];
+	struct prbe_stats prbe_stats[CONF_PRBE_LISTEN_MAX];
+	unsigned nprbe_ports;
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;
