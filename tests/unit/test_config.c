@@ -2395,6 +2395,165 @@ static void test_config_listener_reaches_by_family(void **state)
 	assert_int_equal(conf_addr_family(&m), AF_INET);
 }
 
+/* PRBE echo: prbe per relay, the echo-only ports, the rules. */
+
+static void test_config_prbe_defaults_are_off_1472_bytes_10_per_second_burst_20(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_false(c.relays[0].prbe);
+	assert_int_equal(c.prbe.nlisten, 0);
+	assert_int_equal(c.prbe.nports, 0);
+	assert_int_equal(c.prbe.max_size, 1472);
+	assert_int_equal(c.prbe.rate, 10);
+	assert_int_equal(c.prbe.burst, 20);
+}
+
+static void test_config_prbe_is_per_relay_and_its_ports_are_echo_ports(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "prbe-listen 0.0.0.0:51821\n"
+			     "prbe-listen [::1]:443\n"
+			     "prbe-max-size 1200\n"
+			     "prbe-rate 5\n"
+			     "prbe-burst 7\n"
+			     "[relay a]\nupstream h:1\nlisten 0.0.0.0:27960\nprbe yes\n"
+			     "[relay b]\nupstream h:2\nlisten 0.0.0.0:27961\n",
+			     NOARGS),
+			 0);
+	assert_true(c.relays[0].prbe);
+	assert_false(c.relays[1].prbe);
+	assert_int_equal(c.prbe.nlisten, 2);
+	assert_int_equal(c.prbe.max_size, 1200);
+	assert_int_equal(c.prbe.rate, 5);
+	assert_int_equal(c.prbe.burst, 7);
+	/* Every echo port once: the two echo-only ports, relay a's. */
+	assert_int_equal(c.prbe.nports, 3);
+	assert_int_equal(c.prbe.ports[0], 51821);
+	assert_int_equal(c.prbe.ports[1], 443);
+	assert_int_equal(c.prbe.ports[2], 27960);
+}
+
+static void test_config_prbe_on_the_command_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* The file's echo ports are replaced by the command line's, which
+	 * add up among themselves; --prbe sets every relay. */
+	assert_int_equal(run(&c, &e,
+			     "prbe-listen 127.0.0.1:5000\n"
+			     "[relay a]\nupstream h:1\nlisten 0.0.0.0:27960\n"
+			     "[relay b]\nupstream h:2\nlisten 0.0.0.0:27961\nprbe no\n",
+			     ARGV("--prbe-listen", "127.0.0.1:6000", "--prbe-listen",
+				  "127.0.0.1:6001", "--prbe", "yes", "--prbe-rate", "3")),
+			 0);
+	assert_int_equal(c.prbe.nlisten, 2);
+	assert_int_equal(ntohs(c.prbe.listen[0].in.sin_port), 6000);
+	assert_int_equal(ntohs(c.prbe.listen[1].in.sin_port), 6001);
+	assert_true(c.relays[0].prbe);
+	assert_true(c.relays[1].prbe);
+	assert_int_equal(c.prbe.rate, 3);
+	assert_int_equal(c.prbe.nports, 4);
+}
+
+static void test_config_prbe_bad_values_name_the_key(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(args(&c, &e, ARGV("--prbe", "maybe")), -1);
+	assert_err_names(&e, "--prbe", "maybe");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-listen", "127.0.0.1")), -1);
+	assert_err_names(&e, "--prbe-listen", "127.0.0.1");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-listen", "127.0.0.1:0")), -1);
+	assert_err_names(&e, "--prbe-listen", "127.0.0.1:0");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-listen", "echo.example:7")), -1);
+	assert_err_names(&e, "--prbe-listen", "echo.example:7");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-max-size", "3")), -1);
+	assert_err_names(&e, "--prbe-max-size", "3");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-max-size", "65508")), -1);
+	assert_err_names(&e, "--prbe-max-size", "65508");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-max-size", "4")), 0);
+	assert_int_equal(args(&c, &e, ARGV("--prbe-rate", "0")), -1);
+	assert_err_names(&e, "--prbe-rate", "0");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-burst", "x")), -1);
+	assert_err_names(&e, "--prbe-burst", "x");
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "prbe-max-size 70000\n[relay a]\nprbe-rate 2\n"), -1);
+	assert_err_line(&e, PATH ":1: prbe-max-size", "70000", NULL);
+	assert_err_line(&e, PATH ":3: prbe-rate", "process-wide", NULL);
+}
+
+static void test_config_prbe_listen_at_most_8_and_not_on_a_relays_port(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(args(&c, &e,
+			      ARGV("--prbe-listen", "127.0.0.1:1", "--prbe-listen", "127.0.0.1:2",
+				   "--prbe-listen", "127.0.0.1:3", "--prbe-listen", "127.0.0.1:4",
+				   "--prbe-listen", "127.0.0.1:5", "--prbe-listen", "127.0.0.1:6",
+				   "--prbe-listen", "127.0.0.1:7", "--prbe-listen", "127.0.0.1:8",
+				   "--prbe-listen", "127.0.0.1:9")),
+			 -1);
+	assert_err_names(&e, "--prbe-listen", "at most 8");
+	/* A relay's own address, or a wildcard over it: prbe yes is the way. */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
+					   "--prbe-listen", "0.0.0.0:27960")),
+			 -1);
+	assert_err_names(&e, "prbe-listen 0.0.0.0:27960", "prbe yes");
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
+					   "--prbe-listen", "127.0.0.2:27960")),
+			 0);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--prbe-listen", "127.0.0.1:7000",
+					   "--prbe-listen", "127.0.0.1:7000")),
+			 -1);
+	assert_err_names(&e, "prbe-listen 127.0.0.1:7000", "twice");
+}
+
+static void test_config_prbe_more_than_8_echo_ports_is_an_error(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+	char text[2048];
+	size_t o = 0;
+
+	(void)state;
+	/* 6 echo-only ports and 3 relays with prbe yes: 9 ports. */
+	for (unsigned i = 0; i < 6; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "prbe-listen 127.0.0.1:%u\n",
+				      7000 + i);
+	for (unsigned i = 0; i < 3; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o,
+				      "[relay r%u]\nupstream h:1\nlisten 0.0.0.0:%u\nprbe yes\n", i,
+				      27960 + i);
+	assert_int_equal(run(&c, &e, text, NOARGS), -1);
+	assert_err_names(&e, "more than 8 ports", NULL);
+	/* Relays on one port number count once. */
+	o = 0;
+	for (unsigned i = 0; i < 6; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "prbe-listen 127.0.0.1:%u\n",
+				      7000 + i);
+	for (unsigned i = 0; i < 3; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o,
+				      "[relay r%u]\nupstream h:1\nlisten 127.0.0.%u:27960\nprbe yes\n",
+				      i, i + 1);
+	assert_int_equal(run(&c, &e, text, NOARGS), 0);
+	assert_int_equal(c.prbe.nports, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2507,6 +2666,12 @@ int main(void)
 		test_config_first_master_on_the_command_line_replaces_each_relays_list),
 	    cmocka_unit_test(test_config_global_key_on_the_command_line_overrides_the_files),
 	    cmocka_unit_test(test_config_upstream_on_the_command_line_completes_a_file_without_one),
+	    cmocka_unit_test(test_config_prbe_defaults_are_off_1472_bytes_10_per_second_burst_20),
+	    cmocka_unit_test(test_config_prbe_is_per_relay_and_its_ports_are_echo_ports),
+	    cmocka_unit_test(test_config_prbe_on_the_command_line),
+	    cmocka_unit_test(test_config_prbe_bad_values_name_the_key),
+	    cmocka_unit_test(test_config_prbe_listen_at_most_8_and_not_on_a_relays_port),
+	    cmocka_unit_test(test_config_prbe_more_than_8_echo_ports_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
