@@ -205,6 +205,15 @@ int check_run(const struct etr_conf *c)
 		       addr_hostport(r->upstream_host, r->upstream_port, hp), r->game, r->nmasters,
 		       r->max_sessions);
 	}
+	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
+		char a[ADDR_STRLEN];
+
+		printf("prbe-listen %s\n", addr_str(&c->prbe.listen[i].sa, a));
+	}
+	if (c->prbe.nports)
+		printf("prbe echo on %u port%s: max-size %u, rate %u/s, burst %u\n", c->prbe.nports,
+		       c->prbe.nports == 1 ? "" : "s", c->prbe.max_size, c->prbe.rate,
+		       c->prbe.burst);
 	printf("etrelay: configuration %s is valid (%u relay%s)\n", c->path ? c->path : "(command line)",
 	       c->nrelays, c->nrelays == 1 ? "" : "s");
 	if (!c->probe)

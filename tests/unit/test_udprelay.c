@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "prbe_port.h"
 #include "udprelay.h"
 
 #include "fake_loop.h"
@@ -636,6 +637,59 @@ static void test_udprelay_timer_is_armed_by_a_new_session_and_expires_it(void **
 	assert_int_equal(f->l.timer_cancels, 1);
 }
 
+/* prbe yes: a probe from a source without a session is echoed from the
+ * public socket (a copy, the same length) and never reaches the policy; a
+ * session's PRBE datagram is the policy's; a refused probe is a drop. */
+static void test_udprelay_prbe_echoes_newcomers_and_leaves_sessions_alone(void **state)
+{
+	struct fixture *f = *state;
+	static const uint16_t ports[] = {27960};
+	struct prbe_port_conf pc = {.rl_entries = 64, .burst = 2, .rate = 1, .ports = ports,
+				    .nports = 1};
+	struct prbe_stats st;
+	struct rl_table rl;
+	struct prbe p;
+
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(prbe_port_rules(&p, &rl, &pc, key), 0);
+	udprelay_set_prbe(&f->u, &p, &st);
+	memcpy(f->buf, "PRBE0123456789abcdef", 20);
+	from_client(f, "192.0.2.1", 5000, SEC);
+	assert_int_equal(f->pol.client_calls, 0);
+	assert_int_equal(f->u.st.active, 0);
+	assert_int_equal(f->l.nsent, 1);
+	assert_int_equal(f->l.last_fd, PUB_FD);
+	assert_int_equal(f->l.last_len, 20);
+	assert_memory_equal(f->l.last, "PRBE0123456789abcdef", 20);
+	/* Echoed counts when the kernel took it. */
+	assert_int_equal(STAT_GET(st.result[PRBE_ECHO]), 0);
+	assert_true(endpoint_sent(&f->ep, f->l.last_id, 20));
+	assert_int_equal(STAT_GET(st.result[PRBE_ECHO]), 1);
+	assert_true(endpoint_sent(&f->ep, f->l.last_id, -EPERM));
+	assert_int_equal(STAT_GET(st.result[STATS_PRBE_SEND_ERROR]), 1);
+	assert_int_equal(STAT_GET(f->stats.drops[DROP_PRBE]), 1);
+	assert_int_equal(STAT_GET(f->stats.drops[DROP_SEND_ERROR]), 0);
+	/* Low source port, then the bucket: dropped and counted. */
+	from_client(f, "192.0.2.2", 1000, SEC);
+	assert_int_equal(STAT_GET(st.result[PRBE_DROP_PORT]), 1);
+	from_client(f, "192.0.2.1", 5001, SEC);
+	from_client(f, "192.0.2.1", 5002, SEC);
+	assert_int_equal(STAT_GET(st.result[PRBE_DROP_RATE]), 1);
+	assert_int_equal(f->l.nsent, 2);
+	assert_int_equal(STAT_GET(f->stats.drops[DROP_PRBE]), 3);
+	assert_int_equal(f->pol.client_calls, 0);
+	/* A source with a session: its PRBE datagram goes to the policy. */
+	memcpy(f->buf, "game", 4);
+	from_client(f, "192.0.2.3", 5000, SEC);
+	assert_int_equal(f->u.st.active, 1);
+	memcpy(f->buf, "PRBE", 4);
+	from_client(f, "192.0.2.3", 5000, SEC);
+	assert_int_equal(f->pol.client_calls, 2);
+	assert_int_equal(f->l.nsent, 2);
+	assert_int_equal(f->l.nfwd, 2);
+	rl_table_free(&rl);
+}
+
 static void test_udprelay_shutdown_closes_every_session(void **state)
 {
 	struct fixture *f = *state;
@@ -674,6 +728,7 @@ int main(void)
 	    T(test_udprelay_reply_leaves_from_the_public_socket),
 	    T(test_udprelay_timer_is_armed_by_a_new_session_and_expires_it),
 	    T(test_udprelay_shutdown_closes_every_session),
+	    T(test_udprelay_prbe_echoes_newcomers_and_leaves_sessions_alone),
 	};
 #undef T
 
