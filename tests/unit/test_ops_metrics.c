@@ -18,6 +18,7 @@
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
+static struct prbe_stats echo_port;
 
 static const struct ops_process proc = {
 	.have_stat = true,
@@ -92,6 +93,19 @@ static int setup(void **state)
 	st.nrelays = 2;
 	st.relay[0] = &et1;
 	st.relay[1] = &oa;
+
+	/* PRBE: et1 with prbe yes, and one echo-only port. */
+	et1.prbe_on = true;
+	strcpy(et1.prbe.port, et1.public_addr);
+	STAT_SET(et1.prbe.result[PRBE_ECHO], 9);
+	STAT_SET(et1.prbe.result[PRBE_DROP_RATE], 2);
+	memset(&echo_port, 0, sizeof(echo_port));
+	strcpy(echo_port.port, "0.0.0.0:51821");
+	STAT_SET(echo_port.result[PRBE_ECHO], 5);
+	STAT_SET(echo_port.result[PRBE_NOT_PROBE], 1);
+	STAT_SET(echo_port.result[STATS_PRBE_SEND_ERROR], 1);
+	st.nprbe_ports = 1;
+	st.prbe_port[0][0] = &echo_port;
 	return 0;
 }
 
@@ -178,6 +192,40 @@ static void test_ops_metrics_sums_the_workers(void **state)
 		       "direction=\"up\"} 500");
 	assert_line(t, "etrelay_gso_trains_total 5");
 	assert_line(t, "etrelay_game_server_up{relay=\"et1\"} 1");
+	free(t);
+}
+
+static void test_ops_metrics_counts_prbe_by_port_and_result(void **state)
+{
+	static struct relay_stats et1_w1, oa_w1;
+	static struct prbe_stats echo_w1;
+	char *t;
+
+	memset(&et1_w1, 0, sizeof(et1_w1));
+	memset(&oa_w1, 0, sizeof(oa_w1));
+	memset(&echo_w1, 0, sizeof(echo_w1));
+	STAT_SET(et1_w1.prbe.result[PRBE_ECHO], 1);
+	STAT_SET(echo_w1.result[PRBE_DROP_PORT], 3);
+	st.nworkers = 2;
+	st.worker_relay[1][0] = &et1_w1;
+	st.worker_relay[1][1] = &oa_w1;
+	st.prbe_port[1][0] = &echo_w1;
+	t = render(NULL);
+	assert_line(t, "etrelay_prbe_packets_total{port=\"203.0.113.10:27960\",result=\"echoed\"} 10");
+	assert_line(t, "etrelay_prbe_packets_total{port=\"203.0.113.10:27960\",result=\"rate\"} 2");
+	assert_line(t, "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"echoed\"} 5");
+	assert_line(t, "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"not_probe\"} 1");
+	assert_line(t, "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"low_port\"} 3");
+	assert_line(t,
+		    "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"send_error\"} 1");
+	/* A relay without prbe has no such line. */
+	assert_null(strstr(t, "etrelay_prbe_packets_total{port=\"[2001:db8::10]:27960\""));
+	free(t);
+	/* No echo port at all: no family. */
+	et1.prbe_on = false;
+	st.nprbe_ports = 0;
+	t = render(NULL);
+	assert_null(strstr(t, "etrelay_prbe_packets_total"));
 	free(t);
 }
 
@@ -403,6 +451,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_ops_metrics_sums_the_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_prbe_by_port_and_result,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_lists_every_drop_reason, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_exports_refusals_beside_the_drops,
