@@ -118,8 +118,8 @@ static void port_sent(void *obj, uint32_t ref, int res)
 }
 
 static const struct endpoint_ops prbe_port_ops = {
-	.name = "prbe",
-	.on_dgram = port_dgram,
-	.on_recv_error = port_recv_error,
-	.on_sent = port_sent,
+    .name = "prbe",
+    .on_dgram = port_dgram,
+    .on_recv_error = port_recv_error,
+    .on_sent = port_sent,
 };

@@ -23,7 +23,7 @@
 
 /* The rules one echo socket keeps (one worker's part). */
 struct prbe_port_conf {
-	uint32_t rl_entries; /* sources tracked (0: PRBE_PORT_RL_ENTRIES) */
+	uint32_t rl_entries;  /* sources tracked (0: PRBE_PORT_RL_ENTRIES) */
 	unsigned burst, rate; /* per source IP (IPv6 /64) */
 	uint16_t len_max;
 	const uint16_t *ports; /* every echo port, refused as source ports */
