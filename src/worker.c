@@ -39,6 +39,23 @@ static void h_timer(void *arg, uint32_t id, uint64_t now)
 	endpoint_timer(&((struct worker *)arg)->ep, id, now);
 }
 
+/* A connection nobody takes (its listener went this turn) is closed. */
+static void h_accept(void *arg, uint32_t id, int fd)
+{
+	if (!endpoint_accept(&((struct worker *)arg)->ep, id, fd) && fd >= 0)
+		close(fd);
+}
+
+static void h_connected(void *arg, uint32_t id, int res)
+{
+	endpoint_connected(&((struct worker *)arg)->ep, id, res);
+}
+
+static void h_stream(void *arg, uint32_t id, struct loop_dgram *d)
+{
+	endpoint_stream(&((struct worker *)arg)->ep, id, d);
+}
+
 /* Read the eventfd before taking the flags: a post after the exchange
  * writes the eventfd again, and so wakes the loop once more. */
 static void ctl_readable(void *obj, uint32_t ref)
@@ -102,6 +119,9 @@ int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned ma
 	    .on_sent = h_sent,
 	    .on_readable = h_readable,
 	    .on_timer = h_timer,
+	    .on_accept = h_accept,
+	    .on_connected = h_connected,
+	    .on_stream = h_stream,
 	};
 	const struct etr_conf *conf = w->d->conf;
 	struct loop_conf lc = {.max_sockets = max_sockets, .gso = conf->gso};
