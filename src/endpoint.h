@@ -150,6 +150,8 @@ static inline bool endpoint_timer(const struct endpoint_table *t, uint32_t id, u
 	return true;
 }
 
+/* Streams: false when no live endpoint took it. An accepted fd nobody
+ * takes is the caller's to close. */
 static inline bool endpoint_accept(const struct endpoint_table *t, uint32_t id, int fd)
 {
 	uint32_t ref;

@@ -34,9 +34,14 @@ static void h_readable(void *arg, uint32_t id)
 	endpoint_readable(&((struct worker *)arg)->ep, id);
 }
 
+static void h_timer(void *arg, uint32_t id, uint64_t now)
+{
+	endpoint_timer(&((struct worker *)arg)->ep, id, now);
+}
+
+/* A connection nobody takes (its listener went this turn) is closed. */
 static void h_accept(void *arg, uint32_t id, int fd)
 {
-	/* A connection nobody takes any more is closed at once. */
 	if (!endpoint_accept(&((struct worker *)arg)->ep, id, fd) && fd >= 0)
 		close(fd);
 }
@@ -49,11 +54,6 @@ static void h_connected(void *arg, uint32_t id, int res)
 static void h_stream(void *arg, uint32_t id, struct loop_dgram *d)
 {
 	endpoint_stream(&((struct worker *)arg)->ep, id, d);
-}
-
-static void h_timer(void *arg, uint32_t id, uint64_t now)
-{
-	endpoint_timer(&((struct worker *)arg)->ep, id, now);
 }
 
 /* Read the eventfd before taking the flags: a post after the exchange
