@@ -72,43 +72,6 @@ struct sni_conn {
 	struct tls_hello hello;
 };
 
-static const char *const result_names[SNI_RESULTS] = {
-	[SNI_SPLICED] = "spliced",
-	[SNI_UNKNOWN_NAME] = "unknown_name",
-	[SNI_NO_SNI] = "no_sni",
-	[SNI_NOT_TLS] = "not_tls",
-	[SNI_NOT_CLIENT_HELLO] = "not_client_hello",
-	[SNI_BAD_NAME] = "bad_name",
-	[SNI_MALFORMED] = "malformed",
-	[SNI_TOO_BIG] = "too_big",
-	[SNI_PREREAD_TIMEOUT] = "preread_timeout",
-	[SNI_PREREAD_CLOSED] = "preread_closed",
-	[SNI_CAP_CONNECTIONS] = "cap_connections",
-	[SNI_CAP_PER_IP] = "cap_per_ip",
-	[SNI_CAP_PREREAD] = "cap_preread",
-	[SNI_DRAINING] = "draining",
-	[SNI_CONNECT_FAILED] = "connect_failed",
-	[SNI_CONNECT_TIMEOUT] = "connect_timeout",
-	[SNI_ROUTE_GONE] = "route_gone",
-	[SNI_NO_RESOURCES] = "no_resources",
-};
-
-static const char *const end_names[SNI_ENDS] = {
-	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
-	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
-	[SNI_END_SHUTDOWN] = "shutdown",
-};
-
-const char *sni_result_name(enum sni_result r)
-{
-	return r < SNI_RESULTS ? result_names[r] : "?";
-}
-
-const char *sni_end_name(enum sni_end e)
-{
-	return e < SNI_ENDS ? end_names[e] : "?";
-}
-
 #define ADD(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
 #define SUB(field, n) atomic_fetch_sub_explicit(&(field), (n), memory_order_relaxed)
 
@@ -259,6 +222,7 @@ static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t no
 {
 	ADD(l->stats.preread_ns, now - c->start);
 	ADD(l->stats.preread_count, 1);
+	ADD(l->stats.preread_hist[sni_preread_bucket(now - c->start)], 1);
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
@@ -271,7 +235,7 @@ static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t no
 static void refuse(struct sni_listener *l, struct sni_conn *c, enum sni_result why, uint64_t now)
 {
 	ADD(l->stats.result[why], 1);
-	log_debug("sni %s: refused (%s)", l->conf->name, result_names[why]);
+	log_debug("sni %s: refused (%s)", l->conf->name, sni_result_name(why));
 	uncount(l, c);
 	free_pre(l, c);
 	close_side(l, c, SIDE_U);

@@ -63,6 +63,13 @@ enum sni_end {
 const char *sni_result_name(enum sni_result r);
 const char *sni_end_name(enum sni_end e);
 
+/* The preread histogram (etrelay_sni_preread_seconds): bucket b counts
+ * the prereads that took at most sni_preread_bound_ns[b] and more than the
+ * bound before; bucket SNI_PREREAD_BUCKETS the rest. */
+#define SNI_PREREAD_BUCKETS 8
+extern const uint64_t sni_preread_bound_ns[SNI_PREREAD_BUCKETS];
+unsigned sni_preread_bucket(uint64_t ns);
+
 /* A worker's counters for one listener: written by its thread, read by the
  * ops thread (stats.h rules); the ops plane sums the workers. */
 struct sni_stats {
@@ -71,6 +78,7 @@ struct sni_stats {
 	_Atomic uint64_t bytes_in;  /* client to upstream */
 	_Atomic uint64_t bytes_out; /* upstream to client */
 	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
+	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
 	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight */
 	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
 	_Atomic uint32_t preread;  /* of them still reading their ClientHello */
@@ -134,6 +142,16 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
  * now, its max-connections, and its routes in force. */
 void sni_listener_info(struct sni_shared *sh, unsigned i, uint32_t *active, uint32_t *capacity,
 		       uint32_t *routes);
+
+/* Listener i's counters summed over its workers (any thread). */
+struct sni_totals {
+	uint64_t result[SNI_RESULTS], ended[SNI_ENDS];
+	uint64_t bytes_in, bytes_out;
+	uint64_t preread_ns, preread_count, preread_hist[SNI_PREREAD_BUCKETS + 1];
+	int64_t memory;
+	uint32_t active, preread, lingering;
+};
+void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_totals *t);
 
 /* Connections open on every listener (for the drain). */
 uint32_t sni_active_total(const struct sni_shared *sh);

@@ -13,6 +13,57 @@
 #include "addrclass.h"
 #include "log.h"
 
+static const char *const result_names[SNI_RESULTS] = {
+	[SNI_SPLICED] = "spliced",
+	[SNI_UNKNOWN_NAME] = "unknown_name",
+	[SNI_NO_SNI] = "no_sni",
+	[SNI_NOT_TLS] = "not_tls",
+	[SNI_NOT_CLIENT_HELLO] = "not_client_hello",
+	[SNI_BAD_NAME] = "bad_name",
+	[SNI_MALFORMED] = "malformed",
+	[SNI_TOO_BIG] = "too_big",
+	[SNI_PREREAD_TIMEOUT] = "preread_timeout",
+	[SNI_PREREAD_CLOSED] = "preread_closed",
+	[SNI_CAP_CONNECTIONS] = "cap_connections",
+	[SNI_CAP_PER_IP] = "cap_per_ip",
+	[SNI_CAP_PREREAD] = "cap_preread",
+	[SNI_DRAINING] = "draining",
+	[SNI_CONNECT_FAILED] = "connect_failed",
+	[SNI_CONNECT_TIMEOUT] = "connect_timeout",
+	[SNI_ROUTE_GONE] = "route_gone",
+	[SNI_NO_RESOURCES] = "no_resources",
+};
+
+static const char *const end_names[SNI_ENDS] = {
+	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
+	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
+	[SNI_END_SHUTDOWN] = "shutdown",
+};
+
+const char *sni_result_name(enum sni_result r)
+{
+	return r < SNI_RESULTS ? result_names[r] : "?";
+}
+
+const char *sni_end_name(enum sni_end e)
+{
+	return e < SNI_ENDS ? end_names[e] : "?";
+}
+
+const uint64_t sni_preread_bound_ns[SNI_PREREAD_BUCKETS] = {
+	1000000ull, 5000000ull, 25000000ull, 100000000ull,
+	500000000ull, 1000000000ull, 5000000000ull, 10000000000ull,
+};
+
+unsigned sni_preread_bucket(uint64_t ns)
+{
+	unsigned b = 0;
+
+	while (b < SNI_PREREAD_BUCKETS && ns > sni_preread_bound_ns[b])
+		b++;
+	return b;
+}
+
 /* The per-source table holds at most max-connections sources: twice that
  * many slots keeps probes short. */
 static uint32_t pow2_at_least(uint32_t n)
@@ -182,6 +233,35 @@ void sni_listener_info(struct sni_shared *sh, unsigned i, uint32_t *active, uint
 	*active = atomic_load_explicit(&l->active, memory_order_relaxed);
 	*capacity = l->conf->max_connections;
 	*routes = atomic_load_explicit(&l->nroutes, memory_order_relaxed);
+}
+
+#define GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
+
+void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_totals *t)
+{
+	const struct sni_lshared *l = &sh->l[i];
+
+	memset(t, 0, sizeof(*t));
+	for (unsigned w = 0; w < CONF_WORKERS_MAX; w++) {
+		const struct sni_stats *s = l->stats[w];
+
+		if (!s)
+			continue;
+		for (unsigned r = 0; r < SNI_RESULTS; r++)
+			t->result[r] += GET(s->result[r]);
+		for (unsigned e = 0; e < SNI_ENDS; e++)
+			t->ended[e] += GET(s->ended[e]);
+		for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++)
+			t->preread_hist[b] += GET(s->preread_hist[b]);
+		t->bytes_in += GET(s->bytes_in);
+		t->bytes_out += GET(s->bytes_out);
+		t->preread_ns += GET(s->preread_ns);
+		t->preread_count += GET(s->preread_count);
+		t->memory += GET(s->memory);
+		t->active += GET(s->active);
+		t->preread += GET(s->preread);
+		t->lingering += GET(s->lingering);
+	}
 }
 
 uint32_t sni_active_total(const struct sni_shared *sh)
