@@ -133,6 +133,7 @@ struct relay_stats {
 };
 
 struct loop_stats;
+struct sni_shared;
 
 /* Every worker keeps its own counters (its relays', its loop's), written
  * by its thread alone, on cache lines no other worker writes; the ops
@@ -154,6 +155,8 @@ struct etr_stats {
 	/* The echo-only ports (prbe-listen), each worker's. */
 	unsigned nprbe_ports;
 	struct prbe_stats *prbe_port[STATS_WORKERS_MAX][CONF_PRBE_LISTEN_MAX];
+	/* The SNI listeners (sni.h: their counters, per worker), NULL: none. */
+	struct sni_shared *sni;
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */

@@ -73,6 +73,9 @@ static void ctl_readable(void *obj, uint32_t ref)
 			relay_take_news(&w->relays[i], loop_now());
 	if (what & WORKER_BANS)
 		daemon_take_bans(w->d, w);
+	if (what & WORKER_SNI)
+		for (unsigned i = 0; i < w->nsni; i++)
+			sni_listener_take_routes(&w->sni[i]);
 	if (what & WORKER_BANS_TAKEN)
 		daemon_bans_taken(w->d);
 	if (what & WORKER_SESSIONS)
@@ -185,6 +188,8 @@ void worker_shutdown(struct worker *w)
 {
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_shutdown(&w->relays[i]);
+	for (unsigned i = 0; i < w->nsni; i++)
+		sni_listener_shutdown(&w->sni[i]);
 	w->ops->flush(w->loop);
 }
 
@@ -263,6 +268,8 @@ void worker_free(struct worker *w)
 		prbe_port_free(&w->prbe_ports[i]);
 		close(w->prbe_ports[i].fd);
 	}
+	for (unsigned i = 0; i < w->nsni; i++)
+		sni_listener_close(&w->sni[i]);
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
 	free(w->call_buf);

@@ -17,6 +17,7 @@
 #include "loop.h"
 #include "prbe_port.h"
 #include "relay.h"
+#include "sni.h"
 
 struct daemon;
 
@@ -26,6 +27,7 @@ struct daemon;
 #define WORKER_BANS	  4u  /* take the daemon's current ban list */
 #define WORKER_NEWS	  8u  /* the owner: news about a game server */
 #define WORKER_BANS_TAKEN 16u /* to worker 0: a worker took the new list */
+#define WORKER_SNI	  32u /* take the SNI listeners' route tables in force */
 
 struct worker {
 	unsigned index;
@@ -39,6 +41,8 @@ struct worker {
 	struct prbe_port prbe_ports[CONF_PRBE_LISTEN_MAX];
 	struct prbe_stats prbe_stats[CONF_PRBE_LISTEN_MAX];
 	unsigned nprbe_ports;
+	struct sni_listener sni[CONF_SNI_MAX]; /* its instance of each */
+	unsigned nsni;
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;
