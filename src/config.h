@@ -79,6 +79,15 @@
 #define CONF_WORKERS_MAX 64
 #define CONF_WORKERS_AUTO 0
 
+/* The control plane (control.c): off until control-url is set. */
+#define CONF_URL_MAX 1024
+#define CONF_PATH_MAX 4096
+#define CONF_STATE_DIR "/var/lib/etrelay"
+#define CONF_CONTROL_INTERVAL (30 * 1000ull)        /* ms between heartbeats */
+#define CONF_CONTROL_TIMEOUT (10 * 1000ull)         /* ms per request */
+#define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)     /* ms, first enrolment retry */
+#define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
+
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
@@ -144,6 +153,12 @@ struct etr_conf {
 	union etr_sockaddr ops_listen;
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
 	char ban_file[4096];       /* "" : none */
+	/* The control plane; control_url "" : none. */
+	char control_url[CONF_URL_MAX]; /* no trailing '/' */
+	char control_bootstrap_file[CONF_PATH_MAX]; /* "" : none */
+	char state_dir[CONF_PATH_MAX];
+	uint64_t control_interval_ms, control_timeout_ms;
+	uint64_t control_backoff_min_ms, control_backoff_max_ms;
 	/* Command-line only. */
 	const char *path; /* config file, NULL: none */
 	bool path_given, test, probe, help, version;

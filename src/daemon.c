@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -516,6 +517,76 @@ static int create_loops(struct daemon *d)
 	return 0;
 }
 
+/* The control thread: the heartbeat's report, from the counters the ops
+ * plane reads too. */
+static void control_report(void *arg, struct control_report *r)
+{
+	struct daemon *d = arg;
+
+	r->draining = STAT_GET(d->stats.lifecycle) != LIFECYCLE_ACTIVE;
+	for (unsigned i = 0; i < d->nrelays && r->nlisteners < CTL_LISTENERS_MAX; i++) {
+		struct ctl_listener *l = &r->listeners[r->nlisteners++];
+
+		l->kind = CTL_LISTENER_GAME;
+		snprintf(l->name, sizeof(l->name), "%s", d->conf->relays[i].name);
+		l->active = stats_sessions_active(&d->stats, i);
+		l->max = d->conf->relays[i].max_sessions;
+	}
+}
+
+/* The control thread: a good heartbeat's whole route set. Until the SNI
+ * listener takes it (the call is then
+ * `return sni_set_control_routes(d->sni, list, n, err, errlen);`), the
+ * set is kept here and its count shown by /lifecycle and the metrics. */
+static int control_routes(void *arg, const struct sni_route *list, size_t n, char *err,
+			  size_t errlen)
+{
+	struct daemon *d = arg;
+	struct sni_route *copy = NULL;
+
+	if (n && !(copy = malloc(n * sizeof(*copy)))) {
+		snprintf(err, errlen, "out of memory for %zu routes", n);
+		return -1;
+	}
+	if (n)
+		memcpy(copy, list, n * sizeof(*copy));
+	pthread_mutex_lock(&d->ctl_lock);
+	free(d->ctl_routes);
+	d->ctl_routes = copy;
+	d->nctl_routes = n;
+	pthread_mutex_unlock(&d->ctl_lock);
+	return 0;
+}
+
+/* The control-plane client, when control-url is set. Returns 0 or the exit
+ * status. */
+static int open_control(struct daemon *d)
+{
+	const struct etr_conf *conf = d->conf;
+	struct control_config cc = { .url = conf->control_url,
+				     .bootstrap_file = conf->control_bootstrap_file,
+				     .state_dir = conf->state_dir,
+				     .interval_ms = conf->control_interval_ms,
+				     .timeout_ms = conf->control_timeout_ms,
+				     .backoff_min_ms = conf->control_backoff_min_ms,
+				     .backoff_max_ms = conf->control_backoff_max_ms,
+				     .version = ETRELAY_VERSION,
+				     .report = control_report,
+				     .routes = control_routes,
+				     .arg = d,
+				     .stats = &d->control_stats };
+	char err[1024];
+
+	if (!conf->control_url[0])
+		return 0;
+	if (control_start(&d->control, &cc, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return EXIT_CONFIG;
+	}
+	d->stats.control = &d->control_stats;
+	return 0;
+}
+
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams)
 {
@@ -527,6 +598,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	d->conf = conf;
 	d->sig_fd = -1;
 	pthread_mutex_init(&d->call.lock, NULL);
+	pthread_mutex_init(&d->ctl_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->call.done_cond, &ca);
@@ -563,6 +635,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		return EXIT_FAILURE;
 	}
 	if ((rc = create_loops(d)) != 0)
+		return rc;
+	if ((rc = open_control(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,
@@ -647,6 +721,9 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
+	control_stop(d->control);
+	free(d->ctl_routes);
+	pthread_mutex_destroy(&d->ctl_lock);
 	if (d->nworkers && d->workers[0]->loop)
 		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);
 	for (unsigned w = 0; w < d->nworkers; w++)

@@ -11,12 +11,15 @@
 
 #include "banlist.h"
 #include "config.h"
+#include "control_stats.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "relay.h"
 #include "stats.h"
 
+struct control;
 struct ops;
+struct sni_route;
 struct worker;
 
 /* Endpoints of the daemon's own on worker 0 (the signalfd) and of every
@@ -63,6 +66,13 @@ struct daemon {
 	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
 	struct timer timer;       /* on worker 0: next_notify or leave_check, whichever
 				   * is first */
+	/* The control plane (control-url): its client, what it publishes, and
+	 * the route set of its last good heartbeat. */
+	struct control *control;
+	struct control_stats control_stats;
+	pthread_mutex_t ctl_lock; /* guards ctl_routes */
+	struct sni_route *ctl_routes;
+	size_t nctl_routes;
 };
 
 /* The workers --workers asks for: the count given, or for auto the CPUs

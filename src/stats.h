@@ -119,6 +119,7 @@ struct relay_stats {
 };
 
 struct loop_stats;
+struct control_stats; /* control_stats.h */
 
 /* Every worker keeps its own counters (its relays', its loop's), written
  * by its thread alone, on cache lines no other worker writes; the ops
@@ -137,6 +138,7 @@ struct etr_stats {
 	unsigned nworkers;
 	struct relay_stats *worker_relay[STATS_WORKERS_MAX][STATS_RELAYS_MAX];
 	const struct loop_stats *worker_loop[STATS_WORKERS_MAX];
+	struct control_stats *control; /* the control-plane client's; NULL without one */
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */
