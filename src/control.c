@@ -36,7 +36,7 @@ struct control {
 	CURL *curl;
 	char hostname[256];
 	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
-	bool from_env;      /* the credential came from ETRELAY_CONTROL_TOKEN */
+	bool from_env;	    /* the credential came from ETRELAY_CONTROL_TOKEN */
 	bool write_pending; /* enrolled, the state file not written yet */
 	char bootstrap[1024];
 	size_t bootstrap_len; /* 0: spent or none */
@@ -102,8 +102,7 @@ static int state_read(struct control *c, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_mode & (S_IRWXG | S_IRWXO))) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
 		snprintf(err, errlen, "%s: %s; `chmod 600 %s`", c->state_path,
 			 !S_ISREG(st.st_mode) ? "not a regular file"
 					      : "others than its owner may use it",
@@ -116,7 +115,9 @@ static int state_read(struct control *c, char *err, size_t errlen)
 	if (n < 0 || (size_t)n == sizeof(buf) ||
 	    ctl_msg_credential(buf, (size_t)n, &c->cred, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s (remove it to enrol again)", c->state_path,
-			 n < 0 ? strerror(errno) : (size_t)n == sizeof(buf) ? "too long" : why);
+			 n < 0			    ? strerror(errno)
+			 : (size_t)n == sizeof(buf) ? "too long"
+						    : why);
 		explicit_bzero(buf, sizeof(buf));
 		return -1;
 	}
@@ -240,11 +241,11 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	snprintf(url, sizeof(url), "%s%s", c->cfg.url, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 	snprintf(ua, sizeof(ua), "etrelay/%s", c->cfg.version);
-	static const char *const fixed[] = { "Content-Type: application/json",
-					     "Accept: application/json",
-					     "Connect-Protocol-Version: 1",
-					     /* No 100-continue round trip. */
-					     "Expect:" };
+	static const char *const fixed[] = {"Content-Type: application/json",
+					    "Accept: application/json",
+					    "Connect-Protocol-Version: 1",
+					    /* No 100-continue round trip. */
+					    "Expect:"};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		if (!(t = curl_slist_append(h, fixed[i])))
 			goto nomem;
@@ -325,7 +326,7 @@ static void publish(struct control *c, uint64_t now)
 static void enrol(struct control *c)
 {
 	char err[512] = "", *body = ctl_msg_enroll_request(c->cfg.version, c->hostname);
-	struct answer a = { 0 };
+	struct answer a = {0};
 	enum ctl_result r = CTL_NETWORK;
 	long status = 0;
 	uint64_t now;
@@ -335,8 +336,8 @@ static void enrol(struct control *c)
 		r = post(c, CONTROL_PATH_ENROLL, c->bootstrap, body, &a, &status, err, sizeof(err));
 	else
 		snprintf(err, sizeof(err), "out of memory");
-	if (r == CTL_OK && ctl_msg_credential(a.buf ? a.buf : "", a.len, &c->cred, err,
-					      sizeof(err)) < 0)
+	if (r == CTL_OK &&
+	    ctl_msg_credential(a.buf ? a.buf : "", a.len, &c->cred, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
 	if (r == CTL_OK && (werr = state_write(c)) < 0) {
 		r = CTL_STATE_ERROR;
@@ -380,7 +381,7 @@ static void heartbeat(struct control *c)
 {
 	struct control_report rep;
 	struct sni_route *list = NULL;
-	struct answer a = { 0 };
+	struct answer a = {0};
 	enum ctl_result r = CTL_NETWORK;
 	char err[512] = "", *body;
 	long status = 0;
@@ -400,7 +401,8 @@ static void heartbeat(struct control *c)
 	if (r == CTL_OK &&
 	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
-	if (r == CTL_OK && c->cfg.routes && c->cfg.routes(c->cfg.arg, list, n, err, sizeof(err)) < 0)
+	if (r == CTL_OK && c->cfg.routes &&
+	    c->cfg.routes(c->cfg.arg, list, n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
 	if (r == CTL_OK)
 		c->routes = n;
@@ -442,8 +444,8 @@ static void *control_thread(void *arg)
 		snprintf(c->hostname, sizeof(c->hostname), "unknown");
 	for (;;) {
 		uint64_t next = c->sched.next;
-		struct timespec until = { .tv_sec = (time_t)(next / 1000000000ull),
-					  .tv_nsec = (long)(next % 1000000000ull) };
+		struct timespec until = {.tv_sec = (time_t)(next / 1000000000ull),
+					 .tv_nsec = (long)(next % 1000000000ull)};
 		bool stop;
 
 		pthread_mutex_lock(&c->lock);
@@ -490,8 +492,9 @@ static int credential_take(struct control *c, char *err, size_t errlen)
 			 CONTROL_ENV_TOKEN, CONTROL_ENV_TOKEN, c->state_path);
 		return -1;
 	}
-	rc = ops_token_from_file("control-bootstrap-token-file", c->cfg.bootstrap_file,
-				 c->bootstrap, sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
+	rc =
+	    ops_token_from_file("control-bootstrap-token-file", c->cfg.bootstrap_file, c->bootstrap,
+				sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -510,8 +513,7 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int control_start(struct control **out, const struct control_config *cfg, char *err,
-		  size_t errlen)
+int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_condattr_t ca;
@@ -535,8 +537,7 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir,
-		 CONTROL_STATE_FILE);
+	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir, CONTROL_STATE_FILE);
 	if (credential_take(c, err, errlen) < 0)
 		goto fail;
 	if (!(c->curl = curl_easy_init())) {
@@ -549,7 +550,7 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 		       cfg->backoff_max_ms * NS_PER_MS_, c->enrolled, mono_ns());
 	publish(c, mono_ns());
 	log_info("control: %s, %s", cfg->url,
-		 c->from_env  ? "credential from " CONTROL_ENV_TOKEN
+		 c->from_env   ? "credential from " CONTROL_ENV_TOKEN
 		 : c->enrolled ? "enrolled (credential from the state directory)"
 			       : "not enrolled yet: enrolling with the bootstrap token");
 	/* Signals stay with the packet loop. */

@@ -20,7 +20,7 @@
 /* The credential's file in the state directory. */
 #define CONTROL_STATE_FILE "control-credential.json"
 /* The services' paths under control-url. */
-#define CONTROL_PATH_ENROLL "/etrelay.v1.RelayEnrollmentService/Enroll"
+#define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
 #define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"
 /* Largest answer read. */
 #define CONTROL_ANSWER_MAX (64u << 20)
@@ -28,7 +28,7 @@
 struct control;
 
 struct control_config {
-	const char *url;            /* no trailing '/' */
+	const char *url;	    /* no trailing '/' */
 	const char *bootstrap_file; /* "" or NULL: none */
 	const char *state_dir;
 	uint64_t interval_ms, timeout_ms, backoff_min_ms, backoff_max_ms;
@@ -48,8 +48,7 @@ struct control_config {
  * else the state file, else the bootstrap token file for an enrolment),
  * and start the thread. Returns 0, or -1 with a message naming the fix in
  * err. */
-int control_start(struct control **out, const struct control_config *cfg, char *err,
-		  size_t errlen);
+int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
 
 /* Stop the thread (an HTTP call under way is cut short) and free. */
 void control_stop(struct control *c);

@@ -150,8 +150,8 @@ static int route_parse(json_t *e, size_t i, struct sni_route *r, char *err, size
 	    (r->upstream.sa.sa_family == AF_INET ? r->upstream.in.sin_port
 						 : r->upstream.in6.sin6_port) == 0) {
 		snprintf(err, errlen,
-			 "sniRoutes[%zu] (%s).upstream: expected a numeric IP:PORT or [IPv6]:PORT", i,
-			 r->name);
+			 "sniRoutes[%zu] (%s).upstream: expected a numeric IP:PORT or [IPv6]:PORT",
+			 i, r->name);
 		return -1;
 	}
 	/* proto3 JSON leaves a false bool out; null is the default too. */

@@ -14,7 +14,7 @@
 #include "sni_routes.h"
 
 /* Longest relay id and API token kept from an answer. */
-#define CTL_ID_MAX 127
+#define CTL_ID_MAX    127
 #define CTL_TOKEN_MAX 1023
 /* Listeners one heartbeat reports. */
 #define CTL_LISTENERS_MAX 128

@@ -16,11 +16,11 @@ uint64_t ctl_backoff_delay(uint64_t min, uint64_t max, uint32_t failures)
 void ctl_sched_init(struct ctl_sched *s, uint64_t interval, uint64_t backoff_min,
 		    uint64_t backoff_max, bool enrolled, uint64_t now)
 {
-	*s = (struct ctl_sched){ .interval = interval ? interval : 1,
-				 .backoff_min = backoff_min,
-				 .backoff_max = backoff_max,
-				 .enrolled = enrolled,
-				 .next = now };
+	*s = (struct ctl_sched){.interval = interval ? interval : 1,
+				.backoff_min = backoff_min,
+				.backoff_max = backoff_max,
+				.enrolled = enrolled,
+				.next = now};
 }
 
 void ctl_sched_enrolment(struct ctl_sched *s, enum ctl_result r, uint64_t now)
@@ -36,9 +36,9 @@ void ctl_sched_enrolment(struct ctl_sched *s, enum ctl_result r, uint64_t now)
 	if (s->failures < UINT32_MAX)
 		s->failures++;
 	/* A refused bootstrap token will not get better soon: the cap. */
-	s->next = now + (r == CTL_REFUSED ? s->backoff_max
-					  : ctl_backoff_delay(s->backoff_min, s->backoff_max,
-							      s->failures));
+	s->next = now + (r == CTL_REFUSED
+			     ? s->backoff_max
+			     : ctl_backoff_delay(s->backoff_min, s->backoff_max, s->failures));
 }
 
 void ctl_sched_heartbeat(struct ctl_sched *s, enum ctl_result r, uint64_t now)

@@ -17,7 +17,7 @@ struct ctl_sched {
 	uint64_t interval, backoff_min, backoff_max; /* ns */
 	bool enrolled;
 	uint32_t failures; /* consecutive, of the current phase */
-	uint64_t next;     /* the next attempt (a heartbeat: its tick) */
+	uint64_t next;	   /* the next attempt (a heartbeat: its tick) */
 };
 
 /* The wait after the failures-th failed enrolment in a row (1: min), doubling

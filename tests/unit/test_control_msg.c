@@ -62,14 +62,14 @@ static void test_control_msg_enroll_request_carries_version_and_hostname(void **
 
 static void test_control_msg_heartbeat_request_reports_health_and_each_listener(void **state)
 {
-	struct control_report r = { .draining = false, .nlisteners = 3 };
+	struct control_report r = {.draining = false, .nlisteners = 3};
 	json_t *o, *g, *sni;
 	char *s;
 
 	(void)state;
-	r.listeners[0] = (struct ctl_listener){ CTL_LISTENER_GAME, "et", 3, 4000 };
-	r.listeners[1] = (struct ctl_listener){ CTL_LISTENER_SNI, "web", 7, 10000 };
-	r.listeners[2] = (struct ctl_listener){ CTL_LISTENER_GAME, "q3", 0, 16 };
+	r.listeners[0] = (struct ctl_listener){CTL_LISTENER_GAME, "et", 3, 4000};
+	r.listeners[1] = (struct ctl_listener){CTL_LISTENER_SNI, "web", 7, 10000};
+	r.listeners[2] = (struct ctl_listener){CTL_LISTENER_GAME, "q3", 0, 16};
 	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
 	assert_non_null(s);
 	o = parse(s);
@@ -87,8 +87,8 @@ static void test_control_msg_heartbeat_request_reports_health_and_each_listener(
 	assert_string_equal(json_string_value(json_object_get(json_array_get(g, 1), "name")), "q3");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(sni, 0), "name")),
 			    "web");
-	assert_int_equal(
-	    json_integer_value(json_object_get(json_array_get(sni, 0), "connections")), 7);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(sni, 0), "connections")),
+			 7);
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_array_get(sni, 0), "maxConnections")), 10000);
 	json_decref(o);
@@ -126,15 +126,15 @@ static void test_control_msg_credential_is_read_and_written_back_alike(void **st
 static void test_control_msg_credential_without_a_usable_token_is_refused(void **state)
 {
 	static const char *const bad[] = {
-		"{\"relayId\":\"r\"}",
-		"{\"apiToken\":\"t\"}",
-		"{\"relayId\":\"r\",\"apiToken\":\"\"}",
-		"{\"relayId\":\"r\",\"apiToken\":\"has space\"}",
-		"{\"relayId\":\"r\",\"apiToken\":7}",
-		"{\"relayId\":\"r\",\"apiToken\":\"t\",\"apiToken\":\"u\"}",
-		"[\"relayId\"]",
-		"{\"relayId\":\"r\",\"apiToken\":\"t\"",
-		"",
+	    "{\"relayId\":\"r\"}",
+	    "{\"apiToken\":\"t\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"has space\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":7}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"t\",\"apiToken\":\"u\"}",
+	    "[\"relayId\"]",
+	    "{\"relayId\":\"r\",\"apiToken\":\"t\"",
+	    "",
 	};
 	struct ctl_credential c;
 	char err[128];
@@ -150,12 +150,13 @@ static void test_control_msg_credential_without_a_usable_token_is_refused(void *
 
 static void test_control_msg_routes_are_read_whole(void **state)
 {
-	const char *a = "{\"sniRoutes\":["
-			"{\"name\":\"svc.example.com\",\"upstream\":\"10.0.0.2:443\",\"proxyV2\":false},"
-			"{\"name\":\"*.Example.org\",\"upstream\":\"[fd00::1]:8443\",\"proxyV2\":true,"
-			"\"weight\":3},"
-			"{\"name\":\"c.example.com\",\"upstream\":\"10.0.0.3:443\"}"
-			"],\"nextHeartbeatSeconds\":\"30\"}";
+	const char *a =
+	    "{\"sniRoutes\":["
+	    "{\"name\":\"svc.example.com\",\"upstream\":\"10.0.0.2:443\",\"proxyV2\":false},"
+	    "{\"name\":\"*.Example.org\",\"upstream\":\"[fd00::1]:8443\",\"proxyV2\":true,"
+	    "\"weight\":3},"
+	    "{\"name\":\"c.example.com\",\"upstream\":\"10.0.0.3:443\"}"
+	    "],\"nextHeartbeatSeconds\":\"30\"}";
 	struct sni_route *list;
 	char err[128], a6[64];
 	size_t n;
@@ -180,8 +181,8 @@ static void test_control_msg_routes_are_read_whole(void **state)
 
 static void test_control_msg_an_empty_or_absent_route_list_is_no_route(void **state)
 {
-	static const char *const empty[] = { "{}", "{\"sniRoutes\":[]}", "{\"sniRoutes\":null}",
-					     "{\"other\":{\"sniRoutes\":[1]}}" };
+	static const char *const empty[] = {"{}", "{\"sniRoutes\":[]}", "{\"sniRoutes\":null}",
+					    "{\"other\":{\"sniRoutes\":[1]}}"};
 	struct sni_route *list;
 	char err[128];
 	size_t n;
@@ -212,26 +213,29 @@ static void test_control_msg_one_bad_route_refuses_the_whole_set(void **state)
 {
 	(void)state;
 	/* a partial set would remove routes that are meant to stay */
-	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.example.com\",\"upstream\":\"10.0.0.1:1\"},"
-			      "{\"name\":\"b.example.com\",\"upstream\":\"backend:443\"}]}",
-			      "sniRoutes[1] (b.example.com).upstream");
+	assert_routes_refused(
+	    "{\"sniRoutes\":[{\"name\":\"a.example.com\",\"upstream\":\"10.0.0.1:1\"},"
+	    "{\"name\":\"b.example.com\",\"upstream\":\"backend:443\"}]}",
+	    "sniRoutes[1] (b.example.com).upstream");
 	assert_routes_refused("{\"sniRoutes\":[7]}", "sniRoutes[0]: not an object");
 	assert_routes_refused("{\"sniRoutes\":[{\"upstream\":\"10.0.0.1:1\"}]}",
 			      "sniRoutes[0].name");
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a b\",\"upstream\":\"10.0.0.1:1\"}]}",
 			      "sniRoutes[0].name");
-	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.*.com\",\"upstream\":\"10.0.0.1:1\"}]}",
-			      "sniRoutes[0].name");
-	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\"}]}", "sniRoutes[0] (a.com).upstream");
+	assert_routes_refused(
+	    "{\"sniRoutes\":[{\"name\":\"a.*.com\",\"upstream\":\"10.0.0.1:1\"}]}",
+	    "sniRoutes[0].name");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\"}]}",
+			      "sniRoutes[0] (a.com).upstream");
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1\"}]}",
 			      "sniRoutes[0] (a.com).upstream");
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:0\"}]}",
 			      "sniRoutes[0] (a.com).upstream");
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":443}]}",
 			      "sniRoutes[0] (a.com).upstream");
-	assert_routes_refused(
-	    "{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:1\",\"proxyV2\":\"yes\"}]}",
-	    "sniRoutes[0] (a.com).proxyV2");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:1\","
+			      "\"proxyV2\":\"yes\"}]}",
+			      "sniRoutes[0] (a.com).proxyV2");
 	/* the same name twice (in any case): which upstream wins is not ours to guess */
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:1\"},"
 			      "{\"name\":\"A.com\",\"upstream\":\"10.0.0.2:1\"}]}",
@@ -257,15 +261,15 @@ static void test_control_msg_connect_error_is_named(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
-		cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
-		cmocka_unit_test(test_control_msg_credential_is_read_and_written_back_alike),
-		cmocka_unit_test(test_control_msg_credential_without_a_usable_token_is_refused),
-		cmocka_unit_test(test_control_msg_routes_are_read_whole),
-		cmocka_unit_test(test_control_msg_an_empty_or_absent_route_list_is_no_route),
-		cmocka_unit_test(test_control_msg_a_malformed_answer_is_refused),
-		cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
-		cmocka_unit_test(test_control_msg_connect_error_is_named),
+	    cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
+	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
+	    cmocka_unit_test(test_control_msg_credential_is_read_and_written_back_alike),
+	    cmocka_unit_test(test_control_msg_credential_without_a_usable_token_is_refused),
+	    cmocka_unit_test(test_control_msg_routes_are_read_whole),
+	    cmocka_unit_test(test_control_msg_an_empty_or_absent_route_list_is_no_route),
+	    cmocka_unit_test(test_control_msg_a_malformed_answer_is_refused),
+	    cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
+	    cmocka_unit_test(test_control_msg_connect_error_is_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,7 @@
 
 #include "control_sched.h"
 
-#define MS 1000000ull
+#define MS  1000000ull
 #define SEC (1000 * MS)
 #define MIN (60 * SEC)
 
@@ -34,7 +34,7 @@ static void test_control_sched_failed_enrolments_wait_200_400_800_then_the_cap(v
 {
 	struct ctl_sched s;
 	uint64_t now = 1000 * SEC;
-	static const uint64_t want[] = { 200 * MS, 400 * MS, 800 * MS, 1000 * MS, 1000 * MS };
+	static const uint64_t want[] = {200 * MS, 400 * MS, 800 * MS, 1000 * MS, 1000 * MS};
 
 	(void)state;
 	ctl_sched_init(&s, 500 * MS, 200 * MS, 1000 * MS, false, now);
@@ -81,7 +81,7 @@ static void test_control_sched_credential_kept_in_memory_only_still_counts_as_en
 static void test_control_sched_heartbeats_keep_their_rhythm_ok_or_not(void **state)
 {
 	struct ctl_sched s;
-	static const enum ctl_result results[] = { CTL_OK, CTL_HTTP_ERROR, CTL_TIMEOUT, CTL_OK };
+	static const enum ctl_result results[] = {CTL_OK, CTL_HTTP_ERROR, CTL_TIMEOUT, CTL_OK};
 
 	(void)state;
 	ctl_sched_init(&s, 500 * MS, MIN, 30 * MIN, true, 10 * SEC);
@@ -141,7 +141,7 @@ static void test_control_sched_status_classes(void **state)
 
 static void test_control_sched_a_result_is_logged_once_until_it_or_the_count_changes(void **state)
 {
-	struct ctl_logstate l = { 0 };
+	struct ctl_logstate l = {0};
 
 	(void)state;
 	assert_true(ctl_log_changed(&l, CTL_OK, 3));
@@ -166,18 +166,19 @@ static void test_control_sched_every_result_has_a_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_control_sched_backoff_doubles_from_min_to_max),
-		cmocka_unit_test(test_control_sched_failed_enrolments_wait_200_400_800_then_the_cap),
-		cmocka_unit_test(test_control_sched_a_refused_bootstrap_token_waits_the_cap),
-		cmocka_unit_test(
-		    test_control_sched_credential_kept_in_memory_only_still_counts_as_enrolled),
-		cmocka_unit_test(test_control_sched_heartbeats_keep_their_rhythm_ok_or_not),
-		cmocka_unit_test(test_control_sched_consecutive_failures_count_until_a_success),
-		cmocka_unit_test(
-		    test_control_sched_a_hanging_heartbeat_is_followed_by_the_next_tick_only),
-		cmocka_unit_test(test_control_sched_status_classes),
-		cmocka_unit_test(test_control_sched_a_result_is_logged_once_until_it_or_the_count_changes),
-		cmocka_unit_test(test_control_sched_every_result_has_a_name),
+	    cmocka_unit_test(test_control_sched_backoff_doubles_from_min_to_max),
+	    cmocka_unit_test(test_control_sched_failed_enrolments_wait_200_400_800_then_the_cap),
+	    cmocka_unit_test(test_control_sched_a_refused_bootstrap_token_waits_the_cap),
+	    cmocka_unit_test(
+		test_control_sched_credential_kept_in_memory_only_still_counts_as_enrolled),
+	    cmocka_unit_test(test_control_sched_heartbeats_keep_their_rhythm_ok_or_not),
+	    cmocka_unit_test(test_control_sched_consecutive_failures_count_until_a_success),
+	    cmocka_unit_test(
+		test_control_sched_a_hanging_heartbeat_is_followed_by_the_next_tick_only),
+	    cmocka_unit_test(test_control_sched_status_classes),
+	    cmocka_unit_test(
+		test_control_sched_a_result_is_logged_once_until_it_or_the_count_changes),
+	    cmocka_unit_test(test_control_sched_every_result_has_a_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
