@@ -31,6 +31,11 @@ BOOTSTRAP = "bootstrap-" + "b" * 40
 API_TOKEN = "api-" + "a" * 40
 HANG = 2.5  # seconds a hanging answer takes (control-timeout is 1 s)
 # libcurl honours the proxy variables; the stand-in is on loopback.
+# Under valgrind (ETRELAY_SLOW) every wait and bound grows.
+def T(seconds):
+    return seconds * H.SLOW
+
+
 NO_PROXY = {"no_proxy": "*", "NO_PROXY": "*", "http_proxy": None, "HTTP_PROXY": None,
             "https_proxy": None, "HTTPS_PROXY": None, "all_proxy": None, "ALL_PROXY": None,
             "ETRELAY_CONTROL_TOKEN": None, "ETRELAY_CONTROL_TOKEN_FILE": None}
@@ -153,18 +158,20 @@ def start(ctx, cp, gs, state, extra=(), env=None, ops=None):
     e = dict(NO_PROXY)
     e["ETRELAY_LIFECYCLE_TOKEN"] = "l" * 40
     e.update(env or {})
-    return H.relay_env(ctx, e, *args)
+    r = H.relay_env(ctx, e, *args, wait_ready=False)
+    r.wait_ready(timeout=T(5.0))
+    return r
 
 
 def responsive(ctx, relay, port, tok, what):
     """The ops plane answers at once and a game client's datagram passes."""
     t0 = time.monotonic()
-    r = H.http_request(port, "GET", "/healthz", timeout=2.0)
+    r = H.http_request(port, "GET", "/healthz", timeout=T(2.0))
     H.expect_eq(r.status, 200, f"/healthz {what}")
-    H.check(time.monotonic() - t0 < 0.5, f"/healthz took {time.monotonic() - t0:.2f} s {what}")
+    H.check(time.monotonic() - t0 < T(0.5), f"/healthz took {time.monotonic() - t0:.2f} s {what}")
     c = ctx.client(relay)
     payload = c.game(b"ping " + what.encode())
-    H.expect_eq(c.request(payload, timeout=2.0, what=f"an echo {what}"), b"ECHO:" + payload,
+    H.expect_eq(c.request(payload, timeout=T(2.0), what=f"an echo {what}"), b"ECHO:" + payload,
                 f"echo {what}")
 
 
@@ -179,8 +186,8 @@ def enrol_once_and_route_sets(ctx):
     gs = ctx.game_server()
     port = H.free_tcp_port()
     relay = start(ctx, cp, gs, state, ["--control-bootstrap-token-file", boot], ops=port)
-    relay.wait_for_line(r"^control: enrolled as relay relay-7; credential kept in ", 5.0)
-    relay.wait_for_line(r"^control: heartbeat ok, 3 routes$", 5.0)
+    relay.wait_for_line(r"^control: enrolled as relay relay-7; credential kept in ", T(5.0))
+    relay.wait_for_line(r"^control: heartbeat ok, 3 routes$", T(5.0))
 
     # the enrolment: the bootstrap token as a Bearer, Connect's headers, version and hostname
     enrols = cp.of(ENROLL)
@@ -204,7 +211,7 @@ def enrol_once_and_route_sets(ctx):
     hbs = cp.of(HEARTBEAT)
     gaps = sorted(b[0] - a[0] for a, b in zip(hbs[:6], hbs[1:6]))
     ctx.note(f"heartbeat gaps (s): {', '.join(f'{g:.3f}' for g in gaps)}")
-    H.check(0.4 <= gaps[len(gaps) // 2] <= 0.65, f"median heartbeat gap {gaps} (want 0.5 s)")
+    H.check(0.4 <= gaps[len(gaps) // 2] <= 0.5 + T(0.15), f"median heartbeat gap {gaps} (want 0.5 s)")
     H.check(gaps[0] >= 0.3, f"two heartbeats {gaps[0]:.3f} s apart (interval 0.5 s)")
     _, _, hdr, body = hbs[-1]
     H.expect_eq(hdr.get("Authorization"), f"Bearer {API_TOKEN}", "Heartbeat's Authorization")
@@ -229,7 +236,7 @@ def enrol_once_and_route_sets(ctx):
 
     # a smaller set replaces it whole
     cp.set(routes=routes(1, base=5))
-    relay.wait_for_line(r"^control: heartbeat ok, 1 routes$", 3.0)
+    relay.wait_for_line(r"^control: heartbeat ok, 1 routes$", T(3.0))
     H.expect_eq(lifecycle(port, tok)["routes"], 1, "/lifecycle routes after the smaller set")
     H.expect_eq(H.metric_value(metrics(port, tok), "etrelay_control_routes"), 1.0,
                 "etrelay_control_routes after the smaller set")
@@ -255,7 +262,7 @@ def enrol_once_and_route_sets(ctx):
             n = len(cp.of(HEARTBEAT))
             H.wait_until(lambda: len(cp.of(HEARTBEAT)) > n, 2.0, "a heartbeat to hang")
             responsive(ctx, relay, port, tok, "while a heartbeat hangs")
-        relay.wait_for_line(rx, 4.0, start=m, what=mode)
+        relay.wait_for_line(rx, T(4.0), start=m, what=mode)
         c = lifecycle(port, tok)
         H.check(c["routes"] == 1 and c["last_result"] == result and
                 c["consecutive_failures"] >= 1, f"/lifecycle control after {mode}: {c}")
@@ -271,19 +278,19 @@ def enrol_once_and_route_sets(ctx):
             H.expect_eq(relay.count(r"^control: heartbeat failed \(HTTP 503", m), 1,
                         "log lines for repeated 503s")
     cp.set(heartbeat="ok", routes=routes(2, base=10))
-    relay.wait_for_line(r"^control: heartbeat ok, 2 routes$", 4.0)
+    relay.wait_for_line(r"^control: heartbeat ok, 2 routes$", T(4.0))
     H.expect_eq(relay.count(r"^control: heartbeat ok, 3 routes$"), 1,
                 "log lines for the same result")
     H.expect_eq(lifecycle(port, tok)["consecutive_failures"], 0, "failures after a success")
 
     # a restart reads the state file: no second enrolment
     relay.signal(signal.SIGTERM)
-    H.check(relay.wait_exit(10.0) == 0, "etrelay did not exit 0 on SIGTERM")
+    H.check(relay.wait_exit(T(10.0)) == 0, "etrelay did not exit 0 on SIGTERM")
     n = len(cp.of(HEARTBEAT))
     relay2 = start(ctx, cp, gs, state, ["--control-bootstrap-token-file", boot], ops=port)
     relay2.wait_for_line(r"^control: \S+, enrolled \(credential from the state directory\)",
-                         2.0)
-    relay2.wait_for_line(r"^control: heartbeat ok, 2 routes$", 4.0)
+                         T(2.0))
+    relay2.wait_for_line(r"^control: heartbeat ok, 2 routes$", T(4.0))
     H.expect_eq(len(cp.of(ENROLL)), 1, "enrolments across two starts")
     H.expect_eq(cp.of(HEARTBEAT)[-1][2].get("Authorization"), f"Bearer {API_TOKEN}",
                 "the second start's Authorization")
@@ -291,7 +298,7 @@ def enrol_once_and_route_sets(ctx):
     H.expect_eq(H.counter(metrics(port, tok), "etrelay_control_enrolments_total", result="ok"),
                 0, "enrolments by the second start")
     relay2.signal(signal.SIGTERM)
-    H.check(relay2.wait_exit(10.0) == 0, "the second etrelay did not exit 0 on SIGTERM")
+    H.check(relay2.wait_exit(T(10.0)) == 0, "the second etrelay did not exit 0 on SIGTERM")
 
 
 def enrolment_backoff(ctx):
@@ -308,7 +315,7 @@ def enrolment_backoff(ctx):
     gaps = [b - a for a, b in zip(t, t[1:])]
     ctx.note(f"enrolment gaps (s): {', '.join(f'{g:.3f}' for g in gaps)}")
     for g, want in zip(gaps, (0.2, 0.4, 0.8, 0.8, 0.8)):
-        H.check(want - 0.02 <= g <= want + 0.3,
+        H.check(want - 0.02 <= g <= want + T(0.3),
                 f"enrolment gaps {[round(x, 3) for x in gaps]}: want 0.2, 0.4, 0.8, 0.8, 0.8")
     H.expect_eq(relay.count(r"^control: enrolment failed \(HTTP 503"), 1,
                 "log lines for repeated 503s")
@@ -317,15 +324,15 @@ def enrolment_backoff(ctx):
     m = relay.mark()
     cp.set(enroll="403")
     relay.wait_for_line(r"^control: enrolment refused \(HTTP 403.*\): the control plane refused "
-                        r"the bootstrap token; next attempt in 800 ms", 2.0, start=m)
+                        r"the bootstrap token; next attempt in 800 ms", T(2.0), start=m)
     n = len(cp.of(ENROLL))
     H.wait_until(lambda: len(cp.of(ENROLL)) >= n + 1, 2.0, "an attempt after a refusal")
     t = [r[0] for r in cp.of(ENROLL)]
-    H.check(0.75 <= t[n] - t[n - 1] <= 1.1, f"wait after a refusal {t[n] - t[n - 1]:.3f} s "
+    H.check(0.75 <= t[n] - t[n - 1] <= 0.8 + T(0.3), f"wait after a refusal {t[n] - t[n - 1]:.3f} s "
             "(want the cap, 0.8 s)")
     cp.set(enroll="ok")
-    relay.wait_for_line(r"^control: enrolled as relay relay-7", 3.0)
-    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", 2.0)
+    relay.wait_for_line(r"^control: enrolled as relay relay-7", T(3.0))
+    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(2.0))
 
 
 def token_from_environment(ctx):
@@ -334,8 +341,8 @@ def token_from_environment(ctx):
     gs = ctx.game_server()
     tokf = write_token(d, "api", "env-" + "e" * 40)
     relay = start(ctx, cp, gs, d, env={"ETRELAY_CONTROL_TOKEN_FILE": tokf})
-    relay.wait_for_line(r"^control: \S+, credential from ETRELAY_CONTROL_TOKEN$", 2.0)
-    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", 3.0)
+    relay.wait_for_line(r"^control: \S+, credential from ETRELAY_CONTROL_TOKEN$", T(2.0))
+    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(3.0))
     H.expect_eq(len(cp.of(ENROLL)), 0, "enrolments with ETRELAY_CONTROL_TOKEN_FILE")
     H.expect_eq(cp.of(HEARTBEAT)[0][2].get("Authorization"), f"Bearer env-{'e' * 40}",
                 "Authorization from ETRELAY_CONTROL_TOKEN_FILE")
