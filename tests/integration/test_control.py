@@ -207,7 +207,7 @@ def enrol_once_and_route_sets(ctx):
     H.check(not os.path.exists(sf + ".tmp"), "the temporary state file is left behind")
 
     # heartbeats at the interval, with the API token and the report
-    H.wait_until(lambda: len(cp.of(HEARTBEAT)) >= 6, 6.0, "six heartbeats")
+    H.wait_until(lambda: len(cp.of(HEARTBEAT)) >= 6, T(6.0), "six heartbeats")
     hbs = cp.of(HEARTBEAT)
     gaps = sorted(b[0] - a[0] for a, b in zip(hbs[:6], hbs[1:6]))
     ctx.note(f"heartbeat gaps (s): {', '.join(f'{g:.3f}' for g in gaps)}")
@@ -260,7 +260,7 @@ def enrol_once_and_route_sets(ctx):
         if mode == "hang":
             # while a heartbeat hangs, the relay relays and the ops plane answers
             n = len(cp.of(HEARTBEAT))
-            H.wait_until(lambda: len(cp.of(HEARTBEAT)) > n, 2.0, "a heartbeat to hang")
+            H.wait_until(lambda: len(cp.of(HEARTBEAT)) > n, T(2.0), "a heartbeat to hang")
             responsive(ctx, relay, port, tok, "while a heartbeat hangs")
         relay.wait_for_line(rx, T(4.0), start=m, what=mode)
         c = lifecycle(port, tok)
@@ -274,7 +274,7 @@ def enrol_once_and_route_sets(ctx):
         if mode == "503":
             # logged once, not once per heartbeat
             n = len(cp.of(HEARTBEAT))
-            H.wait_until(lambda: len(cp.of(HEARTBEAT)) >= n + 2, 3.0, "two more 503s")
+            H.wait_until(lambda: len(cp.of(HEARTBEAT)) >= n + 2, T(3.0), "two more 503s")
             H.expect_eq(relay.count(r"^control: heartbeat failed \(HTTP 503", m), 1,
                         "log lines for repeated 503s")
     cp.set(heartbeat="ok", routes=routes(2, base=10))
@@ -310,7 +310,7 @@ def enrolment_backoff(ctx):
     relay = start(ctx, cp, gs, d, ["--control-bootstrap-token-file", boot,
                                    "--control-backoff-min", "200ms",
                                    "--control-backoff-max", "800ms"])
-    H.wait_until(lambda: len(cp.of(ENROLL)) >= 6, 6.0, "six enrolment attempts")
+    H.wait_until(lambda: len(cp.of(ENROLL)) >= 6, T(6.0), "six enrolment attempts")
     t = [r[0] for r in cp.of(ENROLL)[:6]]
     gaps = [b - a for a, b in zip(t, t[1:])]
     ctx.note(f"enrolment gaps (s): {', '.join(f'{g:.3f}' for g in gaps)}")
@@ -326,7 +326,7 @@ def enrolment_backoff(ctx):
     relay.wait_for_line(r"^control: enrolment refused \(HTTP 403.*\): the control plane refused "
                         r"the bootstrap token; next attempt in 800 ms", T(2.0), start=m)
     n = len(cp.of(ENROLL))
-    H.wait_until(lambda: len(cp.of(ENROLL)) >= n + 1, 2.0, "an attempt after a refusal")
+    H.wait_until(lambda: len(cp.of(ENROLL)) >= n + 1, T(2.0), "an attempt after a refusal")
     t = [r[0] for r in cp.of(ENROLL)]
     H.check(0.75 <= t[n] - t[n - 1] <= 0.8 + T(0.3), f"wait after a refusal {t[n] - t[n - 1]:.3f} s "
             "(want the cap, 0.8 s)")
