@@ -100,6 +100,18 @@ const char conf_usage[] =
 	"                            (4096), max-connections-per-ip N (64, per IPv4\n"
 	"                            address or IPv6 /64), max-preread N (1024); a\n"
 	"                            refused connection is closed without a byte\n"
+	"Control plane (see CONTROL PLANE in etrelay(8)):\n"
+	"  --control-url URL         enrol with this control plane, then send it\n"
+	"                            heartbeats and take the SNI routes it answers\n"
+	"                            (http:// or https://; default off)\n"
+	"  --control-bootstrap-token-file FILE\n"
+	"                            the one-time enrolment token (mode 600 or 640)\n"
+	"  --state-directory DIR     where the credential from enrolment is kept\n"
+	"                            (" CONF_STATE_DIR "; not group- or world-writable)\n"
+	"  --control-interval DUR    time between heartbeats (30s)\n"
+	"  --control-timeout DUR     longest wait for one answer (10s)\n"
+	"  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n"
+	"  --control-backoff-max DUR ... up to this (30m)\n"
 	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
@@ -133,6 +145,8 @@ const char conf_usage[] =
 	"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms,\n"
 	"mode 600 or 640); without any, /lifecycle and /sessions are open. The ops\n"
 	"listener takes 64 connections, 8 per address, 5 s per request.\n"
+	"ETRELAY_CONTROL_TOKEN (or ETRELAY_CONTROL_TOKEN_FILE) gives the control\n"
+	"plane's credential and skips enrolment.\n"
 	"\n"
 	"Exit status:\n"
 	"  0   stopped by SIGTERM or SIGINT; --help, --version; -t, configuration valid\n"
@@ -191,6 +205,11 @@ void conf_defaults(struct etr_conf *c)
 	c->prbe.max_size = CONF_PRBE_MAX_SIZE;
 	c->prbe.rate = CONF_PRBE_RATE;
 	c->prbe.burst = CONF_PRBE_BURST;
+	strcpy(c->state_dir, CONF_STATE_DIR);
+	c->control_interval_ms = CONF_CONTROL_INTERVAL;
+	c->control_timeout_ms = CONF_CONTROL_TIMEOUT;
+	c->control_backoff_min_ms = CONF_CONTROL_BACKOFF_MIN;
+	c->control_backoff_max_ms = CONF_CONTROL_BACKOFF_MAX;
 	base_defaults(&c->base);
 	conf_sni_defaults(&c->sni_cli);
 	snprintf(c->sni_cli.name, sizeof(c->sni_cli.name), "%s", CONF_SNI_QUICK_NAME);
@@ -611,6 +630,46 @@ static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const
 	return NULL;
 }
 
+/* control-url: http:// or https://, visible ASCII; trailing '/' dropped so
+ * the service paths join it with one. */
+static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
+				   const struct key *k, const char *v, struct layer *ly)
+{
+	size_t n = strlen(v);
+
+	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+		return "expected a URL starting with http:// or https://";
+	if (n >= sizeof(c->control_url))
+		return "URL too long";
+	for (const char *s = v; *s; s++)
+		if (*s <= 0x20 || *s >= 0x7f)
+			return "expected a URL of visible ASCII characters";
+	while (n > 8 && v[n - 1] == '/')
+		n--;
+	memcpy(c->control_url, v, n);
+	c->control_url[n] = '\0';
+	return NULL;
+}
+
+/* A path into the CONF_PATH_MAX array at k->off of struct etr_conf. */
+static const char *set_gpath(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			     const char *v, struct layer *ly)
+{
+	if (strlen(v) >= CONF_PATH_MAX)
+		return "path too long";
+	strcpy((char *)c + k->off, v);
+	return NULL;
+}
+
+/* A duration above 0 into the uint64_t at k->off of struct etr_conf. */
+static const char *set_gduration(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				 const char *v, struct layer *ly)
+{
+	return conf_parse_duration(v, (uint64_t *)(void *)((char *)c + k->off), false) < 0
+		       ? "expected a duration above 0 such as 30s, 500ms or 5m"
+		       : NULL;
+}
+
 #define RK(field) offsetof(struct relay_conf, field)
 #define GK(field) offsetof(struct etr_conf, field)
 static const struct key keys[] = {
@@ -655,6 +714,14 @@ static const struct key keys[] = {
 	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
 	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
 	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
+	{ "control-url", SCOPE_GLOBAL, false, 0, set_control_url },
+	{ "control-bootstrap-token-file", SCOPE_GLOBAL, false, GK(control_bootstrap_file),
+	  set_gpath },
+	{ "state-directory", SCOPE_GLOBAL, false, GK(state_dir), set_gpath },
+	{ "control-interval", SCOPE_GLOBAL, false, GK(control_interval_ms), set_gduration },
+	{ "control-timeout", SCOPE_GLOBAL, false, GK(control_timeout_ms), set_gduration },
+	{ "control-backoff-min", SCOPE_GLOBAL, false, GK(control_backoff_min_ms), set_gduration },
+	{ "control-backoff-max", SCOPE_GLOBAL, false, GK(control_backoff_max_ms), set_gduration },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
@@ -1308,6 +1375,10 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		}
 	}
 	sni_finish(c, e);
+	if (c->control_backoff_min_ms > c->control_backoff_max_ms)
+		err_add(e, "etrelay: control-backoff-min %llu ms is above control-backoff-max %llu ms",
+			(unsigned long long)c->control_backoff_min_ms,
+			(unsigned long long)c->control_backoff_max_ms);
 	for (unsigned i = 0; i < c->nrelays; i++) {
 		struct relay_conf *r = &c->relays[i];
 

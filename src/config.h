@@ -88,6 +88,14 @@
 #define CONF_PRBE_MAX_SIZE 1472 /* bytes: an Ethernet frame's IPv4 UDP payload */
 #define CONF_PRBE_RATE 10       /* probes per second per source IP (IPv6 /64) */
 #define CONF_PRBE_BURST 20      /* ... and at once */
+/* The control plane (control.c): off until control-url is set. */
+#define CONF_URL_MAX 1024
+#define CONF_PATH_MAX 4096
+#define CONF_STATE_DIR "/var/lib/etrelay"
+#define CONF_CONTROL_INTERVAL (30 * 1000ull)        /* ms between heartbeats */
+#define CONF_CONTROL_TIMEOUT (10 * 1000ull)         /* ms per request */
+#define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)     /* ms, first enrolment retry */
+#define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
 
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
@@ -207,6 +215,12 @@ struct etr_conf {
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
 	char ban_file[4096];       /* "" : none */
 	struct conf_prbe prbe;
+	/* The control plane; control_url "" : none. */
+	char control_url[CONF_URL_MAX]; /* no trailing '/' */
+	char control_bootstrap_file[CONF_PATH_MAX]; /* "" : none */
+	char state_dir[CONF_PATH_MAX];
+	uint64_t control_interval_ms, control_timeout_ms;
+	uint64_t control_backoff_min_ms, control_backoff_max_ms;
 	/* Command-line only. */
 	const char *path; /* config file, NULL: none */
 	bool path_given, test, probe, help, version;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "control.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -615,6 +616,72 @@ static int create_loops(struct daemon *d)
 	return 0;
 }
 
+/* The control thread: the heartbeat's report, from the counters the ops
+ * plane reads too. */
+static void control_report(void *arg, struct control_report *r)
+{
+	struct daemon *d = arg;
+
+	r->draining = STAT_GET(d->stats.lifecycle) != LIFECYCLE_ACTIVE;
+	for (unsigned i = 0; i < d->nrelays && r->nlisteners < CTL_LISTENERS_MAX; i++) {
+		struct ctl_listener *l = &r->listeners[r->nlisteners++];
+
+		l->kind = CTL_LISTENER_GAME;
+		snprintf(l->name, sizeof(l->name), "%s", d->conf->relays[i].name);
+		l->active = stats_sessions_active(&d->stats, i);
+		l->max = d->conf->relays[i].max_sessions;
+	}
+	for (unsigned i = 0; i < d->sni.n && r->nlisteners < CTL_LISTENERS_MAX; i++) {
+		struct ctl_listener *l = &r->listeners[r->nlisteners++];
+		uint32_t active, max, routes;
+
+		sni_listener_info(&d->sni, i, &active, &max, &routes);
+		l->kind = CTL_LISTENER_SNI;
+		snprintf(l->name, sizeof(l->name), "%s", d->conf->sni[i].name);
+		l->active = active;
+		l->max = max;
+	}
+}
+
+/* The control thread: a good heartbeat's whole route set replaces the
+ * control plane's routes of every SNI listener (a bad set changes nothing). */
+static int control_routes(void *arg, const struct sni_route *list, size_t n, char *err,
+			  size_t errlen)
+{
+	struct daemon *d = arg;
+
+	return sni_set_control_routes(&d->sni, list, n, err, errlen);
+}
+
+/* The control-plane client, when control-url is set. Returns 0 or the exit
+ * status. */
+static int open_control(struct daemon *d)
+{
+	const struct etr_conf *conf = d->conf;
+	struct control_config cc = { .url = conf->control_url,
+				     .bootstrap_file = conf->control_bootstrap_file,
+				     .state_dir = conf->state_dir,
+				     .interval_ms = conf->control_interval_ms,
+				     .timeout_ms = conf->control_timeout_ms,
+				     .backoff_min_ms = conf->control_backoff_min_ms,
+				     .backoff_max_ms = conf->control_backoff_max_ms,
+				     .version = ETRELAY_VERSION,
+				     .report = control_report,
+				     .routes = control_routes,
+				     .arg = d,
+				     .stats = &d->control_stats };
+	char err[1024];
+
+	if (!conf->control_url[0])
+		return 0;
+	if (control_start(&d->control, &cc, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return EXIT_CONFIG;
+	}
+	d->stats.control = &d->control_stats;
+	return 0;
+}
+
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
 {
@@ -673,6 +740,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		return EXIT_FAILURE;
 	}
 	if ((rc = create_loops(d)) != 0)
+		return rc;
+	if ((rc = open_control(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,
@@ -777,6 +846,7 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
+	control_stop(d->control);
 	if (d->nworkers && d->workers[0]->loop)
 		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);
 	for (unsigned w = 0; w < d->nworkers; w++)

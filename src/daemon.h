@@ -11,6 +11,7 @@
 
 #include "banlist.h"
 #include "config.h"
+#include "control_stats.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "prbe_port.h"
@@ -18,7 +19,9 @@
 #include "sni.h"
 #include "stats.h"
 
+struct control;
 struct ops;
+struct sni_route;
 struct worker;
 
 /* Endpoints of the daemon's own on worker 0 (the signalfd) and of every
@@ -71,6 +74,10 @@ struct daemon {
 	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
 	struct timer timer;       /* on worker 0: next_notify or leave_check, whichever
 				   * is first */
+	/* The control plane (control-url): its client, what it publishes, and
+	 * the route set of its last good heartbeat. */
+	struct control *control;
+	struct control_stats control_stats;
 };
 
 /* The workers --workers asks for: the count given, or for auto the CPUs

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "control_stats.h"
 #include "json.h"
 #include "log.h"
 #include "ops_metrics.h"
@@ -247,6 +248,49 @@ int ops_tokens_check(char *err, size_t errlen)
 	return rc;
 }
 
+/* The same reading and checks for another component's token (the control
+ * plane's). */
+static int token_out(const struct ops_token *t, char *out, size_t cap, size_t *len, char *err,
+		     size_t errlen)
+{
+	if (t->len >= cap) {
+		snprintf(err, errlen, "token longer than %zu bytes", cap - 1);
+		return -1;
+	}
+	memcpy(out, t->s, t->len);
+	out[t->len] = '\0';
+	*len = t->len;
+	return 1;
+}
+
+int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char *err,
+		       size_t errlen)
+{
+	struct ops_token t;
+	int rc = token_read(&t, var, true, err, errlen);
+
+	if (rc == 0)
+		rc = t.len ? token_out(&t, out, cap, len, err, errlen) : 0;
+	explicit_bzero(&t, sizeof(t));
+	return rc;
+}
+
+int ops_token_from_file(const char *what, const char *path, char *out, size_t cap, size_t *len,
+			char *err, size_t errlen)
+{
+	struct ops_token t;
+	char from[320];
+	int rc = token_read_file(&t, what, path, true, err, errlen);
+
+	snprintf(from, sizeof(from), "%s %s", what, path);
+	if (rc == 0)
+		rc = token_check(&t, from, err, errlen);
+	if (rc == 0)
+		rc = token_out(&t, out, cap, len, err, errlen);
+	explicit_bzero(&t, sizeof(t));
+	return rc;
+}
+
 /* Runs over the whole configured token whatever was presented, so the
  * time taken says nothing about how much of a guess was right. */
 static bool token_equal(const struct ops_token *t, const char *given, size_t glen)
@@ -408,6 +452,34 @@ static void json_relay(FILE *f, struct relay_stats *r, uint32_t active)
 	fputs("]}", f);
 }
 
+/* The control plane's part of /lifecycle. */
+static void json_control(FILE *f, struct control_stats *cs)
+{
+	struct control_stats s;
+
+	pthread_mutex_lock(&cs->lock);
+	s = *cs;
+	pthread_mutex_unlock(&cs->lock);
+	fprintf(f, ",\"control\":{\"enrolled\":%s,\"relay_id\":", s.enrolled ? "true" : "false");
+	if (s.relay_id[0])
+		json_string(f, s.relay_id);
+	else
+		fputs("null", f);
+	if (s.last_heartbeat)
+		fprintf(f, ",\"last_heartbeat\":%" PRIu64 ",\"last_result\":\"%s\"",
+			s.last_heartbeat, ctl_result_name(s.last_result));
+	else
+		fputs(",\"last_heartbeat\":null,\"last_result\":null", f);
+	if (s.last_success)
+		fprintf(f, ",\"last_success\":%" PRIu64, s.last_success);
+	else
+		fputs(",\"last_success\":null", f);
+	fprintf(f,
+		",\"consecutive_failures\":%" PRIu32 ",\"next_attempt\":%" PRIu64
+		",\"routes\":%" PRIu64 "}",
+		s.failures, s.next_attempt, s.routes);
+}
+
 static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 {
 	struct etr_stats *st = op->st;
@@ -454,7 +526,10 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 			",\"max_connections\":%" PRIu32 "}",
 			sroutes, sact, scap);
 	}
-	fputs("]}\n", f);
+	fputc(']', f);
+	if (st->control)
+		json_control(f, st->control);
+	fputs("}\n", f);
 	if (fclose(f) != 0) {
 		free(body);
 		return MHD_NO;

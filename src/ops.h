@@ -46,6 +46,18 @@ bool ops_addr_is_private(const union etr_sockaddr *sa);
  * file). Never puts a token into err. */
 int ops_tokens_check(char *err, size_t errlen);
 
+/* A token read and checked as the ops tokens are, for another component:
+ * from the variable var, or the file var_FILE names (the same mode rule).
+ * Returns 1 with the token in out (NUL-terminated, *len bytes), 0 when
+ * neither is set, -1 with a message in err (never the token). */
+int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char *err,
+		       size_t errlen);
+
+/* The same for a file named by the configuration; what names it in
+ * messages ("control-bootstrap-token-file"). Returns 1 or -1. */
+int ops_token_from_file(const char *what, const char *path, char *out, size_t cap, size_t *len,
+			char *err, size_t errlen);
+
 /* Bind and start the listener thread. Returns 0, or -1 with a message in
  * err (public address refused, bind failure, bad token). */
 int ops_start(struct ops **op, const struct ops_config *cfg, struct etr_stats *st, char *err,

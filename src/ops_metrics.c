@@ -3,6 +3,7 @@
  * Prometheus conventions: etrelay_ prefix, counters end in _total, base
  * units. No label carries a client address. */
 #include "ops_metrics.h"
+#include "control_stats.h"
 #include "loop.h"
 #include "sni.h"
 
@@ -507,6 +508,35 @@ static void sni_listeners(FILE *f, struct sni_shared *sh)
 #undef EACH_SNI
 }
 
+/* The control-plane client's, copied under its lock. */
+static void control(FILE *f, struct control_stats *cs)
+{
+	struct control_stats s;
+
+	pthread_mutex_lock(&cs->lock);
+	s = *cs;
+	pthread_mutex_unlock(&cs->lock);
+	family(f, "etrelay_control_heartbeats_total", "counter",
+	       "Heartbeats to the control plane, by result (ok, refused: a 4xx other than 429, "
+	       "http_error, timeout, network_error, bad_answer: malformed JSON or a bad route).");
+	for (unsigned r = 0; r < CTL_RESULT_COUNT; r++)
+		if (r != CTL_STATE_ERROR)
+			sample(f, "etrelay_control_heartbeats_total",
+			       LABELS("result", ctl_result_name(r)), s.heartbeats[r]);
+	family(f, "etrelay_control_enrolments_total", "counter",
+	       "Enrolments with the bootstrap token, by result (state_error: enrolled, but the "
+	       "credential could not be written to the state directory).");
+	for (unsigned r = 0; r < CTL_RESULT_COUNT; r++)
+		sample(f, "etrelay_control_enrolments_total", LABELS("result", ctl_result_name(r)),
+		       s.enrolments[r]);
+	family(f, "etrelay_control_routes", "gauge",
+	       "SNI routes in the set of the last good heartbeat answer.");
+	sample(f, "etrelay_control_routes", NO_LABELS, s.routes);
+	family(f, "etrelay_control_last_success_timestamp_seconds", "gauge",
+	       "Unix time of the last good heartbeat; 0 before the first.");
+	sample(f, "etrelay_control_last_success_timestamp_seconds", NO_LABELS, s.last_success);
+}
+
 int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
 {
 	int lc = atomic_load(&st->lifecycle);
@@ -535,6 +565,8 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	prbe_ports(out, st);
 	if (st->sni)
 		sni_listeners(out, st->sni);
+	if (st->control)
+		control(out, st->control);
 	if (st->loop)
 		loop_counters(out, st);
 	if (proc)

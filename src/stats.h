@@ -134,6 +134,7 @@ struct relay_stats {
 
 struct loop_stats;
 struct sni_shared;
+struct control_stats; /* control_stats.h */
 
 /* Every worker keeps its own counters (its relays', its loop's), written
  * by its thread alone, on cache lines no other worker writes; the ops
@@ -157,6 +158,7 @@ struct etr_stats {
 	struct prbe_stats *prbe_port[STATS_WORKERS_MAX][CONF_PRBE_LISTEN_MAX];
 	/* The SNI listeners (sni.h: their counters, per worker), NULL: none. */
 	struct sni_shared *sni;
+	struct control_stats *control; /* the control-plane client's; NULL without one */
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */

@@ -2676,6 +2676,84 @@ static void test_config_prbe_more_than_8_echo_ports_is_an_error(void **state)
 	assert_int_equal(c.prbe.nports, 7);
 }
 
+static void test_config_control_keys_default_off_with_documented_defaults(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_string_equal(c.control_url, "");
+	assert_string_equal(c.control_bootstrap_file, "");
+	assert_string_equal(c.state_dir, "/var/lib/etrelay");
+	assert_int_equal(c.control_interval_ms, 30000);
+	assert_int_equal(c.control_timeout_ms, 10000);
+	assert_int_equal(c.control_backoff_min_ms, 60000);
+	assert_int_equal(c.control_backoff_max_ms, 30 * 60000);
+}
+
+static void test_config_control_keys_from_the_file_and_the_command_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "control-url https://cp.example.com/api/\n"
+			     "control-bootstrap-token-file /etc/etrelay/bootstrap\n"
+			     "state-directory /srv/etrelay\n"
+			     "control-interval 500ms\ncontrol-timeout 2s\n"
+			     "control-backoff-min 200ms\ncontrol-backoff-max 1s\n"
+			     "[relay a]\nupstream h:1\n",
+			     ARGV("--control-interval", "1s", "--state-directory", "/tmp/st")),
+			 0);
+	/* the trailing '/' goes: the service path brings its own */
+	assert_string_equal(c.control_url, "https://cp.example.com/api");
+	assert_string_equal(c.control_bootstrap_file, "/etc/etrelay/bootstrap");
+	assert_string_equal(c.state_dir, "/tmp/st");
+	assert_int_equal(c.control_interval_ms, 1000);
+	assert_int_equal(c.control_timeout_ms, 2000);
+	assert_int_equal(c.control_backoff_min_ms, 200);
+	assert_int_equal(c.control_backoff_max_ms, 1000);
+}
+
+static void test_config_control_bad_values_are_errors_naming_the_key(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(args(&c, &e, ARGV("--control-url", "ftp://x")), -1);
+	assert_non_null(strstr(e.text, "--control-url: invalid value 'ftp://x'"));
+	assert_int_equal(args(&c, &e, ARGV("--control-interval", "0")), -1);
+	assert_non_null(strstr(e.text, "--control-interval"));
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e,
+			      "control-url http://a b\ncontrol-timeout soon\n"
+			      "control-backoff-min -1\n[relay a]\nupstream h:1\n"
+			      "control-interval 1s\n"),
+			 -1);
+	assert_errors(&e, 4);
+	assert_non_null(strstr(e.text, "t.conf:1: control-url: invalid value"));
+	assert_non_null(strstr(e.text, "t.conf:2: control-timeout: invalid value 'soon'"));
+	assert_non_null(strstr(e.text, "t.conf:6: control-interval: a process-wide key"));
+}
+
+static void test_config_control_backoff_min_above_max_is_an_error(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--control-backoff-min", "2m",
+					  "--control-backoff-max", "1m")),
+			 -1);
+	assert_errors(&e, 1);
+	assert_non_null(strstr(e.text, "control-backoff-min 120000 ms is above control-backoff-max "
+				       "60000 ms"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2799,6 +2877,10 @@ int main(void)
 	    cmocka_unit_test(test_config_prbe_bad_values_name_the_key),
 	    cmocka_unit_test(test_config_prbe_listen_at_most_8_and_not_on_a_relays_port),
 	    cmocka_unit_test(test_config_prbe_more_than_8_echo_ports_is_an_error),
+	    cmocka_unit_test(test_config_control_keys_default_off_with_documented_defaults),
+	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),
+	    cmocka_unit_test(test_config_control_bad_values_are_errors_naming_the_key),
+	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,12 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "control_stats.h"
 #include "loop.h"
 #include "ops_metrics.h"
 #include "sni.h"
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
+static struct control_stats ctl;
 static struct prbe_stats echo_port;
 /* One SNI listener, "tls", on two workers. */
 static struct sni_conf tls_conf;
@@ -142,6 +144,17 @@ static int setup(void **state)
 	st.nrelays = 2;
 	st.relay[0] = &et1;
 	st.relay[1] = &oa;
+
+	memset(&ctl, 0, sizeof(ctl));
+	pthread_mutex_init(&ctl.lock, NULL);
+	ctl.enrolled = true;
+	ctl.routes = 3;
+	ctl.last_success = 1764450100;
+	ctl.heartbeats[CTL_OK] = 40;
+	ctl.heartbeats[CTL_TIMEOUT] = 2;
+	ctl.enrolments[CTL_HTTP_ERROR] = 3;
+	ctl.enrolments[CTL_OK] = 1;
+	st.control = &ctl;
 
 	/* PRBE: et1 with prbe yes, and one echo-only port. */
 	et1.prbe_on = true;
@@ -524,6 +537,33 @@ static void test_ops_metrics_masters_copies_under_the_bound(void **state)
 	assert_string_equal(m[0].name, "etmaster.net:27950");
 }
 
+static void test_ops_metrics_control_plane_results_routes_and_last_success(void **state)
+{
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_control_heartbeats_total{result=\"ok\"} 40");
+	assert_line(t, "etrelay_control_heartbeats_total{result=\"timeout\"} 2");
+	assert_line(t, "etrelay_control_heartbeats_total{result=\"bad_answer\"} 0");
+	/* state_error is an enrolment's alone */
+	assert_null(strstr(t, "etrelay_control_heartbeats_total{result=\"state_error\"}"));
+	assert_line(t, "etrelay_control_enrolments_total{result=\"ok\"} 1");
+	assert_line(t, "etrelay_control_enrolments_total{result=\"http_error\"} 3");
+	assert_line(t, "etrelay_control_enrolments_total{result=\"state_error\"} 0");
+	assert_line(t, "etrelay_control_routes 3");
+	assert_line(t, "etrelay_control_last_success_timestamp_seconds 1764450100");
+	free(t);
+}
+
+static void test_ops_metrics_no_control_family_without_a_control_plane(void **state)
+{
+	char *t;
+
+	st.control = NULL;
+	t = render(NULL);
+	assert_null(strstr(t, "etrelay_control_"));
+	free(t);
+}
+
 /* Pipe the full rendering through `promtool check metrics`: it must say
  * nothing and exit 0. 77 (skip) without promtool. */
 static int promtool_check(void)
@@ -597,6 +637,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ops_metrics_sni_preread_buckets),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_masters_copies_under_the_bound,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_metrics_control_plane_results_routes_and_last_success, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_metrics_no_control_family_without_a_control_plane, setup, teardown),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "--promtool") == 0)

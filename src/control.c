@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: ISC */
+/* The control-plane client's thread: blocking libcurl easy calls (HTTP/1.1,
+ * a timeout on each) paced by control_sched.c. Connect's unary protocol
+ * over HTTP/1.1 is a JSON POST, so nothing more than libcurl is needed.
+ * The bootstrap token travels as "Authorization: Bearer", as the API
+ * token does; it is wiped from memory once enrolment succeeded. */
+#include "control.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control_sched.h"
+#include "log.h"
+#include "ops.h"
+
+#define NS_PER_MS_ 1000000ull
+
+struct control {
+	struct control_config cfg;
+	struct control_stats *st;
+	pthread_t thread;
+	pthread_mutex_t lock; /* guards stop, with wake */
+	pthread_cond_t wake;
+	bool stop;
+	_Atomic bool stopping; /* read by libcurl's progress callback */
+	CURL *curl;
+	char hostname[256];
+	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
+	bool from_env;	    /* the credential came from ETRELAY_CONTROL_TOKEN */
+	bool write_pending; /* enrolled, the state file not written yet */
+	char bootstrap[1024];
+	size_t bootstrap_len; /* 0: spent or none */
+	struct ctl_credential cred;
+	bool enrolled;
+	struct ctl_sched sched;
+	struct ctl_logstate log_enrol, log_hb;
+	size_t routes; /* in force */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* State directory and file */
+
+/* The directory must exist (systemd's StateDirectory= makes it) or be
+ * made here, and no one but its owner may write it: whoever can replace
+ * the credential file can point the relay at routes of their choosing. */
+static int state_dir_check(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "state-directory %s: %s (create it, mode 700)", dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &st) < 0) {
+		snprintf(err, errlen, "state-directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "state-directory %s: not a directory", dir);
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen,
+			 "state-directory %s: mode %04o lets %s write it, and so replace the "
+			 "control-plane credential; `chmod 700 %s`",
+			 dir, (unsigned)(st.st_mode & 07777),
+			 st.st_mode & S_IWOTH ? "every user" : "its group", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read the credential file: 1 when read, 0 when there is none, -1 with err. */
+static int state_read(struct control *c, char *err, size_t errlen)
+{
+	char buf[4096], why[256];
+	struct stat st;
+	ssize_t n;
+	int fd = open(c->state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
+		snprintf(err, errlen, "%s: %s; `chmod 600 %s`", c->state_path,
+			 !S_ISREG(st.st_mode) ? "not a regular file"
+					      : "others than its owner may use it",
+			 c->state_path);
+		close(fd);
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0 || (size_t)n == sizeof(buf) ||
+	    ctl_msg_credential(buf, (size_t)n, &c->cred, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s (remove it to enrol again)", c->state_path,
+			 n < 0			    ? strerror(errno)
+			 : (size_t)n == sizeof(buf) ? "too long"
+						    : why);
+		explicit_bzero(buf, sizeof(buf));
+		return -1;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return 1;
+}
+
+/* Write the credential whole or not at all: a temporary file, fsync,
+ * rename over the old, fsync of the directory. Returns 0 or -errno. */
+static int state_write(struct control *c)
+{
+	char tmp[sizeof(c->state_path) + 8];
+	char *text = ctl_msg_credential_json(&c->cred);
+	size_t len = text ? strlen(text) : 0, off = 0;
+	int fd = -1, dfd, rc = 0;
+
+	if (!text)
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", c->state_path);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (fchmod(fd, 0600) < 0 || fsync(fd) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = -errno;
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, c->state_path) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if ((dfd = open(c->cfg.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		if (fsync(dfd) < 0)
+			rc = -errno;
+		close(dfd);
+	}
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	} else if (rc < 0) {
+		unlink(tmp);
+	}
+	explicit_bzero(text, len);
+	free(text);
+	return rc;
+}
+
+/* HTTP */
+
+struct answer {
+	char *buf;
+	size_t len, cap;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct answer *a = arg;
+	size_t add = size * n;
+
+	if (add > CONTROL_ANSWER_MAX - a->len)
+		return 0; /* CURLE_WRITE_ERROR */
+	if (a->len + add + 1 > a->cap) {
+		size_t cap = a->cap ? a->cap : 4096;
+		char *b;
+
+		while (cap < a->len + add + 1)
+			cap *= 2;
+		if (!(b = realloc(a->buf, cap)))
+			return 0;
+		a->buf = b;
+		a->cap = cap;
+	}
+	memcpy(a->buf + a->len, p, add);
+	a->len += add;
+	a->buf[a->len] = '\0';
+	return add;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct control *c = arg;
+
+	return atomic_load(&c->stopping) ? 1 : 0;
+}
+
+/* POST body to url + path with the token; the answer in a (the caller
+ * frees a->buf), its status in *status. Returns the result of the
+ * exchange (CTL_OK for any 2xx), with why in err when not. */
+static enum ctl_result post(struct control *c, const char *path, const char *token,
+			    const char *body, struct answer *a, long *status, char *err,
+			    size_t errlen)
+{
+	char url[CONF_URL_MAX + 64], auth[1100], cerr[CURL_ERROR_SIZE] = "";
+	char ua[64], msg[200];
+	struct curl_slist *h = NULL, *t;
+	enum ctl_result r;
+	CURLcode cc;
+
+	*status = 0;
+	memset(a, 0, sizeof(*a));
+	snprintf(url, sizeof(url), "%s%s", c->cfg.url, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	snprintf(ua, sizeof(ua), "etrelay/%s", c->cfg.version);
+	static const char *const fixed[] = {"Content-Type: application/json",
+					    "Accept: application/json",
+					    "Connect-Protocol-Version: 1",
+					    /* No 100-continue round trip. */
+					    "Expect:"};
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		if (!(t = curl_slist_append(h, fixed[i])))
+			goto nomem;
+		h = t;
+	}
+	if (!(t = curl_slist_append(h, auth)))
+		goto nomem;
+	h = t;
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->cfg.timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, ua);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, cerr);
+	cc = curl_easy_perform(c->curl);
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+	/* The header list holds the token. */
+	for (t = h; t; t = t->next)
+		explicit_bzero(t->data, strlen(t->data));
+	curl_slist_free_all(h);
+	explicit_bzero(auth, sizeof(auth));
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+	switch (cc) {
+	case CURLE_OK:
+		r = ctl_result_of_status(*status);
+		if (r != CTL_OK) {
+			ctl_msg_error(a->buf ? a->buf : "", a->len, msg, sizeof(msg));
+			snprintf(err, errlen, "HTTP %ld%s%s", *status, msg[0] ? ", " : "", msg);
+		}
+		return r;
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(err, errlen, "no answer within %llu ms",
+			 (unsigned long long)c->cfg.timeout_ms);
+		return CTL_TIMEOUT;
+	case CURLE_WRITE_ERROR:
+		snprintf(err, errlen, "answer over %u bytes", CONTROL_ANSWER_MAX);
+		return CTL_BAD_ANSWER;
+	default:
+		snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(cc));
+		return CTL_NETWORK;
+	}
+nomem:
+	curl_slist_free_all(h);
+	explicit_bzero(auth, sizeof(auth));
+	snprintf(err, errlen, "out of memory");
+	return CTL_NETWORK;
+}
+
+/* Published state */
+
+static void publish(struct control *c, uint64_t now)
+{
+	struct control_stats *s = c->st;
+	uint64_t wait = c->sched.next > now ? (c->sched.next - now) / 1000000000ull : 0;
+
+	pthread_mutex_lock(&s->lock);
+	s->enrolled = c->enrolled;
+	snprintf(s->relay_id, sizeof(s->relay_id), "%s", c->cred.relay_id);
+	s->failures = c->sched.failures;
+	s->next_attempt = (uint64_t)time(NULL) + wait;
+	s->routes = c->routes;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void enrol(struct control *c)
+{
+	char err[512] = "", *body = ctl_msg_enroll_request(c->cfg.version, c->hostname);
+	struct answer a = {0};
+	enum ctl_result r = CTL_NETWORK;
+	long status = 0;
+	uint64_t now;
+	int werr = 0;
+
+	if (body)
+		r = post(c, CONTROL_PATH_ENROLL, c->bootstrap, body, &a, &status, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "out of memory");
+	if (r == CTL_OK &&
+	    ctl_msg_credential(a.buf ? a.buf : "", a.len, &c->cred, err, sizeof(err)) < 0)
+		r = CTL_BAD_ANSWER;
+	if (r == CTL_OK && (werr = state_write(c)) < 0) {
+		r = CTL_STATE_ERROR;
+		c->write_pending = true;
+	}
+	if (a.buf)
+		explicit_bzero(a.buf, a.len);
+	free(a.buf);
+	free(body);
+	now = mono_ns();
+	ctl_sched_enrolment(&c->sched, r, now);
+	if (c->sched.enrolled) {
+		/* Spent: never again, whatever happens to the file. */
+		c->enrolled = true;
+		explicit_bzero(c->bootstrap, sizeof(c->bootstrap));
+		c->bootstrap_len = 0;
+	}
+	pthread_mutex_lock(&c->st->lock);
+	c->st->enrolments[r]++;
+	pthread_mutex_unlock(&c->st->lock);
+	publish(c, now);
+	if (r == CTL_OK)
+		log_info("control: enrolled as relay %s; credential kept in %s", c->cred.relay_id,
+			 c->state_path);
+	else if (r == CTL_STATE_ERROR)
+		log_warnx("control: enrolled as relay %s, but writing %s failed (%s): the "
+			  "credential lives in memory only until a write succeeds (tried again "
+			  "each heartbeat); a restart before that cannot enrol again",
+			  c->cred.relay_id, c->state_path, strerror(-werr));
+	else if (ctl_log_changed(&c->log_enrol, r, 0))
+		log_warnx("control: enrolment %s (%s)%s; next attempt in %llu ms",
+			  r == CTL_REFUSED ? "refused" : "failed", err,
+			  r == CTL_REFUSED ? ": the control plane refused the bootstrap token" : "",
+			  (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
+	else
+		log_debug("control: enrolment %s (%s); next attempt in %llu ms", ctl_result_name(r),
+			  err, (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
+}
+
+static void heartbeat(struct control *c)
+{
+	struct control_report rep;
+	struct sni_route *list = NULL;
+	struct answer a = {0};
+	enum ctl_result r = CTL_NETWORK;
+	char err[512] = "", *body;
+	long status = 0;
+	size_t n = 0;
+	uint64_t now;
+	int werr;
+
+	memset(&rep, 0, sizeof(rep));
+	if (c->cfg.report)
+		c->cfg.report(c->cfg.arg, &rep);
+	body = ctl_msg_heartbeat_request(c->cfg.version, c->hostname, &rep);
+	if (body)
+		r = post(c, CONTROL_PATH_HEARTBEAT, c->cred.api_token, body, &a, &status, err,
+			 sizeof(err));
+	else
+		snprintf(err, sizeof(err), "out of memory");
+	if (r == CTL_OK &&
+	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
+		r = CTL_BAD_ANSWER;
+	if (r == CTL_OK && c->cfg.routes &&
+	    c->cfg.routes(c->cfg.arg, list, n, err, sizeof(err)) < 0)
+		r = CTL_BAD_ANSWER;
+	if (r == CTL_OK)
+		c->routes = n;
+	free(list);
+	free(a.buf);
+	free(body);
+	if (c->write_pending && (werr = state_write(c)) == 0) {
+		c->write_pending = false;
+		log_info("control: credential written to %s", c->state_path);
+	}
+	now = mono_ns();
+	ctl_sched_heartbeat(&c->sched, r, now);
+	pthread_mutex_lock(&c->st->lock);
+	c->st->heartbeats[r]++;
+	c->st->any_heartbeat = true;
+	c->st->last_result = r;
+	c->st->last_heartbeat = (uint64_t)time(NULL);
+	if (r == CTL_OK)
+		c->st->last_success = c->st->last_heartbeat;
+	pthread_mutex_unlock(&c->st->lock);
+	publish(c, now);
+	if (!ctl_log_changed(&c->log_hb, r, c->routes))
+		log_debug("control: heartbeat %s, %zu routes", ctl_result_name(r), c->routes);
+	else if (r == CTL_OK)
+		log_info("control: heartbeat ok, %zu routes", c->routes);
+	else
+		log_warnx("control: heartbeat %s (%s)%s; keeping the last %zu routes, next in "
+			  "%llu ms",
+			  r == CTL_REFUSED ? "refused" : "failed", err,
+			  r == CTL_REFUSED ? ": the control plane refused the credential" : "",
+			  c->routes, (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
+}
+
+static void *control_thread(void *arg)
+{
+	struct control *c = arg;
+
+	if (gethostname(c->hostname, sizeof(c->hostname) - 1) < 0)
+		snprintf(c->hostname, sizeof(c->hostname), "unknown");
+	for (;;) {
+		uint64_t next = c->sched.next;
+		struct timespec until = {.tv_sec = (time_t)(next / 1000000000ull),
+					 .tv_nsec = (long)(next % 1000000000ull)};
+		bool stop;
+
+		pthread_mutex_lock(&c->lock);
+		while (!c->stop && mono_ns() < next)
+			if (pthread_cond_timedwait(&c->wake, &c->lock, &until) == ETIMEDOUT)
+				break;
+		stop = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		if (stop)
+			break;
+		if (c->enrolled)
+			heartbeat(c);
+		else
+			enrol(c);
+	}
+	return NULL;
+}
+
+/* Start */
+
+/* The credential: the environment, else the state file, else the
+ * bootstrap token to enrol with. */
+static int credential_take(struct control *c, char *err, size_t errlen)
+{
+	size_t len;
+	int rc;
+
+	rc = ops_token_from_env(CONTROL_ENV_TOKEN, c->cred.api_token, sizeof(c->cred.api_token),
+				&len, err, errlen);
+	if (rc != 0) {
+		c->from_env = rc > 0;
+		c->enrolled = rc > 0;
+		return rc < 0 ? -1 : 0;
+	}
+	rc = state_read(c, err, errlen);
+	if (rc != 0) {
+		c->enrolled = rc > 0;
+		return rc < 0 ? -1 : 0;
+	}
+	if (!c->cfg.bootstrap_file || !c->cfg.bootstrap_file[0]) {
+		snprintf(err, errlen,
+			 "control-url: no credential: set control-bootstrap-token-file to enrol "
+			 "(or %s / %s_FILE), or put back %s",
+			 CONTROL_ENV_TOKEN, CONTROL_ENV_TOKEN, c->state_path);
+		return -1;
+	}
+	rc =
+	    ops_token_from_file("control-bootstrap-token-file", c->cfg.bootstrap_file, c->bootstrap,
+				sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
+	return rc < 0 ? -1 : 0;
+}
+
+static void control_free(struct control *c)
+{
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	explicit_bzero(c, sizeof(*c));
+	free(c);
+}
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	struct control *c;
+	int rc;
+
+	*out = NULL;
+	/* curl_global_init is not thread-safe: here, before the thread. */
+	pthread_once(&once, curl_init_once);
+	if (state_dir_check(cfg->state_dir, err, errlen) < 0)
+		return -1;
+	if (!(c = calloc(1, sizeof(*c)))) {
+		snprintf(err, errlen, "control: %s", strerror(errno));
+		return -1;
+	}
+	c->cfg = *cfg;
+	c->st = cfg->stats;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir, CONTROL_STATE_FILE);
+	if (credential_take(c, err, errlen) < 0)
+		goto fail;
+	if (!(c->curl = curl_easy_init())) {
+		snprintf(err, errlen, "control: libcurl did not start");
+		goto fail;
+	}
+	memset(c->st, 0, sizeof(*c->st));
+	pthread_mutex_init(&c->st->lock, NULL);
+	ctl_sched_init(&c->sched, cfg->interval_ms * NS_PER_MS_, cfg->backoff_min_ms * NS_PER_MS_,
+		       cfg->backoff_max_ms * NS_PER_MS_, c->enrolled, mono_ns());
+	publish(c, mono_ns());
+	log_info("control: %s, %s", cfg->url,
+		 c->from_env   ? "credential from " CONTROL_ENV_TOKEN
+		 : c->enrolled ? "enrolled (credential from the state directory)"
+			       : "not enrolled yet: enrolling with the bootstrap token");
+	/* Signals stay with the packet loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&c->thread, NULL, control_thread, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "control: thread: %s", strerror(rc));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	control_free(c);
+	return -1;
+}
+
+void control_stop(struct control *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->stopping, true);
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	control_free(c);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: ISC */
+/* The control-plane client: a thread of its own that enrols once (the
+ * bootstrap token buys a durable credential, kept in the state directory),
+ * then sends a heartbeat every interval and hands the whole SNI route set
+ * of each good answer to the daemon. It never runs in a loop thread: its
+ * HTTP calls block, bounded by the timeout. */
+#ifndef ETR_CONTROL_H
+#define ETR_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "control_msg.h"
+#include "control_stats.h"
+#include "sni_routes.h"
+
+/* The credential's environment variable (and its _FILE form). */
+#define CONTROL_ENV_TOKEN "ETRELAY_CONTROL_TOKEN"
+/* The credential's file in the state directory. */
+#define CONTROL_STATE_FILE "control-credential.json"
+/* The services' paths under control-url. */
+#define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
+#define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"
+/* Largest answer read. */
+#define CONTROL_ANSWER_MAX (64u << 20)
+
+struct control;
+
+struct control_config {
+	const char *url;	    /* no trailing '/' */
+	const char *bootstrap_file; /* "" or NULL: none */
+	const char *state_dir;
+	uint64_t interval_ms, timeout_ms, backoff_min_ms, backoff_max_ms;
+	const char *version;
+	/* Fill the heartbeat's report (on the control thread). */
+	void (*report)(void *arg, struct control_report *r);
+	/* A good answer's whole route set replaces the one in force (on the
+	 * control thread). Returns 0, or -1 with why in err: the heartbeat
+	 * counts as failed and the set before stays. */
+	int (*routes)(void *arg, const struct sni_route *list, size_t n, char *err, size_t errlen);
+	void *arg;
+	struct control_stats *stats; /* initialised by control_start */
+};
+
+/* Check the state directory (made 0700 when missing; refused when its
+ * group or others may write it), take the credential (the environment,
+ * else the state file, else the bootstrap token file for an enrolment),
+ * and start the thread. Returns 0, or -1 with a message naming the fix in
+ * err. */
+int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
+
+/* Stop the thread (an HTTP call under way is cut short) and free. */
+void control_stop(struct control *c);
+
+#endif

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: ISC */
+/* Request bodies and answers of the control plane, with jansson: a kept,
+ * fuzzed JSON library rather than a parser of our own. */
+#include "control_msg.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parse flags: a key twice is an answer no protobuf encoder writes. */
+#define CTL_JSON_FLAGS (JSON_REJECT_DUPLICATES)
+
+/* Compact output; keys in the order set. */
+#define CTL_DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
+
+/* Visible ASCII, 1 to max bytes: what a Bearer header and a log line carry. */
+static bool visible(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return false;
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e)
+			return false;
+	return true;
+}
+
+static char *dump(json_t *o)
+{
+	char *s = o ? json_dumps(o, CTL_DUMP_FLAGS) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+char *ctl_msg_enroll_request(const char *version, const char *hostname)
+{
+	return dump(json_pack("{s:s, s:s}", "version", version, "hostname", hostname));
+}
+
+char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
+				const struct control_report *r)
+{
+	json_t *o, *game = json_array(), *sni = json_array();
+	unsigned n = r->nlisteners < CTL_LISTENERS_MAX ? r->nlisteners : CTL_LISTENERS_MAX;
+
+	for (unsigned i = 0; game && sni && i < n; i++) {
+		const struct ctl_listener *l = &r->listeners[i];
+		json_t *e;
+
+		if (l->kind == CTL_LISTENER_SNI)
+			e = json_pack("{s:s, s:I, s:I}", "name", l->name, "connections",
+				      (json_int_t)l->active, "maxConnections", (json_int_t)l->max);
+		else
+			e = json_pack("{s:s, s:I, s:I}", "name", l->name, "sessions",
+				      (json_int_t)l->active, "maxSessions", (json_int_t)l->max);
+		if (!e || json_array_append_new(l->kind == CTL_LISTENER_SNI ? sni : game, e) < 0) {
+			json_decref(game);
+			json_decref(sni);
+			return NULL;
+		}
+	}
+	/* "o" steals the arrays, also when it fails. */
+	o = json_pack("{s:s, s:s, s:s, s:o, s:o}", "version", version, "hostname", hostname,
+		      "health", r->draining ? "HEALTH_DRAINING" : "HEALTH_READY", "gameRelays",
+		      game, "sniListeners", sni);
+	return dump(o);
+}
+
+/* The root object of an answer, or NULL with err set. */
+static json_t *load_object(const char *body, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_loadb(body, len, CTL_JSON_FLAGS, &je);
+
+	if (!root) {
+		snprintf(err, errlen, "not JSON (line %d, column %d: %s)", je.line, je.column,
+			 je.text);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "not a JSON object");
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+int ctl_msg_credential(const char *body, size_t len, struct ctl_credential *out, char *err,
+		       size_t errlen)
+{
+	json_t *root = load_object(body, len, err, errlen);
+	const char *id, *tok;
+	int rc = -1;
+
+	if (!root)
+		return -1;
+	id = json_string_value(json_object_get(root, "relayId"));
+	tok = json_string_value(json_object_get(root, "apiToken"));
+	if (!id || !visible(id, CTL_ID_MAX))
+		snprintf(err, errlen, "relayId: expected a string of 1 to %d visible ASCII bytes",
+			 CTL_ID_MAX);
+	else if (!tok || !visible(tok, CTL_TOKEN_MAX))
+		snprintf(err, errlen, "apiToken: expected a string of 1 to %d visible ASCII bytes",
+			 CTL_TOKEN_MAX);
+	else {
+		strcpy(out->relay_id, id);
+		strcpy(out->api_token, tok);
+		rc = 0;
+	}
+	json_decref(root);
+	return rc;
+}
+
+char *ctl_msg_credential_json(const struct ctl_credential *c)
+{
+	char *s = dump(json_pack("{s:s, s:s}", "relayId", c->relay_id, "apiToken", c->api_token));
+	char *nl;
+
+	/* A file ends with a newline. */
+	if (s && (nl = realloc(s, strlen(s) + 2))) {
+		strcat(nl, "\n");
+		return nl;
+	}
+	free(s);
+	return NULL;
+}
+
+/* Route i (0-based) of the answer into r; -1 with err naming it. */
+static int route_parse(json_t *e, size_t i, struct sni_route *r, char *err, size_t errlen)
+{
+	json_t *name = json_object_get(e, "name"), *up = json_object_get(e, "upstream"),
+	       *pv2 = json_object_get(e, "proxyV2");
+	const char *n;
+
+	if (!json_is_object(e)) {
+		snprintf(err, errlen, "sniRoutes[%zu]: not an object", i);
+		return -1;
+	}
+	memset(r, 0, sizeof(*r));
+	n = json_string_value(name);
+	if (!n || !sni_routes_name_valid(n)) {
+		snprintf(err, errlen, "sniRoutes[%zu].name: expected a host name or *.suffix", i);
+		return -1;
+	}
+	strcpy(r->name, n);
+	if (!json_is_string(up) || addr_parse_numeric(json_string_value(up), &r->upstream) < 0 ||
+	    (r->upstream.sa.sa_family == AF_INET ? r->upstream.in.sin_port
+						 : r->upstream.in6.sin6_port) == 0) {
+		snprintf(err, errlen,
+			 "sniRoutes[%zu] (%s).upstream: expected a numeric IP:PORT or [IPv6]:PORT",
+			 i, r->name);
+		return -1;
+	}
+	/* proto3 JSON leaves a false bool out; null is the default too. */
+	if (pv2 && !json_is_null(pv2) && !json_is_boolean(pv2)) {
+		snprintf(err, errlen, "sniRoutes[%zu] (%s).proxyV2: expected true or false", i,
+			 r->name);
+		return -1;
+	}
+	r->proxy_v2 = json_is_true(pv2);
+	return 0;
+}
+
+int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
+		   size_t errlen)
+{
+	json_t *root = load_object(body, len, err, errlen), *arr;
+	struct sni_route *out = NULL;
+	struct sni_routes *t;
+	size_t count;
+
+	*list = NULL;
+	*n = 0;
+	if (!root)
+		return -1;
+	arr = json_object_get(root, "sniRoutes");
+	count = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (arr && !json_is_null(arr) && !json_is_array(arr)) {
+		snprintf(err, errlen, "sniRoutes: not an array");
+		goto fail;
+	}
+	if (count > SNI_ROUTES_MAX) {
+		snprintf(err, errlen, "sniRoutes: %zu routes, at most %u", count, SNI_ROUTES_MAX);
+		goto fail;
+	}
+	if (count && !(out = calloc(count, sizeof(*out)))) {
+		snprintf(err, errlen, "out of memory for %zu routes", count);
+		goto fail;
+	}
+	for (size_t i = 0; i < count; i++)
+		if (route_parse(json_array_get(arr, i), i, &out[i], err, errlen) < 0)
+			goto fail;
+	/* The set must make a table (no name twice): the same check the
+	 * listener makes, before the set is handed over. */
+	if (sni_routes_build(&t, out, count, err, errlen) < 0)
+		goto fail;
+	sni_routes_free(t);
+	json_decref(root);
+	*list = out;
+	*n = count;
+	return 0;
+fail:
+	free(out);
+	json_decref(root);
+	return -1;
+}
+
+void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen)
+{
+	json_t *root = json_loadb(body, len, CTL_JSON_FLAGS, NULL);
+	const char *code = json_string_value(json_object_get(root, "code"));
+	const char *msg = json_string_value(json_object_get(root, "message"));
+
+	if (outlen)
+		out[0] = '\0';
+	if (code && outlen) {
+		snprintf(out, outlen, "%s%s%s", code, msg ? ": " : "", msg ? msg : "");
+		for (char *s = out; *s; s++)
+			if ((unsigned char)*s < 0x20 || *s == 0x7f)
+				*s = ' ';
+	}
+	json_decref(root);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: ISC */
+/* The control plane's messages: the request bodies etrelay sends and the
+ * answers it accepts, as Connect's unary protocol carries them (protobuf
+ * JSON: lowerCamelCase names, unknown fields ignored, an empty repeated
+ * field may be left out). Pure: jansson builds and parses, nothing here
+ * touches a socket or a file. */
+#ifndef ETR_CONTROL_MSG_H
+#define ETR_CONTROL_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sni_routes.h"
+
+/* Longest relay id and API token kept from an answer. */
+#define CTL_ID_MAX    127
+#define CTL_TOKEN_MAX 1023
+/* Listeners one heartbeat reports. */
+#define CTL_LISTENERS_MAX 128
+
+/* What enrolment gives: the durable credential (also the state file). */
+struct ctl_credential {
+	char relay_id[CTL_ID_MAX + 1];
+	char api_token[CTL_TOKEN_MAX + 1];
+};
+
+enum ctl_listener_kind { CTL_LISTENER_GAME, CTL_LISTENER_SNI };
+
+/* One listener in a heartbeat: a game relay counts sessions, an SNI
+ * listener connections. */
+struct ctl_listener {
+	enum ctl_listener_kind kind;
+	char name[64];
+	uint32_t active, max;
+};
+
+/* What a heartbeat reports; the daemon fills it (control_config.report). */
+struct control_report {
+	bool draining; /* health: draining, else ready */
+	struct ctl_listener listeners[CTL_LISTENERS_MAX];
+	unsigned nlisteners;
+};
+
+/* The Enroll request body: {"version":..., "hostname":...}. Returns a
+ * malloc'd NUL-terminated string, or NULL (out of memory). */
+char *ctl_msg_enroll_request(const char *version, const char *hostname);
+
+/* The Heartbeat request body (see etrelay(8), CONTROL PLANE). Returns a
+ * malloc'd string or NULL. */
+char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
+				const struct control_report *r);
+
+/* Parse an Enroll answer, or the state file (the same object): relayId and
+ * apiToken, both non-empty strings of visible ASCII. Returns 0, or -1 with
+ * the reason in err. */
+int ctl_msg_credential(const char *body, size_t len, struct ctl_credential *out, char *err,
+		       size_t errlen);
+
+/* The state file's text for a credential: malloc'd, or NULL. */
+char *ctl_msg_credential_json(const struct ctl_credential *c);
+
+/* Parse a Heartbeat answer: sniRoutes, the whole set (absent: no route).
+ * Each route needs a valid name, an upstream numeric IP:PORT and an
+ * optional boolean proxyV2; the set must build as a table (no name twice).
+ * Returns 0 with a malloc'd *list of *n routes (NULL when 0), or -1 with
+ * the reason, naming the route, in err. */
+int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
+		   size_t errlen);
+
+/* A Connect error answer ({"code":..., "message":...}) as "code: message"
+ * (control characters dropped) in out; "" when body is not one. */
+void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen);
+
+#endif

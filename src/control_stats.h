@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: ISC */
+/* What the control-plane client publishes and the ops plane reads
+ * (/lifecycle's control section, the etrelay_control_* metrics). One
+ * writer, the control thread, under the mutex; readers copy under it. */
+#ifndef ETR_CONTROL_STATS_H
+#define ETR_CONTROL_STATS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The result of one enrolment or heartbeat (a metric label each). */
+enum ctl_result {
+	CTL_OK,		 /* 2xx and a good answer */
+	CTL_REFUSED,	 /* 4xx other than 429: the token was refused */
+	CTL_HTTP_ERROR,	 /* another status (5xx, 429, 3xx) */
+	CTL_TIMEOUT,	 /* no whole answer within control-timeout */
+	CTL_NETWORK,	 /* no connection (refused, unreachable, name, TLS) */
+	CTL_BAD_ANSWER,	 /* 2xx with malformed JSON or a bad route */
+	CTL_STATE_ERROR, /* enrolled, but the credential could not be written */
+	CTL_RESULT_COUNT
+};
+
+/* Metric label and log word of a result. */
+static inline const char *ctl_result_name(enum ctl_result r)
+{
+	static const char *const names[CTL_RESULT_COUNT] = {
+	    [CTL_OK] = "ok",
+	    [CTL_REFUSED] = "refused",
+	    [CTL_HTTP_ERROR] = "http_error",
+	    [CTL_TIMEOUT] = "timeout",
+	    [CTL_NETWORK] = "network_error",
+	    [CTL_BAD_ANSWER] = "bad_answer",
+	    [CTL_STATE_ERROR] = "state_error",
+	};
+	return (unsigned)r < CTL_RESULT_COUNT ? names[r] : "unknown";
+}
+
+struct control_stats {
+	pthread_mutex_t lock;
+	bool enrolled;	    /* a credential is held */
+	char relay_id[128]; /* from enrolment, "" when the token came from the environment */
+	bool any_heartbeat; /* one was tried */
+	enum ctl_result last_result;
+	uint64_t last_heartbeat; /* unix seconds of the last heartbeat's end, 0 = never */
+	uint64_t last_success;	 /* unix seconds of the last good heartbeat, 0 = never */
+	uint64_t next_attempt;	 /* unix seconds of the next enrolment or heartbeat */
+	uint32_t failures;	 /* consecutive failed heartbeats (or enrolments, before) */
+	uint64_t routes;	 /* routes in the set in force */
+	uint64_t heartbeats[CTL_RESULT_COUNT];
+	uint64_t enrolments[CTL_RESULT_COUNT];
+};
+
+#endif

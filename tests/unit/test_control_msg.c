@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: ISC */
+/* Unit tests for control_msg.c: the request bodies, and the answers taken
+ * and refused (credential, route sets, Connect errors). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control_msg.h"
+
+static json_t *parse(const char *s)
+{
+	json_error_t je;
+	json_t *o = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+
+	if (!o)
+		fail_msg("not JSON: %s (%s)", s, je.text);
+	return o;
+}
+
+static int routes(const char *body, struct sni_route **list, size_t *n, char *err, size_t errlen)
+{
+	return ctl_msg_routes(body, strlen(body), list, n, err, errlen);
+}
+
+/* The answer is refused, and the reason contains want. */
+static void assert_routes_refused(const char *body, const char *want)
+{
+	struct sni_route *list = (struct sni_route *)1;
+	char err[256] = "";
+	size_t n = 99;
+
+	assert_int_equal(routes(body, &list, &n, err, sizeof(err)), -1);
+	assert_null(list);
+	assert_int_equal(n, 0);
+	if (!strstr(err, want))
+		fail_msg("error \"%s\" does not contain \"%s\" (answer %s)", err, want, body);
+}
+
+static void test_control_msg_enroll_request_carries_version_and_hostname(void **state)
+{
+	char *s = ctl_msg_enroll_request("1.2.3", "front\"1");
+	json_t *o;
+
+	(void)state;
+	assert_non_null(s);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "version")), "1.2.3");
+	/* quoted by the library, not by hand */
+	assert_string_equal(json_string_value(json_object_get(o, "hostname")), "front\"1");
+	assert_int_equal(json_object_size(o), 2);
+	json_decref(o);
+	free(s);
+}
+
+static void test_control_msg_heartbeat_request_reports_health_and_each_listener(void **state)
+{
+	struct control_report r = {.draining = false, .nlisteners = 3};
+	json_t *o, *g, *sni;
+	char *s;
+
+	(void)state;
+	r.listeners[0] = (struct ctl_listener){CTL_LISTENER_GAME, "et", 3, 4000};
+	r.listeners[1] = (struct ctl_listener){CTL_LISTENER_SNI, "web", 7, 10000};
+	r.listeners[2] = (struct ctl_listener){CTL_LISTENER_GAME, "q3", 0, 16};
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	assert_non_null(s);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "version")), "0.1.0");
+	assert_string_equal(json_string_value(json_object_get(o, "hostname")), "host");
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_READY");
+	g = json_object_get(o, "gameRelays");
+	sni = json_object_get(o, "sniListeners");
+	assert_int_equal(json_array_size(g), 2);
+	assert_int_equal(json_array_size(sni), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(g, 0), "name")), "et");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(g, 0), "sessions")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(g, 0), "maxSessions")),
+			 4000);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(g, 1), "name")), "q3");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(sni, 0), "name")),
+			    "web");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(sni, 0), "connections")),
+			 7);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_array_get(sni, 0), "maxConnections")), 10000);
+	json_decref(o);
+	free(s);
+
+	r.draining = true;
+	r.nlisteners = 0;
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_DRAINING");
+	assert_int_equal(json_array_size(json_object_get(o, "gameRelays")), 0);
+	json_decref(o);
+	free(s);
+}
+
+static void test_control_msg_credential_is_read_and_written_back_alike(void **state)
+{
+	const char *a = "{\"relayId\":\"r-42\",\"apiToken\":\"tok_abc.DEF-123\",\"expires\":\"x\"}";
+	struct ctl_credential c, d;
+	char err[128], *s;
+
+	(void)state;
+	assert_int_equal(ctl_msg_credential(a, strlen(a), &c, err, sizeof(err)), 0);
+	assert_string_equal(c.relay_id, "r-42");
+	assert_string_equal(c.api_token, "tok_abc.DEF-123");
+	s = ctl_msg_credential_json(&c);
+	assert_non_null(s);
+	assert_int_equal(s[strlen(s) - 1], '\n');
+	assert_int_equal(ctl_msg_credential(s, strlen(s), &d, err, sizeof(err)), 0);
+	assert_string_equal(d.relay_id, c.relay_id);
+	assert_string_equal(d.api_token, c.api_token);
+	free(s);
+}
+
+static void test_control_msg_credential_without_a_usable_token_is_refused(void **state)
+{
+	static const char *const bad[] = {
+	    "{\"relayId\":\"r\"}",
+	    "{\"apiToken\":\"t\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"has space\"}",
+	    "{\"relayId\":\"r\",\"apiToken\":7}",
+	    "{\"relayId\":\"r\",\"apiToken\":\"t\",\"apiToken\":\"u\"}",
+	    "[\"relayId\"]",
+	    "{\"relayId\":\"r\",\"apiToken\":\"t\"",
+	    "",
+	};
+	struct ctl_credential c;
+	char err[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (ctl_msg_credential(bad[i], strlen(bad[i]), &c, err, sizeof(err)) != -1)
+			fail_msg("accepted %s", bad[i]);
+		assert_true(err[0] != '\0');
+	}
+}
+
+static void test_control_msg_routes_are_read_whole(void **state)
+{
+	const char *a =
+	    "{\"sniRoutes\":["
+	    "{\"name\":\"svc.example.com\",\"upstream\":\"10.0.0.2:443\",\"proxyV2\":false},"
+	    "{\"name\":\"*.Example.org\",\"upstream\":\"[fd00::1]:8443\",\"proxyV2\":true,"
+	    "\"weight\":3},"
+	    "{\"name\":\"c.example.com\",\"upstream\":\"10.0.0.3:443\"}"
+	    "],\"nextHeartbeatSeconds\":\"30\"}";
+	struct sni_route *list;
+	char err[128], a6[64];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(routes(a, &list, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(list[0].name, "svc.example.com");
+	assert_int_equal(list[0].upstream.sa.sa_family, AF_INET);
+	assert_int_equal(ntohs(list[0].upstream.in.sin_port), 443);
+	assert_int_equal(ntohl(list[0].upstream.in.sin_addr.s_addr), 0x0a000002);
+	assert_false(list[0].proxy_v2);
+	assert_string_equal(list[1].name, "*.Example.org");
+	assert_int_equal(list[1].upstream.sa.sa_family, AF_INET6);
+	inet_ntop(AF_INET6, &list[1].upstream.in6.sin6_addr, a6, sizeof(a6));
+	assert_string_equal(a6, "fd00::1");
+	assert_int_equal(ntohs(list[1].upstream.in6.sin6_port), 8443);
+	assert_true(list[1].proxy_v2);
+	assert_false(list[2].proxy_v2); /* proto3 leaves a false bool out */
+	free(list);
+}
+
+static void test_control_msg_an_empty_or_absent_route_list_is_no_route(void **state)
+{
+	static const char *const empty[] = {"{}", "{\"sniRoutes\":[]}", "{\"sniRoutes\":null}",
+					    "{\"other\":{\"sniRoutes\":[1]}}"};
+	struct sni_route *list;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		n = 99;
+		assert_int_equal(routes(empty[i], &list, &n, err, sizeof(err)), 0);
+		assert_int_equal(n, 0);
+		assert_null(list);
+	}
+}
+
+static void test_control_msg_a_malformed_answer_is_refused(void **state)
+{
+	(void)state;
+	assert_routes_refused("", "not JSON");
+	assert_routes_refused("{\"sniRoutes\":[", "not JSON");
+	assert_routes_refused("<html>503</html>", "not JSON");
+	assert_routes_refused("[]", "not a JSON object");
+	assert_routes_refused("\"sniRoutes\"", "not JSON"); /* jansson: an object or an array */
+	assert_routes_refused("{\"sniRoutes\":{}}", "sniRoutes: not an array");
+	assert_routes_refused("{\"sniRoutes\":\"a.example:1\"}", "sniRoutes: not an array");
+	assert_routes_refused("{\"sniRoutes\":[],\"sniRoutes\":[]}", "not JSON");
+}
+
+static void test_control_msg_one_bad_route_refuses_the_whole_set(void **state)
+{
+	(void)state;
+	/* a partial set would remove routes that are meant to stay */
+	assert_routes_refused(
+	    "{\"sniRoutes\":[{\"name\":\"a.example.com\",\"upstream\":\"10.0.0.1:1\"},"
+	    "{\"name\":\"b.example.com\",\"upstream\":\"backend:443\"}]}",
+	    "sniRoutes[1] (b.example.com).upstream");
+	assert_routes_refused("{\"sniRoutes\":[7]}", "sniRoutes[0]: not an object");
+	assert_routes_refused("{\"sniRoutes\":[{\"upstream\":\"10.0.0.1:1\"}]}",
+			      "sniRoutes[0].name");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a b\",\"upstream\":\"10.0.0.1:1\"}]}",
+			      "sniRoutes[0].name");
+	assert_routes_refused(
+	    "{\"sniRoutes\":[{\"name\":\"a.*.com\",\"upstream\":\"10.0.0.1:1\"}]}",
+	    "sniRoutes[0].name");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\"}]}",
+			      "sniRoutes[0] (a.com).upstream");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1\"}]}",
+			      "sniRoutes[0] (a.com).upstream");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:0\"}]}",
+			      "sniRoutes[0] (a.com).upstream");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":443}]}",
+			      "sniRoutes[0] (a.com).upstream");
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:1\","
+			      "\"proxyV2\":\"yes\"}]}",
+			      "sniRoutes[0] (a.com).proxyV2");
+	/* the same name twice (in any case): which upstream wins is not ours to guess */
+	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a.com\",\"upstream\":\"10.0.0.1:1\"},"
+			      "{\"name\":\"A.com\",\"upstream\":\"10.0.0.2:1\"}]}",
+			      "a.com");
+}
+
+static void test_control_msg_connect_error_is_named(void **state)
+{
+	const char *e = "{\"code\":\"unavailable\",\"message\":\"try\\nlater\"}";
+	char out[64];
+
+	(void)state;
+	ctl_msg_error(e, strlen(e), out, sizeof(out));
+	assert_string_equal(out, "unavailable: try later");
+	ctl_msg_error("{\"code\":\"unauthenticated\"}", 26, out, sizeof(out));
+	assert_string_equal(out, "unauthenticated");
+	ctl_msg_error("<html>", 6, out, sizeof(out));
+	assert_string_equal(out, "");
+	ctl_msg_error("", 0, out, sizeof(out));
+	assert_string_equal(out, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
+	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
+	    cmocka_unit_test(test_control_msg_credential_is_read_and_written_back_alike),
+	    cmocka_unit_test(test_control_msg_credential_without_a_usable_token_is_refused),
+	    cmocka_unit_test(test_control_msg_routes_are_read_whole),
+	    cmocka_unit_test(test_control_msg_an_empty_or_absent_route_list_is_no_route),
+	    cmocka_unit_test(test_control_msg_a_malformed_answer_is_refused),
+	    cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
+	    cmocka_unit_test(test_control_msg_connect_error_is_named),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
