@@ -117,7 +117,7 @@ static int state_dir_open(const char *dir, int *dfd, char *err, size_t errlen)
 	int fd;
 
 	*dfd = -1;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	if (lstat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "state-directory %s: %s (create it, mode 700)", dir,
 			 strerror(errno));
 		return -1;

@@ -446,6 +446,13 @@ def foreign_owner_refused(ctx):
     expect_refused(ctx, cp, d, state, "a credential file owned by nobody",
                    [f"credential {f}: owned by uid {NOBODY}", "runs as uid 0",
                     f"chown root {f}`"])
+    # a symbolic link of nobody's as the directory, to a good one of root's
+    state, f = planted(d, "target")
+    link = os.path.join(d, "link")
+    os.symlink(state, link)
+    os.lchown(link, NOBODY, -1)
+    expect_refused(ctx, cp, d, link, "a directory through a link owned by nobody",
+                   [f"state-directory {link}: a symbolic link owned by uid {NOBODY}"])
 
 
 def unusable_credential_refused(ctx):
@@ -467,6 +474,19 @@ def unusable_credential_refused(ctx):
                    [f"{f}: not a usable credential", "remove the file to enrol"])
     H.expect_eq(os.path.getsize(f), len('{"relayId":"relay-7","apiTok'),
                 "the corrupt credential's size after the refusal")
+    # the user's own link to the directory (systemd's DynamicUser= makes
+    # /var/lib/etrelay one) is followed; the credential is used
+    state, f = planted(d, "real", text=json.dumps({"relayId": "relay-9", "apiToken": API_TOKEN}))
+    link = os.path.join(d, "via-link")
+    os.symlink(state, link)
+    relay = start(ctx, cp, ctx.game_server(), link)
+    relay.wait_for_line(r"^control: \S+, enrolled \(credential from the state directory\)",
+                        T(2.0))
+    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(3.0))
+    H.expect_eq(cp.of(HEARTBEAT)[-1][2].get("Authorization"), f"Bearer {API_TOKEN}",
+                "the Authorization with the credential read through a link")
+    relay.signal(signal.SIGTERM)
+    H.check(relay.wait_exit(T(10.0)) == 0, "etrelay did not exit 0 on SIGTERM")
 
 
 CLEARTEXT = (r"^control: control-url (\S+) is http:// to (\S+), not a loopback address: "
