@@ -569,8 +569,10 @@ def tls_peer_verified(ctx):
     cp.server.socket = sc.wrap_socket(cp.server.socket, server_side=True)
     tls = type("Tls", (), {"url": f"https://{H.LOOPBACK}:{cp.port}"})()
     gs = ctx.game_server()
-    relay = start(ctx, tls, gs, d, ["--control-bootstrap-token-file", boot])
-    relay.wait_for_line(r"^control: enrolment failed \(.*certificate", T(3.0))
+    # loading the CA store and the handshake take seconds under valgrind
+    relay = start(ctx, tls, gs, d, ["--control-bootstrap-token-file", boot,
+                                    "--control-timeout", f"{int(T(2))}s"])
+    relay.wait_for_line(r"^control: enrolment failed \(.*certificate", T(4.0))
     H.expect_eq(len(cp.requests), 0, "requests past a self-signed certificate")
     H.expect_eq(relay.count(r"^control: control-url .* is http://"), 0,
                 "cleartext warnings for https://")
