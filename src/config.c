@@ -13,7 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include "sni_routes.h"
+
+_Static_assert(CONF_SNI_NAME_MAX == SNI_ROUTE_NAME_MAX, "route names");
 
 const char conf_usage[] =
 	"usage: etrelay --upstream HOST:PORT [options]\n"
@@ -73,6 +78,13 @@ const char conf_usage[] =
 	"  --query-cache-bytes N     ... and bytes per second (256k; k and M allowed)\n"
 	"  --query-cache-max-reply N largest answer served from the cache (4096 bytes)\n"
 	"\n"
+	"TLS services (SNI relay; a [sni NAME] section in a config file):\n"
+	"  --sni-listen ADDR:PORT    TCP address whose TLS connections are spliced, by\n"
+	"                            the server name of their ClientHello, unread\n"
+	"  --sni-route NAME=HOST:PORT[,proxy-v2]\n"
+	"                            where the name NAME (or *.suffix) goes; proxy-v2\n"
+	"                            sends a PROXY v2 header first; repeatable\n"
+	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
 	"                            event loop (auto: io_uring, else epoll)\n"
@@ -94,8 +106,9 @@ const char conf_usage[] =
 	"                            no --upstream is given)\n"
 	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
 	"  --probe                   with -t: also resolve masters (to an address the\n"
-	"                            listener can reach), probe game servers (exit 1\n"
-	"                            if any of that fails)\n"
+	"                            listener can reach), probe game servers, resolve\n"
+	"                            and connect to SNI route upstreams (exit 1 if any\n"
+	"                            of that fails)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             print the version\n"
 	"\n"
@@ -160,6 +173,63 @@ void conf_defaults(struct etr_conf *c)
 	c->gso = true;
 	c->log_time = CONF_LOG_TIME;
 	base_defaults(&c->base);
+	conf_sni_defaults(&c->sni_cli);
+	snprintf(c->sni_cli.name, sizeof(c->sni_cli.name), "%s", CONF_SNI_QUICK_NAME);
+}
+
+void conf_sni_defaults(struct sni_conf *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->preread_timeout_ms = CONF_SNI_PREREAD_TIMEOUT;
+	s->connect_timeout_ms = CONF_SNI_CONNECT_TIMEOUT;
+	s->idle_timeout_ms = CONF_SNI_IDLE_TIMEOUT;
+	s->max_connections = CONF_SNI_MAX_CONNECTIONS;
+	s->max_per_ip = CONF_SNI_MAX_PER_IP;
+	s->max_preread = CONF_SNI_MAX_PREREAD;
+}
+
+const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf *r)
+{
+	const char *e = strchr(v, sep), *opt;
+	char hp[ADDR_HOSTLEN + 8];
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	if (sep == ' ' && !e)
+		e = strchr(v, '\t');
+	if (!e || e == v)
+		return sep == '=' ? "expected NAME=HOST:PORT[,proxy-v2]"
+				  : "expected NAME HOST:PORT [proxy-v2]";
+	n = (size_t)(e - v);
+	if (n > CONF_SNI_NAME_MAX)
+		return "route name too long";
+	memcpy(r->name, v, n);
+	r->name[n] = '\0';
+	for (char *p = r->name; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	if (!sni_routes_name_valid(r->name))
+		return "route name: expected a host name or *.suffix (letters, digits, '-', "
+		       "dots)";
+	v = e + 1;
+	while (sep == ' ' && (*v == ' ' || *v == '\t'))
+		v++;
+	opt = v + strcspn(v, sep == '=' ? "," : " \t");
+	n = (size_t)(opt - v);
+	if (n == 0 || n >= sizeof(hp))
+		return "expected HOST:PORT after the name";
+	memcpy(hp, v, n);
+	hp[n] = '\0';
+	if (addr_split(hp, r->host, &r->port, -1) < 0 || r->port == 0)
+		return "expected HOST:PORT after the name";
+	while (*opt == ',' || *opt == ' ' || *opt == '\t')
+		opt++;
+	if (*opt == '\0')
+		return NULL;
+	if (strcmp(opt, "proxy-v2") != 0)
+		return "the only route option is proxy-v2";
+	r->proxy_v2 = true;
+	return NULL;
 }
 
 int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
@@ -453,6 +523,30 @@ static const char *set_drain(struct etr_conf *c, struct relay_conf *r, const str
 		       : NULL;
 }
 
+static const char *set_sni_listen(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				  const char *v, struct layer *ly)
+{
+	if (addr_parse_numeric(v, &c->sni_cli.listen) < 0)
+		return "expected IP:PORT or [IPv6]:PORT";
+	c->sni_cli.listen_set = true;
+	return NULL;
+}
+
+static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				 const char *v, struct layer *ly)
+{
+	struct sni_route_conf rc;
+	const char *why = conf_sni_route_parse(v, '=', &rc);
+
+	if (why)
+		return why;
+	if (c->sni_cli.nroutes == CONF_SNI_ROUTES_MAX)
+		return "too many routes (at most " CONF_STR(CONF_SNI_ROUTES_MAX) ")";
+	rc.line = ly->line;
+	c->sni_cli.routes[c->sni_cli.nroutes++] = rc;
+	return NULL;
+}
+
 #define RK(field) offsetof(struct relay_conf, field)
 #define GK(field) offsetof(struct etr_conf, field)
 static const struct key keys[] = {
@@ -490,6 +584,8 @@ static const struct key keys[] = {
 	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },
 	{ "debug", SCOPE_GLOBAL, true, GK(debug), set_bool },
 	{ "log-time", SCOPE_GLOBAL, false, 0, set_log_time },
+	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
+	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
@@ -639,6 +735,8 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 		c->cli[c->ncli++] = (struct conf_cli){ k->name, k->flag ? NULL : optarg };
 		if (strcmp(k->name, "upstream") == 0)
 			c->cli_upstream = true;
+		if (strcmp(k->name, "sni-listen") == 0)
+			c->cli_sni = true;
 	}
 	if (optind < argc) {
 		err_add(e, "etrelay: unexpected argument '%s' (see --help)", argv[optind]);
@@ -677,10 +775,124 @@ static char *trim(char *s)
 	return s;
 }
 
+/* An [sni NAME] header: the section its keys go to (a copy thrown away
+ * when the header is refused, so that its lines are still checked). */
+static struct sni_conf *sni_section(struct etr_conf *c, const char *name, const char *path,
+				    unsigned lineno, struct sni_conf *discard,
+				    struct conf_errors *e)
+{
+	struct sni_conf *s;
+
+	conf_sni_defaults(discard);
+	if (!valid_name(name)) {
+		err_add(e, "%s:%u: sni name '%s': use 1 to %d letters, digits, '-', '_' or '.'",
+			path, lineno, name, CONF_NAME_MAX - 1);
+		return discard;
+	}
+	for (unsigned i = 0; i < c->nsni; i++)
+		if (strcmp(c->sni[i].name, name) == 0) {
+			err_add(e, "%s:%u: sni '%s' already defined at line %u", path, lineno,
+				name, c->sni[i].line);
+			return discard;
+		}
+	if (c->nsni == CONF_SNI_MAX) {
+		err_add(e, "%s:%u: too many sni listeners (at most %d)", path, lineno,
+			CONF_SNI_MAX);
+		return discard;
+	}
+	s = &c->sni[c->nsni++];
+	conf_sni_defaults(s);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->line = lineno;
+	return s;
+}
+
+/* Add route r to listener s unless its name is there already. */
+static const char *sni_add_route(struct sni_conf *s, const struct sni_route_conf *r, char *buf,
+				 size_t n)
+{
+	for (unsigned i = 0; i < s->nroutes; i++)
+		if (strcmp(s->routes[i].name, r->name) == 0) {
+			if (s->routes[i].line)
+				snprintf(buf, n, "route %s already given at line %u", r->name,
+					 s->routes[i].line);
+			else
+				snprintf(buf, n, "route %s given twice", r->name);
+			return buf;
+		}
+	if (s->nroutes == CONF_SNI_ROUTES_MAX)
+		return "too many routes (at most " CONF_STR(CONF_SNI_ROUTES_MAX) ")";
+	s->routes[s->nroutes++] = *r;
+	return NULL;
+}
+
+/* A count in [1, CONF_SNI_CONNECTIONS_LIMIT]. */
+static const char *sni_count(const char *v, uint32_t *out)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > CONF_SNI_CONNECTIONS_LIMIT)
+		return "expected a number from 1 to " CONF_STR(CONF_SNI_CONNECTIONS_LIMIT);
+	*out = (uint32_t)n;
+	return NULL;
+}
+
+/* One key of an [sni NAME] section. */
+static void sni_key(struct etr_conf *c, struct sni_conf *s, const char *key, const char *v,
+		    const char *path, unsigned lineno, struct conf_errors *e)
+{
+	static const char dur[] = "expected a duration above 0 such as 10s or 500ms";
+	char buf[CONF_SNI_NAME_MAX + 64];
+	const char *why = NULL;
+
+	(void)c;
+	if (*v == '\0') {
+		err_add(e, "%s:%u: %s: missing value", path, lineno, key);
+		return;
+	}
+	if (strcmp(key, "listen") == 0) {
+		if (addr_parse_numeric(v, &s->listen) < 0)
+			why = "expected IP:PORT or [IPv6]:PORT";
+		else
+			s->listen_set = true;
+	} else if (strcmp(key, "route") == 0) {
+		struct sni_route_conf r;
+
+		why = conf_sni_route_parse(v, ' ', &r);
+		r.line = lineno;
+		if (!why)
+			why = sni_add_route(s, &r, buf, sizeof(buf));
+	} else if (strcmp(key, "preread-timeout") == 0) {
+		why = conf_parse_duration(v, &s->preread_timeout_ms, false) < 0 ? dur : NULL;
+	} else if (strcmp(key, "connect-timeout") == 0) {
+		why = conf_parse_duration(v, &s->connect_timeout_ms, false) < 0 ? dur : NULL;
+	} else if (strcmp(key, "idle-timeout") == 0) {
+		why = conf_parse_duration(v, &s->idle_timeout_ms, false) < 0 ? dur : NULL;
+	} else if (strcmp(key, "max-connections") == 0) {
+		why = sni_count(v, &s->max_connections);
+	} else if (strcmp(key, "max-connections-per-ip") == 0) {
+		why = sni_count(v, &s->max_per_ip);
+	} else if (strcmp(key, "max-preread") == 0) {
+		why = sni_count(v, &s->max_preread);
+	} else {
+		err_add(e, "%s:%u: unknown key '%s' in an [sni] section (listen, route, "
+			   "preread-timeout, connect-timeout, idle-timeout, max-connections, "
+			   "max-connections-per-ip, max-preread)",
+			path, lineno, key);
+		return;
+	}
+	if (why)
+		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);
+}
+
 int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path,
 	      struct conf_errors *e)
 {
 	struct relay_conf *r = &c->base, discard;
+	struct sni_conf *sni = NULL, sni_discard;
 	struct layer ly = { false };
 	unsigned lineno = 0, before = e->count;
 	bool in_section = false;
@@ -718,12 +930,20 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 		if (*s == '[') {
 			char *close = strchr(s, ']'), *name;
 
-			if (!close || *trim(close + 1) != '\0' || strncmp(s, "[relay", 6) != 0 ||
-			    (s[6] != ' ' && s[6] != '\t')) {
-				err_add(e, "%s:%u: expected a section header [relay NAME]", path,
-					lineno);
+			if (close && *trim(close + 1) == '\0' && strncmp(s, "[sni", 4) == 0 &&
+			    (s[4] == ' ' || s[4] == '\t')) {
+				*close = '\0';
+				in_section = true;
+				sni = sni_section(c, trim(s + 4), path, lineno, &sni_discard, e);
 				continue;
 			}
+			if (!close || *trim(close + 1) != '\0' || strncmp(s, "[relay", 6) != 0 ||
+			    (s[6] != ' ' && s[6] != '\t')) {
+				err_add(e, "%s:%u: expected a section header [relay NAME] or [sni NAME]",
+					path, lineno);
+				continue;
+			}
+			sni = NULL;
 			*close = '\0';
 			name = trim(s + 6);
 			if (!valid_name(name)) {
@@ -765,6 +985,10 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 		if (val[0] == '"' && strlen(val) >= 2 && val[strlen(val) - 1] == '"') {
 			val[strlen(val) - 1] = '\0';
 			val++;
+		}
+		if (sni) {
+			sni_key(c, sni, key, val, path, lineno, e);
+			continue;
 		}
 		k = key_find(key);
 		if (!k) {
@@ -868,13 +1092,70 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 			r->port_max);
 }
 
+/* The quick-start listener, and the checks every SNI listener must pass. */
+static void sni_finish(struct etr_conf *c, struct conf_errors *e)
+{
+	struct sni_conf *q = &c->sni_cli;
+	const char *path = c->path ? c->path : "";
+	char where[CONF_NAME_MAX + 300];
+
+	if (q->nroutes && !q->listen_set)
+		err_add(e, "etrelay: sni-route %s: no sni-listen ADDR:PORT to route from",
+			q->routes[0].name);
+	if (q->listen_set) {
+		bool taken = false;
+
+		for (unsigned i = 0; i < c->nsni; i++)
+			taken |= strcmp(c->sni[i].name, q->name) == 0;
+		if (taken)
+			err_add(e, "etrelay: sni-listen: the file has an [sni %s] already; "
+				   "give the listener there",
+				q->name);
+		else if (c->nsni == CONF_SNI_MAX)
+			err_add(e, "etrelay: sni-listen: too many sni listeners (at most %d)",
+				CONF_SNI_MAX);
+		else
+			c->sni[c->nsni++] = *q;
+		q->listen_set = false;
+		q->nroutes = 0;
+	}
+	for (unsigned i = 0; i < c->nsni; i++) {
+		struct sni_conf *s = &c->sni[i];
+
+		if (s->line)
+			snprintf(where, sizeof(where), "%s:%u: sni %s", path, s->line, s->name);
+		else
+			snprintf(where, sizeof(where), "etrelay: sni %s", s->name);
+		if (!s->listen_set)
+			err_add(e, "%s: listen: missing (the TCP ADDR:PORT to listen on)", where);
+		for (unsigned j = 0; j < i && s->listen_set; j++) {
+			char a[ADDR_STRLEN];
+
+			if (addr_equal(&s->listen, &c->sni[j].listen))
+				err_add(e, "%s: listen %s: already used by sni %s", where,
+					addr_str(&s->listen.sa, a), c->sni[j].name);
+		}
+		for (unsigned r = 1; r < s->nroutes; r++)
+			for (unsigned p = 0; p < r; p++)
+				if (strcmp(s->routes[r].name, s->routes[p].name) == 0)
+					err_add(e, "%s: route %s given twice", where,
+						s->routes[r].name);
+	}
+}
+
 int conf_finish(struct etr_conf *c, struct conf_errors *e)
 {
 	unsigned before = e->count;
 	char where[CONF_NAME_MAX + 300];
 
-	/* No [relay] section: the top level (or the command line) is the one. */
-	if (c->nrelays == 0) {
+	bool any_sni = c->nsni > 0 || c->sni_cli.listen_set;
+
+	for (unsigned i = 0; i < c->ncli; i++)
+		if (strcmp(c->cli[i].key, "sni-listen") == 0)
+			any_sni = true;
+	/* No [relay] section: the top level (or the command line) is the one,
+	 * unless it names no game server and there are SNI listeners. */
+	if (c->nrelays == 0 && (!any_sni || c->cli_upstream || c->base.upstream_host[0])) {
 		c->relays[0] = c->base;
 		c->nrelays = 1;
 	}
@@ -899,6 +1180,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 			apply(c, &c->relays[j], k, v, &ly);
 		}
 	}
+	sni_finish(c, e);
 	for (unsigned i = 0; i < c->nrelays; i++) {
 		struct relay_conf *r = &c->relays[i];
 

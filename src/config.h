@@ -84,6 +84,23 @@
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
 #define EXIT_CONFIG 78      /* the configuration is invalid */
 
+/* SNI listeners ([sni NAME] sections, or --sni-listen): at most this many,
+ * each with at most CONF_SNI_ROUTES_MAX routes from the file (the control
+ * plane may add more at run time). */
+#define CONF_SNI_MAX 8
+#define CONF_SNI_ROUTES_MAX 64
+#define CONF_SNI_NAME_MAX 253 /* a host name (TLS_NAME_MAX) */
+#define CONF_SNI_PREREAD_TIMEOUT (10 * 1000ull) /* ms */
+#define CONF_SNI_CONNECT_TIMEOUT (5 * 1000ull)  /* ms */
+#define CONF_SNI_IDLE_TIMEOUT (300 * 1000ull)   /* ms */
+#define CONF_SNI_MAX_CONNECTIONS 4096
+#define CONF_SNI_MAX_PER_IP 64
+#define CONF_SNI_MAX_PREREAD 1024
+/* The largest max-connections: a connection's ref keeps 16 bits of index. */
+#define CONF_SNI_CONNECTIONS_LIMIT 50000
+/* The listener --sni-listen makes. */
+#define CONF_SNI_QUICK_NAME "default"
+
 enum conf_backend { CONF_BACKEND_AUTO, CONF_BACKEND_URING, CONF_BACKEND_EPOLL };
 
 /* --log-time: auto prints the time unless stderr is the journal. */
@@ -129,6 +146,30 @@ struct relay_conf {
 	uint32_t query_cache_max_reply; /* bytes */
 };
 
+/* One SNI route as configured: its upstream is resolved at start. */
+struct sni_route_conf {
+	char name[CONF_SNI_NAME_MAX + 1]; /* "host" or "*.suffix", lower case */
+	char host[ADDR_HOSTLEN];
+	uint16_t port;
+	bool proxy_v2;
+	unsigned line; /* in the config file; 0: command line */
+};
+
+/* One SNI listener: a TCP port whose connections are spliced by the server
+ * name of their TLS ClientHello. */
+struct sni_conf {
+	char name[CONF_NAME_MAX];
+	unsigned line; /* of its [sni] header; 0 when from the command line */
+	bool listen_set;
+	union etr_sockaddr listen;
+	uint64_t preread_timeout_ms, connect_timeout_ms, idle_timeout_ms;
+	uint32_t max_connections; /* in all, across the workers */
+	uint32_t max_per_ip;      /* from one IPv4 address or IPv6 /64 */
+	uint32_t max_preread;     /* still reading their ClientHello */
+	struct sni_route_conf routes[CONF_SNI_ROUTES_MAX];
+	unsigned nroutes;
+};
+
 struct conf_cli {
 	const char *key, *value; /* value NULL for flags */
 };
@@ -150,10 +191,16 @@ struct etr_conf {
 	struct conf_cli cli[CONF_CLI_MAX];
 	unsigned ncli;
 	bool cli_upstream; /* the command line names a game server */
+	bool cli_sni;      /* ... or an SNI listener */
 	/* The relays, and the defaults each starts from. */
 	struct relay_conf base;
 	struct relay_conf relays[CONF_RELAYS_MAX];
 	unsigned nrelays;
+	/* SNI listeners; sni_cli gathers --sni-listen and --sni-route (or
+	 * the same keys at the file's top level) for the quick-start one. */
+	struct sni_conf sni[CONF_SNI_MAX];
+	unsigned nsni;
+	struct sni_conf sni_cli;
 };
 
 /* Error lines, all of them, newline-separated. */
@@ -162,6 +209,13 @@ struct conf_errors {
 	size_t len;
 	unsigned count;
 };
+
+/* A listener's defaults (no listen address, no route). */
+void conf_sni_defaults(struct sni_conf *s);
+
+/* Parse "NAME=HOST:PORT[,proxy-v2]" (sep '=') or "NAME HOST:PORT
+ * [proxy-v2]" (sep ' ') into r. Returns NULL or why the value is wrong. */
+const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf *r);
 
 /* Built-in defaults, no relay yet. */
 void conf_defaults(struct etr_conf *c);

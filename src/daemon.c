@@ -34,7 +34,7 @@ static uint32_t sessions_active(const struct daemon *d)
 
 	for (unsigned i = 0; i < d->nrelays; i++)
 		n += atomic_load_explicit(&d->shared[i].sessions, memory_order_relaxed);
-	return n;
+	return n + sni_active_total(&d->sni);
 }
 
 static void notify_status(struct daemon *d)
@@ -467,13 +467,49 @@ static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *up
 	return 0;
 }
 
-/* A worker's relays register with its loop (on its own thread). */
+/* Any thread: the SNI route tables changed; every worker takes them. */
+static void sni_publish(struct sni_shared *sh)
+{
+	struct daemon *d = sh->arg;
+
+	for (unsigned w = 0; w < d->nworkers; w++)
+		worker_post(d->workers[w], WORKER_SNI);
+}
+
+/* SNI listener i on every worker, each with its own socket in the port's
+ * SO_REUSEPORT group (the kernel spreads the connections). */
+static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes)
+{
+	const struct sni_conf *c = &d->conf->sni[i];
+	char err[512];
+
+	if (sni_shared_init(&d->sni, i, c, routes, c->nroutes, d->nworkers, err, sizeof(err)) <
+	    0) {
+		log_warnx("sni %s: %s", c->name, err);
+		return EXIT_CONFIG;
+	}
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		struct worker *wk = d->workers[w];
+
+		if (sni_listener_open(&wk->sni[i], &d->sni, i, w, d->nworkers > 1) < 0) {
+			wk->nsni = i + 1;
+			return EXIT_FAILURE;
+		}
+		wk->nsni = i + 1;
+	}
+	return 0;
+}
+
+/* A worker's relays and SNI listeners register with its loop (on its own
+ * thread). */
 static int attach_relays(struct worker *w)
 {
 	int rc = 0;
 
 	for (unsigned i = 0; i < w->nrelays && rc == 0; i++)
 		rc = relay_attach(&w->relays[i], w->ops, w->loop, &w->ep);
+	for (unsigned i = 0; i < w->nsni && rc == 0; i++)
+		rc = sni_listener_attach(&w->sni[i], w->ops, w->loop, &w->ep);
 	if (rc < 0) {
 		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
@@ -491,6 +527,8 @@ static int create_loops(struct daemon *d)
 
 	for (unsigned i = 0; i < d->conf->nrelays; i++)
 		hint += d->conf->relays[i].max_sessions + 4;
+	for (unsigned i = 0; i < d->conf->nsni; i++)
+		hint += 2 * d->conf->sni[i].max_connections + 4;
 	if ((rc = worker_create_loop(d->workers[0], NULL, hint)) != 0)
 		return rc;
 	d->ops = d->workers[0]->ops;
@@ -517,7 +555,7 @@ static int create_loops(struct daemon *d)
 }
 
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
-		const union etr_sockaddr *upstreams)
+		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
 {
 	pthread_condattr_t ca;
 	int rc;
@@ -546,6 +584,14 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		if ((rc = open_relay(d, i, &upstreams[i])) != 0)
 			return rc;
 	d->stats.nrelays = d->nrelays;
+	d->sni.lifecycle = &d->stats.lifecycle;
+	d->sni.publish = sni_publish;
+	d->sni.arg = d;
+	for (unsigned i = 0; i < conf->nsni; i++)
+		if ((rc = open_sni(d, i, sni_routes[i])) != 0)
+			return rc;
+	if (conf->nsni)
+		d->stats.sni = &d->sni;
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");
@@ -608,11 +654,25 @@ static void log_start(const struct daemon *d)
 	}
 }
 
+static void log_start_sni(const struct daemon *d)
+{
+	for (unsigned i = 0; i < d->conf->nsni; i++) {
+		const struct sni_conf *c = &d->conf->sni[i];
+		char a[ADDR_STRLEN];
+
+		log_info("sni %s listening on %s (TCP), backend %s, %u routes, up to %u "
+			 "connections",
+			 c->name, addr_str(&c->listen.sa, a), d->ops->name, c->nroutes,
+			 c->max_connections);
+	}
+}
+
 int daemon_run(struct daemon *d)
 {
 	int rc = 0;
 
 	log_start(d);
+	log_start_sni(d);
 	sdnotify("READY=1");
 	notify_status(d);
 	rc = worker_run(d->workers[0]);
@@ -653,6 +713,7 @@ void daemon_close(struct daemon *d)
 		worker_free(d->workers[w]);
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_shared_free(&d->shared[i]);
+	sni_shared_free(&d->sni);
 	if (d->bans)
 		banlist_free(d->bans);
 	free(d->bans);

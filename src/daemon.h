@@ -14,6 +14,7 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "relay.h"
+#include "sni.h"
 #include "stats.h"
 
 struct ops;
@@ -24,7 +25,8 @@ struct worker;
 #define DAEMON_ENDPOINTS 2
 
 /* Every relay and the daemon find a slot in each worker's endpoint table. */
-_Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + DAEMON_ENDPOINTS <= ENDPOINT_MAX,
+_Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + CONF_SNI_MAX + DAEMON_ENDPOINTS <=
+		       ENDPOINT_MAX,
 	       "CONF_RELAYS_MAX relays do not fit the endpoint table");
 
 struct daemon {
@@ -37,6 +39,9 @@ struct daemon {
 	uint32_t reuseport_key; /* the reuseport program's hash key */
 	struct relay_shared shared[CONF_RELAYS_MAX];
 	unsigned nrelays;
+	/* The SNI listeners' route tables and caps (each worker has its own
+	 * listening socket and connections). */
+	struct sni_shared sni;
 	struct etr_stats stats;
 	struct ops *ops_plane;
 	/* From ban-file (empty without one): every worker's relays read the
@@ -69,12 +74,13 @@ struct daemon {
  * in the process's affinity mask, at most CONF_WORKERS_MAX. */
 unsigned daemon_workers_wanted(const struct etr_conf *conf);
 
-/* Open every relay on every worker (upstreams resolved, one per relay),
+/* Open every relay on every worker (upstreams resolved, one per relay;
+ * sni_routes[i]: SNI listener i's config routes, resolved),
  * attach the reuseport programs, create the loops on the configured
  * backend (auto: io_uring, else epoll with a log line), start the ops
  * plane. Returns 0, or the exit status to leave with. */
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
-		const union etr_sockaddr *upstreams);
+		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes);
 
 /* Serve until a signal says leave and the drain is over. Returns the exit
  * status. */

@@ -150,4 +150,40 @@ static inline bool endpoint_timer(const struct endpoint_table *t, uint32_t id, u
 	return true;
 }
 
+/* Streams: false when no live endpoint took it. An accepted fd nobody
+ * takes is the caller's to close. */
+static inline bool endpoint_accept(const struct endpoint_table *t, uint32_t id, int fd)
+{
+	uint32_t ref;
+	const struct endpoint *e = endpoint_lookup(t, id, &ref);
+
+	if (!e || !e->ops->on_accept)
+		return false;
+	e->ops->on_accept(e->obj, ref, fd);
+	return true;
+}
+
+static inline bool endpoint_connected(const struct endpoint_table *t, uint32_t id, int res)
+{
+	uint32_t ref;
+	const struct endpoint *e = endpoint_lookup(t, id, &ref);
+
+	if (!e || !e->ops->on_connected)
+		return false;
+	e->ops->on_connected(e->obj, ref, res);
+	return true;
+}
+
+static inline bool endpoint_stream(const struct endpoint_table *t, uint32_t id,
+				   struct loop_dgram *d)
+{
+	uint32_t ref;
+	const struct endpoint *e = endpoint_lookup(t, id, &ref);
+
+	if (!e || !e->ops->on_stream)
+		return false;
+	e->ops->on_stream(e->obj, ref, d);
+	return true;
+}
+
 #endif

@@ -95,11 +95,18 @@ struct loop_stats {
 	_Atomic uint64_t gso_trains;    /* sends that carried more than one datagram */
 	_Atomic uint64_t gso_datagrams; /* datagrams that left in those trains */
 	_Atomic uint64_t gso_refused;   /* trains the kernel refused, resent one by one */
+	/* Streams. */
+	_Atomic uint64_t stream_chunks;      /* stream chunks in use now (a gauge) */
+	_Atomic uint64_t stream_chunks_peak; /* the most ever in use at once */
+	_Atomic uint64_t stream_stalls;      /* stream reads that waited for a free chunk */
+	_Atomic uint64_t stream_rx_bytes;    /* bytes handed up by on_stream */
+	_Atomic uint64_t stream_tx_bytes;    /* bytes stream sends put with the kernel */
 };
 
 struct loop_conf {
 	unsigned max_sockets; /* a hint: fd tables grow past it */
 	bool gso;             /* gather runs to one destination into UDP GSO sends */
+	unsigned stream_chunks; /* stream read pool; 0: LOOP_STREAM_CHUNKS (tests lower it) */
 };
 
 /* A backend: a const table chosen at run time. */

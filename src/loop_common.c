@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: ISC */
-/* The backends' shared code: delivery, wake-up, timers, GSO lowering. */
+/* The backends' shared code: delivery, wake-up, timers, GSO lowering, and
+ * the stream pool, slots and send queues. */
 #include "loop_common.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int loop_base_init(struct loop_base *b, const struct loop_handler *h, const struct loop_conf *c)
 {
 	b->h = *h;
 	b->armed = UINT64_MAX;
 	b->gro = c->gso && gso_supported();
+	b->stream_chunks = c->stream_chunks ? c->stream_chunks : LOOP_STREAM_CHUNKS;
 	timers_init(&b->timers);
 	return fdtab_init(&b->fds, c->max_sockets, b->gro ? GSO_ANY : 0);
 }
 
 void loop_base_free(struct loop_base *b)
 {
+	streams_free(b);
 	fdtab_free(&b->fds);
 	timers_free(&b->timers);
 }
@@ -86,4 +92,330 @@ const struct loop_stats *loop_common_stats(const struct loop *l)
 void loop_common_stop(struct loop *l)
 {
 	loop_base(l)->stop = true;
+}
+
+int streams_ready(struct loop_base *b, void (*recycle)(struct loop *l, uint32_t c))
+{
+	struct loop_streams *x;
+
+	if (b->sx)
+		return 0;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->nread = b->stream_chunks;
+	x->ntotal = x->nread + LOOP_STREAM_COPIES;
+	/* Untouched chunks cost no memory: an idle pool is address space. */
+	x->arena = mmap(NULL, (size_t)x->ntotal * STREAM_STRIDE, PROT_READ | PROT_WRITE,
+			MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
+	x->c = calloc(x->ntotal, sizeof(*x->c));
+	x->rfree = calloc(x->nread, sizeof(*x->rfree));
+	x->cfree = calloc(LOOP_STREAM_COPIES, sizeof(*x->cfree));
+	if (x->arena == MAP_FAILED || !x->c || !x->rfree || !x->cfree) {
+		if (x->arena != MAP_FAILED)
+			munmap(x->arena, (size_t)x->ntotal * STREAM_STRIDE);
+		free(x->c);
+		free(x->rfree);
+		free(x->cfree);
+		free(x);
+		return -ENOMEM;
+	}
+	/* Lowest first out of the stacks: fewer pages touched. */
+	for (unsigned i = 0; i < x->nread; i++)
+		x->rfree[x->nrfree++] = x->nread - 1 - i;
+	for (unsigned i = 0; i < LOOP_STREAM_COPIES; i++)
+		x->cfree[x->ncfree++] = x->ntotal - 1 - i;
+	x->sfree = STREAM_NONE;
+	x->done_head = x->done_tail = STREAM_NONE;
+	x->recycle = recycle;
+	b->sx = x;
+	return 0;
+}
+
+void streams_free(struct loop_base *b)
+{
+	struct loop_streams *x = b->sx;
+
+	if (!x)
+		return;
+	munmap(x->arena, (size_t)x->ntotal * STREAM_STRIDE);
+	for (unsigned i = 0; i < x->ns; i++)
+		free(x->sv[i]);
+	free(x->sv);
+	free(x->byfd);
+	free(x->stalled);
+	free(x->c);
+	free(x->rfree);
+	free(x->cfree);
+	free(x);
+	b->sx = NULL;
+}
+
+struct lstream *stream_at(const struct loop_base *b, int fd)
+{
+	const struct loop_streams *x = b->sx;
+
+	if (!x || fd < 0 || (unsigned)fd >= x->nfd || !x->byfd[fd])
+		return NULL;
+	return x->sv[x->byfd[fd] - 1];
+}
+
+struct lstream *stream_open(struct loop_base *b, int fd)
+{
+	struct loop_streams *x = b->sx;
+	struct lstream *s = stream_at(b, fd);
+	uint32_t slot;
+
+	if (s || fd < 0)
+		return s;
+	if ((unsigned)fd >= x->nfd) {
+		unsigned n = x->nfd ? x->nfd : 64;
+		uint32_t *p;
+
+		while (n <= (unsigned)fd)
+			n *= 2;
+		p = realloc(x->byfd, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + x->nfd, 0, (n - x->nfd) * sizeof(*p));
+		x->byfd = p;
+		x->nfd = n;
+	}
+	if (x->sfree != STREAM_NONE) {
+		slot = x->sfree;
+		s = x->sv[slot];
+		x->sfree = s->next;
+	} else {
+		/* Slots are never freed, only reused: the kernel may hold a
+		 * pointer to one's dst while a connect runs. */
+		if (x->ns == x->scap) {
+			unsigned n = x->scap ? 2 * x->scap : 64;
+			struct lstream **p = realloc(x->sv, n * sizeof(*p));
+
+			if (!p)
+				return NULL;
+			x->sv = p;
+			x->scap = n;
+		}
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		slot = x->ns;
+		x->sv[x->ns++] = s;
+	}
+	uint32_t gen = s->gen + 1;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->slot = slot;
+	s->gen = gen;
+	s->qhead = s->qtail = STREAM_NONE;
+	x->byfd[fd] = slot + 1;
+	return s;
+}
+
+void stream_detach(struct loop_base *b, struct lstream *s)
+{
+	struct loop_streams *x = b->sx;
+
+	if (x->byfd[s->fd] == s->slot + 1)
+		x->byfd[s->fd] = 0;
+	if (s->flags & SF_STALLED) {
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < x->nstalled; i++)
+			if (x->stalled[i] != s->slot)
+				x->stalled[k++] = x->stalled[i];
+		x->nstalled = k;
+	}
+	s->flags = (uint8_t)((s->flags & ~(SF_STALLED | SF_READ)) | SF_DEAD);
+}
+
+void stream_close(struct loop_base *b, struct lstream *s)
+{
+	struct loop_streams *x = b->sx;
+
+	if (!(s->flags & SF_DEAD))
+		stream_detach(b, s);
+	s->flags = 0;
+	s->gen++;
+	s->next = x->sfree;
+	x->sfree = s->slot;
+}
+
+void chunk_take(struct loop_base *b, uint32_t c, uint8_t st)
+{
+	struct loop_streams *x = b->sx;
+
+	x->c[c].state = st;
+	x->inuse++;
+	STAT_SET(b->st.stream_chunks, x->inuse);
+	if (x->inuse > STAT_GET(b->st.stream_chunks_peak))
+		STAT_SET(b->st.stream_chunks_peak, x->inuse);
+}
+
+void chunk_put(struct loop_base *b, uint32_t c)
+{
+	struct loop_streams *x = b->sx;
+
+	x->c[c].state = CH_FREE;
+	x->inuse--;
+	STAT_SET(b->st.stream_chunks, x->inuse);
+	if (c >= x->nread)
+		x->cfree[x->ncfree++] = c;
+	else
+		x->recycle((struct loop *)(void *)b, c);
+}
+
+int stream_copy(struct loop_base *b, const void *buf, size_t len, uint32_t *c)
+{
+	struct loop_streams *x = b->sx;
+
+	if (len > LOOP_STREAM_CHUNK)
+		return -EMSGSIZE;
+	if (x->ncfree == 0) {
+		STAT_ADD(b->st.send_nobufs, 1);
+		return -ENOBUFS;
+	}
+	*c = x->cfree[--x->ncfree];
+	chunk_take(b, *c, CH_SEND);
+	memcpy(chunk_base(x, *c) + LOOP_HEADROOM, buf, len);
+	x->c[*c].off = LOOP_HEADROOM;
+	x->c[*c].len = (uint32_t)len;
+	STAT_ADD(b->st.copies, 1);
+	return 0;
+}
+
+int stream_take(struct loop_base *b, const struct loop_dgram *d, uint32_t *c)
+{
+	struct loop_streams *x = b->sx;
+	uint8_t *base;
+
+	if (!x || d->bid >= x->nread || x->c[d->bid].state != CH_USER)
+		return -EINVAL;
+	base = chunk_base(x, d->bid);
+	if (d->data < base || d->data + d->len > base + STREAM_STRIDE)
+		return -EINVAL;
+	*c = d->bid;
+	x->c[*c].state = CH_SEND;
+	x->c[*c].off = (uint32_t)(d->data - base);
+	x->c[*c].len = (uint32_t)d->len;
+	return 0;
+}
+
+void stream_enqueue(struct loop_base *b, struct lstream *s, uint32_t c, uint32_t id)
+{
+	struct lchunk *ch = &b->sx->c[c];
+
+	ch->id = id;
+	ch->done = 0;
+	ch->next = STREAM_NONE;
+	if (s->qtail == STREAM_NONE)
+		s->qhead = c;
+	else
+		b->sx->c[s->qtail].next = c;
+	s->qtail = c;
+}
+
+uint32_t stream_dequeue(struct loop_base *b, struct lstream *s)
+{
+	uint32_t c = s->qhead;
+
+	if (c != STREAM_NONE) {
+		s->qhead = b->sx->c[c].next;
+		if (s->qhead == STREAM_NONE)
+			s->qtail = STREAM_NONE;
+	}
+	return c;
+}
+
+void stream_finished(struct loop_base *b, uint32_t c, int res)
+{
+	struct loop_streams *x = b->sx;
+
+	x->c[c].res = res;
+	x->c[c].next = STREAM_NONE;
+	if (x->done_tail == STREAM_NONE)
+		x->done_head = c;
+	else
+		x->c[x->done_tail].next = c;
+	x->done_tail = c;
+}
+
+void streams_complete(struct loop *l)
+{
+	struct loop_base *b = loop_base(l);
+	struct loop_streams *x = b->sx;
+
+	while (x && x->done_head != STREAM_NONE) {
+		uint32_t c = x->done_head;
+		uint32_t id = x->c[c].id;
+		int res = x->c[c].res;
+
+		x->done_head = x->c[c].next;
+		if (x->done_head == STREAM_NONE)
+			x->done_tail = STREAM_NONE;
+		chunk_put(b, c);
+		b->h.on_sent(b->h.arg, id, res);
+	}
+}
+
+void stream_deliver(struct loop *l, struct lstream *s, uint32_t c, size_t len, uint64_t now)
+{
+	static uint8_t eof[LOOP_HEADROOM];
+	struct loop_base *b = loop_base(l);
+	struct loop_streams *x = b->sx;
+	struct loop_dgram d = {
+		.data = c == STREAM_NONE ? eof + LOOP_HEADROOM : chunk_base(x, c) + LOOP_HEADROOM,
+		.len = len,
+		.headroom = c == STREAM_NONE ? 0 : LOOP_HEADROOM,
+		.bid = c,
+		.now = now,
+	};
+
+	/* EOF may come without a chunk (io_uring): d points at nothing then,
+	 * and cannot be forwarded. */
+	STAT_ADD(b->st.stream_rx_bytes, len);
+	if (c == STREAM_NONE) {
+		b->h.on_stream(b->h.arg, s->read_id, &d);
+		return;
+	}
+	x->c[c].state = CH_USER;
+	b->h.on_stream(b->h.arg, s->read_id, &d);
+	if (x->c[c].state == CH_USER)
+		chunk_put(b, c);
+}
+
+void stream_stall(struct loop_base *b, struct lstream *s)
+{
+	struct loop_streams *x = b->sx;
+
+	STAT_ADD(b->st.stream_stalls, 1);
+	if (s->flags & SF_STALLED)
+		return;
+	if (x->nstalled == x->stcap) {
+		unsigned n = x->stcap ? 2 * x->stcap : 16;
+		uint32_t *p = realloc(x->stalled, n * sizeof(*p));
+
+		if (!p)
+			return; /* out of memory: the read is lost, the peer times out */
+		x->stalled = p;
+		x->stcap = n;
+	}
+	s->flags |= SF_STALLED;
+	x->stalled[x->nstalled++] = s->slot;
+}
+
+struct lstream *stream_unstall(struct loop_base *b)
+{
+	struct loop_streams *x = b->sx;
+	struct lstream *s;
+
+	if (!x || x->nstalled == 0)
+		return NULL;
+	s = x->sv[x->stalled[0]];
+	memmove(x->stalled, x->stalled + 1, (x->nstalled - 1) * sizeof(*x->stalled));
+	x->nstalled--;
+	s->flags &= (uint8_t)~SF_STALLED;
+	return s;
 }

@@ -11,11 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "loop.h"
 #include "loop_fdtab.h"
 #include "loop_gso.h"
 #include "stats.h"
 #include "timers.h"
+
+struct loop_streams;
 
 /* The first member of each backend's struct loop. */
 struct loop_base {
@@ -27,6 +30,8 @@ struct loop_base {
 	bool stop;
 	bool taken; /* the datagram in on_dgram was forwarded */
 	bool gro;   /* --gso and a kernel with it: trains both ways */
+	unsigned stream_chunks;  /* the stream read pool's size (loop_conf) */
+	struct loop_streams *sx; /* NULL until the first stream op */
 };
 
 static inline struct loop_base *loop_base(struct loop *l)
@@ -74,6 +79,109 @@ static inline int loop_copy_check(size_t len)
 {
 	return len > LOOP_MAX_DGRAM ? -EMSGSIZE : 0;
 }
+
+/* Streams: state both backends keep the same way. A stream is a slot
+ * (fd, what is armed, its send queue); a chunk is LOOP_STREAM_CHUNK bytes
+ * of the pool with LOOP_HEADROOM in front. Chunks [0, nread) are the read
+ * pool, the rest copies for stream_send. A send waits in its chunk: the
+ * queue of a stream and the list of finished sends chain chunks. */
+#define LOOP_STREAM_COPIES 64
+#define STREAM_STRIDE (LOOP_HEADROOM + LOOP_STREAM_CHUNK)
+#define STREAM_NONE UINT32_MAX
+
+enum {
+	SF_ACCEPT = 1,   /* listening: accept armed */
+	SF_READ = 2,     /* one read asked for */
+	SF_CONNECT = 4,  /* connect under way */
+	SF_STALLED = 8,  /* the read waits for a free chunk */
+	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
+};
+
+enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };
+
+struct lstream {
+	int fd;
+	uint32_t slot, gen; /* gen: bumped when the slot is taken again */
+	uint8_t flags;
+	uint8_t inflight;   /* io_uring: requests the kernel holds */
+	uint32_t events;    /* epoll: the interest registered, 0 for none */
+	int conn_res;       /* epoll: connect(2)'s own answer when not EINPROGRESS */
+	uint32_t acc_id, read_id, conn_id;
+	uint32_t qhead, qtail; /* sends, oldest first (chunks) */
+	uint32_t next;         /* free slots */
+	union etr_sockaddr dst; /* the connect's address, alive until it ends */
+};
+
+struct lchunk {
+	uint32_t next; /* in a send queue or the finished list */
+	uint32_t off, len, done;
+	uint32_t id;
+	int res;
+	uint8_t state;
+};
+
+struct loop_streams {
+	uint8_t *arena;
+	unsigned nread, ntotal;
+	struct lchunk *c;
+	uint32_t *rfree, *cfree; /* free read chunks (epoll), free copies */
+	unsigned nrfree, ncfree;
+	unsigned inuse;
+	struct lstream **sv; /* by slot */
+	unsigned ns, scap;
+	uint32_t sfree; /* free slot list */
+	uint32_t *byfd; /* slot + 1 per fd, 0 for none */
+	unsigned nfd;
+	uint32_t *stalled; /* slots whose read waits for a chunk, oldest first */
+	unsigned nstalled, stcap;
+	uint32_t done_head, done_tail; /* finished sends waiting for on_sent */
+	/* The backend takes a read chunk back (ring or free list). */
+	void (*recycle)(struct loop *l, uint32_t c);
+};
+
+/* Set up the stream pool on first use; 0 or -ENOMEM. */
+int streams_ready(struct loop_base *b, void (*recycle)(struct loop *l, uint32_t c));
+void streams_free(struct loop_base *b);
+
+/* The stream on fd (NULL: none), or a new one for fd (NULL: no memory). */
+struct lstream *stream_at(const struct loop_base *b, int fd);
+struct lstream *stream_open(struct loop_base *b, int fd);
+/* Give the slot back (nothing of it left in the kernel). */
+void stream_close(struct loop_base *b, struct lstream *s);
+/* del_socket's part: fd forgets the stream, the read stops waiting. */
+void stream_detach(struct loop_base *b, struct lstream *s);
+
+static inline uint8_t *chunk_base(const struct loop_streams *x, uint32_t c)
+{
+	return x->arena + (size_t)c * STREAM_STRIDE;
+}
+
+/* Chunk c leaves the pool (state st) / comes back to it. */
+void chunk_take(struct loop_base *b, uint32_t c, uint8_t st);
+void chunk_put(struct loop_base *b, uint32_t c);
+
+/* A copy chunk holding buf (len <= LOOP_STREAM_CHUNK), or -ENOBUFS /
+ * -EMSGSIZE. */
+int stream_copy(struct loop_base *b, const void *buf, size_t len, uint32_t *c);
+/* The chunk d names when on_stream may hand it on, else -EINVAL. */
+int stream_take(struct loop_base *b, const struct loop_dgram *d, uint32_t *c);
+
+/* Append chunk c (bytes off..off+len of it, for id) to s's queue. */
+void stream_enqueue(struct loop_base *b, struct lstream *s, uint32_t c, uint32_t id);
+/* Take the oldest send off s's queue. */
+uint32_t stream_dequeue(struct loop_base *b, struct lstream *s);
+/* Send c finished with res: on_sent comes from streams_complete. */
+void stream_finished(struct loop_base *b, uint32_t c, int res);
+/* Every finished send: chunk back, then on_sent. */
+void streams_complete(struct loop *l);
+
+/* Hand up read chunk c of s (len bytes, 0 at EOF) as on_stream; the chunk
+ * goes back unless it was forwarded. */
+void stream_deliver(struct loop *l, struct lstream *s, uint32_t c, size_t len, uint64_t now);
+
+/* s's read waits for a chunk / the oldest such stream (NULL: none). */
+void stream_stall(struct loop_base *b, struct lstream *s);
+struct lstream *stream_unstall(struct loop_base *b);
 
 /* The ops every backend shares. */
 int loop_common_timer_set(struct loop *l, struct timer *t, uint64_t at);

@@ -60,6 +60,7 @@ struct loop {
 
 #define EV_WATCH (1ull << 63)
 #define EV_TIMER (1ull << 62)
+#define EV_STREAM (1ull << 61) /* then slot << 32 | gen */
 static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
 {
 	return flags | (uint64_t)(uint32_t)fd << 32 | id;
@@ -247,8 +248,17 @@ static void flush(struct loop *l)
 	l->cused = 0;
 }
 
+static void s_cancel(struct loop *l, struct lstream *s);
+
 static void ep_del_socket(struct loop *l, int fd, uint32_t id)
 {
+	struct lstream *s = stream_at(&l->b, fd);
+
+	if (s) {
+		s_cancel(l, s);
+		fdtab_clear(&l->b.fds, fd);
+		return;
+	}
 	/* Sends queued for this fd must leave before the caller closes it: the
 	 * number could come back for another socket. */
 	for (unsigned i = 0; i < l->nsend; i++) {
@@ -404,6 +414,286 @@ static void arm(struct loop *l, uint64_t deadline)
 	l->b.armed = deadline;
 }
 
+/* Streams. The interest registered for a stream follows what it waits
+ * for: EPOLLIN while it listens or a read is asked for (and a chunk is
+ * free), EPOLLOUT while it connects or has bytes to send; none, and it is
+ * out of the epoll set (level-triggered: an error would wake us forever). */
+static void s_sync(struct loop *l, struct lstream *s)
+{
+	struct epoll_event ev = { 0 };
+	uint32_t want = 0;
+	int op;
+
+	if (!(s->flags & SF_DEAD)) {
+		if ((s->flags & SF_ACCEPT) || (s->flags & (SF_READ | SF_STALLED)) == SF_READ)
+			want |= EPOLLIN;
+		if ((s->flags & SF_CONNECT) || s->qhead != STREAM_NONE)
+			want |= EPOLLOUT;
+	}
+	if (want == s->events)
+		return;
+	op = !want ? EPOLL_CTL_DEL : !s->events ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	ev.events = want;
+	ev.data.u64 = EV_STREAM | (uint64_t)s->slot << 32 | s->gen;
+	if (epoll_ctl(l->ep, op, s->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
+		s->events = want;
+}
+
+/* A read chunk is free again: the oldest read waiting for one goes on. */
+static void s_recycle(struct loop *l, uint32_t c)
+{
+	struct loop_streams *x = l->b.sx;
+	struct lstream *s;
+
+	x->rfree[x->nrfree++] = c;
+	if ((s = stream_unstall(&l->b)))
+		s_sync(l, s);
+}
+
+static struct lstream *s_get(struct loop *l, int fd, int *err)
+{
+	struct lstream *s = NULL;
+
+	*err = streams_ready(&l->b, s_recycle);
+	if (!*err && !(s = stream_open(&l->b, fd)))
+		*err = -ENOMEM;
+	return s;
+}
+
+/* Write what s has queued, oldest first, until the socket is full. */
+static void s_write(struct loop *l, struct lstream *s)
+{
+	struct loop_streams *x = l->b.sx;
+	uint32_t c;
+
+	while ((c = s->qhead) != STREAM_NONE) {
+		struct lchunk *ch = &x->c[c];
+		ssize_t n = send(s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EINTR)
+				continue;
+			stream_finished(&l->b, stream_dequeue(&l->b, s), -errno);
+			continue;
+		}
+		ch->done += (uint32_t)n;
+		STAT_ADD(l->b.st.stream_tx_bytes, (uint64_t)n);
+		if (ch->done < ch->len)
+			return; /* short: the socket is full, EPOLLOUT brings the tail */
+		stream_finished(&l->b, stream_dequeue(&l->b, s), (int)ch->len);
+	}
+}
+
+/* del_socket of a stream: out of epoll, queued sends end as -ECANCELED
+ * (their on_sent at the end of this event or turn, never inside). */
+static void s_cancel(struct loop *l, struct lstream *s)
+{
+	uint32_t c;
+
+	stream_detach(&l->b, s);
+	s_sync(l, s);
+	while ((c = stream_dequeue(&l->b, s)) != STREAM_NONE)
+		stream_finished(&l->b, c, -ECANCELED);
+	stream_close(&l->b, s);
+}
+
+static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
+{
+	/* Bounded: other sockets get their turn. */
+	for (unsigned i = 0; i < 256; i++) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		/* An error (EMFILE...) once per turn: the listener stays. */
+		l->b.h.on_accept(l->b.h.arg, s->acc_id, fd < 0 ? -errno : fd);
+		if (fd < 0 || s->gen != gen || !(s->flags & SF_ACCEPT))
+			return;
+	}
+}
+
+static void s_read(struct loop *l, struct lstream *s, uint64_t now)
+{
+	struct loop_streams *x = l->b.sx;
+	ssize_t n;
+	uint32_t c;
+
+	if (x->nrfree == 0) {
+		stream_stall(&l->b, s); /* s_sync drops EPOLLIN meanwhile */
+		return;
+	}
+	c = x->rfree[--x->nrfree];
+	chunk_take(&l->b, c, CH_USER);
+	n = recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		chunk_put(&l->b, c);
+		return;
+	}
+	s->flags &= (uint8_t)~SF_READ;
+	if (n < 0) {
+		int err = -errno;
+
+		chunk_put(&l->b, c);
+		l->b.h.on_recv_error(l->b.h.arg, s->read_id, err);
+		return;
+	}
+	stream_deliver(l, s, c, (size_t)n, now);
+}
+
+static void s_connected(struct loop *l, struct lstream *s)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	s->flags &= (uint8_t)~SF_CONNECT;
+	if (s->conn_res)
+		err = -s->conn_res;
+	else if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	l->b.h.on_connected(l->b.h.arg, s->conn_id, -err);
+}
+
+static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
+{
+	struct loop_streams *x = l->b.sx;
+	uint32_t slot = (uint32_t)(u >> 32) & 0x1fffffff, gen = (uint32_t)u;
+	struct lstream *s;
+	uint32_t reg;
+
+	if (!x || slot >= x->ns)
+		return;
+	s = x->sv[slot];
+	/* Deleted earlier in this turn, perhaps taken again since. */
+	if (s->gen != gen || (s->flags & SF_DEAD))
+		return;
+	reg = s->events;
+	if ((reg & EPOLLOUT) && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+		if (s->flags & SF_CONNECT)
+			s_connected(l, s);
+		else if (s->qhead != STREAM_NONE)
+			s_write(l, s);
+	}
+	if (s->gen == gen && !(s->flags & SF_DEAD) && (reg & EPOLLIN) &&
+	    (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+		if (s->flags & SF_ACCEPT)
+			s_accept(l, s, gen);
+		else if ((s->flags & (SF_READ | SF_STALLED)) == SF_READ)
+			s_read(l, s, now);
+	}
+	/* The sends that finished (a relay asks for its next read there)
+	 * before the interest is set: one epoll_ctl less per chunk. */
+	streams_complete(l);
+	if (s->gen == gen && !(s->flags & SF_DEAD))
+		s_sync(l, s);
+}
+
+static int ep_listen(struct loop *l, int fd, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_ACCEPT)
+		return -EALREADY;
+	s->acc_id = id;
+	s->flags |= SF_ACCEPT;
+	s_sync(l, s);
+	if (!(s->events & EPOLLIN)) {
+		s->flags &= (uint8_t)~SF_ACCEPT;
+		return -errno;
+	}
+	return 0;
+}
+
+static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		      uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_CONNECT)
+		return -EALREADY;
+	if (connect(fd, dst, dstlen) == 0 || errno == EINPROGRESS) {
+		s->conn_res = 0;
+	} else if (errno == EBADF || errno == ENOTSOCK || errno == EISCONN || errno == EALREADY ||
+		   errno == EAFNOSUPPORT || errno == EINVAL) {
+		return -errno; /* the caller's mistake: no callback */
+	} else {
+		/* Refused at once (loopback can): reported like a late one. */
+		s->conn_res = -errno;
+	}
+	s->conn_id = id;
+	s->flags |= SF_CONNECT;
+	s_sync(l, s);
+	return 0;
+}
+
+static int ep_stream_read(struct loop *l, int fd, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_READ)
+		return -EALREADY;
+	s->read_id = id;
+	s->flags |= SF_READ;
+	s_sync(l, s);
+	return 0;
+}
+
+/* Sends on one fd leave in order: one written now when nothing waits
+ * before it, else queued behind; what the socket did not take waits for
+ * EPOLLOUT. on_sent always comes later, never from inside the op. */
+static void s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
+{
+	bool idle = s->qhead == STREAM_NONE;
+
+	stream_enqueue(&l->b, s, c, id);
+	if (idle)
+		s_write(l, s);
+	s_sync(l, s);
+}
+
+static int ep_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
+{
+	int err;
+	struct lstream *s;
+	uint32_t c;
+
+	if (!l->b.sx || stream_take(&l->b, d, &c) < 0)
+		return -EINVAL;
+	if (!(s = s_get(l, fd, &err))) {
+		l->b.sx->c[c].state = CH_USER;
+		return err;
+	}
+	s_queue(l, s, c, id);
+	return 0;
+}
+
+static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+	uint32_t c;
+
+	if (!s)
+		return err;
+	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+		return err;
+	s_queue(l, s, c, id);
+	return 0;
+}
+
 static int ep_run(struct loop *l)
 {
 	struct epoll_event ev[EP_EVENTS];
@@ -412,6 +702,13 @@ static int ep_run(struct loop *l)
 		uint64_t now, at;
 		int n;
 
+		/* Stream sends finished outside an event (from a timer, or
+		 * before run): their on_sent before we sleep. */
+		if (l->b.sx) {
+			streams_complete(l);
+			if (l->b.stop)
+				break;
+		}
 		if (loop_wake_earlier(&l->b, &at))
 			arm(l, at);
 		n = epoll_wait(l->ep, ev, EP_EVENTS, -1);
@@ -432,6 +729,10 @@ static int ep_run(struct loop *l)
 					/* EAGAIN: already consumed */
 				}
 				l->b.armed = UINT64_MAX;
+				continue;
+			}
+			if (u & EV_STREAM) {
+				s_event(l, u, ev[i].events, now);
 				continue;
 			}
 			/* An earlier handler in this turn may have closed this fd,
@@ -455,6 +756,8 @@ static int ep_run(struct loop *l)
 static void ep_flush(struct loop *l)
 {
 	flush(l);
+	if (l->b.sx)
+		streams_complete(l);
 }
 
 const struct loop_ops loop_epoll_ops = {
@@ -472,4 +775,9 @@ const struct loop_ops loop_epoll_ops = {
 	.stop = loop_common_stop,
 	.flush = ep_flush,
 	.stats = loop_common_stats,
+	.listen = ep_listen,
+	.connect = ep_connect,
+	.stream_read = ep_stream_read,
+	.stream_forward = ep_stream_forward,
+	.stream_send = ep_stream_send,
 };

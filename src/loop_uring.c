@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "addr.h"
 #include "loop.h"
@@ -37,7 +38,20 @@
 	  63) & ~(size_t)63)
 
 /* user_data: op (8 bits) | aux (24 bits) | id (32 bits). Never a pointer. */
-enum { OP_RECV = 1, OP_SEND, OP_POLL, OP_TIMER, OP_CANCEL };
+enum {
+	OP_RECV = 1,
+	OP_SEND,
+	OP_POLL,
+	OP_TIMER,
+	OP_CANCEL,
+	/* Streams: aux is the stream's slot, which is not reused while the
+	 * kernel holds a request of it; OP_SSEND's id is the chunk. */
+	OP_ACCEPT,
+	OP_CONNECT,
+	OP_SRECV,
+	OP_SSEND,
+};
+#define UR_SBGID 1 /* the stream pool's ring */
 #define UD(op, aux, id) ((uint64_t)(op) << 56 | (uint64_t)((aux)&0xffffff) << 32 | (id))
 #define UD_OP(u) ((unsigned)((u) >> 56))
 #define UD_AUX(u) ((unsigned)((u) >> 32 & 0xffffff))
@@ -84,9 +98,18 @@ struct loop {
 
 	struct __kernel_timespec ts;
 	unsigned timer_gen;
+
+	/* Streams (set up on first use): the read pool's own ring. */
+	struct io_uring_buf_ring *sbr;
+	unsigned sbr_entries; /* a power of two, >= the read chunks */
+	unsigned sring_free;  /* read chunks in the ring */
+	unsigned ssending;    /* stream sends the kernel holds */
 };
 
 static void tx_flush(struct loop *l);
+static void on_ssend(struct loop *l, struct io_uring_cqe *cqe);
+static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now);
+static void s_unstall(struct loop *l);
 
 static struct io_uring_sqe *sqe_get(struct loop *l)
 {
@@ -255,6 +278,8 @@ static void ur_destroy(struct loop *l)
 	io_uring_queue_exit(&l->ring);
 	munmap(l->br, UR_NBUFS * sizeof(struct io_uring_buf));
 	munmap(l->bufs, (size_t)UR_NTX * UR_BUF_SIZE);
+	if (l->sbr)
+		munmap(l->sbr, l->sbr_entries * sizeof(struct io_uring_buf));
 	loop_base_free(&l->b);
 	free(l->stalled_fd);
 	free(l->stalled_id);
@@ -288,6 +313,7 @@ static int ur_watch(struct loop *l, int fd, uint32_t id)
 static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 {
 	struct io_uring_sqe *sqe = sqe_get(l);
+	struct lstream *s = stream_at(&l->b, fd);
 
 	fdtab_clear(&l->b.fds, fd);
 	/* The multishot holds a reference to the file: closing the fd alone
@@ -295,6 +321,18 @@ static void ur_del_socket(struct loop *l, int fd, uint32_t id)
 	if (sqe) {
 		io_uring_prep_cancel64(sqe, UD(OP_RECV, fd, id), 0);
 		io_uring_sqe_set_data64(sqe, UD(OP_CANCEL, 0, 0));
+	}
+	/* A stream: every request on the file goes (accept, recv, connect,
+	 * the send under way); their completions end the slot's life and
+	 * give each send its on_sent. */
+	if (s) {
+		stream_detach(&l->b, s);
+		if (s->inflight == 0) {
+			stream_close(&l->b, s);
+		} else if ((sqe = sqe_get(l))) {
+			io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+			io_uring_sqe_set_data64(sqe, UD(OP_CANCEL, 0, 0));
+		}
 	}
 	/* Queued sends name this fd by number: submit them before the caller
 	 * closes it, so each takes its file reference while it is ours. */
@@ -632,6 +670,8 @@ static int ur_run(struct loop *l)
 			arm_timer(l, at);
 		if (l->nstalled && l->free_bufs)
 			unstall(l);
+		if (l->b.sx && l->b.sx->nstalled && l->sring_free)
+			s_unstall(l);
 		if (l->pend != TX_NONE)
 			tx_flush(l);
 		err = io_uring_submit_and_wait(&l->ring, 1);
@@ -663,6 +703,12 @@ static int ur_run(struct loop *l)
 				if (UD_AUX(ud) == l->timer_gen && cqe->res != -ECANCELED)
 					l->b.armed = UINT64_MAX;
 				break;
+			case OP_ACCEPT:
+			case OP_CONNECT:
+			case OP_SRECV:
+			case OP_SSEND:
+				on_stream_cqe(l, cqe, now);
+				break;
 			default:
 				break;
 			}
@@ -679,8 +725,10 @@ static void ur_flush(struct loop *l)
 
 	if (l->pend != TX_NONE)
 		tx_flush(l);
-	/* Until every send slot is back: each send in flight holds one. */
-	while (l->ntx_free + (l->pend != TX_NONE) < UR_NTX && loop_now() < until) {
+	/* Until every send slot is back (each send in flight holds one) and
+	 * every stream send has finished. */
+	while ((l->ntx_free + (l->pend != TX_NONE) < UR_NTX || l->ssending) &&
+	       loop_now() < until) {
 		struct __kernel_timespec ts = { .tv_nsec = 50 * (long long)NS_PER_MS };
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -691,6 +739,14 @@ static void ur_flush(struct loop *l)
 			seen++;
 			if (UD_OP(cqe->user_data) == OP_SEND) {
 				on_send(l, cqe);
+			} else if (UD_OP(cqe->user_data) == OP_SSEND) {
+				on_ssend(l, cqe);
+			} else if (UD_OP(cqe->user_data) == OP_SRECV &&
+				   (cqe->flags & IORING_CQE_F_BUFFER)) {
+				/* Dropped, like datagrams. */
+				l->sring_free--;
+				chunk_take(&l->b, cqe->flags >> IORING_CQE_BUFFER_SHIFT, CH_USER);
+				chunk_put(&l->b, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
 			} else if (UD_OP(cqe->user_data) == OP_RECV &&
 				   (cqe->flags & IORING_CQE_F_BUFFER)) {
 				unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
@@ -704,6 +760,357 @@ static void ur_flush(struct loop *l)
 		io_uring_cq_advance(&l->ring, seen);
 		if (l->pend != TX_NONE)
 			tx_flush(l);
+	}
+}
+
+/* Streams. A read chunk goes back to the stream ring. */
+static void s_recycle(struct loop *l, uint32_t c)
+{
+	struct loop_streams *x = l->b.sx;
+
+	io_uring_buf_ring_add(l->sbr, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK,
+			      (unsigned short)c, io_uring_buf_ring_mask(l->sbr_entries), 0);
+	io_uring_buf_ring_advance(l->sbr, 1);
+	x->c[c].state = CH_KERNEL;
+	l->sring_free++;
+}
+
+/* The stream pool and its ring, on first use: a daemon without streams
+ * never registers it. */
+static int s_ready(struct loop *l)
+{
+	struct io_uring_buf_reg reg = { 0 };
+	unsigned n = 1;
+	int err;
+
+	if (l->b.sx)
+		return 0;
+	if (l->b.stream_chunks > 32768)
+		return -EINVAL; /* bids are 16 bits */
+	err = streams_ready(&l->b, s_recycle);
+	if (err)
+		return err;
+	while (n < l->b.sx->nread)
+		n <<= 1;
+	l->sbr = mmap(NULL, n * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
+		      MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	if (l->sbr == MAP_FAILED) {
+		l->sbr = NULL;
+		streams_free(&l->b);
+		return -ENOMEM;
+	}
+	reg.ring_addr = (uint64_t)(uintptr_t)l->sbr;
+	reg.ring_entries = n;
+	reg.bgid = UR_SBGID;
+	err = io_uring_register_buf_ring(&l->ring, &reg, 0);
+	if (err < 0) {
+		munmap(l->sbr, n * sizeof(struct io_uring_buf));
+		l->sbr = NULL;
+		streams_free(&l->b);
+		return err;
+	}
+	l->sbr_entries = n;
+	io_uring_buf_ring_init(l->sbr);
+	for (unsigned i = 0; i < l->b.sx->nread; i++)
+		s_recycle(l, i);
+	return 0;
+}
+
+static struct lstream *s_get(struct loop *l, int fd, int *err)
+{
+	struct lstream *s = NULL;
+
+	*err = s_ready(l);
+	if (!*err && !(s = stream_open(&l->b, fd)))
+		*err = -ENOMEM;
+	return s;
+}
+
+/* A deleted stream's slot goes back once the kernel holds nothing of it. */
+static void s_release(struct loop *l, struct lstream *s)
+{
+	if ((s->flags & SF_DEAD) && s->inflight == 0)
+		stream_close(&l->b, s);
+}
+
+static int arm_accept(struct loop *l, struct lstream *s)
+{
+	struct io_uring_sqe *sqe = sqe_get(l);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_multishot_accept(sqe, s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, UD(OP_ACCEPT, s->slot, 0));
+	s->inflight++;
+	s->flags |= SF_ACCEPT;
+	return 0;
+}
+
+static int arm_srecv(struct loop *l, struct lstream *s)
+{
+	struct io_uring_sqe *sqe = sqe_get(l);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_recv(sqe, s->fd, NULL, LOOP_STREAM_CHUNK, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = UR_SBGID;
+	io_uring_sqe_set_data64(sqe, UD(OP_SRECV, s->slot, 0));
+	s->inflight++;
+	return 0;
+}
+
+/* The send at the head of s's queue, from where it got to. */
+static int arm_ssend(struct loop *l, struct lstream *s)
+{
+	struct loop_streams *x = l->b.sx;
+	struct io_uring_sqe *sqe = sqe_get(l);
+	uint32_t c = s->qhead;
+	struct lchunk *ch = &x->c[c];
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_send(sqe, s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
+			   MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, UD(OP_SSEND, s->slot, c));
+	s->inflight++;
+	l->ssending++;
+	return 0;
+}
+
+/* Start the next send of s, if any; one that cannot start fails. */
+static void s_next(struct loop *l, struct lstream *s)
+{
+	while (s->qhead != STREAM_NONE && arm_ssend(l, s) < 0)
+		stream_finished(&l->b, stream_dequeue(&l->b, s), -EBUSY);
+}
+
+static int ur_listen(struct loop *l, int fd, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_ACCEPT)
+		return -EALREADY;
+	s->acc_id = id;
+	return arm_accept(l, s);
+}
+
+static int ur_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		      uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+	struct io_uring_sqe *sqe;
+
+	if (!s)
+		return err;
+	if (s->flags & SF_CONNECT)
+		return -EALREADY;
+	if (dstlen > sizeof(s->dst))
+		return -EINVAL;
+	if (!(sqe = sqe_get(l)))
+		return -EBUSY;
+	/* The slot outlives the request: the kernel may read dst late. */
+	memcpy(&s->dst, dst, dstlen);
+	io_uring_prep_connect(sqe, fd, &s->dst.sa, dstlen);
+	io_uring_sqe_set_data64(sqe, UD(OP_CONNECT, s->slot, 0));
+	s->conn_id = id;
+	s->inflight++;
+	s->flags |= SF_CONNECT;
+	return 0;
+}
+
+static int ur_stream_read(struct loop *l, int fd, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_READ)
+		return -EALREADY;
+	s->read_id = id;
+	err = arm_srecv(l, s);
+	if (!err)
+		s->flags |= SF_READ;
+	return err;
+}
+
+/* Sends on one fd leave one at a time, in the order queued: the next goes
+ * to the kernel when the one before is all there. A link chain could not
+ * resend a short write's tail before the next, and a short write is
+ * normal on a stream. */
+static int s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
+{
+	bool idle = s->qhead == STREAM_NONE;
+
+	stream_enqueue(&l->b, s, c, id);
+	if (idle && arm_ssend(l, s) < 0) {
+		stream_dequeue(&l->b, s);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int ur_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
+{
+	int err;
+	struct lstream *s;
+	uint32_t c;
+
+	if (!l->b.sx || (err = stream_take(&l->b, d, &c)) < 0)
+		return -EINVAL;
+	if (!(s = s_get(l, fd, &err)) || (err = s_queue(l, s, c, id)) < 0) {
+		l->b.sx->c[c].state = CH_USER; /* still the caller's */
+		return err;
+	}
+	return 0;
+}
+
+static int ur_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+	uint32_t c;
+
+	if (!s)
+		return err;
+	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+		return err;
+	if ((err = s_queue(l, s, c, id)) < 0)
+		chunk_put(&l->b, c);
+	return err;
+}
+
+static void on_saccept(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe)
+{
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	uint32_t gen = s->gen;
+
+	if (!more) {
+		s->inflight--;
+		s->flags &= (uint8_t)~SF_ACCEPT;
+	}
+	if (s->flags & SF_DEAD) {
+		if (cqe->res >= 0)
+			close(cqe->res); /* accepted as the listener went */
+		s_release(l, s);
+		return;
+	}
+	if (cqe->res != -ECANCELED)
+		l->b.h.on_accept(l->b.h.arg, s->acc_id, cqe->res);
+	/* The multishot ended (an error such as EMFILE, or the kernel's
+	 * choice): the listener stays armed, so arm it again. */
+	if (!more && s->gen == gen && !(s->flags & (SF_DEAD | SF_ACCEPT)))
+		arm_accept(l, s);
+}
+
+static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe, uint64_t now)
+{
+	uint32_t c = STREAM_NONE;
+	int res = cqe->res;
+
+	s->inflight--;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		c = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		l->sring_free--;
+		chunk_take(&l->b, c, CH_USER);
+	}
+	if (s->flags & SF_DEAD) {
+		if (c != STREAM_NONE)
+			chunk_put(&l->b, c);
+		s_release(l, s);
+		return;
+	}
+	if (res == -ENOBUFS) {
+		/* The pool is empty: the bytes wait in the socket until a
+		 * chunk comes back (run re-arms the oldest first). */
+		stream_stall(&l->b, s);
+		return;
+	}
+	s->flags &= (uint8_t)~SF_READ;
+	if (res < 0) {
+		if (c != STREAM_NONE)
+			chunk_put(&l->b, c);
+		l->b.h.on_recv_error(l->b.h.arg, s->read_id, res);
+		return;
+	}
+	stream_deliver(l, s, c, (size_t)res, now);
+}
+
+static void on_ssend(struct loop *l, struct io_uring_cqe *cqe)
+{
+	struct loop_streams *x = l->b.sx;
+	struct lstream *s = x->sv[UD_AUX(cqe->user_data)];
+	uint32_t c = UD_ID(cqe->user_data);
+	struct lchunk *ch = &x->c[c];
+	int res = cqe->res;
+
+	s->inflight--;
+	l->ssending--;
+	if (res > 0) {
+		ch->done += (uint32_t)res;
+		STAT_ADD(l->b.st.stream_tx_bytes, (uint64_t)res);
+	}
+	if (ch->done < ch->len && !(s->flags & SF_DEAD)) {
+		if (res > 0 && arm_ssend(l, s) == 0)
+			return; /* a short write: the tail goes next, before the rest */
+		if (res >= 0)
+			res = -EPIPE; /* no progress, or no SQE for the tail */
+	}
+	stream_dequeue(&l->b, s);
+	if (ch->done == ch->len)
+		res = (int)ch->len;
+	else if (res >= 0 || (s->flags & SF_DEAD))
+		res = -ECANCELED;
+	stream_finished(&l->b, c, res);
+	if (s->flags & SF_DEAD) {
+		while ((c = stream_dequeue(&l->b, s)) != STREAM_NONE)
+			stream_finished(&l->b, c, -ECANCELED);
+		s_release(l, s);
+	} else {
+		s_next(l, s);
+	}
+	streams_complete(l);
+}
+
+static void s_unstall(struct loop *l)
+{
+	struct lstream *s;
+
+	for (unsigned n = l->sring_free; n > 0 && (s = stream_unstall(&l->b)); n--) {
+		if (arm_srecv(l, s) < 0) {
+			stream_stall(&l->b, s);
+			break;
+		}
+	}
+}
+
+static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
+{
+	struct lstream *s = l->b.sx->sv[UD_AUX(cqe->user_data)];
+
+	switch (UD_OP(cqe->user_data)) {
+	case OP_ACCEPT:
+		on_saccept(l, s, cqe);
+		break;
+	case OP_CONNECT:
+		s->inflight--;
+		s->flags &= (uint8_t)~SF_CONNECT;
+		if (s->flags & SF_DEAD)
+			s_release(l, s);
+		else
+			l->b.h.on_connected(l->b.h.arg, s->conn_id, cqe->res);
+		break;
+	case OP_SRECV:
+		on_srecv(l, s, cqe, now);
+		break;
+	default:
+		on_ssend(l, cqe);
+		break;
 	}
 }
 
@@ -722,4 +1129,9 @@ const struct loop_ops loop_uring_ops = {
 	.stop = loop_common_stop,
 	.flush = ur_flush,
 	.stats = loop_common_stats,
+	.listen = ur_listen,
+	.connect = ur_connect,
+	.stream_read = ur_stream_read,
+	.stream_forward = ur_stream_forward,
+	.stream_send = ur_stream_send,
 };

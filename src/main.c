@@ -15,6 +15,7 @@
 #include "log.h"
 #include "ops.h"
 #include "resolver.h"
+#include "sni.h"
 #include "version.h"
 
 /* Every session holds a socket: take all the descriptors we are allowed. */
@@ -45,6 +46,35 @@ static int resolve_upstream(const struct relay_conf *r, union etr_sockaddr *sa)
 	return 0;
 }
 
+/* The SNI listeners' config routes with their upstreams resolved, as the
+ * game servers' are: at start, blocking. Returns 0 or -1 (logged). */
+static int resolve_sni(const struct etr_conf *c, struct sni_route *out[CONF_SNI_MAX])
+{
+	for (unsigned i = 0; i < c->nsni; i++) {
+		const struct sni_conf *s = &c->sni[i];
+
+		out[i] = calloc(s->nroutes + 1, sizeof(*out[i]));
+		if (!out[i]) {
+			log_warn("sni %s", s->name);
+			return -1;
+		}
+		for (unsigned j = 0; j < s->nroutes; j++) {
+			const struct sni_route_conf *r = &s->routes[j];
+			struct resolver_result res;
+
+			if (resolver_lookup(r->host, r->port, AF_UNSPEC, &res) != 0) {
+				log_warnx("sni %s: route %s: upstream %s: cannot resolve (%s)",
+					  s->name, r->name, r->host, gai_strerror(res.gai_err));
+				return -1;
+			}
+			snprintf(out[i][j].name, sizeof(out[i][j].name), "%s", r->name);
+			out[i][j].upstream = res.addr;
+			out[i][j].proxy_v2 = r->proxy_v2;
+		}
+	}
+	return 0;
+}
+
 /* Parse argv and the file; returns 0 or the exit status. */
 static int configure(struct etr_conf *c, int argc, char **argv)
 {
@@ -61,7 +91,7 @@ static int configure(struct etr_conf *c, int argc, char **argv)
 		return 0;
 	/* The default file is read when the command line names no game
 	 * server: `etrelay --upstream ...` alone never picks up /etc. */
-	if (!c->path_given && !c->cli_upstream)
+	if (!c->path_given && !c->cli_upstream && !c->cli_sni)
 		c->path = CONF_DEFAULT_PATH;
 	if (c->path) {
 		text = conf_read_file(c->path, &len);
@@ -87,6 +117,7 @@ int main(int argc, char **argv)
 	static struct etr_conf conf;
 	static struct daemon d;
 	union etr_sockaddr upstream[CONF_RELAYS_MAX];
+	struct sni_route *sni_routes[CONF_SNI_MAX] = { NULL };
 	uint64_t need = 16;
 	char err[256];
 	rlim_t nofile;
@@ -123,6 +154,11 @@ int main(int argc, char **argv)
 	 * listener must not leave a session without its socket. */
 	if (conf.ops_enabled)
 		need += OPS_FDS_MAX;
+	/* An SNI connection holds two sockets; refused ones linger in a
+	 * quarter more. */
+	for (unsigned i = 0; i < conf.nsni; i++)
+		need += 2ull * (conf.sni[i].max_connections + conf.sni[i].max_connections / 4) +
+			daemon_workers_wanted(&conf);
 	if (need > nofile) {
 		char ops[64] = "";
 
@@ -137,9 +173,16 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
 			return EXIT_FAILURE;
-	rc = daemon_open(&d, &conf, upstream);
+	if (resolve_sni(&conf, sni_routes) < 0) {
+		rc = EXIT_FAILURE;
+		goto out;
+	}
+	rc = daemon_open(&d, &conf, upstream, sni_routes);
 	if (rc == 0)
 		rc = daemon_run(&d);
 	daemon_close(&d);
+out:
+	for (unsigned i = 0; i < CONF_SNI_MAX; i++)
+		free(sni_routes[i]);
 	return rc;
 }

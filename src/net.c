@@ -49,6 +49,25 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport)
 	return fd;
 }
 
+int net_listen_tcp(const union etr_sockaddr *sa, bool reuseport)
+{
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* SO_REUSEADDR on TCP only lets a restart bind past the last run's
+	 * TIME_WAIT connections; it never shares a listening port. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+	    bind(fd, &sa->sa, addr_len(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int net_port_free(const union etr_sockaddr *sa)
 {
 	int fd = socket(sa->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;

@@ -23,6 +23,11 @@ int net_bind_public(const union etr_sockaddr *sa, bool reuseport);
  * Returns 0 or -errno. */
 int net_port_free(const union etr_sockaddr *sa);
 
+/* A non-blocking TCP socket listening on sa (SO_REUSEADDR; with reuseport
+ * in sa's SO_REUSEPORT group, one socket per worker, the kernel spreading
+ * new connections over them). Returns the fd or -errno. */
+int net_listen_tcp(const union etr_sockaddr *sa, bool reuseport);
+
 /* Attach a classic BPF reuseport program (SO_ATTACH_REUSEPORT_CBPF) to
  * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);

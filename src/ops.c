@@ -30,6 +30,7 @@
 #include "json.h"
 #include "log.h"
 #include "ops_metrics.h"
+#include "sni.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */
 #define OPS_TOKEN_CAP 1024
@@ -349,7 +350,7 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 
 	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "draining\n");
-	if (!n)
+	if (!n && !st->sni)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "no relay yet\n");
 	for (unsigned i = 0; i < n; i++) {
 		const struct relay_stats *r = st->relay[i];
@@ -436,6 +437,22 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 		if (comma++)
 			fputc(',', f);
 		json_relay(f, st->relay[i], stats_sessions_active(st, i));
+	}
+	fputs("],\"sni_listeners\":[", f);
+	for (unsigned i = 0; st->sni && i < st->sni->n; i++) {
+		const struct sni_conf *sc = st->sni->l[i].conf;
+		uint32_t sact, scap, sroutes;
+		char a[ADDR_STRLEN];
+
+		sni_listener_info(st->sni, i, &sact, &scap, &sroutes);
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, sc->name);
+		fputs(",\"listen\":", f);
+		json_string(f, addr_str(&sc->listen.sa, a));
+		fprintf(f,
+			",\"routes\":%" PRIu32 ",\"active_connections\":%" PRIu32
+			",\"max_connections\":%" PRIu32 "}",
+			sroutes, sact, scap);
 	}
 	fputs("]}\n", f);
 	if (fclose(f) != 0) {

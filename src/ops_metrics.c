@@ -4,6 +4,7 @@
  * units. No label carries a client address. */
 #include "ops_metrics.h"
 #include "loop.h"
+#include "sni.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -336,6 +337,129 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 	       "Answers, probes or heartbeats the loop refused for lack of a free send buffer "
 	       "(io_uring: more than 128 in one loop turn).");
 	sample(f, "etrelay_send_no_buffer_total", NO_LABELS, LOOP_SUM(send_nobufs));
+	family(f, "etrelay_stream_chunks", "gauge",
+	       "16 KiB stream read chunks in use now (TCP streams of the SNI listeners).");
+	sample(f, "etrelay_stream_chunks", NO_LABELS, LOOP_SUM(stream_chunks));
+	family(f, "etrelay_stream_chunks_peak", "gauge",
+	       "The most stream read chunks each worker had in use at once, summed over the "
+	       "workers.");
+	sample(f, "etrelay_stream_chunks_peak", NO_LABELS, LOOP_SUM(stream_chunks_peak));
+	family(f, "etrelay_stream_read_stalls_total", "counter",
+	       "Stream reads that waited for a free chunk.");
+	sample(f, "etrelay_stream_read_stalls_total", NO_LABELS, LOOP_SUM(stream_stalls));
+	family(f, "etrelay_stream_received_bytes_total", "counter",
+	       "Bytes received on TCP streams.");
+	sample(f, "etrelay_stream_received_bytes_total", NO_LABELS, LOOP_SUM(stream_rx_bytes));
+	family(f, "etrelay_stream_sent_bytes_total", "counter", "Bytes sent on TCP streams.");
+	sample(f, "etrelay_stream_sent_bytes_total", NO_LABELS, LOOP_SUM(stream_tx_bytes));
+}
+
+/* The SNI listeners: every family walks them, as relays() does relays. */
+static void sni_listeners(FILE *f, struct sni_shared *sh)
+{
+	unsigned n = sh->n < CONF_SNI_MAX ? sh->n : CONF_SNI_MAX;
+	struct sni_totals t[CONF_SNI_MAX];
+	char buf[ADDR_STRLEN];
+
+	for (unsigned i = 0; i < n; i++)
+		sni_listener_totals(sh, i, &t[i]);
+#define EACH_SNI for (unsigned i = 0; i < n; i++)
+#define NAME sh->l[i].conf->name
+
+	family(f, "etrelay_sni_listener_info", "gauge",
+	       "Each SNI listener: its TCP listen address and its max-connections; always 1.");
+	EACH_SNI
+	{
+		char cap[12];
+
+		snprintf(cap, sizeof(cap), "%" PRIu32, sh->l[i].conf->max_connections);
+		sample(f, "etrelay_sni_listener_info",
+		       LABELS("listener", NAME, "listen_address",
+			      addr_str(&sh->l[i].conf->listen.sa, buf), "max_connections", cap),
+		       1);
+	}
+
+	family(f, "etrelay_sni_connections_total", "counter",
+	       "Connections accepted by an SNI listener, by result: spliced (connected to its "
+	       "route's upstream) or the reason it was closed without a byte.");
+	EACH_SNI
+	for (unsigned r = 0; r < SNI_RESULTS; r++)
+		sample(f, "etrelay_sni_connections_total",
+		       LABELS("listener", NAME, "result", sni_result_name(r)), t[i].result[r]);
+
+	family(f, "etrelay_sni_connections_ended_total", "counter",
+	       "Spliced connections closed, by reason: done (both sides closed), idle "
+	       "(idle-timeout), reset (a side reset or failed), revoked (its route was removed "
+	       "or changed), shutdown.");
+	EACH_SNI
+	for (unsigned e = 0; e < SNI_ENDS; e++)
+		sample(f, "etrelay_sni_connections_ended_total",
+		       LABELS("listener", NAME, "reason", sni_end_name(e)), t[i].ended[e]);
+
+	family(f, "etrelay_sni_bytes_total", "counter",
+	       "Bytes spliced: up = client to upstream (the ClientHello included, a PROXY "
+	       "header not), down = upstream to client.");
+	EACH_SNI
+	{
+		sample(f, "etrelay_sni_bytes_total", LABELS("listener", NAME, "direction", "up"),
+		       t[i].bytes_in);
+		sample(f, "etrelay_sni_bytes_total", LABELS("listener", NAME, "direction", "down"),
+		       t[i].bytes_out);
+	}
+
+	family(f, "etrelay_sni_active_connections", "gauge",
+	       "Connections open now (counted by max-connections), prereading ones included, "
+	       "refused ones lingering not.");
+	EACH_SNI
+	sample(f, "etrelay_sni_active_connections", LABELS("listener", NAME), t[i].active);
+
+	family(f, "etrelay_sni_preread_connections", "gauge",
+	       "Connections still reading their ClientHello (counted by max-preread).");
+	EACH_SNI
+	sample(f, "etrelay_sni_preread_connections", LABELS("listener", NAME), t[i].preread);
+
+	family(f, "etrelay_sni_lingering_connections", "gauge",
+	       "Refused connections whose last bytes are being read and dropped before the "
+	       "close (at most 2 s each).");
+	EACH_SNI
+	sample(f, "etrelay_sni_lingering_connections", LABELS("listener", NAME), t[i].lingering);
+
+	family(f, "etrelay_sni_preread_seconds", "histogram",
+	       "Time from accept to the end of the preread: the whole ClientHello read, "
+	       "refused or timed out, or the client gone.");
+	EACH_SNI
+	{
+		uint64_t cum = 0;
+		char le[24];
+
+		for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++) {
+			cum += t[i].preread_hist[b];
+			if (b < SNI_PREREAD_BUCKETS)
+				snprintf(le, sizeof(le), "%g", (double)sni_preread_bound_ns[b] / 1e9);
+			else
+				snprintf(le, sizeof(le), "+Inf");
+			sample(f, "etrelay_sni_preread_seconds_bucket",
+			       LABELS("listener", NAME, "le", le), cum);
+		}
+		series(f, "etrelay_sni_preread_seconds_sum", LABELS("listener", NAME));
+		fprintf(f, " %.9f\n", (double)t[i].preread_ns / 1e9);
+		sample(f, "etrelay_sni_preread_seconds_count", LABELS("listener", NAME),
+		       t[i].preread_count);
+	}
+
+	family(f, "etrelay_sni_routes", "gauge",
+	       "Routes in force: the config file's and the control plane's.");
+	EACH_SNI
+	sample(f, "etrelay_sni_routes", LABELS("listener", NAME),
+	       atomic_load_explicit(&sh->l[i].nroutes, memory_order_relaxed));
+
+	family(f, "etrelay_sni_memory_bytes", "gauge",
+	       "Bytes the listener holds for its connections: preread buffers and chunks on "
+	       "their way (at most two 16 KiB chunks per spliced connection).");
+	EACH_SNI
+	sample(f, "etrelay_sni_memory_bytes", LABELS("listener", NAME), (uint64_t)t[i].memory);
+#undef NAME
+#undef EACH_SNI
 }
 
 int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process *proc)
@@ -363,6 +487,8 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	sample(out, "etrelay_workers", NO_LABELS, stats_workers(st));
 
 	relays(out, st);
+	if (st->sni)
+		sni_listeners(out, st->sni);
 	if (st->loop)
 		loop_counters(out, st);
 	if (proc)

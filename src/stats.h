@@ -119,6 +119,7 @@ struct relay_stats {
 };
 
 struct loop_stats;
+struct sni_shared;
 
 /* Every worker keeps its own counters (its relays', its loop's), written
  * by its thread alone, on cache lines no other worker writes; the ops
@@ -137,6 +138,8 @@ struct etr_stats {
 	unsigned nworkers;
 	struct relay_stats *worker_relay[STATS_WORKERS_MAX][STATS_RELAYS_MAX];
 	const struct loop_stats *worker_loop[STATS_WORKERS_MAX];
+	/* The SNI listeners (sni.h: their counters, per worker), NULL: none. */
+	struct sni_shared *sni;
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */

@@ -39,6 +39,23 @@ static void h_timer(void *arg, uint32_t id, uint64_t now)
 	endpoint_timer(&((struct worker *)arg)->ep, id, now);
 }
 
+/* A connection nobody takes (its listener went this turn) is closed. */
+static void h_accept(void *arg, uint32_t id, int fd)
+{
+	if (!endpoint_accept(&((struct worker *)arg)->ep, id, fd) && fd >= 0)
+		close(fd);
+}
+
+static void h_connected(void *arg, uint32_t id, int res)
+{
+	endpoint_connected(&((struct worker *)arg)->ep, id, res);
+}
+
+static void h_stream(void *arg, uint32_t id, struct loop_dgram *d)
+{
+	endpoint_stream(&((struct worker *)arg)->ep, id, d);
+}
+
 /* Read the eventfd before taking the flags: a post after the exchange
  * writes the eventfd again, and so wakes the loop once more. */
 static void ctl_readable(void *obj, uint32_t ref)
@@ -56,6 +73,9 @@ static void ctl_readable(void *obj, uint32_t ref)
 			relay_take_news(&w->relays[i], loop_now());
 	if (what & WORKER_BANS)
 		daemon_take_bans(w->d, w);
+	if (what & WORKER_SNI)
+		for (unsigned i = 0; i < w->nsni; i++)
+			sni_listener_take_routes(&w->sni[i]);
 	if (what & WORKER_BANS_TAKEN)
 		daemon_bans_taken(w->d);
 	if (what & WORKER_SESSIONS)
@@ -102,6 +122,9 @@ int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned ma
 	    .on_sent = h_sent,
 	    .on_readable = h_readable,
 	    .on_timer = h_timer,
+	    .on_accept = h_accept,
+	    .on_connected = h_connected,
+	    .on_stream = h_stream,
 	};
 	const struct etr_conf *conf = w->d->conf;
 	struct loop_conf lc = {.max_sockets = max_sockets, .gso = conf->gso};
@@ -165,6 +188,8 @@ void worker_shutdown(struct worker *w)
 {
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_shutdown(&w->relays[i]);
+	for (unsigned i = 0; i < w->nsni; i++)
+		sni_listener_shutdown(&w->sni[i]);
 	w->ops->flush(w->loop);
 }
 
@@ -239,6 +264,8 @@ void worker_free(struct worker *w)
 		w->ops->destroy(w->loop);
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_close(&w->relays[i]);
+	for (unsigned i = 0; i < w->nsni; i++)
+		sni_listener_close(&w->sni[i]);
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
 	free(w->call_buf);

@@ -16,6 +16,7 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "relay.h"
+#include "sni.h"
 
 struct daemon;
 
@@ -25,6 +26,7 @@ struct daemon;
 #define WORKER_BANS	  4u  /* take the daemon's current ban list */
 #define WORKER_NEWS	  8u  /* the owner: news about a game server */
 #define WORKER_BANS_TAKEN 16u /* to worker 0: a worker took the new list */
+#define WORKER_SNI	  32u /* take the SNI listeners' route tables in force */
 
 struct worker {
 	unsigned index;
@@ -34,6 +36,8 @@ struct worker {
 	struct endpoint_table ep; /* what its loop ids name */
 	struct relay relays[CONF_RELAYS_MAX];
 	unsigned nrelays;
+	struct sni_listener sni[CONF_SNI_MAX]; /* its instance of each */
+	unsigned nsni;
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;

@@ -2395,6 +2395,128 @@ static void test_config_listener_reaches_by_family(void **state)
 	assert_int_equal(conf_addr_family(&m), AF_INET);
 }
 
+static void test_config_sni_section_sets_every_key_and_needs_no_relay(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[sni web]\n"
+			     "listen 0.0.0.0:443\n"
+			     "route Svc.Example.com 10.0.0.2:443\n"
+			     "route *.example.org backend.lan:8443 proxy-v2\n"
+			     "preread-timeout 2s\n"
+			     "connect-timeout 500ms\n"
+			     "idle-timeout 1m\n"
+			     "max-connections 100\n"
+			     "max-connections-per-ip 5\n"
+			     "max-preread 7\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.nsni, 1);
+	assert_string_equal(c.sni[0].name, "web");
+	assert_int_equal(c.sni[0].line, 1);
+	assert_int_equal(ntohs(c.sni[0].listen.in.sin_port), 443);
+	assert_int_equal(c.sni[0].nroutes, 2);
+	assert_string_equal(c.sni[0].routes[0].name, "svc.example.com");
+	assert_string_equal(c.sni[0].routes[0].host, "10.0.0.2");
+	assert_false(c.sni[0].routes[0].proxy_v2);
+	assert_string_equal(c.sni[0].routes[1].host, "backend.lan");
+	assert_int_equal(c.sni[0].routes[1].port, 8443);
+	assert_true(c.sni[0].routes[1].proxy_v2);
+	assert_int_equal(c.sni[0].routes[1].line, 4);
+	assert_int_equal(c.sni[0].preread_timeout_ms, 2000);
+	assert_int_equal(c.sni[0].connect_timeout_ms, 500);
+	assert_int_equal(c.sni[0].idle_timeout_ms, 60000);
+	assert_int_equal(c.sni[0].max_connections, 100);
+	assert_int_equal(c.sni[0].max_per_ip, 5);
+	assert_int_equal(c.sni[0].max_preread, 7);
+}
+
+static void test_config_sni_defaults_are_the_documented_ones(void **state)
+{
+	struct sni_conf s;
+
+	(void)state;
+	conf_sni_defaults(&s);
+	assert_int_equal(s.preread_timeout_ms, 10000);
+	assert_int_equal(s.connect_timeout_ms, 5000);
+	assert_int_equal(s.idle_timeout_ms, 300000);
+	assert_int_equal(s.max_connections, 4096);
+	assert_int_equal(s.max_per_ip, 64);
+	assert_int_equal(s.max_preread, 1024);
+}
+
+static void test_config_sni_bad_values_name_their_line(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[sni web]\n"
+			     "listen 0.0.0.0:443\n"
+			     "route bad_name 10.0.0.2:443\n"
+			     "route a.example 10.0.0.2\n"
+			     "route b.example 10.0.0.2:443 proxy-v9\n"
+			     "route c.example 10.0.0.2:443\n"
+			     "route C.example 10.0.0.3:443\n"
+			     "preread-timeout 0\n"
+			     "max-connections 50001\n"
+			     "max-connections-per-ip x\n"
+			     "max-preread 0\n"
+			     "connect-timeout soon\n"
+			     "idle-timeout -1\n"
+			     "upstream 1.2.3.4:5\n",
+			     NOARGS),
+			 -1);
+	for (unsigned line = 3; line <= 14; line++) {
+		char want[32];
+
+		if (line == 6) /* the first c.example: fine */
+			continue;
+		snprintf(want, sizeof(want), PATH ":%u: ", line);
+		assert_non_null(strstr(e.text, want));
+	}
+	assert_non_null(strstr(e.text, "already given at line 6"));
+}
+
+static void test_config_sni_quick_start_on_the_command_line(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--sni-listen", "127.0.0.1:8443", "--sni-route",
+				  "a.test=127.0.0.1:9001", "--sni-route",
+				  "*.b.test=[::1]:9002,proxy-v2")),
+			 0);
+	assert_true(c.cli_sni);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.nsni, 1);
+	assert_string_equal(c.sni[0].name, "default");
+	assert_int_equal(c.sni[0].nroutes, 2);
+	assert_string_equal(c.sni[0].routes[1].host, "::1");
+	assert_true(c.sni[0].routes[1].proxy_v2);
+	assert_int_equal(args(&c, &e, ARGV("--sni-route", "a.test")), -1);
+	assert_non_null(strstr(e.text, "--sni-route"));
+	assert_int_equal(cli(&c, &e, ARGV("--sni-route", "a.test=127.0.0.1:9")), -1);
+	assert_non_null(strstr(e.text, "no sni-listen"));
+}
+
+static void test_config_sni_without_listen_is_an_error(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e, "[sni web]\nroute a.test 1.2.3.4:5\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, PATH ":1: sni web: listen: missing"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2507,6 +2629,11 @@ int main(void)
 		test_config_first_master_on_the_command_line_replaces_each_relays_list),
 	    cmocka_unit_test(test_config_global_key_on_the_command_line_overrides_the_files),
 	    cmocka_unit_test(test_config_upstream_on_the_command_line_completes_a_file_without_one),
+	    cmocka_unit_test(test_config_sni_section_sets_every_key_and_needs_no_relay),
+	    cmocka_unit_test(test_config_sni_defaults_are_the_documented_ones),
+	    cmocka_unit_test(test_config_sni_bad_values_name_their_line),
+	    cmocka_unit_test(test_config_sni_quick_start_on_the_command_line),
+	    cmocka_unit_test(test_config_sni_without_listen_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
 /* The loop backends with real sockets on loopback: copied sends keep their
  * place among forwards, headroom takes a prepended header, timers fire in
  * order, a send without a buffer is refused and counted, flush sends on the
- * way out. argv[1] picks the backend; no io_uring here is a skip (77). */
+ * way out; TCP streams: accept, connect, echo, EOF, a relay under
+ * back-pressure, short writes, cancels, an empty pool. argv[1] picks the
+ * backend; no io_uring here is a skip (77). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,8 +13,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -318,6 +324,717 @@ static void test_loop_flush_sends_what_was_queued_after_run(void **state)
 	assert_string_equal(buf, "flatline");
 }
 
+/* Streams. Each test runs the loop in this thread; the plain sockets on
+ * the far side are driven before run, from timers, or from a thread. */
+enum { SID_LISTEN = 1, SID_A, SID_B, SID_C, SID_WATCH = 200, SID_TICK, SID_DEL };
+
+struct sfix {
+	struct loop *l;
+	struct timer watchdog, tick, del;
+	unsigned timeouts;
+	int accepted[8];
+	unsigned naccepted;
+	int conn_res;
+	unsigned nconnected;
+	unsigned nstreams, eofs, recv_errors, after_del;
+	unsigned sent, sent_ok, sent_cancelled;
+	int sent_res[16];
+	bool deleted;
+	uint64_t chunks_max; /* the most stream_chunks any callback saw */
+	/* The test's own plot. */
+	void (*accept_cb)(struct sfix *f, int fd);
+	void (*connected_cb)(struct sfix *f, uint32_t id, int res);
+	void (*stream_cb)(struct sfix *f, uint32_t id, struct loop_dgram *d);
+	void (*sent_cb)(struct sfix *f, uint32_t id, int res);
+	void (*tick_cb)(struct sfix *f);
+	void (*del_cb)(struct sfix *f);
+	int fd[8]; /* whatever sockets the test needs */
+	size_t n[4];
+	struct sockaddr_in sa;
+};
+
+static void s_watch_chunks(struct sfix *f)
+{
+	uint64_t n = STAT_GET(ops->stats(f->l)->stream_chunks);
+
+	if (n > f->chunks_max)
+		f->chunks_max = n;
+}
+
+static void sh_dgram(void *arg, uint32_t id, struct loop_dgram *d)
+{
+	(void)arg;
+	(void)id;
+	(void)d;
+	fail_msg("a datagram in a stream test");
+}
+
+static void sh_recv_error(void *arg, uint32_t id, int err)
+{
+	struct sfix *f = arg;
+
+	(void)id;
+	(void)err;
+	f->recv_errors++;
+	if (f->deleted)
+		f->after_del++;
+}
+
+static void sh_sent(void *arg, uint32_t id, int res)
+{
+	struct sfix *f = arg;
+
+	if (f->sent < 16)
+		f->sent_res[f->sent] = res;
+	f->sent++;
+	if (res == -ECANCELED)
+		f->sent_cancelled++;
+	else if (res > 0)
+		f->sent_ok++;
+	s_watch_chunks(f);
+	if (f->sent_cb)
+		f->sent_cb(f, id, res);
+}
+
+static void sh_readable(void *arg, uint32_t id)
+{
+	(void)arg;
+	(void)id;
+}
+
+static void sh_timer(void *arg, uint32_t id, uint64_t now)
+{
+	struct sfix *f = arg;
+
+	if (id == SID_WATCH) {
+		f->timeouts++;
+		ops->stop(f->l);
+	} else if (id == SID_TICK) {
+		f->tick_cb(f);
+		ops->timer_set(f->l, &f->tick, now + 10 * NS_PER_MS);
+	} else if (id == SID_DEL) {
+		f->del_cb(f);
+	}
+}
+
+static void sh_accept(void *arg, uint32_t id, int fd)
+{
+	struct sfix *f = arg;
+
+	assert_int_equal(id, SID_LISTEN);
+	if (fd >= 0 && f->naccepted < 8)
+		f->accepted[f->naccepted++] = fd;
+	if (f->accept_cb)
+		f->accept_cb(f, fd);
+}
+
+static void sh_connected(void *arg, uint32_t id, int res)
+{
+	struct sfix *f = arg;
+
+	f->nconnected++;
+	f->conn_res = res;
+	if (f->deleted)
+		f->after_del++;
+	if (f->connected_cb)
+		f->connected_cb(f, id, res);
+}
+
+static void sh_stream(void *arg, uint32_t id, struct loop_dgram *d)
+{
+	struct sfix *f = arg;
+
+	assert_null(d->from);
+	assert_true(d->len <= LOOP_STREAM_CHUNK);
+	f->nstreams++;
+	if (d->len == 0)
+		f->eofs++;
+	if (f->deleted)
+		f->after_del++;
+	s_watch_chunks(f);
+	if (f->stream_cb)
+		f->stream_cb(f, id, d);
+}
+
+static struct sfix *s_setup(unsigned chunks, unsigned seconds)
+{
+	static struct sfix f;
+	const struct loop_handler h = {
+		.arg = &f,
+		.on_dgram = sh_dgram,
+		.on_recv_error = sh_recv_error,
+		.on_sent = sh_sent,
+		.on_readable = sh_readable,
+		.on_timer = sh_timer,
+		.on_accept = sh_accept,
+		.on_connected = sh_connected,
+		.on_stream = sh_stream,
+	};
+	const struct loop_conf c = { .max_sockets = 16, .stream_chunks = chunks };
+	char why[256];
+
+	memset(&f, 0, sizeof(f));
+	for (unsigned i = 0; i < 8; i++)
+		f.fd[i] = -1;
+	assert_int_equal(ops->create(&f.l, &h, &c, why, sizeof(why)), 0);
+	timer_init(&f.watchdog, SID_WATCH);
+	timer_init(&f.tick, SID_TICK);
+	timer_init(&f.del, SID_DEL);
+	assert_int_equal(ops->timer_set(f.l, &f.watchdog, loop_now() + seconds * NS_PER_SEC), 0);
+	return &f;
+}
+
+static void s_teardown(struct sfix *f)
+{
+	ops->timer_cancel(f->l, &f->watchdog);
+	ops->timer_cancel(f->l, &f->tick);
+	ops->timer_cancel(f->l, &f->del);
+	ops->destroy(f->l);
+	for (unsigned i = 0; i < f->naccepted; i++)
+		close(f->accepted[i]);
+	for (unsigned i = 0; i < 8; i++)
+		if (f->fd[i] >= 0)
+			close(f->fd[i]);
+}
+
+static void set_nonblock(int fd)
+{
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+}
+
+static void set_bufs(int fd, int snd, int rcv)
+{
+	if (snd)
+		assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)), 0);
+	if (rcv)
+		assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)), 0);
+}
+
+/* A TCP listener on 127.0.0.1, its address in sa. */
+static int tcp_listener(struct sockaddr_in *sa, bool nonblock)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t len = sizeof(*sa);
+	int one = 1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	if (nonblock)
+		set_nonblock(fd);
+	return fd;
+}
+
+/* A blocking client connected to sa (buffers set before the handshake). */
+static int tcp_client(const struct sockaddr_in *sa, int snd, int rcv)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 5 };
+
+	assert_true(fd >= 0);
+	set_bufs(fd, snd, rcv);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	assert_int_equal(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
+	return fd;
+}
+
+/* A connected pair: the loop's end (non-blocking, send buffer snd) and a
+ * plain far end (receive buffer rcv). 0 leaves a buffer as it is. */
+static void tcp_pair(int *loop_end, int *far_end, int snd, int rcv)
+{
+	struct sockaddr_in sa;
+	int ls = tcp_listener(&sa, false);
+	struct timeval tv = { .tv_sec = 5 };
+
+	set_bufs(ls, 0, rcv); /* the far end is the listener's child */
+	*loop_end = tcp_client(&sa, snd, 0);
+	*far_end = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*far_end >= 0);
+	setsockopt(*far_end, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	set_nonblock(*loop_end);
+	close(ls);
+}
+
+static void stop_at_accepts(struct sfix *f, int fd)
+{
+	(void)fd;
+	if (f->naccepted == 3)
+		ops->stop(f->l);
+}
+
+/* A listener takes every connection waiting and those that come later. */
+static void test_stream_listen_accepts_several_connections(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	int c[3];
+
+	(void)state;
+	f->fd[0] = tcp_listener(&f->sa, true);
+	c[0] = tcp_client(&f->sa, 0, 0);
+	c[1] = tcp_client(&f->sa, 0, 0);
+	assert_int_equal(ops->listen(f->l, f->fd[0], SID_LISTEN), 0);
+	c[2] = tcp_client(&f->sa, 0, 0);
+	f->accept_cb = stop_at_accepts;
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->naccepted, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		int fl = fcntl(f->accepted[i], F_GETFL);
+
+		assert_true(fl & O_NONBLOCK);
+		assert_true(fcntl(f->accepted[i], F_GETFD) & FD_CLOEXEC);
+		close(c[i]);
+	}
+	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
+	s_teardown(f);
+}
+
+static void stop_at_two_connects(struct sfix *f, uint32_t id, int res)
+{
+	if (id == SID_A)
+		f->n[0] = (size_t)-res;
+	else
+		f->n[1] = (size_t)-res;
+	if (f->nconnected == 2)
+		ops->stop(f->l);
+}
+
+/* connect: on_connected(0) for a listener, -ECONNREFUSED for a port with
+ * none. */
+static void test_stream_connect_succeeds_and_is_refused(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	struct sockaddr_in dead;
+
+	(void)state;
+	f->fd[0] = tcp_listener(&f->sa, false);
+	f->fd[1] = tcp_listener(&dead, false);
+	close(f->fd[1]); /* nobody listens on dead's port now */
+	f->fd[1] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	f->fd[2] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	f->connected_cb = stop_at_two_connects;
+	f->n[0] = f->n[1] = 1000;
+	assert_int_equal(ops->connect(f->l, f->fd[1], (struct sockaddr *)&f->sa, sizeof(f->sa),
+				      SID_A),
+			 0);
+	assert_int_equal(
+	    ops->connect(f->l, f->fd[2], (struct sockaddr *)&dead, sizeof(dead), SID_B), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->n[0], 0);
+	assert_int_equal(f->n[1], ECONNREFUSED);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	ops->del_socket(f->l, f->fd[2], SID_B);
+	s_teardown(f);
+}
+
+/* Echo: what comes in on fd[1] goes back out of it. */
+static void echo_stream(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	if (d->len == 0) {
+		if (f->sent == f->n[1])
+			ops->stop(f->l);
+		return;
+	}
+	f->n[0] += d->len;
+	f->n[1]++;
+	assert_int_equal(ops->stream_forward(f->l, f->fd[1], d, SID_A), 0);
+}
+
+static void echo_sent(struct sfix *f, uint32_t id, int res)
+{
+	(void)id;
+	assert_true(res > 0);
+	if (f->eofs)
+		ops->stop(f->l);
+	else
+		assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+}
+
+/* stream_read + stream_forward echo the bytes back; after the peer's
+ * shutdown the read answers with len 0 (EOF). */
+static void test_stream_echo_and_eof_after_the_peers_shutdown(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	static const char msg[] = "hello, stream";
+	char buf[64];
+
+	(void)state;
+	f->fd[0] = tcp_listener(&f->sa, false);
+	f->fd[2] = tcp_client(&f->sa, 0, 0);
+	f->fd[1] = accept4(f->fd[0], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(f->fd[1] >= 0);
+	assert_int_equal(send(f->fd[2], msg, sizeof(msg), 0), sizeof(msg));
+	assert_int_equal(shutdown(f->fd[2], SHUT_WR), 0);
+	f->stream_cb = echo_stream;
+	f->sent_cb = echo_sent;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), -EALREADY);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->eofs, 1);
+	assert_int_equal(f->n[0], sizeof(msg));
+	assert_int_equal(f->sent_ok, f->n[1]);
+	assert_int_equal(recv(f->fd[2], buf, sizeof(buf), MSG_WAITALL), sizeof(msg));
+	assert_memory_equal(buf, msg, sizeof(msg));
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_rx_bytes), sizeof(msg));
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes), sizeof(msg));
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
+/* The relay: client -> [A: loop] -> [B: loop] -> server, 4 MiB, with the
+ * server reading slowly. */
+#define RELAY_BYTES (4u << 20)
+#define SMALL_BUF 16384
+
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 13));
+}
+
+struct relay_io {
+	int client, server;
+	_Atomic size_t written, read;
+	size_t max_gap; /* most bytes written but not yet read, seen by the reader */
+	bool exact;
+};
+
+static void *relay_writer(void *arg)
+{
+	struct relay_io *io = arg;
+	uint8_t buf[8192];
+
+	for (size_t at = 0; at < RELAY_BYTES;) {
+		size_t n = sizeof(buf);
+		ssize_t w;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(at + i);
+		w = send(io->client, buf, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			break;
+		/* A short send: the rest again from there. */
+		at += (size_t)w;
+		atomic_store(&io->written, at);
+	}
+	shutdown(io->client, SHUT_WR);
+	return NULL;
+}
+
+static void *relay_reader(void *arg)
+{
+	struct relay_io *io = arg;
+	uint8_t buf[SMALL_BUF];
+	size_t at = 0;
+	unsigned turns = 0;
+	int fd = accept(io->server, NULL, NULL);
+
+	io->exact = fd >= 0;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		size_t gap;
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern(at + (size_t)i))
+				io->exact = false;
+		at += (size_t)n;
+		atomic_store(&io->read, at);
+		gap = atomic_load(&io->written) - at;
+		if (gap > io->max_gap)
+			io->max_gap = gap;
+		/* Slow for the first MiB: the writer must be held back. */
+		if (at < (1u << 20) && ++turns)
+			usleep(2000);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static void relay_accept(struct sfix *f, int fd)
+{
+	f->fd[4] = fd; /* A */
+	assert_int_equal(ops->connect(f->l, f->fd[5], (struct sockaddr *)&f->sa, sizeof(f->sa),
+				      SID_B),
+			 0);
+}
+
+static void relay_connected(struct sfix *f, uint32_t id, int res)
+{
+	assert_int_equal(id, SID_B);
+	assert_int_equal(res, 0);
+	assert_int_equal(ops->stream_read(f->l, f->fd[4], SID_A), 0);
+}
+
+static void relay_stream(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	/* One chunk in flight per direction, this one. */
+	assert_true(STAT_GET(ops->stats(f->l)->stream_chunks) <= 2);
+	if (d->len == 0) {
+		shutdown(f->fd[5], SHUT_WR); /* nothing is queued: the last send is back */
+		ops->stop(f->l);
+		return;
+	}
+	assert_int_equal(ops->stream_forward(f->l, f->fd[5], d, SID_B), 0);
+}
+
+static void relay_sent(struct sfix *f, uint32_t id, int res)
+{
+	assert_int_equal(id, SID_B);
+	assert_true(res > 0);
+	f->n[0] += (size_t)res;
+	assert_int_equal(ops->stream_read(f->l, f->fd[4], SID_A), 0);
+}
+
+/* 4 MiB through a relay pair arrive byte-exact at a slow reader: the loop
+ * holds at most one chunk of the connection at a time and the writer is
+ * held back (what was written but not read stays within the socket
+ * buffers and one chunk). */
+static void test_stream_relay_4mib_to_a_slow_reader_under_back_pressure(void **state)
+{
+	struct sfix *f = s_setup(0, 20);
+	struct relay_io io = { 0 };
+	struct sockaddr_in front;
+	pthread_t wr, rd;
+	int srv;
+
+	(void)state;
+	f->fd[0] = tcp_listener(&front, true); /* the loop's listener */
+	set_bufs(f->fd[0], SMALL_BUF, SMALL_BUF); /* A inherits them */
+	srv = tcp_listener(&f->sa, false);
+	set_bufs(srv, SMALL_BUF, SMALL_BUF); /* the server's end too */
+	f->fd[5] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); /* B */
+	set_bufs(f->fd[5], SMALL_BUF, SMALL_BUF);
+	f->accept_cb = relay_accept;
+	f->connected_cb = relay_connected;
+	f->stream_cb = relay_stream;
+	f->sent_cb = relay_sent;
+	assert_int_equal(ops->listen(f->l, f->fd[0], SID_LISTEN), 0);
+	io.client = tcp_client(&front, SMALL_BUF, SMALL_BUF);
+	io.server = srv; /* the reader accepts, then reads */
+	assert_int_equal(pthread_create(&rd, NULL, relay_reader, &io), 0);
+	assert_int_equal(pthread_create(&wr, NULL, relay_writer, &io), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	pthread_join(wr, NULL);
+	pthread_join(rd, NULL);
+	close(io.client);
+	close(srv);
+	assert_int_equal(atomic_load(&io.read), RELAY_BYTES);
+	assert_true(io.exact);
+	assert_int_equal(f->n[0], RELAY_BYTES);
+	/* Back-pressure: never more than the buffers and a chunk on the way
+	 * (without it the loop would read the client dry into memory). */
+	assert_true(io.max_gap < (1u << 20));
+	assert_true(f->chunks_max <= 2);
+	assert_true(STAT_GET(ops->stats(f->l)->stream_chunks_peak) <= 2);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_rx_bytes), RELAY_BYTES);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes), RELAY_BYTES);
+	ops->del_socket(f->l, f->fd[4], SID_A);
+	ops->del_socket(f->l, f->fd[5], SID_B);
+	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
+	s_teardown(f);
+}
+
+#define NSENDS 8
+
+static void fill_send(uint8_t *buf, unsigned k)
+{
+	for (size_t i = 0; i < LOOP_STREAM_CHUNK; i++)
+		buf[i] = pattern((size_t)k * LOOP_STREAM_CHUNK + i);
+}
+
+struct slow_read {
+	int fd;
+	size_t got;
+	bool exact;
+};
+
+static void *read_late(void *arg)
+{
+	struct slow_read *r = arg;
+	uint8_t buf[4096];
+	ssize_t n;
+
+	usleep(100 * 1000);
+	r->exact = true;
+	while (r->got < NSENDS * LOOP_STREAM_CHUNK && (n = recv(r->fd, buf, sizeof(buf), 0)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern(r->got + (size_t)i))
+				r->exact = false;
+		r->got += (size_t)n;
+	}
+	return NULL;
+}
+
+static void stop_at_nsends(struct sfix *f, uint32_t id, int res)
+{
+	(void)id;
+	(void)res;
+	if (f->sent == NSENDS)
+		ops->stop(f->l);
+}
+
+/* Sends queued on a socket with a small buffer and a late reader: each is
+ * written in pieces, the tails go before the next send, all arrive whole
+ * and in order, each with one on_sent of its full length. */
+static void test_stream_sends_with_short_writes_arrive_whole_and_in_order(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	struct slow_read r = { 0 };
+	uint8_t buf[LOOP_STREAM_CHUNK];
+	pthread_t t;
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
+	r.fd = f->fd[2];
+	for (unsigned k = 0; k < NSENDS; k++) {
+		fill_send(buf, k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+	}
+	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, LOOP_STREAM_CHUNK + 1, SID_A),
+			 -EMSGSIZE);
+	f->sent_cb = stop_at_nsends;
+	assert_int_equal(pthread_create(&t, NULL, read_late, &r), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->sent, NSENDS);
+	for (unsigned k = 0; k < NSENDS; k++)
+		assert_int_equal(f->sent_res[k], LOOP_STREAM_CHUNK);
+	assert_int_equal(r.got, NSENDS * LOOP_STREAM_CHUNK);
+	assert_true(r.exact);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes), NSENDS * LOOP_STREAM_CHUNK);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
+static void del_now(struct sfix *f)
+{
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	close(f->fd[1]);
+	f->fd[1] = -1;
+	f->deleted = true;
+	f->n[0] = f->sent; /* on_sent before the del */
+	assert_int_equal(ops->timer_set(f->l, &f->tick, loop_now() + 10 * NS_PER_MS), 0);
+}
+
+static void stop_late(struct sfix *f)
+{
+	if (++f->n[1] == 20)
+		ops->stop(f->l);
+}
+
+/* del_socket while sends wait and a read is armed: every send still gets
+ * exactly one on_sent (its length if it got out whole, else -ECANCELED),
+ * nothing else comes, and every chunk is back. */
+static void test_stream_del_socket_with_sends_pending_answers_each_once(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	uint8_t buf[LOOP_STREAM_CHUNK];
+	bool cancelled = false;
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
+	for (unsigned k = 0; k < NSENDS; k++) {
+		fill_send(buf, k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+	}
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	f->del_cb = del_now;
+	f->tick_cb = stop_late;
+	assert_int_equal(ops->timer_set(f->l, &f->del, loop_now() + 100 * NS_PER_MS), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	/* The far end speaks after the close: nobody may hear it. */
+	assert_int_equal(f->timeouts, 0);
+	assert_true(f->deleted);
+	assert_int_equal(f->sent, NSENDS);
+	assert_true(f->n[0] < NSENDS); /* some were still waiting at the del */
+	for (unsigned k = 0; k < NSENDS; k++) {
+		if (f->sent_res[k] == -ECANCELED)
+			cancelled = true;
+		else
+			assert_false(cancelled); /* in order: none done after a cancel */
+		assert_true(f->sent_res[k] == LOOP_STREAM_CHUNK || f->sent_res[k] == -ECANCELED);
+	}
+	assert_true(f->sent_cancelled > 0);
+	assert_int_equal(f->after_del, 0);
+	assert_int_equal(f->nstreams, 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	s_teardown(f);
+}
+
+/* P's chunk is forwarded back to P, whose far end does not read; Q's read
+ * is asked for then. */
+static void hold_the_chunk(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	if (id == SID_A) {
+		assert_true(d->len > 8192);
+		assert_int_equal(ops->stream_forward(f->l, f->fd[1], d, SID_A), 0);
+		assert_int_equal(ops->stream_read(f->l, f->fd[3], SID_B), 0);
+		return;
+	}
+	assert_int_equal(id, SID_B);
+	assert_int_equal(d->len, 4);
+	assert_memory_equal(d->data, "late", 4);
+	/* Only after the far end of P took the bytes did the chunk come back. */
+	assert_true(f->n[0] > 0);
+	ops->stop(f->l);
+}
+
+static void drain_p_when_q_stalls(struct sfix *f)
+{
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (STAT_GET(ops->stats(f->l)->stream_stalls) == 0)
+		return;
+	while ((n = recv(f->fd[2], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		f->n[0] += (size_t)n;
+}
+
+/* A pool of one chunk: while it waits in a send, a read on another
+ * connection stalls (counted) and resumes once the send gives it back. */
+static void test_stream_reads_wait_for_an_empty_pool_and_resume(void **state)
+{
+	struct sfix *f = s_setup(1, 5);
+	uint8_t buf[LOOP_STREAM_CHUNK];
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096); /* P */
+	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);       /* Q */
+	fill_send(buf, 0);
+	assert_int_equal(send(f->fd[2], buf, sizeof(buf), 0), sizeof(buf));
+	assert_int_equal(send(f->fd[4], "late", 4, 0), 4);
+	usleep(10 * 1000); /* both in the loop's sockets */
+	f->stream_cb = hold_the_chunk;
+	f->tick_cb = drain_p_when_q_stalls;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->timer_set(f->l, &f->tick, loop_now() + 10 * NS_PER_MS), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_true(STAT_GET(ops->stats(f->l)->stream_stalls) >= 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks_peak), 1);
+	assert_int_equal(f->nstreams, 2);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	ops->del_socket(f->l, f->fd[3], SID_B);
+	assert_true(f->sent <= 1);
+	s_teardown(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +1048,13 @@ int main(int argc, char **argv)
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_loop_flush_sends_what_was_queued_after_run, setup,
 					    teardown),
+	    cmocka_unit_test(test_stream_listen_accepts_several_connections),
+	    cmocka_unit_test(test_stream_connect_succeeds_and_is_refused),
+	    cmocka_unit_test(test_stream_echo_and_eof_after_the_peers_shutdown),
+	    cmocka_unit_test(test_stream_relay_4mib_to_a_slow_reader_under_back_pressure),
+	    cmocka_unit_test(test_stream_sends_with_short_writes_arrive_whole_and_in_order),
+	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
+	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
 	};
 	struct loop *l;
 	const struct loop_handler h = { 0 };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "sni.h"
 
 #define TOKEN_L "lifecycle-0123456789abcdef0123456789"
 #define TOKEN_R "readonly-0123456789abcdef0123456789"
@@ -32,6 +33,8 @@
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
+static struct sni_conf tls_conf;
+static struct sni_shared sni;
 static struct ops *op;
 static int port;
 static char dir[] = "/tmp/etrelay-test-ops-http-XXXXXX";
@@ -199,6 +202,21 @@ static void fill_stats(void)
 	strcpy(oa.upstream, "[fd00::2]:27960");
 	strcpy(oa.game, "Q3");
 	STAT_SET(oa.sessions_active, 2);
+
+	/* One SNI listener with a route and two connections. */
+	{
+		struct sni_route r = { .name = "a.example" };
+		char err[128];
+
+		conf_sni_defaults(&tls_conf);
+		strcpy(tls_conf.name, "tls");
+		tls_conf.max_connections = 100;
+		assert_int_equal(addr_parse_numeric("[::1]:8443", &tls_conf.listen), 0);
+		assert_int_equal(addr_parse_numeric("127.0.0.1:9001", &r.upstream), 0);
+		assert_int_equal(sni_shared_init(&sni, 0, &tls_conf, &r, 1, 1, err, sizeof(err)), 0);
+		atomic_store(&sni.l[0].active, 2);
+		st.sni = &sni;
+	}
 }
 
 static int group_setup(void **state)
@@ -272,6 +290,19 @@ static void test_http_readyz_names_the_relay_whose_game_server_is_down(void **st
 	assert_null(strstr(rep.body, "27960"));
 }
 
+/* A process with SNI listeners and no game relay is ready while active. */
+static void test_http_readyz_answers_200_with_only_sni_listeners(void **state)
+{
+	st.nrelays = 0;
+	assert_int_equal(request("GET", "/readyz", NULL), 200);
+	assert_string_equal(rep.body, "ready\n");
+	st.sni = NULL;
+	assert_int_equal(request("GET", "/readyz", NULL), 503);
+	assert_string_equal(rep.body, "no relay yet\n");
+	st.sni = &sni;
+	st.nrelays = 2;
+}
+
 static void test_http_lifecycle_is_json_about_every_relay_and_master(void **state)
 {
 	char path[128], cmd[256];
@@ -293,6 +324,8 @@ static void test_http_lifecycle_is_json_about_every_relay_and_master(void **stat
 			"\"last_heartbeat\":null,\"last_result\":\"unresolved\","
 			"\"listing_confirmed\":false,\"last_confirmed\":null,\"quiet\":true}");
 	assert_body_has("\"name\":\"o\\\"a\\\\\"");
+	assert_body_has("\"sni_listeners\":[{\"name\":\"tls\",\"listen\":\"[::1]:8443\","
+			"\"routes\":1,\"active_connections\":2,\"max_connections\":100}]}");
 
 	/* And a JSON parser agrees, when there is one. */
 	if (system("command -v python3 >/dev/null 2>&1") != 0)
@@ -734,6 +767,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_http_healthz_answers_200_and_head_has_no_body),
 		T(test_http_readyz_answers_200_while_every_game_server_is_up),
+		T(test_http_readyz_answers_200_with_only_sni_listeners),
 		T(test_http_readyz_names_the_relay_whose_game_server_is_down),
 		T(test_http_lifecycle_is_json_about_every_relay_and_master),
 		T(test_http_metrics_is_prometheus_text_with_process_metrics),

@@ -15,9 +15,15 @@
 
 #include "loop.h"
 #include "ops_metrics.h"
+#include "sni.h"
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
+/* One SNI listener, "tls", on two workers. */
+static struct sni_conf tls_conf;
+static struct sni_shared sni;
+static struct sni_stats sni_w0, sni_w1;
+static struct loop_stats loop0;
 
 static const struct ops_process proc = {
 	.have_stat = true,
@@ -85,6 +91,49 @@ static int setup(void **state)
 	strcpy(oa.game, "Q3");
 	STAT_SET(oa.server, SERVER_DOWN);
 
+	/* The SNI listener: two routes, counters on two workers. */
+	{
+		struct sni_route r[2] = { { .name = "a.example" }, { .name = "*.b.example" } };
+		char err[128];
+
+		conf_sni_defaults(&tls_conf);
+		strcpy(tls_conf.name, "tls");
+		assert_int_equal(addr_parse_numeric("127.0.0.1:8443", &tls_conf.listen), 0);
+		assert_int_equal(addr_parse_numeric("127.0.0.1:9001", &r[0].upstream), 0);
+		assert_int_equal(addr_parse_numeric("127.0.0.1:9002", &r[1].upstream), 0);
+		memset(&sni, 0, sizeof(sni));
+		assert_int_equal(sni_shared_init(&sni, 0, &tls_conf, r, 2, 2, err, sizeof(err)), 0);
+		memset(&sni_w0, 0, sizeof(sni_w0));
+		memset(&sni_w1, 0, sizeof(sni_w1));
+		STAT_SET(sni_w0.result[SNI_SPLICED], 5);
+		STAT_SET(sni_w1.result[SNI_SPLICED], 2);
+		STAT_SET(sni_w1.result[SNI_CAP_PER_IP], 1);
+		STAT_SET(sni_w0.ended[SNI_END_DONE], 4);
+		STAT_SET(sni_w0.bytes_in, 1000);
+		STAT_SET(sni_w1.bytes_out, 8000);
+		STAT_SET(sni_w0.active, 1);
+		STAT_SET(sni_w1.active, 2);
+		STAT_SET(sni_w1.preread, 1);
+		STAT_SET(sni_w0.memory, 32768);
+		STAT_SET(sni_w1.memory, 16384);
+		/* Prereads of 0.5 ms, 3 ms (w0), 3 ms and 20 s (w1). */
+		STAT_SET(sni_w0.preread_hist[0], 1);
+		STAT_SET(sni_w0.preread_hist[1], 1);
+		STAT_SET(sni_w1.preread_hist[1], 1);
+		STAT_SET(sni_w1.preread_hist[SNI_PREREAD_BUCKETS], 1);
+		STAT_SET(sni_w0.preread_count, 2);
+		STAT_SET(sni_w1.preread_count, 2);
+		STAT_SET(sni_w0.preread_ns, 3500000);
+		STAT_SET(sni_w1.preread_ns, 20003000000ull);
+		sni.l[0].stats[0] = &sni_w0;
+		sni.l[0].stats[1] = &sni_w1;
+		st.sni = &sni;
+	}
+	memset(&loop0, 0, sizeof(loop0));
+	STAT_SET(loop0.stream_chunks, 3);
+	STAT_SET(loop0.stream_rx_bytes, 9000);
+	st.loop = &loop0;
+
 	atomic_store(&st.lifecycle, LIFECYCLE_ACTIVE);
 	st.backend = "io_uring";
 	st.version = "0.1.0";
@@ -99,6 +148,7 @@ static int teardown(void **state)
 {
 	pthread_mutex_destroy(&et1.lock);
 	pthread_mutex_destroy(&oa.lock);
+	sni_shared_free(&sni);
 	return 0;
 }
 
@@ -334,6 +384,18 @@ static void test_ops_metrics_gives_every_sample_help_and_type(void **state)
 		assert_true(n < sizeof(name));
 		memcpy(name, l, n);
 		name[n] = '\0';
+		/* A histogram's samples are its family's name and a suffix. */
+		for (const char *const *x = (const char *const[]){ "_bucket", "_sum", "_count", NULL };
+		     *x; x++) {
+			size_t k = strlen(*x);
+
+			snprintf(type, sizeof(type), "# TYPE %.*s histogram", (int)(n - k), name);
+			if (n > k && !strcmp(name + n - k, *x) && strstr(t, type)) {
+				n -= k;
+				name[n] = '\0';
+				break;
+			}
+		}
 		snprintf(help, sizeof(help), "# HELP %s ", name);
 		snprintf(type, sizeof(type), "# TYPE %s ", name);
 		assert_non_null(strstr(t, help));
@@ -345,6 +407,64 @@ static void test_ops_metrics_gives_every_sample_help_and_type(void **state)
 			assert_null(strstr(name, "_total"));
 	}
 	free(t);
+}
+
+/* The SNI listener's families: every result and end reason, summed over
+ * the workers; the preread histogram cumulative. */
+static void test_ops_metrics_sni_listener(void **state)
+{
+	char line[200];
+	char *t = render(NULL);
+
+	assert_line(t, "etrelay_sni_listener_info{listener=\"tls\",listen_address=\"127.0.0.1:8443\","
+		       "max_connections=\"4096\"} 1");
+	for (unsigned r = 0; r < SNI_RESULTS; r++) {
+		snprintf(line, sizeof(line),
+			 "etrelay_sni_connections_total{listener=\"tls\",result=\"%s\"} ",
+			 sni_result_name(r));
+		assert_non_null(strstr(t, line));
+	}
+	assert_line(t, "etrelay_sni_connections_total{listener=\"tls\",result=\"spliced\"} 7");
+	assert_line(t, "etrelay_sni_connections_total{listener=\"tls\",result=\"cap_per_ip\"} 1");
+	assert_line(t, "etrelay_sni_connections_total{listener=\"tls\",result=\"unknown_name\"} 0");
+	for (unsigned e = 0; e < SNI_ENDS; e++) {
+		snprintf(line, sizeof(line),
+			 "etrelay_sni_connections_ended_total{listener=\"tls\",reason=\"%s\"} ",
+			 sni_end_name(e));
+		assert_non_null(strstr(t, line));
+	}
+	assert_line(t, "etrelay_sni_connections_ended_total{listener=\"tls\",reason=\"done\"} 4");
+	assert_line(t, "etrelay_sni_bytes_total{listener=\"tls\",direction=\"up\"} 1000");
+	assert_line(t, "etrelay_sni_bytes_total{listener=\"tls\",direction=\"down\"} 8000");
+	assert_line(t, "etrelay_sni_active_connections{listener=\"tls\"} 3");
+	assert_line(t, "etrelay_sni_preread_connections{listener=\"tls\"} 1");
+	assert_line(t, "etrelay_sni_routes{listener=\"tls\"} 2");
+	assert_line(t, "etrelay_sni_memory_bytes{listener=\"tls\"} 49152");
+	assert_line(t, "# TYPE etrelay_sni_preread_seconds histogram");
+	assert_line(t, "etrelay_sni_preread_seconds_bucket{listener=\"tls\",le=\"0.001\"} 1");
+	assert_line(t, "etrelay_sni_preread_seconds_bucket{listener=\"tls\",le=\"0.005\"} 3");
+	assert_line(t, "etrelay_sni_preread_seconds_bucket{listener=\"tls\",le=\"10\"} 3");
+	assert_line(t, "etrelay_sni_preread_seconds_bucket{listener=\"tls\",le=\"+Inf\"} 4");
+	assert_line(t, "etrelay_sni_preread_seconds_count{listener=\"tls\"} 4");
+	assert_line(t, "etrelay_sni_preread_seconds_sum{listener=\"tls\"} 20.006500000");
+	assert_line(t, "etrelay_stream_chunks 3");
+	assert_line(t, "etrelay_stream_received_bytes_total 9000");
+	free(t);
+	/* Without a listener, no family of theirs. */
+	st.sni = NULL;
+	t = render(NULL);
+	assert_null(strstr(t, "etrelay_sni_"));
+	free(t);
+}
+
+/* The bucket a preread falls in: at most the bound. */
+static void test_ops_metrics_sni_preread_buckets(void **state)
+{
+	assert_int_equal(sni_preread_bucket(0), 0);
+	assert_int_equal(sni_preread_bucket(1000000), 0);
+	assert_int_equal(sni_preread_bucket(1000001), 1);
+	assert_int_equal(sni_preread_bucket(10000000000ull), SNI_PREREAD_BUCKETS - 1);
+	assert_int_equal(sni_preread_bucket(10000000001ull), SNI_PREREAD_BUCKETS);
 }
 
 static void test_ops_metrics_masters_copies_under_the_bound(void **state)
@@ -423,6 +543,8 @@ int main(int argc, char **argv)
 			test_ops_metrics_renders_process_metrics_only_when_given, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_gives_every_sample_help_and_type,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ops_metrics_sni_listener, setup, teardown),
+		cmocka_unit_test(test_ops_metrics_sni_preread_buckets),
 		cmocka_unit_test_setup_teardown(test_ops_metrics_masters_copies_under_the_bound,
 						setup, teardown),
 	};

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: ISC */
+/* An SNI listener on one worker: accept, read the ClientHello (keeping its
+ * bytes), route, connect, send a PROXY v2 header and the bytes read, then
+ * splice both ways one chunk at a time; a refusal closes without a byte.
+ *
+ * A connection's states, each with its deadline set where it is entered:
+ *   PREREAD    reading the ClientHello               preread-timeout
+ *   CONNECTING connect to the route's upstream       connect-timeout
+ *   SENDPRE    header and preread bytes to upstream  idle-timeout
+ *   SPLICE     both ways                              idle-timeout
+ *   LINGER     refused: our side shut, the client's bytes read and dropped
+ *              until its EOF, so that the close is a FIN and not a reset
+ *                                                      SNI_LINGER
+ * Back-pressure is the loop's one-shot stream_read: a side is read again
+ * only when its last chunk left through the other, so a connection holds
+ * at most one chunk per direction. */
+#include "sni.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+#include "proxy_v2.h"
+
+/* A refused connection's linger: at most this long and this many chunks. */
+#define SNI_LINGER (2 * NS_PER_SEC)
+#define SNI_LINGER_CHUNKS 64
+/* A connection ref: index (16 bits), generation (7), side (1). */
+#define SNI_IDX_BITS 16
+#define SNI_IDX_MASK ((1u << SNI_IDX_BITS) - 1)
+#define SNI_GEN_MASK 0x7fu
+#define SNI_SIDE_BIT (1u << 23)
+#define SNI_NONE UINT32_MAX
+/* The listening socket's ref: an index no connection has. */
+#define SNI_LISTEN_REF SNI_IDX_MASK
+/* The preread buffer: the most the reader consumes before answering, and
+ * the rest of the chunk that ended the hello (0-RTT data may follow it). */
+#define SNI_PRE_MAX (TLS_HELLO_WIRE_MAX(TLS_HELLO_CAP_DEFAULT) + LOOP_STREAM_CHUNK)
+
+_Static_assert(CONF_SNI_CONNECTIONS_LIMIT + CONF_SNI_CONNECTIONS_LIMIT / 4 + 16 <= SNI_IDX_MASK,
+	       "connection index bits");
+_Static_assert(ENDPOINT_REF_BITS == 24, "ref layout");
+
+enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER };
+enum { SIDE_C = 0, SIDE_U = 1 };
+/* Per direction, indexed by the side read from. */
+#define D_READING 1u /* a stream_read is out on this side */
+#define D_SENDING 2u /* its last chunk is on its way to the other side */
+#define D_EOF 4u     /* it shut its side; we shut the other's write side */
+
+struct sni_conn {
+	uint8_t state, gen;
+	uint8_t dir[2];
+	bool counted, ip_counted, in_preread, proxy;
+	int fd[2];
+	uint32_t next_free;
+	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
+	uint32_t linger_chunks;
+	union etr_sockaddr peer, upstream;
+	struct timer timer;
+	uint64_t start, last;
+	/* Preread bytes at pre + PROXY_V2_MAX (the header goes in front);
+	 * pre_off..pre_end is what is left to send upstream. */
+	uint8_t *pre;
+	uint32_t pre_len, pre_cap, pre_off, pre_end;
+	struct tls_hello hello;
+};
+
+#define ADD(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
+#define SUB(field, n) atomic_fetch_sub_explicit(&(field), (n), memory_order_relaxed)
+
+static uint32_t idx_of(const struct sni_listener *l, const struct sni_conn *c)
+{
+	return (uint32_t)(c - l->conns);
+}
+
+static uint32_t conn_id(const struct sni_listener *l, const struct sni_conn *c, int side)
+{
+	uint32_t ref = idx_of(l, c) | (uint32_t)(c->gen & SNI_GEN_MASK) << SNI_IDX_BITS |
+		       (side == SIDE_U ? SNI_SIDE_BIT : 0);
+
+	return endpoint_ref_id(l->slot_conns, ref);
+}
+
+static struct sni_conn *deref(struct sni_listener *l, uint32_t ref, int *side)
+{
+	uint32_t i = ref & SNI_IDX_MASK;
+	struct sni_conn *c;
+
+	if (i >= l->nconns)
+		return NULL;
+	c = &l->conns[i];
+	if (c->state == C_FREE || (c->gen & SNI_GEN_MASK) != ((ref >> SNI_IDX_BITS) & SNI_GEN_MASK))
+		return NULL;
+	*side = ref & SNI_SIDE_BIT ? SIDE_U : SIDE_C;
+	return c;
+}
+
+static bool draining(const struct sni_listener *l)
+{
+	return l->all->lifecycle && atomic_load_explicit(l->all->lifecycle, memory_order_relaxed);
+}
+
+static void arm(struct sni_listener *l, struct sni_conn *c, uint64_t at)
+{
+	if (l->ops->timer_set(l->loop, &c->timer, at) < 0)
+		log_warnx("sni %s: timer: out of memory", l->conf->name);
+}
+
+static int read_side(struct sni_listener *l, struct sni_conn *c, int side)
+{
+	int rc = l->ops->stream_read(l->loop, c->fd[side], conn_id(l, c, side));
+
+	if (rc == 0)
+		c->dir[side] |= D_READING;
+	return rc;
+}
+
+static void free_pre(struct sni_listener *l, struct sni_conn *c)
+{
+	if (!c->pre)
+		return;
+	SUB(l->stats.memory, (int64_t)(PROXY_V2_MAX + c->pre_cap));
+	free(c->pre);
+	c->pre = NULL;
+	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
+}
+
+/* Give back what the connection holds of the caps. */
+static void uncount(struct sni_listener *l, struct sni_conn *c)
+{
+	if (c->in_preread) {
+		SUB(l->sh->preread, 1);
+		SUB(l->stats.preread, 1);
+		c->in_preread = false;
+	}
+	if (c->ip_counted) {
+		sni_shared_ip_put(l->sh, &c->peer);
+		c->ip_counted = false;
+	}
+	if (c->counted) {
+		SUB(l->sh->active, 1);
+		SUB(l->stats.active, 1);
+		c->counted = false;
+	}
+}
+
+static void close_side(struct sni_listener *l, struct sni_conn *c, int side)
+{
+	if (c->fd[side] < 0)
+		return;
+	l->ops->del_socket(l->loop, c->fd[side], conn_id(l, c, side));
+	close(c->fd[side]);
+	c->fd[side] = -1;
+	c->dir[side] = 0;
+}
+
+/* The one way a connection's slot is freed. */
+static void conn_free(struct sni_listener *l, struct sni_conn *c)
+{
+	l->ops->timer_cancel(l->loop, &c->timer);
+	close_side(l, c, SIDE_C);
+	close_side(l, c, SIDE_U);
+	uncount(l, c);
+	free_pre(l, c);
+	for (int s = 0; s < 2; s++) {
+		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
+		c->fwd_len[s] = 0;
+	}
+	if (c->state == C_LINGER)
+		SUB(l->stats.lingering, 1);
+	c->state = C_FREE;
+	c->gen++;
+	/* FIFO: a slot just freed is reused last, so its generation wraps
+	 * only after many reuses. */
+	c->next_free = SNI_NONE;
+	if (l->free_head == SNI_NONE) {
+		l->free_head = idx_of(l, c);
+	} else {
+		uint32_t *tail = &l->conns[l->free_tail].next_free;
+
+		*tail = idx_of(l, c);
+	}
+	l->free_tail = idx_of(l, c);
+}
+
+static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
+{
+	struct sni_conn *c;
+
+	if (l->free_head == SNI_NONE)
+		return NULL;
+	c = &l->conns[l->free_head];
+	l->free_head = c->next_free;
+	c->state = C_PREREAD;
+	c->dir[0] = c->dir[1] = 0;
+	c->counted = c->ip_counted = c->in_preread = c->proxy = false;
+	c->fd[SIDE_C] = fd;
+	c->fd[SIDE_U] = -1;
+	c->fwd_len[0] = c->fwd_len[1] = 0;
+	c->linger_chunks = 0;
+	c->start = c->last = now;
+	c->pre = NULL;
+	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
+	timer_init(&c->timer, conn_id(l, c, SIDE_C));
+	return c;
+}
+
+static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
+{
+	ADD(l->stats.ended[why], 1);
+	conn_free(l, c);
+}
+
+static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+{
+	ADD(l->stats.preread_ns, now - c->start);
+	ADD(l->stats.preread_count, 1);
+	ADD(l->stats.preread_hist[sni_preread_bucket(now - c->start)], 1);
+	if (c->in_preread) {
+		SUB(l->sh->preread, 1);
+		SUB(l->stats.preread, 1);
+		c->in_preread = false;
+	}
+}
+
+/* Refuse without a byte: shut our side, read and drop what the client
+ * still sends until its EOF (or the linger ends), then close. */
+static void refuse(struct sni_listener *l, struct sni_conn *c, enum sni_result why, uint64_t now)
+{
+	ADD(l->stats.result[why], 1);
+	log_debug("sni %s: refused (%s)", l->conf->name, sni_result_name(why));
+	uncount(l, c);
+	free_pre(l, c);
+	close_side(l, c, SIDE_U);
+	shutdown(c->fd[SIDE_C], SHUT_WR);
+	c->state = C_LINGER;
+	ADD(l->stats.lingering, 1);
+	arm(l, c, now + SNI_LINGER);
+	if (!(c->dir[SIDE_C] & D_READING) && read_side(l, c, SIDE_C) < 0)
+		conn_free(l, c);
+}
+
+static enum sni_result hello_result(enum tls_hello_result r)
+{
+	switch (r) {
+	case TLS_HELLO_NOT_TLS:
+		return SNI_NOT_TLS;
+	case TLS_HELLO_NOT_CLIENT_HELLO:
+		return SNI_NOT_CLIENT_HELLO;
+	case TLS_HELLO_NO_SNI:
+		return SNI_NO_SNI;
+	case TLS_HELLO_BAD_NAME:
+		return SNI_BAD_NAME;
+	case TLS_HELLO_TOO_BIG:
+		return SNI_TOO_BIG;
+	default:
+		return SNI_MALFORMED;
+	}
+}
+
+static void connect_upstream(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+{
+	int one = 1, fd;
+
+	fd = socket(c->upstream.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		refuse(l, c, SNI_NO_RESOURCES, now);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->fd[SIDE_U] = fd;
+	if (l->ops->connect(l->loop, fd, &c->upstream.sa, addr_len(&c->upstream),
+			    conn_id(l, c, SIDE_U)) < 0) {
+		refuse(l, c, SNI_CONNECT_FAILED, now);
+		return;
+	}
+	c->state = C_CONNECTING;
+	arm(l, c, now + l->conf->connect_timeout_ms * NS_PER_MS);
+}
+
+/* A chunk of the ClientHello: keep it, feed the reader, act on its answer. */
+static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgram *d)
+{
+	const struct sni_route *r;
+	enum tls_hello_result res;
+	uint32_t need = c->pre_len + (uint32_t)d->len;
+
+	if (d->len == 0) {
+		preread_done(l, c, d->now);
+		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
+		conn_free(l, c);
+		return;
+	}
+	if (need > c->pre_cap) {
+		uint8_t *p = need <= SNI_PRE_MAX ? realloc(c->pre, PROXY_V2_MAX + need) : NULL;
+
+		if (!p) {
+			preread_done(l, c, d->now);
+			refuse(l, c, SNI_NO_RESOURCES, d->now);
+			return;
+		}
+		ADD(l->stats.memory, (int64_t)(need - c->pre_cap) +
+					     (c->pre ? 0 : (int64_t)PROXY_V2_MAX));
+		c->pre = p;
+		c->pre_cap = need;
+	}
+	memcpy(c->pre + PROXY_V2_MAX + c->pre_len, d->data, d->len);
+	c->pre_len = need;
+	res = tls_hello_feed(&c->hello, d->data, d->len);
+	if (res == TLS_HELLO_MORE) {
+		if (read_side(l, c, SIDE_C) < 0)
+			conn_free(l, c);
+		return;
+	}
+	preread_done(l, c, d->now);
+	if (res != TLS_HELLO_NAME) {
+		refuse(l, c, hello_result(res), d->now);
+		return;
+	}
+	r = sni_routes_lookup(l->routes, c->hello.name, c->hello.name_len);
+	if (!r) {
+		refuse(l, c, SNI_UNKNOWN_NAME, d->now);
+		return;
+	}
+	c->upstream = r->upstream;
+	c->proxy = r->proxy_v2;
+	connect_upstream(l, c, d->now);
+}
+
+static void send_pre(struct sni_listener *l, struct sni_conn *c)
+{
+	uint32_t n = c->pre_end - c->pre_off;
+
+	if (n > LOOP_STREAM_CHUNK)
+		n = LOOP_STREAM_CHUNK;
+	if (l->ops->stream_send(l->loop, c->fd[SIDE_U], c->pre + c->pre_off, n,
+				conn_id(l, c, SIDE_U)) < 0) {
+		end(l, c, SNI_END_RESET);
+		return;
+	}
+	c->pre_off += n;
+}
+
+static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint64_t now)
+{
+	int one = 1;
+
+	if (res < 0) {
+		log_debug("sni %s: upstream for %s: %s", l->conf->name, c->hello.name,
+			  strerror(-res));
+		refuse(l, c, SNI_CONNECT_FAILED, now);
+		return;
+	}
+	c->pre_off = PROXY_V2_MAX;
+	c->pre_end = PROXY_V2_MAX + c->pre_len;
+	if (c->proxy) {
+		union etr_sockaddr local;
+		socklen_t len = sizeof(local);
+		uint8_t hdr[PROXY_V2_MAX];
+		int n = -1;
+
+		if (getsockname(c->fd[SIDE_C], &local.sa, &len) == 0)
+			n = proxy_v2_build(hdr, sizeof(hdr), &c->peer, &local);
+		if (n < 0) {
+			refuse(l, c, SNI_NO_RESOURCES, now);
+			return;
+		}
+		c->pre_off -= (uint32_t)n;
+		memcpy(c->pre + c->pre_off, hdr, (size_t)n);
+	}
+	setsockopt(c->fd[SIDE_C], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ADD(l->stats.result[SNI_SPLICED], 1);
+	ADD(l->stats.bytes_in, c->pre_len);
+	c->state = C_SENDPRE;
+	c->last = now;
+	arm(l, c, now + l->conf->idle_timeout_ms * NS_PER_MS);
+	send_pre(l, c);
+}
+
+static void splice_start(struct sni_listener *l, struct sni_conn *c)
+{
+	free_pre(l, c);
+	c->state = C_SPLICE;
+	if (read_side(l, c, SIDE_C) < 0 || read_side(l, c, SIDE_U) < 0)
+		end(l, c, SNI_END_RESET);
+}
+
+/* Loop events on the connections' endpoint. */
+
+static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct sni_listener *l = obj;
+	int s, o;
+	struct sni_conn *c = deref(l, ref, &s);
+
+	if (!c)
+		return;
+	o = !s;
+	c->dir[s] &= ~D_READING;
+	switch (c->state) {
+	case C_PREREAD:
+		if (s == SIDE_C)
+			preread(l, c, d);
+		return;
+	case C_LINGER:
+		if (s == SIDE_C && (d->len == 0 || ++c->linger_chunks >= SNI_LINGER_CHUNKS ||
+				    read_side(l, c, SIDE_C) < 0))
+			conn_free(l, c);
+		return;
+	case C_SPLICE:
+		break;
+	default:
+		return;
+	}
+	if (d->len == 0) {
+		c->dir[s] |= D_EOF;
+		/* Nothing of this direction is queued: it is read again only
+		 * once its last chunk was sent. */
+		shutdown(c->fd[o], SHUT_WR);
+		if (c->dir[o] & D_EOF)
+			end(l, c, SNI_END_DONE);
+		return;
+	}
+	c->last = d->now;
+	if (l->ops->stream_forward(l->loop, c->fd[o], d, conn_id(l, c, o)) < 0) {
+		end(l, c, SNI_END_RESET);
+		return;
+	}
+	c->dir[s] |= D_SENDING;
+	c->fwd_len[s] = (uint32_t)d->len;
+	ADD(l->stats.memory, (int64_t)d->len);
+	ADD(*(s == SIDE_C ? &l->stats.bytes_in : &l->stats.bytes_out), d->len);
+}
+
+static void conn_sent(void *obj, uint32_t ref, int res)
+{
+	struct sni_listener *l = obj;
+	int o, s;
+	struct sni_conn *c = deref(l, ref, &o);
+
+	if (!c)
+		return;
+	s = !o; /* the side the bytes were read from */
+	if (c->state == C_SENDPRE && o == SIDE_U) {
+		if (res < 0)
+			end(l, c, SNI_END_RESET);
+		else if (c->pre_off < c->pre_end)
+			send_pre(l, c);
+		else
+			splice_start(l, c);
+		return;
+	}
+	if (c->state != C_SPLICE || !(c->dir[s] & D_SENDING))
+		return;
+	c->dir[s] &= ~D_SENDING;
+	SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
+	c->fwd_len[s] = 0;
+	if (res < 0 || read_side(l, c, s) < 0)
+		end(l, c, SNI_END_RESET);
+}
+
+static void conn_recv_error(void *obj, uint32_t ref, int err)
+{
+	struct sni_listener *l = obj;
+	int s;
+	struct sni_conn *c = deref(l, ref, &s);
+
+	(void)err;
+	if (!c)
+		return;
+	c->dir[s] &= ~D_READING;
+	switch (c->state) {
+	case C_PREREAD:
+		preread_done(l, c, loop_now());
+		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
+		conn_free(l, c);
+		return;
+	case C_LINGER:
+		conn_free(l, c);
+		return;
+	case C_SENDPRE:
+	case C_SPLICE:
+		end(l, c, SNI_END_RESET);
+		return;
+	default:
+		return;
+	}
+}
+
+static void conn_connected(void *obj, uint32_t ref, int res)
+{
+	struct sni_listener *l = obj;
+	int s;
+	struct sni_conn *c = deref(l, ref, &s);
+
+	if (c && c->state == C_CONNECTING && s == SIDE_U)
+		connected(l, c, res, loop_now());
+}
+
+static void conn_timer(void *obj, uint32_t ref, uint64_t now)
+{
+	struct sni_listener *l = obj;
+	int s;
+	struct sni_conn *c = deref(l, ref, &s);
+	uint64_t idle = l->conf->idle_timeout_ms * NS_PER_MS;
+
+	if (!c)
+		return;
+	switch (c->state) {
+	case C_PREREAD:
+		preread_done(l, c, now);
+		refuse(l, c, SNI_PREREAD_TIMEOUT, now);
+		return;
+	case C_CONNECTING:
+		refuse(l, c, SNI_CONNECT_TIMEOUT, now);
+		return;
+	case C_SENDPRE:
+	case C_SPLICE:
+		if (now - c->last >= idle)
+			end(l, c, SNI_END_IDLE);
+		else
+			arm(l, c, c->last + idle);
+		return;
+	case C_LINGER:
+		conn_free(l, c);
+		return;
+	default:
+		return;
+	}
+}
+
+
+/* A new connection on the listening socket. */
+static void listen_accept(void *obj, uint32_t ref, int fd)
+{
+	struct sni_listener *l = obj;
+	uint64_t now = loop_now();
+	struct sni_conn *c;
+	socklen_t len = sizeof(union etr_sockaddr);
+	union etr_sockaddr peer;
+
+	if (ref != SNI_LISTEN_REF) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (fd < 0) {
+		if (now >= l->log_next) {
+			log_warnx("sni %s: accept: %s", l->conf->name, strerror(-fd));
+			l->log_next = now + 10 * NS_PER_SEC;
+		}
+		return;
+	}
+	memset(&peer, 0, sizeof(peer));
+	c = getpeername(fd, &peer.sa, &len) == 0 ? conn_alloc(l, fd, now) : NULL;
+	if (!c) {
+		/* No slot to linger in: close at once. */
+		ADD(l->stats.result[SNI_NO_RESOURCES], 1);
+		shutdown(fd, SHUT_WR);
+		close(fd);
+		return;
+	}
+	c->peer = peer;
+	if (draining(l)) {
+		refuse(l, c, SNI_DRAINING, now);
+		return;
+	}
+	if (ADD(l->sh->active, 1) >= l->conf->max_connections) {
+		SUB(l->sh->active, 1);
+		refuse(l, c, SNI_CAP_CONNECTIONS, now);
+		return;
+	}
+	c->counted = true;
+	ADD(l->stats.active, 1);
+	if (!sni_shared_ip_take(l->sh, &peer)) {
+		refuse(l, c, SNI_CAP_PER_IP, now);
+		return;
+	}
+	c->ip_counted = true;
+	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
+		SUB(l->sh->preread, 1);
+		refuse(l, c, SNI_CAP_PREREAD, now);
+		return;
+	}
+	c->in_preread = true;
+	ADD(l->stats.preread, 1);
+	tls_hello_init(&c->hello, 0);
+	arm(l, c, now + l->conf->preread_timeout_ms * NS_PER_MS);
+	if (read_side(l, c, SIDE_C) < 0)
+		conn_free(l, c);
+}
+
+/* One multi endpoint per listener: its connections' refs, and
+ * SNI_LISTEN_REF for the listening socket. */
+static const struct endpoint_ops conn_ops = {
+	.name = "sni",
+	.multi = true,
+	.on_recv_error = conn_recv_error,
+	.on_sent = conn_sent,
+	.on_timer = conn_timer,
+	.on_accept = listen_accept,
+	.on_connected = conn_connected,
+	.on_stream = conn_stream,
+};
+
+int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i, unsigned w,
+		      bool reuseport)
+{
+	const struct sni_conf *conf = all->l[i].conf;
+	char a[ADDR_STRLEN];
+	uint32_t n = conf->max_connections + conf->max_connections / 4 + 16;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	l->all = all;
+	l->sh = &all->l[i];
+	l->conf = conf;
+	l->worker = w;
+	l->sh->stats[w] = &l->stats;
+	l->fd = net_listen_tcp(&conf->listen, reuseport);
+	if (l->fd < 0) {
+		log_warnx("sni %s: listen on %s (TCP): %s", conf->name,
+			  addr_str(&conf->listen.sa, a), strerror(-l->fd));
+		return l->fd;
+	}
+	l->conns = calloc(n, sizeof(*l->conns));
+	if (!l->conns) {
+		log_warn("sni %s: %u connections", conf->name, n);
+		return -ENOMEM;
+	}
+	l->nconns = n;
+	for (uint32_t k = 0; k < n; k++) {
+		l->conns[k].fd[0] = l->conns[k].fd[1] = -1;
+		l->conns[k].next_free = k + 1 < n ? k + 1 : SNI_NONE;
+		timer_init(&l->conns[k].timer, 0);
+	}
+	l->free_head = 0;
+	l->free_tail = n - 1;
+	return 0;
+}
+
+int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, struct loop *loop,
+			struct endpoint_table *ep)
+{
+	int a;
+
+	if (!ops->listen || !ops->stream_read)
+		return -EOPNOTSUPP; /* a backend without streams */
+	l->ops = ops;
+	l->loop = loop;
+	l->ep = ep;
+	if ((a = endpoint_add(ep, &conn_ops, l)) < 0)
+		return a;
+	l->slot_conns = (unsigned)a;
+	l->routes = sni_shared_take(l->all, l->sh, l->worker, &l->gen);
+	l->attached = true;
+	return ops->listen(loop, l->fd, endpoint_ref_id(l->slot_conns, SNI_LISTEN_REF));
+}
+
+void sni_listener_take_routes(struct sni_listener *l)
+{
+	uint64_t gen, now = loop_now();
+	const struct sni_routes *t = sni_shared_take(l->all, l->sh, l->worker, &gen);
+
+	if (gen == l->gen)
+		return;
+	l->routes = t;
+	l->gen = gen;
+	for (uint32_t k = 0; k < l->nconns; k++) {
+		struct sni_conn *c = &l->conns[k];
+		const struct sni_route *r;
+
+		if (c->state != C_CONNECTING && c->state != C_SENDPRE && c->state != C_SPLICE)
+			continue;
+		r = sni_routes_lookup(t, c->hello.name, c->hello.name_len);
+		if (r && addr_equal(&r->upstream, &c->upstream) && r->proxy_v2 == c->proxy)
+			continue;
+		log_debug("sni %s: %s: route gone or changed, closing", l->conf->name,
+			  c->hello.name);
+		if (c->state == C_CONNECTING)
+			refuse(l, c, SNI_ROUTE_GONE, now);
+		else
+			end(l, c, SNI_END_REVOKED);
+	}
+}
+
+void sni_listener_shutdown(struct sni_listener *l)
+{
+	for (uint32_t k = 0; k < l->nconns && l->attached; k++) {
+		struct sni_conn *c = &l->conns[k];
+
+		if (c->state == C_SENDPRE || c->state == C_SPLICE)
+			end(l, c, SNI_END_SHUTDOWN);
+		else if (c->state != C_FREE)
+			conn_free(l, c);
+	}
+	if (l->attached && l->fd >= 0)
+		l->ops->del_socket(l->loop, l->fd, endpoint_ref_id(l->slot_conns, SNI_LISTEN_REF));
+}
+
+void sni_listener_close(struct sni_listener *l)
+{
+	for (uint32_t k = 0; k < l->nconns; k++)
+		for (int s = 0; s < 2; s++)
+			if (l->conns[k].fd[s] >= 0)
+				close(l->conns[k].fd[s]);
+	for (uint32_t k = 0; k < l->nconns; k++)
+		free(l->conns[k].pre);
+	free(l->conns);
+	l->conns = NULL;
+	l->nconns = 0;
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}

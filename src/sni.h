@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: ISC */
+/* The SNI listener: a TCP port whose connections are read up to the end of
+ * their TLS ClientHello, routed by its server name (sni_routes), and
+ * spliced unread to the route's upstream (after a PROXY v2 header when the
+ * route asks for one). A refused connection is closed without a byte.
+ *
+ * One struct sni_shared per process holds, per listener, the route table in
+ * force (the config file's routes and the control plane's, swapped whole)
+ * and the caps shared by the workers; each worker has its own struct
+ * sni_listener per listener: its listening socket (one of the port's
+ * SO_REUSEPORT group) and its connections. */
+#ifndef ETR_SNI_H
+#define ETR_SNI_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "config.h"
+#include "endpoint.h"
+#include "loop.h"
+#include "sni_routes.h"
+#include "tls_hello.h"
+
+/* How a connection ended up: spliced, or refused (closed without a byte)
+ * and why. One count per connection. */
+enum sni_result {
+	SNI_SPLICED,	       /* connected to its upstream, bytes on their way */
+	SNI_UNKNOWN_NAME,      /* no route for its server name */
+	SNI_NO_SNI,	       /* a ClientHello without a host_name */
+	SNI_NOT_TLS,	       /* not a TLS handshake (HTTP, SSLv2...) */
+	SNI_NOT_CLIENT_HELLO,  /* a handshake, but not a ClientHello */
+	SNI_BAD_NAME,	       /* a host_name no route could match */
+	SNI_MALFORMED,	       /* lengths that do not add up */
+	SNI_TOO_BIG,	       /* a ClientHello over 16 KiB */
+	SNI_PREREAD_TIMEOUT,   /* no whole ClientHello within preread-timeout */
+	SNI_PREREAD_CLOSED,    /* the client left before its ClientHello ended */
+	SNI_CAP_CONNECTIONS,   /* max-connections reached */
+	SNI_CAP_PER_IP,	       /* max-connections-per-ip reached */
+	SNI_CAP_PREREAD,       /* max-preread reached */
+	SNI_DRAINING,	       /* the process is draining */
+	SNI_CONNECT_FAILED,    /* the upstream refused or could not be reached */
+	SNI_CONNECT_TIMEOUT,   /* ... within connect-timeout */
+	SNI_ROUTE_GONE,	       /* its route went away before the connect ended */
+	SNI_NO_RESOURCES,      /* out of memory, sockets or connection slots */
+	SNI_RESULTS
+};
+
+/* How a spliced connection ended. */
+enum sni_end {
+	SNI_END_DONE,	  /* both sides closed their half */
+	SNI_END_IDLE,	  /* no byte either way for idle-timeout */
+	SNI_END_RESET,	  /* a side reset or a send failed: both closed */
+	SNI_END_REVOKED,  /* its route was removed or changed */
+	SNI_END_SHUTDOWN, /* the process left */
+	SNI_ENDS
+};
+
+/* A short fixed name, for logs and metric labels. */
+const char *sni_result_name(enum sni_result r);
+const char *sni_end_name(enum sni_end e);
+
+/* The preread histogram (etrelay_sni_preread_seconds): bucket b counts
+ * the prereads that took at most sni_preread_bound_ns[b] and more than the
+ * bound before; bucket SNI_PREREAD_BUCKETS the rest. */
+#define SNI_PREREAD_BUCKETS 8
+extern const uint64_t sni_preread_bound_ns[SNI_PREREAD_BUCKETS];
+unsigned sni_preread_bucket(uint64_t ns);
+
+/* A worker's counters for one listener: written by its thread, read by the
+ * ops thread (stats.h rules); the ops plane sums the workers. */
+struct sni_stats {
+	_Atomic uint64_t result[SNI_RESULTS];
+	_Atomic uint64_t ended[SNI_ENDS];
+	_Atomic uint64_t bytes_in;  /* client to upstream */
+	_Atomic uint64_t bytes_out; /* upstream to client */
+	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
+	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
+	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight */
+	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
+	_Atomic uint32_t preread;  /* of them still reading their ClientHello */
+	_Atomic uint32_t lingering; /* refused, draining the client's bytes */
+};
+
+/* How many retired route tables may wait for a worker to let go. */
+#define SNI_RETIRED_MAX 16
+
+/* One listener's part of sni_shared. */
+struct sni_lshared {
+	const struct sni_conf *conf;
+	pthread_mutex_t lock; /* everything below but the atomics */
+	struct sni_route *file, *ctl; /* the config file's and the control plane's */
+	size_t nfile, nctl;
+	struct sni_routes *cur; /* in force */
+	uint64_t gen;		      /* of cur */
+	struct {
+		struct sni_routes *t;
+		uint64_t gen; /* replaced when this generation came */
+	} retired[SNI_RETIRED_MAX];
+	unsigned nretired;
+	_Atomic uint64_t taken[CONF_WORKERS_MAX]; /* the generation each worker uses */
+	_Atomic uint32_t nroutes;
+	/* Caps across the workers. */
+	_Atomic uint32_t active, preread;
+	struct {
+		uint8_t key[16];
+		uint32_t count; /* 0: free */
+	} *ips;		    /* per source (IPv4, IPv6 /64), open addressing */
+	uint32_t ips_mask;
+	struct sni_stats *stats[CONF_WORKERS_MAX]; /* each worker's */
+};
+
+struct sni_shared {
+	unsigned n, nworkers;
+	struct sni_lshared l[CONF_SNI_MAX];
+	/* The process's lifecycle (enum stats_lifecycle): anything but 0
+	 * (active) refuses new connections. */
+	const _Atomic int *lifecycle;
+	/* Called (any thread) after a new table is in force: wake every
+	 * worker to take it (sni_listener_take_routes). */
+	void (*publish)(struct sni_shared *sh);
+	void *arg;
+};
+
+/* Set up listener i of sh from c with the config file's routes (resolved:
+ * n of them). Returns 0, or -1 with why in err (a bad or duplicate route). */
+int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
+		    const struct sni_route *file, size_t n, unsigned nworkers, char *err,
+		    size_t errlen);
+
+/* Replace the control plane's routes of every listener with list (n
+ * routes; a name the config file routes too stays the file's, logged
+ * once). Safe from any thread. Returns 0, or -1 with why in err (nothing
+ * changed then). */
+int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
+			   char *err, size_t errlen);
+
+/* For other threads (heartbeat, /lifecycle): listener i's connections open
+ * now, its max-connections, and its routes in force. */
+void sni_listener_info(struct sni_shared *sh, unsigned i, uint32_t *active, uint32_t *capacity,
+		       uint32_t *routes);
+
+/* Listener i's counters summed over its workers (any thread). */
+struct sni_totals {
+	uint64_t result[SNI_RESULTS], ended[SNI_ENDS];
+	uint64_t bytes_in, bytes_out;
+	uint64_t preread_ns, preread_count, preread_hist[SNI_PREREAD_BUCKETS + 1];
+	int64_t memory;
+	uint32_t active, preread, lingering;
+};
+void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_totals *t);
+
+/* Connections open on every listener (for the drain). */
+uint32_t sni_active_total(const struct sni_shared *sh);
+
+void sni_shared_free(struct sni_shared *sh);
+
+/* For sni.c, on a worker's thread: the table in force now (its generation
+ * in *gen, marked as taken by worker); and the per-source count (IPv4
+ * address, IPv6 /64): take one unless at max-connections-per-ip, give one
+ * back. */
+const struct sni_routes *sni_shared_take(struct sni_shared *sh, struct sni_lshared *l,
+					 unsigned worker, uint64_t *gen);
+bool sni_shared_ip_take(struct sni_lshared *l, const union etr_sockaddr *a);
+void sni_shared_ip_put(struct sni_lshared *l, const union etr_sockaddr *a);
+
+struct sni_conn;
+
+/* One worker's instance of a listener. */
+struct sni_listener {
+	struct sni_lshared *sh;
+	struct sni_shared *all;
+	const struct sni_conf *conf;
+	unsigned worker;
+	struct sni_stats stats;
+	int fd; /* listening */
+	const struct loop_ops *ops;
+	struct loop *loop;
+	struct endpoint_table *ep;
+	unsigned slot_conns; /* its endpoint: connections and the listening socket */
+	bool attached;
+	const struct sni_routes *routes; /* the table this worker uses */
+	uint64_t gen;
+	struct sni_conn *conns;
+	uint32_t nconns, free_head, free_tail; /* free slots, oldest first */
+	uint64_t log_next; /* rate limit of the accept error log */
+};
+
+/* Open worker w's listening socket (joining the port's group when
+ * reuseport) and its connection table. Returns 0 or -errno (logged). */
+int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i, unsigned w,
+		      bool reuseport);
+
+/* Register with the worker's loop (on its thread). Returns 0 or -errno. */
+int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, struct loop *loop,
+			struct endpoint_table *ep);
+
+/* On the worker's thread: use the table in force now; connections whose
+ * route is gone or changed are closed, the others carry on. */
+void sni_listener_take_routes(struct sni_listener *l);
+
+/* On the worker's thread, on the way out: close every connection. */
+void sni_listener_shutdown(struct sni_listener *l);
+
+/* Close its sockets and free it. */
+void sni_listener_close(struct sni_listener *l);
+
+#endif

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: ISC */
+/* The SNI listeners' shared part: the route table in force per listener
+ * (config file and control plane, rebuilt whole and swapped), the retired
+ * tables kept until every worker let go, and the caps across workers. */
+#include "sni.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <string.h>
+
+#include "addrclass.h"
+#include "log.h"
+
+static const char *const result_names[SNI_RESULTS] = {
+	[SNI_SPLICED] = "spliced",
+	[SNI_UNKNOWN_NAME] = "unknown_name",
+	[SNI_NO_SNI] = "no_sni",
+	[SNI_NOT_TLS] = "not_tls",
+	[SNI_NOT_CLIENT_HELLO] = "not_client_hello",
+	[SNI_BAD_NAME] = "bad_name",
+	[SNI_MALFORMED] = "malformed",
+	[SNI_TOO_BIG] = "too_big",
+	[SNI_PREREAD_TIMEOUT] = "preread_timeout",
+	[SNI_PREREAD_CLOSED] = "preread_closed",
+	[SNI_CAP_CONNECTIONS] = "cap_connections",
+	[SNI_CAP_PER_IP] = "cap_per_ip",
+	[SNI_CAP_PREREAD] = "cap_preread",
+	[SNI_DRAINING] = "draining",
+	[SNI_CONNECT_FAILED] = "connect_failed",
+	[SNI_CONNECT_TIMEOUT] = "connect_timeout",
+	[SNI_ROUTE_GONE] = "route_gone",
+	[SNI_NO_RESOURCES] = "no_resources",
+};
+
+static const char *const end_names[SNI_ENDS] = {
+	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
+	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
+	[SNI_END_SHUTDOWN] = "shutdown",
+};
+
+const char *sni_result_name(enum sni_result r)
+{
+	return r < SNI_RESULTS ? result_names[r] : "?";
+}
+
+const char *sni_end_name(enum sni_end e)
+{
+	return e < SNI_ENDS ? end_names[e] : "?";
+}
+
+const uint64_t sni_preread_bound_ns[SNI_PREREAD_BUCKETS] = {
+	1000000ull, 5000000ull, 25000000ull, 100000000ull,
+	500000000ull, 1000000000ull, 5000000000ull, 10000000000ull,
+};
+
+unsigned sni_preread_bucket(uint64_t ns)
+{
+	unsigned b = 0;
+
+	while (b < SNI_PREREAD_BUCKETS && ns > sni_preread_bound_ns[b])
+		b++;
+	return b;
+}
+
+/* The per-source table holds at most max-connections sources: twice that
+ * many slots keeps probes short. */
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 16;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
+		    const struct sni_route *file, size_t n, unsigned nworkers, char *err,
+		    size_t errlen)
+{
+	struct sni_lshared *l = &sh->l[i];
+	struct sni_routes *t = NULL;
+
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	l->conf = c;
+	sh->nworkers = nworkers;
+	if (i >= sh->n)
+		sh->n = i + 1;
+	if (sni_routes_build(&t, file, n, err, errlen) < 0)
+		return -1;
+	l->cur = t;
+	l->gen = 1;
+	atomic_store(&l->nroutes, (uint32_t)sni_routes_count(t));
+	if (n) {
+		l->file = malloc(n * sizeof(*file));
+		if (!l->file) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		memcpy(l->file, file, n * sizeof(*file));
+		l->nfile = n;
+	}
+	l->ips_mask = pow2_at_least(2 * c->max_connections) - 1;
+	l->ips = calloc((size_t)l->ips_mask + 1, sizeof(*l->ips));
+	if (!l->ips) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Free the retired tables no worker uses any more. Under l->lock. */
+static void collect(struct sni_lshared *l, unsigned nworkers)
+{
+	uint64_t low = UINT64_MAX;
+	unsigned k = 0;
+
+	for (unsigned w = 0; w < nworkers; w++) {
+		uint64_t g = atomic_load_explicit(&l->taken[w], memory_order_acquire);
+
+		if (g < low)
+			low = g;
+	}
+	for (unsigned j = 0; j < l->nretired; j++) {
+		if (l->retired[j].gen <= low)
+			sni_routes_free(l->retired[j].t);
+		else
+			l->retired[k++] = l->retired[j];
+	}
+	l->nretired = k;
+}
+
+/* Listener l's table from its file routes and ctl (n), the file's winning
+ * a name in both. Under l->lock. */
+static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
+		 struct sni_routes **out, char *err, size_t errlen)
+{
+	struct sni_route *all = malloc((l->nfile + n + 1) * sizeof(*all));
+	size_t m = l->nfile;
+	int rc;
+
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (l->nfile)
+		memcpy(all, l->file, l->nfile * sizeof(*all));
+	for (size_t i = 0; i < n; i++) {
+		bool shadowed = false;
+
+		for (size_t j = 0; j < l->nfile && !shadowed; j++)
+			shadowed = strcasecmp(l->file[j].name, ctl[i].name) == 0;
+		if (!shadowed) {
+			all[m++] = ctl[i];
+			continue;
+		}
+		/* Logged once per change of the control plane's set. */
+		bool before = false;
+
+		for (size_t j = 0; j < l->nctl && !before; j++)
+			before = strcasecmp(l->ctl[j].name, ctl[i].name) == 0;
+		if (!before)
+			log_info("sni %s: route %s: the config file's route wins over the "
+				 "control plane's",
+				 l->conf->name, ctl[i].name);
+	}
+	rc = sni_routes_build(out, all, m, err, errlen);
+	free(all);
+	return rc < 0 ? -1 : 0;
+}
+
+int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
+			   char *err, size_t errlen)
+{
+	struct sni_routes *fresh[CONF_SNI_MAX] = { NULL };
+	struct sni_route *copy[CONF_SNI_MAX] = { NULL };
+	int rc = 0;
+
+	/* Everything is built first: a bad set changes nothing anywhere. */
+	for (unsigned i = 0; i < sh->n && rc == 0; i++) {
+		struct sni_lshared *l = &sh->l[i];
+
+		pthread_mutex_lock(&l->lock);
+		collect(l, sh->nworkers);
+		if (l->nretired == SNI_RETIRED_MAX) {
+			snprintf(err, errlen, "sni %s: a worker still uses older route tables; "
+					      "try again",
+				 l->conf->name);
+			rc = -1;
+		} else if (build(l, list, n, &fresh[i], err, errlen) < 0) {
+			rc = -1;
+		} else if (n && !(copy[i] = malloc(n * sizeof(*list)))) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		}
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (rc < 0) {
+		for (unsigned i = 0; i < sh->n; i++) {
+			sni_routes_free(fresh[i]);
+			free(copy[i]);
+		}
+		return -1;
+	}
+	for (unsigned i = 0; i < sh->n; i++) {
+		struct sni_lshared *l = &sh->l[i];
+
+		if (n)
+			memcpy(copy[i], list, n * sizeof(*list));
+		pthread_mutex_lock(&l->lock);
+		free(l->ctl);
+		l->ctl = copy[i];
+		l->nctl = n;
+		l->gen++;
+		l->retired[l->nretired].t = l->cur;
+		l->retired[l->nretired++].gen = l->gen;
+		l->cur = fresh[i];
+		atomic_store(&l->nroutes, (uint32_t)sni_routes_count(fresh[i]));
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (sh->publish)
+		sh->publish(sh);
+	return 0;
+}
+
+void sni_listener_info(struct sni_shared *sh, unsigned i, uint32_t *active, uint32_t *capacity,
+		       uint32_t *routes)
+{
+	struct sni_lshared *l = &sh->l[i];
+
+	*active = atomic_load_explicit(&l->active, memory_order_relaxed);
+	*capacity = l->conf->max_connections;
+	*routes = atomic_load_explicit(&l->nroutes, memory_order_relaxed);
+}
+
+#define GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
+
+void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_totals *t)
+{
+	const struct sni_lshared *l = &sh->l[i];
+
+	memset(t, 0, sizeof(*t));
+	for (unsigned w = 0; w < CONF_WORKERS_MAX; w++) {
+		const struct sni_stats *s = l->stats[w];
+
+		if (!s)
+			continue;
+		for (unsigned r = 0; r < SNI_RESULTS; r++)
+			t->result[r] += GET(s->result[r]);
+		for (unsigned e = 0; e < SNI_ENDS; e++)
+			t->ended[e] += GET(s->ended[e]);
+		for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++)
+			t->preread_hist[b] += GET(s->preread_hist[b]);
+		t->bytes_in += GET(s->bytes_in);
+		t->bytes_out += GET(s->bytes_out);
+		t->preread_ns += GET(s->preread_ns);
+		t->preread_count += GET(s->preread_count);
+		t->memory += GET(s->memory);
+		t->active += GET(s->active);
+		t->preread += GET(s->preread);
+		t->lingering += GET(s->lingering);
+	}
+}
+
+uint32_t sni_active_total(const struct sni_shared *sh)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < sh->n; i++)
+		n += atomic_load_explicit(&sh->l[i].active, memory_order_relaxed);
+	return n;
+}
+
+void sni_shared_free(struct sni_shared *sh)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		struct sni_lshared *l = &sh->l[i];
+
+		for (unsigned j = 0; j < l->nretired; j++)
+			sni_routes_free(l->retired[j].t);
+		sni_routes_free(l->cur);
+		free(l->file);
+		free(l->ctl);
+		free(l->ips);
+		pthread_mutex_destroy(&l->lock);
+	}
+	sh->n = 0;
+}
+
+const struct sni_routes *sni_shared_take(struct sni_shared *sh, struct sni_lshared *l,
+					 unsigned worker, uint64_t *gen)
+{
+	const struct sni_routes *t;
+
+	pthread_mutex_lock(&l->lock);
+	t = l->cur;
+	*gen = l->gen;
+	atomic_store_explicit(&l->taken[worker], l->gen, memory_order_release);
+	collect(l, sh->nworkers);
+	pthread_mutex_unlock(&l->lock);
+	return t;
+}
+
+/* Per-source counts (IPv4 address, IPv6 /64): take one if below max. */
+static uint32_t ip_slot(const struct sni_lshared *l, const uint8_t key[16])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ h >> 29) & l->ips_mask;
+}
+
+bool sni_shared_ip_take(struct sni_lshared *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s;
+	bool ok = false;
+
+	if (!addrclass_key(a, key))
+		return true; /* not IP: nothing to count by */
+	pthread_mutex_lock(&l->lock);
+	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
+		if (memcmp(l->ips[s].key, key, 16) == 0)
+			break;
+	if (l->ips[s].count < l->conf->max_per_ip) {
+		memcpy(l->ips[s].key, key, 16);
+		l->ips[s].count++;
+		ok = true;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ok;
+}
+
+void sni_shared_ip_put(struct sni_lshared *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s, hole, want;
+
+	if (!addrclass_key(a, key))
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
+		if (memcmp(l->ips[s].key, key, 16) == 0)
+			break;
+	if (l->ips[s].count && --l->ips[s].count == 0) {
+		/* Backward-shift deletion keeps every probe chain whole. */
+		hole = s;
+		for (s = (s + 1) & l->ips_mask; l->ips[s].count; s = (s + 1) & l->ips_mask) {
+			want = ip_slot(l, l->ips[s].key);
+			if (((s - want) & l->ips_mask) >= ((s - hole) & l->ips_mask)) {
+				l->ips[hole] = l->ips[s];
+				l->ips[s].count = 0;
+				hole = s;
+			}
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}

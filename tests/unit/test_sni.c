@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: ISC */
+/* Unit tests for the SNI listener's connection state machine, over a fake
+ * loop (tests/unit/fake_stream_loop.h): the test plays the loop's events.
+ * The client sockets are real, on loopback, so that a refusal's "no byte,
+ * then EOF" can be read. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+#include "loop.h"
+#include "proxy_v2.h"
+#include "sni.h"
+
+#include "fake_stream_loop.h"
+
+struct fx {
+	struct sni_conf conf;
+	struct sni_shared sh;
+	struct sni_listener l;
+	struct loop loop;
+	struct endpoint_table ep;
+	struct sni_route routes[2];
+	int clients[8];
+	unsigned nclients;
+};
+
+/* A minimal ClientHello for name (one record). */
+static size_t hello(uint8_t *out, const char *name)
+{
+	size_t n = strlen(name), ext = 9 + n, body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
+	uint8_t *p = out;
+
+	*p++ = 22, *p++ = 3, *p++ = 1;
+	*p++ = (uint8_t)((body + 4) >> 8), *p++ = (uint8_t)(body + 4);
+	*p++ = 1, *p++ = 0, *p++ = (uint8_t)(body >> 8), *p++ = (uint8_t)body;
+	*p++ = 3, *p++ = 3;
+	memset(p, 7, 32), p += 32;
+	*p++ = 0;                               /* session id */
+	*p++ = 0, *p++ = 2, *p++ = 0x13, *p++ = 1; /* one cipher suite */
+	*p++ = 1, *p++ = 0;                     /* null compression */
+	*p++ = (uint8_t)(ext >> 8), *p++ = (uint8_t)ext;
+	*p++ = 0, *p++ = 0; /* server_name */
+	*p++ = (uint8_t)((n + 5) >> 8), *p++ = (uint8_t)(n + 5);
+	*p++ = (uint8_t)((n + 3) >> 8), *p++ = (uint8_t)(n + 3);
+	*p++ = 0, *p++ = (uint8_t)(n >> 8), *p++ = (uint8_t)n;
+	memcpy(p, name, n), p += n;
+	return (size_t)(p - out);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	conf_sni_defaults(&f->conf);
+	snprintf(f->conf.name, sizeof(f->conf.name), "t");
+	/* Port 0: the kernel picks one (addr_parse_numeric refuses 0). */
+	f->conf.listen.in.sin_family = AF_INET;
+	f->conf.listen.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	f->conf.listen_set = true;
+	f->conf.max_connections = 4;
+	f->conf.max_per_ip = 4;
+	f->conf.max_preread = 4;
+	snprintf(f->routes[0].name, sizeof(f->routes[0].name), "a.test");
+	addr_parse_numeric("127.0.0.1:9001", &f->routes[0].upstream);
+	snprintf(f->routes[1].name, sizeof(f->routes[1].name), "*.p.test");
+	addr_parse_numeric("127.0.0.1:9002", &f->routes[1].upstream);
+	f->routes[1].proxy_v2 = true;
+	*state = f;
+	return 0;
+}
+
+/* Open and attach the listener with the fixture's conf (after a test's
+ * changes to it). */
+static struct fx *start(void **state)
+{
+	struct fx *f = *state;
+	char err[256];
+
+	assert_int_equal(sni_shared_init(&f->sh, 0, &f->conf, f->routes, 2, 1, err, sizeof(err)),
+			 0);
+	assert_int_equal(sni_listener_open(&f->l, &f->sh, 0, 0, false), 0);
+	endpoint_table_init(&f->ep);
+	assert_int_equal(sni_listener_attach(&f->l, &fake_stream_ops, &f->loop, &f->ep), 0);
+	assert_int_equal(f->loop.nlistens, 1);
+	return f;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->l.conns) {
+		f->l.attached = true;
+		sni_listener_shutdown(&f->l);
+		sni_listener_close(&f->l);
+		sni_shared_free(&f->sh);
+	}
+	for (unsigned i = 0; i < f->nclients; i++)
+		close(f->clients[i]);
+	free(f);
+	return 0;
+}
+
+/* A real client connects; the loop hands the accepted fd over. Returns the
+ * accepted fd. */
+static int accept_one(struct fx *f)
+{
+	union etr_sockaddr a;
+	socklen_t len = sizeof(a);
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+
+	assert_true(c >= 0);
+	assert_int_equal(getsockname(f->l.fd, &a.sa, &len), 0);
+	assert_int_equal(connect(c, &a.sa, len), 0);
+	fd = accept4(f->l.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	f->clients[f->nclients++] = c;
+	assert_true(endpoint_accept(&f->ep, f->loop.listens[0].id, fd));
+	return fd;
+}
+
+static struct fake_call *last(struct fake_call *a, unsigned n)
+{
+	assert_true(n > 0);
+	return &a[(n - 1) % FAKE_MAX];
+}
+
+/* The loop answers the last read on fd with len bytes of p (0: EOF). */
+static void deliver(struct fx *f, int fd, const void *p, size_t len)
+{
+	uint8_t buf[LOOP_STREAM_CHUNK];
+	struct loop_dgram d = { .data = buf, .len = len, .now = loop_now() };
+	uint32_t id = 0;
+	bool found = false;
+
+	for (unsigned i = f->loop.nreads; i > 0 && !found; i--)
+		if (f->loop.reads[(i - 1) % FAKE_MAX].fd == fd)
+			id = f->loop.reads[(i - 1) % FAKE_MAX].id, found = true;
+	assert_true(found);
+	memcpy(buf, p, len);
+	assert_true(endpoint_stream(&f->ep, id, &d));
+}
+
+/* What the client reads within 1 s: bytes (>0), 0 at EOF, -errno. */
+static ssize_t client_read(int c, uint8_t *buf, size_t n)
+{
+	struct pollfd p = { .fd = c, .events = POLLIN };
+	ssize_t r;
+
+	if (poll(&p, 1, 1000) != 1)
+		return -ETIMEDOUT;
+	r = recv(c, buf, n, 0);
+	return r < 0 ? -errno : r;
+}
+
+static uint64_t result(struct fx *f, enum sni_result r)
+{
+	return atomic_load(&f->l.stats.result[r]);
+}
+
+static void test_sni_a_known_name_is_connected_sent_unchanged_and_spliced(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512], buf[64];
+	size_t n = hello(h, "A.test");
+	int fd = accept_one(f), ufd;
+	struct fake_call *s;
+	unsigned reads;
+
+	assert_int_equal(f->loop.nreads, 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 1);
+	/* Split: the name is known only with the last byte. */
+	deliver(f, fd, h, 10);
+	assert_int_equal(f->loop.nconnects, 0);
+	deliver(f, fd, h + 10, n - 10);
+	assert_int_equal(f->loop.nconnects, 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 0);
+	ufd = f->loop.connects[0].fd;
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	assert_int_equal(result(f, SNI_SPLICED), 1);
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s->fd, ufd);
+	assert_int_equal(s->len, n);
+	assert_memory_equal(s->data, h, n < sizeof(s->data) ? n : sizeof(s->data));
+	/* The preread sent: both sides are read. */
+	assert_true(endpoint_sent(&f->ep, s->id, (int)n));
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	reads = f->loop.nreads;
+	deliver(f, ufd, "server says", 11);
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s->fd, fd);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 11);
+	/* No second read of the upstream before its chunk left. */
+	assert_int_equal(f->loop.nreads, reads);
+	assert_true(endpoint_sent(&f->ep, s->id, 11));
+	assert_int_equal(last(f->loop.reads, f->loop.nreads)->fd, ufd);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	assert_int_equal(atomic_load(&f->l.stats.bytes_out), 11);
+	/* Half-closes both ways, then the end. */
+	deliver(f, fd, "", 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	deliver(f, ufd, "", 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_DONE]), 1);
+	assert_int_equal(client_read(f->clients[0], buf, sizeof(buf)), 0);
+}
+
+static void test_sni_a_proxy_v2_route_sends_the_header_first(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512];
+	size_t n = hello(h, "x.p.test");
+	int fd = accept_one(f);
+	struct fake_call *s;
+
+	deliver(f, fd, h, n);
+	assert_int_equal(f->loop.nconnects, 1);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s->len, PROXY_V2_LEN_TCP4 + n);
+	assert_memory_equal(s->data, PROXY_V2_SIG, PROXY_V2_SIG_LEN);
+	assert_memory_equal(s->data + PROXY_V2_LEN_TCP4, h, 64);
+}
+
+/* Each refusal: counted by reason, nothing sent, the client reads EOF. */
+static void refused(struct fx *f, const void *p, size_t n, enum sni_result why)
+{
+	uint8_t buf[64];
+	int fd = accept_one(f);
+
+	deliver(f, fd, p, n);
+	assert_int_equal(result(f, why), 1);
+	assert_int_equal(f->loop.nconnects, 0);
+	assert_int_equal(f->loop.nsends, 0);
+	assert_int_equal(client_read(f->clients[f->nclients - 1], buf, sizeof(buf)), 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 1);
+	/* The linger reads until the client's EOF, then closes. */
+	assert_int_equal(last(f->loop.reads, f->loop.nreads)->fd, fd);
+	deliver(f, fd, "", 0);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+}
+
+static void test_sni_an_unknown_name_is_refused_without_a_byte(void **state)
+{
+	uint8_t h[512];
+	size_t n = hello(h, "b.test");
+
+	refused(start(state), h, n, SNI_UNKNOWN_NAME);
+}
+
+static void test_sni_the_wildcard_does_not_match_its_suffix(void **state)
+{
+	uint8_t h[512];
+	size_t n = hello(h, "p.test");
+
+	refused(start(state), h, n, SNI_UNKNOWN_NAME);
+}
+
+static void test_sni_plain_http_is_refused_as_not_tls(void **state)
+{
+	refused(start(state), "GET / HTTP/1.0\r\n\r\n", 18, SNI_NOT_TLS);
+}
+
+static void test_sni_a_preread_timeout_refuses(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512];
+	int fd = accept_one(f);
+
+	hello(h, "a.test");
+	deliver(f, fd, h, 7);
+	/* The client's read is still out: the timer fires. */
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0), loop_now()));
+	assert_int_equal(result(f, SNI_PREREAD_TIMEOUT), 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 0);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 1);
+}
+
+static void test_sni_over_max_connections_is_refused(void **state)
+{
+	struct fx *f = *state;
+
+	f->conf.max_connections = 2;
+	start(state);
+	accept_one(f);
+	accept_one(f);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_CONNECTIONS), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 2);
+}
+
+static void test_sni_over_max_connections_per_ip_is_refused(void **state)
+{
+	struct fx *f = *state;
+
+	f->conf.max_per_ip = 1;
+	start(state);
+	accept_one(f);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+}
+
+static void test_sni_over_max_preread_is_refused(void **state)
+{
+	struct fx *f = *state;
+
+	f->conf.max_preread = 1;
+	start(state);
+	accept_one(f);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PREREAD), 1);
+}
+
+static void test_sni_draining_refuses_new_connections(void **state)
+{
+	struct fx *f = *state;
+	static _Atomic int lifecycle = 1;
+
+	f->sh.lifecycle = &lifecycle;
+	start(state);
+	f->sh.lifecycle = &lifecycle;
+	accept_one(f);
+	assert_int_equal(result(f, SNI_DRAINING), 1);
+}
+
+static void test_sni_a_failed_connect_refuses_without_a_byte(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512], buf[8];
+	size_t n = hello(h, "a.test");
+	int fd = accept_one(f);
+
+	deliver(f, fd, h, n);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, -ECONNREFUSED));
+	assert_int_equal(result(f, SNI_CONNECT_FAILED), 1);
+	assert_int_equal(f->loop.nsends, 0);
+	assert_int_equal(client_read(f->clients[0], buf, sizeof(buf)), 0);
+}
+
+static void test_sni_control_routes_swap_and_close_only_the_removed_routes(void **state)
+{
+	struct fx *f = start(state);
+	struct sni_route ctl;
+	uint8_t h[512];
+	char err[256];
+	int a, c;
+	size_t n;
+
+	memset(&ctl, 0, sizeof(ctl));
+	snprintf(ctl.name, sizeof(ctl.name), "c.test");
+	addr_parse_numeric("127.0.0.1:9003", &ctl.upstream);
+	assert_int_equal(sni_set_control_routes(&f->sh, &ctl, 1, err, sizeof(err)), 0);
+	sni_listener_take_routes(&f->l);
+	assert_int_equal(atomic_load(&f->sh.l[0].nroutes), 3);
+	a = accept_one(f);
+	n = hello(h, "a.test");
+	deliver(f, a, h, n);
+	c = accept_one(f);
+	n = hello(h, "c.test");
+	deliver(f, c, h, n);
+	assert_int_equal(f->loop.nconnects, 2);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[1].id, 0));
+	assert_int_equal(atomic_load(&f->l.stats.active), 2);
+	/* The control plane's set no longer has c.test. */
+	assert_int_equal(sni_set_control_routes(&f->sh, NULL, 0, err, sizeof(err)), 0);
+	sni_listener_take_routes(&f->l);
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_REVOKED]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	assert_int_equal(atomic_load(&f->sh.l[0].nroutes), 2);
+	/* A bad set changes nothing. */
+	snprintf(ctl.name, sizeof(ctl.name), "bad..name");
+	assert_int_equal(sni_set_control_routes(&f->sh, &ctl, 1, err, sizeof(err)), -1);
+	assert_int_equal(atomic_load(&f->sh.l[0].nroutes), 2);
+}
+
+static void test_sni_a_control_route_never_beats_the_files(void **state)
+{
+	struct fx *f = start(state);
+	struct sni_route ctl;
+	uint8_t h[512];
+	char err[256];
+	int a;
+
+	memset(&ctl, 0, sizeof(ctl));
+	snprintf(ctl.name, sizeof(ctl.name), "a.test");
+	addr_parse_numeric("127.0.0.1:9999", &ctl.upstream);
+	assert_int_equal(sni_set_control_routes(&f->sh, &ctl, 1, err, sizeof(err)), 0);
+	sni_listener_take_routes(&f->l);
+	a = accept_one(f);
+	deliver(f, a, h, hello(h, "a.test"));
+	assert_int_equal(f->loop.nconnects, 1);
+	assert_int_equal(ntohs(((struct sockaddr_in *)(void *)f->loop.connects[0].data)->sin_port),
+			 9001);
+}
+
+static void test_sni_an_idle_splice_is_closed(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h[512];
+	int fd;
+
+	f->conf.idle_timeout_ms = 1000;
+	start(state);
+	fd = accept_one(f);
+	deliver(f, fd, h, hello(h, "a.test"));
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	/* Not yet: re-armed for last + idle. */
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0), loop_now()));
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0),
+				   loop_now() + 2 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_IDLE]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_sni_a_known_name_is_connected_sent_unchanged_and_spliced),
+		T(test_sni_a_proxy_v2_route_sends_the_header_first),
+		T(test_sni_an_unknown_name_is_refused_without_a_byte),
+		T(test_sni_the_wildcard_does_not_match_its_suffix),
+		T(test_sni_plain_http_is_refused_as_not_tls),
+		T(test_sni_a_preread_timeout_refuses),
+		T(test_sni_over_max_connections_is_refused),
+		T(test_sni_over_max_connections_per_ip_is_refused),
+		T(test_sni_over_max_preread_is_refused),
+		T(test_sni_draining_refuses_new_connections),
+		T(test_sni_a_failed_connect_refuses_without_a_byte),
+		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
+		T(test_sni_a_control_route_never_beats_the_files),
+		T(test_sni_an_idle_splice_is_closed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
