@@ -152,7 +152,9 @@ struct loop_ops {
 	void (*stop)(struct loop *l);
 	/* Outside run only (on the way out): send what is queued and wait, at
 	 * most LOOP_FLUSH_MS, for those sends to finish, calling on_sent for
-	 * each. Datagrams that arrive meanwhile are dropped. */
+	 * each. Datagrams that arrive meanwhile are dropped. Stream sends:
+	 * io_uring waits for them too; epoll gives on_sent for those already
+	 * done and leaves a tail the socket did not take (del_socket ends it). */
 	void (*flush)(struct loop *l);
 	/* The loop's counters; the pointer stays valid until destroy. */
 	const struct loop_stats *(*stats)(const struct loop *l);
@@ -197,21 +199,37 @@ struct loop_ops {
  *                        d's buffer, resends the unsent tail of a short
  *                        write, and calls on_sent(id, d->len or -errno)
  *                        once, when the last byte is with the kernel.
+ *                        d is the one on_stream handed over, forwarded
+ *                        from inside that callback (else -EINVAL; so is
+ *                        an EOF's d, which may hold no chunk).
  *   stream_send(l, fd, buf, len, id)  the same for bytes of the caller's
- *                        (len <= LOOP_STREAM_CHUNK), copied first.
- *                        Sends on one fd leave in the order given.
+ *                        (len <= LOOP_STREAM_CHUNK, else -EMSGSIZE),
+ *                        copied first into one of a few copy chunks kept
+ *                        beside the read pool (-ENOBUFS, counted in
+ *                        send_nobufs, when none is free).
+ *                        Sends on one fd leave in the order given: one at
+ *                        a time, the next when the one before is all with
+ *                        the kernel. on_sent never comes from inside the
+ *                        op that queued the send.
  *   del_socket(l, fd, id)  as for datagram sockets: whatever is pending on
  *                        fd is cancelled. A send cancelled so still gets
- *                        its on_sent (-ECANCELED or what it reached), a
- *                        read or connect gets no callback. After it
- *                        returns, the loop issues nothing more on fd.
+ *                        its on_sent, after del_socket returns: its length
+ *                        if it got out whole, else -ECANCELED. A read,
+ *                        accept or connect gets no callback (a connection
+ *                        accepted meanwhile is closed by the loop). After
+ *                        it returns, the loop issues nothing more on fd.
+ *
+ * listen, connect and stream_read return -EALREADY while the same is
+ * pending on fd. The loop knows a stream by its fd: every op of one
+ * connection names the same fd, and del_socket ends them all.
  *
  * Half-close is the caller's shutdown(fd, SHUT_WR) once the last on_sent of
  * that side came back (nothing is queued then); close is del_socket and
  * close(2). A connection's memory in the loop is thus at most one chunk per
  * direction: 2 * LOOP_STREAM_CHUNK while both sides stream. */
 #define LOOP_STREAM_CHUNK 16384
-/* Stream chunks per loop (the pool; a read waits while none is free). */
+/* Stream chunks per loop (the pool; a read waits while none is free,
+ * counted in stream_stalls, and goes on when one comes back). */
 #define LOOP_STREAM_CHUNKS 1024
 
 extern const struct loop_ops loop_uring_ops;
