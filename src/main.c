@@ -154,8 +154,11 @@ int main(int argc, char **argv)
 	 * listener must not leave a session without its socket. */
 	if (conf.ops_enabled)
 		need += OPS_FDS_MAX;
-	/* An SNI connection holds two sockets; refused ones linger in a
-	 * quarter more. */
+	/* An SNI connection holds two sockets, a refused one lingering one
+	 * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count
+	 * across the workers, so this holds whatever the workers' tables:
+	 * a worker's slots are memory, its sockets come out of these; one
+	 * more per worker for a connection closed as it is accepted. */
 	for (unsigned i = 0; i < conf.nsni; i++)
 		need += 2ull * (conf.sni[i].max_connections + conf.sni[i].max_connections / 4) +
 			daemon_workers_wanted(&conf);

@@ -85,6 +85,13 @@ struct sni_stats {
 	_Atomic uint32_t lingering; /* refused, draining the client's bytes */
 };
 
+/* Refused connections that may linger at once, across a listener's
+ * workers: a quarter of max-connections. Past it a refusal closes at once
+ * (a client that sent bytes then reads a reset). With the caps across the
+ * workers this bounds the listener's sockets: 2 per connection and 1 per
+ * lingering one, whatever the number of workers. */
+#define SNI_LINGER_MAX(max_connections) ((max_connections) / 4)
+
 /* How many retired route tables may wait for a worker to let go. */
 #define SNI_RETIRED_MAX 16
 
@@ -105,6 +112,7 @@ struct sni_lshared {
 	_Atomic uint32_t nroutes;
 	/* Caps across the workers. */
 	_Atomic uint32_t active, preread;
+	_Atomic uint32_t lingering; /* refused connections lingering (SNI_LINGER_MAX) */
 	struct {
 		uint8_t key[16];
 		uint32_t count; /* 0: free */

@@ -315,6 +315,61 @@ static void test_sni_over_max_connections_per_ip_is_refused(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 1);
 }
 
+/* A refusal by a cap holds nothing: the client reads no byte and its
+ * end at once, without a linger. */
+static void test_sni_a_refusal_by_a_cap_closes_at_once(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[8];
+
+	f->conf.max_per_ip = 1;
+	start(state);
+	accept_one(f);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) <= 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) != -ETIMEDOUT);
+}
+
+/* A refused connection lingering still counts for its address: one
+ * address cannot hold more sockets than max-connections-per-ip. */
+static void test_sni_a_lingering_connection_counts_for_its_address(void **state)
+{
+	struct fx *f = *state;
+	int fd;
+
+	f->conf.max_per_ip = 1;
+	start(state);
+	fd = accept_one(f);
+	deliver(f, fd, "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(result(f, SNI_NOT_TLS), 1);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 1);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	/* The linger ends: the address may connect again. */
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0), loop_now()));
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 1);
+}
+
+/* At most SNI_LINGER_MAX refused connections linger; past it a refusal
+ * closes at once. */
+static void test_sni_lingering_connections_are_capped(void **state)
+{
+	struct fx *f = *state;
+
+	f->conf.max_connections = 8; /* SNI_LINGER_MAX: 2 */
+	start(state);
+	for (unsigned i = 0; i < 3; i++)
+		deliver(f, accept_one(f), "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(result(f, SNI_NOT_TLS), 3);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), SNI_LINGER_MAX(8));
+	assert_int_equal(atomic_load(&f->sh.l[0].lingering), SNI_LINGER_MAX(8));
+}
+
 static void test_sni_over_max_preread_is_refused(void **state)
 {
 	struct fx *f = *state;
@@ -441,7 +496,10 @@ int main(void)
 		T(test_sni_a_preread_timeout_refuses),
 		T(test_sni_over_max_connections_is_refused),
 		T(test_sni_over_max_connections_per_ip_is_refused),
-		T(test_sni_over_max_preread_is_refused),
+		T(test_sni_a_refusal_by_a_cap_closes_at_once),
+	T(test_sni_a_lingering_connection_counts_for_its_address),
+	T(test_sni_lingering_connections_are_capped),
+	T(test_sni_over_max_preread_is_refused),
 		T(test_sni_draining_refuses_new_connections),
 		T(test_sni_a_failed_connect_refuses_without_a_byte),
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
