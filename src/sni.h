@@ -92,6 +92,9 @@ struct sni_stats {
  * lingering one, whatever the number of workers. */
 #define SNI_LINGER_MAX(max_connections) ((max_connections) / 4)
 
+/* Host addresses kept for the loop check. */
+#define SNI_LOCAL_MAX 64
+
 /* How many retired route tables may wait for a worker to let go. */
 #define SNI_RETIRED_MAX 16
 
@@ -131,7 +134,15 @@ struct sni_shared {
 	 * worker to take it (sni_listener_take_routes). */
 	void (*publish)(struct sni_shared *sh);
 	void *arg;
+	/* The host's addresses (net_local_addrs at start): a control-plane
+	 * route to one of them on a wildcard listener's port is a loop. */
+	union etr_sockaddr local[SNI_LOCAL_MAX];
+	size_t nlocal;
 };
+
+/* Whether upstream up would loop back to one of sh's listeners: its
+ * index, or -1. */
+int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up);
 
 /* Set up listener i of sh from c with the config file's routes (resolved:
  * n of them). Returns 0, or -1 with why in err (a bad or duplicate route). */

@@ -61,6 +61,14 @@ const struct sni_route *sni_routes_lookup(const struct sni_routes *t, const char
 /* Routes in the table. */
 size_t sni_routes_count(const struct sni_routes *t);
 
+/* True when a connection to upstream up would come back to a listener
+ * bound to listen: the same port, and the same address, or listen is a
+ * wildcard (0.0.0.0, ::) and up an address of this host (loopback,
+ * unspecified, or one of local[0..nlocal), the host's interfaces). A route
+ * that loops would chain connections until the caps run out. */
+bool sni_route_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
+		     const union etr_sockaddr *local, size_t nlocal);
+
 /* Release a table (NULL is fine). */
 void sni_routes_free(struct sni_routes *t);
 

@@ -171,12 +171,34 @@ static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
 	return rc < 0 ? -1 : 0;
 }
 
+int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up)
+{
+	for (unsigned i = 0; i < sh->n; i++)
+		if (sni_route_loops(up, &sh->l[i].conf->listen, sh->local, sh->nlocal))
+			return (int)i;
+	return -1;
+}
+
 int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
 			   char *err, size_t errlen)
 {
 	struct sni_routes *fresh[CONF_SNI_MAX] = { NULL };
 	struct sni_route *copy[CONF_SNI_MAX] = { NULL };
 	int rc = 0;
+
+	/* A route back to one of our own listeners would chain connections
+	 * until the caps run out: the whole set is refused. */
+	for (size_t j = 0; j < n; j++) {
+		int i = sni_shared_loop(sh, &list[j].upstream);
+		char a[ADDR_STRLEN], b[ADDR_STRLEN];
+
+		if (i >= 0) {
+			snprintf(err, errlen, "route %s: upstream %s is the SNI listener %s (%s): a loop",
+				 list[j].name, addr_str(&list[j].upstream.sa, a), sh->l[i].conf->name,
+				 addr_str(&sh->l[i].conf->listen.sa, b));
+			return -1;
+		}
+	}
 
 	/* Everything is built first: a bad set changes nothing anywhere. */
 	for (unsigned i = 0; i < sh->n && rc == 0; i++) {

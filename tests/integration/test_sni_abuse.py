@@ -189,8 +189,40 @@ def emfile(ctx):
     echo.stop = True
 
 
+def loops(ctx):
+    """A route back to an SNI listener is refused: -t names the line (a
+    numeric upstream on the listener's own address, another on a wildcard
+    listener's port), the start refuses a name that resolves to the host
+    (localhost), and so does the command line."""
+    tmp = ctx.tmpdir()
+    port, wport = H.free_tcp_port(), H.free_tcp_port()
+    conf = os.path.join(tmp, "loop.conf")
+    with open(conf, "w") as f:
+        f.write(f"[sni one]\nlisten {H.LOOPBACK}:{port}\nroute a.test {H.LOOPBACK}:1\n"
+                f"route self.test {H.LOOPBACK}:{port}\n"
+                f"[sni any]\nlisten 0.0.0.0:{wport}\nroute b.test 127.0.0.9:{wport}\n")
+    rc, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], timeout=5)
+    H.expect_eq(rc, 78, f"-t with routes that loop (stderr {err!r})")
+    H.check(f"{conf}:4: sni one: route self.test: upstream {H.LOOPBACK}:{port} is the SNI "
+            f"listener one ({H.LOOPBACK}:{port}): a loop" in err, f"-t names line 4: {err!r}")
+    H.check(f"{conf}:7: sni any: route b.test: upstream 127.0.0.9:{wport} is the SNI "
+            f"listener any (0.0.0.0:{wport}): a loop" in err, f"-t names line 7: {err!r}")
+    with open(conf, "w") as f:
+        f.write(f"[sni any]\nlisten 0.0.0.0:{wport}\nroute c.test localhost:{wport}\n")
+    rc, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], timeout=5)
+    H.expect_eq(rc, 0, f"-t does not resolve localhost (stderr {err!r})")
+    rc, out, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "-c", conf], timeout=10)
+    H.expect_eq(rc, 78, f"a start with a route to localhost on the wildcard's port ({err!r})")
+    H.check(f"{conf}:3: sni any: route c.test: upstream localhost:{wport} is the SNI listener "
+            "any" in err, f"the start names line 3: {err!r}")
+    rc, out, err = H.run_etrelay(ctx, ["-t", "--sni-listen", f"{H.LOOPBACK}:{port}",
+                                       "--sni-route", f"x.test={H.LOOPBACK}:{port}"], timeout=5)
+    H.expect_eq(rc, 78, f"--sni-route to --sni-listen (stderr {err!r})")
+    H.check("etrelay: sni-route: route x.test: upstream" in err, f"the message: {err!r}")
+
+
 def test(ctx):
-    H.run_parts(ctx, [flood, emfile])
+    H.run_parts(ctx, [flood, emfile, loops])
 
 
 if __name__ == "__main__":

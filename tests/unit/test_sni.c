@@ -464,6 +464,30 @@ static void test_sni_a_control_route_never_beats_the_files(void **state)
 			 9001);
 }
 
+/* A control-plane set with a route back to the listener is refused whole:
+ * the set before stays. */
+static void test_sni_a_control_route_to_the_listener_itself_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sni_route ctl[2];
+	char err[256];
+
+	addr_parse_numeric("0.0.0.0:8443", &f->conf.listen);
+	start(state);
+	memset(ctl, 0, sizeof(ctl));
+	snprintf(ctl[0].name, sizeof(ctl[0].name), "b.test");
+	addr_parse_numeric("127.0.0.1:9999", &ctl[0].upstream);
+	assert_int_equal(sni_set_control_routes(&f->sh, ctl, 1, err, sizeof(err)), 0);
+	snprintf(ctl[1].name, sizeof(ctl[1].name), "c.test");
+	addr_parse_numeric("127.0.0.7:8443", &ctl[1].upstream); /* the wildcard's port */
+	snprintf(ctl[0].name, sizeof(ctl[0].name), "d.test");
+	assert_int_equal(sni_set_control_routes(&f->sh, ctl, 2, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "route c.test: upstream 127.0.0.7:8443 is the SNI listener t"));
+	sni_listener_take_routes(&f->l);
+	assert_non_null(sni_routes_lookup(f->l.routes, "b.test", 6));
+	assert_null(sni_routes_lookup(f->l.routes, "d.test", 6));
+}
+
 static void test_sni_an_idle_splice_is_closed(void **state)
 {
 	struct fx *f = *state;
@@ -500,6 +524,7 @@ int main(void)
 	T(test_sni_a_lingering_connection_counts_for_its_address),
 	T(test_sni_lingering_connections_are_capped),
 	T(test_sni_over_max_preread_is_refused),
+	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
 		T(test_sni_draining_refuses_new_connections),
 		T(test_sni_a_failed_connect_refuses_without_a_byte),
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
