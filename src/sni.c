@@ -346,6 +346,12 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 		refuse(l, c, hello_result(res), d->now);
 		return;
 	}
+	/* Again now: a drain that began while the hello was read (the
+	 * process's lifecycle, not a copy) splices nothing new. */
+	if (draining(l)) {
+		refuse(l, c, SNI_DRAINING, d->now);
+		return;
+	}
 	r = sni_routes_lookup(l->routes, c->hello.name, c->hello.name_len);
 	if (!r) {
 		refuse(l, c, SNI_UNKNOWN_NAME, d->now);

@@ -393,6 +393,22 @@ static void test_sni_draining_refuses_new_connections(void **state)
 	assert_int_equal(result(f, SNI_DRAINING), 1);
 }
 
+/* A drain that begins while the hello is read: refused, not spliced. */
+static void test_sni_a_drain_during_the_preread_refuses(void **state)
+{
+	struct fx *f = start(state);
+	static _Atomic int lifecycle = 0;
+	uint8_t h[512];
+	int a;
+
+	f->sh.lifecycle = &lifecycle;
+	a = accept_one(f);
+	atomic_store(&lifecycle, 1);
+	deliver(f, a, h, hello(h, "a.test"));
+	assert_int_equal(result(f, SNI_DRAINING), 1);
+	assert_int_equal(f->loop.nconnects, 0);
+}
+
 static void test_sni_a_failed_connect_refuses_without_a_byte(void **state)
 {
 	struct fx *f = start(state);
@@ -525,6 +541,7 @@ int main(void)
 	T(test_sni_lingering_connections_are_capped),
 	T(test_sni_over_max_preread_is_refused),
 	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
+	T(test_sni_a_drain_during_the_preread_refuses),
 		T(test_sni_draining_refuses_new_connections),
 		T(test_sni_a_failed_connect_refuses_without_a_byte),
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
