@@ -151,9 +151,11 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 		    size_t errlen);
 
 /* Replace the control plane's routes of every listener with list (n
- * routes; a name the config file routes too stays the file's, logged
- * once). Safe from any thread. Returns 0, or -1 with why in err (nothing
- * changed then). */
+ * routes, at most SNI_CONTROL_ROUTES_MAX; none back to a listener; a name
+ * the config file routes too stays the file's, logged once). From one
+ * thread at a time (the control thread): the tables are built outside the
+ * lock the workers take, and swapped under it. Returns 0, or -1 with why
+ * in err (nothing changed then). */
 int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
 			   char *err, size_t errlen);
 

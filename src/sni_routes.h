@@ -34,6 +34,11 @@
 /* Most routes in one table. */
 #define SNI_ROUTES_MAX (1u << 20)
 
+/* Most routes in one control-plane set: a bigger set is refused whole
+ * (the heartbeat fails, the set in force stays). Building a table is
+ * linear, but a million routes took 2 GB and seconds. */
+#define SNI_CONTROL_ROUTES_MAX 10000u
+
 /* Longest route name: a host name, or "*." and a suffix of up to
  * TLS_NAME_MAX - 2 (so that a name under it can still exist). */
 #define SNI_ROUTE_NAME_MAX TLS_NAME_MAX

@@ -502,6 +502,25 @@ static void test_sni_a_control_route_to_the_listener_itself_is_refused(void **st
 	sni_listener_take_routes(&f->l);
 	assert_non_null(sni_routes_lookup(f->l.routes, "b.test", 6));
 	assert_null(sni_routes_lookup(f->l.routes, "d.test", 6));
+	/* Over SNI_CONTROL_ROUTES_MAX: refused whole too. */
+	{
+		struct sni_route *many = calloc(SNI_CONTROL_ROUTES_MAX + 1, sizeof(*many));
+
+		for (unsigned i = 0; i <= SNI_CONTROL_ROUTES_MAX; i++) {
+			snprintf(many[i].name, sizeof(many[i].name), "n%u.test", i);
+			addr_parse_numeric("127.0.0.1:9999", &many[i].upstream);
+		}
+		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX + 1,
+							 err, sizeof(err)),
+				 -1);
+		assert_non_null(strstr(err, "10001 routes, at most 10000"));
+		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX, err,
+							 sizeof(err)),
+				 0);
+		free(many);
+	}
+	sni_listener_take_routes(&f->l);
+	assert_non_null(sni_routes_lookup(f->l.routes, "n9999.test", 10));
 }
 
 static void test_sni_an_idle_splice_is_closed(void **state)
