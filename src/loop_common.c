@@ -15,6 +15,7 @@ int loop_base_init(struct loop_base *b, const struct loop_handler *h, const stru
 	b->gro = c->gso && gso_supported();
 	b->stream_chunks = c->stream_chunks ? c->stream_chunks : LOOP_STREAM_CHUNKS;
 	timers_init(&b->timers);
+	timer_init(&b->accept_timer, 0);
 	return fdtab_init(&b->fds, c->max_sockets, b->gro ? GSO_ANY : 0);
 }
 
@@ -53,6 +54,18 @@ bool loop_wake_earlier(struct loop_base *b, uint64_t *at)
 	return *at < b->armed;
 }
 
+bool loop_accept_pause(struct loop_base *b, int err)
+{
+	if (err != -EMFILE && err != -ENFILE && err != -ENOBUFS && err != -ENOMEM)
+		return false;
+	STAT_ADD(b->st.accept_pauses, 1);
+	if (!timer_armed(&b->accept_timer) &&
+	    timers_set(&b->timers, &b->accept_timer, loop_now() + LOOP_ACCEPT_PAUSE_MS * NS_PER_MS) <
+		    0)
+		return false; /* no memory for the timer: retry as before */
+	return true;
+}
+
 void loop_turn_end(struct loop_base *b)
 {
 	uint64_t now = loop_now();
@@ -63,6 +76,11 @@ void loop_turn_end(struct loop_base *b)
 	for (uint32_t n = b->timers.n; n > 0 && !b->stop; n--) {
 		if (!(t = timers_pop(&b->timers, now)))
 			break;
+		if (t == &b->accept_timer) {
+			if (b->accept_resume)
+				b->accept_resume((struct loop *)(void *)b);
+			continue;
+		}
 		if (b->h.on_timer)
 			b->h.on_timer(b->h.arg, t->id, now);
 	}

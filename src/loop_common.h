@@ -32,6 +32,10 @@ struct loop_base {
 	bool gro;   /* --gso and a kernel with it: trains both ways */
 	unsigned stream_chunks;  /* the stream read pool's size (loop_conf) */
 	struct loop_streams *sx; /* NULL until the first stream op */
+	/* Listeners paused for want of fds (LOOP_ACCEPT_PAUSE_MS): the
+	 * backend's resume takes them all up again when this is due. */
+	struct timer accept_timer;
+	void (*accept_resume)(struct loop *l);
 };
 
 static inline struct loop_base *loop_base(struct loop *l)
@@ -57,6 +61,11 @@ bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dg
  * later are not re-armed: an early wake-up costs one idle turn, re-arming
  * on every packet a syscall or two SQEs each. */
 bool loop_wake_earlier(struct loop_base *b, uint64_t *at);
+
+/* An accept failed with err (-errno): true when its listener is to pause
+ * (out of fds or memory; counted, accept_timer armed), false when the
+ * backend goes on as before. */
+bool loop_accept_pause(struct loop_base *b, int err);
 
 /* The end of a loop turn: every timer due, in deadline order (at most as
  * many as were armed: one re-armed into the past may wait for the next
@@ -95,6 +104,7 @@ enum {
 	SF_CONNECT = 4,  /* connect under way */
 	SF_STALLED = 8,  /* the read waits for a free chunk */
 	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
+	SF_PAUSED = 32,  /* listening, paused: out of fds (loop_accept_pause) */
 };
 
 enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };

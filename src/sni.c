@@ -132,15 +132,17 @@ static void free_pre(struct sni_listener *l, struct sni_conn *c)
 	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
 }
 
-/* Give back what the connection holds of the caps. */
-static void uncount(struct sni_listener *l, struct sni_conn *c)
+/* Give back what the connection holds of the caps; its source's count
+ * only with ip (a lingering connection keeps it: one address cannot hold
+ * more sockets, lingering or not, than max-connections-per-ip). */
+static void uncount(struct sni_listener *l, struct sni_conn *c, bool ip)
 {
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
 		c->in_preread = false;
 	}
-	if (c->ip_counted) {
+	if (ip && c->ip_counted) {
 		sni_shared_ip_put(l->sh, &c->peer);
 		c->ip_counted = false;
 	}
@@ -167,14 +169,16 @@ static void conn_free(struct sni_listener *l, struct sni_conn *c)
 	l->ops->timer_cancel(l->loop, &c->timer);
 	close_side(l, c, SIDE_C);
 	close_side(l, c, SIDE_U);
-	uncount(l, c);
+	uncount(l, c, true);
 	free_pre(l, c);
 	for (int s = 0; s < 2; s++) {
 		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
 	}
-	if (c->state == C_LINGER)
+	if (c->state == C_LINGER) {
 		SUB(l->stats.lingering, 1);
+		SUB(l->sh->lingering, 1);
+	}
 	c->state = C_FREE;
 	c->gen++;
 	/* FIFO: a slot just freed is reused last, so its generation wraps
@@ -230,16 +234,34 @@ static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t no
 	}
 }
 
+/* Refuse at once: close without a byte and without a linger (a client
+ * whose bytes arrived reads a reset). A refusal by a cap: it holds no
+ * socket, so no address can fill the listener's slots with refusals. */
+static void refuse_now(struct sni_listener *l, struct sni_conn *c, enum sni_result why)
+{
+	ADD(l->stats.result[why], 1);
+	log_debug("sni %s: refused (%s), closed at once", l->conf->name, sni_result_name(why));
+	shutdown(c->fd[SIDE_C], SHUT_WR);
+	conn_free(l, c);
+}
+
 /* Refuse without a byte: shut our side, read and drop what the client
- * still sends until its EOF (or the linger ends), then close. */
+ * still sends until its EOF (or the linger ends), then close. A lingering
+ * connection still counts for its source (max-connections-per-ip) and for
+ * the listener's SNI_LINGER_MAX; past that it is closed at once. */
 static void refuse(struct sni_listener *l, struct sni_conn *c, enum sni_result why, uint64_t now)
 {
 	ADD(l->stats.result[why], 1);
 	log_debug("sni %s: refused (%s)", l->conf->name, sni_result_name(why));
-	uncount(l, c);
+	uncount(l, c, false);
 	free_pre(l, c);
 	close_side(l, c, SIDE_U);
 	shutdown(c->fd[SIDE_C], SHUT_WR);
+	if (ADD(l->sh->lingering, 1) >= SNI_LINGER_MAX(l->conf->max_connections)) {
+		SUB(l->sh->lingering, 1);
+		conn_free(l, c);
+		return;
+	}
 	c->state = C_LINGER;
 	ADD(l->stats.lingering, 1);
 	arm(l, c, now + SNI_LINGER);
@@ -322,6 +344,12 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	preread_done(l, c, d->now);
 	if (res != TLS_HELLO_NAME) {
 		refuse(l, c, hello_result(res), d->now);
+		return;
+	}
+	/* Again now: a drain that began while the hello was read (the
+	 * process's lifecycle, not a copy) splices nothing new. */
+	if (draining(l)) {
+		refuse(l, c, SNI_DRAINING, d->now);
 		return;
 	}
 	r = sni_routes_lookup(l->routes, c->hello.name, c->hello.name_len);
@@ -568,25 +596,27 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 		return;
 	}
 	c->peer = peer;
+	/* The source first: whatever follows (a linger too) counts for it,
+	 * and a source over its cap is closed at once. */
+	if (!sni_shared_ip_take(l->sh, &peer)) {
+		refuse_now(l, c, SNI_CAP_PER_IP);
+		return;
+	}
+	c->ip_counted = true;
 	if (draining(l)) {
 		refuse(l, c, SNI_DRAINING, now);
 		return;
 	}
 	if (ADD(l->sh->active, 1) >= l->conf->max_connections) {
 		SUB(l->sh->active, 1);
-		refuse(l, c, SNI_CAP_CONNECTIONS, now);
+		refuse_now(l, c, SNI_CAP_CONNECTIONS);
 		return;
 	}
 	c->counted = true;
 	ADD(l->stats.active, 1);
-	if (!sni_shared_ip_take(l->sh, &peer)) {
-		refuse(l, c, SNI_CAP_PER_IP, now);
-		return;
-	}
-	c->ip_counted = true;
 	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
 		SUB(l->sh->preread, 1);
-		refuse(l, c, SNI_CAP_PREREAD, now);
+		refuse_now(l, c, SNI_CAP_PREREAD);
 		return;
 	}
 	c->in_preread = true;
@@ -615,7 +645,11 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 {
 	const struct sni_conf *conf = all->l[i].conf;
 	char a[ADDR_STRLEN];
-	uint32_t n = conf->max_connections + conf->max_connections / 4 + 16;
+	/* Every worker may get every connection (reuseport hashes), so each
+	 * has room for them all: max-connections and SNI_LINGER_MAX, both
+	 * counted across the workers (and so the fds main.c reserves), and a
+	 * margin for connections closed as they are accepted. */
+	uint32_t n = conf->max_connections + SNI_LINGER_MAX(conf->max_connections) + 16;
 
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -595,6 +596,66 @@ static void test_stream_listen_accepts_several_connections(void **state)
 	s_teardown(f);
 }
 
+static unsigned accept_errors;
+static uint64_t fds_back_at;
+static struct rlimit nofile_was;
+
+static void count_accept_errors(struct sfix *f, int fd)
+{
+	if (fd < 0) {
+		assert_true(fd == -EMFILE);
+		accept_errors++;
+	} else {
+		ops->stop(f->l);
+	}
+}
+
+static void give_fds_back(struct sfix *f)
+{
+	(void)f;
+	if (fds_back_at && loop_now() >= fds_back_at) {
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+		fds_back_at = 0;
+	}
+}
+
+/* Out of fds, a listener pauses (LOOP_ACCEPT_PAUSE_MS) instead of
+ * retrying at once, every turn; it takes the waiting connection once fds
+ * are back. */
+static void test_stream_an_accept_out_of_fds_pauses_then_resumes(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	struct rlimit low;
+	int c, lowest;
+
+	(void)state;
+	f->fd[0] = tcp_listener(&f->sa, true);
+	c = tcp_client(&f->sa, 0, 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+	lowest = dup(c);
+	assert_true(lowest >= 0);
+	close(lowest);
+	low = nofile_was;
+	low.rlim_cur = (rlim_t)lowest; /* no fd free below the limit */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	accept_errors = 0;
+	fds_back_at = loop_now() + 350 * NS_PER_MS;
+	f->accept_cb = count_accept_errors;
+	f->tick_cb = give_fds_back;
+	assert_int_equal(ops->timer_set(f->l, &f->tick, loop_now() + 10 * NS_PER_MS), 0);
+	assert_int_equal(ops->listen(f->l, f->fd[0], SID_LISTEN), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->naccepted, 1);
+	/* 350 ms out of fds: one try per 100 ms pause, not one per turn. */
+	assert_in_range(accept_errors, 2, 6);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->accept_pauses), accept_errors);
+	close(c);
+	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
+	s_teardown(f);
+}
+
 static void stop_at_two_connects(struct sfix *f, uint32_t id, int res)
 {
 	if (id == SID_A)
@@ -1049,6 +1110,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_loop_flush_sends_what_was_queued_after_run, setup,
 					    teardown),
 	    cmocka_unit_test(test_stream_listen_accepts_several_connections),
+	    cmocka_unit_test(test_stream_an_accept_out_of_fds_pauses_then_resumes),
 	    cmocka_unit_test(test_stream_connect_succeeds_and_is_refused),
 	    cmocka_unit_test(test_stream_echo_and_eof_after_the_peers_shutdown),
 	    cmocka_unit_test(test_stream_relay_4mib_to_a_slow_reader_under_back_pressure),
