@@ -227,11 +227,16 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 	conn_free(l, c);
 }
 
-static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+/* The preread's time, on the clock its start was read from (loop_now in
+ * listen_accept): a loop turn's now is read before the turn's events, so
+ * a read answered in its accept's turn would end before it started. */
+static void preread_done(struct sni_listener *l, struct sni_conn *c)
 {
-	ADD(l->stats.preread_ns, now - c->start);
+	uint64_t now = loop_now(), ns = now > c->start ? now - c->start : 0;
+
+	ADD(l->stats.preread_ns, ns);
 	ADD(l->stats.preread_count, 1);
-	ADD(l->stats.preread_hist[sni_preread_bucket(now - c->start)], 1);
+	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
@@ -302,7 +307,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	uint32_t need = c->pre_len + (uint32_t)d->len;
 
 	if (d->len == 0) {
-		preread_done(l, c, d->now);
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -311,7 +316,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 		uint8_t *p = need <= SNI_PRE_MAX ? realloc(c->pre, PROXY_V2_MAX + need) : NULL;
 
 		if (!p) {
-			preread_done(l, c, d->now);
+			preread_done(l, c);
 			refuse(l, c, SNI_NO_RESOURCES, d->now);
 			return;
 		}
@@ -328,7 +333,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 			conn_free(l, c);
 		return;
 	}
-	preread_done(l, c, d->now);
+	preread_done(l, c);
 	if (res != TLS_HELLO_NAME) {
 		refuse(l, c, hello_result(res), d->now);
 		return;
@@ -489,7 +494,7 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 	c->dir[s] &= ~D_READING;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, loop_now());
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -526,7 +531,7 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 		return;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, now);
+		preread_done(l, c);
 		refuse(l, c, SNI_PREREAD_TIMEOUT, now);
 		return;
 	case C_CONNECTING:

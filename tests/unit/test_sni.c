@@ -429,6 +429,27 @@ static void test_sni_an_idle_splice_is_closed(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 0);
 }
 
+/* A read answered in the loop turn of its accept carries that turn's now,
+ * read before the accept's own clock: the preread's time is still a small
+ * one, in a finite bucket (it once wrapped to 1.8e10 s). */
+static void test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512], buf[LOOP_STREAM_CHUNK];
+	size_t n = hello(h, "a.test");
+	struct loop_dgram d = { .data = buf, .len = n };
+	uint64_t turn = loop_now();
+	int fd = accept_one(f);
+
+	memcpy(buf, h, n);
+	d.now = turn;
+	assert_true(endpoint_stream(&f->ep, last(f->loop.reads, f->loop.nreads)->id, &d));
+	(void)fd;
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 1);
+	assert_true(atomic_load(&f->l.stats.preread_ns) < NS_PER_SEC);
+	assert_int_equal(atomic_load(&f->l.stats.preread_hist[SNI_PREREAD_BUCKETS]), 0);
+}
+
 /* The preread bytes go upstream in one send, from the connection's own
  * buffer: a connection closed while that send is out keeps the buffer
  * (and its slot) until the send's on_sent, which del_socket still gives. */
@@ -481,6 +502,7 @@ int main(void)
 		T(test_sni_a_control_route_never_beats_the_files),
 		T(test_sni_an_idle_splice_is_closed),
 		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
+		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
