@@ -211,11 +211,15 @@ struct loop_ops {
  *                        d is the one on_stream handed over, forwarded
  *                        from inside that callback (else -EINVAL; so is
  *                        an EOF's d, which may hold no chunk).
- *   stream_send(l, fd, buf, len, id)  the same for bytes of the caller's
- *                        (len <= LOOP_STREAM_CHUNK, else -EMSGSIZE),
- *                        copied first into one of a few copy chunks kept
- *                        beside the read pool (-ENOBUFS, counted in
- *                        send_nobufs, when none is free).
+ *   stream_send(l, fd, buf, len, id)  the same for len bytes of the
+ *                        caller's (len <= INT_MAX, else -EMSGSIZE), sent
+ *                        from buf itself: the loop copies nothing, so the
+ *                        send needs no buffer of the loop's and is never
+ *                        refused for want of one. buf must stay valid and
+ *                        unchanged until on_sent(id), also after a
+ *                        del_socket (whose on_sent comes later). Only
+ *                        -ENOMEM, when the loop's table of pending sends
+ *                        (grown as needed, never shrunk) cannot grow.
  *                        Sends on one fd leave in the order given: one at
  *                        a time, the next when the one before is all with
  *                        the kernel. on_sent never comes from inside the

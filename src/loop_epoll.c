@@ -472,7 +472,7 @@ static void s_write(struct loop *l, struct lstream *s)
 
 	while ((c = s->qhead) != STREAM_NONE) {
 		struct lchunk *ch = &x->c[c];
-		ssize_t n = send(s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
+		ssize_t n = send(s->fd, ch->data + ch->done, ch->len - ch->done,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
@@ -717,7 +717,7 @@ static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, u
 
 	if (!s)
 		return err;
-	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
 		return err;
 	s_queue(l, s, c, id);
 	return 0;

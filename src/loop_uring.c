@@ -873,8 +873,7 @@ static int arm_ssend(struct loop *l, struct lstream *s)
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_send(sqe, s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
-			   MSG_NOSIGNAL);
+	io_uring_prep_send(sqe, s->fd, ch->data + ch->done, ch->len - ch->done, MSG_NOSIGNAL);
 	io_uring_sqe_set_data64(sqe, UD(OP_SSEND, s->slot, c));
 	s->inflight++;
 	l->ssending++;
@@ -981,7 +980,7 @@ static int ur_stream_send(struct loop *l, int fd, const void *buf, size_t len, u
 
 	if (!s)
 		return err;
-	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
 		return err;
 	if ((err = s_queue(l, s, c, id)) < 0)
 		chunk_put(&l->b, c);

@@ -11,6 +11,8 @@
  *   LINGER     refused: our side shut, the client's bytes read and dropped
  *              until its EOF, so that the close is a FIN and not a reset
  *                                                      SNI_LINGER
+ *   GONE       closed while the loop still sends from its preread buffer:
+ *              the slot and the buffer wait for that send's on_sent
  * Back-pressure is the loop's one-shot stream_read: a side is read again
  * only when its last chunk left through the other, so a connection holds
  * at most one chunk per direction. */
@@ -47,7 +49,7 @@ _Static_assert(CONF_SNI_CONNECTIONS_LIMIT + CONF_SNI_CONNECTIONS_LIMIT / 4 + 16 
 	       "connection index bits");
 _Static_assert(ENDPOINT_REF_BITS == 24, "ref layout");
 
-enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER };
+enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER, C_GONE };
 enum { SIDE_C = 0, SIDE_U = 1 };
 /* Per direction, indexed by the side read from. */
 #define D_READING 1u /* a stream_read is out on this side */
@@ -58,6 +60,7 @@ struct sni_conn {
 	uint8_t state, gen;
 	uint8_t dir[2];
 	bool counted, ip_counted, in_preread, proxy;
+	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
 	uint32_t next_free;
 	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
@@ -170,7 +173,6 @@ static void conn_free(struct sni_listener *l, struct sni_conn *c)
 	close_side(l, c, SIDE_C);
 	close_side(l, c, SIDE_U);
 	uncount(l, c, true);
-	free_pre(l, c);
 	for (int s = 0; s < 2; s++) {
 		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
@@ -179,6 +181,13 @@ static void conn_free(struct sni_listener *l, struct sni_conn *c)
 		SUB(l->stats.lingering, 1);
 		SUB(l->sh->lingering, 1);
 	}
+	if (c->pre_sending) {
+		/* stream_send sends from pre itself: it stays until that
+		 * send's on_sent, which comes after del_socket too. */
+		c->state = C_GONE;
+		return;
+	}
+	free_pre(l, c);
 	c->state = C_FREE;
 	c->gen++;
 	/* FIFO: a slot just freed is reused last, so its generation wraps
@@ -204,7 +213,7 @@ static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 	l->free_head = c->next_free;
 	c->state = C_PREREAD;
 	c->dir[0] = c->dir[1] = 0;
-	c->counted = c->ip_counted = c->in_preread = c->proxy = false;
+	c->counted = c->ip_counted = c->in_preread = c->proxy = c->pre_sending = false;
 	c->fd[SIDE_C] = fd;
 	c->fd[SIDE_U] = -1;
 	c->fwd_len[0] = c->fwd_len[1] = 0;
@@ -222,11 +231,16 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 	conn_free(l, c);
 }
 
-static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+/* The preread's time, on the clock its start was read from (loop_now in
+ * listen_accept): a loop turn's now is read before the turn's events, so
+ * a read answered in its accept's turn would end before it started. */
+static void preread_done(struct sni_listener *l, struct sni_conn *c)
 {
-	ADD(l->stats.preread_ns, now - c->start);
+	uint64_t now = loop_now(), ns = now > c->start ? now - c->start : 0;
+
+	ADD(l->stats.preread_ns, ns);
 	ADD(l->stats.preread_count, 1);
-	ADD(l->stats.preread_hist[sni_preread_bucket(now - c->start)], 1);
+	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
@@ -315,7 +329,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	uint32_t need = c->pre_len + (uint32_t)d->len;
 
 	if (d->len == 0) {
-		preread_done(l, c, d->now);
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -324,7 +338,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 		uint8_t *p = need <= SNI_PRE_MAX ? realloc(c->pre, PROXY_V2_MAX + need) : NULL;
 
 		if (!p) {
-			preread_done(l, c, d->now);
+			preread_done(l, c);
 			refuse(l, c, SNI_NO_RESOURCES, d->now);
 			return;
 		}
@@ -341,7 +355,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 			conn_free(l, c);
 		return;
 	}
-	preread_done(l, c, d->now);
+	preread_done(l, c);
 	if (res != TLS_HELLO_NAME) {
 		refuse(l, c, hello_result(res), d->now);
 		return;
@@ -362,18 +376,16 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	connect_upstream(l, c, d->now);
 }
 
+/* The header and the preread bytes in one send, from pre itself: the
+ * loop copies nothing, so the send cannot fail for want of a buffer. */
 static void send_pre(struct sni_listener *l, struct sni_conn *c)
 {
-	uint32_t n = c->pre_end - c->pre_off;
-
-	if (n > LOOP_STREAM_CHUNK)
-		n = LOOP_STREAM_CHUNK;
-	if (l->ops->stream_send(l->loop, c->fd[SIDE_U], c->pre + c->pre_off, n,
-				conn_id(l, c, SIDE_U)) < 0) {
+	if (l->ops->stream_send(l->loop, c->fd[SIDE_U], c->pre + c->pre_off,
+				c->pre_end - c->pre_off, conn_id(l, c, SIDE_U)) < 0) {
 		end(l, c, SNI_END_RESET);
 		return;
 	}
-	c->pre_off += n;
+	c->pre_sending = true;
 }
 
 static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint64_t now)
@@ -476,11 +488,15 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	if (!c)
 		return;
 	s = !o; /* the side the bytes were read from */
+	if (c->state == C_GONE) {
+		c->pre_sending = false;
+		conn_free(l, c);
+		return;
+	}
 	if (c->state == C_SENDPRE && o == SIDE_U) {
+		c->pre_sending = false;
 		if (res < 0)
 			end(l, c, SNI_END_RESET);
-		else if (c->pre_off < c->pre_end)
-			send_pre(l, c);
 		else
 			splice_start(l, c);
 		return;
@@ -506,7 +522,7 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 	c->dir[s] &= ~D_READING;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, loop_now());
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -543,7 +559,7 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 		return;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, now);
+		preread_done(l, c);
 		refuse(l, c, SNI_PREREAD_TIMEOUT, now);
 		return;
 	case C_CONNECTING:

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -955,17 +956,18 @@ static void test_stream_sends_with_short_writes_arrive_whole_and_in_order(void *
 {
 	struct sfix *f = s_setup(0, 5);
 	struct slow_read r = { 0 };
-	uint8_t buf[LOOP_STREAM_CHUNK];
+	/* The loop sends from these: each stays until its on_sent. */
+	static uint8_t buf[NSENDS][LOOP_STREAM_CHUNK];
 	pthread_t t;
 
 	(void)state;
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
 	r.fd = f->fd[2];
 	for (unsigned k = 0; k < NSENDS; k++) {
-		fill_send(buf, k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+		fill_send(buf[k], k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
 	}
-	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, LOOP_STREAM_CHUNK + 1, SID_A),
+	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[0], (size_t)INT_MAX + 1, SID_A),
 			 -EMSGSIZE);
 	f->sent_cb = stop_at_nsends;
 	assert_int_equal(pthread_create(&t, NULL, read_late, &r), 0);
@@ -1005,14 +1007,14 @@ static void stop_late(struct sfix *f)
 static void test_stream_del_socket_with_sends_pending_answers_each_once(void **state)
 {
 	struct sfix *f = s_setup(0, 5);
-	uint8_t buf[LOOP_STREAM_CHUNK];
+	static uint8_t buf[NSENDS][LOOP_STREAM_CHUNK];
 	bool cancelled = false;
 
 	(void)state;
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
 	for (unsigned k = 0; k < NSENDS; k++) {
-		fill_send(buf, k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+		fill_send(buf[k], k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
 	}
 	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
 	f->del_cb = del_now;
@@ -1035,6 +1037,68 @@ static void test_stream_del_socket_with_sends_pending_answers_each_once(void **s
 	assert_int_equal(f->after_del, 0);
 	assert_int_equal(f->nstreams, 0);
 	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	s_teardown(f);
+}
+
+#define NMANY 200
+#define MANY_LEN 2000
+#define BIG_LEN (2 * LOOP_STREAM_CHUNK + 100)
+
+static void stop_at_nmany(struct sfix *f, uint32_t id, int res)
+{
+	(void)id;
+	(void)res;
+	if (f->sent == NMANY + 1)
+		ops->stop(f->l);
+}
+
+/* 200 connections each with a send of its own bytes pending at once, and
+ * one send larger than a chunk: every send is taken (the loop once copied
+ * them into 64 chunks and refused the rest with -ENOBUFS), each answers
+ * with its length, the bytes arrive, and no chunk of the pool is used. */
+static void test_stream_many_sends_pending_at_once_are_all_taken(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	static uint8_t buf[NMANY][MANY_LEN], big[BIG_LEN], got[BIG_LEN];
+	int sv[NMANY][2];
+	unsigned ok = 0;
+
+	(void)state;
+	for (unsigned k = 0; k < NMANY; k++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[k]), 0);
+		set_nonblock(sv[k][0]);
+		memset(buf[k], (int)(k & 0xff), MANY_LEN);
+		buf[k][0] = (uint8_t)(k >> 8);
+	}
+	for (size_t i = 0; i < BIG_LEN; i++)
+		big[i] = pattern(i);
+	for (unsigned k = 0; k < NMANY; k++)
+		assert_int_equal(ops->stream_send(f->l, sv[k][0], buf[k], MANY_LEN, SID_A), 0);
+	assert_int_equal(ops->stream_send(f->l, sv[0][0], big, BIG_LEN, SID_B), 0);
+	f->sent_cb = stop_at_nmany;
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->sent, NMANY + 1);
+	assert_int_equal(f->sent_ok, NMANY + 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks_peak), 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->send_nobufs), 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes),
+			 (uint64_t)NMANY * MANY_LEN + BIG_LEN);
+	for (unsigned k = 0; k < NMANY; k++) {
+		uint8_t b[MANY_LEN];
+
+		if (recv(sv[k][1], b, sizeof(b), MSG_WAITALL) == MANY_LEN &&
+		    memcmp(b, buf[k], MANY_LEN) == 0)
+			ok++;
+	}
+	assert_int_equal(ok, NMANY);
+	assert_int_equal(recv(sv[0][1], got, BIG_LEN, MSG_WAITALL), BIG_LEN);
+	assert_memory_equal(got, big, BIG_LEN);
+	for (unsigned k = 0; k < NMANY; k++) {
+		ops->del_socket(f->l, sv[k][0], SID_A);
+		close(sv[k][0]);
+		close(sv[k][1]);
+	}
 	s_teardown(f);
 }
 
@@ -1116,6 +1180,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_relay_4mib_to_a_slow_reader_under_back_pressure),
 	    cmocka_unit_test(test_stream_sends_with_short_writes_arrive_whole_and_in_order),
 	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
+	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),
 	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
 	};
 	struct loop *l;

@@ -543,6 +543,60 @@ static void test_sni_an_idle_splice_is_closed(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 0);
 }
 
+/* A read answered in the loop turn of its accept carries that turn's now,
+ * read before the accept's own clock: the preread's time is still a small
+ * one, in a finite bucket (it once wrapped to 1.8e10 s). */
+static void test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512], buf[LOOP_STREAM_CHUNK];
+	size_t n = hello(h, "a.test");
+	struct loop_dgram d = { .data = buf, .len = n };
+	uint64_t turn = loop_now();
+	int fd = accept_one(f);
+
+	memcpy(buf, h, n);
+	d.now = turn;
+	assert_true(endpoint_stream(&f->ep, last(f->loop.reads, f->loop.nreads)->id, &d));
+	(void)fd;
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 1);
+	assert_true(atomic_load(&f->l.stats.preread_ns) < NS_PER_SEC);
+	assert_int_equal(atomic_load(&f->l.stats.preread_hist[SNI_PREREAD_BUCKETS]), 0);
+}
+
+/* The preread bytes go upstream in one send, from the connection's own
+ * buffer: a connection closed while that send is out keeps the buffer
+ * (and its slot) until the send's on_sent, which del_socket still gives. */
+static void test_sni_a_closed_connection_keeps_its_preread_until_on_sent(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h[512];
+	size_t n;
+	int fd;
+	struct fake_call *s;
+
+	f->conf.idle_timeout_ms = 1000;
+	start(state);
+	fd = accept_one(f);
+	n = hello(h, "a.test");
+	deliver(f, fd, h, n);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s->len, n);
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0),
+				   loop_now() + 2 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_IDLE]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	/* Closed, but the loop may still read the bytes. */
+	assert_memory_equal(s->ptr, h, n);
+	assert_true(atomic_load(&f->l.stats.memory) > 0);
+	assert_true(endpoint_sent(&f->ep, s->id, -ECANCELED));
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	/* And the listener goes on. */
+	fd = accept_one(f);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -566,6 +620,8 @@ int main(void)
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
 		T(test_sni_a_control_route_never_beats_the_files),
 		T(test_sni_an_idle_splice_is_closed),
+		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
+		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
