@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct control {
 	CURL *curl;
 	char hostname[256];
 	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
+	int dfd; /* the state directory, opened once at the start */
 	bool from_env;	    /* the credential came from ETRELAY_CONTROL_TOKEN */
 	bool write_pending; /* enrolled, the state file not written yet */
 	char bootstrap[1024];
@@ -57,64 +59,161 @@ static uint64_t mono_ns(void)
 
 /* State directory and file */
 
-/* The directory must exist (systemd's StateDirectory= makes it) or be
- * made here, and no one but its owner may write it: whoever can replace
- * the credential file can point the relay at routes of their choosing. */
-static int state_dir_check(const char *dir, char *err, size_t errlen)
+/* "uid N (name)" for the messages. */
+static void uid_name(uid_t uid, char *out, size_t outlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		snprintf(out, outlen, "uid %u (%s)", (unsigned)uid, res->pw_name);
+	else
+		snprintf(out, outlen, "uid %u", (unsigned)uid);
+}
+
+/* The name chown(1) takes for uid. */
+static void uid_chown(uid_t uid, char *out, size_t outlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		snprintf(out, outlen, "%s", res->pw_name);
+	else
+		snprintf(out, outlen, "%u", (unsigned)uid);
+}
+
+/* Whoever owns the directory or the file, or may write either, can put a
+ * credential of their choosing there and so point the relay at routes of
+ * their choosing: both must belong to the user etrelay runs as. */
+static int owner_check(const char *what, const char *path, const struct stat *st, char *err,
+		       size_t errlen)
+{
+	char found[300], self[300], name[256];
+	uid_t me = geteuid();
+
+	if (st->st_uid == me)
+		return 0;
+	uid_name(st->st_uid, found, sizeof(found));
+	uid_name(me, self, sizeof(self));
+	uid_chown(me, name, sizeof(name));
+	snprintf(err, errlen,
+		 "%s %s: owned by %s, but etrelay runs as %s: its owner could plant the "
+		 "control-plane credential; check its content, then `chown %s %s`",
+		 what, path, found, self, name, path);
+	return -1;
+}
+
+/* Open the directory (made 0700 when missing; systemd's StateDirectory=
+ * makes it) as c->dfd; the file is then reached only through it, so no
+ * component can be swapped between the checks and the use. The last
+ * component is not followed unless it is a symbolic link that root or
+ * etrelay's user owns (DynamicUser= makes /var/lib/NAME such a link into
+ * /var/lib/private); what is opened must belong to etrelay's user and be
+ * writable by no one else. */
+static int state_dir_open(const char *dir, int *dfd, char *err, size_t errlen)
 {
 	struct stat st;
+	int fd;
 
-	if (stat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	*dfd = -1;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "state-directory %s: %s (create it, mode 700)", dir,
 			 strerror(errno));
 		return -1;
 	}
-	if (stat(dir, &st) < 0) {
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			char found[300];
+
+			uid_name(st.st_uid, found, sizeof(found));
+			snprintf(err, errlen,
+				 "state-directory %s: a symbolic link owned by %s, neither root "
+				 "nor the user etrelay runs as; make it a directory of its own",
+				 dir, found);
+			return -1;
+		}
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "state-directory %s: %s", dir,
+			 errno == ENOTDIR ? "not a directory" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "state-directory %s: %s", dir, strerror(errno));
-		return -1;
+		goto fail;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "state-directory %s: not a directory", dir);
-		return -1;
-	}
+	if (owner_check("state-directory", dir, &st, err, errlen) < 0)
+		goto fail;
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(err, errlen,
 			 "state-directory %s: mode %04o lets %s write it, and so replace the "
 			 "control-plane credential; `chmod 700 %s`",
 			 dir, (unsigned)(st.st_mode & 07777),
 			 st.st_mode & S_IWOTH ? "every user" : "its group", dir);
-		return -1;
+		goto fail;
 	}
+	*dfd = fd;
 	return 0;
+fail:
+	close(fd);
+	return -1;
 }
 
-/* Read the credential file: 1 when read, 0 when there is none, -1 with err. */
+/* Read the credential file: 1 when read, 0 when there is none, -1 with err.
+ * A file that is there but unusable (a link, another owner, readable by
+ * others, not a credential) stops the start: enrolling again would spend
+ * the one-time bootstrap token on a mistake someone must look at. */
 static int state_read(struct control *c, char *err, size_t errlen)
 {
 	char buf[4096], why[256];
 	struct stat st;
 	ssize_t n;
-	int fd = open(c->state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = openat(c->dfd, CONTROL_STATE_FILE,
+			O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 
 	if (fd < 0 && errno == ENOENT)
 		return 0;
+	if (fd < 0 && errno == ELOOP) {
+		snprintf(err, errlen,
+			 "%s: a symbolic link, refused: the credential must be a regular file; "
+			 "`rm %s`, then put the credential file itself there or enrol again",
+			 c->state_path, c->state_path);
+		return -1;
+	}
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
-		snprintf(err, errlen, "%s: %s; `chmod 600 %s`", c->state_path,
-			 !S_ISREG(st.st_mode) ? "not a regular file"
-					      : "others than its owner may use it",
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file; remove it (and enrol again)",
 			 c->state_path);
-		close(fd);
-		return -1;
+		goto fail;
+	}
+	if (owner_check("credential", c->state_path, &st, err, errlen) < 0)
+		goto fail;
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen,
+			 "%s: mode %04o lets %s use the control-plane credential; `chmod 600 %s`",
+			 c->state_path, (unsigned)(st.st_mode & 07777),
+			 st.st_mode & S_IRWXO ? "every user" : "its group", c->state_path);
+		goto fail;
 	}
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n < 0 || (size_t)n == sizeof(buf) ||
 	    ctl_msg_credential(buf, (size_t)n, &c->cred, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s: %s (remove it to enrol again)", c->state_path,
+		snprintf(err, errlen,
+			 "%s: not a usable credential: %s (etrelay does not enrol again by "
+			 "itself; remove the file to enrol with a new bootstrap token)",
+			 c->state_path,
 			 n < 0			    ? strerror(errno)
 			 : (size_t)n == sizeof(buf) ? "too long"
 						    : why);
@@ -123,26 +222,31 @@ static int state_read(struct control *c, char *err, size_t errlen)
 	}
 	explicit_bzero(buf, sizeof(buf));
 	return 1;
+fail:
+	close(fd);
+	return -1;
 }
 
 /* Write the credential whole or not at all: a temporary file, fsync,
- * rename over the old, fsync of the directory. Returns 0 or -errno. */
+ * rename over the old, fsync of the directory, all relative to the
+ * directory opened at the start. Returns 0 or -errno. */
 static int state_write(struct control *c)
 {
-	char tmp[sizeof(c->state_path) + 8];
+	static const char tmp[] = CONTROL_STATE_FILE ".tmp";
 	char *text = ctl_msg_credential_json(&c->cred);
 	size_t len = text ? strlen(text) : 0, off = 0;
-	int fd = -1, dfd, rc = 0;
+	int fd = -1, rc = 0;
+	bool made = false;
 
 	if (!text)
 		return -ENOMEM;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", c->state_path);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	unlinkat(c->dfd, tmp, 0);
+	fd = openat(c->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
 	}
+	made = true;
 	while (off < len) {
 		ssize_t n = write(fd, text + off, len - off);
 
@@ -158,28 +262,22 @@ static int state_write(struct control *c)
 		rc = -errno;
 		goto out;
 	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = -errno;
-		goto out;
-	}
+	rc = close(fd) < 0 ? -errno : 0;
 	fd = -1;
-	if (rename(tmp, c->state_path) < 0) {
+	if (rc < 0)
+		goto out;
+	if (renameat(c->dfd, tmp, c->dfd, CONTROL_STATE_FILE) < 0) {
 		rc = -errno;
 		goto out;
 	}
-	if ((dfd = open(c->cfg.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		if (fsync(dfd) < 0)
-			rc = -errno;
-		close(dfd);
-	}
+	made = false;
+	if (fsync(c->dfd) < 0)
+		rc = -errno;
 out:
-	if (fd >= 0) {
+	if (fd >= 0)
 		close(fd);
-		unlink(tmp);
-	} else if (rc < 0) {
-		unlink(tmp);
-	}
+	if (made)
+		unlinkat(c->dfd, tmp, 0);
 	explicit_bzero(text, len);
 	free(text);
 	return rc;
@@ -261,7 +359,12 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->cfg.timeout_ms);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.timeout_ms);
+	/* A redirect would carry the token to wherever it points: a 3xx is a
+	 * failed call. The peer's certificate and name are checked against the
+	 * system's CA store (libcurl's defaults, set again here on purpose). */
 	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, ua);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
@@ -502,6 +605,8 @@ static void control_free(struct control *c)
 {
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	if (c->dfd >= 0)
+		close(c->dfd);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
 	explicit_bzero(c, sizeof(*c));
@@ -517,6 +622,7 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_condattr_t ca;
+	char host[256];
 	sigset_t all, old;
 	struct control *c;
 	int rc;
@@ -524,13 +630,12 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 	*out = NULL;
 	/* curl_global_init is not thread-safe: here, before the thread. */
 	pthread_once(&once, curl_init_once);
-	if (state_dir_check(cfg->state_dir, err, errlen) < 0)
-		return -1;
 	if (!(c = calloc(1, sizeof(*c)))) {
 		snprintf(err, errlen, "control: %s", strerror(errno));
 		return -1;
 	}
 	c->cfg = *cfg;
+	c->dfd = -1;
 	c->st = cfg->stats;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -538,6 +643,8 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 	pthread_cond_init(&c->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir, CONTROL_STATE_FILE);
+	if (state_dir_open(cfg->state_dir, &c->dfd, err, errlen) < 0)
+		goto fail;
 	if (credential_take(c, err, errlen) < 0)
 		goto fail;
 	if (!(c->curl = curl_easy_init())) {
@@ -553,6 +660,11 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 		 c->from_env   ? "credential from " CONTROL_ENV_TOKEN
 		 : c->enrolled ? "enrolled (credential from the state directory)"
 			       : "not enrolled yet: enrolling with the bootstrap token");
+	if (ctl_url_cleartext_remote(cfg->url, host, sizeof(host)))
+		log_warnx("control: control-url %s is http:// to %s, not a loopback address: "
+			  "the bootstrap and API tokens and the route set cross the network in "
+			  "clear, for anyone on the path to read and change; use https://",
+			  cfg->url, host);
 	/* Signals stay with the packet loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

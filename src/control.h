@@ -43,11 +43,13 @@ struct control_config {
 	struct control_stats *stats; /* initialised by control_start */
 };
 
-/* Check the state directory (made 0700 when missing; refused when its
- * group or others may write it), take the credential (the environment,
- * else the state file, else the bootstrap token file for an enrolment),
- * and start the thread. Returns 0, or -1 with a message naming the fix in
- * err. */
+/* Open the state directory (made 0700 when missing; refused unless it
+ * belongs to the effective uid and no group or other may write it), take
+ * the credential (the environment, else the state file: a regular file of
+ * the same owner, no group or other bits, a valid credential, or the start
+ * is refused; else the bootstrap token file for an enrolment), warn when
+ * an http:// URL leaves the host, and start the thread. Returns 0, or -1
+ * with a message naming the fix in err. */
 int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
 
 /* Stop the thread (an HTTP call under way is cut short) and free. */

@@ -3,10 +3,13 @@
  * fuzzed JSON library rather than a parser of our own. */
 #include "control_msg.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Parse flags: a key twice is an answer no protobuf encoder writes. */
 #define CTL_JSON_FLAGS (JSON_REJECT_DUPLICATES)
@@ -224,4 +227,58 @@ void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen)
 				*s = ' ';
 	}
 	json_decref(root);
+}
+
+/* The authority is what lies between "//" and the next '/', '?' or '#';
+ * its host follows the last '@' (user info) and ends at ':' (the port),
+ * or is the bracketed IPv6 literal. */
+bool ctl_url_cleartext_remote(const char *url, char *host, size_t hostlen)
+{
+	const char *a, *end, *at, *h, *he;
+	char buf[256];
+	size_t n, blen;
+	unsigned char addr[16];
+
+	if (hostlen)
+		host[0] = '\0';
+	if (strncasecmp(url, "http://", 7) != 0)
+		return false;
+	a = url + 7;
+	end = a + strcspn(a, "/?#");
+	h = a;
+	for (at = a; at < end; at++)
+		if (*at == '@')
+			h = at + 1;
+	if (h < end && *h == '[') {
+		h++;
+		he = memchr(h, ']', (size_t)(end - h));
+		if (!he)
+			he = end;
+	} else {
+		he = memchr(h, ':', (size_t)(end - h));
+		if (!he)
+			he = end;
+	}
+	n = (size_t)(he - h);
+	if (hostlen)
+		snprintf(host, hostlen, "%.*s", (int)n, h);
+	if (n >= sizeof(buf))
+		return true;
+	memcpy(buf, h, n);
+	buf[n] = '\0';
+	blen = n;
+	if (strcasecmp(buf, "localhost") == 0 ||
+	    (blen > 10 && strcasecmp(buf + blen - 10, ".localhost") == 0))
+		return false;
+	if (inet_pton(AF_INET, buf, addr) == 1)
+		return addr[0] != 127;
+	if (inet_pton(AF_INET6, buf, addr) == 1) {
+		static const unsigned char lo6[16] = {[15] = 1};
+		static const unsigned char v4m[12] = {[10] = 0xff, [11] = 0xff};
+
+		if (memcmp(addr, lo6, 16) == 0)
+			return false;
+		return !(memcmp(addr, v4m, 12) == 0 && addr[12] == 127);
+	}
+	return true;
 }

@@ -72,4 +72,9 @@ int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t
  * (control characters dropped) in out; "" when body is not one. */
 void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen);
 
+/* True when url is http:// and its host is not a loopback address
+ * (127.0.0.0/8, ::1, localhost, *.localhost): the tokens would cross a
+ * network in clear. The host is copied to host (for the warning). */
+bool ctl_url_cleartext_remote(const char *url, char *host, size_t hostlen);
+
 #endif

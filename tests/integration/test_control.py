@@ -10,7 +10,11 @@ route keep the last set while the relay keeps relaying and answering; each
 result is logged once per change; enrolment backoff doubles from the
 minimum to the cap, and a refused bootstrap token waits the cap; a token
 from ETRELAY_CONTROL_TOKEN skips enrolment; a state directory others may
-write is refused with a clear error."""
+write is refused with a clear error, and so are (exit 78, the control plane
+hearing nothing) a state directory or credential of another owner (as root:
+nobody's), a credential that is a symbolic link, group-readable, or corrupt;
+an http:// URL to another host is warned about once; a 3xx is a failed call
+whose target never sees the token; a self-signed https:// peer is refused."""
 
 import http.server
 import json
@@ -21,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -56,6 +61,7 @@ class ControlPlane:
         self.enroll = "ok"
         self.heartbeat = "ok"
         self.routes = []
+        self.location = None
         self.stop = threading.Event()
         cp = self
 
@@ -69,17 +75,28 @@ class ControlPlane:
                 t = time.monotonic()
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
+                # a proxy's request line names the whole URL
+                path = urllib.parse.urlsplit(self.path).path
                 with cp.lock:
                     cp.requests.append((t, self.path, dict(self.headers), body))
-                    mode = cp.enroll if self.path == ENROLL else cp.heartbeat
+                    mode = cp.enroll if path == ENROLL else cp.heartbeat
                     sets = list(cp.routes)
+                    location = cp.location
                 if mode == "hang":
                     cp.stop.wait(HANG)
                     mode = "ok"
-                if mode == "ok" and self.path == ENROLL:
+                if mode == "ok" and path == ENROLL:
                     self.answer(200, {"relayId": "relay-7", "apiToken": API_TOKEN})
-                elif mode == "ok" and self.path == HEARTBEAT:
+                elif mode == "ok" and path == HEARTBEAT:
                     self.answer(200, {"sniRoutes": sets, "unknownField": {"x": 1}})
+                elif mode == "redirect":
+                    try:
+                        self.send_response(307)
+                        self.send_header("Location", location)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    except OSError:
+                        pass
                 elif mode == "bad_json":
                     self.answer(200, b'{"sniRoutes": [')
                 elif mode == "bad_route":
@@ -374,9 +391,177 @@ def refused_starts(ctx):
     H.check("set control-bootstrap-token-file" in err, f"the error without a credential: {err!r}")
 
 
+NOBODY = 65534
+CRED = "control-credential.json"
+PLANTED = '{"relayId":"evil","apiToken":"PLANTED-' + "p" * 30 + '"}'
+
+
+def planted(d, name, text=PLANTED, mode=0o600):
+    """A state directory d/name (mode 700) holding a credential file."""
+    state = os.path.join(d, name)
+    os.mkdir(state, 0o700)
+    f = os.path.join(state, CRED)
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, text.encode())
+    os.close(fd)
+    os.chmod(f, mode)
+    return state, f
+
+
+def expect_refused(ctx, cp, d, state, what, wants):
+    """etrelay with state refuses to start (78), its error holding each of
+    wants, and the control plane hears nothing: neither the planted
+    credential nor the bootstrap token leaves."""
+    boot = write_token(d, "bootstrap", BOOTSTRAP)
+    args = ["--upstream", "127.0.0.1:9", "--listen", f"127.0.0.1:{H.free_udp_port()}",
+            "--master", "127.0.0.1:9", "--backend", ctx.backend, "--workers", H.WORKERS,
+            "--control-url", cp.url, "--control-bootstrap-token-file", boot,
+            "--control-interval", "200ms", "--state-directory", state]
+    n = len(cp.requests)
+    rc, out, err = H.run_etrelay(ctx, args, env=NO_PROXY, timeout=T(4.0))
+    H.expect_eq(rc, 78, f"exit status with {what} ({err[-600:]!r})")
+    for w in wants:
+        H.check(w in err, f"the error for {what} lacks {w!r}: {err!r}")
+    H.expect_eq(len(cp.requests), n, f"requests to the control plane with {what}")
+
+
+def foreign_owner_refused(ctx):
+    """A state directory or credential file of another user (nobody) is
+    refused when etrelay runs as root, though the modes are tight."""
+    if os.geteuid() != 0:
+        raise H.TestSkip("chown to nobody needs root")
+    d = ctx.tmpdir()
+    cp = control_plane(ctx)
+    # the attack: nobody's directory (755) holding nobody's credential (600)
+    state, f = planted(d, "dir")
+    os.chmod(state, 0o755)
+    os.chown(f, NOBODY, -1)
+    os.chown(state, NOBODY, -1)
+    expect_refused(ctx, cp, d, state, "a directory owned by nobody",
+                   [f"state-directory {state}: owned by uid {NOBODY}", "runs as uid 0",
+                    f"chown root {state}`"])
+    # root's directory, nobody's file
+    state, f = planted(d, "file")
+    os.chown(f, NOBODY, -1)
+    expect_refused(ctx, cp, d, state, "a credential file owned by nobody",
+                   [f"credential {f}: owned by uid {NOBODY}", "runs as uid 0",
+                    f"chown root {f}`"])
+
+
+def unusable_credential_refused(ctx):
+    """A credential file that is a symbolic link, readable by the group, or
+    not a credential stops the start: no enrolment spends the bootstrap
+    token, no heartbeat carries what it holds."""
+    d = ctx.tmpdir()
+    cp = control_plane(ctx)
+    state, f = planted(d, "link")
+    os.rename(f, os.path.join(d, "elsewhere.json"))
+    os.symlink(os.path.join(d, "elsewhere.json"), f)
+    expect_refused(ctx, cp, d, state, "a symbolic link as the credential",
+                   [f"{f}: a symbolic link", f"rm {f}"])
+    state, f = planted(d, "group", mode=0o640)
+    expect_refused(ctx, cp, d, state, "a group-readable credential",
+                   [f"{f}: mode 0640 lets its group use", f"chmod 600 {f}"])
+    state, f = planted(d, "corrupt", text='{"relayId":"relay-7","apiTok')
+    expect_refused(ctx, cp, d, state, "a corrupt credential",
+                   [f"{f}: not a usable credential", "remove the file to enrol"])
+    H.expect_eq(os.path.getsize(f), len('{"relayId":"relay-7","apiTok'),
+                "the corrupt credential's size after the refusal")
+
+
+CLEARTEXT = (r"^control: control-url (\S+) is http:// to (\S+), not a loopback address: "
+             r".*in clear.*use https://$")
+
+
+def cleartext_url_warned(ctx):
+    """An http:// control-url to another host is warned about once at the
+    start; one to loopback is not. libcurl reaches the remote name through
+    the stand-in as its HTTP proxy, so nothing leaves loopback."""
+    d = ctx.tmpdir()
+    cp = control_plane(ctx)
+    gs = ctx.game_server()
+    tokf = write_token(d, "api", "env-" + "e" * 40)
+    env = dict(NO_PROXY)
+    env.update({"http_proxy": cp.url, "no_proxy": None, "NO_PROXY": None,
+                "ETRELAY_CONTROL_TOKEN_FILE": tokf})
+    cp_remote = type("Remote", (), {"url": "http://cp.example.com:8080"})()
+    relay = start(ctx, cp_remote, gs, d, env=env)
+    _, m, _ = relay.wait_for_line(CLEARTEXT, T(3.0))
+    H.expect_eq((m.group(1), m.group(2)), ("http://cp.example.com:8080", "cp.example.com"),
+                "the cleartext warning's URL and host")
+    H.wait_until(lambda: len(cp.requests) >= 3, T(4.0), "three heartbeats through the proxy")
+    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(2.0))
+    H.check(cp.requests[0][1].startswith("http://cp.example.com:8080/"),
+            f"the proxy's request line {cp.requests[0][1]!r}")
+    H.expect_eq(relay.count(CLEARTEXT), 1, "cleartext warnings after three heartbeats")
+    relay.signal(signal.SIGTERM)
+    relay.wait_exit(T(10.0))
+    # loopback: no warning
+    cp2 = control_plane(ctx)
+    relay = start(ctx, cp2, gs, d, env={"ETRELAY_CONTROL_TOKEN_FILE": tokf})
+    relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(3.0))
+    H.expect_eq(relay.count(r"^control: control-url .* is http://"), 0,
+                "cleartext warnings for a loopback control-url")
+    relay.signal(signal.SIGTERM)
+    relay.wait_exit(T(10.0))
+
+
+def redirect_not_followed(ctx):
+    """A 3xx answer is a failed call: the token never reaches the place the
+    Location header names."""
+    d = ctx.tmpdir()
+    boot = write_token(d, "bootstrap", BOOTSTRAP)
+    cp = control_plane(ctx)
+    thief = control_plane(ctx)
+    cp.set(enroll="redirect", heartbeat="redirect", location=thief.url + "/steal")
+    gs = ctx.game_server()
+    relay = start(ctx, cp, gs, d, ["--control-bootstrap-token-file", boot,
+                                   "--control-backoff-min", "200ms",
+                                   "--control-backoff-max", "200ms"])
+    relay.wait_for_line(r"^control: enrolment failed \(HTTP 307\)", T(3.0))
+    H.wait_until(lambda: len(cp.of(ENROLL)) >= 2, T(3.0), "a second enrolment attempt")
+    cp.set(enroll="ok")
+    relay.wait_for_line(r"^control: enrolled as relay relay-7", T(3.0))
+    relay.wait_for_line(r"^control: heartbeat failed \(HTTP 307\)", T(3.0))
+    n = len(cp.of(HEARTBEAT))
+    H.wait_until(lambda: len(cp.of(HEARTBEAT)) >= n + 2, T(3.0), "two more heartbeats")
+    H.expect_eq(len(thief.requests), 0, "requests at the redirect's target")
+    relay.signal(signal.SIGTERM)
+    relay.wait_exit(T(10.0))
+
+
+def tls_peer_verified(ctx):
+    """https:// checks the control plane's certificate against the system's
+    CA store: a self-signed one fails the call before any token is sent."""
+    exe = H.require_tool("openssl")
+    d = ctx.tmpdir()
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    p = subprocess.run([exe, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                        "-keyout", key, "-out", cert], capture_output=True, timeout=20)
+    H.check(p.returncode == 0, f"openssl req: {p.stderr[-500:]!r}")
+    boot = write_token(d, "bootstrap", BOOTSTRAP)
+    cp = control_plane(ctx)
+    import ssl
+    sc = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sc.load_cert_chain(cert, key)
+    cp.server.socket = sc.wrap_socket(cp.server.socket, server_side=True)
+    tls = type("Tls", (), {"url": f"https://{H.LOOPBACK}:{cp.port}"})()
+    gs = ctx.game_server()
+    relay = start(ctx, tls, gs, d, ["--control-bootstrap-token-file", boot])
+    relay.wait_for_line(r"^control: enrolment failed \(.*certificate", T(3.0))
+    H.expect_eq(len(cp.requests), 0, "requests past a self-signed certificate")
+    H.expect_eq(relay.count(r"^control: control-url .* is http://"), 0,
+                "cleartext warnings for https://")
+    relay.signal(signal.SIGTERM)
+    relay.wait_exit(T(10.0))
+
+
 def test(ctx):
     H.run_parts(ctx, [enrol_once_and_route_sets, enrolment_backoff, token_from_environment,
-                      refused_starts])
+                      refused_starts, foreign_owner_refused, unusable_credential_refused,
+                      cleartext_url_warned, redirect_not_followed, tls_peer_verified])
 
 
 if __name__ == "__main__":

@@ -269,6 +269,39 @@ static void test_control_msg_connect_error_is_named(void **state)
 	assert_string_equal(out, "");
 }
 
+static void test_control_msg_cleartext_url_to_another_host_is_named(void **state)
+{
+	static const struct {
+		const char *url, *host;
+		bool remote;
+	} cases[] = {
+	    {"http://cp.example.com", "cp.example.com", true},
+	    {"http://cp.example.com:8080/api", "cp.example.com", true},
+	    {"http://user:pw@10.1.2.3:80", "10.1.2.3", true},
+	    {"http://[2001:db8::1]:8080", "2001:db8::1", true},
+	    {"http://127.0.0.1:18900", "127.0.0.1", false},
+	    {"http://127.9.8.7", "127.9.8.7", false},
+	    {"http://localhost:80/x", "localhost", false},
+	    {"http://cp.LOCALHOST", "cp.LOCALHOST", false},
+	    {"http://[::1]:80", "::1", false},
+	    {"http://[::ffff:127.0.0.1]", "::ffff:127.0.0.1", false},
+	    {"http://a@127.0.0.1@evil.example", "evil.example", true},
+	    {"http://localhost.evil.example", "localhost.evil.example", true},
+	    {"http://128.0.0.1", "128.0.0.1", true},
+	    {"https://cp.example.com", "", false},
+	};
+	char host[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool r = ctl_url_cleartext_remote(cases[i].url, host, sizeof(host));
+
+		if (r != cases[i].remote)
+			fail_msg("%s: %d", cases[i].url, r);
+		assert_string_equal(host, cases[i].host);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +314,7 @@ int main(void)
 	    cmocka_unit_test(test_control_msg_a_malformed_answer_is_refused),
 	    cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
 	    cmocka_unit_test(test_control_msg_connect_error_is_named),
+	    cmocka_unit_test(test_control_msg_cleartext_url_to_another_host_is_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
