@@ -209,6 +209,12 @@ def routes_follow_the_control_plane(ctx):
     cp.set(heartbeat="ok")
     for t in (sb, sf):
         t.close()
+    # Each refusal above was for the name: c.test and three of a.test on
+    # edge; file.test and three of a.test on other.
+    s = H.parse_metrics(H.http_request(ops, "GET", "/metrics").text)
+    H.expect_eq([H.metric_value(s, "etrelay_sni_connections_total", listener=x,
+                                result="unknown_name") for x in ("edge", "other")], [4, 4],
+                "etrelay_sni_connections_total{result=unknown_name} of edge and other")
     ctx.check_relays_alive()
 
 
