@@ -34,98 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-
-
-def hello(name, size=0, sni=True):
-    """A synthetic ClientHello record for name, padded (extension 21) to
-    about size bytes of handshake message; one record up to 16 KiB, more
-    records past it."""
-    exts = b""
-    if sni:
-        n = name.encode()
-        sn = struct.pack("!BH", 0, len(n)) + n
-        exts += struct.pack("!HH", 0, len(sn) + 2) + struct.pack("!H", len(sn)) + sn
-    body = b"\x03\x03" + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
-    pad = max(0, size - 4 - len(body) - 2 - len(exts) - 4)
-    if size:
-        exts += struct.pack("!HH", 21, pad) + b"\x00" * pad
-    body += struct.pack("!H", len(exts)) + exts
-    msg = b"\x01" + struct.pack("!I", len(body))[1:] + body
-    out = b""
-    for i in range(0, len(msg), 16384):
-        part = msg[i:i + 16384]
-        out += b"\x16\x03\x01" + struct.pack("!H", len(part)) + part
-    return out
-
-
-class Backend(threading.Thread):
-    """A TCP echo backend; with proxy, it first reads a PROXY v2 header and
-    records the source address it names."""
-
-    def __init__(self, proxy=False):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(64)
-        self.s.settimeout(0.2)
-        self.port = self.s.getsockname()[1]
-        self.proxy = proxy
-        self.sources = []
-        self.stop = False
-        self.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                c, _ = self.s.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
-
-    def serve(self, c):
-        c.settimeout(20)
-        try:
-            if self.proxy:
-                hdr = self.recv_exact(c, 16)
-                H.check(hdr[:12] == b"\r\n\r\n\x00\r\nQUIT\n", "PROXY v2 signature")
-                rest = self.recv_exact(c, struct.unpack("!H", hdr[14:16])[0])
-                if hdr[13] == 0x11:
-                    src = socket.inet_ntoa(rest[0:4])
-                    sport = struct.unpack("!H", rest[8:10])[0]
-                    self.sources.append((src, sport))
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                c.sendall(b)
-            c.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    @staticmethod
-    def recv_exact(c, n):
-        b = b""
-        while len(b) < n:
-            x = c.recv(n - len(b))
-            if not x:
-                raise OSError("short")
-            b += x
-        return b
-
-
-def refused(port, data, what):
-    """Send data; the relay must send nothing and close: b"" (EOF)."""
-    c = socket.create_connection((H.LOOPBACK, port), timeout=5)
-    c.sendall(data)
-    try:
-        got = c.recv(100)
-    except ConnectionResetError:
-        H.fail(f"{what}: a reset, expected EOF with no byte")
-    finally:
-        c.close()
-    H.expect_eq(got, b"", f"{what}: bytes before EOF")
+from tlsutil import Backend, hello, refused, s_server  # noqa: E402
 
 
 def echo_exact(port, data, what):
@@ -180,25 +89,6 @@ class Sender(threading.Thread):
             c.close()
         except OSError as e:
             self.error = e
-
-
-def make_cert(tmp, cn):
-    key, crt = os.path.join(tmp, cn + ".key"), os.path.join(tmp, cn + ".crt")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", crt,
-                    "-days", "2", "-subj", "/CN=" + cn], check=True, capture_output=True)
-    return key, crt
-
-
-def s_server(ctx, tmp, cn):
-    key, crt = make_cert(tmp, cn)
-    port = H.free_tcp_port()
-    p = subprocess.Popen(["openssl", "s_server", "-accept", f"{H.LOOPBACK}:{port}", "-cert",
-                          crt, "-key", key, "-www", "-quiet"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    ctx.objs.append(type("P", (), {"close": lambda self, p=p: (p.kill(), p.wait())})())
-    return port
 
 
 def metrics(port):
