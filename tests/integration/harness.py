@@ -311,9 +311,12 @@ class Relay:
         fail(f"no etrelay log line matching {regex!r} within {timeout:g} s"
              + (f" ({what})" if what else ""))
 
-    def wait_ready(self, timeout=5.0):
-        """Wait for the 'listening on' line. Exit 69 with --backend io_uring
-        is a skip; any other early exit is a failure."""
+    def wait_ready(self, timeout=None):
+        """Wait for the 'listening on' line (within 5 s, times ETRELAY_SLOW
+        unless given). Exit 69 with --backend io_uring is a skip; any other
+        early exit is a failure."""
+        if timeout is None:
+            timeout = 5.0 * SLOW
         rx = re.compile(self.READY_RE)
         deadline = time.monotonic() + timeout
 
