@@ -817,7 +817,7 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 	/* Values are checked at once against a scratch copy, so a bad flag
 	 * fails before any file is read; they are applied in conf_finish. */
 	conf_defaults(&scratch);
-	cli_layer.masters_replaced = false;
+	memset(&cli_layer, 0, sizeof(cli_layer)); /* every list replaced anew, line 0 */
 	optind = 0; /* full reset, so the parser can run more than once */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:thV", longopts, NULL)) != -1) {

@@ -185,8 +185,9 @@ int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t
 		snprintf(err, errlen, "sniRoutes: not an array");
 		goto fail;
 	}
-	if (count > SNI_ROUTES_MAX) {
-		snprintf(err, errlen, "sniRoutes: %zu routes, at most %u", count, SNI_ROUTES_MAX);
+	if (count > SNI_CONTROL_ROUTES_MAX) {
+		snprintf(err, errlen, "sniRoutes: %zu routes, at most %u", count,
+			 SNI_CONTROL_ROUTES_MAX);
 		goto fail;
 	}
 	if (count && !(out = calloc(count, sizeof(*out)))) {

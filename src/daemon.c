@@ -716,6 +716,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		if ((rc = open_prbe_port(d, i)) != 0)
 			return rc;
 	d->sni.lifecycle = &d->stats.lifecycle;
+	d->sni.nlocal = net_local_addrs(d->sni.local, SNI_LOCAL_MAX);
 	d->sni.publish = sni_publish;
 	d->sni.arg = d;
 	for (unsigned i = 0; i < conf->nsni; i++)

@@ -101,6 +101,7 @@ struct loop_stats {
 	_Atomic uint64_t stream_stalls;      /* stream reads that waited for a free chunk */
 	_Atomic uint64_t stream_rx_bytes;    /* bytes handed up by on_stream */
 	_Atomic uint64_t stream_tx_bytes;    /* bytes stream sends put with the kernel */
+	_Atomic uint64_t accept_pauses;      /* listeners paused: out of fds or memory */
 };
 
 struct loop_conf {
@@ -169,6 +170,12 @@ struct loop_ops {
 	int (*stream_send)(struct loop *l, int fd, const void *buf, size_t len, uint32_t id);
 };
 
+/* A listener whose accept fails for want of fds or memory (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM) stops accepting this long, counted in
+ * accept_pauses (the connections wait in its backlog), rather than retry
+ * at once and spin until fds come back; nginx's accept disable. */
+#define LOOP_ACCEPT_PAUSE_MS 100
+
 /* How long flush may wait for the kernel. */
 #define LOOP_FLUSH_MS 1000
 
@@ -176,7 +183,9 @@ struct loop_ops {
  *
  *   listen(l, fd, id)    fd is a non-blocking socket already listen()ing:
  *                        on_accept(id, newfd) per connection (io_uring: a
- *                        multishot accept; epoll: accept4 until EAGAIN).
+ *                        multishot accept; epoll: accept4 until EAGAIN);
+ *                        out of fds, on_accept(id, -EMFILE...) once and a
+ *                        pause of LOOP_ACCEPT_PAUSE_MS.
  *   connect(l, fd, dst, dstlen, id)  start a connect on non-blocking fd
  *                        (the loop keeps its own copy of dst):
  *                        on_connected(id, 0 or -errno) once.
@@ -202,11 +211,15 @@ struct loop_ops {
  *                        d is the one on_stream handed over, forwarded
  *                        from inside that callback (else -EINVAL; so is
  *                        an EOF's d, which may hold no chunk).
- *   stream_send(l, fd, buf, len, id)  the same for bytes of the caller's
- *                        (len <= LOOP_STREAM_CHUNK, else -EMSGSIZE),
- *                        copied first into one of a few copy chunks kept
- *                        beside the read pool (-ENOBUFS, counted in
- *                        send_nobufs, when none is free).
+ *   stream_send(l, fd, buf, len, id)  the same for len bytes of the
+ *                        caller's (len <= INT_MAX, else -EMSGSIZE), sent
+ *                        from buf itself: the loop copies nothing, so the
+ *                        send needs no buffer of the loop's and is never
+ *                        refused for want of one. buf must stay valid and
+ *                        unchanged until on_sent(id), also after a
+ *                        del_socket (whose on_sent comes later). Only
+ *                        -ENOMEM, when the loop's table of pending sends
+ *                        (grown as needed, never shrunk) cannot grow.
  *                        Sends on one fd leave in the order given: one at
  *                        a time, the next when the one before is all with
  *                        the kernel. on_sent never comes from inside the

@@ -4,6 +4,7 @@
 #include "loop_common.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@ int loop_base_init(struct loop_base *b, const struct loop_handler *h, const stru
 	b->gro = c->gso && gso_supported();
 	b->stream_chunks = c->stream_chunks ? c->stream_chunks : LOOP_STREAM_CHUNKS;
 	timers_init(&b->timers);
+	timer_init(&b->accept_timer, 0);
 	return fdtab_init(&b->fds, c->max_sockets, b->gro ? GSO_ANY : 0);
 }
 
@@ -53,6 +55,18 @@ bool loop_wake_earlier(struct loop_base *b, uint64_t *at)
 	return *at < b->armed;
 }
 
+bool loop_accept_pause(struct loop_base *b, int err)
+{
+	if (err != -EMFILE && err != -ENFILE && err != -ENOBUFS && err != -ENOMEM)
+		return false;
+	STAT_ADD(b->st.accept_pauses, 1);
+	if (!timer_armed(&b->accept_timer) &&
+	    timers_set(&b->timers, &b->accept_timer, loop_now() + LOOP_ACCEPT_PAUSE_MS * NS_PER_MS) <
+		    0)
+		return false; /* no memory for the timer: retry as before */
+	return true;
+}
+
 void loop_turn_end(struct loop_base *b)
 {
 	uint64_t now = loop_now();
@@ -63,6 +77,11 @@ void loop_turn_end(struct loop_base *b)
 	for (uint32_t n = b->timers.n; n > 0 && !b->stop; n--) {
 		if (!(t = timers_pop(&b->timers, now)))
 			break;
+		if (t == &b->accept_timer) {
+			if (b->accept_resume)
+				b->accept_resume((struct loop *)(void *)b);
+			continue;
+		}
 		if (b->h.on_timer)
 			b->h.on_timer(b->h.arg, t->id, now);
 	}
@@ -104,27 +123,27 @@ int streams_ready(struct loop_base *b, void (*recycle)(struct loop *l, uint32_t 
 	if (!x)
 		return -ENOMEM;
 	x->nread = b->stream_chunks;
-	x->ntotal = x->nread + LOOP_STREAM_COPIES;
+	x->nuser = LOOP_STREAM_USER_MIN;
 	/* Untouched chunks cost no memory: an idle pool is address space. */
-	x->arena = mmap(NULL, (size_t)x->ntotal * STREAM_STRIDE, PROT_READ | PROT_WRITE,
+	x->arena = mmap(NULL, (size_t)x->nread * STREAM_STRIDE, PROT_READ | PROT_WRITE,
 			MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
-	x->c = calloc(x->ntotal, sizeof(*x->c));
+	x->c = calloc(x->nread + x->nuser, sizeof(*x->c));
 	x->rfree = calloc(x->nread, sizeof(*x->rfree));
-	x->cfree = calloc(LOOP_STREAM_COPIES, sizeof(*x->cfree));
-	if (x->arena == MAP_FAILED || !x->c || !x->rfree || !x->cfree) {
+	x->ufree = calloc(x->nuser, sizeof(*x->ufree));
+	if (x->arena == MAP_FAILED || !x->c || !x->rfree || !x->ufree) {
 		if (x->arena != MAP_FAILED)
-			munmap(x->arena, (size_t)x->ntotal * STREAM_STRIDE);
+			munmap(x->arena, (size_t)x->nread * STREAM_STRIDE);
 		free(x->c);
 		free(x->rfree);
-		free(x->cfree);
+		free(x->ufree);
 		free(x);
 		return -ENOMEM;
 	}
 	/* Lowest first out of the stacks: fewer pages touched. */
 	for (unsigned i = 0; i < x->nread; i++)
 		x->rfree[x->nrfree++] = x->nread - 1 - i;
-	for (unsigned i = 0; i < LOOP_STREAM_COPIES; i++)
-		x->cfree[x->ncfree++] = x->ntotal - 1 - i;
+	for (unsigned i = 0; i < x->nuser; i++)
+		x->ufree[x->nufree++] = x->nread + x->nuser - 1 - i;
 	x->sfree = STREAM_NONE;
 	x->done_head = x->done_tail = STREAM_NONE;
 	x->recycle = recycle;
@@ -138,7 +157,7 @@ void streams_free(struct loop_base *b)
 
 	if (!x)
 		return;
-	munmap(x->arena, (size_t)x->ntotal * STREAM_STRIDE);
+	munmap(x->arena, (size_t)x->nread * STREAM_STRIDE);
 	for (unsigned i = 0; i < x->ns; i++)
 		free(x->sv[i]);
 	free(x->sv);
@@ -146,7 +165,7 @@ void streams_free(struct loop_base *b)
 	free(x->stalled);
 	free(x->c);
 	free(x->rfree);
-	free(x->cfree);
+	free(x->ufree);
 	free(x);
 	b->sx = NULL;
 }
@@ -259,30 +278,50 @@ void chunk_put(struct loop_base *b, uint32_t c)
 	struct loop_streams *x = b->sx;
 
 	x->c[c].state = CH_FREE;
+	if (c >= x->nread) {
+		x->c[c].data = NULL;
+		x->ufree[x->nufree++] = c;
+		return;
+	}
 	x->inuse--;
 	STAT_SET(b->st.stream_chunks, x->inuse);
-	if (c >= x->nread)
-		x->cfree[x->ncfree++] = c;
-	else
-		x->recycle((struct loop *)(void *)b, c);
+	x->recycle((struct loop *)(void *)b, c);
 }
 
-int stream_copy(struct loop_base *b, const void *buf, size_t len, uint32_t *c)
+/* Twice the user send entries: they are few (one per send pending), and
+ * an index stays an index when c moves. */
+static int user_grow(struct loop_streams *x)
+{
+	unsigned n = 2 * x->nuser;
+	struct lchunk *c = realloc(x->c, (x->nread + (size_t)n) * sizeof(*c));
+	uint32_t *f;
+
+	if (!c)
+		return -ENOMEM;
+	x->c = c;
+	memset(c + x->nread + x->nuser, 0, (n - x->nuser) * sizeof(*c));
+	f = realloc(x->ufree, n * sizeof(*f));
+	if (!f)
+		return -ENOMEM; /* c is larger, the table is not: harmless */
+	x->ufree = f;
+	for (unsigned i = n; i > x->nuser; i--)
+		x->ufree[x->nufree++] = x->nread + i - 1;
+	x->nuser = n;
+	return 0;
+}
+
+int stream_user(struct loop_base *b, const void *buf, size_t len, uint32_t *c)
 {
 	struct loop_streams *x = b->sx;
 
-	if (len > LOOP_STREAM_CHUNK)
+	if (len > INT_MAX)
 		return -EMSGSIZE;
-	if (x->ncfree == 0) {
-		STAT_ADD(b->st.send_nobufs, 1);
-		return -ENOBUFS;
-	}
-	*c = x->cfree[--x->ncfree];
-	chunk_take(b, *c, CH_SEND);
-	memcpy(chunk_base(x, *c) + LOOP_HEADROOM, buf, len);
-	x->c[*c].off = LOOP_HEADROOM;
+	if (x->nufree == 0 && user_grow(x) < 0)
+		return -ENOMEM;
+	*c = x->ufree[--x->nufree];
+	x->c[*c].state = CH_SEND;
+	x->c[*c].data = buf;
 	x->c[*c].len = (uint32_t)len;
-	STAT_ADD(b->st.copies, 1);
 	return 0;
 }
 
@@ -298,7 +337,7 @@ int stream_take(struct loop_base *b, const struct loop_dgram *d, uint32_t *c)
 		return -EINVAL;
 	*c = d->bid;
 	x->c[*c].state = CH_SEND;
-	x->c[*c].off = (uint32_t)(d->data - base);
+	x->c[*c].data = d->data;
 	x->c[*c].len = (uint32_t)d->len;
 	return 0;
 }

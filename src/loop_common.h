@@ -32,6 +32,10 @@ struct loop_base {
 	bool gro;   /* --gso and a kernel with it: trains both ways */
 	unsigned stream_chunks;  /* the stream read pool's size (loop_conf) */
 	struct loop_streams *sx; /* NULL until the first stream op */
+	/* Listeners paused for want of fds (LOOP_ACCEPT_PAUSE_MS): the
+	 * backend's resume takes them all up again when this is due. */
+	struct timer accept_timer;
+	void (*accept_resume)(struct loop *l);
 };
 
 static inline struct loop_base *loop_base(struct loop *l)
@@ -58,6 +62,11 @@ bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dg
  * on every packet a syscall or two SQEs each. */
 bool loop_wake_earlier(struct loop_base *b, uint64_t *at);
 
+/* An accept failed with err (-errno): true when its listener is to pause
+ * (out of fds or memory; counted, accept_timer armed), false when the
+ * backend goes on as before. */
+bool loop_accept_pause(struct loop_base *b, int err);
+
 /* The end of a loop turn: every timer due, in deadline order (at most as
  * many as were armed: one re-armed into the past may wait for the next
  * turn). */
@@ -82,10 +91,12 @@ static inline int loop_copy_check(size_t len)
 
 /* Streams: state both backends keep the same way. A stream is a slot
  * (fd, what is armed, its send queue); a chunk is LOOP_STREAM_CHUNK bytes
- * of the pool with LOOP_HEADROOM in front. Chunks [0, nread) are the read
- * pool, the rest copies for stream_send. A send waits in its chunk: the
- * queue of a stream and the list of finished sends chain chunks. */
-#define LOOP_STREAM_COPIES 64
+ * of the pool with LOOP_HEADROOM in front. Entries [0, nread) of c are the
+ * read pool's chunks; the rest, a table that grows (never shrinks) as
+ * more are pending at once, describe stream_send's sends of the caller's
+ * own bytes. A send waits in its entry: the queue of a stream and the list
+ * of finished sends chain entries. */
+#define LOOP_STREAM_USER_MIN 64 /* the user send table's first size */
 #define STREAM_STRIDE (LOOP_HEADROOM + LOOP_STREAM_CHUNK)
 #define STREAM_NONE UINT32_MAX
 
@@ -95,6 +106,7 @@ enum {
 	SF_CONNECT = 4,  /* connect under way */
 	SF_STALLED = 8,  /* the read waits for a free chunk */
 	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
+	SF_PAUSED = 32,  /* listening, paused: out of fds (loop_accept_pause) */
 };
 
 enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };
@@ -114,7 +126,8 @@ struct lstream {
 
 struct lchunk {
 	uint32_t next; /* in a send queue or the finished list */
-	uint32_t off, len, done;
+	const uint8_t *data; /* a send's bytes: in the chunk, or the caller's */
+	uint32_t len, done;
 	uint32_t id;
 	int res;
 	uint8_t state;
@@ -122,10 +135,10 @@ struct lchunk {
 
 struct loop_streams {
 	uint8_t *arena;
-	unsigned nread, ntotal;
+	unsigned nread, nuser; /* c holds nread + nuser entries */
 	struct lchunk *c;
-	uint32_t *rfree, *cfree; /* free read chunks (epoll), free copies */
-	unsigned nrfree, ncfree;
+	uint32_t *rfree, *ufree; /* free read chunks (epoll), free user sends */
+	unsigned nrfree, nufree;
 	unsigned inuse;
 	struct lstream **sv; /* by slot */
 	unsigned ns, scap;
@@ -156,13 +169,15 @@ static inline uint8_t *chunk_base(const struct loop_streams *x, uint32_t c)
 	return x->arena + (size_t)c * STREAM_STRIDE;
 }
 
-/* Chunk c leaves the pool (state st) / comes back to it. */
+/* Read chunk c leaves the pool (state st) / comes back to it; a user
+ * send's entry comes back to its table. */
 void chunk_take(struct loop_base *b, uint32_t c, uint8_t st);
 void chunk_put(struct loop_base *b, uint32_t c);
 
-/* A copy chunk holding buf (len <= LOOP_STREAM_CHUNK), or -ENOBUFS /
- * -EMSGSIZE. */
-int stream_copy(struct loop_base *b, const void *buf, size_t len, uint32_t *c);
+/* An entry for a send of the caller's len bytes at buf, sent from there
+ * (no copy): 0, -EMSGSIZE over INT_MAX, or -ENOMEM when the table cannot
+ * grow. Entries of c may move: hold no pointer into it across this. */
+int stream_user(struct loop_base *b, const void *buf, size_t len, uint32_t *c);
 /* The chunk d names when on_stream may hand it on, else -EINVAL. */
 int stream_take(struct loop_base *b, const struct loop_dgram *d, uint32_t *c);
 

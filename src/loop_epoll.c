@@ -66,6 +66,8 @@ static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
 	return flags | (uint64_t)(uint32_t)fd << 32 | id;
 }
 
+static void s_accept_resume(struct loop *l);
+
 static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
 {
@@ -90,6 +92,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;
 	}
+	l->b.accept_resume = s_accept_resume;
 	ev.data.u64 = ev_data(l->tfd, 0, EV_TIMER);
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->tfd, &ev) < 0) {
 		err = -errno;
@@ -425,7 +428,8 @@ static void s_sync(struct loop *l, struct lstream *s)
 	int op;
 
 	if (!(s->flags & SF_DEAD)) {
-		if ((s->flags & SF_ACCEPT) || (s->flags & (SF_READ | SF_STALLED)) == SF_READ)
+		if ((s->flags & (SF_ACCEPT | SF_PAUSED)) == SF_ACCEPT ||
+		    (s->flags & (SF_READ | SF_STALLED)) == SF_READ)
 			want |= EPOLLIN;
 		if ((s->flags & SF_CONNECT) || s->qhead != STREAM_NONE)
 			want |= EPOLLOUT;
@@ -468,7 +472,7 @@ static void s_write(struct loop *l, struct lstream *s)
 
 	while ((c = s->qhead) != STREAM_NONE) {
 		struct lchunk *ch = &x->c[c];
-		ssize_t n = send(s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
+		ssize_t n = send(s->fd, ch->data + ch->done, ch->len - ch->done,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
@@ -510,10 +514,35 @@ static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
 			continue;
 		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
-		/* An error (EMFILE...) once per turn: the listener stays. */
-		l->b.h.on_accept(l->b.h.arg, s->acc_id, fd < 0 ? -errno : fd);
+		/* An error once per turn: the listener stays; out of fds it
+		 * pauses (out of the epoll set until accept_resume), else
+		 * level-triggered EPOLLIN would wake us at once, for ever. */
+		if (fd < 0) {
+			int err = -errno;
+
+			if (loop_accept_pause(&l->b, err))
+				s->flags |= SF_PAUSED;
+			l->b.h.on_accept(l->b.h.arg, s->acc_id, err);
+			return;
+		}
+		l->b.h.on_accept(l->b.h.arg, s->acc_id, fd);
 		if (fd < 0 || s->gen != gen || !(s->flags & SF_ACCEPT))
 			return;
+	}
+}
+
+/* The pause is over: every paused listener takes EPOLLIN again. */
+static void s_accept_resume(struct loop *l)
+{
+	struct loop_streams *x = l->b.sx;
+
+	for (unsigned i = 0; x && i < x->ns; i++) {
+		struct lstream *s = x->sv[i];
+
+		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
+			s->flags &= (uint8_t)~SF_PAUSED;
+			s_sync(l, s);
+		}
 	}
 }
 
@@ -688,7 +717,7 @@ static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, u
 
 	if (!s)
 		return err;
-	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
 		return err;
 	s_queue(l, s, c, id);
 	return 0;

@@ -176,6 +176,8 @@ static void explain(char *why, size_t whylen, const char *what, int err)
 	snprintf(why, whylen, "%s: %s%s", what, strerror(-err), hint);
 }
 
+static void ur_accept_resume(struct loop *l);
+
 static int ur_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
 {
@@ -259,6 +261,7 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "fd table: out of memory");
 		goto fail_mem;
 	}
+	l->b.accept_resume = ur_accept_resume;
 	*lp = l;
 	return 0;
 fail_mem:
@@ -870,8 +873,7 @@ static int arm_ssend(struct loop *l, struct lstream *s)
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_send(sqe, s->fd, chunk_base(x, c) + ch->off + ch->done, ch->len - ch->done,
-			   MSG_NOSIGNAL);
+	io_uring_prep_send(sqe, s->fd, ch->data + ch->done, ch->len - ch->done, MSG_NOSIGNAL);
 	io_uring_sqe_set_data64(sqe, UD(OP_SSEND, s->slot, c));
 	s->inflight++;
 	l->ssending++;
@@ -978,7 +980,7 @@ static int ur_stream_send(struct loop *l, int fd, const void *buf, size_t len, u
 
 	if (!s)
 		return err;
-	if ((err = stream_copy(&l->b, buf, len, &c)) < 0)
+	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
 		return err;
 	if ((err = s_queue(l, s, c, id)) < 0)
 		chunk_put(&l->b, c);
@@ -1000,12 +1002,32 @@ static void on_saccept(struct loop *l, struct lstream *s, struct io_uring_cqe *c
 		s_release(l, s);
 		return;
 	}
+	/* Out of fds the multishot ends: re-armed at once it would fail at
+	 * once, for ever. The listener pauses (accept_resume re-arms it). */
+	if (!more && cqe->res < 0 && loop_accept_pause(&l->b, cqe->res))
+		s->flags |= SF_PAUSED;
 	if (cqe->res != -ECANCELED)
 		l->b.h.on_accept(l->b.h.arg, s->acc_id, cqe->res);
-	/* The multishot ended (an error such as EMFILE, or the kernel's
-	 * choice): the listener stays armed, so arm it again. */
-	if (!more && s->gen == gen && !(s->flags & (SF_DEAD | SF_ACCEPT)))
+	/* The multishot ended (an error, or the kernel's choice): the
+	 * listener stays armed, so arm it again. */
+	if (!more && s->gen == gen && !(s->flags & (SF_DEAD | SF_ACCEPT | SF_PAUSED)))
 		arm_accept(l, s);
+}
+
+/* The pause is over: every paused listener's accept is armed again. */
+static void ur_accept_resume(struct loop *l)
+{
+	struct loop_streams *x = l->b.sx;
+
+	for (unsigned i = 0; x && i < x->ns; i++) {
+		struct lstream *s = x->sv[i];
+
+		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
+			s->flags &= (uint8_t)~SF_PAUSED;
+			if (!(s->flags & SF_ACCEPT))
+				arm_accept(l, s);
+		}
+	}
 }
 
 static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe, uint64_t now)

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
+#include "net.h"
 #include "ops.h"
 #include "resolver.h"
 #include "sni.h"
@@ -73,6 +74,48 @@ static int resolve_sni(const struct etr_conf *c, struct sni_route *out[CONF_SNI_
 		}
 	}
 	return 0;
+}
+
+/* A route whose upstream is one of the SNI listeners (or, on a wildcard
+ * listener's port, an address of this host) would chain connections until
+ * the caps run out: refused, naming its line. Without resolved (-t, and
+ * before the names are resolved) only numeric upstreams are checked.
+ * Returns 0 or -1 (written to stderr). */
+static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved)
+{
+	union etr_sockaddr local[SNI_LOCAL_MAX], up;
+	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
+	char hp[ADDR_HOSTLEN + 8], a[ADDR_STRLEN], where[CONF_NAME_MAX + 300];
+	int rc = 0;
+
+	for (unsigned i = 0; i < c->nsni; i++) {
+		for (unsigned j = 0; j < c->sni[i].nroutes; j++) {
+			const struct sni_route_conf *r = &c->sni[i].routes[j];
+
+			addr_hostport(r->host, r->port, hp);
+			if (resolved && resolved[i])
+				up = resolved[i][j].upstream;
+			else if (addr_parse_numeric(hp, &up) < 0)
+				continue;
+			if (r->line)
+				snprintf(where, sizeof(where), "%s:%u: sni %s", c->path ? c->path : "",
+					 r->line, c->sni[i].name);
+			else
+				snprintf(where, sizeof(where), "etrelay: sni-route");
+			for (unsigned k = 0; k < c->nsni; k++) {
+				if (!sni_route_loops(&up, &c->sni[k].listen, local, nlocal))
+					continue;
+				fprintf(stderr,
+					"%s: route %s: upstream %s is the SNI listener %s (%s): a "
+					"loop\n",
+					where, r->name, hp, c->sni[k].name,
+					addr_str(&c->sni[k].listen.sa, a));
+				rc = -1;
+				break;
+			}
+		}
+	}
+	return rc;
 }
 
 /* Parse argv and the file; returns 0 or the exit status. */
@@ -141,6 +184,8 @@ int main(int argc, char **argv)
 		log_warnx("ops plane: %s", err);
 		return EXIT_CONFIG;
 	}
+	if (sni_loops(&conf, NULL) < 0)
+		return EXIT_CONFIG;
 	if (conf.test)
 		return check_run(&conf);
 
@@ -154,8 +199,11 @@ int main(int argc, char **argv)
 	 * listener must not leave a session without its socket. */
 	if (conf.ops_enabled)
 		need += OPS_FDS_MAX;
-	/* An SNI connection holds two sockets; refused ones linger in a
-	 * quarter more. */
+	/* An SNI connection holds two sockets, a refused one lingering one
+	 * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count
+	 * across the workers, so this holds whatever the workers' tables:
+	 * a worker's slots are memory, its sockets come out of these; one
+	 * more per worker for a connection closed as it is accepted. */
 	for (unsigned i = 0; i < conf.nsni; i++)
 		need += 2ull * (conf.sni[i].max_connections + conf.sni[i].max_connections / 4) +
 			daemon_workers_wanted(&conf);
@@ -175,6 +223,10 @@ int main(int argc, char **argv)
 			return EXIT_FAILURE;
 	if (resolve_sni(&conf, sni_routes) < 0) {
 		rc = EXIT_FAILURE;
+		goto out;
+	}
+	if (sni_loops(&conf, sni_routes) < 0) {
+		rc = EXIT_CONFIG;
 		goto out;
 	}
 	rc = daemon_open(&d, &conf, upstream, sni_routes);

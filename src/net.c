@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -192,4 +193,23 @@ uint64_t net_random64(void)
 		    0x9e3779b97f4a7c15ull;
 	}
 	return v;
+}
+
+size_t net_local_addrs(union etr_sockaddr *out, size_t max)
+{
+	struct ifaddrs *all, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&all) < 0)
+		return 0;
+	for (i = all; i && n < max; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			memcpy(&out[n++].in, i->ifa_addr, sizeof(struct sockaddr_in));
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			memcpy(&out[n++].in6, i->ifa_addr, sizeof(struct sockaddr_in6));
+	}
+	freeifaddrs(all);
+	return n;
 }

@@ -49,6 +49,10 @@ int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t m
 /* The local port of a bound socket, 0 if unknown. */
 uint16_t net_local_port(int fd);
 
+/* The host's interface addresses (IPv4 and IPv6, port 0), at most max of
+ * them in out: how many, or 0 when getifaddrs fails. */
+size_t net_local_addrs(union etr_sockaddr *out, size_t max);
+
 /* Send buf now (dst NULL on a connected socket). Returns 0 or -errno. */
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len);
 

@@ -393,6 +393,10 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 	family(f, "etrelay_stream_read_stalls_total", "counter",
 	       "Stream reads that waited for a free chunk.");
 	sample(f, "etrelay_stream_read_stalls_total", NO_LABELS, LOOP_SUM(stream_stalls));
+	family(f, "etrelay_accept_pauses_total", "counter",
+	       "Times a TCP listener stopped accepting for 100 ms: out of file descriptors or "
+	       "memory (EMFILE, ENFILE...).");
+	sample(f, "etrelay_accept_pauses_total", NO_LABELS, LOOP_SUM(accept_pauses));
 	family(f, "etrelay_stream_received_bytes_total", "counter",
 	       "Bytes received on TCP streams.");
 	sample(f, "etrelay_stream_received_bytes_total", NO_LABELS, LOOP_SUM(stream_rx_bytes));

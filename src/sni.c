@@ -11,6 +11,8 @@
  *   LINGER     refused: our side shut, the client's bytes read and dropped
  *              until its EOF, so that the close is a FIN and not a reset
  *                                                      SNI_LINGER
+ *   GONE       closed while the loop still sends from its preread buffer:
+ *              the slot and the buffer wait for that send's on_sent
  * Back-pressure is the loop's one-shot stream_read: a side is read again
  * only when its last chunk left through the other, so a connection holds
  * at most one chunk per direction. */
@@ -47,7 +49,7 @@ _Static_assert(CONF_SNI_CONNECTIONS_LIMIT + CONF_SNI_CONNECTIONS_LIMIT / 4 + 16 
 	       "connection index bits");
 _Static_assert(ENDPOINT_REF_BITS == 24, "ref layout");
 
-enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER };
+enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER, C_GONE };
 enum { SIDE_C = 0, SIDE_U = 1 };
 /* Per direction, indexed by the side read from. */
 #define D_READING 1u /* a stream_read is out on this side */
@@ -58,6 +60,7 @@ struct sni_conn {
 	uint8_t state, gen;
 	uint8_t dir[2];
 	bool counted, ip_counted, in_preread, proxy;
+	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
 	uint32_t next_free;
 	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
@@ -132,15 +135,17 @@ static void free_pre(struct sni_listener *l, struct sni_conn *c)
 	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
 }
 
-/* Give back what the connection holds of the caps. */
-static void uncount(struct sni_listener *l, struct sni_conn *c)
+/* Give back what the connection holds of the caps; its source's count
+ * only with ip (a lingering connection keeps it: one address cannot hold
+ * more sockets, lingering or not, than max-connections-per-ip). */
+static void uncount(struct sni_listener *l, struct sni_conn *c, bool ip)
 {
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
 		c->in_preread = false;
 	}
-	if (c->ip_counted) {
+	if (ip && c->ip_counted) {
 		sni_shared_ip_put(l->sh, &c->peer);
 		c->ip_counted = false;
 	}
@@ -167,14 +172,22 @@ static void conn_free(struct sni_listener *l, struct sni_conn *c)
 	l->ops->timer_cancel(l->loop, &c->timer);
 	close_side(l, c, SIDE_C);
 	close_side(l, c, SIDE_U);
-	uncount(l, c);
-	free_pre(l, c);
+	uncount(l, c, true);
 	for (int s = 0; s < 2; s++) {
 		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
 	}
-	if (c->state == C_LINGER)
+	if (c->state == C_LINGER) {
 		SUB(l->stats.lingering, 1);
+		SUB(l->sh->lingering, 1);
+	}
+	if (c->pre_sending) {
+		/* stream_send sends from pre itself: it stays until that
+		 * send's on_sent, which comes after del_socket too. */
+		c->state = C_GONE;
+		return;
+	}
+	free_pre(l, c);
 	c->state = C_FREE;
 	c->gen++;
 	/* FIFO: a slot just freed is reused last, so its generation wraps
@@ -200,7 +213,7 @@ static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 	l->free_head = c->next_free;
 	c->state = C_PREREAD;
 	c->dir[0] = c->dir[1] = 0;
-	c->counted = c->ip_counted = c->in_preread = c->proxy = false;
+	c->counted = c->ip_counted = c->in_preread = c->proxy = c->pre_sending = false;
 	c->fd[SIDE_C] = fd;
 	c->fd[SIDE_U] = -1;
 	c->fwd_len[0] = c->fwd_len[1] = 0;
@@ -218,11 +231,16 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 	conn_free(l, c);
 }
 
-static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+/* The preread's time, on the clock its start was read from (loop_now in
+ * listen_accept): a loop turn's now is read before the turn's events, so
+ * a read answered in its accept's turn would end before it started. */
+static void preread_done(struct sni_listener *l, struct sni_conn *c)
 {
-	ADD(l->stats.preread_ns, now - c->start);
+	uint64_t now = loop_now(), ns = now > c->start ? now - c->start : 0;
+
+	ADD(l->stats.preread_ns, ns);
 	ADD(l->stats.preread_count, 1);
-	ADD(l->stats.preread_hist[sni_preread_bucket(now - c->start)], 1);
+	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
 	if (c->in_preread) {
 		SUB(l->sh->preread, 1);
 		SUB(l->stats.preread, 1);
@@ -230,16 +248,34 @@ static void preread_done(struct sni_listener *l, struct sni_conn *c, uint64_t no
 	}
 }
 
+/* Refuse at once: close without a byte and without a linger (a client
+ * whose bytes arrived reads a reset). A refusal by a cap: it holds no
+ * socket, so no address can fill the listener's slots with refusals. */
+static void refuse_now(struct sni_listener *l, struct sni_conn *c, enum sni_result why)
+{
+	ADD(l->stats.result[why], 1);
+	log_debug("sni %s: refused (%s), closed at once", l->conf->name, sni_result_name(why));
+	shutdown(c->fd[SIDE_C], SHUT_WR);
+	conn_free(l, c);
+}
+
 /* Refuse without a byte: shut our side, read and drop what the client
- * still sends until its EOF (or the linger ends), then close. */
+ * still sends until its EOF (or the linger ends), then close. A lingering
+ * connection still counts for its source (max-connections-per-ip) and for
+ * the listener's SNI_LINGER_MAX; past that it is closed at once. */
 static void refuse(struct sni_listener *l, struct sni_conn *c, enum sni_result why, uint64_t now)
 {
 	ADD(l->stats.result[why], 1);
 	log_debug("sni %s: refused (%s)", l->conf->name, sni_result_name(why));
-	uncount(l, c);
+	uncount(l, c, false);
 	free_pre(l, c);
 	close_side(l, c, SIDE_U);
 	shutdown(c->fd[SIDE_C], SHUT_WR);
+	if (ADD(l->sh->lingering, 1) >= SNI_LINGER_MAX(l->conf->max_connections)) {
+		SUB(l->sh->lingering, 1);
+		conn_free(l, c);
+		return;
+	}
 	c->state = C_LINGER;
 	ADD(l->stats.lingering, 1);
 	arm(l, c, now + SNI_LINGER);
@@ -293,7 +329,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	uint32_t need = c->pre_len + (uint32_t)d->len;
 
 	if (d->len == 0) {
-		preread_done(l, c, d->now);
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -302,7 +338,7 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 		uint8_t *p = need <= SNI_PRE_MAX ? realloc(c->pre, PROXY_V2_MAX + need) : NULL;
 
 		if (!p) {
-			preread_done(l, c, d->now);
+			preread_done(l, c);
 			refuse(l, c, SNI_NO_RESOURCES, d->now);
 			return;
 		}
@@ -319,9 +355,15 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 			conn_free(l, c);
 		return;
 	}
-	preread_done(l, c, d->now);
+	preread_done(l, c);
 	if (res != TLS_HELLO_NAME) {
 		refuse(l, c, hello_result(res), d->now);
+		return;
+	}
+	/* Again now: a drain that began while the hello was read (the
+	 * process's lifecycle, not a copy) splices nothing new. */
+	if (draining(l)) {
+		refuse(l, c, SNI_DRAINING, d->now);
 		return;
 	}
 	r = sni_routes_lookup(l->routes, c->hello.name, c->hello.name_len);
@@ -334,18 +376,16 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 	connect_upstream(l, c, d->now);
 }
 
+/* The header and the preread bytes in one send, from pre itself: the
+ * loop copies nothing, so the send cannot fail for want of a buffer. */
 static void send_pre(struct sni_listener *l, struct sni_conn *c)
 {
-	uint32_t n = c->pre_end - c->pre_off;
-
-	if (n > LOOP_STREAM_CHUNK)
-		n = LOOP_STREAM_CHUNK;
-	if (l->ops->stream_send(l->loop, c->fd[SIDE_U], c->pre + c->pre_off, n,
-				conn_id(l, c, SIDE_U)) < 0) {
+	if (l->ops->stream_send(l->loop, c->fd[SIDE_U], c->pre + c->pre_off,
+				c->pre_end - c->pre_off, conn_id(l, c, SIDE_U)) < 0) {
 		end(l, c, SNI_END_RESET);
 		return;
 	}
-	c->pre_off += n;
+	c->pre_sending = true;
 }
 
 static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint64_t now)
@@ -448,11 +488,15 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	if (!c)
 		return;
 	s = !o; /* the side the bytes were read from */
+	if (c->state == C_GONE) {
+		c->pre_sending = false;
+		conn_free(l, c);
+		return;
+	}
 	if (c->state == C_SENDPRE && o == SIDE_U) {
+		c->pre_sending = false;
 		if (res < 0)
 			end(l, c, SNI_END_RESET);
-		else if (c->pre_off < c->pre_end)
-			send_pre(l, c);
 		else
 			splice_start(l, c);
 		return;
@@ -478,7 +522,7 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 	c->dir[s] &= ~D_READING;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, loop_now());
+		preread_done(l, c);
 		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		conn_free(l, c);
 		return;
@@ -515,7 +559,7 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 		return;
 	switch (c->state) {
 	case C_PREREAD:
-		preread_done(l, c, now);
+		preread_done(l, c);
 		refuse(l, c, SNI_PREREAD_TIMEOUT, now);
 		return;
 	case C_CONNECTING:
@@ -568,25 +612,27 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 		return;
 	}
 	c->peer = peer;
+	/* The source first: whatever follows (a linger too) counts for it,
+	 * and a source over its cap is closed at once. */
+	if (!sni_shared_ip_take(l->sh, &peer)) {
+		refuse_now(l, c, SNI_CAP_PER_IP);
+		return;
+	}
+	c->ip_counted = true;
 	if (draining(l)) {
 		refuse(l, c, SNI_DRAINING, now);
 		return;
 	}
 	if (ADD(l->sh->active, 1) >= l->conf->max_connections) {
 		SUB(l->sh->active, 1);
-		refuse(l, c, SNI_CAP_CONNECTIONS, now);
+		refuse_now(l, c, SNI_CAP_CONNECTIONS);
 		return;
 	}
 	c->counted = true;
 	ADD(l->stats.active, 1);
-	if (!sni_shared_ip_take(l->sh, &peer)) {
-		refuse(l, c, SNI_CAP_PER_IP, now);
-		return;
-	}
-	c->ip_counted = true;
 	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
 		SUB(l->sh->preread, 1);
-		refuse(l, c, SNI_CAP_PREREAD, now);
+		refuse_now(l, c, SNI_CAP_PREREAD);
 		return;
 	}
 	c->in_preread = true;
@@ -615,7 +661,11 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 {
 	const struct sni_conf *conf = all->l[i].conf;
 	char a[ADDR_STRLEN];
-	uint32_t n = conf->max_connections + conf->max_connections / 4 + 16;
+	/* Every worker may get every connection (reuseport hashes), so each
+	 * has room for them all: max-connections and SNI_LINGER_MAX, both
+	 * counted across the workers (and so the fds main.c reserves), and a
+	 * margin for connections closed as they are accepted. */
+	uint32_t n = conf->max_connections + SNI_LINGER_MAX(conf->max_connections) + 16;
 
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;

@@ -85,6 +85,16 @@ struct sni_stats {
 	_Atomic uint32_t lingering; /* refused, draining the client's bytes */
 };
 
+/* Refused connections that may linger at once, across a listener's
+ * workers: a quarter of max-connections. Past it a refusal closes at once
+ * (a client that sent bytes then reads a reset). With the caps across the
+ * workers this bounds the listener's sockets: 2 per connection and 1 per
+ * lingering one, whatever the number of workers. */
+#define SNI_LINGER_MAX(max_connections) ((max_connections) / 4)
+
+/* Host addresses kept for the loop check. */
+#define SNI_LOCAL_MAX 64
+
 /* How many retired route tables may wait for a worker to let go. */
 #define SNI_RETIRED_MAX 16
 
@@ -105,6 +115,7 @@ struct sni_lshared {
 	_Atomic uint32_t nroutes;
 	/* Caps across the workers. */
 	_Atomic uint32_t active, preread;
+	_Atomic uint32_t lingering; /* refused connections lingering (SNI_LINGER_MAX) */
 	struct {
 		uint8_t key[16];
 		uint32_t count; /* 0: free */
@@ -123,7 +134,15 @@ struct sni_shared {
 	 * worker to take it (sni_listener_take_routes). */
 	void (*publish)(struct sni_shared *sh);
 	void *arg;
+	/* The host's addresses (net_local_addrs at start): a control-plane
+	 * route to one of them on a wildcard listener's port is a loop. */
+	union etr_sockaddr local[SNI_LOCAL_MAX];
+	size_t nlocal;
 };
+
+/* Whether upstream up would loop back to one of sh's listeners: its
+ * index, or -1. */
+int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up);
 
 /* Set up listener i of sh from c with the config file's routes (resolved:
  * n of them). Returns 0, or -1 with why in err (a bad or duplicate route). */
@@ -132,9 +151,11 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 		    size_t errlen);
 
 /* Replace the control plane's routes of every listener with list (n
- * routes; a name the config file routes too stays the file's, logged
- * once). Safe from any thread. Returns 0, or -1 with why in err (nothing
- * changed then). */
+ * routes, at most SNI_CONTROL_ROUTES_MAX; none back to a listener; a name
+ * the config file routes too stays the file's, logged once). From one
+ * thread at a time (the control thread): the tables are built outside the
+ * lock the workers take, and swapped under it. Returns 0, or -1 with why
+ * in err (nothing changed then). */
 int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
 			   char *err, size_t errlen);
 

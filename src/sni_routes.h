@@ -34,6 +34,11 @@
 /* Most routes in one table. */
 #define SNI_ROUTES_MAX (1u << 20)
 
+/* Most routes in one control-plane set: a bigger set is refused whole
+ * (the heartbeat fails, the set in force stays). Building a table is
+ * linear, but a million routes took 2 GB and seconds. */
+#define SNI_CONTROL_ROUTES_MAX 10000u
+
 /* Longest route name: a host name, or "*." and a suffix of up to
  * TLS_NAME_MAX - 2 (so that a name under it can still exist). */
 #define SNI_ROUTE_NAME_MAX TLS_NAME_MAX
@@ -60,6 +65,14 @@ const struct sni_route *sni_routes_lookup(const struct sni_routes *t, const char
 
 /* Routes in the table. */
 size_t sni_routes_count(const struct sni_routes *t);
+
+/* True when a connection to upstream up would come back to a listener
+ * bound to listen: the same port, and the same address, or listen is a
+ * wildcard (0.0.0.0, ::) and up an address of this host (loopback,
+ * unspecified, or one of local[0..nlocal), the host's interfaces). A route
+ * that loops would chain connections until the caps run out. */
+bool sni_route_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
+		     const union etr_sockaddr *local, size_t nlocal);
 
 /* Release a table (NULL is fine). */
 void sni_routes_free(struct sni_routes *t);

@@ -133,7 +133,10 @@ static void collect(struct sni_lshared *l, unsigned nworkers)
 }
 
 /* Listener l's table from its file routes and ctl (n), the file's winning
- * a name in both. Under l->lock. */
+ * a name in both. Not under l->lock, so that accepts (sni_shared_ip_take)
+ * never wait for a build: it reads the file's routes (fixed at start) and
+ * the control plane's (written only by sni_set_control_routes, which the
+ * control thread alone calls). */
 static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
 		 struct sni_routes **out, char *err, size_t errlen)
 {
@@ -171,6 +174,14 @@ static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
 	return rc < 0 ? -1 : 0;
 }
 
+int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up)
+{
+	for (unsigned i = 0; i < sh->n; i++)
+		if (sni_route_loops(up, &sh->l[i].conf->listen, sh->local, sh->nlocal))
+			return (int)i;
+	return -1;
+}
+
 int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
 			   char *err, size_t errlen)
 {
@@ -178,13 +189,35 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 	struct sni_route *copy[CONF_SNI_MAX] = { NULL };
 	int rc = 0;
 
+	if (n > SNI_CONTROL_ROUTES_MAX) {
+		snprintf(err, errlen, "%zu routes, at most %u", n, SNI_CONTROL_ROUTES_MAX);
+		return -1;
+	}
+	/* A route back to one of our own listeners would chain connections
+	 * until the caps run out: the whole set is refused. */
+	for (size_t j = 0; j < n; j++) {
+		int i = sni_shared_loop(sh, &list[j].upstream);
+		char a[ADDR_STRLEN], b[ADDR_STRLEN];
+
+		if (i >= 0) {
+			snprintf(err, errlen, "route %s: upstream %s is the SNI listener %s (%s): a loop",
+				 list[j].name, addr_str(&list[j].upstream.sa, a), sh->l[i].conf->name,
+				 addr_str(&sh->l[i].conf->listen.sa, b));
+			return -1;
+		}
+	}
+
 	/* Everything is built first: a bad set changes nothing anywhere. */
 	for (unsigned i = 0; i < sh->n && rc == 0; i++) {
 		struct sni_lshared *l = &sh->l[i];
 
+		bool full;
+
 		pthread_mutex_lock(&l->lock);
 		collect(l, sh->nworkers);
-		if (l->nretired == SNI_RETIRED_MAX) {
+		full = l->nretired == SNI_RETIRED_MAX; /* only this function adds */
+		pthread_mutex_unlock(&l->lock);
+		if (full) {
 			snprintf(err, errlen, "sni %s: a worker still uses older route tables; "
 					      "try again",
 				 l->conf->name);
@@ -195,7 +228,6 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
 		}
-		pthread_mutex_unlock(&l->lock);
 	}
 	if (rc < 0) {
 		for (unsigned i = 0; i < sh->n; i++) {

@@ -311,9 +311,12 @@ class Relay:
         fail(f"no etrelay log line matching {regex!r} within {timeout:g} s"
              + (f" ({what})" if what else ""))
 
-    def wait_ready(self, timeout=5.0):
-        """Wait for the 'listening on' line. Exit 69 with --backend io_uring
-        is a skip; any other early exit is a failure."""
+    def wait_ready(self, timeout=None):
+        """Wait for the 'listening on' line (within 5 s, times ETRELAY_SLOW
+        unless given). Exit 69 with --backend io_uring is a skip; any other
+        early exit is a failure."""
+        if timeout is None:
+            timeout = 5.0 * SLOW
         rx = re.compile(self.READY_RE)
         deadline = time.monotonic() + timeout
 
@@ -1598,3 +1601,127 @@ def relay_workers(relay):
     if not m:
         return 1, 0
     return int(m[0][1].group(1)), int(m[0][1].group(2), 16)
+
+
+# --------------------------------------------------------------------------
+# A stand-in control plane (appended for the control-plane tests): Python's
+# http.server on 127.0.0.1, recording every request, answering as scripted.
+
+import http.server as _http_server  # noqa: E402
+import urllib.parse as _urlparse  # noqa: E402
+import json as _json  # noqa: E402
+
+CONTROL_ENROLL = "/etrelay.v1.RelayEnrollmentService/Enroll"
+CONTROL_HEARTBEAT = "/etrelay.v1.RelayService/Heartbeat"
+CONTROL_RELAY_ID = "relay-7"
+CONTROL_API_TOKEN = "api-" + "a" * 40
+# libcurl honours the proxy variables; the stand-in is on loopback.
+CONTROL_NO_PROXY = {"no_proxy": "*", "NO_PROXY": "*", "http_proxy": None, "HTTP_PROXY": None,
+                    "https_proxy": None, "HTTPS_PROXY": None, "all_proxy": None,
+                    "ALL_PROXY": None, "ETRELAY_CONTROL_TOKEN": None,
+                    "ETRELAY_CONTROL_TOKEN_FILE": None}
+
+
+class ControlPlane:
+    """The stand-in. enroll and heartbeat are the scripted answers:
+    "ok", a status number, "hang" (answered after hang seconds, longer
+    than the client waits), "bad_json", "bad_route", or "redirect" (a 307
+    to location). routes is the set
+    a good heartbeat is answered with (dicts as the JSON has them)."""
+
+    def __init__(self, hang=2.5):
+        self.lock = threading.Lock()
+        self.requests = []  # (monotonic time, path, headers, body)
+        self.enroll = "ok"
+        self.heartbeat = "ok"
+        self.routes = []
+        self.stop = threading.Event()
+        self.hang = hang
+        self.location = None
+        cp = self
+
+        class Handler(_http_server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                t = time.monotonic()
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                # a proxy's request line names the whole URL
+                path = _urlparse.urlsplit(self.path).path
+                with cp.lock:
+                    cp.requests.append((t, self.path, dict(self.headers), body))
+                    mode = cp.enroll if path == CONTROL_ENROLL else cp.heartbeat
+                    location = cp.location
+                    sets = list(cp.routes)
+                if mode == "hang":
+                    cp.stop.wait(cp.hang)
+                    mode = "ok"
+                if mode == "ok" and path == CONTROL_ENROLL:
+                    self.answer(200, {"relayId": CONTROL_RELAY_ID, "apiToken": CONTROL_API_TOKEN})
+                elif mode == "ok" and path == CONTROL_HEARTBEAT:
+                    self.answer(200, {"sniRoutes": sets, "unknownField": {"x": 1}})
+                elif mode == "redirect":
+                    try:
+                        self.send_response(307)
+                        self.send_header("Location", location)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    except OSError:
+                        pass
+                elif mode == "bad_json":
+                    self.answer(200, b'{"sniRoutes": [')
+                elif mode == "bad_route":
+                    self.answer(200, {"sniRoutes": [
+                        {"name": "svc0.example.com", "upstream": "10.0.0.1:443"},
+                        {"name": "bad.example.com", "upstream": "backend.internal:443"}]})
+                else:
+                    self.answer(int(mode), {"code": "unavailable", "message": "scripted"})
+
+            def answer(self, status, obj):
+                data = obj if isinstance(obj, bytes) else _json.dumps(obj).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client gave up (a hang past its timeout)
+
+        self.server = _http_server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def set(self, **kw):
+        with self.lock:
+            for k, v in kw.items():
+                setattr(self, k, v)
+
+    def of(self, path):
+        with self.lock:
+            return [r for r in self.requests if r[1] == path]
+
+    def close(self):
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def control_plane(ctx):
+    cp = ControlPlane()
+    ctx.objs.append(cp)
+    return cp
+
+
+def control_plane(ctx, **kw):
+    """A ControlPlane(**kw), closed with ctx."""
+    cp = ControlPlane(**kw)
+    ctx.objs.append(cp)
+    return cp

@@ -16,132 +16,33 @@ nobody's), a credential that is a symbolic link, group-readable, or corrupt;
 an http:// URL to another host is warned about once; a 3xx is a failed call
 whose target never sees the token; a self-signed https:// peer is refused."""
 
-import http.server
 import json
 import os
 import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-ENROLL = "/etrelay.v1.RelayEnrollmentService/Enroll"
-HEARTBEAT = "/etrelay.v1.RelayService/Heartbeat"
+ENROLL = H.CONTROL_ENROLL
+HEARTBEAT = H.CONTROL_HEARTBEAT
 BOOTSTRAP = "bootstrap-" + "b" * 40
-API_TOKEN = "api-" + "a" * 40
-HANG = 2.5  # seconds a hanging answer takes (control-timeout is 1 s)
-# libcurl honours the proxy variables; the stand-in is on loopback.
+API_TOKEN = H.CONTROL_API_TOKEN
 # Under valgrind (ETRELAY_SLOW) every wait and bound grows.
 def T(seconds):
     return seconds * H.SLOW
 
 
-NO_PROXY = {"no_proxy": "*", "NO_PROXY": "*", "http_proxy": None, "HTTP_PROXY": None,
-            "https_proxy": None, "HTTPS_PROXY": None, "all_proxy": None, "ALL_PROXY": None,
-            "ETRELAY_CONTROL_TOKEN": None, "ETRELAY_CONTROL_TOKEN_FILE": None}
+NO_PROXY = H.CONTROL_NO_PROXY
 
 
 def routes(n, base=0):
     return [{"name": f"svc{base + i}.example.com", "upstream": f"10.0.0.{base + i + 1}:443",
              "proxyV2": i % 2 == 1} for i in range(n)]
-
-
-class ControlPlane:
-    """The stand-in. enroll and heartbeat are the scripted answers:
-    "ok", a status number, "hang", "bad_json", or "bad_route"."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.requests = []  # (monotonic time, path, headers, body)
-        self.enroll = "ok"
-        self.heartbeat = "ok"
-        self.routes = []
-        self.location = None
-        self.stop = threading.Event()
-        cp = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                t = time.monotonic()
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                # a proxy's request line names the whole URL
-                path = urllib.parse.urlsplit(self.path).path
-                with cp.lock:
-                    cp.requests.append((t, self.path, dict(self.headers), body))
-                    mode = cp.enroll if path == ENROLL else cp.heartbeat
-                    sets = list(cp.routes)
-                    location = cp.location
-                if mode == "hang":
-                    cp.stop.wait(HANG)
-                    mode = "ok"
-                if mode == "ok" and path == ENROLL:
-                    self.answer(200, {"relayId": "relay-7", "apiToken": API_TOKEN})
-                elif mode == "ok" and path == HEARTBEAT:
-                    self.answer(200, {"sniRoutes": sets, "unknownField": {"x": 1}})
-                elif mode == "redirect":
-                    try:
-                        self.send_response(307)
-                        self.send_header("Location", location)
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                    except OSError:
-                        pass
-                elif mode == "bad_json":
-                    self.answer(200, b'{"sniRoutes": [')
-                elif mode == "bad_route":
-                    self.answer(200, {"sniRoutes": routes(1) + [
-                        {"name": "bad.example.com", "upstream": "backend.internal:443"}]})
-                else:
-                    self.answer(int(mode), {"code": "unavailable", "message": "scripted"})
-
-            def answer(self, status, obj):
-                data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (a hang past its timeout)
-
-        self.server = http.server.ThreadingHTTPServer((H.LOOPBACK, 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.url = f"http://{H.LOOPBACK}:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def set(self, **kw):
-        with self.lock:
-            for k, v in kw.items():
-                setattr(self, k, v)
-
-    def of(self, path):
-        with self.lock:
-            return [r for r in self.requests if r[1] == path]
-
-    def close(self):
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def control_plane(ctx):
-    cp = ControlPlane()
-    ctx.objs.append(cp)
-    return cp
 
 
 def write_token(d, name, token):
@@ -198,7 +99,7 @@ def enrol_once_and_route_sets(ctx):
     state = os.path.join(d, "state")
     os.mkdir(state, 0o700)
     boot = write_token(d, "bootstrap", BOOTSTRAP)
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     cp.set(routes=routes(3))
     gs = ctx.game_server()
     port = H.free_tcp_port()
@@ -321,7 +222,7 @@ def enrol_once_and_route_sets(ctx):
 def enrolment_backoff(ctx):
     d = ctx.tmpdir()
     boot = write_token(d, "bootstrap", BOOTSTRAP)
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     cp.set(enroll="503")
     gs = ctx.game_server()
     relay = start(ctx, cp, gs, d, ["--control-bootstrap-token-file", boot,
@@ -354,7 +255,7 @@ def enrolment_backoff(ctx):
 
 def token_from_environment(ctx):
     d = ctx.tmpdir()
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     gs = ctx.game_server()
     tokf = write_token(d, "api", "env-" + "e" * 40)
     relay = start(ctx, cp, gs, d, env={"ETRELAY_CONTROL_TOKEN_FILE": tokf})
@@ -431,7 +332,7 @@ def foreign_owner_refused(ctx):
     if os.geteuid() != 0:
         raise H.TestSkip("chown to nobody needs root")
     d = ctx.tmpdir()
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     # the attack: nobody's directory (755) holding nobody's credential (600)
     state, f = planted(d, "dir")
     os.chmod(state, 0o755)
@@ -460,7 +361,7 @@ def unusable_credential_refused(ctx):
     not a credential stops the start: no enrolment spends the bootstrap
     token, no heartbeat carries what it holds."""
     d = ctx.tmpdir()
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     state, f = planted(d, "link")
     os.rename(f, os.path.join(d, "elsewhere.json"))
     os.symlink(os.path.join(d, "elsewhere.json"), f)
@@ -498,7 +399,7 @@ def cleartext_url_warned(ctx):
     start; one to loopback is not. libcurl reaches the remote name through
     the stand-in as its HTTP proxy, so nothing leaves loopback."""
     d = ctx.tmpdir()
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     gs = ctx.game_server()
     tokf = write_token(d, "api", "env-" + "e" * 40)
     env = dict(NO_PROXY)
@@ -517,7 +418,7 @@ def cleartext_url_warned(ctx):
     relay.signal(signal.SIGTERM)
     relay.wait_exit(T(10.0))
     # loopback: no warning
-    cp2 = control_plane(ctx)
+    cp2 = H.control_plane(ctx)
     relay = start(ctx, cp2, gs, d, env={"ETRELAY_CONTROL_TOKEN_FILE": tokf})
     relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(3.0))
     H.expect_eq(relay.count(r"^control: control-url .* is http://"), 0,
@@ -531,8 +432,8 @@ def redirect_not_followed(ctx):
     Location header names."""
     d = ctx.tmpdir()
     boot = write_token(d, "bootstrap", BOOTSTRAP)
-    cp = control_plane(ctx)
-    thief = control_plane(ctx)
+    cp = H.control_plane(ctx)
+    thief = H.control_plane(ctx)
     cp.set(enroll="redirect", heartbeat="redirect", location=thief.url + "/steal")
     gs = ctx.game_server()
     relay = start(ctx, cp, gs, d, ["--control-bootstrap-token-file", boot,
@@ -562,7 +463,7 @@ def tls_peer_verified(ctx):
                         "-keyout", key, "-out", cert], capture_output=True, timeout=20)
     H.check(p.returncode == 0, f"openssl req: {p.stderr[-500:]!r}")
     boot = write_token(d, "bootstrap", BOOTSTRAP)
-    cp = control_plane(ctx)
+    cp = H.control_plane(ctx)
     import ssl
     sc = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     sc.load_cert_chain(cert, key)

@@ -22,6 +22,7 @@ and its routes; -t --probe fails on a route whose upstream refuses."""
 
 import hashlib
 import os
+import selectors
 import signal
 import socket
 import ssl
@@ -33,98 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-
-
-def hello(name, size=0, sni=True):
-    """A synthetic ClientHello record for name, padded (extension 21) to
-    about size bytes of handshake message; one record up to 16 KiB, more
-    records past it."""
-    exts = b""
-    if sni:
-        n = name.encode()
-        sn = struct.pack("!BH", 0, len(n)) + n
-        exts += struct.pack("!HH", 0, len(sn) + 2) + struct.pack("!H", len(sn)) + sn
-    body = b"\x03\x03" + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
-    pad = max(0, size - 4 - len(body) - 2 - len(exts) - 4)
-    if size:
-        exts += struct.pack("!HH", 21, pad) + b"\x00" * pad
-    body += struct.pack("!H", len(exts)) + exts
-    msg = b"\x01" + struct.pack("!I", len(body))[1:] + body
-    out = b""
-    for i in range(0, len(msg), 16384):
-        part = msg[i:i + 16384]
-        out += b"\x16\x03\x01" + struct.pack("!H", len(part)) + part
-    return out
-
-
-class Backend(threading.Thread):
-    """A TCP echo backend; with proxy, it first reads a PROXY v2 header and
-    records the source address it names."""
-
-    def __init__(self, proxy=False):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(64)
-        self.s.settimeout(0.2)
-        self.port = self.s.getsockname()[1]
-        self.proxy = proxy
-        self.sources = []
-        self.stop = False
-        self.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                c, _ = self.s.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
-
-    def serve(self, c):
-        c.settimeout(20)
-        try:
-            if self.proxy:
-                hdr = self.recv_exact(c, 16)
-                H.check(hdr[:12] == b"\r\n\r\n\x00\r\nQUIT\n", "PROXY v2 signature")
-                rest = self.recv_exact(c, struct.unpack("!H", hdr[14:16])[0])
-                if hdr[13] == 0x11:
-                    src = socket.inet_ntoa(rest[0:4])
-                    sport = struct.unpack("!H", rest[8:10])[0]
-                    self.sources.append((src, sport))
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                c.sendall(b)
-            c.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    @staticmethod
-    def recv_exact(c, n):
-        b = b""
-        while len(b) < n:
-            x = c.recv(n - len(b))
-            if not x:
-                raise OSError("short")
-            b += x
-        return b
-
-
-def refused(port, data, what):
-    """Send data; the relay must send nothing and close: b"" (EOF)."""
-    c = socket.create_connection((H.LOOPBACK, port), timeout=5)
-    c.sendall(data)
-    try:
-        got = c.recv(100)
-    except ConnectionResetError:
-        H.fail(f"{what}: a reset, expected EOF with no byte")
-    finally:
-        c.close()
-    H.expect_eq(got, b"", f"{what}: bytes before EOF")
+from tlsutil import Backend, hello, refused, s_server  # noqa: E402
 
 
 def echo_exact(port, data, what):
@@ -179,25 +89,6 @@ class Sender(threading.Thread):
             c.close()
         except OSError as e:
             self.error = e
-
-
-def make_cert(tmp, cn):
-    key, crt = os.path.join(tmp, cn + ".key"), os.path.join(tmp, cn + ".crt")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", crt,
-                    "-days", "2", "-subj", "/CN=" + cn], check=True, capture_output=True)
-    return key, crt
-
-
-def s_server(ctx, tmp, cn):
-    key, crt = make_cert(tmp, cn)
-    port = H.free_tcp_port()
-    p = subprocess.Popen(["openssl", "s_server", "-accept", f"{H.LOOPBACK}:{port}", "-cert",
-                          crt, "-key", key, "-www", "-quiet"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    ctx.objs.append(type("P", (), {"close": lambda self, p=p: (p.kill(), p.wait())})())
-    return port
 
 
 def metrics(port):
@@ -467,6 +358,7 @@ preread-timeout 1s
     H.expect_eq({k: conns(k) for k in want}, want, "etrelay_sni_connections_total by result")
     H.expect_eq(H.metric_value(s, "etrelay_sni_preread_seconds_count", listener="main"),
                 spliced + 6, "etrelay_sni_preread_seconds_count (every preread ended)")
+    check_preread_histogram(s, "main", spliced + 6, 1)
     H.expect_eq(H.metric_value(s, "etrelay_sni_connections_ended_total", listener="main",
                                reason="done"), spliced, "spliced connections ended done")
     down = H.metric_value(s, "etrelay_sni_bytes_total", listener="main", direction="down")
@@ -553,8 +445,200 @@ max-connections-per-ip 2
     echo.stop = True
 
 
+class ManyEcho(threading.Thread):
+    """An echo backend for many connections at once: one thread, a
+    selector, every accepted connection echoed until its EOF, then shut.
+    Held, its connections have small receive buffers and are not read
+    until release(): what the relay sends them waits in the relay."""
+
+    def __init__(self, held=False):
+        super().__init__(daemon=True)
+        self.s = socket.socket()
+        if held:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        self.s.bind((H.LOOPBACK, 0))
+        self.s.listen(1024)
+        self.s.setblocking(False)
+        self.port = self.s.getsockname()[1]
+        self.held = [] if held else None
+        self.accepted, self.stop = 0, False
+        self.go = threading.Event()
+        if not held:
+            self.go.set()
+        self.start()
+
+    def release(self):
+        self.go.set()
+
+    def run(self):
+        sel = selectors.DefaultSelector()
+        sel.register(self.s, selectors.EVENT_READ)
+        while not self.stop:
+            if self.held and self.go.is_set():
+                for c in self.held:
+                    sel.register(c, selectors.EVENT_READ)
+                self.held = None
+            for key, _ in sel.select(0.05):
+                if key.fileobj is self.s:
+                    try:
+                        c, _ = self.s.accept()
+                    except OSError:
+                        continue
+                    self.accepted += 1
+                    c.settimeout(5)
+                    if self.go.is_set():
+                        sel.register(c, selectors.EVENT_READ)
+                    else:
+                        self.held.append(c)
+                    continue
+                c = key.fileobj
+                try:
+                    b = c.recv(65536)
+                    if b:
+                        c.sendall(b)
+                        continue
+                    c.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                sel.unregister(c)
+                c.close()
+        sel.close()
+
+
+def answers(conns, want):
+    """Read every connection until EOF (at most 20 s): the ones that did not
+    get want[i] whole, then EOF, as [(index, bytes back, how it ended)]."""
+    n = len(conns)
+    got = [bytearray() for _ in range(n)]
+    ended = [None] * n
+    sel = selectors.DefaultSelector()
+    for i, c in enumerate(conns):
+        c.setblocking(False)
+        sel.register(c, selectors.EVENT_READ, i)
+    deadline = time.monotonic() + 20 * H.SLOW
+    left = n
+    while left and time.monotonic() < deadline:
+        for key, _ in sel.select(0.2):
+            i = key.data
+            try:
+                b = key.fileobj.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                b, ended[i] = b"", repr(e)
+            if b:
+                got[i] += b
+                continue
+            ended[i] = ended[i] or "eof"
+            sel.unregister(key.fileobj)
+            left -= 1
+    sel.close()
+    for c in conns:
+        c.close()
+    return [(i, len(got[i]), ended[i]) for i in range(n)
+            if ended[i] != "eof" or bytes(got[i]) != want[i]]
+
+
+def send_all(port, n, size=0, extra=2000):
+    """n clients, each sends a hello of about size bytes and extra more
+    and half-closes."""
+    want = [hello("echo.test", size) + os.urandom(extra) for _ in range(n)]
+    conns = []
+    for w in want:
+        c = socket.create_connection((H.LOOPBACK, port), timeout=5)
+        c.sendall(w)
+        c.shutdown(socket.SHUT_WR)
+        conns.append(c)
+    return conns, want
+
+
+def many_in_flight(ctx):
+    """Connections in flight at once. 200 send a 16 KB hello and 16 KB
+    after it; the relay reads each hello whole, connects and sends the
+    32 KB it read on to a backend that reads nothing until all 200 are
+    there (the relay once sent such bytes through 64 copy chunks, and
+    ended the connections past them as resets when io_uring's turns held
+    more); then each client gets its whole answer, then EOF. Then 50
+    connect and send while the relay is stopped (SIGSTOP), and 20
+    prereading ones close meanwhile: io_uring once timed the prereads that
+    ended in the turn of their accept from a clock read before it (a wrap
+    to 1.8e10 s); the preread histogram must hold every preread in a
+    finite bucket, with a sum that fits."""
+    n, m, k, timeout_s = 200, 50, 20, 2
+    tmp = ctx.tmpdir()
+    echo = ManyEcho(held=True)
+    port, ops = H.free_tcp_port(), H.free_tcp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"""[sni many]
+listen {H.LOOPBACK}:{port}
+route echo.test {H.LOOPBACK}:{echo.port}
+max-connections-per-ip {2 * n}
+preread-timeout {timeout_s}s
+""")
+    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
+                      wait_ready=False, open_limits=False)
+    relay.READY_RE = r"^sni many listening on "
+    relay.wait_ready()
+
+    def gauges(active, preread):
+        s = metrics(ops)[1]
+        return (H.metric_value(s, "etrelay_sni_active_connections") == active and
+                H.metric_value(s, "etrelay_sni_preread_connections") == preread and
+                H.metric_value(s, "etrelay_sni_lingering_connections") == 0)
+
+    conns, want = send_all(port, n, 16000, 16000)
+    H.wait_until(lambda: echo.accepted == n, 10 * H.SLOW,
+                 f"the backend accepts the {n} upstream connections")
+    time.sleep(0.2)
+    echo.release()
+    bad = answers(conns, want)
+    H.check(not bad, f"{len(bad)} of {n} connections in flight did not get their whole answer "
+            f"then EOF: (index, bytes back, end) {bad[:8]}")
+    H.wait_until(lambda: gauges(0, 0), 5 * H.SLOW, "every SNI connection closed")
+
+    idle = [socket.create_connection((H.LOOPBACK, port), timeout=5) for _ in range(k)]
+    H.wait_until(lambda: gauges(k, k), 5 * H.SLOW, f"{k} connections prereading")
+    os.kill(relay.pid, signal.SIGSTOP)
+    try:
+        conns, want = send_all(port, m)
+        for c in idle:
+            c.close()
+    finally:
+        os.kill(relay.pid, signal.SIGCONT)
+    bad = answers(conns, want)
+    H.check(not bad, f"{len(bad)} of {m} connections sent while the relay was stopped did not "
+            f"get their whole answer then EOF: (index, bytes back, end) {bad[:8]}")
+    ctx.note(f"{n} connections in flight, then {m} while {k} closed: every one answered whole")
+    H.wait_until(lambda: gauges(0, 0), 5 * H.SLOW, "every SNI connection closed")
+    s = metrics(ops)[1]
+    H.expect_eq(H.metric_value(s, "etrelay_sni_connections_total", listener="many",
+                               result="spliced"), n + m, "spliced connections")
+    H.expect_eq(H.metric_value(s, "etrelay_sni_connections_ended_total", listener="many",
+                               reason="reset"), 0, "connections ended as resets")
+    check_preread_histogram(s, "many", n + m + k, timeout_s)
+    echo.stop = True
+
+
+def check_preread_histogram(s, listener, count, timeout_s):
+    """etrelay_sni_preread_seconds: count prereads, each in a finite bucket
+    (the last finite one holds them all, as +Inf does), and a sum below
+    count x preread-timeout (a preread that ended before its start once
+    wrapped to 1.8e10 s)."""
+    def bucket(le):
+        return H.metric_value(s, "etrelay_sni_preread_seconds_bucket", listener=listener, le=le)
+    total = H.metric_value(s, "etrelay_sni_preread_seconds_count", listener=listener)
+    psum = H.metric_value(s, "etrelay_sni_preread_seconds_sum", listener=listener)
+    H.expect_eq(total, count, "etrelay_sni_preread_seconds_count")
+    H.expect_eq(bucket("+Inf"), total, "etrelay_sni_preread_seconds_bucket{le=+Inf}")
+    H.expect_eq(bucket("10"), total, "etrelay_sni_preread_seconds_bucket{le=10}: every preread")
+    H.check(0 <= psum < count * timeout_s,
+            f"etrelay_sni_preread_seconds_sum {psum} for {count} prereads of at most "
+            f"{timeout_s} s")
+
+
 def test(ctx):
-    H.run_parts(ctx, [routing, caps_and_drain])
+    H.run_parts(ctx, [routing, caps_and_drain, many_in_flight])
 
 
 if __name__ == "__main__":

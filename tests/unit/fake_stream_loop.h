@@ -15,6 +15,7 @@ struct fake_call {
 	uint32_t id;
 	size_t len;
 	uint8_t data[256]; /* the first bytes of a send */
+	const void *ptr;   /* a send's bytes, which the sender keeps until on_sent */
 };
 
 struct loop {
@@ -71,6 +72,7 @@ static int fake_stream_send(struct loop *l, int fd, const void *buf, size_t len,
 	if (l->result)
 		return l->result;
 	fake_rec(l->sends, &l->nsends, fd, id, buf, len);
+	l->sends[(l->nsends - 1) % FAKE_MAX].ptr = buf;
 	return 0;
 }
 

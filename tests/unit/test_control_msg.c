@@ -218,6 +218,17 @@ static void test_control_msg_one_bad_route_refuses_the_whole_set(void **state)
 	    "{\"name\":\"b.example.com\",\"upstream\":\"backend:443\"}]}",
 	    "sniRoutes[1] (b.example.com).upstream");
 	assert_routes_refused("{\"sniRoutes\":[7]}", "sniRoutes[0]: not an object");
+	/* over SNI_CONTROL_ROUTES_MAX: refused before a route is read */
+	{
+		char *big = malloc(64 + 2 * (SNI_CONTROL_ROUTES_MAX + 1));
+		size_t k = (size_t)sprintf(big, "{\"sniRoutes\":[");
+
+		for (unsigned i = 0; i <= SNI_CONTROL_ROUTES_MAX; i++)
+			k += (size_t)sprintf(big + k, i ? ",7" : "7");
+		strcpy(big + k, "]}");
+		assert_routes_refused(big, "sniRoutes: 10001 routes, at most 10000");
+		free(big);
+	}
 	assert_routes_refused("{\"sniRoutes\":[{\"upstream\":\"10.0.0.1:1\"}]}",
 			      "sniRoutes[0].name");
 	assert_routes_refused("{\"sniRoutes\":[{\"name\":\"a b\",\"upstream\":\"10.0.0.1:1\"}]}",

@@ -14,12 +14,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -595,6 +597,66 @@ static void test_stream_listen_accepts_several_connections(void **state)
 	s_teardown(f);
 }
 
+static unsigned accept_errors;
+static uint64_t fds_back_at;
+static struct rlimit nofile_was;
+
+static void count_accept_errors(struct sfix *f, int fd)
+{
+	if (fd < 0) {
+		assert_true(fd == -EMFILE);
+		accept_errors++;
+	} else {
+		ops->stop(f->l);
+	}
+}
+
+static void give_fds_back(struct sfix *f)
+{
+	(void)f;
+	if (fds_back_at && loop_now() >= fds_back_at) {
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+		fds_back_at = 0;
+	}
+}
+
+/* Out of fds, a listener pauses (LOOP_ACCEPT_PAUSE_MS) instead of
+ * retrying at once, every turn; it takes the waiting connection once fds
+ * are back. */
+static void test_stream_an_accept_out_of_fds_pauses_then_resumes(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	struct rlimit low;
+	int c, lowest;
+
+	(void)state;
+	f->fd[0] = tcp_listener(&f->sa, true);
+	c = tcp_client(&f->sa, 0, 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+	lowest = dup(c);
+	assert_true(lowest >= 0);
+	close(lowest);
+	low = nofile_was;
+	low.rlim_cur = (rlim_t)lowest; /* no fd free below the limit */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	accept_errors = 0;
+	fds_back_at = loop_now() + 350 * NS_PER_MS;
+	f->accept_cb = count_accept_errors;
+	f->tick_cb = give_fds_back;
+	assert_int_equal(ops->timer_set(f->l, &f->tick, loop_now() + 10 * NS_PER_MS), 0);
+	assert_int_equal(ops->listen(f->l, f->fd[0], SID_LISTEN), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &nofile_was), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->naccepted, 1);
+	/* 350 ms out of fds: one try per 100 ms pause, not one per turn. */
+	assert_in_range(accept_errors, 2, 6);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->accept_pauses), accept_errors);
+	close(c);
+	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
+	s_teardown(f);
+}
+
 static void stop_at_two_connects(struct sfix *f, uint32_t id, int res)
 {
 	if (id == SID_A)
@@ -703,8 +765,11 @@ static uint8_t pattern(size_t i)
 
 struct relay_io {
 	int client, server;
+	/* written: what the writer may have handed to the kernel so far, an
+	 * upper bound, stored before each send (see relay_writer). */
 	_Atomic size_t written, read;
-	size_t max_gap; /* most bytes written but not yet read, seen by the reader */
+	size_t max_gap;  /* most bytes written but not yet read, seen by the reader */
+	unsigned behind; /* times the reader saw written < read: must stay 0 */
 	bool exact;
 };
 
@@ -719,6 +784,15 @@ static void *relay_writer(void *arg)
 
 		for (size_t i = 0; i < n; i++)
 			buf[i] = pattern(at + i);
+		/* Publish before the send, not after: once send() has the
+		 * bytes, they can cross the relay and reach the reader before
+		 * this thread runs again (on a loaded machine it is preempted
+		 * right there), and a written stored afterwards would lag the
+		 * reader's count; written - read then wraps (size_t) to ~2^64
+		 * and looks like a huge gap. Stored first, written is an upper
+		 * bound (at most one send ahead), so the gap is never
+		 * understated either. */
+		atomic_store(&io->written, at + n);
 		w = send(io->client, buf, n, MSG_NOSIGNAL);
 		if (w <= 0)
 			break;
@@ -741,7 +815,7 @@ static void *relay_reader(void *arg)
 	io->exact = fd >= 0;
 	for (;;) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		size_t gap;
+		size_t gap, written;
 
 		if (n <= 0)
 			break;
@@ -750,8 +824,11 @@ static void *relay_reader(void *arg)
 				io->exact = false;
 		at += (size_t)n;
 		atomic_store(&io->read, at);
-		gap = atomic_load(&io->written) - at;
-		if (gap > io->max_gap)
+		written = atomic_load(&io->written);
+		gap = written - at;
+		if (written < at)
+			io->behind++; /* a broken measurement, not a gap */
+		else if (gap > io->max_gap)
 			io->max_gap = gap;
 		/* Slow for the first MiB: the writer must be held back. */
 		if (at < (1u << 20) && ++turns)
@@ -837,6 +914,7 @@ static void test_stream_relay_4mib_to_a_slow_reader_under_back_pressure(void **s
 	assert_int_equal(f->n[0], RELAY_BYTES);
 	/* Back-pressure: never more than the buffers and a chunk on the way
 	 * (without it the loop would read the client dry into memory). */
+	assert_int_equal(io.behind, 0);
 	assert_true(io.max_gap < (1u << 20));
 	assert_true(f->chunks_max <= 2);
 	assert_true(STAT_GET(ops->stats(f->l)->stream_chunks_peak) <= 2);
@@ -894,17 +972,18 @@ static void test_stream_sends_with_short_writes_arrive_whole_and_in_order(void *
 {
 	struct sfix *f = s_setup(0, 5);
 	struct slow_read r = { 0 };
-	uint8_t buf[LOOP_STREAM_CHUNK];
+	/* The loop sends from these: each stays until its on_sent. */
+	static uint8_t buf[NSENDS][LOOP_STREAM_CHUNK];
 	pthread_t t;
 
 	(void)state;
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
 	r.fd = f->fd[2];
 	for (unsigned k = 0; k < NSENDS; k++) {
-		fill_send(buf, k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+		fill_send(buf[k], k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
 	}
-	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, LOOP_STREAM_CHUNK + 1, SID_A),
+	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[0], (size_t)INT_MAX + 1, SID_A),
 			 -EMSGSIZE);
 	f->sent_cb = stop_at_nsends;
 	assert_int_equal(pthread_create(&t, NULL, read_late, &r), 0);
@@ -944,14 +1023,14 @@ static void stop_late(struct sfix *f)
 static void test_stream_del_socket_with_sends_pending_answers_each_once(void **state)
 {
 	struct sfix *f = s_setup(0, 5);
-	uint8_t buf[LOOP_STREAM_CHUNK];
+	static uint8_t buf[NSENDS][LOOP_STREAM_CHUNK];
 	bool cancelled = false;
 
 	(void)state;
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
 	for (unsigned k = 0; k < NSENDS; k++) {
-		fill_send(buf, k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf, sizeof(buf), SID_A), 0);
+		fill_send(buf[k], k);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
 	}
 	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
 	f->del_cb = del_now;
@@ -974,6 +1053,68 @@ static void test_stream_del_socket_with_sends_pending_answers_each_once(void **s
 	assert_int_equal(f->after_del, 0);
 	assert_int_equal(f->nstreams, 0);
 	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	s_teardown(f);
+}
+
+#define NMANY 200
+#define MANY_LEN 2000
+#define BIG_LEN (2 * LOOP_STREAM_CHUNK + 100)
+
+static void stop_at_nmany(struct sfix *f, uint32_t id, int res)
+{
+	(void)id;
+	(void)res;
+	if (f->sent == NMANY + 1)
+		ops->stop(f->l);
+}
+
+/* 200 connections each with a send of its own bytes pending at once, and
+ * one send larger than a chunk: every send is taken (the loop once copied
+ * them into 64 chunks and refused the rest with -ENOBUFS), each answers
+ * with its length, the bytes arrive, and no chunk of the pool is used. */
+static void test_stream_many_sends_pending_at_once_are_all_taken(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	static uint8_t buf[NMANY][MANY_LEN], big[BIG_LEN], got[BIG_LEN];
+	int sv[NMANY][2];
+	unsigned ok = 0;
+
+	(void)state;
+	for (unsigned k = 0; k < NMANY; k++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[k]), 0);
+		set_nonblock(sv[k][0]);
+		memset(buf[k], (int)(k & 0xff), MANY_LEN);
+		buf[k][0] = (uint8_t)(k >> 8);
+	}
+	for (size_t i = 0; i < BIG_LEN; i++)
+		big[i] = pattern(i);
+	for (unsigned k = 0; k < NMANY; k++)
+		assert_int_equal(ops->stream_send(f->l, sv[k][0], buf[k], MANY_LEN, SID_A), 0);
+	assert_int_equal(ops->stream_send(f->l, sv[0][0], big, BIG_LEN, SID_B), 0);
+	f->sent_cb = stop_at_nmany;
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->sent, NMANY + 1);
+	assert_int_equal(f->sent_ok, NMANY + 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks_peak), 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->send_nobufs), 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes),
+			 (uint64_t)NMANY * MANY_LEN + BIG_LEN);
+	for (unsigned k = 0; k < NMANY; k++) {
+		uint8_t b[MANY_LEN];
+
+		if (recv(sv[k][1], b, sizeof(b), MSG_WAITALL) == MANY_LEN &&
+		    memcmp(b, buf[k], MANY_LEN) == 0)
+			ok++;
+	}
+	assert_int_equal(ok, NMANY);
+	assert_int_equal(recv(sv[0][1], got, BIG_LEN, MSG_WAITALL), BIG_LEN);
+	assert_memory_equal(got, big, BIG_LEN);
+	for (unsigned k = 0; k < NMANY; k++) {
+		ops->del_socket(f->l, sv[k][0], SID_A);
+		close(sv[k][0]);
+		close(sv[k][1]);
+	}
 	s_teardown(f);
 }
 
@@ -1049,11 +1190,13 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_loop_flush_sends_what_was_queued_after_run, setup,
 					    teardown),
 	    cmocka_unit_test(test_stream_listen_accepts_several_connections),
+	    cmocka_unit_test(test_stream_an_accept_out_of_fds_pauses_then_resumes),
 	    cmocka_unit_test(test_stream_connect_succeeds_and_is_refused),
 	    cmocka_unit_test(test_stream_echo_and_eof_after_the_peers_shutdown),
 	    cmocka_unit_test(test_stream_relay_4mib_to_a_slow_reader_under_back_pressure),
 	    cmocka_unit_test(test_stream_sends_with_short_writes_arrive_whole_and_in_order),
 	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
+	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),
 	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
 	};
 	struct loop *l;

@@ -315,6 +315,61 @@ static void test_sni_over_max_connections_per_ip_is_refused(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 1);
 }
 
+/* A refusal by a cap holds nothing: the client reads no byte and its
+ * end at once, without a linger. */
+static void test_sni_a_refusal_by_a_cap_closes_at_once(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[8];
+
+	f->conf.max_per_ip = 1;
+	start(state);
+	accept_one(f);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) <= 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) != -ETIMEDOUT);
+}
+
+/* A refused connection lingering still counts for its address: one
+ * address cannot hold more sockets than max-connections-per-ip. */
+static void test_sni_a_lingering_connection_counts_for_its_address(void **state)
+{
+	struct fx *f = *state;
+	int fd;
+
+	f->conf.max_per_ip = 1;
+	start(state);
+	fd = accept_one(f);
+	deliver(f, fd, "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(result(f, SNI_NOT_TLS), 1);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 1);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	/* The linger ends: the address may connect again. */
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0), loop_now()));
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+	accept_one(f);
+	assert_int_equal(result(f, SNI_CAP_PER_IP), 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 1);
+}
+
+/* At most SNI_LINGER_MAX refused connections linger; past it a refusal
+ * closes at once. */
+static void test_sni_lingering_connections_are_capped(void **state)
+{
+	struct fx *f = *state;
+
+	f->conf.max_connections = 8; /* SNI_LINGER_MAX: 2 */
+	start(state);
+	for (unsigned i = 0; i < 3; i++)
+		deliver(f, accept_one(f), "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(result(f, SNI_NOT_TLS), 3);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), SNI_LINGER_MAX(8));
+	assert_int_equal(atomic_load(&f->sh.l[0].lingering), SNI_LINGER_MAX(8));
+}
+
 static void test_sni_over_max_preread_is_refused(void **state)
 {
 	struct fx *f = *state;
@@ -336,6 +391,22 @@ static void test_sni_draining_refuses_new_connections(void **state)
 	f->sh.lifecycle = &lifecycle;
 	accept_one(f);
 	assert_int_equal(result(f, SNI_DRAINING), 1);
+}
+
+/* A drain that begins while the hello is read: refused, not spliced. */
+static void test_sni_a_drain_during_the_preread_refuses(void **state)
+{
+	struct fx *f = start(state);
+	static _Atomic int lifecycle = 0;
+	uint8_t h[512];
+	int a;
+
+	f->sh.lifecycle = &lifecycle;
+	a = accept_one(f);
+	atomic_store(&lifecycle, 1);
+	deliver(f, a, h, hello(h, "a.test"));
+	assert_int_equal(result(f, SNI_DRAINING), 1);
+	assert_int_equal(f->loop.nconnects, 0);
 }
 
 static void test_sni_a_failed_connect_refuses_without_a_byte(void **state)
@@ -409,6 +480,49 @@ static void test_sni_a_control_route_never_beats_the_files(void **state)
 			 9001);
 }
 
+/* A control-plane set with a route back to the listener is refused whole:
+ * the set before stays. */
+static void test_sni_a_control_route_to_the_listener_itself_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sni_route ctl[2];
+	char err[256];
+
+	addr_parse_numeric("0.0.0.0:8443", &f->conf.listen);
+	start(state);
+	memset(ctl, 0, sizeof(ctl));
+	snprintf(ctl[0].name, sizeof(ctl[0].name), "b.test");
+	addr_parse_numeric("127.0.0.1:9999", &ctl[0].upstream);
+	assert_int_equal(sni_set_control_routes(&f->sh, ctl, 1, err, sizeof(err)), 0);
+	snprintf(ctl[1].name, sizeof(ctl[1].name), "c.test");
+	addr_parse_numeric("127.0.0.7:8443", &ctl[1].upstream); /* the wildcard's port */
+	snprintf(ctl[0].name, sizeof(ctl[0].name), "d.test");
+	assert_int_equal(sni_set_control_routes(&f->sh, ctl, 2, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "route c.test: upstream 127.0.0.7:8443 is the SNI listener t"));
+	sni_listener_take_routes(&f->l);
+	assert_non_null(sni_routes_lookup(f->l.routes, "b.test", 6));
+	assert_null(sni_routes_lookup(f->l.routes, "d.test", 6));
+	/* Over SNI_CONTROL_ROUTES_MAX: refused whole too. */
+	{
+		struct sni_route *many = calloc(SNI_CONTROL_ROUTES_MAX + 1, sizeof(*many));
+
+		for (unsigned i = 0; i <= SNI_CONTROL_ROUTES_MAX; i++) {
+			snprintf(many[i].name, sizeof(many[i].name), "n%u.test", i);
+			addr_parse_numeric("127.0.0.1:9999", &many[i].upstream);
+		}
+		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX + 1,
+							 err, sizeof(err)),
+				 -1);
+		assert_non_null(strstr(err, "10001 routes, at most 10000"));
+		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX, err,
+							 sizeof(err)),
+				 0);
+		free(many);
+	}
+	sni_listener_take_routes(&f->l);
+	assert_non_null(sni_routes_lookup(f->l.routes, "n9999.test", 10));
+}
+
 static void test_sni_an_idle_splice_is_closed(void **state)
 {
 	struct fx *f = *state;
@@ -429,6 +543,60 @@ static void test_sni_an_idle_splice_is_closed(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 0);
 }
 
+/* A read answered in the loop turn of its accept carries that turn's now,
+ * read before the accept's own clock: the preread's time is still a small
+ * one, in a finite bucket (it once wrapped to 1.8e10 s). */
+static void test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t h[512], buf[LOOP_STREAM_CHUNK];
+	size_t n = hello(h, "a.test");
+	struct loop_dgram d = { .data = buf, .len = n };
+	uint64_t turn = loop_now();
+	int fd = accept_one(f);
+
+	memcpy(buf, h, n);
+	d.now = turn;
+	assert_true(endpoint_stream(&f->ep, last(f->loop.reads, f->loop.nreads)->id, &d));
+	(void)fd;
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 1);
+	assert_true(atomic_load(&f->l.stats.preread_ns) < NS_PER_SEC);
+	assert_int_equal(atomic_load(&f->l.stats.preread_hist[SNI_PREREAD_BUCKETS]), 0);
+}
+
+/* The preread bytes go upstream in one send, from the connection's own
+ * buffer: a connection closed while that send is out keeps the buffer
+ * (and its slot) until the send's on_sent, which del_socket still gives. */
+static void test_sni_a_closed_connection_keeps_its_preread_until_on_sent(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h[512];
+	size_t n;
+	int fd;
+	struct fake_call *s;
+
+	f->conf.idle_timeout_ms = 1000;
+	start(state);
+	fd = accept_one(f);
+	n = hello(h, "a.test");
+	deliver(f, fd, h, n);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s->len, n);
+	assert_true(endpoint_timer(&f->ep, endpoint_ref_id(f->l.slot_conns, 0),
+				   loop_now() + 2 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_IDLE]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	/* Closed, but the loop may still read the bytes. */
+	assert_memory_equal(s->ptr, h, n);
+	assert_true(atomic_load(&f->l.stats.memory) > 0);
+	assert_true(endpoint_sent(&f->ep, s->id, -ECANCELED));
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	/* And the listener goes on. */
+	fd = accept_one(f);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,12 +609,19 @@ int main(void)
 		T(test_sni_a_preread_timeout_refuses),
 		T(test_sni_over_max_connections_is_refused),
 		T(test_sni_over_max_connections_per_ip_is_refused),
-		T(test_sni_over_max_preread_is_refused),
+		T(test_sni_a_refusal_by_a_cap_closes_at_once),
+	T(test_sni_a_lingering_connection_counts_for_its_address),
+	T(test_sni_lingering_connections_are_capped),
+	T(test_sni_over_max_preread_is_refused),
+	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
+	T(test_sni_a_drain_during_the_preread_refuses),
 		T(test_sni_draining_refuses_new_connections),
 		T(test_sni_a_failed_connect_refuses_without_a_byte),
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
 		T(test_sni_a_control_route_never_beats_the_files),
 		T(test_sni_an_idle_splice_is_closed),
+		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
+		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

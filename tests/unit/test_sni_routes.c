@@ -262,6 +262,37 @@ static void test_sni_routes_many_routes(void **state)
 	free(list);
 }
 
+static bool loops(const char *up, const char *listen, const char *local)
+{
+	union etr_sockaddr u, l, x;
+
+	assert_int_equal(addr_parse_numeric(up, &u), 0);
+	assert_int_equal(addr_parse_numeric(listen, &l), 0);
+	if (local)
+		assert_int_equal(addr_parse_numeric(local, &x), 0);
+	return sni_route_loops(&u, &l, &x, local ? 1 : 0);
+}
+
+static void test_sni_route_to_the_listener_itself_loops(void **state)
+{
+	(void)state;
+	assert_true(loops("127.0.0.1:443", "127.0.0.1:443", NULL));
+	assert_true(loops("[::1]:443", "[::1]:443", NULL));
+	assert_false(loops("127.0.0.1:444", "127.0.0.1:443", NULL));
+	assert_false(loops("127.0.0.2:443", "127.0.0.1:443", NULL)); /* another bind */
+	/* A wildcard listener: any address of the host on its port. */
+	assert_true(loops("127.0.0.9:443", "0.0.0.0:443", NULL));
+	assert_true(loops("[::1]:443", "0.0.0.0:443", NULL));
+	assert_true(loops("127.0.0.1:443", "[::]:443", NULL));
+	assert_true(loops("0.0.0.0:443", "0.0.0.0:443", NULL));
+	assert_true(loops("192.0.2.7:443", "0.0.0.0:443", "192.0.2.7:1"));
+	assert_false(loops("192.0.2.7:443", "0.0.0.0:443", "192.0.2.8:1"));
+	assert_false(loops("192.0.2.7:443", "0.0.0.0:443", NULL));
+	/* 0.0.0.0 as an upstream is the loopback. */
+	assert_true(loops("0.0.0.0:443", "127.0.0.1:443", NULL));
+	assert_false(loops("0.0.0.0:443", "192.0.2.7:443", NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_sni_routes_an_empty_table_matches_nothing),
 	    cmocka_unit_test(test_sni_routes_a_new_set_replaces_the_old_whole),
 	    cmocka_unit_test(test_sni_routes_many_routes),
+	    cmocka_unit_test(test_sni_route_to_the_listener_itself_loops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
