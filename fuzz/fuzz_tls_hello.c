@@ -83,7 +83,9 @@ static enum ref_result ref_body(const uint8_t *b, size_t len, char name[TLS_NAME
 	if (p == len)
 		return REF_NO_SNI;
 	REF_NEED(2);
-	if (REF_U16() != len - p)
+	size_t exts = REF_U16(); /* apart: p moves in it, and the right side reads p */
+
+	if (exts != len - p)
 		return REF_REFUSED;
 	while (p < len) {
 		size_t type, elen;
