@@ -193,8 +193,13 @@ struct loop_ops {
  *                        EOF) or on_recv_error follows; nothing more is
  *                        read from fd until the caller asks again. That is
  *                        the back-pressure: a relay asks for more of one
- *                        side only when its last chunk has left through
- *                        the other. The bytes land in a buffer of the
+ *                        side only while few of its chunks are on their way
+ *                        through the other (the SNI relay: fewer than two,
+ *                        a read-ahead of one). stream_read may be asked
+ *                        again as soon as its on_stream came (from inside
+ *                        it too), before that chunk's forward got its
+ *                        on_sent: the fd's send queue keeps the order.
+ *                        The bytes land in a buffer of the
  *                        loop's stream pool, taken only when data is there
  *                        (io_uring: a provided-buffer ring of its own, so
  *                        streams never starve the datagram sockets; a
@@ -238,8 +243,9 @@ struct loop_ops {
  *
  * Half-close is the caller's shutdown(fd, SHUT_WR) once the last on_sent of
  * that side came back (nothing is queued then); close is del_socket and
- * close(2). A connection's memory in the loop is thus at most one chunk per
- * direction: 2 * LOOP_STREAM_CHUNK while both sides stream. */
+ * close(2). A connection's memory in the loop is thus what its relay lets
+ * be in flight: the SNI relay's two chunks per direction, 4 *
+ * LOOP_STREAM_CHUNK while both sides stream. */
 #define LOOP_STREAM_CHUNK 16384
 /* Stream chunks per loop (the pool; a read waits while none is free,
  * counted in stream_stalls, and goes on when one comes back). */

@@ -14,8 +14,9 @@
  *   GONE       closed while the loop still sends from its preread buffer:
  *              the slot and the buffer wait for that send's on_sent
  * Back-pressure is the loop's one-shot stream_read: a side is read again
- * only when its last chunk left through the other, so a connection holds
- * at most one chunk per direction. */
+ * while fewer than SNI_AHEAD of its chunks are on their way through the
+ * other (a read-ahead of one chunk, so that receive and send overlap), so
+ * a connection holds at most SNI_AHEAD chunks per direction. */
 #include "sni.h"
 
 #include <errno.h>
@@ -33,6 +34,10 @@
 /* A refused connection's linger: at most this long and this many chunks. */
 #define SNI_LINGER (2 * NS_PER_SEC)
 #define SNI_LINGER_CHUNKS 64
+/* Chunks of one direction in flight at once (read, not yet all sent): 2
+ * is a read-ahead of one, so the next chunk is read while the last one is
+ * sent; 4 * LOOP_STREAM_CHUNK per connection while both directions stream. */
+#define SNI_AHEAD 2
 /* A connection ref: index (16 bits), generation (7), side (1). */
 #define SNI_IDX_BITS 16
 #define SNI_IDX_MASK ((1u << SNI_IDX_BITS) - 1)
@@ -53,12 +58,13 @@ enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER, C_GONE };
 enum { SIDE_C = 0, SIDE_U = 1 };
 /* Per direction, indexed by the side read from. */
 #define D_READING 1u /* a stream_read is out on this side */
-#define D_SENDING 2u /* its last chunk is on its way to the other side */
-#define D_EOF 4u     /* it shut its side; we shut the other's write side */
+#define D_EOF 2u     /* it shut its side (no more reads) */
+#define D_SHUT 4u    /* and we shut the other's write side, all sent */
 
 struct sni_conn {
 	uint8_t state, gen;
 	uint8_t dir[2];
+	uint8_t ahead[2]; /* chunks in flight (<= SNI_AHEAD), by side read from */
 	bool counted, ip_counted, in_preread, proxy;
 	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
@@ -176,6 +182,7 @@ static void conn_free(struct sni_listener *l, struct sni_conn *c)
 	for (int s = 0; s < 2; s++) {
 		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
+		c->ahead[s] = 0;
 	}
 	if (c->state == C_LINGER) {
 		SUB(l->stats.lingering, 1);
@@ -213,6 +220,7 @@ static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 	l->free_head = c->next_free;
 	c->state = C_PREREAD;
 	c->dir[0] = c->dir[1] = 0;
+	c->ahead[0] = c->ahead[1] = 0;
 	c->counted = c->ip_counted = c->in_preread = c->proxy = c->pre_sending = false;
 	c->fd[SIDE_C] = fd;
 	c->fd[SIDE_U] = -1;
@@ -432,6 +440,16 @@ static void splice_start(struct sni_listener *l, struct sni_conn *c)
 		end(l, c, SNI_END_RESET);
 }
 
+/* Side s's EOF, once all its chunks are sent: shut the other's write
+ * side; the connection ends when both directions are shut so. */
+static void shut_dir(struct sni_listener *l, struct sni_conn *c, int s)
+{
+	c->dir[s] |= D_SHUT;
+	shutdown(c->fd[!s], SHUT_WR);
+	if (c->dir[!s] & D_SHUT)
+		end(l, c, SNI_END_DONE);
+}
+
 /* Loop events on the connections' endpoint. */
 
 static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
@@ -460,12 +478,11 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		return;
 	}
 	if (d->len == 0) {
+		/* The shutdown only behind the chunks still queued: the last
+		 * one's on_sent sends it then. */
 		c->dir[s] |= D_EOF;
-		/* Nothing of this direction is queued: it is read again only
-		 * once its last chunk was sent. */
-		shutdown(c->fd[o], SHUT_WR);
-		if (c->dir[o] & D_EOF)
-			end(l, c, SNI_END_DONE);
+		if (c->ahead[s] == 0)
+			shut_dir(l, c, s);
 		return;
 	}
 	c->last = d->now;
@@ -473,10 +490,13 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		end(l, c, SNI_END_RESET);
 		return;
 	}
-	c->dir[s] |= D_SENDING;
-	c->fwd_len[s] = (uint32_t)d->len;
+	c->ahead[s]++;
+	c->fwd_len[s] += (uint32_t)d->len;
 	ADD(l->stats.memory, (int64_t)d->len);
 	ADD(*(s == SIDE_C ? &l->stats.bytes_in : &l->stats.bytes_out), d->len);
+	/* Read ahead: the next chunk comes while this one is sent. */
+	if (c->ahead[s] < SNI_AHEAD && read_side(l, c, s) < 0)
+		end(l, c, SNI_END_RESET);
 }
 
 static void conn_sent(void *obj, uint32_t ref, int res)
@@ -501,12 +521,24 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 			splice_start(l, c);
 		return;
 	}
-	if (c->state != C_SPLICE || !(c->dir[s] & D_SENDING))
+	if (c->state != C_SPLICE || c->ahead[s] == 0)
 		return;
-	c->dir[s] &= ~D_SENDING;
-	SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
-	c->fwd_len[s] = 0;
-	if (res < 0 || read_side(l, c, s) < 0)
+	if (res < 0) {
+		end(l, c, SNI_END_RESET);
+		return;
+	}
+	/* A whole chunk (res is its length); sends of one fd end in order. */
+	c->ahead[s]--;
+	if ((uint32_t)res > c->fwd_len[s])
+		res = (int)c->fwd_len[s];
+	SUB(l->stats.memory, (int64_t)res);
+	c->fwd_len[s] -= (uint32_t)res;
+	if (c->dir[s] & D_EOF) {
+		if (c->ahead[s] == 0)
+			shut_dir(l, c, s);
+		return;
+	}
+	if (!(c->dir[s] & D_READING) && read_side(l, c, s) < 0)
 		end(l, c, SNI_END_RESET);
 }
 

@@ -202,10 +202,11 @@ static void test_sni_a_known_name_is_connected_sent_unchanged_and_spliced(void *
 	s = last(f->loop.sends, f->loop.nsends);
 	assert_int_equal(s->fd, fd);
 	assert_int_equal(atomic_load(&f->l.stats.memory), 11);
-	/* No second read of the upstream before its chunk left. */
-	assert_int_equal(f->loop.nreads, reads);
-	assert_true(endpoint_sent(&f->ep, s->id, 11));
+	/* A read-ahead: the upstream is read again while its chunk is sent. */
+	assert_int_equal(f->loop.nreads, reads + 1);
 	assert_int_equal(last(f->loop.reads, f->loop.nreads)->fd, ufd);
+	assert_true(endpoint_sent(&f->ep, s->id, 11));
+	assert_int_equal(f->loop.nreads, reads + 1);
 	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
 	assert_int_equal(atomic_load(&f->l.stats.bytes_out), 11);
 	/* Half-closes both ways, then the end. */
@@ -215,6 +216,91 @@ static void test_sni_a_known_name_is_connected_sent_unchanged_and_spliced(void *
 	assert_int_equal(atomic_load(&f->l.stats.active), 0);
 	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_DONE]), 1);
 	assert_int_equal(client_read(f->clients[0], buf, sizeof(buf)), 0);
+}
+
+/* The reads asked of fd so far. */
+static unsigned reads_of(struct fx *f, int fd)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < f->loop.nreads && i < FAKE_MAX; i++)
+		n += f->loop.reads[i].fd == fd;
+	return n;
+}
+
+/* Connect a.test and send the preread: both sides are read. */
+static int spliced(struct fx *f, int fd)
+{
+	uint8_t h[512];
+	size_t n = hello(h, "a.test");
+	struct fake_call *s;
+
+	deliver(f, fd, h, n);
+	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_true(endpoint_sent(&f->ep, s->id, (int)n));
+	return f->loop.connects[0].fd;
+}
+
+/* At most two chunks of a direction in flight (a read-ahead of one): the
+ * side is read again after the first, not after the second, and again
+ * when one of the two was sent; its EOF is a shutdown only after every
+ * queued chunk was sent. */
+static void test_sni_a_direction_reads_one_chunk_ahead_and_shuts_after_it(void **state)
+{
+	struct fx *f = start(state);
+	uint8_t buf[8];
+	int fd = accept_one(f), ufd = spliced(f, fd);
+	unsigned r0 = reads_of(f, ufd);
+	struct fake_call *s1, *s2;
+
+	deliver(f, ufd, "one", 3);
+	s1 = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(reads_of(f, ufd), r0 + 1);
+	deliver(f, ufd, "two!", 4);
+	s2 = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s2->fd, fd);
+	/* Two in flight: no third read. */
+	assert_int_equal(reads_of(f, ufd), r0 + 1);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 7);
+	assert_true(endpoint_sent(&f->ep, s1->id, 3));
+	assert_int_equal(reads_of(f, ufd), r0 + 2);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 4);
+	/* EOF with a chunk still queued: the client's side is not shut yet. */
+	deliver(f, ufd, "", 0);
+	assert_int_equal(client_read(f->clients[0], buf, sizeof(buf)), -ETIMEDOUT);
+	assert_true(endpoint_sent(&f->ep, s2->id, 4));
+	assert_int_equal(client_read(f->clients[0], buf, sizeof(buf)), 0);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	assert_int_equal(reads_of(f, ufd), r0 + 2);
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	/* The other direction still splices, then ends the connection. */
+	deliver(f, fd, "", 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_DONE]), 1);
+}
+
+/* A send that fails with chunks queued ends the connection once, and
+ * what it held is given back. */
+static void test_sni_a_failed_send_with_a_read_ahead_resets(void **state)
+{
+	struct fx *f = start(state);
+	int fd = accept_one(f), ufd = spliced(f, fd);
+	struct fake_call *s1, *s2;
+
+	deliver(f, fd, "up1", 3);
+	s1 = last(f->loop.sends, f->loop.nsends);
+	deliver(f, fd, "up2", 3);
+	s2 = last(f->loop.sends, f->loop.nsends);
+	assert_int_equal(s2->fd, ufd);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 6);
+	assert_true(endpoint_sent(&f->ep, s1->id, -EPIPE));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_RESET]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	/* The cancelled second send's on_sent finds nothing. */
+	endpoint_sent(&f->ep, s2->id, -ECANCELED);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
 }
 
 static void test_sni_a_proxy_v2_route_sends_the_header_first(void **state)
@@ -602,6 +688,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_sni_a_known_name_is_connected_sent_unchanged_and_spliced),
+		T(test_sni_a_direction_reads_one_chunk_ahead_and_shuts_after_it),
+		T(test_sni_a_failed_send_with_a_read_ahead_resets),
 		T(test_sni_a_proxy_v2_route_sends_the_header_first),
 		T(test_sni_an_unknown_name_is_refused_without_a_byte),
 		T(test_sni_the_wildcard_does_not_match_its_suffix),
