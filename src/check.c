@@ -282,6 +282,8 @@ int check_run(const struct etr_conf *c)
 	       c->nrelays, c->nrelays == 1 ? "" : "s");
 	if (c->nsni)
 		printf(", %u SNI listener%s", c->nsni, c->nsni == 1 ? "" : "s");
+	if (c->prbe.nlisten)
+		printf(", %u echo port%s", c->prbe.nlisten, c->prbe.nlisten == 1 ? "" : "s");
 	printf(")\n");
 	if (!c->probe)
 		return 0;

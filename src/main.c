@@ -132,9 +132,9 @@ static int configure(struct etr_conf *c, int argc, char **argv)
 	}
 	if (c->help || c->version)
 		return 0;
-	/* The default file is read when the command line names no game
-	 * server: `etrelay --upstream ...` alone never picks up /etc. */
-	if (!c->path_given && !c->cli_upstream && !c->cli_sni)
+	/* The default file is read when the command line names no listener:
+	 * `etrelay --upstream ...` alone never picks up /etc. */
+	if (!c->path_given && !c->cli_upstream && !c->cli_listener)
 		c->path = CONF_DEFAULT_PATH;
 	if (c->path) {
 		text = conf_read_file(c->path, &len);
