@@ -113,6 +113,16 @@ def test(ctx):
     H.check("relays' sessions" in err and "lower max-sessions" in err,
             f"the file-descriptor message of a relay: {err.strip()!r}")
 
+    # -t counts in words: one route, two routes
+    sni = ["-t", "--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
+           "a.test=127.0.0.1:9"]
+    rc, out, err = H.run_etrelay(ctx, sni)
+    H.expect_eq(rc, 0, f"-t with one SNI route (stderr {err.strip()!r})")
+    H.check(", 1 route, " in out, f"-t with one SNI route says '1 route': {out!r}")
+    rc, out, err = H.run_etrelay(ctx, sni + ["--sni-route", "b.test=127.0.0.1:9"])
+    H.expect_eq(rc, 0, f"-t with two SNI routes (stderr {err.strip()!r})")
+    H.check(", 2 routes, " in out, f"-t with two SNI routes says '2 routes': {out!r}")
+
     # positive control: the same base with valid durations in every unit starts
     relay = ctx.relay("--upstream", up, "--master", base["--master"],
                       "--session-timeout", "500ms", "--heartbeat-interval", "1h",
