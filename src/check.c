@@ -269,10 +269,10 @@ int check_run(const struct etr_conf *c)
 		const struct sni_conf *s = &c->sni[i];
 		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
 
-		printf("sni %s: listen %s (TCP), %u routes, max-connections %" PRIu32
+		printf("sni %s: listen %s (TCP), %u route%s, max-connections %" PRIu32
 		       ", max-connections-per-ip %" PRIu32 "\n",
-		       s->name, addr_str(&s->listen.sa, a), s->nroutes, s->max_connections,
-		       s->max_per_ip);
+		       s->name, addr_str(&s->listen.sa, a), s->nroutes, s->nroutes == 1 ? "" : "s",
+		       s->max_connections, s->max_per_ip);
 		for (unsigned j = 0; j < s->nroutes; j++)
 			printf("sni %s: route %s -> %s%s\n", s->name, s->routes[j].name,
 			       addr_hostport(s->routes[j].host, s->routes[j].port, hp),
@@ -282,6 +282,8 @@ int check_run(const struct etr_conf *c)
 	       c->nrelays, c->nrelays == 1 ? "" : "s");
 	if (c->nsni)
 		printf(", %u SNI listener%s", c->nsni, c->nsni == 1 ? "" : "s");
+	if (c->prbe.nlisten)
+		printf(", %u echo port%s", c->prbe.nlisten, c->prbe.nlisten == 1 ? "" : "s");
 	printf(")\n");
 	if (!c->probe)
 		return 0;

@@ -31,7 +31,8 @@ const char conf_usage[] =
 	"Relay options (in a config file: the same names without --):\n"
 	"  --listen ADDR:PORT        public UDP address (default " CONF_DEFAULT_LISTEN ";\n"
 	"                            [::]:27960 for IPv6)\n"
-	"  --upstream HOST:PORT      the game server (required)\n"
+	"  --upstream HOST:PORT      the game server (required, unless --sni-listen or\n"
+	"                            --prbe-listen gives a process without a relay)\n"
 	"  --master HOST[:PORT]      master server, repeatable (default\n"
 	"                            etmaster.idsoftware.com:27950 and etmaster.net:27950;\n"
 	"                            port 27950 when omitted)\n"
@@ -134,7 +135,8 @@ const char conf_usage[] =
 	"                            stderr is the journal)\n"
 	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
 	" when\n"
-	"                            no --upstream is given)\n"
+	"                            no --upstream, --sni-listen or --prbe-listen\n"
+	"                            is given)\n"
 	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
 	"  --probe                   with -t: also resolve masters (to an address the\n"
 	"                            listener can reach), probe game servers, resolve\n"
@@ -874,8 +876,8 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 		c->cli[c->ncli++] = (struct conf_cli){ k->name, k->flag ? NULL : optarg };
 		if (strcmp(k->name, "upstream") == 0)
 			c->cli_upstream = true;
-		if (strcmp(k->name, "sni-listen") == 0)
-			c->cli_sni = true;
+		if (strcmp(k->name, "sni-listen") == 0 || strcmp(k->name, "prbe-listen") == 0)
+			c->cli_listener = true;
 	}
 	if (optind < argc) {
 		err_add(e, "etrelay: unexpected argument '%s' (see --help)", argv[optind]);
@@ -1345,14 +1347,17 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	char where[CONF_NAME_MAX + 300];
 	struct layer global_layer = { false };
 
-	bool any_sni = c->nsni > 0 || c->sni_cli.listen_set;
+	bool other_listener = c->nsni > 0 || c->sni_cli.listen_set || c->prbe.nlisten > 0;
 
 	for (unsigned i = 0; i < c->ncli; i++)
-		if (strcmp(c->cli[i].key, "sni-listen") == 0)
-			any_sni = true;
+		if (strcmp(c->cli[i].key, "sni-listen") == 0 ||
+		    strcmp(c->cli[i].key, "prbe-listen") == 0)
+			other_listener = true;
 	/* No [relay] section: the top level (or the command line) is the one,
-	 * unless it names no game server and there are SNI listeners. */
-	if (c->nrelays == 0 && (!any_sni || c->cli_upstream || c->base.upstream_host[0])) {
+	 * unless it names no game server and there is another listener (an
+	 * SNI listener or an echo port): any listener makes a process. */
+	if (c->nrelays == 0 &&
+	    (!other_listener || c->cli_upstream || c->base.upstream_host[0])) {
 		c->relays[0] = c->base;
 		c->nrelays = 1;
 	}

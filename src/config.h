@@ -227,7 +227,7 @@ struct etr_conf {
 	struct conf_cli cli[CONF_CLI_MAX];
 	unsigned ncli;
 	bool cli_upstream; /* the command line names a game server */
-	bool cli_sni;      /* ... or an SNI listener */
+	bool cli_listener; /* ... or another listener (sni-listen, prbe-listen) */
 	/* The relays, and the defaults each starts from. */
 	struct relay_conf base;
 	struct relay_conf relays[CONF_RELAYS_MAX];

@@ -528,15 +528,17 @@ static void heartbeat(struct control *c)
 	pthread_mutex_unlock(&c->st->lock);
 	publish(c, now);
 	if (!ctl_log_changed(&c->log_hb, r, c->routes))
-		log_debug("control: heartbeat %s, %zu routes", ctl_result_name(r), c->routes);
+		log_debug("control: heartbeat %s, %zu route%s", ctl_result_name(r), c->routes,
+			  c->routes == 1 ? "" : "s");
 	else if (r == CTL_OK)
-		log_info("control: heartbeat ok, %zu routes", c->routes);
+		log_info("control: heartbeat ok, %zu route%s", c->routes, c->routes == 1 ? "" : "s");
 	else
-		log_warnx("control: heartbeat %s (%s)%s; keeping the last %zu routes, next in "
+		log_warnx("control: heartbeat %s (%s)%s; keeping the last %zu route%s, next in "
 			  "%llu ms",
 			  r == CTL_REFUSED ? "refused" : "failed", err,
 			  r == CTL_REFUSED ? ": the control plane refused the credential" : "",
-			  c->routes, (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
+			  c->routes, c->routes == 1 ? "" : "s",
+			  (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
 }
 
 static void *control_thread(void *arg)

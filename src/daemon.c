@@ -800,10 +800,10 @@ static void log_start_sni(const struct daemon *d)
 		const struct sni_conf *c = &d->conf->sni[i];
 		char a[ADDR_STRLEN];
 
-		log_info("sni %s listening on %s (TCP), backend %s, %u routes, up to %u "
+		log_info("sni %s listening on %s (TCP), backend %s, %u route%s, up to %u "
 			 "connections",
 			 c->name, addr_str(&c->listen.sa, a), d->ops->name, c->nroutes,
-			 c->max_connections);
+			 c->nroutes == 1 ? "" : "s", c->max_connections);
 	}
 }
 

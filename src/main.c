@@ -34,6 +34,64 @@ static rlim_t raise_nofile(void)
 	return rl.rlim_cur;
 }
 
+/* The descriptors the configuration may hold at once, against the limit:
+ * each listener kind named in the message, with the setting that lowers
+ * it, so that an SNI-only or echo-only process is not told about relays. */
+static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
+{
+	uint64_t workers = daemon_workers_wanted(conf), sessions = 0, sni = 0, own, echo, ops;
+	uint64_t need;
+	char parts[256], lower[64];
+	size_t o = 0;
+
+	/* max-sessions is a total across the workers. */
+	for (unsigned i = 0; i < conf->nrelays; i++)
+		sessions += conf->relays[i].max_sessions + 4;
+	/* An SNI connection holds two sockets, a refused one lingering one
+	 * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count
+	 * across the workers, so this holds whatever the workers' tables:
+	 * a worker's slots are memory, its sockets come out of these; one
+	 * more per worker for a connection closed as it is accepted. */
+	for (unsigned i = 0; i < conf->nsni; i++)
+		sni += 2ull * (conf->sni[i].max_connections + conf->sni[i].max_connections / 4) +
+		       workers;
+	/* Each worker has its own public sockets, echo ports, loop and
+	 * control eventfd; a few more for the process (signalfd, logs). */
+	own = 16 + workers * (conf->nrelays + 4);
+	echo = workers * conf->prbe.nlisten;
+	/* The ops plane's connections come out of the same limit: a full
+	 * listener must not leave a session without its socket. */
+	ops = conf->ops_enabled ? OPS_FDS_MAX : 0;
+	need = sessions + sni + own + echo + ops;
+	if (need <= nofile)
+		return 0;
+	parts[0] = lower[0] = '\0';
+	if (conf->nrelays)
+		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
+				      "%llu for the relays' sessions, ",
+				      (unsigned long long)sessions);
+	if (conf->nsni && o < sizeof(parts))
+		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
+				      "%llu for the SNI listeners' connections, ",
+				      (unsigned long long)sni);
+	if (echo && o < sizeof(parts))
+		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for echo ports, ",
+				      (unsigned long long)echo);
+	if (ops && o < sizeof(parts))
+		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for the ops plane, ",
+				      (unsigned long long)ops);
+	if (o < sizeof(parts))
+		snprintf(parts + o, sizeof(parts) - o, "%llu for the workers' own",
+			 (unsigned long long)own);
+	snprintf(lower, sizeof(lower), "%s%s%s", conf->nsni ? "max-connections" : "",
+		 conf->nsni && conf->nrelays ? " or " : "", conf->nrelays ? "max-sessions" : "");
+	log_warnx("the configuration needs %llu file descriptors (%s), the limit is %llu: raise "
+		  "LimitNOFILE= (systemd) or ulimit -n%s%s",
+		  (unsigned long long)need, parts, (unsigned long long)nofile,
+		  lower[0] ? ", or lower " : "", lower);
+	return -1;
+}
+
 static int resolve_upstream(const struct relay_conf *r, union etr_sockaddr *sa)
 {
 	struct resolver_result res;
@@ -132,9 +190,9 @@ static int configure(struct etr_conf *c, int argc, char **argv)
 	}
 	if (c->help || c->version)
 		return 0;
-	/* The default file is read when the command line names no game
-	 * server: `etrelay --upstream ...` alone never picks up /etc. */
-	if (!c->path_given && !c->cli_upstream && !c->cli_sni)
+	/* The default file is read when the command line names no listener:
+	 * `etrelay --upstream ...` alone never picks up /etc. */
+	if (!c->path_given && !c->cli_upstream && !c->cli_listener)
 		c->path = CONF_DEFAULT_PATH;
 	if (c->path) {
 		text = conf_read_file(c->path, &len);
@@ -161,7 +219,6 @@ int main(int argc, char **argv)
 	static struct daemon d;
 	union etr_sockaddr upstream[CONF_RELAYS_MAX];
 	struct sni_route *sni_routes[CONF_SNI_MAX] = { NULL };
-	uint64_t need = 16;
 	char err[256];
 	rlim_t nofile;
 	int rc;
@@ -190,34 +247,8 @@ int main(int argc, char **argv)
 		return check_run(&conf);
 
 	nofile = raise_nofile();
-	/* max-sessions is a total across the workers; each worker has its
-	 * own public sockets, loop and control eventfd. */
-	for (unsigned i = 0; i < conf.nrelays; i++)
-		need += conf.relays[i].max_sessions + 4;
-	need += (uint64_t)daemon_workers_wanted(&conf) * (conf.nrelays + 4);
-	/* The ops plane's connections come out of the same limit: a full
-	 * listener must not leave a session without its socket. */
-	if (conf.ops_enabled)
-		need += OPS_FDS_MAX;
-	/* An SNI connection holds two sockets, a refused one lingering one
-	 * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count
-	 * across the workers, so this holds whatever the workers' tables:
-	 * a worker's slots are memory, its sockets come out of these; one
-	 * more per worker for a connection closed as it is accepted. */
-	for (unsigned i = 0; i < conf.nsni; i++)
-		need += 2ull * (conf.sni[i].max_connections + conf.sni[i].max_connections / 4) +
-			daemon_workers_wanted(&conf);
-	if (need > nofile) {
-		char ops[64] = "";
-
-		if (conf.ops_enabled)
-			snprintf(ops, sizeof(ops), " and the ops plane's %d connections",
-				 OPS_CONN_SLOTS);
-		log_warnx("max-sessions of all relays%s need %llu file descriptors, the limit is "
-			  "%llu (raise LimitNOFILE= or ulimit -n, or lower max-sessions)",
-			  ops, (unsigned long long)need, (unsigned long long)nofile);
+	if (check_nofile(&conf, nofile) < 0)
 		return EXIT_CONFIG;
-	}
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
 			return EXIT_FAILURE;

@@ -394,7 +394,8 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 
 	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "draining\n");
-	if (!n && !st->sni)
+	/* An echo-only process (prbe-listen alone) is ready while it runs. */
+	if (!n && !st->sni && !st->nprbe_ports)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "no relay yet\n");
 	for (unsigned i = 0; i < n; i++) {
 		const struct relay_stats *r = st->relay[i];

@@ -153,7 +153,9 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 
 /* Replace the control plane's routes of every listener with list (n
  * routes, at most SNI_CONTROL_ROUTES_MAX; none back to a listener; a name
- * the config file routes too stays the file's, logged once). From one
+ * the config file routes too stays the file's, logged once the set is in
+ * force). The set in force again (same routes, same order) changes nothing:
+ * no build, no swap, no publish. From one
  * thread at a time (the control thread): the tables are built outside the
  * lock the workers take, and swapped under it. Returns 0, or -1 with why
  * in err (nothing changed then). */

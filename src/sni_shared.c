@@ -132,6 +132,52 @@ static void collect(struct sni_lshared *l, unsigned nworkers)
 	l->nretired = k;
 }
 
+/* The config file routes r's name too (the file's route wins). */
+static bool shadowed(const struct sni_lshared *l, const struct sni_route *r)
+{
+	for (size_t j = 0; j < l->nfile; j++)
+		if (strcasecmp(l->file[j].name, r->name) == 0)
+			return true;
+	return false;
+}
+
+/* Log the control plane's routes the file shadows, once per change of the
+ * set: those not in the set in force. Called only for a set committed, so
+ * a set refused (by a later listener, say) and sent again logs nothing. */
+static void log_shadowed(const struct sni_lshared *l, const struct sni_route *ctl, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool before = false;
+
+		if (!shadowed(l, &ctl[i]))
+			continue;
+		for (size_t j = 0; j < l->nctl && !before; j++)
+			before = strcasecmp(l->ctl[j].name, ctl[i].name) == 0;
+		if (!before)
+			log_info("sni %s: route %s: the config file's route wins over the "
+				 "control plane's",
+				 l->conf->name, ctl[i].name);
+	}
+}
+
+/* The control plane's set in force (every listener holds the same) is list:
+ * the same routes in the same order. The control thread alone writes it. */
+static bool same_control_routes(const struct sni_shared *sh, const struct sni_route *list, size_t n)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		const struct sni_lshared *l = &sh->l[i];
+
+		if (l->nctl != n)
+			return false;
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(l->ctl[j].name, list[j].name) != 0 ||
+			    !addr_equal(&l->ctl[j].upstream, &list[j].upstream) ||
+			    l->ctl[j].proxy_v2 != list[j].proxy_v2)
+				return false;
+	}
+	return true;
+}
+
 /* Listener l's table from its file routes and ctl (n), the file's winning
  * a name in both. Not under l->lock, so that accepts (sni_shared_ip_take)
  * never wait for a build: it reads the file's routes (fixed at start) and
@@ -150,25 +196,9 @@ static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
 	}
 	if (l->nfile)
 		memcpy(all, l->file, l->nfile * sizeof(*all));
-	for (size_t i = 0; i < n; i++) {
-		bool shadowed = false;
-
-		for (size_t j = 0; j < l->nfile && !shadowed; j++)
-			shadowed = strcasecmp(l->file[j].name, ctl[i].name) == 0;
-		if (!shadowed) {
+	for (size_t i = 0; i < n; i++)
+		if (!shadowed(l, &ctl[i]))
 			all[m++] = ctl[i];
-			continue;
-		}
-		/* Logged once per change of the control plane's set. */
-		bool before = false;
-
-		for (size_t j = 0; j < l->nctl && !before; j++)
-			before = strcasecmp(l->ctl[j].name, ctl[i].name) == 0;
-		if (!before)
-			log_info("sni %s: route %s: the config file's route wins over the "
-				 "control plane's",
-				 l->conf->name, ctl[i].name);
-	}
 	rc = sni_routes_build(out, all, m, err, errlen);
 	free(all);
 	return rc < 0 ? -1 : 0;
@@ -193,6 +223,10 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 		snprintf(err, errlen, "%zu routes, at most %u", n, SNI_CONTROL_ROUTES_MAX);
 		return -1;
 	}
+	/* Most heartbeats answer the set in force: nothing to build, swap or
+	 * re-check (it passed the loop check below when it came). */
+	if (same_control_routes(sh, list, n))
+		return 0;
 	/* A route back to one of our own listeners would chain connections
 	 * until the caps run out: the whole set is refused. */
 	for (size_t j = 0; j < n; j++) {
@@ -241,6 +275,7 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 
 		if (n)
 			memcpy(copy[i], list, n * sizeof(*list));
+		log_shadowed(l, list, n);
 		pthread_mutex_lock(&l->lock);
 		free(l->ctl);
 		l->ctl = copy[i];

@@ -95,6 +95,34 @@ def test(ctx):
     if problems:
         H.fail(f"{len(problems)} command-line checks failed:\n  " + "\n  ".join(problems))
 
+    # too few file descriptors: the message names what needs them (here SNI
+    # connections and an echo port, no relay) and the settings that fix it
+    ulimit = ["sh", "-c", 'ulimit -n 200 && exec "$@"', "sh"]
+    sni_only = ["--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
+                "a.test=127.0.0.1:9", "--prbe-listen", f"127.0.0.1:{H.free_udp_port()}",
+                "--backend", ctx.backend, "--log-time", "no"]
+    rc, out, err = H.run_etrelay(ctx, sni_only, wrapper=ulimit)
+    H.expect_eq(rc, 78, f"exit status with 200 file descriptors (stderr {err.strip()!r})")
+    for words in ("SNI listeners' connections", "echo ports", "limit is 200",
+                  "LimitNOFILE", "ulimit -n", "lower max-connections"):
+        H.check(words in err, f"the file-descriptor message names {words!r}: {err.strip()!r}")
+    H.check("relay" not in err and "max-sessions" not in err,
+            f"the file-descriptor message of a process without relays: {err.strip()!r}")
+    rc, out, err = H.run_etrelay(ctx, argv(), wrapper=ulimit)
+    H.expect_eq(rc, 78, f"a relay's exit status with 200 file descriptors ({err.strip()!r})")
+    H.check("relays' sessions" in err and "lower max-sessions" in err,
+            f"the file-descriptor message of a relay: {err.strip()!r}")
+
+    # -t counts in words: one route, two routes
+    sni = ["-t", "--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
+           "a.test=127.0.0.1:9"]
+    rc, out, err = H.run_etrelay(ctx, sni)
+    H.expect_eq(rc, 0, f"-t with one SNI route (stderr {err.strip()!r})")
+    H.check(", 1 route, " in out, f"-t with one SNI route says '1 route': {out!r}")
+    rc, out, err = H.run_etrelay(ctx, sni + ["--sni-route", "b.test=127.0.0.1:9"])
+    H.expect_eq(rc, 0, f"-t with two SNI routes (stderr {err.strip()!r})")
+    H.check(", 2 routes, " in out, f"-t with two SNI routes says '2 routes': {out!r}")
+
     # positive control: the same base with valid durations in every unit starts
     relay = ctx.relay("--upstream", up, "--master", base["--master"],
                       "--session-timeout", "500ms", "--heartbeat-interval", "1h",

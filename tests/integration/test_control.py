@@ -155,7 +155,7 @@ def enrol_once_and_route_sets(ctx):
 
     # a smaller set replaces it whole
     cp.set(routes=routes(1, base=5))
-    relay.wait_for_line(r"^control: heartbeat ok, 1 routes$", T(3.0))
+    relay.wait_for_line(r"^control: heartbeat ok, 1 route$", T(3.0))
     H.expect_eq(lifecycle(port, tok)["routes"], 1, "/lifecycle routes after the smaller set")
     H.expect_eq(H.metric_value(metrics(port, tok), "etrelay_control_routes"), 1.0,
                 "etrelay_control_routes after the smaller set")
@@ -164,15 +164,15 @@ def enrol_once_and_route_sets(ctx):
     # another result: the same result twice in a row is not logged again)
     for mode, rx, result in (
             ("503", r"^control: heartbeat failed \(HTTP 503, unavailable: scripted\); keeping "
-                    r"the last 1 routes", "http_error"),
-            ("bad_json", r"^control: heartbeat failed \(not JSON .*\); keeping the last 1 routes",
+                    r"the last 1 route", "http_error"),
+            ("bad_json", r"^control: heartbeat failed \(not JSON .*\); keeping the last 1 route",
              "bad_answer"),
             ("401", r"^control: heartbeat refused \(HTTP 401.*the control plane refused the "
-                    r"credential; keeping the last 1 routes", "refused"),
+                    r"credential; keeping the last 1 route", "refused"),
             ("bad_route", r"^control: heartbeat failed \(sniRoutes\[1\] \(bad.example.com\)"
-                          r"\.upstream: .*\); keeping the last 1 routes", "bad_answer"),
+                          r"\.upstream: .*\); keeping the last 1 route", "bad_answer"),
             ("hang", r"^control: heartbeat failed \(no answer within 1000 ms\); keeping the last "
-                     r"1 routes", "timeout")):
+                     r"1 route", "timeout")):
         m = relay.mark()
         before = H.counter(metrics(port, tok), "etrelay_control_heartbeats_total", result=result)
         cp.set(heartbeat=mode)

@@ -135,7 +135,7 @@ def routes_follow_the_control_plane(ctx):
     m = relay.mark()
     revoked = ended(ops, "revoked")
     cp.set(routes=set_b)
-    relay.wait_for_line(r"^control: heartbeat ok, 1 routes$", T(3), start=m)
+    relay.wait_for_line(r"^control: heartbeat ok, 1 route$", T(3), start=m)
     t0 = time.monotonic()
     H.check(sa.closed_within(T(2)), "set B: the a.test session is still open 2 s after the "
             "heartbeat that removed a.test")
@@ -190,7 +190,7 @@ def routes_follow_the_control_plane(ctx):
     # Set B again, then a 503 and a hanging control plane keep it in force.
     m = relay.mark()
     cp.set(routes=set_b)
-    relay.wait_for_line(r"^control: heartbeat ok, 1 routes$", T(3), start=m)
+    relay.wait_for_line(r"^control: heartbeat ok, 1 route$", T(3), start=m)
     H.check(sa.closed_within(T(2)), "set B again: the a.test session is still open")
     sa.close()
     for mode, rx in (("503", r"^control: heartbeat failed \(HTTP 503"),

@@ -246,9 +246,33 @@ def relay_without_prbe(ctx):
             "etrelay_prbe_packets_total on /metrics without any echo port")
 
 
+def echo_only(ctx):
+    """A process with echo ports and nothing else is a valid configuration:
+    -t passes, it starts, echoes, and /readyz says ready while it runs."""
+    echo_port = H.free_udp_port()
+    ops = H.free_tcp_port()
+    args = ["--prbe-listen", f"127.0.0.1:{echo_port}"]
+    status, out, err = H.run_etrelay(ctx, ["-t"] + args)
+    H.expect_eq(status, 0, f"-t of an echo-only process (stderr {err.strip()!r})")
+    H.check("(0 relays, 1 echo port)" in out, f"-t's summary line: {out!r}")
+    relay = ctx.relay(*args, "--ops-listen", f"127.0.0.1:{ops}", listen=False,
+                      wait_ready=False, open_limits=False)
+    relay.wait_for_line(r"^PRBE echo on 127\.0\.0\.1:%d$" % echo_port, 3.0)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    try:
+        p = probe(64)
+        s.sendto(p, ("127.0.0.1", echo_port))
+        H.expect_eq([d for d, _ in recv_all(s)], [p], "echo from an echo-only process")
+    finally:
+        s.close()
+    r = H.http_request(ops, "GET", "/readyz")
+    H.expect_eq((r.status, r.text), (200, "ready\n"), "/readyz of an echo-only process")
+
+
 def test(ctx):
     H.run_parts(ctx, [exact_echo, rate_limit, low_and_loop_ports, relay_keeps_players,
-                      relay_without_prbe])
+                      relay_without_prbe, echo_only])
 
 
 if __name__ == "__main__":

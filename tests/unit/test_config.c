@@ -2494,7 +2494,7 @@ static void test_config_sni_quick_start_on_the_command_line(void **state)
 				  "a.test=127.0.0.1:9001", "--sni-route",
 				  "*.b.test=[::1]:9002,proxy-v2")),
 			 0);
-	assert_true(c.cli_sni);
+	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
 	assert_int_equal(c.nsni, 1);
 	assert_string_equal(c.sni[0].name, "default");
@@ -2585,6 +2585,30 @@ static void test_config_prbe_on_the_command_line(void **state)
 	assert_true(c.relays[1].prbe);
 	assert_int_equal(c.prbe.rate, 3);
 	assert_int_equal(c.prbe.nports, 4);
+}
+
+static void test_config_any_listener_makes_a_process_echo_ports_alone_too(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* Echo ports alone, on the command line and in a file: no relay. */
+	assert_int_equal(cli(&c, &e, ARGV("--prbe-listen", "127.0.0.1:51821")), 0);
+	assert_true(c.cli_listener);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.prbe.nports, 1);
+	assert_int_equal(run(&c, &e, "prbe-listen 127.0.0.1:51821\n", NOARGS), 0);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.prbe.nports, 1);
+	/* An upstream beside them still makes the top level a relay. */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--prbe-listen", "127.0.0.1:51821", "--upstream", "h:1")),
+			 0);
+	assert_int_equal(c.nrelays, 1);
+	/* No listener at all: the relay's upstream is missing. */
+	assert_int_equal(cli(&c, &e, ARGV("--prbe-rate", "3")), -1);
+	assert_non_null(strstr(e.text, "upstream: missing"));
 }
 
 static void test_config_prbe_bad_values_name_the_key(void **state)
@@ -2876,6 +2900,7 @@ int main(void)
 	    cmocka_unit_test(test_config_prbe_on_the_command_line),
 	    cmocka_unit_test(test_config_prbe_bad_values_name_the_key),
 	    cmocka_unit_test(test_config_prbe_listen_at_most_8_and_not_on_a_relays_port),
+	    cmocka_unit_test(test_config_any_listener_makes_a_process_echo_ports_alone_too),
 	    cmocka_unit_test(test_config_prbe_more_than_8_echo_ports_is_an_error),
 	    cmocka_unit_test(test_config_control_keys_default_off_with_documented_defaults),
 	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),

@@ -566,6 +566,101 @@ static void test_sni_a_control_route_never_beats_the_files(void **state)
 			 9001);
 }
 
+static unsigned publishes;
+
+static void count_publish(struct sni_shared *sh)
+{
+	(void)sh;
+	publishes++;
+}
+
+/* sni_set_control_routes with stderr in a file: its return, and in *lines
+ * how many lines it logged that contain needle. */
+static int logged(struct sni_shared *sh, const struct sni_route *list, size_t n, const char *needle,
+		  unsigned *lines)
+{
+	char err[256], line[512];
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO), rc;
+
+	assert_non_null(tmp);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+	rc = sni_set_control_routes(sh, list, n, err, sizeof(err));
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	*lines = 0;
+	while (fgets(line, sizeof(line), tmp))
+		*lines += strstr(line, needle) != NULL;
+	fclose(tmp);
+	return rc;
+}
+
+/* A heartbeat answers the set in force: no table is built or swapped and
+ * the workers are not told. The file's route winning over one of the set
+ * is logged once, when the set is committed: not when a later listener
+ * refuses the set (here: its workers still hold every older table) and
+ * the control plane sends it again. */
+static void test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing(void **state)
+{
+	struct fx *f = start(state);
+	static struct sni_conf other;
+	const char *wins = "route a.test: the config file's route wins";
+	struct sni_route ctl[2];
+	struct sni_lshared *l1 = &f->sh.l[1];
+	char err[256];
+	unsigned lines;
+	uint64_t gen0, gen1;
+
+	other = f->conf;
+	snprintf(other.name, sizeof(other.name), "u");
+	assert_int_equal(sni_shared_init(&f->sh, 1, &other, NULL, 0, 1, err, sizeof(err)), 0);
+	publishes = 0;
+	f->sh.publish = count_publish;
+	memset(ctl, 0, sizeof(ctl));
+	snprintf(ctl[0].name, sizeof(ctl[0].name), "a.test"); /* the file's too */
+	addr_parse_numeric("127.0.0.1:9999", &ctl[0].upstream);
+	snprintf(ctl[1].name, sizeof(ctl[1].name), "c.test");
+	addr_parse_numeric("127.0.0.1:9003", &ctl[1].upstream);
+
+	/* Listener u refuses the set twice: nothing logged, nothing swapped. */
+	for (unsigned j = 0; j < SNI_RETIRED_MAX; j++)
+		l1->retired[j].gen = UINT64_MAX; /* no worker is done with it */
+	l1->nretired = SNI_RETIRED_MAX;
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(logged(&f->sh, ctl, 2, wins, &lines), -1);
+		assert_int_equal(lines, 0);
+	}
+	assert_int_equal(publishes, 0);
+	l1->nretired = 0;
+
+	/* Committed: logged once, for listener t only. */
+	assert_int_equal(logged(&f->sh, ctl, 2, wins, &lines), 0);
+	assert_int_equal(lines, 1);
+	assert_int_equal(publishes, 1);
+	gen0 = f->sh.l[0].gen, gen1 = l1->gen;
+
+	/* The same set again, three times: no build, no swap, no publish. */
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(logged(&f->sh, ctl, 2, "sni ", &lines), 0);
+		assert_int_equal(lines, 0);
+	}
+	assert_int_equal(publishes, 1);
+	assert_int_equal(f->sh.l[0].gen, gen0);
+	assert_int_equal(l1->gen, gen1);
+
+	/* A change (c.test moves) is a new set; a.test was shadowed before. */
+	addr_parse_numeric("127.0.0.1:9004", &ctl[1].upstream);
+	assert_int_equal(logged(&f->sh, ctl, 2, wins, &lines), 0);
+	assert_int_equal(lines, 0);
+	assert_int_equal(publishes, 2);
+	assert_true(f->sh.l[0].gen > gen0);
+	assert_int_equal(atomic_load(&l1->nroutes), 2);
+}
+
 /* A control-plane set with a route back to the listener is refused whole:
  * the set before stays. */
 static void test_sni_a_control_route_to_the_listener_itself_is_refused(void **state)
@@ -707,6 +802,7 @@ int main(void)
 		T(test_sni_a_failed_connect_refuses_without_a_byte),
 		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
 		T(test_sni_a_control_route_never_beats_the_files),
+		T(test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing),
 		T(test_sni_an_idle_splice_is_closed),
 		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
 		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
