@@ -674,10 +674,16 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	l->conf = conf;
 	l->worker = w;
 	l->sh->stats[w] = &l->stats;
-	l->fd = net_listen_tcp(&conf->listen, reuseport);
+	/* The first socket, with one worker too: nobody may listen there
+	 * already (another etrelay, a program with SO_REUSEPORT would
+	 * otherwise share the port and take part of its connections). */
+	l->fd = w == 0 ? net_tcp_port_free(&conf->listen) : 0;
+	if (l->fd == 0)
+		l->fd = net_listen_tcp(&conf->listen, reuseport);
 	if (l->fd < 0) {
-		log_warnx("sni %s: listen on %s (TCP): %s", conf->name,
-			  addr_str(&conf->listen.sa, a), strerror(-l->fd));
+		log_warnx("sni %s: listen on %s (TCP): %s%s", conf->name,
+			  addr_str(&conf->listen.sa, a), strerror(-l->fd),
+			  l->fd == -EADDRINUSE ? " (another process listens there)" : "");
 		return l->fd;
 	}
 	l->conns = calloc(n, sizeof(*l->conns));

@@ -12,7 +12,12 @@ stays under 30% of a core (the loop pauses accepting, counted in
 etrelay_accept_pauses_total, instead of retrying at once) and, once the
 held connections close, a new client is spliced. (io_uring takes the
 limit when its multishot accept is armed, so there the lowered limit is
-not reached: tests/unit/test_loop.c checks the pause on both backends.)"""
+not reached: tests/unit/test_loop.c checks the pause on both backends.)
+port_taken: a second etrelay (--workers 2) on a running one's SNI port,
+and an etrelay (--workers 2, then 1) on a port a program listens on with
+SO_REUSEPORT, exit 1 naming the listener and EADDRINUSE instead of
+joining the port's SO_REUSEPORT group (and taking part of its
+connections); the first relay still answers every client."""
 
 import os
 import resource
@@ -221,8 +226,35 @@ def loops(ctx):
     H.check("etrelay: sni-route: route x.test: upstream" in err, f"the message: {err!r}")
 
 
+def port_taken(ctx):
+    relay, port, ops, echo = start(ctx, "first", "")
+
+    def second(port, workers):
+        rc, out, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "--workers", str(workers),
+                                           "--sni-listen", f"{H.LOOPBACK}:{port}"], timeout=5)
+        H.expect_eq(rc, 1, f"an etrelay with {workers} workers on a taken port (stderr {err!r})")
+        H.check(f"listen on {H.LOOPBACK}:{port} (TCP): Address already in use" in err,
+                f"the message names the listener and EADDRINUSE: {err!r}")
+
+    second(port, 2)
+    bad = [a for a in (echoed(port, f"127.0.9.{i + 1}") for i in range(20)) if a is not True]
+    H.check(not bad, f"the first relay after the second's try: {len(bad)} of 20 failed: {bad[:3]}")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((H.LOOPBACK, 0))
+    s.listen(16)
+    try:
+        for workers in (2, 1):
+            second(s.getsockname()[1], workers)
+    finally:
+        s.close()
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
 def test(ctx):
-    H.run_parts(ctx, [flood, emfile, loops])
+    H.run_parts(ctx, [flood, emfile, loops, port_taken])
 
 
 if __name__ == "__main__":
