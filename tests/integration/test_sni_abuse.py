@@ -17,7 +17,14 @@ port_taken: a second etrelay (--workers 2) on a running one's SNI port,
 and an etrelay (--workers 2, then 1) on a port a program listens on with
 SO_REUSEPORT, exit 1 naming the listener and EADDRINUSE instead of
 joining the port's SO_REUSEPORT group (and taking part of its
-connections); the first relay still answers every client."""
+connections); the first relay still answers every client.
+slow_many: 40 addresses (127.0.1.x) hold 30 silent connections each,
+reopened as the relay closes them (1200 against max-preread 200, each
+address under max-connections-per-ip); a real TLS client (python ssl,
+through to a TLS echo backend) every 0.2 s for 4 s gets through every
+time: at max-preread the oldest preread connection of the address that
+holds the most gives way (preread_evicted), and a real client's hello
+takes milliseconds."""
 
 import os
 import resource
@@ -29,6 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import test_sni as S  # noqa: E402
+import tlsutil as T  # noqa: E402
 
 
 def start(ctx, name, extra):
@@ -253,8 +261,81 @@ def port_taken(ctx):
     echo.stop = True
 
 
+def slow_many(ctx):
+    if raise_own_nofile() < 3000:
+        raise H.TestSkip("the test needs 3000 file descriptors of its own")
+    tls = T.TlsEcho(ctx, ctx.tmpdir(), "tls.test")
+    relay, port, ops, echo = start(ctx, "slow", f"route tls.test {H.LOOPBACK}:{tls.port}\n"
+                                   "max-preread 200\nmax-connections-per-ip 64\n")
+    stop = threading.Event()
+    opened = [0]
+
+    def attack():
+        socks = set()
+        i = 0
+        t_end = time.monotonic() + 15
+        while not stop.is_set() and time.monotonic() < t_end:
+            while len(socks) < 1200 and not stop.is_set():
+                c = socket.socket()
+                c.setblocking(False)
+                c.bind((f"127.0.1.{i % 40 + 1}", 0))
+                i += 1
+                try:
+                    c.connect((H.LOOPBACK, port))
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    c.close()
+                    break
+                socks.add(c)
+                opened[0] += 1
+            time.sleep(0.05)
+            for c in list(socks):
+                try:
+                    if c.recv(1) == b"":
+                        socks.discard(c)
+                        c.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    socks.discard(c)
+                    c.close()
+        for c in socks:
+            c.close()
+
+    t = threading.Thread(target=attack, daemon=True)
+    t.start()
+    H.wait_until(lambda: (H.metric_value(S.metrics(ops)[1], "etrelay_sni_preread_connections",
+                                         listener="slow") or 0) >= 199, 10,
+                 "the attack fills max-preread")
+    ok, bad = 0, []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 4:
+        try:
+            ses = T.TlsSession(port, "tls.test", timeout=2)
+            ses.echo("through the attack", 100)
+            ses.close()
+            ok += 1
+        except H.TestFailure as e:
+            bad.append(str(e)[:120])
+        time.sleep(0.2)
+    stop.set()
+    t.join(20)
+    s = S.metrics(ops)[1]
+
+    def conns(result):
+        return H.metric_value(s, "etrelay_sni_connections_total", listener="slow", result=result)
+    ctx.note(f"slow_many: the attack opened {opened[0]} connections; the real client got "
+             f"through {ok} of {ok + len(bad)}; preread_evicted {conns('preread_evicted')}, "
+             f"cap_preread {conns('cap_preread')}")
+    H.check(not bad, f"the real client failed {len(bad)} of {ok + len(bad)}: {bad[:2]}")
+    H.check(conns("preread_evicted") >= 200, "the attack's connections were not churned")
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
 def test(ctx):
-    H.run_parts(ctx, [flood, emfile, loops, port_taken])
+    H.run_parts(ctx, [flood, emfile, loops, port_taken, slow_many])
 
 
 if __name__ == "__main__":
