@@ -261,6 +261,16 @@ static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 {
 	ADD(l->stats.ended[why], 1);
+	/* A reset passes on as a reset: a client whose upstream reset
+	 * mid-transfer must not read a clean end (a truncated download
+	 * looking whole), nor the upstream a client's. */
+	if (why == SNI_END_RESET) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		for (int s = 0; s < 2; s++)
+			if (c->fd[s] >= 0)
+				setsockopt(c->fd[s], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	conn_free(l, c);
 }
 

@@ -24,11 +24,15 @@ address under max-connections-per-ip); a real TLS client (python ssl,
 through to a TLS echo backend) every 0.2 s for 4 s gets through every
 time: at max-preread the oldest preread connection of the address that
 holds the most gives way (preread_evicted), and a real client's hello
-takes milliseconds."""
+takes milliseconds.
+reset: a backend sends 1 MiB then resets (SO_LINGER 0); the client reads
+bytes, then a reset, not a clean EOF that would make the truncated
+download look whole (ended reset)."""
 
 import os
 import resource
 import socket
+import struct
 import sys
 import threading
 import time
@@ -334,8 +338,55 @@ def slow_many(ctx):
     echo.stop = True
 
 
+def reset(ctx):
+    be = socket.socket()
+    be.bind((H.LOOPBACK, 0))
+    be.listen(4)
+    be.settimeout(10)
+    relay, port, ops, echo = start(ctx, "rst", f"route rst.test {H.LOOPBACK}:"
+                                   f"{be.getsockname()[1]}\n")
+
+    def serve():
+        try:
+            a, _ = be.accept()
+            a.recv(65536)  # the hello
+            a.sendall(b"x" * (1 << 20))
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            a.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    c = socket.create_connection((H.LOOPBACK, port), timeout=10)
+    c.sendall(S.hello("rst.test"))
+    got, how = 0, "timeout"
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                how = "EOF"
+                break
+            got += len(b)
+    except ConnectionResetError:
+        how = "reset"
+    except socket.timeout:
+        pass
+    c.close()
+    t.join(5)
+    be.close()
+    ctx.note(f"reset: the client read {got} bytes, then {how}")
+    H.expect_eq(how, "reset", f"the client's end after {got} bytes of a reset upstream")
+    H.check(got > 0, "the bytes before the reset")
+    H.wait_until(lambda: H.metric_value(S.metrics(ops)[1], "etrelay_sni_connections_ended_total",
+                                        listener="rst", reason="reset") == 1, 5,
+                 "one connection ended reset")
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
 def test(ctx):
-    H.run_parts(ctx, [flood, emfile, loops, port_taken, slow_many])
+    H.run_parts(ctx, [flood, emfile, loops, port_taken, slow_many, reset])
 
 
 if __name__ == "__main__":
