@@ -81,6 +81,22 @@ int net_port_free(const union etr_sockaddr *sa)
 	return err;
 }
 
+int net_tcp_port_free(const union etr_sockaddr *sa)
+{
+	int fd = socket(sa->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, err = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* SO_REUSEADDR as the listener has it: the last run's TIME_WAIT
+	 * connections do not count; any listening socket does, one in a
+	 * SO_REUSEPORT group too (which our first socket would join). */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, &sa->sa, addr_len(sa)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
 {
 	struct sock_fprog fp = { .len = (unsigned short)len };

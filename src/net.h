@@ -28,6 +28,11 @@ int net_port_free(const union etr_sockaddr *sa);
  * new connections over them). Returns the fd or -errno. */
 int net_listen_tcp(const union etr_sockaddr *sa, bool reuseport);
 
+/* The same for a TCP listener on sa: a plain socket (SO_REUSEADDR, no
+ * SO_REUSEPORT) can bind it. -EADDRINUSE when any socket listens there,
+ * a SO_REUSEPORT group (another etrelay's, say) too. Returns 0 or -errno. */
+int net_tcp_port_free(const union etr_sockaddr *sa);
+
 /* Attach a classic BPF reuseport program (SO_ATTACH_REUSEPORT_CBPF) to
  * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);

@@ -69,6 +69,7 @@ struct sni_conn {
 	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
 	uint32_t next_free;
+	uint32_t pre_prev, pre_next; /* the prereads' list, while in_preread */
 	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
 	uint32_t linger_chunks;
 	union etr_sockaddr peer, upstream;
@@ -141,16 +142,48 @@ static void free_pre(struct sni_listener *l, struct sni_conn *c)
 	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
 }
 
+/* Into the listener's prereads (the newest) and their shared count. */
+static bool preread_enter(struct sni_listener *l, struct sni_conn *c)
+{
+	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
+		SUB(l->sh->preread, 1);
+		return false;
+	}
+	c->in_preread = true;
+	ADD(l->stats.preread, 1);
+	c->pre_next = SNI_NONE;
+	c->pre_prev = l->pre_tail;
+	if (l->pre_tail == SNI_NONE)
+		l->pre_head = idx_of(l, c);
+	else
+		l->conns[l->pre_tail].pre_next = idx_of(l, c);
+	l->pre_tail = idx_of(l, c);
+	return true;
+}
+
+static void preread_leave(struct sni_listener *l, struct sni_conn *c)
+{
+	if (!c->in_preread)
+		return;
+	SUB(l->sh->preread, 1);
+	SUB(l->stats.preread, 1);
+	c->in_preread = false;
+	if (c->pre_prev == SNI_NONE)
+		l->pre_head = c->pre_next;
+	else
+		l->conns[c->pre_prev].pre_next = c->pre_next;
+	if (c->pre_next == SNI_NONE)
+		l->pre_tail = c->pre_prev;
+	else
+		l->conns[c->pre_next].pre_prev = c->pre_prev;
+}
+
 /* Give back what the connection holds of the caps; its source's count
  * only with ip (a lingering connection keeps it: one address cannot hold
  * more sockets, lingering or not, than max-connections-per-ip). */
 static void uncount(struct sni_listener *l, struct sni_conn *c, bool ip)
 {
-	if (c->in_preread) {
-		SUB(l->sh->preread, 1);
-		SUB(l->stats.preread, 1);
-		c->in_preread = false;
-	}
+	preread_leave(l, c);
 	if (ip && c->ip_counted) {
 		sni_shared_ip_put(l->sh, &c->peer);
 		c->ip_counted = false;
@@ -236,6 +269,16 @@ static struct sni_conn *conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 {
 	ADD(l->stats.ended[why], 1);
+	/* A reset passes on as a reset: a client whose upstream reset
+	 * mid-transfer must not read a clean end (a truncated download
+	 * looking whole), nor the upstream a client's. */
+	if (why == SNI_END_RESET) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		for (int s = 0; s < 2; s++)
+			if (c->fd[s] >= 0)
+				setsockopt(c->fd[s], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	conn_free(l, c);
 }
 
@@ -249,11 +292,7 @@ static void preread_done(struct sni_listener *l, struct sni_conn *c)
 	ADD(l->stats.preread_ns, ns);
 	ADD(l->stats.preread_count, 1);
 	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
-	if (c->in_preread) {
-		SUB(l->sh->preread, 1);
-		SUB(l->stats.preread, 1);
-		c->in_preread = false;
-	}
+	preread_leave(l, c);
 }
 
 /* Refuse at once: close without a byte and without a linger (a client
@@ -613,6 +652,26 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 }
 
 
+/* max-preread (or this worker's share of it) is reached: close, without
+ * a byte, the oldest preread connection of the address that holds the most
+ * of this worker's. False when the worker holds none. */
+static bool evict_one(struct sni_listener *l)
+{
+	uint32_t n = 0;
+	int32_t v;
+
+	for (uint32_t k = l->pre_head; k != SNI_NONE && n < l->evict.max; k = l->conns[k].pre_next) {
+		addrclass_key(&l->conns[k].peer, l->evict_keys[n]);
+		l->evict_idx[n++] = k;
+	}
+	v = sni_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
+	if (v < 0)
+		return false;
+	preread_done(l, &l->conns[l->evict_idx[v]]);
+	refuse_now(l, &l->conns[l->evict_idx[v]], SNI_PREREAD_EVICTED);
+	return true;
+}
+
 /* A new connection on the listening socket. */
 static void listen_accept(void *obj, uint32_t ref, int fd)
 {
@@ -662,13 +721,16 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 	}
 	c->counted = true;
 	ADD(l->stats.active, 1);
-	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
-		SUB(l->sh->preread, 1);
+		/* A worker at its share of max-preread makes room among its own
+	 * too: otherwise the workers an attack reaches most would end up
+	 * with every preread, and one holding none could only refuse. */
+	if (atomic_load_explicit(&l->stats.preread, memory_order_relaxed) >=
+	    (l->conf->max_preread + l->all->nworkers - 1) / l->all->nworkers)
+		evict_one(l);
+	if (!preread_enter(l, c) && (!evict_one(l) || !preread_enter(l, c))) {
 		refuse_now(l, c, SNI_CAP_PREREAD);
 		return;
 	}
-	c->in_preread = true;
-	ADD(l->stats.preread, 1);
 	tls_hello_init(&c->hello, 0);
 	arm(l, c, now + l->conf->preread_timeout_ms * NS_PER_MS);
 	if (read_side(l, c, SIDE_C) < 0)
@@ -706,14 +768,23 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	l->conf = conf;
 	l->worker = w;
 	l->sh->stats[w] = &l->stats;
-	l->fd = net_listen_tcp(&conf->listen, reuseport);
+	/* The first socket, with one worker too: nobody may listen there
+	 * already (another etrelay, a program with SO_REUSEPORT would
+	 * otherwise share the port and take part of its connections). */
+	l->fd = w == 0 ? net_tcp_port_free(&conf->listen) : 0;
+	if (l->fd == 0)
+		l->fd = net_listen_tcp(&conf->listen, reuseport);
 	if (l->fd < 0) {
-		log_warnx("sni %s: listen on %s (TCP): %s", conf->name,
-			  addr_str(&conf->listen.sa, a), strerror(-l->fd));
+		log_warnx("sni %s: listen on %s (TCP): %s%s", conf->name,
+			  addr_str(&conf->listen.sa, a), strerror(-l->fd),
+			  l->fd == -EADDRINUSE ? " (another process listens there)" : "");
 		return l->fd;
 	}
 	l->conns = calloc(n, sizeof(*l->conns));
-	if (!l->conns) {
+	l->evict_keys = calloc(conf->max_preread, sizeof(*l->evict_keys));
+	l->evict_idx = calloc(conf->max_preread, sizeof(*l->evict_idx));
+	if (!l->conns || !l->evict_keys || !l->evict_idx ||
+	    sni_evict_init(&l->evict, conf->max_preread) < 0) {
 		log_warn("sni %s: %u connections", conf->name, n);
 		return -ENOMEM;
 	}
@@ -725,6 +796,7 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	}
 	l->free_head = 0;
 	l->free_tail = n - 1;
+	l->pre_head = l->pre_tail = SNI_NONE;
 	return 0;
 }
 
@@ -797,6 +869,11 @@ void sni_listener_close(struct sni_listener *l)
 		free(l->conns[k].pre);
 	free(l->conns);
 	l->conns = NULL;
+	free(l->evict_keys);
+	free(l->evict_idx);
+	l->evict_keys = NULL;
+	l->evict_idx = NULL;
+	sni_evict_free(&l->evict);
 	l->nconns = 0;
 	if (l->fd >= 0)
 		close(l->fd);

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
+#include "sni_evict.h"
 #include "sni_routes.h"
 #include "tls_hello.h"
 
@@ -40,7 +41,8 @@ enum sni_result {
 	SNI_PREREAD_CLOSED,    /* the client left before its ClientHello ended */
 	SNI_CAP_CONNECTIONS,   /* max-connections reached */
 	SNI_CAP_PER_IP,	       /* max-connections-per-ip reached */
-	SNI_CAP_PREREAD,       /* max-preread reached */
+	SNI_CAP_PREREAD,       /* max-preread reached, this worker prereading none */
+	SNI_PREREAD_EVICTED,   /* closed at max-preread to admit a newcomer */
 	SNI_DRAINING,	       /* the process is draining */
 	SNI_CONNECT_FAILED,    /* the upstream refused or could not be reached */
 	SNI_CONNECT_TIMEOUT,   /* ... within connect-timeout */
@@ -210,6 +212,12 @@ struct sni_listener {
 	uint64_t gen;
 	struct sni_conn *conns;
 	uint32_t nconns, free_head, free_tail; /* free slots, oldest first */
+	/* Its prereading connections, oldest first, and what picks the one
+	 * that gives way at max-preread (sni_evict). */
+	uint32_t pre_head, pre_tail;
+	struct sni_evict evict;
+	uint8_t (*evict_keys)[ADDRCLASS_KEY_LEN];
+	uint32_t *evict_idx;
 	uint64_t log_next; /* rate limit of the accept error log */
 };
 

@@ -27,6 +27,7 @@ static const char *const result_names[SNI_RESULTS] = {
 	[SNI_CAP_CONNECTIONS] = "cap_connections",
 	[SNI_CAP_PER_IP] = "cap_per_ip",
 	[SNI_CAP_PREREAD] = "cap_preread",
+	[SNI_PREREAD_EVICTED] = "preread_evicted",
 	[SNI_DRAINING] = "draining",
 	[SNI_CONNECT_FAILED] = "connect_failed",
 	[SNI_CONNECT_TIMEOUT] = "connect_timeout",

@@ -12,11 +12,27 @@ stays under 30% of a core (the loop pauses accepting, counted in
 etrelay_accept_pauses_total, instead of retrying at once) and, once the
 held connections close, a new client is spliced. (io_uring takes the
 limit when its multishot accept is armed, so there the lowered limit is
-not reached: tests/unit/test_loop.c checks the pause on both backends.)"""
+not reached: tests/unit/test_loop.c checks the pause on both backends.)
+port_taken: a second etrelay (--workers 2) on a running one's SNI port,
+and an etrelay (--workers 2, then 1) on a port a program listens on with
+SO_REUSEPORT, exit 1 naming the listener and EADDRINUSE instead of
+joining the port's SO_REUSEPORT group (and taking part of its
+connections); the first relay still answers every client.
+slow_many: 40 addresses (127.0.1.x) hold 30 silent connections each,
+reopened as the relay closes them (1200 against max-preread 200, each
+address under max-connections-per-ip); a real TLS client (python ssl,
+through to a TLS echo backend) every 0.2 s for 4 s gets through every
+time: at max-preread the oldest preread connection of the address that
+holds the most gives way (preread_evicted), and a real client's hello
+takes milliseconds.
+reset: a backend sends 1 MiB then resets (SO_LINGER 0); the client reads
+bytes, then a reset, not a clean EOF that would make the truncated
+download look whole (ended reset)."""
 
 import os
 import resource
 import socket
+import struct
 import sys
 import threading
 import time
@@ -24,6 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import test_sni as S  # noqa: E402
+import tlsutil as T  # noqa: E402
 
 
 def start(ctx, name, extra):
@@ -221,8 +238,155 @@ def loops(ctx):
     H.check("etrelay: sni-route: route x.test: upstream" in err, f"the message: {err!r}")
 
 
+def port_taken(ctx):
+    relay, port, ops, echo = start(ctx, "first", "")
+
+    def second(port, workers):
+        rc, out, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "--workers", str(workers),
+                                           "--sni-listen", f"{H.LOOPBACK}:{port}"], timeout=5)
+        H.expect_eq(rc, 1, f"an etrelay with {workers} workers on a taken port (stderr {err!r})")
+        H.check(f"listen on {H.LOOPBACK}:{port} (TCP): Address already in use" in err,
+                f"the message names the listener and EADDRINUSE: {err!r}")
+
+    second(port, 2)
+    bad = [a for a in (echoed(port, f"127.0.9.{i + 1}") for i in range(20)) if a is not True]
+    H.check(not bad, f"the first relay after the second's try: {len(bad)} of 20 failed: {bad[:3]}")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((H.LOOPBACK, 0))
+    s.listen(16)
+    try:
+        for workers in (2, 1):
+            second(s.getsockname()[1], workers)
+    finally:
+        s.close()
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
+def slow_many(ctx):
+    if raise_own_nofile() < 3000:
+        raise H.TestSkip("the test needs 3000 file descriptors of its own")
+    tls = T.TlsEcho(ctx, ctx.tmpdir(), "tls.test")
+    relay, port, ops, echo = start(ctx, "slow", f"route tls.test {H.LOOPBACK}:{tls.port}\n"
+                                   "max-preread 200\nmax-connections-per-ip 64\n")
+    stop = threading.Event()
+    opened = [0]
+
+    def attack():
+        socks = set()
+        i = 0
+        t_end = time.monotonic() + 15
+        while not stop.is_set() and time.monotonic() < t_end:
+            while len(socks) < 1200 and not stop.is_set():
+                c = socket.socket()
+                c.setblocking(False)
+                c.bind((f"127.0.1.{i % 40 + 1}", 0))
+                i += 1
+                try:
+                    c.connect((H.LOOPBACK, port))
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    c.close()
+                    break
+                socks.add(c)
+                opened[0] += 1
+            time.sleep(0.05)
+            for c in list(socks):
+                try:
+                    if c.recv(1) == b"":
+                        socks.discard(c)
+                        c.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    socks.discard(c)
+                    c.close()
+        for c in socks:
+            c.close()
+
+    t = threading.Thread(target=attack, daemon=True)
+    t.start()
+    H.wait_until(lambda: (H.metric_value(S.metrics(ops)[1], "etrelay_sni_preread_connections",
+                                         listener="slow") or 0) >= 199, 10,
+                 "the attack fills max-preread")
+    ok, bad = 0, []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 4:
+        try:
+            ses = T.TlsSession(port, "tls.test", timeout=2)
+            ses.echo("through the attack", 100)
+            ses.close()
+            ok += 1
+        except H.TestFailure as e:
+            bad.append(str(e)[:120])
+        time.sleep(0.2)
+    stop.set()
+    t.join(20)
+    s = S.metrics(ops)[1]
+
+    def conns(result):
+        return H.metric_value(s, "etrelay_sni_connections_total", listener="slow", result=result)
+    ctx.note(f"slow_many: the attack opened {opened[0]} connections; the real client got "
+             f"through {ok} of {ok + len(bad)}; preread_evicted {conns('preread_evicted')}, "
+             f"cap_preread {conns('cap_preread')}")
+    H.check(not bad, f"the real client failed {len(bad)} of {ok + len(bad)}: {bad[:2]}")
+    H.check(conns("preread_evicted") >= 200, "the attack's connections were not churned")
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
+def reset(ctx):
+    be = socket.socket()
+    be.bind((H.LOOPBACK, 0))
+    be.listen(4)
+    be.settimeout(10)
+    relay, port, ops, echo = start(ctx, "rst", f"route rst.test {H.LOOPBACK}:"
+                                   f"{be.getsockname()[1]}\n")
+
+    def serve():
+        try:
+            a, _ = be.accept()
+            a.recv(65536)  # the hello
+            a.sendall(b"x" * (1 << 20))
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            a.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    c = socket.create_connection((H.LOOPBACK, port), timeout=10)
+    c.sendall(S.hello("rst.test"))
+    got, how = 0, "timeout"
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                how = "EOF"
+                break
+            got += len(b)
+    except ConnectionResetError:
+        how = "reset"
+    except socket.timeout:
+        pass
+    c.close()
+    t.join(5)
+    be.close()
+    ctx.note(f"reset: the client read {got} bytes, then {how}")
+    H.expect_eq(how, "reset", f"the client's end after {got} bytes of a reset upstream")
+    H.check(got > 0, "the bytes before the reset")
+    H.wait_until(lambda: H.metric_value(S.metrics(ops)[1], "etrelay_sni_connections_ended_total",
+                                        listener="rst", reason="reset") == 1, 5,
+                 "one connection ended reset")
+    ctx.check_relays_alive()
+    echo.stop = True
+
+
 def test(ctx):
-    H.run_parts(ctx, [flood, emfile, loops])
+    H.run_parts(ctx, [flood, emfile, loops, port_taken, slow_many, reset])
 
 
 if __name__ == "__main__":

@@ -115,13 +115,19 @@ static int teardown(void **state)
 
 /* A real client connects; the loop hands the accepted fd over. Returns the
  * accepted fd. */
-static int accept_one(struct fx *f)
+static int accept_from(struct fx *f, const char *src)
 {
 	union etr_sockaddr a;
 	socklen_t len = sizeof(a);
 	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
 
 	assert_true(c >= 0);
+	if (src) {
+		struct sockaddr_in b = { .sin_family = AF_INET };
+
+		assert_int_equal(inet_pton(AF_INET, src, &b.sin_addr), 1);
+		assert_int_equal(bind(c, (struct sockaddr *)&b, sizeof(b)), 0);
+	}
 	assert_int_equal(getsockname(f->l.fd, &a.sa, &len), 0);
 	assert_int_equal(connect(c, &a.sa, len), 0);
 	fd = accept4(f->l.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -129,6 +135,11 @@ static int accept_one(struct fx *f)
 	f->clients[f->nclients++] = c;
 	assert_true(endpoint_accept(&f->ep, f->loop.listens[0].id, fd));
 	return fd;
+}
+
+static int accept_one(struct fx *f)
+{
+	return accept_from(f, NULL);
 }
 
 static struct fake_call *last(struct fake_call *a, unsigned n)
@@ -456,15 +467,60 @@ static void test_sni_lingering_connections_are_capped(void **state)
 	assert_int_equal(atomic_load(&f->sh.l[0].lingering), SNI_LINGER_MAX(8));
 }
 
-static void test_sni_over_max_preread_is_refused(void **state)
+/* At max-preread the oldest preread connection of the address holding
+ * the most gives way (closed without a byte); with none on this worker
+ * (the others hold them all) the newcomer is refused. */
+static void test_sni_over_max_preread_the_oldest_of_the_most_gives_way(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[8];
+	int b;
+
+	f->conf.max_preread = 3;
+	f->conf.max_connections = 16;
+	start(state);
+	accept_from(f, "127.0.0.1");          /* client 0: a real one, the oldest */
+	accept_from(f, "127.0.0.2");          /* 1 */
+	b = accept_from(f, "127.0.0.2");      /* 2 */
+	accept_from(f, "127.0.0.3");          /* 3: 127.0.0.2 holds the most: 1 goes */
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 1);
+	assert_int_equal(result(f, SNI_CAP_PREREAD), 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) <= 0);
+	assert_true(client_read(f->clients[1], buf, sizeof(buf)) != -ETIMEDOUT);
+	assert_int_equal(client_read(f->clients[2], buf, sizeof(buf)), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 3);
+	assert_int_equal(atomic_load(&f->sh.l[0].preread), 3);
+	assert_int_equal(atomic_load(&f->l.stats.active), 3);
+	accept_from(f, "127.0.0.3"); /* 4: ties of one each: the oldest, 0 */
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 2);
+	assert_true(client_read(f->clients[0], buf, sizeof(buf)) <= 0);
+	/* 127.0.0.3 holds two now: its oldest goes, and not 2 (older). */
+	accept_from(f, "127.0.0.4"); /* 5 */
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 3);
+	assert_true(client_read(f->clients[3], buf, sizeof(buf)) <= 0);
+	assert_int_equal(client_read(f->clients[2], buf, sizeof(buf)), -ETIMEDOUT);
+	/* The counts stay exact as prereads end otherwise. */
+	deliver(f, b, "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(result(f, SNI_NOT_TLS), 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 2);
+	assert_int_equal(atomic_load(&f->sh.l[0].preread), 2);
+	accept_from(f, "127.0.0.5");
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 3);
+	assert_int_equal(atomic_load(&f->sh.l[0].preread), 3);
+}
+
+static void test_sni_over_max_preread_none_here_is_refused(void **state)
 {
 	struct fx *f = *state;
 
 	f->conf.max_preread = 1;
 	start(state);
-	accept_one(f);
+	atomic_fetch_add(&f->sh.l[0].preread, 1); /* another worker's */
 	accept_one(f);
 	assert_int_equal(result(f, SNI_CAP_PREREAD), 1);
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	atomic_fetch_sub(&f->sh.l[0].preread, 1);
 }
 
 static void test_sni_draining_refuses_new_connections(void **state)
@@ -795,7 +851,8 @@ int main(void)
 		T(test_sni_a_refusal_by_a_cap_closes_at_once),
 	T(test_sni_a_lingering_connection_counts_for_its_address),
 	T(test_sni_lingering_connections_are_capped),
-	T(test_sni_over_max_preread_is_refused),
+	T(test_sni_over_max_preread_the_oldest_of_the_most_gives_way),
+	    T(test_sni_over_max_preread_none_here_is_refused),
 	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
 	T(test_sni_a_drain_during_the_preread_refuses),
 		T(test_sni_draining_refuses_new_connections),
