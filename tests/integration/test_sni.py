@@ -423,6 +423,10 @@ max-connections-per-ip 2
                 "cap_per_ip refusals")
     H.expect_eq(H.metric_value(s, "etrelay_sni_active_connections"), 2, "active connections")
     b.close()
+    # b must be gone from its address's count before the drain's newcomer
+    # comes, or (on a busy host) that one is refused by the per-IP cap first.
+    H.wait_until(lambda: H.metric_value(metrics(ops)[1], "etrelay_sni_active_connections") == 1,
+                 5 * H.SLOW, "b's close seen by the relay")
 
     # Drain: the spliced connection goes on, a new one gets no byte.
     mark = relay.mark()
