@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sni_routes.h"
+#include "url.h"
 
 _Static_assert(CONF_SNI_NAME_MAX == SNI_ROUTE_NAME_MAX, "route names");
 
@@ -638,7 +639,8 @@ static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const
 static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
 				   const struct key *k, const char *v, struct layer *ly)
 {
-	size_t n = strlen(v);
+	size_t n = strlen(v), hlen;
+	const char *host;
 
 	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
 		return "expected a URL starting with http:// or https://";
@@ -647,6 +649,8 @@ static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
 	for (const char *s = v; *s; s++)
 		if (*s <= 0x20 || *s >= 0x7f)
 			return "expected a URL of visible ASCII characters";
+	if (url_host(v, &host, &hlen) < 0)
+		return "expected a host after http:// or https:// (a '[' closed by ']')";
 	while (n > 8 && v[n - 1] == '/')
 		n--;
 	memcpy(c->control_url, v, n);

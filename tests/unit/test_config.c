@@ -2740,6 +2740,25 @@ static void test_config_control_bad_values_are_errors_naming_the_key(void **stat
 	assert_non_null(strstr(e.text, "t.conf:6: control-interval: a process-wide key"));
 }
 
+static void test_config_control_url_without_a_host_is_an_error_naming_the_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "# pad\ncontrol-url http://\n"), -1);
+	assert_err_names(&e, "t.conf:2: control-url", "http://");
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "control-url https://[::1\n"), -1);
+	assert_err_names(&e, "t.conf:1: control-url", "https://[::1");
+	assert_int_equal(args(&c, &e, ARGV("--control-url", "https://user:pw@/api")), -1);
+	assert_errors(&e, 1);
+	assert_int_equal(args(&c, &e, ARGV("--control-url", "https://user:pw@[::1]:8443")), 0);
+}
+
 static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 {
 	struct etr_conf c;
@@ -2880,6 +2899,7 @@ int main(void)
 	    cmocka_unit_test(test_config_control_keys_default_off_with_documented_defaults),
 	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),
 	    cmocka_unit_test(test_config_control_bad_values_are_errors_naming_the_key),
+	    cmocka_unit_test(test_config_control_url_without_a_host_is_an_error_naming_the_line),
 	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
 	};
 
