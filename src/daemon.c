@@ -503,7 +503,7 @@ static int open_prbe_port(struct daemon *d, unsigned i)
 		if (fd == 0)
 			fd = net_bind_public(l, d->nworkers > 1);
 		if (fd < 0) {
-			log_warnx("prbe-listen %s: bind: %s", a, strerror(-fd));
+			log_warnx("prbe-listen %s: bind: %s%s", a, strerror(-fd), addr_bind_hint(fd));
 			return EXIT_FAILURE;
 		}
 		snprintf(st->port, sizeof(st->port), "%s", a);
@@ -749,7 +749,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 					 .allow_public = conf->ops_allow_public,
 					 .sessions = sessions_call,
 					 .sessions_arg = d };
-		char err[256];
+		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
 		if (ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err)) < 0) {
 			log_warnx("ops plane: %s", err);

@@ -676,8 +676,8 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	l->sh->stats[w] = &l->stats;
 	l->fd = net_listen_tcp(&conf->listen, reuseport);
 	if (l->fd < 0) {
-		log_warnx("sni %s: listen on %s (TCP): %s", conf->name,
-			  addr_str(&conf->listen.sa, a), strerror(-l->fd));
+		log_warnx("sni %s: listen on %s (TCP): %s%s", conf->name,
+			  addr_str(&conf->listen.sa, a), strerror(-l->fd), addr_bind_hint(l->fd));
 		return l->fd;
 	}
 	l->conns = calloc(n, sizeof(*l->conns));
