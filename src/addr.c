@@ -3,6 +3,7 @@
 #include "addr.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,4 +205,11 @@ uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16])
 		n = 24;
 	}
 	return siphash(m, n, key);
+}
+
+/* Any EACCES: the port is the usual cause, and net.ipv4.ip_unprivileged_port_start
+ * may put the line elsewhere than 1024, so the port is not looked at. */
+const char *addr_bind_hint(int err)
+{
+	return err == EACCES || err == -EACCES ? ADDR_BIND_HINT : "";
 }

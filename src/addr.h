@@ -47,4 +47,12 @@ uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16]);
  * family is not AF_INET/AF_INET6 or the length is short. */
 bool addr_from(union etr_sockaddr *dst, const struct sockaddr *src, socklen_t len);
 
+/* What to add to a bind or listen error err (an errno value, either sign):
+ * for EACCES, how to get a port below 1024 (ADDR_BIND_HINT); else "". */
+const char *addr_bind_hint(int err);
+#define ADDR_BIND_HINT                                                                  \
+	" (a port below 1024 needs CAP_NET_BIND_SERVICE: run etrelay from the systemd " \
+	"unit in contrib/etrelay.service, which grants it, or setcap "                 \
+	"cap_net_bind_service=+ep on the binary, or use a port of 1024 or above)"
+
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sni_routes.h"
+#include "url.h"
 
 _Static_assert(CONF_SNI_NAME_MAX == SNI_ROUTE_NAME_MAX, "route names");
 
@@ -109,11 +110,13 @@ const char conf_usage[] =
 	"                            host is loopback; default off)\n"
 	"  --control-bootstrap-token-file FILE\n"
 	"                            the one-time enrolment token (mode 600 or 640)\n"
-	"  --state-directory DIR     where the credential from enrolment is kept\n"
+	"  --state-directory DIR     where the credential from enrolment is kept, an\n"
+	"                            absolute path\n"
 	"                            (" CONF_STATE_DIR "; owned by etrelay's user,\n"
 	"                            not group- or world-writable)\n"
 	"  --control-interval DUR    time between heartbeats (30s)\n"
-	"  --control-timeout DUR     longest wait for one answer (10s)\n"
+	"  --control-timeout DUR     longest wait for one answer (10s; warned about\n"
+	"                            above --control-interval)\n"
 	"  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n"
 	"  --control-backoff-max DUR ... up to this (30m)\n"
 	"\n"
@@ -590,6 +593,7 @@ static const char *set_prbe_listen(struct etr_conf *c, struct relay_conf *r, con
 		c->prbe.nlisten = 0, ly->prbe_replaced = true;
 	if (c->prbe.nlisten == CONF_PRBE_LISTEN_MAX)
 		return "too many echo ports (at most " CONF_STR(CONF_PRBE_LISTEN_MAX) ")";
+	c->prbe.listen_line[c->prbe.nlisten] = ly->line;
 	c->prbe.listen[c->prbe.nlisten++] = a;
 	return NULL;
 }
@@ -640,7 +644,8 @@ static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const
 static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
 				   const struct key *k, const char *v, struct layer *ly)
 {
-	size_t n = strlen(v);
+	size_t n = strlen(v), hlen;
+	const char *host;
 
 	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
 		return "expected a URL starting with http:// or https://";
@@ -649,6 +654,8 @@ static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
 	for (const char *s = v; *s; s++)
 		if (*s <= 0x20 || *s >= 0x7f)
 			return "expected a URL of visible ASCII characters";
+	if (url_host(v, &host, &hlen) < 0)
+		return "expected a host after http:// or https:// (a '[' closed by ']')";
 	while (n > 8 && v[n - 1] == '/')
 		n--;
 	memcpy(c->control_url, v, n);
@@ -664,6 +671,16 @@ static const char *set_gpath(struct etr_conf *c, struct relay_conf *r, const str
 		return "path too long";
 	strcpy((char *)c + k->off, v);
 	return NULL;
+}
+
+/* state-directory: absolute, as the credential's path is logged and the
+ * daemon's working directory is no place to keep it. */
+static const char *set_state_dir(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				 const char *v, struct layer *ly)
+{
+	if (v[0] != '/')
+		return "expected an absolute path";
+	return set_gpath(c, r, k, v, ly);
 }
 
 /* A duration above 0 into the uint64_t at k->off of struct etr_conf. */
@@ -722,7 +739,7 @@ static const struct key keys[] = {
 	{ "control-url", SCOPE_GLOBAL, false, 0, set_control_url },
 	{ "control-bootstrap-token-file", SCOPE_GLOBAL, false, GK(control_bootstrap_file),
 	  set_gpath },
-	{ "state-directory", SCOPE_GLOBAL, false, GK(state_dir), set_gpath },
+	{ "state-directory", SCOPE_GLOBAL, false, GK(state_dir), set_state_dir },
 	{ "control-interval", SCOPE_GLOBAL, false, GK(control_interval_ms), set_gduration },
 	{ "control-timeout", SCOPE_GLOBAL, false, GK(control_timeout_ms), set_gduration },
 	{ "control-backoff-min", SCOPE_GLOBAL, false, GK(control_backoff_min_ms), set_gduration },
@@ -792,6 +809,21 @@ static const char *key_origin(const struct etr_conf *c, const struct relay_conf 
 		}
 	}
 	return where;
+}
+
+const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf, size_t n)
+{
+	return key_origin(c, &c->base, key, NULL, "etrelay", buf, n);
+}
+
+/* Where line (of a key that can repeat) is: "FILE:LINE", or "etrelay"
+ * for 0, the command line. */
+static const char *line_origin(const struct etr_conf *c, unsigned line, char *buf, size_t n)
+{
+	if (!line)
+		return "etrelay";
+	snprintf(buf, n, "%s:%u", c->path ? c->path : "", line);
+	return buf;
 }
 
 /* Command-line only options. */
@@ -1266,22 +1298,28 @@ static void prbe_add_port(struct etr_conf *c, uint16_t port, struct conf_errors 
 /* The echo-only ports against each other and the relays; every echo port. */
 static void prbe_finish(struct etr_conf *c, struct conf_errors *e)
 {
-	char a[ADDR_STRLEN];
+	char a[ADDR_STRLEN], o[CONF_PATH_MAX + 32];
 	unsigned before = e->count;
 
 	c->prbe.nports = 0;
 	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
 		const union etr_sockaddr *l = &c->prbe.listen[i];
+		const char *where = line_origin(c, c->prbe.listen_line[i], o, sizeof(o));
 
 		addr_str(&l->sa, a);
 		for (unsigned j = 0; j < i; j++)
-			if (listeners_overlap(l, &c->prbe.listen[j]))
-				err_add(e, "etrelay: prbe-listen %s: given twice", a);
+			if (listeners_overlap(l, &c->prbe.listen[j])) {
+				if (c->prbe.listen_line[j])
+					err_add(e, "%s: prbe-listen %s: given twice (first on line %u)",
+						where, a, c->prbe.listen_line[j]);
+				else
+					err_add(e, "%s: prbe-listen %s: given twice", where, a);
+			}
 		for (unsigned j = 0; j < c->nrelays; j++)
 			if (listeners_overlap(l, &c->relays[j].listen))
-				err_add(e, "etrelay: prbe-listen %s: relay %s listens there; set prbe "
+				err_add(e, "%s: prbe-listen %s: relay %s listens there; set prbe "
 					   "yes in that relay instead",
-					a, c->relays[j].name);
+					where, a, c->relays[j].name);
 		if (e->count == before)
 			prbe_add_port(c, port_of(l), e);
 	}
@@ -1298,8 +1336,8 @@ static void sni_finish(struct etr_conf *c, struct conf_errors *e)
 	char where[CONF_NAME_MAX + 300];
 
 	if (q->nroutes && !q->listen_set)
-		err_add(e, "etrelay: sni-route %s: no sni-listen ADDR:PORT to route from",
-			q->routes[0].name);
+		err_add(e, "%s: sni-route %s: no sni-listen ADDR:PORT to route from",
+			line_origin(c, q->routes[0].line, where, sizeof(where)), q->routes[0].name);
 	if (q->listen_set) {
 		bool taken = false;
 
@@ -1384,7 +1422,9 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	}
 	sni_finish(c, e);
 	if (c->control_backoff_min_ms > c->control_backoff_max_ms)
-		err_add(e, "etrelay: control-backoff-min %llu ms is above control-backoff-max %llu ms",
+		err_add(e, "%s: control-backoff-min %llu ms is above control-backoff-max %llu ms",
+			key_origin(c, &c->base, "control-backoff-min", "control-backoff-max",
+				   "etrelay", where, sizeof(where)),
 			(unsigned long long)c->control_backoff_min_ms,
 			(unsigned long long)c->control_backoff_max_ms);
 	for (unsigned i = 0; i < c->nrelays; i++) {
@@ -1412,6 +1452,38 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	}
 	prbe_finish(c, e);
 	return e->count == before ? 0 : -1;
+}
+
+unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
+{
+	char o[CONF_PATH_MAX + 32], cred[CONF_PATH_MAX + sizeof(CONF_CONTROL_STATE_FILE) + 1];
+	unsigned before = w->count;
+	const char *f = c->control_bootstrap_file;
+
+	if (!c->control_url[0])
+		return 0;
+	/* Legal: a slow answer only delays the next heartbeat to the tick after
+	 * it (ticks are skipped, never bunched); but the control plane may well
+	 * take the relay for gone meanwhile. */
+	if (c->control_timeout_ms > c->control_interval_ms)
+		err_add(w, "%s: warning: control-timeout %llu ms is above control-interval %llu ms: "
+			   "a slow control plane delays heartbeats past their interval",
+			conf_key_where(c, "control-timeout", o, sizeof(o)),
+			(unsigned long long)c->control_timeout_ms,
+			(unsigned long long)c->control_interval_ms);
+	snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
+	if (f[0] && access(f, F_OK) < 0) {
+		int err = errno;
+
+		if (access(cred, F_OK) == 0 || getenv(CONF_CONTROL_ENV_TOKEN) ||
+		    getenv(CONF_CONTROL_ENV_TOKEN "_FILE"))
+			return w->count - before;
+		err_add(w, "%s: warning: control-bootstrap-token-file %s: %s, and there is no %s: "
+			   "the start will fail",
+			conf_key_where(c, "control-bootstrap-token-file", o, sizeof(o)), f,
+			strerror(err), cred);
+	}
+	return w->count - before;
 }
 
 #define CONF_FILE_MAX (1 << 20)

@@ -96,6 +96,10 @@
 #define CONF_CONTROL_TIMEOUT (10 * 1000ull)         /* ms per request */
 #define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)     /* ms, first enrolment retry */
 #define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
+/* The credential's environment variable (and its _FILE form), and its file
+ * in the state directory (control.c reads them; -t looks). */
+#define CONF_CONTROL_ENV_TOKEN "ETRELAY_CONTROL_TOKEN"
+#define CONF_CONTROL_STATE_FILE "control-credential.json"
 
 /* Exit statuses (sysexits.h). */
 #define EXIT_USAGE 64
@@ -169,6 +173,7 @@ struct relay_conf {
 struct conf_prbe {
 	uint32_t max_size, rate, burst;
 	union etr_sockaddr listen[CONF_PRBE_LISTEN_MAX];
+	unsigned listen_line[CONF_PRBE_LISTEN_MAX]; /* in the file; 0: command line */
 	unsigned nlisten;
 	/* conf_finish: every distinct echo port (host order). */
 	uint16_t ports[CONF_PRBE_PORTS_MAX];
@@ -268,6 +273,18 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 /* Apply the command line over the file, fill in a relay from the command
  * line when the file has none, and check the whole. Returns 0 or -1. */
 int conf_finish(struct etr_conf *c, struct conf_errors *e);
+
+/* What is legal but likely a mistake in the control plane's keys, as
+ * warnings naming FILE:LINE in w (one line each): control-timeout above
+ * control-interval; a control-bootstrap-token-file that does not exist
+ * while neither the state directory's credential file nor the
+ * environment's token (the ones read first) is there. Looks at the file
+ * system and the environment. Returns the number of warnings. */
+unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
+
+/* Where the process-wide key was set, for a message about it: "FILE:LINE",
+ * "etrelay: command line", or "etrelay" (its default), in buf. */
+const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf, size_t n);
 
 /* "300", "300s", "500ms", "5m", "1h" (bare = seconds) into ms; zero only
  * when allow_zero. Returns 0 or -1. */

@@ -23,6 +23,7 @@
 #include "control_sched.h"
 #include "log.h"
 #include "ops.h"
+#include "url.h"
 
 #define NS_PER_MS_ 1000000ull
 
@@ -624,7 +625,7 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_condattr_t ca;
-	char host[256];
+	char host[256], shown[CONF_URL_MAX];
 	sigset_t all, old;
 	struct control *c;
 	int rc;
@@ -658,7 +659,9 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 	ctl_sched_init(&c->sched, cfg->interval_ms * NS_PER_MS_, cfg->backoff_min_ms * NS_PER_MS_,
 		       cfg->backoff_max_ms * NS_PER_MS_, c->enrolled, mono_ns());
 	publish(c, mono_ns());
-	log_info("control: %s, %s", cfg->url,
+	/* A password in the URL stays out of the log. */
+	url_redact(cfg->url, shown, sizeof(shown));
+	log_info("control: %s, %s", shown,
 		 c->from_env   ? "credential from " CONTROL_ENV_TOKEN
 		 : c->enrolled ? "enrolled (credential from the state directory)"
 			       : "not enrolled yet: enrolling with the bootstrap token");
@@ -666,7 +669,7 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 		log_warnx("control: control-url %s is http:// to %s, not a loopback address: "
 			  "the bootstrap and API tokens and the route set cross the network in "
 			  "clear, for anyone on the path to read and change; use https://",
-			  cfg->url, host);
+			  shown, host);
 	/* Signals stay with the packet loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

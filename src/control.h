@@ -16,9 +16,9 @@
 #include "sni_routes.h"
 
 /* The credential's environment variable (and its _FILE form). */
-#define CONTROL_ENV_TOKEN "ETRELAY_CONTROL_TOKEN"
+#define CONTROL_ENV_TOKEN CONF_CONTROL_ENV_TOKEN
 /* The credential's file in the state directory. */
-#define CONTROL_STATE_FILE "control-credential.json"
+#define CONTROL_STATE_FILE CONF_CONTROL_STATE_FILE
 /* The services' paths under control-url. */
 #define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
 #define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"

@@ -2,6 +2,7 @@
 /* Request bodies and answers of the control plane, with jansson: a kept,
  * fuzzed JSON library rather than a parser of our own. */
 #include "control_msg.h"
+#include "url.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -229,37 +230,19 @@ void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen)
 	json_decref(root);
 }
 
-/* The authority is what lies between "//" and the next '/', '?' or '#';
- * its host follows the last '@' (user info) and ends at ':' (the port),
- * or is the bracketed IPv6 literal. */
+/* The host is url_host's; a URL without one (config refuses it) is not
+ * remote. */
 bool ctl_url_cleartext_remote(const char *url, char *host, size_t hostlen)
 {
-	const char *a, *end, *at, *h, *he;
+	const char *h;
 	char buf[256];
 	size_t n, blen;
 	unsigned char addr[16];
 
 	if (hostlen)
 		host[0] = '\0';
-	if (strncasecmp(url, "http://", 7) != 0)
+	if (strncasecmp(url, "http://", 7) != 0 || url_host(url, &h, &n) < 0)
 		return false;
-	a = url + 7;
-	end = a + strcspn(a, "/?#");
-	h = a;
-	for (at = a; at < end; at++)
-		if (*at == '@')
-			h = at + 1;
-	if (h < end && *h == '[') {
-		h++;
-		he = memchr(h, ']', (size_t)(end - h));
-		if (!he)
-			he = end;
-	} else {
-		he = memchr(h, ':', (size_t)(end - h));
-		if (!he)
-			he = end;
-	}
-	n = (size_t)(he - h);
 	if (hostlen)
 		snprintf(host, hostlen, "%.*s", (int)n, h);
 	if (n >= sizeof(buf))

@@ -169,16 +169,24 @@ static void on_signal(struct daemon *d)
 			char err[256];
 			int set = d->ops_plane ? ops_reload_tokens(d->ops_plane, err, sizeof(err)) : 0;
 
-			if (set < 0)
+			/* A SIGHUP loop (a reload per config-management run) must
+			 * not fill the log: the "none" lines are said once until
+			 * tokens are set again. */
+			if (set < 0) {
 				log_warnx("SIGHUP: %s; keeping the previous tokens", err);
-			else if (set > 0)
+			} else if (set > 0) {
 				log_info("SIGHUP: tokens reloaded");
-			else if (d->ops_plane)
+				d->hup_none_said = false;
+			} else if (d->ops_plane && !d->hup_none_said) {
 				log_info("SIGHUP: no ops tokens set");
+				d->hup_none_said = true;
+			}
 			if (load_bans(d) < 0)
 				log_warnx("SIGHUP: keeping the previous ban list");
-			if (!d->ops_plane && d->conf->ban_file[0] == '\0')
+			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !d->hup_none_said) {
 				log_info("SIGHUP: nothing to reload (no ops tokens, no ban-file)");
+				d->hup_none_said = true;
+			}
 			continue;
 		}
 		begin_leave(d, (int)si.ssi_signo, loop_now());
@@ -503,7 +511,7 @@ static int open_prbe_port(struct daemon *d, unsigned i)
 		if (fd == 0)
 			fd = net_bind_public(l, d->nworkers > 1);
 		if (fd < 0) {
-			log_warnx("prbe-listen %s: bind: %s", a, strerror(-fd));
+			log_warnx("prbe-listen %s: bind: %s%s", a, strerror(-fd), addr_bind_hint(fd));
 			return EXIT_FAILURE;
 		}
 		snprintf(st->port, sizeof(st->port), "%s", a);
@@ -749,7 +757,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 					 .allow_public = conf->ops_allow_public,
 					 .sessions = sessions_call,
 					 .sessions_arg = d };
-		char err[256];
+		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
 		if (ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err)) < 0) {
 			log_warnx("ops plane: %s", err);

@@ -55,6 +55,9 @@ struct daemon {
 	 * new one (their bans_gen). */
 	struct banlist *bans, *bans_old;
 	uint64_t bans_gen;
+	/* SIGHUP's "no ops tokens set" (or "nothing to reload") was logged
+	 * and still holds: said once per change, not per signal. */
+	bool hup_none_said;
 	unsigned ep_signal;
 	/* GET /sessions: the ops thread asks, every worker renders its part. */
 	struct {

@@ -243,6 +243,19 @@ int main(int argc, char **argv)
 	}
 	if (sni_loops(&conf, NULL) < 0)
 		return EXIT_CONFIG;
+	{
+		struct conf_errors w = { .len = 0 };
+
+		/* -t prints them with the check; a start logs them. */
+		if (conf_control_warnings(&conf, &w) && conf.test)
+			fputs(w.text, stderr);
+		else
+			for (char *l = w.text, *nl; *l; l = nl + 1) {
+				nl = strchr(l, '\n');
+				*nl = '\0';
+				log_warnx("%s", l);
+			}
+	}
 	if (conf.test)
 		return check_run(&conf);
 

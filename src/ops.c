@@ -947,8 +947,10 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 	rc = op->mhd ? pthread_create(&op->thread, NULL, ops_thread, op) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!op->mhd) {
-		snprintf(err, errlen, "--ops-listen %s: %s", where,
-			 op->start_msg[0] ? op->start_msg : "the listener did not start");
+		/* libmicrohttpd binds itself and tells why in its log line only. */
+		snprintf(err, errlen, "--ops-listen %s: %s%s", where,
+			 op->start_msg[0] ? op->start_msg : "the listener did not start",
+			 strstr(op->start_msg, strerror(EACCES)) ? addr_bind_hint(EACCES) : "");
 		goto fail;
 	}
 	if (rc != 0) {

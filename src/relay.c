@@ -172,7 +172,7 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	if (fd < 0) {
 		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
 			  strerror(-fd),
-			  fd == -EADDRINUSE ? " (another process owns the port)" : "");
+			  fd == -EADDRINUSE ? " (another process owns the port)" : addr_bind_hint(fd));
 		return fd;
 	}
 	r->fwd.pub_fd = fd;

@@ -777,7 +777,8 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	if (l->fd < 0) {
 		log_warnx("sni %s: listen on %s (TCP): %s%s", conf->name,
 			  addr_str(&conf->listen.sa, a), strerror(-l->fd),
-			  l->fd == -EADDRINUSE ? " (another process listens there)" : "");
+			  l->fd == -EADDRINUSE ? " (another process listens there)"
+					       : addr_bind_hint(l->fd));
 		return l->fd;
 	}
 	l->conns = calloc(n, sizeof(*l->conns));

@@ -5,6 +5,7 @@ flag and the value; --version and --help; a valid command line starts."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -123,6 +124,8 @@ def test(ctx):
     H.expect_eq(rc, 0, f"-t with two SNI routes (stderr {err.strip()!r})")
     H.check(", 2 routes, " in out, f"-t with two SNI routes says '2 routes': {out!r}")
 
+    privileged_port_hint(ctx, up)
+
     # positive control: the same base with valid durations in every unit starts
     relay = ctx.relay("--upstream", up, "--master", base["--master"],
                       "--session-timeout", "500ms", "--heartbeat-interval", "1h",
@@ -130,6 +133,41 @@ def test(ctx):
     relay.signal(signal.SIGTERM)
     rc = relay.wait_exit(2.0)
     H.expect_eq(rc, 0, "exit status of a valid relay after SIGTERM")
+
+
+HINT = "needs CAP_NET_BIND_SERVICE: run etrelay from the systemd unit in contrib/"
+
+
+def privileged_port_hint(ctx, up):
+    """Every listener (game, SNI, PRBE echo, ops) that may not bind its port
+    below ip_unprivileged_port_start says how to get it, not only
+    "Permission denied". Run as nobody when the test runs as root."""
+    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as f:
+        start = int(f.read())
+    if start == 0:
+        print("note: net.ipv4.ip_unprivileged_port_start is 0: no port is privileged, "
+              "no bind can fail with EACCES; the hint is not checked here")
+        return
+    port = 443 if start > 443 else start - 1
+    wrapper = ()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")  # util-linux, which Debian always has
+        H.check(setpriv, "setpriv (util-linux) not found: cannot drop root for the test")
+        wrapper = (setpriv, "--reuid=65534", "--regid=65534",
+                   "--clear-groups", "--inh-caps=-all", "--bounding-set=-all")
+    free = f"127.0.0.1:{H.free_udp_port()}"
+    cases = {
+        "relay": ["--upstream", up, "--listen", f"127.0.0.1:{port}"],
+        "sni": ["--sni-listen", f"127.0.0.1:{port}"],
+        "prbe-listen": ["--upstream", up, "--listen", free, "--prbe-listen", f"127.0.0.1:{port}"],
+        "ops": ["--upstream", up, "--listen", free, "--ops-listen", f"127.0.0.1:{port}"],
+    }
+    for name, args in cases.items():
+        rc, _, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "--master", up] + args,
+                                   timeout=10.0, wrapper=wrapper)
+        H.check(rc != 0 and "Permission denied" in err and HINT in err,
+                f"{name} on port {port} as an unprivileged user: expected a failed start "
+                f"with the CAP_NET_BIND_SERVICE hint, seen exit {rc}, stderr {err[-400:]!r}")
 
 
 if __name__ == "__main__":

@@ -406,11 +406,13 @@ def cleartext_url_warned(ctx):
     env = dict(NO_PROXY)
     env.update({"http_proxy": cp.url, "no_proxy": None, "NO_PROXY": None,
                 "ETRELAY_CONTROL_TOKEN_FILE": tokf})
-    cp_remote = type("Remote", (), {"url": "http://cp.example.com:8080"})()
+    # a password in the URL is never logged: user:***@
+    cp_remote = type("Remote", (), {"url": "http://op:s3cret-pw@cp.example.com:8080"})()
     relay = start(ctx, cp_remote, gs, d, env=env)
     _, m, _ = relay.wait_for_line(CLEARTEXT, T(3.0))
-    H.expect_eq((m.group(1), m.group(2)), ("http://cp.example.com:8080", "cp.example.com"),
+    H.expect_eq((m.group(1), m.group(2)), ("http://op:***@cp.example.com:8080", "cp.example.com"),
                 "the cleartext warning's URL and host")
+    relay.wait_for_line(r"^control: http://op:\*\*\*@cp\.example\.com:8080, ", T(1.0))
     H.wait_until(lambda: len(cp.requests) >= 3, T(4.0), "three heartbeats through the proxy")
     relay.wait_for_line(r"^control: heartbeat ok, 0 routes$", T(2.0))
     H.check(cp.requests[0][1].startswith("http://cp.example.com:8080/"),
@@ -418,6 +420,7 @@ def cleartext_url_warned(ctx):
     H.expect_eq(relay.count(CLEARTEXT), 1, "cleartext warnings after three heartbeats")
     relay.signal(signal.SIGTERM)
     relay.wait_exit(T(10.0))
+    H.expect_eq(relay.count(r"s3cret"), 0, "log lines with the control-url's password")
     # loopback: no warning
     cp2 = H.control_plane(ctx)
     relay = start(ctx, cp2, gs, d, env={"ETRELAY_CONTROL_TOKEN_FILE": tokf})

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/un.h>
 
@@ -521,6 +522,17 @@ static void test_addr_from_rejects_short_lengths(void **state)
 	assert_false(addr_from(&dst, &src.sa, sizeof(struct sockaddr_in)));
 }
 
+static void test_addr_bind_hint_names_the_capability_for_eacces_only(void **state)
+{
+	(void)state;
+	assert_non_null(strstr(addr_bind_hint(-EACCES), "CAP_NET_BIND_SERVICE"));
+	assert_non_null(strstr(addr_bind_hint(EACCES), "contrib/etrelay.service"));
+	assert_non_null(strstr(addr_bind_hint(-EACCES), "1024"));
+	assert_string_equal(addr_bind_hint(-EADDRINUSE), "");
+	assert_string_equal(addr_bind_hint(-EPERM), "");
+	assert_string_equal(addr_bind_hint(0), "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -559,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_addr_from_accepts_a_longer_length_than_needed),
 		cmocka_unit_test(test_addr_from_rejects_unix_sockets),
 		cmocka_unit_test(test_addr_from_rejects_short_lengths),
+		cmocka_unit_test(test_addr_bind_hint_names_the_capability_for_eacces_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,9 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -2764,6 +2766,118 @@ static void test_config_control_bad_values_are_errors_naming_the_key(void **stat
 	assert_non_null(strstr(e.text, "t.conf:6: control-interval: a process-wide key"));
 }
 
+static void test_config_control_url_without_a_host_is_an_error_naming_the_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "# pad\ncontrol-url http://\n"), -1);
+	assert_err_names(&e, "t.conf:2: control-url", "http://");
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "control-url https://[::1\n"), -1);
+	assert_err_names(&e, "t.conf:1: control-url", "https://[::1");
+	assert_int_equal(args(&c, &e, ARGV("--control-url", "https://user:pw@/api")), -1);
+	assert_errors(&e, 1);
+	assert_int_equal(args(&c, &e, ARGV("--control-url", "https://user:pw@[::1]:8443")), 0);
+}
+
+static void test_config_errors_of_two_keys_name_the_file_and_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e,
+			      "prbe-listen 127.0.0.1:28970\nprbe-listen 127.0.0.1:28970\n"
+			      "control-backoff-min 10m\ncontrol-backoff-max 1m\n"
+			      "sni-route a.example.org=127.0.0.1:1\n"
+			      "[relay a]\nupstream h:1\n"),
+			 0);
+	assert_int_equal(conf_finish(&c, &e), -1);
+	assert_errors(&e, 3);
+	assert_err_line(&e, "t.conf:2: prbe-listen 127.0.0.1:28970", "given twice",
+			"first on line 1");
+	assert_err_line(&e, "t.conf:3: control-backoff-min", "above control-backoff-max", NULL);
+	assert_err_line(&e, "t.conf:5: sni-route a.example.org", "no sni-listen", NULL);
+}
+
+static void test_config_state_directory_must_be_absolute(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e, "# pad\nstate-directory relative/dir\n"), -1);
+	assert_err_names(&e, "t.conf:2: state-directory", "absolute");
+	assert_int_equal(args(&c, &e, ARGV("--state-directory", "st")), -1);
+	assert_err_names(&e, "--state-directory", "absolute");
+	assert_int_equal(args(&c, &e, ARGV("--state-directory", "/srv/st")), 0);
+}
+
+static void test_config_control_timeout_above_interval_is_a_warning(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(run(&c, &e, "control-url https://cp.example\ncontrol-timeout 1h\n"
+				     "[relay a]\nupstream h:1\n", NOARGS),
+			 0);
+	assert_int_equal(conf_control_warnings(&c, &w), 1);
+	assert_err_line(&w, "t.conf:2: warning: control-timeout 3600000 ms", "control-interval",
+			NULL);
+	/* equal is fine; without control-url nothing is said */
+	memset(&w, 0, sizeof(w));
+	c.control_timeout_ms = c.control_interval_ms;
+	assert_int_equal(conf_control_warnings(&c, &w), 0);
+	c.control_timeout_ms = c.control_interval_ms + 1;
+	c.control_url[0] = '\0';
+	assert_int_equal(conf_control_warnings(&c, &w), 0);
+}
+
+static void test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled(void **state)
+{
+	char dir[] = "/tmp/etrelay-test-cfg-XXXXXX", cred[64];
+	struct etr_conf c;
+	struct conf_errors e, w;
+	FILE *f;
+
+	(void)state;
+	unsetenv("ETRELAY_CONTROL_TOKEN");
+	unsetenv("ETRELAY_CONTROL_TOKEN_FILE");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(run(&c, &e, "control-url https://cp.example\n"
+				     "control-bootstrap-token-file /nonexistent/boot\n"
+				     "[relay a]\nupstream h:1\n",
+			     ARGV("--state-directory", dir)),
+			 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_control_warnings(&c, &w), 1);
+	assert_err_line(&w, "t.conf:2: warning: control-bootstrap-token-file /nonexistent/boot",
+			"No such file", "control-credential.json");
+	/* enrolled already: the token is not needed */
+	snprintf(cred, sizeof(cred), "%s/control-credential.json", dir);
+	assert_non_null(f = fopen(cred, "w"));
+	fclose(f);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_control_warnings(&c, &w), 0);
+	unlink(cred);
+	/* nor with the token in the environment */
+	setenv("ETRELAY_CONTROL_TOKEN_FILE", "/x", 1);
+	assert_int_equal(conf_control_warnings(&c, &w), 0);
+	unsetenv("ETRELAY_CONTROL_TOKEN_FILE");
+	rmdir(dir);
+}
+
 static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 {
 	struct etr_conf c;
@@ -2905,6 +3019,11 @@ int main(void)
 	    cmocka_unit_test(test_config_control_keys_default_off_with_documented_defaults),
 	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),
 	    cmocka_unit_test(test_config_control_bad_values_are_errors_naming_the_key),
+	    cmocka_unit_test(test_config_control_url_without_a_host_is_an_error_naming_the_line),
+	    cmocka_unit_test(test_config_errors_of_two_keys_name_the_file_and_line),
+	    cmocka_unit_test(test_config_state_directory_must_be_absolute),
+	    cmocka_unit_test(test_config_control_timeout_above_interval_is_a_warning),
+	    cmocka_unit_test(test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled),
 	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
 	};
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "control_msg.h"
+#include "url.h"
 
 static json_t *parse(const char *s)
 {
@@ -302,6 +303,49 @@ static void test_control_msg_cleartext_url_to_another_host_is_named(void **state
 	}
 }
 
+static void test_control_msg_url_password_is_hidden_for_the_log(void **state)
+{
+	static const struct {
+		const char *url, *shown;
+	} cases[] = {
+	    {"http://user:pass@cp.example.com/api", "http://user:***@cp.example.com/api"},
+	    {"https://tok@cp.example.com", "https://***@cp.example.com"},
+	    {"http://a:b@c@10.0.0.1:80/x@y", "http://a:***@10.0.0.1:80/x@y"},
+	    {"http://:secret@[::1]:8080", "http://:***@[::1]:8080"},
+	    {"https://cp.example.com/a@b", "https://cp.example.com/a@b"},
+	    {"http://127.0.0.1:18900", "http://127.0.0.1:18900"},
+	};
+	char out[128], small[12];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		url_redact(cases[i].url, out, sizeof(out));
+		assert_string_equal(out, cases[i].shown);
+	}
+	/* truncated, never the password's first bytes past the cut */
+	url_redact("http://u:password@h", small, sizeof(small));
+	assert_string_equal(small, "http://u:**");
+}
+
+static void test_control_msg_url_without_a_host_has_none(void **state)
+{
+	static const char *const bad[] = {
+	    "http://",	  "https://",	   "https://[::1", "http://user:pw@",
+	    "http://:80", "http:///path", "https://[]:443", "cp.example.com",
+	};
+	const char *h;
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (url_host(bad[i], &h, &n) == 0)
+			fail_msg("%s: host '%.*s'", bad[i], (int)n, h);
+	assert_int_equal(url_host("https://u:p@[2001:db8::1]:443/x", &h, &n), 0);
+	assert_memory_equal(h, "2001:db8::1", n);
+	assert_int_equal(url_host("http://cp.example.com?q", &h, &n), 0);
+	assert_int_equal(n, strlen("cp.example.com"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +359,8 @@ int main(void)
 	    cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
 	    cmocka_unit_test(test_control_msg_connect_error_is_named),
 	    cmocka_unit_test(test_control_msg_cleartext_url_to_another_host_is_named),
+	    cmocka_unit_test(test_control_msg_url_password_is_hidden_for_the_log),
+	    cmocka_unit_test(test_control_msg_url_without_a_host_has_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
