@@ -649,8 +649,10 @@ static void test_stream_an_accept_out_of_fds_pauses_then_resumes(void **state)
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &nofile_was), 0);
 	assert_int_equal(f->timeouts, 0);
 	assert_int_equal(f->naccepted, 1);
-	/* 350 ms out of fds: one try per 100 ms pause, not one per turn. */
-	assert_in_range(accept_errors, 2, 6);
+	/* 350 ms out of fds: one try per 100 ms pause, not one per turn (a
+	 * starved host may run fewer turns, so at least one; the bound that
+	 * matters is the upper one: 337,319 tries before the pause). */
+	assert_in_range(accept_errors, 1, 6);
 	assert_int_equal(STAT_GET(ops->stats(f->l)->accept_pauses), accept_errors);
 	close(c);
 	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
