@@ -70,8 +70,7 @@ def metrics(port, tok):
 def start(ctx, cp, gs, state, extra=(), env=None, ops=None):
     args = ["--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:9",
             "--control-url", cp.url, "--state-directory", state,
-            "--control-interval", "500ms",
-            "--control-timeout", f"{int(T(1.0) * 1000)}ms"] + list(extra)
+            "--control-interval", "500ms", "--control-timeout", "1s"] + list(extra)
     if ops:
         args += ["--ops-listen", f"127.0.0.1:{ops}"]
     e = dict(NO_PROXY)
