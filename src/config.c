@@ -32,8 +32,9 @@ const char conf_usage[] =
 	"Relay options (in a config file: the same names without --):\n"
 	"  --listen ADDR:PORT        public UDP address (default " CONF_DEFAULT_LISTEN ";\n"
 	"                            [::]:27960 for IPv6)\n"
-	"  --upstream HOST:PORT      the game server (required, unless --sni-listen or\n"
-	"                            --prbe-listen gives a process without a relay)\n"
+	"  --upstream HOST:PORT      the game server (required, unless --sni-listen,\n"
+	"                            --turn-listen or --prbe-listen gives a process\n"
+	"                            without a relay)\n"
 	"  --master HOST[:PORT]      master server, repeatable (default\n"
 	"                            etmaster.idsoftware.com:27950 and etmaster.net:27950;\n"
 	"                            port 27950 when omitted)\n"
@@ -102,6 +103,32 @@ const char conf_usage[] =
 	"                            (4096), max-connections-per-ip N (64, per IPv4\n"
 	"                            address or IPv6 /64), max-preread N (1024); a\n"
 	"                            refused connection is closed without a byte\n"
+	"TURN relay (RFC 8656; a [turn NAME] section in a config file, whose keys are\n"
+	"these without turn-):\n"
+	"  --turn-listen ADDR[:PORT] UDP address of a TURN listener (port 3478)\n"
+	"  --turn-tcp-listen ADDR[:PORT]  TURN over TCP too (default off)\n"
+	"  --turn-tls-listen ADDR[:PORT]  TURN over TLS (not built yet)\n"
+	"  --turn-tls-cert FILE, --turn-tls-key FILE\n"
+	"                            its certificate chain and key (PEM)\n"
+	"  --turn-tls-reload-interval DUR  look for a new pair this often (60s)\n"
+	"  --turn-realm TEXT         the realm of the credentials (" CONF_TURN_REALM ")\n"
+	"  --turn-relay-address IP   relayed sockets bind here (default: the listen\n"
+	"                            address; required when that is a wildcard)\n"
+	"  --turn-public-ip IP       the address /lifecycle reports (relay-address)\n"
+	"  --turn-ports MIN-MAX      relayed ports (49152-65535)\n"
+	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
+	"                            at most the ports' count)\n"
+	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
+	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
+	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
+	"                            set has it (loopback, private...); repeatable\n"
+	"  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
+	"                            repeatable\n"
+	"  --turn-strict-expiry yes|no\n"
+	"                            end allocations when their credential expires (no:\n"
+	"                            only new allocations are refused)\n"
+	"  The secrets come from ETRELAY_TURN_SECRET and ETRELAY_TURN_SECRET_NEXT (or\n"
+	"  their _FILE forms), at least 32 bytes each, both accepted, reread on SIGHUP.\n"
 	"Control plane (see CONTROL PLANE in etrelay(8)):\n"
 	"  --control-url URL         enrol with this control plane, then send it\n"
 	"                            heartbeats and take the SNI routes it answers\n"
@@ -138,8 +165,8 @@ const char conf_usage[] =
 	"                            stderr is the journal)\n"
 	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
 	" when\n"
-	"                            no --upstream, --sni-listen or --prbe-listen\n"
-	"                            is given)\n"
+	"                            no --upstream, --sni-listen, --turn-listen or\n"
+	"                            --prbe-listen is given)\n"
 	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
 	"  --probe                   with -t: also resolve masters (to an address the\n"
 	"                            listener can reach), probe game servers, resolve\n"
@@ -221,6 +248,183 @@ void conf_defaults(struct etr_conf *c)
 	base_defaults(&c->base);
 	conf_sni_defaults(&c->sni_cli);
 	snprintf(c->sni_cli.name, sizeof(c->sni_cli.name), "%s", CONF_SNI_QUICK_NAME);
+	conf_turn_defaults(&c->turn_cli);
+	snprintf(c->turn_cli.name, sizeof(c->turn_cli.name), "%s", CONF_TURN_QUICK_NAME);
+}
+
+static int parse_bool(const char *v, bool *out);
+
+void conf_turn_defaults(struct turn_conf *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->tls_reload_ms = CONF_TURN_TLS_RELOAD;
+	snprintf(t->realm, sizeof(t->realm), "%s", CONF_TURN_REALM);
+	t->port_min = CONF_TURN_PORT_MIN;
+	t->port_max = CONF_TURN_PORT_MAX;
+	t->max_allocations = CONF_TURN_MAX_ALLOCATIONS;
+	t->user_quota = CONF_TURN_USER_QUOTA;
+	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
+}
+
+/* An IP address alone (no port) into a, port 0. 0 or -1. */
+static int parse_ip(const char *s, union etr_sockaddr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (inet_pton(AF_INET, s, &a->in.sin_addr) == 1) {
+		a->in.sin_family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &a->in6.sin6_addr) == 1) {
+		a->in6.sin6_family = AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+int conf_cidr_parse(const char *s, struct conf_cidr *out)
+{
+	char ip[64];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long bits;
+	unsigned max;
+	char *end;
+
+	if (n == 0 || n >= sizeof(ip))
+		return -1;
+	memcpy(ip, s, n);
+	ip[n] = '\0';
+	if (parse_ip(ip, &out->addr) < 0)
+		return -1;
+	max = out->addr.sa.sa_family == AF_INET ? 32 : 128;
+	if (!slash) {
+		out->bits = (uint8_t)max;
+		return 0;
+	}
+	if (slash[1] < '0' || slash[1] > '9')
+		return -1;
+	errno = 0;
+	bits = strtoul(slash + 1, &end, 10);
+	if (*end || errno || bits > max)
+		return -1;
+	out->bits = (uint8_t)bits;
+	return 0;
+}
+
+/* A TURN listen address: ADDR:PORT, or ADDR alone for port 3478. */
+static int turn_listen_parse(const char *v, union etr_sockaddr *a)
+{
+	char buf[80];
+
+	if (addr_parse_numeric(v, a) == 0)
+		return 0;
+	if (parse_ip(v, a) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), strchr(v, ':') ? "[%s]:%d" : "%s:%d", v, CONF_TURN_PORT);
+	return addr_parse_numeric(buf, a);
+}
+
+/* A number in [min, max]. */
+static const char *turn_count(const char *v, uint32_t min, uint32_t max, uint32_t *out,
+			      char *buf, size_t n)
+{
+	unsigned long long x;
+	char *end;
+
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || x < min || x > max) {
+		snprintf(buf, n, "expected a number from %u to %u", min, max);
+		return buf;
+	}
+	*out = (uint32_t)x;
+	return NULL;
+}
+
+const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf,
+			  size_t n)
+{
+	static const char addr[] = "expected IP:PORT, [IPv6]:PORT, or an address alone for "
+				   "port " CONF_STR(CONF_TURN_PORT);
+
+	if (strcmp(key, "listen") == 0) {
+		if (turn_listen_parse(v, &t->listen) < 0)
+			return addr;
+		t->listen_set = true;
+	} else if (strcmp(key, "tcp-listen") == 0) {
+		if (turn_listen_parse(v, &t->tcp_listen) < 0)
+			return addr;
+		t->tcp_set = true;
+	} else if (strcmp(key, "tls-listen") == 0) {
+		if (turn_listen_parse(v, &t->tls_listen) < 0)
+			return addr;
+		t->tls_set = true;
+	} else if (strcmp(key, "tls-cert") == 0 || strcmp(key, "tls-key") == 0) {
+		char *dst = key[4] == 'c' ? t->tls_cert : t->tls_key;
+
+		if (strlen(v) >= CONF_PATH_MAX)
+			return "path too long";
+		strcpy(dst, v);
+	} else if (strcmp(key, "tls-reload-interval") == 0) {
+		if (conf_parse_duration(v, &t->tls_reload_ms, false) < 0)
+			return "expected a duration above 0 such as 60s or 5m";
+	} else if (strcmp(key, "realm") == 0) {
+		size_t len = strlen(v);
+
+		if (len == 0 || len >= CONF_TURN_REALM_MAX)
+			return "expected 1 to " CONF_STR(CONF_TURN_REALM_MAX) " characters less one";
+		for (const char *p = v; *p; p++)
+			if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+				return "expected printable ASCII without '\"' or '\\'";
+		strcpy(t->realm, v);
+	} else if (strcmp(key, "relay-address") == 0) {
+		if (parse_ip(v, &t->relay_addr) < 0)
+			return "expected an IP address";
+		t->relay_set = true;
+	} else if (strcmp(key, "public-ip") == 0) {
+		if (parse_ip(v, &t->public_ip) < 0)
+			return "expected an IP address";
+		t->public_set = true;
+	} else if (strcmp(key, "ports") == 0) {
+		unsigned long lo, hi;
+		char *end;
+
+		if (*v < '0' || *v > '9')
+			return "expected MIN-MAX such as 49152-65535";
+		lo = strtoul(v, &end, 10);
+		if (*end != '-' || end[1] < '0' || end[1] > '9')
+			return "expected MIN-MAX such as 49152-65535";
+		hi = strtoul(end + 1, &end, 10);
+		if (*end || lo < 1024 || hi > 65535 || lo > hi)
+			return "expected MIN-MAX within 1024-65535 with MIN <= MAX";
+		t->port_min = (uint16_t)lo;
+		t->port_max = (uint16_t)hi;
+	} else if (strcmp(key, "max-allocations") == 0) {
+		return turn_count(v, 1, 65536, &t->max_allocations, buf, n);
+	} else if (strcmp(key, "user-quota") == 0) {
+		return turn_count(v, 1, 65536, &t->user_quota, buf, n);
+	} else if (strcmp(key, "max-lifetime") == 0) {
+		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
+		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
+			return "expected a duration from 1s to 24h such as 3600 or 1h";
+	} else if (strcmp(key, "allow-peer") == 0 || strcmp(key, "deny-peer") == 0) {
+		bool allow = key[0] == 'a';
+		struct conf_cidr *list = allow ? t->allow : t->deny;
+		unsigned *cnt = allow ? &t->nallow : &t->ndeny;
+
+		if (*cnt == CONF_TURN_PEERS_MAX)
+			return "too many blocks (at most " CONF_STR(CONF_TURN_PEERS_MAX) ")";
+		if (conf_cidr_parse(v, &list[*cnt]) < 0)
+			return "expected an address or a CIDR block such as 10.0.0.0/8";
+		(*cnt)++;
+	} else if (strcmp(key, "strict-expiry") == 0) {
+		if (parse_bool(v, &t->strict_expiry) < 0)
+			return "expected yes or no";
+	} else {
+		snprintf(buf, n, "unknown key");
+		return buf;
+	}
+	return NULL;
 }
 
 void conf_sni_defaults(struct sni_conf *s)
@@ -639,6 +843,18 @@ static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const
 	return NULL;
 }
 
+/* turn-KEY: KEY of the quick-start TURN listener. */
+static const char *set_turn(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+			    const char *v, struct layer *ly)
+{
+	static char buf[64];
+
+	(void)r;
+	(void)ly;
+	c->turn_cli_set = true;
+	return conf_turn_key(&c->turn_cli, k->name + 5, v, buf, sizeof(buf));
+}
+
 /* control-url: http:// or https://, visible ASCII; trailing '/' dropped so
  * the service paths join it with one. */
 static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
@@ -736,6 +952,22 @@ static const struct key keys[] = {
 	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
 	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
 	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
+	{ "turn-listen", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tcp-listen", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-listen", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-cert", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-key", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-reload-interval", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-realm", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-relay-address", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-public-ip", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-ports", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-deny-peer", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-strict-expiry", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "control-url", SCOPE_GLOBAL, false, 0, set_control_url },
 	{ "control-bootstrap-token-file", SCOPE_GLOBAL, false, GK(control_bootstrap_file),
 	  set_gpath },
@@ -908,7 +1140,8 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 		c->cli[c->ncli++] = (struct conf_cli){ k->name, k->flag ? NULL : optarg };
 		if (strcmp(k->name, "upstream") == 0)
 			c->cli_upstream = true;
-		if (strcmp(k->name, "sni-listen") == 0 || strcmp(k->name, "prbe-listen") == 0)
+		if (strcmp(k->name, "sni-listen") == 0 || strcmp(k->name, "prbe-listen") == 0 ||
+		    strcmp(k->name, "turn-listen") == 0)
 			c->cli_listener = true;
 	}
 	if (optind < argc) {
@@ -978,6 +1211,59 @@ static struct sni_conf *sni_section(struct etr_conf *c, const char *name, const 
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->line = lineno;
 	return s;
+}
+
+/* A [turn NAME] header, as sni_section. */
+static struct turn_conf *turn_section(struct etr_conf *c, const char *name, const char *path,
+				      unsigned lineno, struct turn_conf *discard,
+				      struct conf_errors *e)
+{
+	struct turn_conf *t;
+
+	conf_turn_defaults(discard);
+	if (!valid_name(name)) {
+		err_add(e, "%s:%u: turn name '%s': use 1 to %d letters, digits, '-', '_' or '.'",
+			path, lineno, name, CONF_NAME_MAX - 1);
+		return discard;
+	}
+	for (unsigned i = 0; i < c->nturn; i++)
+		if (strcmp(c->turn[i].name, name) == 0) {
+			err_add(e, "%s:%u: turn '%s' already defined at line %u", path, lineno,
+				name, c->turn[i].line);
+			return discard;
+		}
+	if (c->nturn == CONF_TURN_MAX) {
+		err_add(e, "%s:%u: too many turn listeners (at most %d)", path, lineno,
+			CONF_TURN_MAX);
+		return discard;
+	}
+	t = &c->turn[c->nturn++];
+	conf_turn_defaults(t);
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->line = lineno;
+	return t;
+}
+
+/* One key of a [turn NAME] section. */
+static void turn_key(struct turn_conf *t, const char *key, const char *v, const char *path,
+		     unsigned lineno, struct conf_errors *e)
+{
+	char buf[64];
+	const char *why;
+
+	if (*v == '\0') {
+		err_add(e, "%s:%u: %s: missing value", path, lineno, key);
+		return;
+	}
+	why = conf_turn_key(t, key, v, buf, sizeof(buf));
+	if (why == buf && strcmp(buf, "unknown key") == 0)
+		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
+			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
+			   "relay-address, public-ip, ports, max-allocations, user-quota, "
+			   "max-lifetime, allow-peer, deny-peer, strict-expiry)",
+			path, lineno, key);
+	else if (why)
+		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);
 }
 
 /* Add route r to listener s unless its name is there already. */
@@ -1066,6 +1352,8 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 {
 	struct relay_conf *r = &c->base, discard;
 	struct sni_conf *sni = NULL, sni_discard;
+	struct turn_conf *turn = NULL;
+	static struct turn_conf turn_discard; /* 8 KiB of paths: not on the stack */
 	struct layer ly = { false };
 	unsigned lineno = 0, before = e->count;
 	bool in_section = false;
@@ -1107,16 +1395,27 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 			    (s[4] == ' ' || s[4] == '\t')) {
 				*close = '\0';
 				in_section = true;
+				turn = NULL;
 				sni = sni_section(c, trim(s + 4), path, lineno, &sni_discard, e);
+				continue;
+			}
+			if (close && *trim(close + 1) == '\0' && strncmp(s, "[turn", 5) == 0 &&
+			    (s[5] == ' ' || s[5] == '\t')) {
+				*close = '\0';
+				in_section = true;
+				sni = NULL;
+				turn = turn_section(c, trim(s + 5), path, lineno, &turn_discard, e);
 				continue;
 			}
 			if (!close || *trim(close + 1) != '\0' || strncmp(s, "[relay", 6) != 0 ||
 			    (s[6] != ' ' && s[6] != '\t')) {
-				err_add(e, "%s:%u: expected a section header [relay NAME] or [sni NAME]",
+				err_add(e, "%s:%u: expected a section header [relay NAME], [sni NAME] or "
+					   "[turn NAME]",
 					path, lineno);
 				continue;
 			}
 			sni = NULL;
+			turn = NULL;
 			*close = '\0';
 			name = trim(s + 6);
 			if (!valid_name(name)) {
@@ -1161,6 +1460,10 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 		}
 		if (sni) {
 			sni_key(c, sni, key, val, path, lineno, e);
+			continue;
+		}
+		if (turn) {
+			turn_key(turn, key, val, path, lineno, e);
 			continue;
 		}
 		k = key_find(key);
@@ -1379,17 +1682,126 @@ static void sni_finish(struct etr_conf *c, struct conf_errors *e)
 	}
 }
 
+static bool ip_wildcard(const union etr_sockaddr *a)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+	return a->sa.sa_family == AF_INET ? a->in.sin_addr.s_addr == INADDR_ANY
+					  : memcmp(&a->in6.sin6_addr, &any6, 16) == 0;
+}
+
+/* The quick-start listener, the defaults that follow from other keys, and
+ * the checks every TURN listener must pass. */
+static void turn_finish(struct etr_conf *c, struct conf_errors *e)
+{
+	struct turn_conf *q = &c->turn_cli;
+	const char *path = c->path ? c->path : "";
+	char where[CONF_NAME_MAX + 300], a[ADDR_STRLEN];
+
+	if (c->turn_cli_set && !q->listen_set)
+		err_add(e, "etrelay: turn-*: no turn-listen ADDR:PORT for the TURN listener");
+	if (c->turn_cli_set && q->listen_set) {
+		bool taken = false;
+
+		for (unsigned i = 0; i < c->nturn; i++)
+			taken |= strcmp(c->turn[i].name, q->name) == 0;
+		if (taken)
+			err_add(e, "etrelay: turn-listen: the file has a [turn %s] already; "
+				   "give the listener there",
+				q->name);
+		else if (c->nturn == CONF_TURN_MAX)
+			err_add(e, "etrelay: turn-listen: too many turn listeners (at most %d)",
+				CONF_TURN_MAX);
+		else
+			c->turn[c->nturn++] = *q;
+		c->turn_cli_set = false;
+	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		struct turn_conf *t = &c->turn[i];
+		unsigned width;
+
+		if (t->line)
+			snprintf(where, sizeof(where), "%s:%u: turn %s", path, t->line, t->name);
+		else
+			snprintf(where, sizeof(where), "etrelay: turn %s", t->name);
+		if (!t->listen_set) {
+			err_add(e, "%s: listen: missing (the UDP ADDR:PORT to listen on)", where);
+			continue;
+		}
+		if (!t->relay_set && !ip_wildcard(&t->listen)) {
+			t->relay_addr = t->listen;
+			t->relay_addr.in.sin_port = 0; /* the same offset in both */
+			t->relay_set = true;
+		}
+		if (!t->relay_set)
+			err_add(e, "%s: relay-address: missing (listen %s is a wildcard; give the "
+				   "address relayed sockets bind to)",
+				where, addr_str(&t->listen.sa, a));
+		else if (t->relay_addr.sa.sa_family != AF_INET ||
+			 ip_wildcard(&t->relay_addr))
+			err_add(e, "%s: relay-address %s: expected a specific IPv4 address (IPv6 "
+				   "relayed addresses are not supported)",
+				where, addr_str(&t->relay_addr.sa, a));
+		if (!t->public_set)
+			t->public_ip = t->relay_addr;
+		width = (unsigned)t->port_max - t->port_min + 1;
+		if (t->max_allocations > width)
+			err_add(e, "%s: max-allocations %u is more than the %u ports of ports %u-%u",
+				where, t->max_allocations, width, t->port_min, t->port_max);
+		if (t->tls_set && (!t->tls_cert[0] || !t->tls_key[0]))
+			err_add(e, "%s: tls-listen: needs tls-cert and tls-key", where);
+		if (t->tls_set)
+			err_add(e, "%s: tls-listen: TURN over TLS is not built yet (use listen "
+				   "and tcp-listen)",
+				where);
+		for (unsigned j = 0; j < c->nrelays; j++) {
+			const struct relay_conf *r = &c->relays[j];
+
+			if (listeners_overlap(&t->listen, &r->listen))
+				err_add(e, "%s: listen %s: relay %s listens there", where,
+					addr_str(&t->listen.sa, a), r->name);
+			if (r->port_min && r->port_min <= t->port_max && t->port_min <= r->port_max)
+				err_add(e, "%s: ports %u-%u overlap the session-ports of relay %s",
+					where, t->port_min, t->port_max, r->name);
+		}
+		for (unsigned j = 0; j < c->prbe.nlisten; j++)
+			if (listeners_overlap(&t->listen, &c->prbe.listen[j]))
+				err_add(e, "%s: listen %s: a prbe-listen port", where,
+					addr_str(&t->listen.sa, a));
+		for (unsigned j = 0; j < c->nsni && t->tcp_set; j++)
+			if (listeners_overlap(&t->tcp_listen, &c->sni[j].listen))
+				err_add(e, "%s: tcp-listen %s: sni %s listens there", where,
+					addr_str(&t->tcp_listen.sa, a), c->sni[j].name);
+		for (unsigned j = 0; j < i; j++) {
+			const struct turn_conf *o = &c->turn[j];
+
+			if (listeners_overlap(&t->listen, &o->listen))
+				err_add(e, "%s: listen %s: already used by turn %s", where,
+					addr_str(&t->listen.sa, a), o->name);
+			if (t->tcp_set && o->tcp_set && listeners_overlap(&t->tcp_listen, &o->tcp_listen))
+				err_add(e, "%s: tcp-listen %s: already used by turn %s", where,
+					addr_str(&t->tcp_listen.sa, a), o->name);
+			if (o->port_min <= t->port_max && t->port_min <= o->port_max &&
+			    addr_equal(&o->relay_addr, &t->relay_addr))
+				err_add(e, "%s: ports %u-%u overlap those of turn %s", where,
+					t->port_min, t->port_max, o->name);
+		}
+	}
+}
+
 int conf_finish(struct etr_conf *c, struct conf_errors *e)
 {
 	unsigned before = e->count;
 	char where[CONF_NAME_MAX + 300];
 	struct layer global_layer = { false };
 
-	bool other_listener = c->nsni > 0 || c->sni_cli.listen_set || c->prbe.nlisten > 0;
+	bool other_listener = c->nsni > 0 || c->sni_cli.listen_set || c->prbe.nlisten > 0 ||
+			      c->nturn > 0 || c->turn_cli.listen_set;
 
 	for (unsigned i = 0; i < c->ncli; i++)
 		if (strcmp(c->cli[i].key, "sni-listen") == 0 ||
-		    strcmp(c->cli[i].key, "prbe-listen") == 0)
+		    strcmp(c->cli[i].key, "prbe-listen") == 0 ||
+		    strcmp(c->cli[i].key, "turn-listen") == 0)
 			other_listener = true;
 	/* No [relay] section: the top level (or the command line) is the one,
 	 * unless it names no game server and there is another listener (an
@@ -1451,6 +1863,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		}
 	}
 	prbe_finish(c, e);
+	turn_finish(c, e);
 	return e->count == before ? 0 : -1;
 }
 

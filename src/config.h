@@ -21,7 +21,7 @@
 #define CONF_STR_(x) #x
 #define CONF_STR(x) CONF_STR_(x)
 /* Keys of the option table (src/config.c asserts it has no more). */
-#define CONF_KEYS_MAX 64
+#define CONF_KEYS_MAX 96
 /* key_line[] of a key set on the command line. */
 #define CONF_LINE_CLI ((unsigned)-1)
 #define CONF_TAG_MAX 64
@@ -123,6 +123,32 @@
 /* The listener --sni-listen makes. */
 #define CONF_SNI_QUICK_NAME "default"
 
+/* TURN listeners ([turn NAME] sections, or --turn-listen): at most this
+ * many, each with at most CONF_TURN_PEERS_MAX allow-peer and as many
+ * deny-peer blocks. */
+#define CONF_TURN_MAX 4
+#define CONF_TURN_PEERS_MAX 32
+#define CONF_TURN_REALM_MAX 128
+#define CONF_TURN_PORT 3478 /* when listen gives no port */
+#define CONF_TURN_PORT_MIN 49152
+#define CONF_TURN_PORT_MAX 65535
+#define CONF_TURN_MAX_ALLOCATIONS 4000
+/* Allocations per userid: a player's client holds one or two (coturn's
+ * uclient two), a few calls at once stay well below; a leaked credential
+ * cannot take the node (eturnal's default is 10 too). */
+#define CONF_TURN_USER_QUOTA 10
+#define CONF_TURN_MAX_LIFETIME (3600 * 1000ull)     /* ms */
+#define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
+/* The realm when none is given: the same on every node, so that a pool of
+ * relays shares one (the long-term key is MD5(user:realm:password)). */
+#define CONF_TURN_REALM "etrelay"
+/* The listener --turn-listen makes. */
+#define CONF_TURN_QUICK_NAME "default"
+/* The secrets (each also with a _FILE form), at least this long. */
+#define CONF_TURN_ENV_SECRET "ETRELAY_TURN_SECRET"
+#define CONF_TURN_ENV_SECRET_NEXT "ETRELAY_TURN_SECRET_NEXT"
+#define CONF_TURN_SECRET_MIN 32
+
 enum conf_backend { CONF_BACKEND_AUTO, CONF_BACKEND_URING, CONF_BACKEND_EPOLL };
 
 /* --log-time: auto prints the time unless stderr is the journal. */
@@ -204,6 +230,32 @@ struct sni_conf {
 	unsigned nroutes;
 };
 
+/* An address block: allow-peer, deny-peer. */
+struct conf_cidr {
+	union etr_sockaddr addr; /* port 0 */
+	uint8_t bits;
+};
+
+/* One TURN listener (RFC 8656): UDP, and TCP and TLS if asked, relaying
+ * from relay-address in the ports range. */
+struct turn_conf {
+	char name[CONF_NAME_MAX];
+	unsigned line; /* of its [turn] header; 0 when from the command line */
+	bool listen_set, tcp_set, tls_set, relay_set, public_set;
+	union etr_sockaddr listen, tcp_listen, tls_listen;
+	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
+	uint64_t tls_reload_ms;
+	char realm[CONF_TURN_REALM_MAX];
+	union etr_sockaddr relay_addr; /* port 0 */
+	union etr_sockaddr public_ip;  /* port 0 */
+	uint16_t port_min, port_max;
+	uint32_t max_allocations, user_quota;
+	uint64_t max_lifetime_ms;
+	struct conf_cidr allow[CONF_TURN_PEERS_MAX], deny[CONF_TURN_PEERS_MAX];
+	unsigned nallow, ndeny;
+	bool strict_expiry;
+};
+
 struct conf_cli {
 	const char *key, *value; /* value NULL for flags */
 };
@@ -242,6 +294,12 @@ struct etr_conf {
 	struct sni_conf sni[CONF_SNI_MAX];
 	unsigned nsni;
 	struct sni_conf sni_cli;
+	/* TURN listeners; turn_cli gathers the --turn-* options (or the same
+	 * keys at the file's top level) for the quick-start one. */
+	struct turn_conf turn[CONF_TURN_MAX];
+	unsigned nturn;
+	struct turn_conf turn_cli;
+	bool turn_cli_set; /* a --turn-* key was given */
 };
 
 /* Error lines, all of them, newline-separated. */
@@ -257,6 +315,18 @@ void conf_sni_defaults(struct sni_conf *s);
 /* Parse "NAME=HOST:PORT[,proxy-v2]" (sep '=') or "NAME HOST:PORT
  * [proxy-v2]" (sep ' ') into r. Returns NULL or why the value is wrong. */
 const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf *r);
+
+/* A TURN listener's defaults (no listen address). */
+void conf_turn_defaults(struct turn_conf *t);
+
+/* One key of a [turn NAME] section (the --turn-KEY options without the
+ * "turn-" prefix) into t. Returns NULL, or why the value is wrong (in buf
+ * or a constant). */
+const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf,
+			  size_t n);
+
+/* "10.0.0.0/8", "fd00::/8", or an address alone (all its bits). 0 or -1. */
+int conf_cidr_parse(const char *s, struct conf_cidr *out);
 
 /* Built-in defaults, no relay yet. */
 void conf_defaults(struct etr_conf *c);

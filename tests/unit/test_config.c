@@ -2509,6 +2509,190 @@ static void test_config_sni_quick_start_on_the_command_line(void **state)
 	assert_non_null(strstr(e.text, "no sni-listen"));
 }
 
+static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+	char a[ADDR_STRLEN];
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[turn p2p]\n"
+			     "listen 127.0.0.1\n"
+			     "tcp-listen 127.0.0.1:3479\n"
+			     "realm game.example\n"
+			     "public-ip 192.0.2.7\n"
+			     "ports 50000-50999\n"
+			     "max-allocations 900\n"
+			     "user-quota 3\n"
+			     "max-lifetime 10m\n"
+			     "allow-peer 127.0.0.1/32\n"
+			     "allow-peer fd00::/8\n"
+			     "deny-peer 198.51.100.0/24\n"
+			     "strict-expiry yes\n"
+			     "tls-reload-interval 30s\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.nturn, 1);
+	assert_string_equal(c.turn[0].name, "p2p");
+	assert_int_equal(ntohs(c.turn[0].listen.in.sin_port), 3478);
+	assert_true(c.turn[0].tcp_set);
+	assert_int_equal(ntohs(c.turn[0].tcp_listen.in.sin_port), 3479);
+	assert_string_equal(c.turn[0].realm, "game.example");
+	/* relay-address defaults to the (specific) listen address. */
+	assert_string_equal(addr_str(&c.turn[0].relay_addr.sa, a), "127.0.0.1:0");
+	assert_string_equal(addr_str(&c.turn[0].public_ip.sa, a), "192.0.2.7:0");
+	assert_int_equal(c.turn[0].port_min, 50000);
+	assert_int_equal(c.turn[0].port_max, 50999);
+	assert_int_equal(c.turn[0].max_allocations, 900);
+	assert_int_equal(c.turn[0].user_quota, 3);
+	assert_int_equal(c.turn[0].max_lifetime_ms, 600000);
+	assert_int_equal(c.turn[0].nallow, 2);
+	assert_int_equal(c.turn[0].allow[0].bits, 32);
+	assert_int_equal(c.turn[0].allow[1].addr.sa.sa_family, AF_INET6);
+	assert_int_equal(c.turn[0].allow[1].bits, 8);
+	assert_int_equal(c.turn[0].ndeny, 1);
+	assert_int_equal(c.turn[0].deny[0].bits, 24);
+	assert_true(c.turn[0].strict_expiry);
+	assert_int_equal(c.turn[0].tls_reload_ms, 30000);
+}
+
+static void test_config_turn_defaults_are_the_documented_ones(void **state)
+{
+	static struct turn_conf t;
+
+	(void)state;
+	conf_turn_defaults(&t);
+	assert_string_equal(t.realm, "etrelay");
+	assert_int_equal(t.port_min, 49152);
+	assert_int_equal(t.port_max, 65535);
+	assert_int_equal(t.max_allocations, 4000);
+	assert_int_equal(t.user_quota, 10);
+	assert_int_equal(t.max_lifetime_ms, 3600000);
+	assert_int_equal(t.tls_reload_ms, 60000);
+	assert_false(t.strict_expiry);
+	assert_false(t.tcp_set);
+	assert_false(t.tls_set);
+}
+
+static void test_config_turn_quick_start_on_the_command_line(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+	char a[ADDR_STRLEN];
+
+	(void)state;
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--turn-listen", "0.0.0.0:3478", "--turn-relay-address",
+				  "127.0.0.1", "--turn-ports", "40000-40099",
+				  "--turn-max-allocations", "100", "--turn-allow-peer",
+				  "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
+				  "--turn-strict-expiry", "yes", "--turn-user-quota", "2",
+				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r")),
+			 0);
+	assert_true(c.cli_listener);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.nturn, 1);
+	assert_string_equal(c.turn[0].name, "default");
+	assert_string_equal(addr_str(&c.turn[0].relay_addr.sa, a), "127.0.0.1:0");
+	assert_string_equal(addr_str(&c.turn[0].public_ip.sa, a), "127.0.0.1:0");
+	assert_int_equal(c.turn[0].port_min, 40000);
+	assert_int_equal(c.turn[0].max_allocations, 100);
+	assert_int_equal(c.turn[0].nallow, 1);
+	assert_int_equal(c.turn[0].ndeny, 1);
+	assert_true(c.turn[0].strict_expiry);
+	assert_int_equal(c.turn[0].user_quota, 2);
+	assert_true(c.turn[0].tcp_set);
+	assert_string_equal(c.turn[0].realm, "r");
+	/* A key without a listener. */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
+			 -1);
+	assert_non_null(strstr(e.text, "no turn-listen"));
+}
+
+static void test_config_turn_limits_and_addresses_are_checked(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* More allocations than ports. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1:3478\nports 40000-40009\n"
+			     "max-allocations 11\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "max-allocations 11 is more than the 10 ports"));
+	/* The default 4000 fits the default range. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1:3478\n", NOARGS), 0);
+	/* A wildcard listener needs relay-address. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 0.0.0.0:3478\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, PATH ":1: turn t: relay-address: missing"));
+	/* No listen at all. */
+	assert_int_equal(run(&c, &e, "[turn t]\nrealm x\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, "turn t: listen: missing"));
+	/* Bad values name their line. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\n"
+			     "listen 127.0.0.1:3478\n"
+			     "ports 80-90\n"
+			     "max-allocations 0\n"
+			     "user-quota x\n"
+			     "allow-peer 10.0.0.0/33\n"
+			     "deny-peer nowhere\n"
+			     "strict-expiry maybe\n"
+			     "relay-address 1.2.3.4:5\n"
+			     "realm \"a\\\"b\"\n"
+			     "max-lifetime 0\n"
+			     "colour blue\n",
+			     NOARGS),
+			 -1);
+	for (unsigned line = 3; line <= 12; line++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), PATH ":%u: ", line);
+		assert_non_null(strstr(e.text, want));
+	}
+	assert_non_null(strstr(e.text, "unknown key 'colour' in a [turn] section"));
+	/* The same UDP port as a relay. */
+	assert_int_equal(run(&c, &e,
+			     "listen 0.0.0.0:27960\nupstream 1.2.3.4:27960\n"
+			     "[turn t]\nlisten 127.0.0.1:27960\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "relay default listens there"));
+	/* TLS without its pair. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\ntls-listen 127.0.0.1:5349\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "tls-listen: needs tls-cert and tls-key"));
+	/* Two sections of one name. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\n[turn t]\nlisten 127.0.0.2\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "turn 't' already defined at line 1"));
+}
+
+static void test_config_cidr_blocks_are_parsed(void **state)
+{
+	struct conf_cidr b;
+
+	(void)state;
+	assert_int_equal(conf_cidr_parse("10.1.2.3", &b), 0);
+	assert_int_equal(b.bits, 32);
+	assert_int_equal(conf_cidr_parse("::1", &b), 0);
+	assert_int_equal(b.bits, 128);
+	assert_int_equal(conf_cidr_parse("64:ff9b::/96", &b), 0);
+	assert_int_equal(b.bits, 96);
+	assert_int_equal(conf_cidr_parse("0.0.0.0/0", &b), 0);
+	assert_int_equal(b.bits, 0);
+	assert_int_equal(conf_cidr_parse("10.0.0.0/", &b), -1);
+	assert_int_equal(conf_cidr_parse("/8", &b), -1);
+	assert_int_equal(conf_cidr_parse("::/129", &b), -1);
+	assert_int_equal(conf_cidr_parse("10.0.0.0/8x", &b), -1);
+}
+
 static void test_config_sni_without_listen_is_an_error(void **state)
 {
 	static struct etr_conf c;
@@ -3005,6 +3189,11 @@ int main(void)
 	    cmocka_unit_test(test_config_global_key_on_the_command_line_overrides_the_files),
 	    cmocka_unit_test(test_config_upstream_on_the_command_line_completes_a_file_without_one),
 	    cmocka_unit_test(test_config_sni_section_sets_every_key_and_needs_no_relay),
+	    cmocka_unit_test(test_config_turn_section_sets_every_key_and_needs_no_relay),
+	    cmocka_unit_test(test_config_turn_defaults_are_the_documented_ones),
+	    cmocka_unit_test(test_config_turn_quick_start_on_the_command_line),
+	    cmocka_unit_test(test_config_turn_limits_and_addresses_are_checked),
+	    cmocka_unit_test(test_config_cidr_blocks_are_parsed),
 	    cmocka_unit_test(test_config_sni_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_sni_bad_values_name_their_line),
 	    cmocka_unit_test(test_config_sni_quick_start_on_the_command_line),
