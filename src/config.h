@@ -126,7 +126,7 @@
 /* TURN listeners ([turn NAME] sections, or --turn-listen): at most this
  * many, each with at most CONF_TURN_PEERS_MAX allow-peer and as many
  * deny-peer blocks. */
-#define CONF_TURN_MAX 4
+#define CONF_TURN_MAX 2
 #define CONF_TURN_PEERS_MAX 32
 #define CONF_TURN_REALM_MAX 128
 #define CONF_TURN_PORT 3478 /* when listen gives no port */

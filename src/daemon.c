@@ -36,7 +36,7 @@ static uint32_t sessions_active(const struct daemon *d)
 
 	for (unsigned i = 0; i < d->nrelays; i++)
 		n += atomic_load_explicit(&d->shared[i].sessions, memory_order_relaxed);
-	return n + sni_active_total(&d->sni);
+	return n + sni_active_total(&d->sni) + turn_active_total(&d->turn);
 }
 
 static void notify_status(struct daemon *d)
@@ -183,7 +183,12 @@ static void on_signal(struct daemon *d)
 			}
 			if (load_bans(d) < 0)
 				log_warnx("SIGHUP: keeping the previous ban list");
-			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !d->hup_none_said) {
+			if (d->turn.n && turn_shared_reload(&d->turn, err, sizeof(err)) < 0)
+				log_warnx("SIGHUP: %s; keeping the previous TURN secrets", err);
+			else if (d->turn.n)
+				log_info("SIGHUP: TURN secrets reloaded");
+			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !d->turn.n &&
+			    !d->hup_none_said) {
 				log_info("SIGHUP: nothing to reload (no ops tokens, no ban-file)");
 				d->hup_none_said = true;
 			}
@@ -568,6 +573,43 @@ static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes
 	return 0;
 }
 
+/* TURN listener i on every worker: each UDP socket in the port's reuseport
+ * group with the workers' program (a client's address picks its worker,
+ * which holds its allocations), each TCP listener in its own group. */
+static int open_turn(struct daemon *d, unsigned i)
+{
+	const struct turn_conf *c = &d->conf->turn[i];
+	char err[512];
+
+	if (turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
+		log_warnx("turn %s: %s", c->name, err);
+		return EXIT_CONFIG;
+	}
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		struct worker *wk = d->workers[w];
+		int rc;
+
+		rc = turn_listener_open(&wk->turn[i], &d->turn, i, w, d->nworkers > 1);
+		wk->nturn = i + 1;
+		if (rc < 0)
+			return EXIT_FAILURE;
+		if (w == 0 && d->nworkers > 1) {
+			struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
+			struct sock_filter prog[REUSEPORT_PROG_MAX];
+			int n = reuseport_build(&p, prog);
+
+			rc = n < 0 ? n
+				   : net_attach_reuseport(turn_listener_fd(&wk->turn[i]), prog,
+							  (unsigned)n);
+			if (rc < 0) {
+				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
+				return EXIT_FAILURE;
+			}
+		}
+	}
+	return 0;
+}
+
 /* A worker's relays and SNI listeners register with its loop (on its own
  * thread). */
 static int attach_relays(struct worker *w)
@@ -580,6 +622,8 @@ static int attach_relays(struct worker *w)
 		rc = prbe_port_attach(&w->prbe_ports[i], w->ops, w->loop, &w->ep);
 	for (unsigned i = 0; i < w->nsni && rc == 0; i++)
 		rc = sni_listener_attach(&w->sni[i], w->ops, w->loop, &w->ep);
+	for (unsigned i = 0; i < w->nturn && rc == 0; i++)
+		rc = turn_listener_attach(&w->turn[i], w->ops, w->loop, &w->ep);
 	if (rc < 0) {
 		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
@@ -599,6 +643,8 @@ static int create_loops(struct daemon *d)
 		hint += d->conf->relays[i].max_sessions + 4;
 	for (unsigned i = 0; i < d->conf->nsni; i++)
 		hint += 2 * d->conf->sni[i].max_connections + 4;
+	for (unsigned i = 0; i < d->conf->nturn; i++)
+		hint += d->conf->turn[i].max_allocations + 4;
 	if ((rc = worker_create_loop(d->workers[0], NULL, hint)) != 0)
 		return rc;
 	d->ops = d->workers[0]->ops;
@@ -732,6 +778,12 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 			return rc;
 	if (conf->nsni)
 		d->stats.sni = &d->sni;
+	d->turn.lifecycle = &d->stats.lifecycle;
+	for (unsigned i = 0; i < conf->nturn; i++)
+		if ((rc = open_turn(d, i)) != 0)
+			return rc;
+	if (conf->nturn)
+		d->stats.turn = &d->turn;
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");
@@ -813,6 +865,17 @@ static void log_start_sni(const struct daemon *d)
 			 c->name, addr_str(&c->listen.sa, a), d->ops->name, c->nroutes,
 			 c->nroutes == 1 ? "" : "s", c->max_connections);
 	}
+	for (unsigned i = 0; i < d->conf->nturn; i++) {
+		const struct turn_conf *c = &d->conf->turn[i];
+		char a[ADDR_STRLEN], t[ADDR_STRLEN], r[ADDR_STRLEN];
+
+		log_info("turn %s listening on %s (UDP)%s%s%s, relaying from %s ports %u-%u, realm "
+			 "%s, up to %u allocations",
+			 c->name, addr_str(&c->listen.sa, a), c->tcp_set ? " and " : "",
+			 c->tcp_set ? addr_str(&c->tcp_listen.sa, t) : "", c->tcp_set ? " (TCP)" : "",
+			 addr_str(&c->relay_addr.sa, r), c->port_min, c->port_max, c->realm,
+			 c->max_allocations);
+	}
 }
 
 int daemon_run(struct daemon *d)
@@ -863,6 +926,7 @@ void daemon_close(struct daemon *d)
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_shared_free(&d->shared[i]);
 	sni_shared_free(&d->sni);
+	turn_shared_free(&d->turn);
 	if (d->bans)
 		banlist_free(d->bans);
 	free(d->bans);

@@ -18,6 +18,7 @@
 #include "relay.h"
 #include "sni.h"
 #include "stats.h"
+#include "turn.h"
 
 struct control;
 struct ops;
@@ -31,7 +32,8 @@ struct worker;
 /* Every relay, SNI listener, echo-only port and the daemon find a slot in
  * each worker's endpoint table. */
 _Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + CONF_SNI_MAX +
-		       CONF_PRBE_LISTEN_MAX * PRBE_PORT_ENDPOINTS + DAEMON_ENDPOINTS <=
+		       CONF_PRBE_LISTEN_MAX * PRBE_PORT_ENDPOINTS + CONF_TURN_MAX * TURN_ENDPOINTS +
+		       DAEMON_ENDPOINTS <=
 		   ENDPOINT_MAX,
 	       "the relays, SNI listeners and echo ports do not fit the endpoint table");
 
@@ -48,6 +50,8 @@ struct daemon {
 	/* The SNI listeners' route tables and caps (each worker has its own
 	 * listening socket and connections). */
 	struct sni_shared sni;
+	/* The TURN listeners' secrets, caps and counters. */
+	struct turn_shared turn;
 	struct etr_stats stats;
 	struct ops *ops_plane;
 	/* From ban-file (empty without one): every worker's relays read the

@@ -17,6 +17,7 @@
 #include "ops.h"
 #include "resolver.h"
 #include "sni.h"
+#include "turn.h"
 #include "version.h"
 
 /* Every session holds a socket: take all the descriptors we are allowed. */
@@ -59,6 +60,10 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	 * control eventfd; a few more for the process (signalfd, logs). */
 	own = 16 + workers * (conf->nrelays + 4);
 	echo = workers * conf->prbe.nlisten;
+	/* A TURN allocation holds its relayed socket (max-allocations counts
+	 * across the workers), each worker a UDP and a TCP listener. */
+	for (unsigned i = 0; i < conf->nturn; i++)
+		echo += conf->turn[i].max_allocations + 2 * workers;
 	/* The ops plane's connections come out of the same limit: a full
 	 * listener must not leave a session without its socket. */
 	ops = conf->ops_enabled ? OPS_FDS_MAX : 0;
@@ -219,7 +224,7 @@ int main(int argc, char **argv)
 	static struct daemon d;
 	union etr_sockaddr upstream[CONF_RELAYS_MAX];
 	struct sni_route *sni_routes[CONF_SNI_MAX] = { NULL };
-	char err[256];
+	char err[512];
 	rlim_t nofile;
 	int rc;
 
@@ -243,6 +248,17 @@ int main(int argc, char **argv)
 	}
 	if (sni_loops(&conf, NULL) < 0)
 		return EXIT_CONFIG;
+	if (conf.nturn) {
+		struct turn_secret_set *s = malloc(sizeof(*s));
+
+		if (!s || turn_secrets_read(s, err, sizeof(err)) < 0) {
+			log_warnx("turn: %s", s ? err : "out of memory");
+			free(s);
+			return EXIT_CONFIG;
+		}
+		explicit_bzero(s, sizeof(*s));
+		free(s);
+	}
 	{
 		struct conf_errors w = { .len = 0 };
 

@@ -134,6 +134,7 @@ struct relay_stats {
 
 struct loop_stats;
 struct sni_shared;
+struct turn_shared;
 struct control_stats; /* control_stats.h */
 
 /* Every worker keeps its own counters (its relays', its loop's), written
@@ -158,6 +159,8 @@ struct etr_stats {
 	struct prbe_stats *prbe_port[STATS_WORKERS_MAX][CONF_PRBE_LISTEN_MAX];
 	/* The SNI listeners (sni.h: their counters, per worker), NULL: none. */
 	struct sni_shared *sni;
+	/* The TURN listeners (turn.h), NULL: none. */
+	struct turn_shared *turn;
 	struct control_stats *control; /* the control-plane client's; NULL without one */
 };
 

@@ -190,6 +190,8 @@ void worker_shutdown(struct worker *w)
 		relay_shutdown(&w->relays[i]);
 	for (unsigned i = 0; i < w->nsni; i++)
 		sni_listener_shutdown(&w->sni[i]);
+	for (unsigned i = 0; i < w->nturn; i++)
+		turn_listener_shutdown(&w->turn[i]);
 	w->ops->flush(w->loop);
 }
 
@@ -270,6 +272,8 @@ void worker_free(struct worker *w)
 	}
 	for (unsigned i = 0; i < w->nsni; i++)
 		sni_listener_close(&w->sni[i]);
+	for (unsigned i = 0; i < w->nturn; i++)
+		turn_listener_free(&w->turn[i]);
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
 	free(w->call_buf);

@@ -18,6 +18,7 @@
 #include "prbe_port.h"
 #include "relay.h"
 #include "sni.h"
+#include "turn.h"
 
 struct daemon;
 
@@ -43,6 +44,8 @@ struct worker {
 	unsigned nprbe_ports;
 	struct sni_listener sni[CONF_SNI_MAX]; /* its instance of each */
 	unsigned nsni;
+	struct turn_listener turn[CONF_TURN_MAX]; /* its instance of each */
+	unsigned nturn;
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;

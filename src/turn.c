@@ -1,0 +1,1522 @@
+/* SPDX-License-Identifier: ISC */
+/* The TURN listener's glue: sockets, the loop's callbacks, the request
+ * handlers of RFC 8656 over UDP and TCP, relaying both ways, expiry. The
+ * protocol's pure parts are stun.c, turn_auth.c, turn_alloc.c and
+ * turn_peer.c; this file decides and sends. */
+#include "turn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+#include "ops.h"
+#include "reuseport.h"
+#include "stats.h"
+#include "stun.h"
+
+/* Binds tried for one Allocate before it gets 508: a port someone else
+ * holds is set aside (turn_alloc_port_unusable) and the next one tried. */
+#define TURN_BIND_TRIES 8
+/* The default lifetime and the least granted (RFC 8656 7.2), unless
+ * max-lifetime is lower. */
+#define TURN_LIFETIME_DEFAULT 600u
+/* Nonces live this long (seconds); then 438 and a fresh one. */
+#define TURN_NONCE_LIFETIME 3600u
+/* Room for any answer the server builds (the largest: an Allocate success
+ * with two addresses, lifetime, token, integrity and fingerprint). */
+#define TURN_ANSWER_MAX 512
+/* A TCP connection: the frame being read (a whole STUN message or
+ * ChannelData, at most 20 + 65535 bytes), and what it may have queued to
+ * send before its reads pause. */
+#define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
+#define TURN_CONN_TX_MAX (256u << 10)
+/* TCP connections per listener and worker. */
+#define TURN_CONNS_MAX 4096
+
+static const char *const reject_names[TURN_REJECTS] = {
+	[TURN_REJ_CAP] = "cap",		[TURN_REJ_QUOTA] = "quota",
+	[TURN_REJ_DRAIN] = "drain",	[TURN_REJ_PORTS] = "ports",
+	[TURN_REJ_EXISTS] = "exists",	[TURN_REJ_REQUEST] = "bad_request",
+};
+static const char *const authf_names[TURN_AUTHFS] = {
+	[TURN_AF_BAD_INTEGRITY] = "bad_integrity", [TURN_AF_BAD_USERNAME] = "bad_username",
+	[TURN_AF_EXPIRED] = "expired",		   [TURN_AF_STALE_NONCE] = "stale_nonce",
+	[TURN_AF_WRONG_USER] = "wrong_user",	   [TURN_AF_MISSING] = "missing_attributes",
+};
+static const char *const drop_names[TURN_DROPS] = {
+	[TURN_DROP_NOT_TURN] = "not_turn",
+	[TURN_DROP_MALFORMED] = "malformed",
+	[TURN_DROP_NO_ALLOCATION] = "no_allocation",
+	[TURN_DROP_NO_PERMISSION] = "no_permission",
+	[TURN_DROP_NO_CHANNEL] = "no_channel",
+	[TURN_DROP_PEER_REFUSED] = "peer_refused",
+	[TURN_DROP_SEND_FAILED] = "send_failed",
+	[TURN_DROP_THROTTLED] = "throttled",
+	[TURN_DROP_UNEXPECTED] = "unexpected",
+	[TURN_DROP_TRUNCATED] = "truncated",
+};
+
+const char *turn_reject_name(enum turn_reject r)
+{
+	return r < TURN_REJECTS ? reject_names[r] : "?";
+}
+
+const char *turn_authf_name(enum turn_authf a)
+{
+	return a < TURN_AUTHFS ? authf_names[a] : "?";
+}
+
+const char *turn_drop_name(enum turn_drop d)
+{
+	return d < TURN_DROPS ? drop_names[d] : "?";
+}
+
+/* Shared state */
+
+static int secret_read(const char *var, uint8_t *out, size_t *len, char *err, size_t errlen)
+{
+	char buf[1024];
+	size_t n = 0;
+	int rc = ops_token_from_env(var, buf, sizeof(buf), &n, err, errlen);
+
+	if (rc <= 0) {
+		*len = 0;
+		explicit_bzero(buf, sizeof(buf));
+		return rc;
+	}
+	memcpy(out, buf, n);
+	*len = n;
+	explicit_bzero(buf, sizeof(buf));
+	return 1;
+}
+
+int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen)
+{
+	static const char *const vars[TURN_SECRETS_MAX] = { CONF_TURN_ENV_SECRET,
+							    CONF_TURN_ENV_SECRET_NEXT };
+	int set = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
+		int rc = secret_read(vars[i], out->s[i], &out->len[i], err, errlen);
+
+		if (rc < 0) {
+			explicit_bzero(out, sizeof(*out));
+			return -1;
+		}
+		set += rc;
+	}
+	if (set == 0) {
+		snprintf(err, errlen,
+			 "no TURN secret: set %s (or %s_FILE), at least %d bytes (for example "
+			 "`openssl rand -hex 32`); %s is the next one during a rotation",
+			 CONF_TURN_ENV_SECRET, CONF_TURN_ENV_SECRET, CONF_TURN_SECRET_MIN,
+			 CONF_TURN_ENV_SECRET_NEXT);
+		return -1;
+	}
+	return set;
+}
+
+static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c->addr.sa.sa_family == AF_INET) {
+		out->net[10] = out->net[11] = 0xff;
+		memcpy(out->net + 12, &c->addr.in.sin_addr, 4);
+		out->bits = (uint8_t)(c->bits + 96);
+	} else {
+		memcpy(out->net, &c->addr.in6.sin6_addr, 16);
+		out->bits = c->bits;
+	}
+	/* Host bits off: the block is what its prefix says. */
+	for (unsigned b = out->bits; b < 128; b++)
+		out->net[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+}
+
+int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
+		     unsigned nworkers, char *err, size_t errlen)
+{
+	struct turn_lshared *l = &sh->l[i];
+	uint8_t rnd[32];
+	uint32_t width = (uint32_t)c->port_max - c->port_min + 1;
+
+	if (i == 0) {
+		pthread_rwlock_init(&sh->lock, NULL);
+		if (turn_secrets_read(&sh->secrets, err, errlen) < 0)
+			return -1;
+	}
+	sh->nworkers = nworkers;
+	memset(l, 0, sizeof(*l));
+	l->conf = c;
+	turn_peer_init(&l->policy);
+	for (unsigned k = 0; k < c->ndeny; k++) {
+		struct turn_cidr b;
+
+		cidr_of(&c->deny[k], &b);
+		turn_peer_deny(&l->policy, &b);
+	}
+	for (unsigned k = 0; k < c->nallow; k++) {
+		struct turn_cidr b;
+
+		cidr_of(&c->allow[k], &b);
+		turn_peer_allow(&l->policy, &b);
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		for (unsigned k = 0; k < 4; k++) {
+			uint64_t v = net_random64();
+
+			memcpy(rnd + 8 * k, &v, 8);
+		}
+	}
+	turn_nonce_key_init(&l->nonce_key, rnd);
+	explicit_bzero(rnd, sizeof(rnd));
+	/* Each worker relays from a slice of its own. */
+	if (width < nworkers) {
+		snprintf(err, errlen, "ports %u-%u: fewer ports than workers (%u)", c->port_min,
+			 c->port_max, nworkers);
+		return -1;
+	}
+	for (unsigned w = 0; w < nworkers; w++) {
+		l->worker_min[w] = (uint16_t)(c->port_min + (uint64_t)width * w / nworkers);
+		l->worker_max[w] = (uint16_t)(c->port_min + (uint64_t)width * (w + 1) / nworkers - 1);
+	}
+	sh->n = i + 1;
+	return 0;
+}
+
+int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
+{
+	struct turn_secret_set *fresh = malloc(sizeof(*fresh));
+	int set;
+
+	if (!fresh) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	set = turn_secrets_read(fresh, err, errlen);
+	if (set > 0) {
+		pthread_rwlock_wrlock(&sh->lock);
+		memcpy(&sh->secrets, fresh, sizeof(*fresh));
+		pthread_rwlock_unlock(&sh->lock);
+	}
+	explicit_bzero(fresh, sizeof(*fresh));
+	free(fresh);
+	return set;
+}
+
+uint32_t turn_active_total(const struct turn_shared *sh)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < sh->n; i++)
+		n += atomic_load_explicit(&sh->l[i].active, memory_order_relaxed);
+	return n;
+}
+
+void turn_shared_free(struct turn_shared *sh)
+{
+	if (sh->n)
+		pthread_rwlock_destroy(&sh->lock);
+	explicit_bzero(&sh->secrets, sizeof(sh->secrets));
+	sh->n = 0;
+}
+
+/* TCP connections */
+
+struct turn_tx {
+	struct turn_tx *next;
+	size_t len;
+	uint8_t b[];
+};
+
+struct turn_conn {
+	int fd; /* -1: free or closed */
+	uint16_t gen;
+	bool used;    /* the slot is taken (closed ones until their last send) */
+	bool reading, closing;
+	union etr_sockaddr client;
+	uint8_t *rx; /* TURN_CONN_RX_MAX bytes while open */
+	size_t rxlen;
+	struct turn_tx *tx_head, *tx_tail; /* queued; the head is with the loop */
+	size_t tx_bytes;
+	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
+	uint32_t next_free;
+};
+
+/* A conn ref: 16 bits of index, 8 of generation. */
+static uint32_t conn_ref(const struct turn_listener *l, uint32_t i)
+{
+	return i | (uint32_t)(l->conns[i].gen & 0xff) << 16;
+}
+
+static struct turn_conn *conn_deref(struct turn_listener *l, uint32_t ref, uint32_t *idx)
+{
+	uint32_t i = ref & 0xffff;
+
+	if (i >= l->nconns || !l->conns[i].used || (l->conns[i].gen & 0xff) != (ref >> 16 & 0xff))
+		return NULL;
+	*idx = i;
+	return &l->conns[i];
+}
+
+/* Where an answer goes: the client over UDP, or a TCP connection. */
+struct turn_ctx {
+	struct turn_listener *l;
+	union etr_sockaddr client;
+	uint32_t conn; /* index + 1 of the TCP connection, 0: UDP */
+	uint64_t now;  /* CLOCK_MONOTONIC ns */
+	uint64_t now_ms;
+	struct turn_5tuple tuple;
+};
+
+static void conn_close(struct turn_listener *l, uint32_t i);
+
+/* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
+ * them in order. False when the connection has too much queued. */
+static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
+		      const void *b, size_t blen, size_t pad)
+{
+	struct turn_conn *c = &l->conns[i];
+	size_t len = alen + blen + pad;
+	struct turn_tx *t;
+
+	if (c->closing || c->tx_bytes + len > TURN_CONN_TX_MAX)
+		return false;
+	t = malloc(sizeof(*t) + len);
+	if (!t)
+		return false;
+	t->next = NULL;
+	t->len = len;
+	memcpy(t->b, a, alen);
+	if (blen)
+		memcpy(t->b + alen, b, blen);
+	memset(t->b + alen + blen, 0, pad);
+	c->tx_bytes += len;
+	if (c->tx_tail) {
+		c->tx_tail->next = t;
+		c->tx_tail = t;
+		return true;
+	}
+	c->tx_head = c->tx_tail = t;
+	if (l->ops->stream_send(l->loop, c->fd, t->b, t->len,
+				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
+		c->tx_head = c->tx_tail = NULL;
+		c->tx_bytes -= len;
+		free(t);
+		return false;
+	}
+	return true;
+}
+
+/* Send an answer or a message for the client. */
+static bool to_client(struct turn_ctx *x, const uint8_t *p, size_t n)
+{
+	struct turn_listener *l = x->l;
+
+	if (x->conn)
+		return conn_send(l, x->conn - 1, p, n, NULL, 0, 0);
+	return l->ops->send(l->loop, l->fd, &x->client.sa, addr_len(&x->client), p, n,
+			    endpoint_id(l->ep, l->slot_udp)) == 0;
+}
+
+/* Answers */
+
+static bool has_fingerprint(const struct stun_msg *m)
+{
+	return stun_has(m->fingerprint);
+}
+
+/* Sign (key non-NULL) and finish an answer, then send it. */
+static size_t finish(struct turn_ctx *x, struct stun_builder *b, const struct stun_msg *m,
+		     const uint8_t *key)
+{
+	size_t n;
+
+	if (key) {
+		if (stun_has(m->mi256))
+			stun_add_integrity_sha256(b, key, TURN_KEY_LEN);
+		stun_add_integrity(b, key, TURN_KEY_LEN);
+	}
+	if (has_fingerprint(m))
+		stun_add_fingerprint(b);
+	n = stun_build_finish(b);
+	if (n == 0 || !to_client(x, b->buf, n)) {
+		STAT_ADD(x->l->stats.dropped[TURN_DROP_SEND_FAILED], 1);
+		return 0;
+	}
+	return n;
+}
+
+static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
+{
+	const char *realm = x->l->sh->conf->realm;
+	char nonce[TURN_NONCE_SIZE];
+	int n = turn_nonce_make(&x->l->sh->nonce_key, &x->client, x->now / NS_PER_SEC, nonce);
+
+	stun_add_attr(b, STUN_A_REALM, realm, strlen(realm));
+	if (n > 0)
+		stun_add_attr(b, STUN_A_NONCE, nonce, (size_t)n);
+}
+
+/* An error answer; key signs it (NULL: unauthenticated). */
+static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
+			 const uint8_t *key)
+{
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
+	stun_add_error(&b, code, NULL);
+	if (code == 420)
+		stun_add_unknown_attrs(&b, m->unknown, m->n_unknown);
+	if (code == 438)
+		add_realm_nonce(x, &b);
+	finish(x, &b, m, key);
+}
+
+/* 401 with REALM and NONCE: the challenge. Rate-limited per source IP, as
+ * it is larger than the request that asks for it. */
+static void challenge(struct turn_ctx *x, const struct stun_msg *m)
+{
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+
+	if (!rl_table_allow(&x->l->rl401, &x->client, x->now)) {
+		STAT_ADD(x->l->stats.dropped[TURN_DROP_THROTTLED], 1);
+		return;
+	}
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
+	stun_add_error(&b, 401, NULL);
+	add_realm_nonce(x, &b);
+	if (finish(x, &b, m, NULL))
+		STAT_ADD(x->l->stats.challenges, 1);
+}
+
+/* Authentication (RFC 8489 9.2.4). 0 with au filled (*expired set for a
+ * genuine but expired credential), or -1 when the request was answered. */
+static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct turn_auth *au,
+			bool *expired)
+{
+	struct turn_listener *l = x->l;
+	const char *realm = l->sh->conf->realm;
+	struct turn_secrets sec;
+	enum turn_auth_result r;
+	enum turn_nonce_result nr;
+
+	*expired = false;
+	if (!stun_has(m->mi) && !stun_has(m->mi256)) {
+		challenge(x, m);
+		return -1;
+	}
+	if (!stun_has(m->username) || !stun_has(m->realm) || !stun_has(m->nonce)) {
+		STAT_ADD(l->stats.auth_failures[TURN_AF_MISSING], 1);
+		answer_error(x, m, 400, NULL);
+		return -1;
+	}
+	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
+			      (const char *)stun_attr_ptr(m, m->nonce), m->nonce.len,
+			      x->now / NS_PER_SEC, TURN_NONCE_LIFETIME);
+	if (nr != TURN_NONCE_OK) {
+		STAT_ADD(l->stats.auth_failures[TURN_AF_STALE_NONCE], 1);
+		answer_error(x, m, 438, NULL);
+		return -1;
+	}
+	pthread_rwlock_rdlock(&l->all->lock);
+	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
+		sec.secret[i] = l->all->secrets.s[i];
+		sec.len[i] = l->all->secrets.len[i];
+	}
+	r = turn_auth_check(&sec, m, realm, strlen(realm), (uint64_t)time(NULL), au);
+	pthread_rwlock_unlock(&l->all->lock);
+	switch (r) {
+	case TURN_AUTH_OK:
+		return 0;
+	case TURN_AUTH_EXPIRED:
+		*expired = true;
+		return 0;
+	case TURN_AUTH_BAD_USERNAME:
+		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
+		break;
+	default:
+		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_INTEGRITY], 1);
+		break;
+	}
+	challenge(x, m);
+	return -1;
+}
+
+/* The lifetime to grant for a requested one (seconds), and under
+ * strict-expiry no later than the credential's end. */
+static uint32_t lifetime_for(const struct turn_listener *l, const struct stun_msg *m,
+			     uint64_t cred_expiry)
+{
+	uint32_t max = (uint32_t)(l->sh->conf->max_lifetime_ms / 1000), want;
+
+	if (!stun_get_lifetime(m, &want))
+		want = TURN_LIFETIME_DEFAULT;
+	if (want > max)
+		want = max;
+	if (want < TURN_LIFETIME_DEFAULT)
+		want = TURN_LIFETIME_DEFAULT < max ? TURN_LIFETIME_DEFAULT : max;
+	if (l->sh->conf->strict_expiry) {
+		uint64_t unix_now = (uint64_t)time(NULL);
+		uint64_t left = cred_expiry > unix_now ? cred_expiry - unix_now : 1;
+
+		if (left < want)
+			want = (uint32_t)left;
+	}
+	return want;
+}
+
+/* Expiry */
+
+static void arm(struct turn_listener *l)
+{
+	uint64_t ms = turn_alloc_next_deadline(&l->t);
+	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
+
+	if (at == l->timer_at)
+		return;
+	l->timer_at = at;
+	if (at == UINT64_MAX)
+		l->ops->timer_cancel(l->loop, &l->timer);
+	else if (l->ops->timer_set(l->loop, &l->timer, at) < 0)
+		log_warnx("turn %s: timer: out of memory", l->sh->conf->name);
+}
+
+/* End allocation idx: its socket leaves the loop, its slot the table. */
+static void alloc_end(struct turn_listener *l, uint32_t idx)
+{
+	int fd = l->relay_fd[idx];
+	uint32_t conn = l->relay_conn[idx];
+
+	if (fd >= 0) {
+		l->ops->del_socket(l->loop, fd,
+				   endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx)));
+		close(fd);
+	}
+	l->relay_fd[idx] = -1;
+	l->relay_conn[idx] = 0;
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx)
+		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
+	turn_alloc_remove(&l->t, idx);
+	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+}
+
+static void on_timer(void *obj, uint32_t ref, uint64_t now)
+{
+	struct turn_listener *l = obj;
+	uint32_t idx;
+
+	(void)ref;
+	l->timer_at = UINT64_MAX;
+	while ((idx = turn_alloc_expire(&l->t, now / NS_PER_MS)) != TURN_ALLOC_NONE) {
+		alloc_end(l, idx);
+		STAT_ADD(l->stats.expired, 1);
+	}
+	arm(l);
+}
+
+/* Handlers */
+
+static void on_binding(struct turn_ctx *x, const struct stun_msg *m)
+{
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_BINDING, STUN_SUCCESS), m->tid);
+	stun_add_xor_addr(&b, STUN_A_XOR_MAPPED_ADDRESS, &x->client);
+	if (finish(x, &b, m, NULL))
+		STAT_ADD(x->l->stats.bindings, 1);
+}
+
+/* A UDP socket bound to relay-address:port. fd or -errno. */
+static int relay_socket(const struct turn_listener *l, uint16_t port)
+{
+	union etr_sockaddr a = l->sh->conf->relay_addr;
+	int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	a.in.sin_port = htons(port); /* the same offset in both families */
+	if (bind(fd, &a.sa, addr_len(&a)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void reject(struct turn_ctx *x, const struct stun_msg *m, enum turn_reject why, int code,
+		   const uint8_t *key)
+{
+	STAT_ADD(x->l->stats.rejected[why], 1);
+	answer_error(x, m, code, key);
+}
+
+/* Remember a success answer for retransmissions of the transaction. */
+static void keep(struct turn_ctx *x, uint32_t idx, const struct stun_msg *m, const uint8_t *buf,
+		 size_t n)
+{
+	if (n)
+		turn_alloc_txn_store(&x->l->t, idx, m->tid, buf, n, x->now_ms);
+}
+
+/* A retransmission of the allocation's last transaction: the same answer. */
+static bool resend(struct turn_ctx *x, uint32_t idx, const struct stun_msg *m)
+{
+	size_t n;
+	const uint8_t *p = turn_alloc_txn_find(&x->l->t, idx, m->tid, x->now_ms, &n);
+
+	if (!p)
+		return false;
+	if (!to_client(x, p, n))
+		STAT_ADD(x->l->stats.dropped[TURN_DROP_SEND_FAILED], 1);
+	return true;
+}
+
+static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *conf = l->sh->conf;
+	uint32_t idx = turn_alloc_lookup(&l->t, &x->tuple), lifetime, ref;
+	uint8_t buf[TURN_ANSWER_MAX], token[8], new_token[8];
+	struct turn_alloc_req req;
+	struct stun_builder b;
+	struct turn_auth au;
+	enum turn_alloc_err e = TURN_OK;
+	bool expired, reserve = false, even = false;
+	uint8_t proto, fam;
+	uint16_t port = 0;
+	union etr_sockaddr relayed;
+	int fd = -1;
+	size_t n;
+
+	if (authenticate(x, m, &au, &expired) < 0)
+		return;
+	if (idx != TURN_ALLOC_NONE) {
+		if (!resend(x, idx, m))
+			reject(x, m, TURN_REJ_EXISTS, 437, au.key);
+		return;
+	}
+	if (expired) {
+		/* A genuine credential past its expiry gets no new allocation. */
+		STAT_ADD(l->stats.auth_failures[TURN_AF_EXPIRED], 1);
+		challenge(x, m);
+		return;
+	}
+	if (atomic_load_explicit(l->all->lifecycle, memory_order_relaxed) != LIFECYCLE_ACTIVE) {
+		reject(x, m, TURN_REJ_DRAIN, 403, au.key);
+		return;
+	}
+	if (!stun_get_requested_transport(m, &proto)) {
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		return;
+	}
+	if (proto != STUN_TRANSPORT_UDP) {
+		reject(x, m, TURN_REJ_REQUEST, 442, au.key);
+		return;
+	}
+	if (stun_has(m->requested_family) &&
+	    (!stun_get_requested_family(m, &fam) || fam != STUN_FAMILY_IPV4)) {
+		reject(x, m, TURN_REJ_REQUEST, 440, au.key);
+		return;
+	}
+	if (stun_has(m->even_port) && !stun_get_even_port(m, &reserve)) {
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		return;
+	}
+	even = stun_has(m->even_port);
+	if (stun_has(m->reservation_token) &&
+	    (even || m->reservation_token.len != 8 || stun_has(m->requested_family))) {
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		return;
+	}
+	switch (turn_alloc_admit(&l->t, &x->tuple, au.userid, au.userid_len)) {
+	case TURN_OK:
+		break;
+	case TURN_E_QUOTA:
+		reject(x, m, TURN_REJ_QUOTA, 486, au.key);
+		return;
+	case TURN_E_EXISTS:
+		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
+		return;
+	default:
+		reject(x, m, TURN_REJ_CAP, 508, au.key);
+		return;
+	}
+	/* The cap holds across the workers. */
+	if (atomic_fetch_add_explicit(&l->sh->active, 1, memory_order_relaxed) >=
+	    conf->max_allocations) {
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		reject(x, m, TURN_REJ_CAP, 508, au.key);
+		return;
+	}
+	if (stun_has(m->reservation_token))
+		memcpy(token, stun_attr_ptr(m, m->reservation_token), 8);
+	{
+		uint64_t r = net_random64();
+
+		memcpy(new_token, &r, 8);
+	}
+	for (unsigned i = 0; i < TURN_BIND_TRIES; i++) {
+		e = turn_alloc_port_take(&l->t, even, reserve,
+					 stun_has(m->reservation_token) ? token : NULL, new_token,
+					 x->now_ms, &port);
+		if (e != TURN_OK)
+			break;
+		fd = relay_socket(l, port);
+		if (fd >= 0)
+			break;
+		if (fd == -EADDRINUSE)
+			turn_alloc_port_unusable(&l->t, port, x->now_ms);
+		else
+			turn_alloc_port_release(&l->t, port, x->now_ms);
+		e = TURN_E_NO_PORT;
+	}
+	if (fd < 0) {
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		reject(x, m, e == TURN_E_TOKEN ? TURN_REJ_REQUEST : TURN_REJ_PORTS, 508, au.key);
+		return;
+	}
+	lifetime = lifetime_for(l, m, au.expiry);
+	memset(&req, 0, sizeof(req));
+	req.username = (const char *)stun_attr_ptr(m, m->username);
+	req.username_len = m->username.len;
+	req.userid = au.userid;
+	req.userid_len = au.userid_len;
+	req.key = au.key;
+	req.cred_expiry = au.expiry;
+	req.lifetime_s = lifetime;
+	req.family = AF_INET;
+	req.port = port;
+	e = turn_alloc_create(&l->t, &x->tuple, &req, x->now_ms, &idx);
+	if (e != TURN_OK) {
+		close(fd);
+		turn_alloc_port_release(&l->t, port, x->now_ms);
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		reject(x, m,
+		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
+		       : e == TURN_E_FULL ? TURN_REJ_CAP
+					  : TURN_REJ_REQUEST,
+		       turn_alloc_err_code(e), au.key);
+		return;
+	}
+	ref = turn_alloc_ref(&l->t, idx);
+	if (l->ops->add_socket(l->loop, fd, endpoint_ref_id(l->slot_relay, ref)) < 0) {
+		close(fd);
+		l->relay_fd[idx] = -1;
+		alloc_end(l, idx);
+		reject(x, m, TURN_REJ_PORTS, 508, au.key);
+		return;
+	}
+	l->relay_fd[idx] = fd;
+	l->relay_conn[idx] = x->conn;
+	if (x->conn)
+		l->conns[x->conn - 1].alloc = idx;
+	STAT_ADD(l->stats.allocations, 1);
+	relayed = conf->relay_addr;
+	relayed.in.sin_port = htons(port);
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_ALLOCATE, STUN_SUCCESS), m->tid);
+	stun_add_xor_addr(&b, STUN_A_XOR_RELAYED_ADDRESS, &relayed);
+	stun_add_u32(&b, STUN_A_LIFETIME, lifetime);
+	if (reserve)
+		stun_add_attr(&b, STUN_A_RESERVATION_TOKEN, new_token, 8);
+	stun_add_xor_addr(&b, STUN_A_XOR_MAPPED_ADDRESS, &x->client);
+	n = finish(x, &b, m, au.key);
+	keep(x, idx, m, buf, n);
+	arm(l);
+}
+
+/* The allocation a request is about, authenticated as its owner: its index,
+ * or TURN_ALLOC_NONE when the request was answered (437, 441, 401...). */
+static uint32_t owned(struct turn_ctx *x, const struct stun_msg *m, struct turn_auth *au,
+		      bool *expired)
+{
+	struct turn_listener *l = x->l;
+	uint32_t idx;
+	const struct turn_alloc *a;
+
+	if (authenticate(x, m, au, expired) < 0)
+		return TURN_ALLOC_NONE;
+	idx = turn_alloc_lookup(&l->t, &x->tuple);
+	if (idx == TURN_ALLOC_NONE) {
+		answer_error(x, m, 437, au->key);
+		return TURN_ALLOC_NONE;
+	}
+	a = &l->t.a[idx];
+	if (a->username_len != m->username.len ||
+	    memcmp(a->username, stun_attr_ptr(m, m->username), m->username.len) != 0) {
+		STAT_ADD(l->stats.auth_failures[TURN_AF_WRONG_USER], 1);
+		answer_error(x, m, 441, au->key);
+		return TURN_ALLOC_NONE;
+	}
+	if (*expired && l->sh->conf->strict_expiry) {
+		STAT_ADD(l->stats.auth_failures[TURN_AF_EXPIRED], 1);
+		challenge(x, m);
+		return TURN_ALLOC_NONE;
+	}
+	return idx;
+}
+
+static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
+{
+	struct turn_listener *l = x->l;
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+	struct turn_auth au;
+	bool expired;
+	uint32_t idx, want = 1;
+	size_t n;
+
+	if ((idx = owned(x, m, &au, &expired)) == TURN_ALLOC_NONE || resend(x, idx, m))
+		return;
+	if (stun_has(m->lifetime) && stun_get_lifetime(m, &want) && want == 0) {
+		alloc_end(l, idx);
+		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_REFRESH, STUN_SUCCESS), m->tid);
+		stun_add_u32(&b, STUN_A_LIFETIME, 0);
+		finish(x, &b, m, au.key);
+		arm(l);
+		return;
+	}
+	want = lifetime_for(l, m, l->t.a[idx].cred_expiry);
+	turn_alloc_refresh(&l->t, idx, want, x->now_ms);
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_REFRESH, STUN_SUCCESS), m->tid);
+	stun_add_u32(&b, STUN_A_LIFETIME, want);
+	n = finish(x, &b, m, au.key);
+	keep(x, idx, m, buf, n);
+	arm(l);
+}
+
+/* Whether the relay may send to peer: the policy, and the relay's own
+ * addresses only on its relayed ports (client to client), never another
+ * service of the host. ip_only: a CreatePermission's, port ignored. */
+static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
+{
+	const struct turn_conf *c = l->sh->conf;
+
+	if (peer->sa.sa_family == AF_INET &&
+	    (peer->in.sin_addr.s_addr == c->relay_addr.in.sin_addr.s_addr ||
+	     (c->public_ip.sa.sa_family == AF_INET &&
+	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
+		uint16_t port = ntohs(peer->in.sin_port);
+
+		if (ip_only || (port >= c->port_min && port <= c->port_max))
+			return true;
+	}
+	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
+}
+
+static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
+{
+	struct turn_listener *l = x->l;
+	union etr_sockaddr peers[STUN_PEERS_MAX];
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+	struct turn_auth au;
+	bool expired;
+	uint32_t idx;
+
+	if ((idx = owned(x, m, &au, &expired)) == TURN_ALLOC_NONE)
+		return;
+	if (m->n_peer == 0) {
+		answer_error(x, m, 400, au.key);
+		return;
+	}
+	for (unsigned i = 0; i < m->n_peer; i++) {
+		if (stun_get_xor_addr(m, m->peer[i], &peers[i]) < 0) {
+			answer_error(x, m, 400, au.key);
+			return;
+		}
+		if (peers[i].sa.sa_family != AF_INET) {
+			answer_error(x, m, 443, au.key);
+			return;
+		}
+		if (!peer_ok(l, &peers[i], true)) {
+			STAT_ADD(l->stats.peer_rejected, 1);
+			answer_error(x, m, 403, au.key);
+			return;
+		}
+	}
+	for (unsigned i = 0; i < m->n_peer; i++) {
+		enum turn_alloc_err e = turn_alloc_permit(&l->t, idx, &peers[i], x->now_ms);
+
+		if (e != TURN_OK) {
+			answer_error(x, m, turn_alloc_err_code(e), au.key);
+			return;
+		}
+	}
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CREATE_PERMISSION, STUN_SUCCESS),
+			 m->tid);
+	finish(x, &b, m, au.key);
+	arm(l);
+}
+
+static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
+{
+	struct turn_listener *l = x->l;
+	union etr_sockaddr peer;
+	uint8_t buf[TURN_ANSWER_MAX];
+	struct stun_builder b;
+	struct turn_auth au;
+	enum turn_alloc_err e;
+	bool expired;
+	uint16_t ch;
+	uint32_t idx;
+
+	if ((idx = owned(x, m, &au, &expired)) == TURN_ALLOC_NONE)
+		return;
+	if (m->n_peer != 1 || !stun_get_channel(m, &ch) ||
+	    stun_get_xor_addr(m, m->peer[0], &peer) < 0) {
+		answer_error(x, m, 400, au.key);
+		return;
+	}
+	if (peer.sa.sa_family != AF_INET) {
+		answer_error(x, m, 443, au.key);
+		return;
+	}
+	if (!peer_ok(l, &peer, false)) {
+		STAT_ADD(l->stats.peer_rejected, 1);
+		answer_error(x, m, 403, au.key);
+		return;
+	}
+	e = turn_alloc_bind(&l->t, idx, ch, &peer, x->now_ms);
+	if (e != TURN_OK) {
+		answer_error(x, m, turn_alloc_err_code(e), au.key);
+		return;
+	}
+	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CHANNEL_BIND, STUN_SUCCESS), m->tid);
+	finish(x, &b, m, au.key);
+	arm(l);
+}
+
+/* Send bytes to a peer from allocation idx's relayed socket: the received
+ * buffer itself when there is one (d, narrowed to the payload), else a copy. */
+static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *peer,
+		    const uint8_t *p, size_t n, struct loop_dgram *d)
+{
+	struct turn_listener *l = x->l;
+	int fd = l->relay_fd[idx], rc;
+	uint32_t id = endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx));
+
+	if (d) {
+		d->data = (uint8_t *)p;
+		d->len = n;
+		rc = l->ops->forward(l->loop, fd, &peer->sa, addr_len(peer), d, id);
+	} else {
+		rc = l->ops->send(l->loop, fd, &peer->sa, addr_len(peer), p, n, id);
+	}
+	if (rc < 0) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_SEND_FAILED], 1);
+		return;
+	}
+	STAT_ADD(l->stats.dgrams_to_peer, 1);
+	STAT_ADD(l->stats.bytes_to_peer, n);
+}
+
+static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d)
+{
+	struct turn_listener *l = x->l;
+	uint32_t idx = turn_alloc_lookup(&l->t, &x->tuple);
+	union etr_sockaddr peer;
+
+	if (idx == TURN_ALLOC_NONE) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NO_ALLOCATION], 1);
+		return;
+	}
+	if (m->n_peer != 1 || !stun_has(m->data) || stun_get_xor_addr(m, m->peer[0], &peer) < 0 ||
+	    peer.sa.sa_family != AF_INET) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
+		return;
+	}
+	if (!turn_alloc_permitted(&l->t, idx, &peer, x->now_ms)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
+		return;
+	}
+	if (!peer_ok(l, &peer, false)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
+		return;
+	}
+	to_peer(x, idx, &peer, stun_attr_ptr(m, m->data), m->data.len, d);
+}
+
+static void on_channel_data(struct turn_ctx *x, const uint8_t *p, size_t n,
+			    struct loop_dgram *d)
+{
+	struct turn_listener *l = x->l;
+	uint32_t idx = turn_alloc_lookup(&l->t, &x->tuple);
+	union etr_sockaddr peer;
+	const uint8_t *data;
+	uint16_t ch;
+	size_t len;
+
+	if (stun_chan_parse(p, n, &ch, &data, &len) < 0) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
+		return;
+	}
+	if (idx == TURN_ALLOC_NONE) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NO_ALLOCATION], 1);
+		return;
+	}
+	if (!turn_alloc_chan_peer(&l->t, idx, ch, x->now_ms, &peer)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NO_CHANNEL], 1);
+		return;
+	}
+	to_peer(x, idx, &peer, data, len, d);
+}
+
+/* One message from a client (a datagram, or a frame of a TCP stream). d is
+ * the datagram when the payload may be forwarded without a copy. */
+static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d)
+{
+	struct turn_listener *l = x->l;
+	struct stun_msg m;
+	int rc;
+
+	switch (stun_demux(p, n)) {
+	case STUN_DEMUX_CHANNEL:
+		on_channel_data(x, p, n, d);
+		return;
+	case STUN_DEMUX_STUN:
+		break;
+	default:
+		STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+		return;
+	}
+	rc = stun_parse(p, n, &m);
+	if (rc < 0) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
+		return;
+	}
+	if (m.cls == STUN_INDICATION) {
+		if (m.method == STUN_SEND)
+			on_send(x, &m, d);
+		else
+			STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
+		return;
+	}
+	if (m.cls != STUN_REQUEST) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
+		return;
+	}
+	if (m.n_unknown) {
+		answer_error(x, &m, 420, NULL);
+		return;
+	}
+	switch (m.method) {
+	case STUN_BINDING:
+		on_binding(x, &m);
+		break;
+	case STUN_ALLOCATE:
+		on_allocate(x, &m);
+		break;
+	case STUN_REFRESH:
+		on_refresh(x, &m);
+		break;
+	case STUN_CREATE_PERMISSION:
+		on_permission(x, &m);
+		break;
+	case STUN_CHANNEL_BIND:
+		on_channel_bind(x, &m);
+		break;
+	default:
+		answer_error(x, &m, 400, NULL);
+		break;
+	}
+}
+
+static void ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, uint32_t conn)
+{
+	x->l = l;
+	x->now = now;
+	x->now_ms = now / NS_PER_MS;
+	x->conn = conn;
+	memset(&x->tuple, 0, sizeof(x->tuple));
+	x->tuple.client = x->client;
+	x->tuple.listener = (uint16_t)l->index;
+	x->tuple.transport = conn ? TURN_TCP : TURN_UDP;
+	x->tuple.conn = conn;
+}
+
+/* The listener's UDP socket. */
+static void udp_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct turn_listener *l = obj;
+	struct turn_ctx x;
+
+	(void)ref;
+	if (d->truncated) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_TRUNCATED], 1);
+		return;
+	}
+	if (!d->from || !addr_from(&x.client, d->from, d->fromlen)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+		return;
+	}
+	ctx_init(&x, l, d->now, 0);
+	on_message(&x, d->data, d->len, d);
+}
+
+static void udp_recv_error(void *obj, uint32_t ref, int err)
+{
+	(void)obj;
+	(void)ref;
+	log_debug("turn: receive: %s", strerror(-err));
+}
+
+/* A peer's datagram on a relayed socket: ChannelData when the peer has a
+ * channel, else a Data indication; nothing without a permission. */
+static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct turn_listener *l = obj;
+	uint32_t idx = turn_alloc_deref(&l->t, ref);
+	union etr_sockaddr peer;
+	struct turn_ctx x;
+	uint64_t now_ms = d->now / NS_PER_MS;
+	uint8_t buf[TURN_ANSWER_MAX + 1500];
+	uint16_t ch;
+	size_t n = d->len;
+
+	if (idx == TURN_ALLOC_NONE)
+		return; /* a late datagram of a closed allocation */
+	if (d->truncated) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_TRUNCATED], 1);
+		return;
+	}
+	if (!d->from || !addr_from(&peer, d->from, d->fromlen) ||
+	    !turn_alloc_permitted(&l->t, idx, &peer, now_ms)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
+		return;
+	}
+	x.client = l->t.a[idx].tuple.client;
+	ctx_init(&x, l, d->now, l->relay_conn[idx]);
+	ch = turn_alloc_chan_of(&l->t, idx, &peer, now_ms);
+	if (ch) {
+		uint8_t hdr[STUN_CHAN_HDR_LEN], *p;
+
+		stun_chan_header(hdr, ch, (uint16_t)n);
+		if (x.conn) {
+			if (!conn_send(l, x.conn - 1, hdr, sizeof(hdr), d->data, n, stun_chan_pad(n)))
+				goto fail;
+		} else if ((p = loop_dgram_prepend(d, STUN_CHAN_HDR_LEN)) != NULL) {
+			memcpy(p, hdr, sizeof(hdr));
+			if (l->ops->forward(l->loop, l->fd, &x.client.sa, addr_len(&x.client), d,
+					    endpoint_id(l->ep, l->slot_udp)) < 0)
+				goto fail;
+		} else {
+			size_t len = stun_chan_build(buf, sizeof(buf), ch, d->data, n, false);
+
+			if (!len || !to_client(&x, buf, len))
+				goto fail;
+		}
+	} else {
+		struct stun_builder b;
+		uint8_t tid[STUN_TID_LEN];
+		uint64_t r = net_random64();
+		size_t len;
+
+		/* A Data indication: a copy (its DATA needs padding behind
+		 * the payload, where a GRO train's next datagram may be). */
+		memcpy(tid, &r, 8);
+		memcpy(tid + 8, &idx, 4);
+		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_DATA, STUN_INDICATION), tid);
+		stun_add_xor_addr(&b, STUN_A_XOR_PEER_ADDRESS, &peer);
+		stun_add_attr(&b, STUN_A_DATA, d->data, n);
+		len = stun_build_finish(&b);
+		if (!len || !to_client(&x, buf, len))
+			goto fail;
+	}
+	STAT_ADD(l->stats.dgrams_to_client, 1);
+	STAT_ADD(l->stats.bytes_to_client, n);
+	return;
+fail:
+	STAT_ADD(l->stats.dropped[TURN_DROP_SEND_FAILED], 1);
+}
+
+static void relay_recv_error(void *obj, uint32_t ref, int err)
+{
+	(void)obj;
+	(void)ref;
+	/* ICMP port unreachable from a peer: nothing to do for the client. */
+	log_debug("turn: relayed socket: %s", strerror(-err));
+}
+
+/* TCP */
+
+static void conn_read(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+
+	if (c->reading || c->closing || c->tx_bytes > TURN_CONN_TX_MAX / 2)
+		return;
+	if (l->ops->stream_read(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i))) == 0)
+		c->reading = true;
+	else
+		conn_close(l, i);
+}
+
+/* Free slot i once nothing of its connection is with the loop. */
+static void conn_release(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+
+	c->used = false;
+	c->gen++;
+	c->next_free = l->conn_free;
+	l->conn_free = i;
+}
+
+static void conn_close(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+
+	if (c->fd < 0)
+		return;
+	if (c->alloc != TURN_ALLOC_NONE) {
+		alloc_end(l, c->alloc);
+		arm(l);
+	}
+	c->closing = true;
+	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
+	close(c->fd);
+	c->fd = -1;
+	free(c->rx);
+	c->rx = NULL;
+	/* Only the head of the queue is with the loop; it gets its on_sent
+	 * after del_socket, and the slot is freed then (its buffer must
+	 * outlive the send). */
+	while (c->tx_head && c->tx_head->next) {
+		struct turn_tx *t = c->tx_head->next;
+
+		c->tx_head->next = t->next;
+		free(t);
+	}
+	c->tx_tail = c->tx_head;
+	if (!c->tx_head)
+		conn_release(l, i);
+}
+
+static void tcp_accept(void *obj, uint32_t ref, int fd)
+{
+	struct turn_listener *l = obj;
+	union etr_sockaddr peer;
+	socklen_t plen = sizeof(peer);
+	struct turn_conn *c;
+	uint32_t i;
+
+	(void)ref;
+	if (fd < 0)
+		return;
+	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0) {
+		close(fd);
+		return;
+	}
+	i = l->conn_free;
+	c = &l->conns[i];
+	c->tx_head = c->tx_tail = NULL;
+	c->rx = malloc(TURN_CONN_RX_MAX);
+	if (!c->rx) {
+		close(fd);
+		return;
+	}
+	l->conn_free = c->next_free;
+	c->used = true;
+	c->fd = fd;
+	c->client = peer;
+	c->rxlen = 0;
+	c->tx_bytes = 0;
+	c->reading = c->closing = false;
+	c->alloc = TURN_ALLOC_NONE;
+	conn_read(l, i);
+}
+
+static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct turn_listener *l = obj;
+	uint32_t i;
+	struct turn_conn *c = conn_deref(l, ref, &i);
+	size_t off = 0;
+
+	if (!c || c->fd < 0)
+		return;
+	c->reading = false;
+	if (d->len == 0) {
+		conn_close(l, i);
+		return;
+	}
+	if (c->rxlen + d->len > TURN_CONN_RX_MAX) {
+		conn_close(l, i);
+		return;
+	}
+	memcpy(c->rx + c->rxlen, d->data, d->len);
+	c->rxlen += d->len;
+	while (c->fd >= 0) {
+		int flen = stun_frame_len(c->rx + off, c->rxlen - off);
+		struct turn_ctx x;
+
+		if (flen < 0) {
+			STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+			conn_close(l, i);
+			return;
+		}
+		if (flen == 0 || (size_t)flen > c->rxlen - off)
+			break;
+		x.client = c->client;
+		ctx_init(&x, l, d->now, i + 1);
+		on_message(&x, c->rx + off, (size_t)flen, NULL);
+		off += (size_t)flen;
+	}
+	if (c->fd < 0)
+		return;
+	memmove(c->rx, c->rx + off, c->rxlen - off);
+	c->rxlen -= off;
+	conn_read(l, i);
+}
+
+static void conn_sent(void *obj, uint32_t ref, int res)
+{
+	struct turn_listener *l = obj;
+	uint32_t i;
+	struct turn_conn *c = conn_deref(l, ref, &i);
+	struct turn_tx *t;
+
+	if (!c)
+		return;
+	t = c->tx_head;
+	if (!t)
+		return;
+	c->tx_head = t->next;
+	if (!c->tx_head)
+		c->tx_tail = NULL;
+	c->tx_bytes -= t->len;
+	free(t);
+	if (c->fd < 0) {
+		if (!c->tx_head)
+			conn_release(l, i);
+		return;
+	}
+	if (res < 0) {
+		conn_close(l, i);
+		return;
+	}
+	if (c->tx_head &&
+	    l->ops->stream_send(l->loop, c->fd, c->tx_head->b, c->tx_head->len,
+				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
+		conn_close(l, i);
+		return;
+	}
+	conn_read(l, i);
+}
+
+static void conn_recv_error(void *obj, uint32_t ref, int err)
+{
+	struct turn_listener *l = obj;
+	uint32_t i;
+
+	(void)err;
+	if (conn_deref(l, ref, &i) && l->conns[i].fd >= 0)
+		conn_close(l, i);
+}
+
+static const struct endpoint_ops turn_udp_ops = {
+	.name = "turn",
+	.on_dgram = udp_dgram,
+	.on_recv_error = udp_recv_error,
+	.on_timer = on_timer,
+};
+
+static const struct endpoint_ops turn_relay_ops = {
+	.name = "turn-relay",
+	.multi = true,
+	.on_dgram = relay_dgram,
+	.on_recv_error = relay_recv_error,
+};
+
+static const struct endpoint_ops turn_tcp_ops = {
+	.name = "turn-tcp",
+	.on_accept = tcp_accept,
+};
+
+static const struct endpoint_ops turn_conn_ops = {
+	.name = "turn-conn",
+	.multi = true,
+	.on_stream = conn_stream,
+	.on_sent = conn_sent,
+	.on_recv_error = conn_recv_error,
+};
+
+/* Setup */
+
+int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigned i, unsigned w,
+		       bool reuseport)
+{
+	struct turn_lshared *sh = &all->l[i];
+	const struct turn_conf *c = sh->conf;
+	uint16_t lo = sh->worker_min[w], hi = sh->worker_max[w];
+	uint32_t cap = c->max_allocations, width = (uint32_t)hi - lo + 1;
+	uint8_t key[16];
+	char a[ADDR_STRLEN];
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	l->all = all;
+	l->sh = sh;
+	l->index = i;
+	l->worker = w;
+	l->fd = l->tcp_fd = -1;
+	l->timer_at = UINT64_MAX;
+	l->conn_free = UINT32_MAX;
+	sh->stats[w] = &l->stats;
+	if (cap > width)
+		cap = width;
+	if (cap > TURN_ALLOC_CAP_MAX)
+		cap = TURN_ALLOC_CAP_MAX;
+	rl_random_key(net_random64, key);
+	err = turn_alloc_init(&l->t, cap, lo, hi, c->user_quota, key, net_random64());
+	if (err < 0) {
+		log_warnx("turn %s: allocation table: %s", c->name, strerror(-err));
+		return -1;
+	}
+	l->relay_fd = malloc(cap * sizeof(*l->relay_fd));
+	l->relay_conn = calloc(cap, sizeof(*l->relay_conn));
+	if (!l->relay_fd || !l->relay_conn) {
+		log_warnx("turn %s: out of memory", c->name);
+		return -1;
+	}
+	for (uint32_t k = 0; k < cap; k++)
+		l->relay_fd[k] = -1;
+	rl_random_key(net_random64, key);
+	err = rl_table_init(&l->rl401, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+			    TURN_401_BURST, TURN_401_RATE, key);
+	if (err < 0) {
+		log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
+		return -1;
+	}
+	addr_str(&c->listen.sa, a);
+	/* As for a relay: the first socket must not join a group another
+	 * process holds. */
+	l->fd = reuseport && w == 0 ? net_port_free(&c->listen) : 0;
+	if (l->fd == 0)
+		l->fd = net_bind_public(&c->listen, reuseport);
+	if (l->fd < 0) {
+		log_warnx("turn %s: listen %s: bind: %s%s", c->name, a, strerror(-l->fd),
+			  addr_bind_hint(l->fd));
+		l->fd = -1;
+		return -1;
+	}
+	if (c->tcp_set) {
+		l->conns = calloc(TURN_CONNS_MAX, sizeof(*l->conns));
+		if (!l->conns) {
+			log_warnx("turn %s: out of memory", c->name);
+			return -1;
+		}
+		l->nconns = TURN_CONNS_MAX;
+		for (uint32_t k = TURN_CONNS_MAX; k-- > 0;) {
+			l->conns[k].fd = -1;
+			l->conns[k].alloc = TURN_ALLOC_NONE;
+			l->conns[k].next_free = l->conn_free;
+			l->conn_free = k;
+		}
+		l->tcp_fd = w == 0 ? net_tcp_port_free(&c->tcp_listen) : 0;
+		if (l->tcp_fd == 0)
+			l->tcp_fd = net_listen_tcp(&c->tcp_listen, reuseport);
+		if (l->tcp_fd < 0) {
+			addr_str(&c->tcp_listen.sa, a);
+			log_warnx("turn %s: tcp-listen %s: %s%s", c->name, a, strerror(-l->tcp_fd),
+				  l->tcp_fd == -EADDRINUSE ? " (another process listens there)"
+							   : addr_bind_hint(l->tcp_fd));
+			l->tcp_fd = -1;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, struct loop *loop,
+			 struct endpoint_table *ep)
+{
+	int s;
+
+	l->ops = ops;
+	l->loop = loop;
+	l->ep = ep;
+	if ((s = endpoint_add(ep, &turn_udp_ops, l)) < 0)
+		return s;
+	l->slot_udp = (unsigned)s;
+	l->attached = true;
+	if ((s = endpoint_add(ep, &turn_relay_ops, l)) < 0)
+		return s;
+	l->slot_relay = (unsigned)s;
+	timer_init(&l->timer, endpoint_id(ep, l->slot_udp));
+	if ((s = ops->add_socket(loop, l->fd, endpoint_id(ep, l->slot_udp))) < 0)
+		return s;
+	if (l->tcp_fd < 0)
+		return 0;
+	if (!ops->listen || !ops->stream_read)
+		return -EOPNOTSUPP;
+	if ((s = endpoint_add(ep, &turn_tcp_ops, l)) < 0)
+		return s;
+	l->slot_tcp = (unsigned)s;
+	if ((s = endpoint_add(ep, &turn_conn_ops, l)) < 0)
+		return s;
+	l->slot_conn = (unsigned)s;
+	return ops->listen(loop, l->tcp_fd, endpoint_id(ep, l->slot_tcp));
+}
+
+void turn_listener_shutdown(struct turn_listener *l)
+{
+	if (!l->attached)
+		return;
+	for (uint32_t i = 0; i < l->nconns; i++)
+		if (l->conns[i].fd >= 0)
+			conn_close(l, i);
+	for (uint32_t i = 0; i < l->t.cap; i++)
+		if (l->t.a[i].live)
+			alloc_end(l, i);
+	l->ops->timer_cancel(l->loop, &l->timer);
+	l->timer_at = UINT64_MAX;
+}
+
+void turn_listener_free(struct turn_listener *l)
+{
+	if (l->attached) {
+		turn_listener_shutdown(l);
+		if (l->tcp_fd >= 0)
+			l->ops->del_socket(l->loop, l->tcp_fd, endpoint_id(l->ep, l->slot_tcp));
+		l->ops->del_socket(l->loop, l->fd, endpoint_id(l->ep, l->slot_udp));
+		endpoint_del(l->ep, l->slot_udp);
+		endpoint_del(l->ep, l->slot_relay);
+		if (l->tcp_fd >= 0) {
+			endpoint_del(l->ep, l->slot_tcp);
+			endpoint_del(l->ep, l->slot_conn);
+		}
+	}
+	l->attached = false;
+	if (l->fd >= 0)
+		close(l->fd);
+	if (l->tcp_fd >= 0)
+		close(l->tcp_fd);
+	l->fd = l->tcp_fd = -1;
+	for (uint32_t i = 0; i < l->nconns; i++)
+		free(l->conns[i].tx_head);
+	free(l->conns);
+	l->conns = NULL;
+	l->nconns = 0;
+	free(l->relay_fd);
+	free(l->relay_conn);
+	l->relay_fd = NULL;
+	l->relay_conn = NULL;
+	if (l->t.a)
+		turn_alloc_free(&l->t);
+	rl_table_free(&l->rl401);
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: ISC */
+/* The TURN listener (RFC 8656): per worker a UDP socket in the port's
+ * reuseport group (and a TCP listener), the relayed sockets of its
+ * allocations, and the handlers that glue the codec (stun.h), the
+ * credentials (turn_auth.h), the allocation table (turn_alloc.h) and the
+ * peer policy (turn_peer.h) to the loop. What the workers share (secrets,
+ * the allocation cap, counters) is struct turn_shared. */
+#ifndef ETR_TURN_H
+#define ETR_TURN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "config.h"
+#include "endpoint.h"
+#include "loop.h"
+#include "ratelimit.h"
+#include "turn_alloc.h"
+#include "turn_auth.h"
+#include "turn_peer.h"
+
+/* Why an Allocate was refused (etrelay_turn_allocations_rejected_total). */
+enum turn_reject {
+	TURN_REJ_CAP,	  /* max-allocations reached (508) */
+	TURN_REJ_QUOTA,	  /* user-quota reached (486) */
+	TURN_REJ_DRAIN,	  /* the process is draining (403) */
+	TURN_REJ_PORTS,	  /* no relayed port left or bindable (508) */
+	TURN_REJ_EXISTS,  /* the 5-tuple has one (437) */
+	TURN_REJ_REQUEST, /* 400, 420, 440, 442 */
+	TURN_REJECTS
+};
+
+/* Authentication failures (etrelay_turn_auth_failures_total). */
+enum turn_authf {
+	TURN_AF_BAD_INTEGRITY, /* no secret makes the MAC match (401) */
+	TURN_AF_BAD_USERNAME,  /* not "<expiry>:<userid>" (401) */
+	TURN_AF_EXPIRED,       /* an expired credential for a new allocation, or
+				* any request under strict-expiry (401) */
+	TURN_AF_STALE_NONCE,   /* 438 */
+	TURN_AF_WRONG_USER,    /* another USERNAME than the allocation's (441) */
+	TURN_AF_MISSING,       /* MI without USERNAME, REALM or NONCE (400) */
+	TURN_AUTHFS
+};
+
+/* Datagrams dropped without an answer (etrelay_turn_dropped_total). */
+enum turn_drop {
+	TURN_DROP_NOT_TURN,	/* neither STUN nor ChannelData */
+	TURN_DROP_MALFORMED,	/* STUN that does not parse, bad ChannelData */
+	TURN_DROP_NO_ALLOCATION, /* indication or ChannelData, no allocation */
+	TURN_DROP_NO_PERMISSION, /* to or from a peer without a permission */
+	TURN_DROP_NO_CHANNEL,	/* ChannelData on an unbound channel */
+	TURN_DROP_PEER_REFUSED,	/* Send indication to a refused peer */
+	TURN_DROP_SEND_FAILED,	/* the loop had no room, or the send failed */
+	TURN_DROP_THROTTLED,	/* a 401 withheld by the per-IP rate */
+	TURN_DROP_UNEXPECTED,	/* a response or an unknown indication */
+	TURN_DROP_TRUNCATED,	/* over LOOP_MAX_DGRAM */
+	TURN_DROPS
+};
+
+const char *turn_reject_name(enum turn_reject r);
+const char *turn_authf_name(enum turn_authf a);
+const char *turn_drop_name(enum turn_drop d);
+
+/* One worker's counters of one listener (written by its thread). */
+struct turn_stats {
+	_Atomic uint64_t allocations;	/* granted */
+	_Atomic uint64_t rejected[TURN_REJECTS];
+	_Atomic uint64_t auth_failures[TURN_AUTHFS];
+	_Atomic uint64_t challenges;	/* 401s with REALM and NONCE sent */
+	_Atomic uint64_t peer_rejected; /* CreatePermission/ChannelBind 403 */
+	_Atomic uint64_t dropped[TURN_DROPS];
+	_Atomic uint64_t bytes_to_peer, bytes_to_client;
+	_Atomic uint64_t dgrams_to_peer, dgrams_to_client;
+	_Atomic uint64_t bindings; /* Binding requests answered */
+	_Atomic uint64_t expired;  /* allocations ended by their lifetime */
+};
+
+/* Sources tracked for the 401 rate, per listener and worker. */
+#define TURN_RL_ENTRIES 4096
+/* 401s per second per source IP (IPv6 /64), and at once: a client needs
+ * one per allocation, a retransmitting one a few. */
+#define TURN_401_RATE 10
+#define TURN_401_BURST 20
+
+/* The secrets, replaced on SIGHUP under the lock (requests read them). */
+struct turn_secret_set {
+	uint8_t s[TURN_SECRETS_MAX][1024];
+	size_t len[TURN_SECRETS_MAX];
+};
+
+/* One listener, across the workers. */
+struct turn_lshared {
+	const struct turn_conf *conf;
+	struct turn_peer_policy policy;
+	struct turn_nonce_key nonce_key;
+	_Atomic uint32_t active; /* allocations, every worker (the cap) */
+	struct turn_stats *stats[CONF_WORKERS_MAX];
+	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
+};
+
+struct turn_shared {
+	unsigned n, nworkers;
+	struct turn_lshared l[CONF_TURN_MAX];
+	pthread_rwlock_t lock; /* secrets */
+	struct turn_secret_set secrets;
+	const _Atomic int *lifecycle; /* anything but 0 refuses Allocate */
+};
+
+/* Read ETRELAY_TURN_SECRET and ETRELAY_TURN_SECRET_NEXT (or their _FILE
+ * forms) into out: at least one, each of CONF_TURN_SECRET_MIN bytes or
+ * more. Returns 0, or -1 with a message naming the variable in err. */
+int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen);
+
+/* Set up the shared part of listener i (policy, nonce key). 0 or -1. */
+int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
+		     unsigned nworkers, char *err, size_t errlen);
+
+/* SIGHUP: read the secrets again; the old ones stay on a failure. Returns
+ * how many are set, or -1 with err. */
+int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen);
+
+/* Allocations of every listener and worker. */
+uint32_t turn_active_total(const struct turn_shared *sh);
+
+void turn_shared_free(struct turn_shared *sh);
+
+struct turn_conn;
+
+/* A listener on one worker. */
+struct turn_listener {
+	struct turn_shared *all;
+	struct turn_lshared *sh;
+	unsigned index, worker;
+	int fd, tcp_fd;
+	const struct loop_ops *ops;
+	struct loop *loop;
+	struct endpoint_table *ep;
+	unsigned slot_udp, slot_relay, slot_tcp, slot_conn;
+	bool attached;
+	struct turn_alloc_table t;
+	int *relay_fd;		 /* per allocation index, -1: none */
+	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
+	struct turn_conn *conns; /* TCP connections */
+	uint32_t nconns, conn_free;
+	struct timer timer;
+	uint64_t timer_at;
+	struct rl_table rl401;
+	struct turn_stats stats;
+};
+
+/* Endpoints a listener registers: its UDP socket, its relayed sockets, its
+ * TCP listener and its connections. */
+#define TURN_ENDPOINTS 4
+
+/* Open listener i's sockets for worker w (with reuseport when there are
+ * several workers) and its table. Returns 0 or -1 (logged). */
+int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigned i, unsigned w,
+		       bool reuseport);
+
+/* Register its endpoints and sockets with the worker's loop. 0 or -errno. */
+int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, struct loop *loop,
+			 struct endpoint_table *ep);
+
+/* The UDP socket's fd (worker 0's carries the reuseport program). */
+static inline int turn_listener_fd(const struct turn_listener *l)
+{
+	return l->fd;
+}
+
+/* Close every allocation (on the worker's thread, on the way out). */
+void turn_listener_shutdown(struct turn_listener *l);
+
+/* Close its sockets and free its table. */
+void turn_listener_free(struct turn_listener *l);
+
+#endif
