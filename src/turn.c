@@ -910,7 +910,8 @@ static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *
 	uint32_t id = endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx));
 
 	if (d) {
-		d->data = (uint8_t *)p;
+		/* p is inside d's bytes: narrow d to it. */
+		d->data += p - d->data;
 		d->len = n;
 		rc = l->ops->forward(l->loop, fd, &peer->sa, addr_len(peer), d, id);
 	} else {
@@ -1489,11 +1490,8 @@ void turn_listener_shutdown(struct turn_listener *l)
 
 void turn_listener_free(struct turn_listener *l)
 {
+	/* The loop is gone by now (worker_free): close and free, no more. */
 	if (l->attached) {
-		turn_listener_shutdown(l);
-		if (l->tcp_fd >= 0)
-			l->ops->del_socket(l->loop, l->tcp_fd, endpoint_id(l->ep, l->slot_tcp));
-		l->ops->del_socket(l->loop, l->fd, endpoint_id(l->ep, l->slot_udp));
 		endpoint_del(l->ep, l->slot_udp);
 		endpoint_del(l->ep, l->slot_relay);
 		if (l->tcp_fd >= 0) {
@@ -1507,11 +1505,23 @@ void turn_listener_free(struct turn_listener *l)
 	if (l->tcp_fd >= 0)
 		close(l->tcp_fd);
 	l->fd = l->tcp_fd = -1;
-	for (uint32_t i = 0; i < l->nconns; i++)
-		free(l->conns[i].tx_head);
+	for (uint32_t i = 0; i < l->nconns; i++) {
+		struct turn_tx *t = l->conns[i].tx_head, *next;
+
+		if (l->conns[i].fd >= 0)
+			close(l->conns[i].fd);
+		for (; t; t = next) {
+			next = t->next;
+			free(t);
+		}
+		free(l->conns[i].rx);
+	}
 	free(l->conns);
 	l->conns = NULL;
 	l->nconns = 0;
+	for (uint32_t i = 0; l->relay_fd && i < l->t.cap; i++)
+		if (l->relay_fd[i] >= 0)
+			close(l->relay_fd[i]);
 	free(l->relay_fd);
 	free(l->relay_conn);
 	l->relay_fd = NULL;

@@ -174,7 +174,7 @@ static inline int turn_listener_fd(const struct turn_listener *l)
 /* Close every allocation (on the worker's thread, on the way out). */
 void turn_listener_shutdown(struct turn_listener *l);
 
-/* Close its sockets and free its table. */
+/* Close its sockets and free its table (after the loop is destroyed). */
 void turn_listener_free(struct turn_listener *l);
 
 #endif
