@@ -159,8 +159,9 @@ static uint64_t load64(const uint8_t *p)
 	return v; /* host order: the hash need not be portable, only keyed */
 }
 
-static uint64_t siphash(const uint8_t *in, size_t len, const uint8_t key[16])
+uint64_t addr_siphash(const void *data, size_t len, const uint8_t key[16])
 {
+	const uint8_t *in = data;
 	uint64_t k0 = load64(key), k1 = load64(key + 8);
 	uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
 	uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
@@ -204,7 +205,7 @@ uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16])
 		memcpy(m + 20, &sa->in6.sin6_scope_id, 4);
 		n = 24;
 	}
-	return siphash(m, n, key);
+	return addr_siphash(m, n, key);
 }
 
 /* Any EACCES: the port is the usual cause, and net.ipv4.ip_unprivileged_port_start

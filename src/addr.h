@@ -43,6 +43,10 @@ bool addr_equal(const union etr_sockaddr *a, const union etr_sockaddr *b);
  * floods guesswork for a remote sender. */
 uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16]);
 
+/* SipHash-2-4 of len bytes under key: for other tables keyed by what a
+ * remote sender can choose (addr_hash uses it). */
+uint64_t addr_siphash(const void *data, size_t len, const uint8_t key[16]);
+
 /* Copy a sockaddr of known length into an etr_sockaddr; false when the
  * family is not AF_INET/AF_INET6 or the length is short. */
 bool addr_from(union etr_sockaddr *dst, const struct sockaddr *src, socklen_t len);

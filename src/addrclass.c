@@ -146,3 +146,59 @@ bool addrclass_private(const union etr_sockaddr *a)
 	       (b[0] & 0xfe) == 0xfc ||			/* ULA fc00::/7 */
 	       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80); /* fe80::/10 */
 }
+
+bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
+{
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t zero[12] = { 0 };
+	const uint8_t *b;
+
+	if (addrclass_v4(a, v4))
+		return true;
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	b = a->in6.sin6_addr.s6_addr;
+	if (b[0] == 0x20 && b[1] == 0x02) { /* 6to4: the IPv4 in bits 16-47 */
+		*v4 = (uint32_t)b[2] << 24 | (uint32_t)b[3] << 16 | (uint32_t)b[4] << 8 | b[5];
+		return true;
+	}
+	/* :: and ::1 are IPv6's own, not IPv4-compatible addresses. */
+	if ((memcmp(b, nat64, 12) == 0 || memcmp(b, zero, 12) == 0) &&
+	    !(memcmp(b, zero, 12) == 0 && b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1)) {
+		*v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+		return true;
+	}
+	return false;
+}
+
+/* v4 in host byte order: the ranges beyond bogons and private ones. */
+static bool reserved_v4(uint32_t a)
+{
+	return (a >> 8) == (192u << 16 | 0 << 8 | 0) ||	   /* 192.0.0/24 */
+	       (a >> 8) == (192u << 16 | 0 << 8 | 2) ||	   /* 192.0.2/24 TEST-NET-1 */
+	       (a >> 8) == (192u << 16 | 88 << 8 | 99) ||  /* 6to4 relay anycast */
+	       (a >> 17) == (198u << 7 | 18 >> 1) ||	   /* 198.18/15 benchmarking */
+	       (a >> 8) == (198u << 16 | 51 << 8 | 100) || /* TEST-NET-2 */
+	       (a >> 8) == (203u << 16 | 0 << 8 | 113);	   /* TEST-NET-3 */
+}
+
+bool addrclass_reserved(const union etr_sockaddr *a)
+{
+	static const uint8_t zero[15] = { 0 };
+	const uint8_t *b;
+	uint32_t v4;
+
+	if (addrclass_v4(a, &v4))
+		return bogon_v4(v4, false) || private_v4(v4) || reserved_v4(v4);
+	if (a->sa.sa_family != AF_INET6)
+		return true;
+	b = a->in6.sin6_addr.s6_addr;
+	if (memcmp(b, zero, sizeof(zero)) == 0 && b[15] <= 1)
+		return true; /* :: and ::1 */
+	return addrclass_private(a) || b[0] == 0xff ||		      /* multicast */
+	       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) ||	      /* fec0::/10 */
+	       (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) || /* 2001:db8::/32 */
+	       (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 &&
+		b[5] == 1) || /* 64:ff9b:1::/48 */
+	       (b[0] == 0x01 && memcmp(b + 1, zero, 7) == 0); /* 100::/64 */
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: ISC */
+/* TURN peer policy. The ranges themselves live in addrclass.c, the one
+ * place address rules are written; this file orders the operator's lists
+ * around them. Checked on CreatePermission, ChannelBind and Send, never per
+ * relayed datagram (a permission stands for the check). */
+#include "turn_peer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "addrclass.h"
+
+static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+const char *turn_peer_why_str(enum turn_peer_why w)
+{
+	switch (w) {
+	case TURN_PEER_OK:
+		return "ok";
+	case TURN_PEER_ALLOWED:
+		return "allowed";
+	case TURN_PEER_OWN:
+		return "own";
+	case TURN_PEER_DENIED:
+		return "denied";
+	case TURN_PEER_RESERVED:
+		return "reserved";
+	case TURN_PEER_PORT:
+		return "port";
+	case TURN_PEER_FAMILY:
+		return "family";
+	}
+	return "unknown";
+}
+
+void turn_peer_init(struct turn_peer_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+bool turn_cidr_match(const struct turn_cidr *c, const uint8_t ip[16])
+{
+	unsigned full = c->bits / 8, rest = c->bits % 8;
+
+	if (memcmp(c->net, ip, full) != 0)
+		return false;
+	return rest == 0 || ((c->net[full] ^ ip[full]) & (0xff << (8 - rest))) == 0;
+}
+
+int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char *err,
+		    size_t errlen)
+{
+	char buf[INET6_ADDRSTRLEN + 8], net[INET6_ADDRSTRLEN];
+	unsigned bits, max, base;
+	const char *why;
+	char *slash;
+	bool v6;
+
+	memset(c, 0, sizeof(*c));
+	if (strlen(text) >= sizeof(buf)) {
+		why = "not an IPv4 or IPv6 address or CIDR block";
+		goto bad;
+	}
+	strcpy(buf, text);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	v6 = strchr(buf, ':') != NULL;
+	if (v6 ? inet_pton(AF_INET6, buf, c->net) != 1 : inet_pton(AF_INET, buf, c->net + 12) != 1) {
+		why = v6 ? "not an IPv6 address" : "not an IPv4 address";
+		goto bad;
+	}
+	if (!v6)
+		memcpy(c->net, mapped_prefix, sizeof(mapped_prefix));
+	max = v6 ? 128 : 32;
+	base = v6 ? 0 : 96;
+	bits = max;
+	if (slash) {
+		const char *d = slash + 1;
+
+		/* Digits only: no sign, no space, no hex. */
+		if (*d == '\0' || strspn(d, "0123456789") != strlen(d) || strlen(d) > 3) {
+			why = "prefix length is not a number";
+			goto bad;
+		}
+		for (bits = 0; *d; d++)
+			bits = bits * 10 + (unsigned)(*d - '0');
+		if (bits > max) {
+			why = v6 ? "prefix longer than 128" : "prefix longer than 32";
+			goto bad;
+		}
+	}
+	c->bits = (uint8_t)(base + bits);
+	{
+		struct turn_cidr m = *c;
+		unsigned full = c->bits / 8, rest = c->bits % 8;
+
+		if (full < 16) {
+			m.net[full] &= (uint8_t)(rest ? 0xff << (8 - rest) : 0);
+			memset(m.net + full + 1, 0, 15 - full);
+		}
+		if (memcmp(m.net, c->net, 16) != 0) {
+			inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? m.net : m.net + 12, net, sizeof(net));
+			snprintf(err, errlen, "%s: '%s': host bits set; did you mean %s/%u?", key,
+				 text, net, bits);
+			return -1;
+		}
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: '%s': %s", key, text, why);
+	return -1;
+}
+
+int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c)
+{
+	if (p->nallow >= TURN_PEER_LIST_MAX)
+		return -ENOSPC;
+	p->allow[p->nallow++] = *c;
+	return 0;
+}
+
+int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c)
+{
+	if (p->ndeny >= TURN_PEER_LIST_MAX)
+		return -ENOSPC;
+	p->deny[p->ndeny++] = *c;
+	return 0;
+}
+
+/* a's address as 16 bytes, with IPv4 embeddings reduced to ::ffff:a.b.c.d.
+ * False for another family. */
+static bool reduced(const union etr_sockaddr *a, uint8_t ip[16])
+{
+	uint32_t v4;
+
+	if (addrclass_v4_embedded(a, &v4)) {
+		v4 = htonl(v4);
+		memcpy(ip, mapped_prefix, sizeof(mapped_prefix));
+		memcpy(ip + 12, &v4, 4);
+		return true;
+	}
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	memcpy(ip, a->in6.sin6_addr.s6_addr, 16);
+	return true;
+}
+
+int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a)
+{
+	if (p->nown >= TURN_PEER_OWN_MAX)
+		return -ENOSPC;
+	if (!reduced(a, p->own[p->nown]))
+		return -EAFNOSUPPORT;
+	p->nown++;
+	return 0;
+}
+
+static bool in_list(const struct turn_cidr *l, unsigned n, const uint8_t ip[16])
+{
+	for (unsigned i = 0; i < n; i++)
+		if (turn_cidr_match(&l[i], ip))
+			return true;
+	return false;
+}
+
+enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p,
+				   const union etr_sockaddr *peer, bool ip_only)
+{
+	union etr_sockaddr v4 = { .in = { .sin_family = AF_INET } };
+	uint8_t raw[16], ip[16];
+
+	if (peer->sa.sa_family != AF_INET && peer->sa.sa_family != AF_INET6)
+		return TURN_PEER_FAMILY;
+	/* sin_port and sin6_port sit at the same offset. */
+	if (!ip_only && peer->in.sin_port == 0)
+		return TURN_PEER_PORT;
+	addrclass_prefix(peer, 32, 128, raw);
+	reduced(peer, ip);
+	if (in_list(p->deny, p->ndeny, raw) || in_list(p->deny, p->ndeny, ip))
+		return TURN_PEER_DENIED;
+	for (unsigned i = 0; i < p->nown; i++)
+		if (memcmp(p->own[i], ip, 16) == 0)
+			return TURN_PEER_OWN;
+	if (in_list(p->allow, p->nallow, ip))
+		return TURN_PEER_ALLOWED;
+	if (addrclass_key_is_v4(ip)) {
+		memcpy(&v4.in.sin_addr, ip + 12, 4);
+		return addrclass_reserved(&v4) ? TURN_PEER_RESERVED : TURN_PEER_OK;
+	}
+	return addrclass_reserved(peer) ? TURN_PEER_RESERVED : TURN_PEER_OK;
+}
+
+bool turn_peer_allowed(const struct turn_peer_policy *p, const union etr_sockaddr *peer)
+{
+	return turn_peer_ok(turn_peer_check(p, peer, false));
+}

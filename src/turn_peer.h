@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: ISC */
+/* Which peers a TURN relay sends to on a client's behalf: the default
+ * refused set (addrclass_reserved, after IPv4 embeddings are reduced), the
+ * operator's turn-deny-peer and turn-allow-peer CIDR lists, and the relay's
+ * own public addresses. Pure. */
+#ifndef ETR_TURN_PEER_H
+#define ETR_TURN_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+/* Entries per list (turn-allow-peer, turn-deny-peer) and own addresses. */
+#define TURN_PEER_LIST_MAX 64
+#define TURN_PEER_OWN_MAX 16
+
+/* A CIDR block over 128 bits: IPv4 as ::ffff:a.b.c.d with bits + 96. */
+struct turn_cidr {
+	uint8_t net[16];
+	uint8_t bits; /* 0..128 */
+};
+
+struct turn_peer_policy {
+	struct turn_cidr allow[TURN_PEER_LIST_MAX];
+	struct turn_cidr deny[TURN_PEER_LIST_MAX];
+	uint8_t own[TURN_PEER_OWN_MAX][16]; /* as in turn_cidr, reduced */
+	unsigned nallow, ndeny, nown;
+};
+
+/* Why a peer is allowed or not. */
+enum turn_peer_why {
+	TURN_PEER_OK = 0,   /* the default: a global unicast address */
+	TURN_PEER_ALLOWED,  /* in a turn-allow-peer block */
+	TURN_PEER_OWN,	    /* one of the relay's own addresses */
+	TURN_PEER_DENIED,   /* in a turn-deny-peer block */
+	TURN_PEER_RESERVED, /* in the default refused set */
+	TURN_PEER_PORT,	    /* port 0 */
+	TURN_PEER_FAMILY,   /* neither IPv4 nor IPv6 */
+};
+
+/* True for the verdicts that let the peer through. */
+static inline bool turn_peer_ok(enum turn_peer_why w)
+{
+	return w == TURN_PEER_OK || w == TURN_PEER_ALLOWED || w == TURN_PEER_OWN;
+}
+
+/* A short lowercase name of w, for logs and metric labels. */
+const char *turn_peer_why_str(enum turn_peer_why w);
+
+/* An empty policy: the default refused set alone. */
+void turn_peer_init(struct turn_peer_policy *p);
+
+/* Parse "ADDR" or "ADDR/BITS" (IPv4 or IPv6; an address alone is a /32 or
+ * /128) into c. Returns 0, or -1 with err set to "KEY: 'TEXT': reason"
+ * (e.g. "turn-allow-peer: '10.0.0.0/33': prefix longer than 32"; host bits
+ * set are an error that names the block meant). key names the option. */
+int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char *err,
+		    size_t errlen);
+
+/* Add a block to the allow or deny list. Returns 0, or -ENOSPC past
+ * TURN_PEER_LIST_MAX. */
+int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c);
+int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c);
+
+/* Add one of the relay's own public addresses (port ignored). Returns 0,
+ * -EAFNOSUPPORT, or -ENOSPC past TURN_PEER_OWN_MAX. */
+int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a);
+
+/* Judge peer, in this order: family, then port 0 (unless ip_only: a
+ * CreatePermission's port is ignored, RFC 8656 §9.1); then IPv4-mapped,
+ * IPv4-compatible, NAT64 and 6to4 forms are reduced to their IPv4 address;
+ * a turn-deny-peer block holding the address (as sent or reduced) refuses;
+ * an own address allows; a turn-allow-peer block holding the reduced
+ * address allows; else the default refused set decides. */
+enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p,
+				   const union etr_sockaddr *peer, bool ip_only);
+
+/* turn_peer_ok(turn_peer_check(p, peer, false)). */
+bool turn_peer_allowed(const struct turn_peer_policy *p, const union etr_sockaddr *peer);
+
+/* True when c holds the 16-byte address ip (IPv4 as ::ffff:a.b.c.d). */
+bool turn_cidr_match(const struct turn_cidr *c, const uint8_t ip[16]);
+
+#endif
