@@ -32,6 +32,7 @@
 #include "log.h"
 #include "ops_metrics.h"
 #include "sni.h"
+#include "turn.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */
 #define OPS_TOKEN_CAP 1024
@@ -395,7 +396,7 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "draining\n");
 	/* An echo-only process (prbe-listen alone) is ready while it runs. */
-	if (!n && !st->sni && !st->nprbe_ports)
+	if (!n && !st->sni && !st->nprbe_ports && !st->turn)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "no relay yet\n");
 	for (unsigned i = 0; i < n; i++) {
 		const struct relay_stats *r = st->relay[i];
@@ -501,9 +502,26 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 	fputs(",\"backend\":", f);
 	json_string(f, st->backend ? st->backend : "unknown");
 	fprintf(f,
-		",\"workers\":%u,\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64
-		"},\"relays\":[",
+		",\"workers\":%u,\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64,
 		stats_workers(st), now > st->started_unix ? now - st->started_unix : 0, active);
+	if (st->turn) {
+		/* What a registry's probe of a TURN node reads: its live
+		 * allocations, the address clients reach, the transports. */
+		const struct turn_conf *tc = st->turn->l[0].conf;
+		char a[ADDR_STRLEN], *colon;
+		bool tcp = false;
+
+		for (unsigned i = 0; i < st->turn->n; i++)
+			tcp |= st->turn->l[i].conf->tcp_set;
+		addr_str(&tc->public_ip.sa, a);
+		if ((colon = strrchr(a, ':')) != NULL) /* the address alone: "1.2.3.4:0" */
+			*colon = '\0';
+		fprintf(f, ",\"active_allocations\":%" PRIu32 ",\"public_ip\":",
+			turn_active_total(st->turn));
+		json_string(f, a);
+		fprintf(f, ",\"transports\":[\"udp\"%s]", tcp ? ",\"tcp\"" : "");
+	}
+	fputs("},\"relays\":[", f);
 	for (unsigned i = 0, comma = 0; i < n; i++) {
 		if (!st->relay[i])
 			continue;
@@ -528,6 +546,34 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 			sroutes, sact, scap);
 	}
 	fputc(']', f);
+	if (st->turn) {
+		fputs(",\"turn_listeners\":[", f);
+		for (unsigned i = 0; i < st->turn->n; i++) {
+			const struct turn_conf *tc = st->turn->l[i].conf;
+			char a[ADDR_STRLEN];
+
+			fputs(i ? ",{\"name\":" : "{\"name\":", f);
+			json_string(f, tc->name);
+			fputs(",\"listen\":", f);
+			json_string(f, addr_str(&tc->listen.sa, a));
+			fputs(",\"tcp_listen\":", f);
+			if (tc->tcp_set)
+				json_string(f, addr_str(&tc->tcp_listen.sa, a));
+			else
+				fputs("null", f);
+			fputs(",\"public_ip\":", f);
+			addr_str(&tc->public_ip.sa, a);
+			if (strrchr(a, ':'))
+				*strrchr(a, ':') = '\0';
+			json_string(f, a);
+			fprintf(f,
+				",\"active_allocations\":%" PRIu32 ",\"max_allocations\":%" PRIu32
+				"}",
+				atomic_load_explicit(&st->turn->l[i].active, memory_order_relaxed),
+				tc->max_allocations);
+		}
+		fputc(']', f);
+	}
 	if (st->control)
 		json_control(f, st->control);
 	fputs("}\n", f);

@@ -6,6 +6,7 @@
 #include "control_stats.h"
 #include "loop.h"
 #include "sni.h"
+#include "turn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -405,6 +406,110 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 }
 
 /* The SNI listeners: every family walks them, as relays() does relays. */
+static void turn_listeners(FILE *f, const struct etr_stats *st)
+{
+	const struct turn_shared *sh = st->turn;
+	unsigned n = sh->n < CONF_TURN_MAX ? sh->n : CONF_TURN_MAX, nw = stats_workers(st);
+	struct turn_stats t[CONF_TURN_MAX];
+	char buf[ADDR_STRLEN];
+
+	for (unsigned i = 0; i < n; i++)
+		turn_listener_totals(&sh->l[i], nw, &t[i]);
+#define EACH_TURN for (unsigned i = 0; i < n; i++)
+#define TNAME sh->l[i].conf->name
+#define TSUM(field) atomic_load_explicit(&t[i].field, memory_order_relaxed)
+
+	family(f, "etrelay_turn_listener_info", "gauge",
+	       "Each TURN listener: its UDP listen address, relayed address and max-allocations; "
+	       "always 1.");
+	EACH_TURN
+	{
+		char cap[12], relay[ADDR_STRLEN];
+
+		snprintf(cap, sizeof(cap), "%" PRIu32, sh->l[i].conf->max_allocations);
+		addr_str(&sh->l[i].conf->relay_addr.sa, relay);
+		if (strrchr(relay, ':'))
+			*strrchr(relay, ':') = '\0';
+		sample(f, "etrelay_turn_listener_info",
+		       LABELS("listener", TNAME, "listen_address",
+			      addr_str(&sh->l[i].conf->listen.sa, buf), "relay_address", relay,
+			      "max_allocations", cap),
+		       1);
+	}
+	family(f, "etrelay_turn_allocations_active", "gauge",
+	       "TURN allocations live now, every worker.");
+	EACH_TURN
+	sample(f, "etrelay_turn_allocations_active", LABELS("listener", TNAME),
+	       atomic_load_explicit(&sh->l[i].active, memory_order_relaxed));
+	family(f, "etrelay_turn_allocations_total", "counter", "TURN allocations granted.");
+	EACH_TURN
+	sample(f, "etrelay_turn_allocations_total", LABELS("listener", TNAME), TSUM(allocations));
+	family(f, "etrelay_turn_allocations_expired_total", "counter",
+	       "TURN allocations ended by their lifetime (not refreshed, or strict-expiry).");
+	EACH_TURN
+	sample(f, "etrelay_turn_allocations_expired_total", LABELS("listener", TNAME),
+	       TSUM(expired));
+	family(f, "etrelay_turn_allocations_rejected_total", "counter",
+	       "Allocate requests refused after authentication, by reason: cap (max-allocations, "
+	       "508), quota (user-quota, 486), drain (draining, 403; refused work), ports (no "
+	       "relayed port, 508), exists (437), bad_request (400, 440, 442).");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_REJECTS; r++)
+		sample(f, "etrelay_turn_allocations_rejected_total",
+		       LABELS("listener", TNAME, "reason", turn_reject_name(r)), TSUM(rejected[r]));
+	family(f, "etrelay_turn_auth_failures_total", "counter",
+	       "TURN requests that failed authentication, by reason.");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_AUTHFS; r++)
+		sample(f, "etrelay_turn_auth_failures_total",
+		       LABELS("listener", TNAME, "reason", turn_authf_name(r)),
+		       TSUM(auth_failures[r]));
+	family(f, "etrelay_turn_challenges_total", "counter",
+	       "401 answers with REALM and NONCE sent (the first request of every client gets one).");
+	EACH_TURN
+	sample(f, "etrelay_turn_challenges_total", LABELS("listener", TNAME), TSUM(challenges));
+	family(f, "etrelay_turn_401_throttled_total", "counter",
+	       "401 answers withheld by the per-source-IP rate (a 401 is larger than the request).");
+	EACH_TURN
+	sample(f, "etrelay_turn_401_throttled_total", LABELS("listener", TNAME),
+	       TSUM(dropped[TURN_DROP_THROTTLED]));
+	family(f, "etrelay_turn_peer_rejected_total", "counter",
+	       "CreatePermission and ChannelBind refused (403) for a peer the policy refuses.");
+	EACH_TURN
+	sample(f, "etrelay_turn_peer_rejected_total", LABELS("listener", TNAME),
+	       TSUM(peer_rejected));
+	family(f, "etrelay_turn_relayed_datagrams_total", "counter",
+	       "Datagrams relayed: to_peer from the client, to_client from a peer.");
+	EACH_TURN
+	{
+		sample(f, "etrelay_turn_relayed_datagrams_total",
+		       LABELS("listener", TNAME, "direction", "to_peer"), TSUM(dgrams_to_peer));
+		sample(f, "etrelay_turn_relayed_datagrams_total",
+		       LABELS("listener", TNAME, "direction", "to_client"), TSUM(dgrams_to_client));
+	}
+	family(f, "etrelay_turn_relayed_bytes_total", "counter",
+	       "Payload bytes relayed (without TURN framing), by direction.");
+	EACH_TURN
+	{
+		sample(f, "etrelay_turn_relayed_bytes_total",
+		       LABELS("listener", TNAME, "direction", "to_peer"), TSUM(bytes_to_peer));
+		sample(f, "etrelay_turn_relayed_bytes_total",
+		       LABELS("listener", TNAME, "direction", "to_client"), TSUM(bytes_to_client));
+	}
+	family(f, "etrelay_turn_dropped_total", "counter",
+	       "Datagrams and frames a TURN listener dropped without an answer, by reason.");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_DROPS; r++)
+		sample(f, "etrelay_turn_dropped_total",
+		       LABELS("listener", TNAME, "reason", turn_drop_name(r)), TSUM(dropped[r]));
+	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
+	EACH_TURN
+	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));
+#undef EACH_TURN
+#undef TNAME
+#undef TSUM
+}
+
 static void sni_listeners(FILE *f, struct sni_shared *sh)
 {
 	unsigned n = sh->n < CONF_SNI_MAX ? sh->n : CONF_SNI_MAX;
@@ -569,6 +674,8 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 	prbe_ports(out, st);
 	if (st->sni)
 		sni_listeners(out, st->sni);
+	if (st->turn)
+		turn_listeners(out, st);
 	if (st->control)
 		control(out, st->control);
 	if (st->loop)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "addr.h"
 #include "config.h"
@@ -102,6 +103,22 @@ struct turn_lshared {
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
 };
 
+/* Listener i's counters summed over the workers, into t (the ops thread). */
+static inline void turn_listener_totals(const struct turn_lshared *l, unsigned nworkers,
+					struct turn_stats *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned w = 0; w < nworkers && w < CONF_WORKERS_MAX; w++) {
+		const _Atomic uint64_t *from = (const _Atomic uint64_t *)(const void *)l->stats[w];
+		_Atomic uint64_t *to = (_Atomic uint64_t *)(void *)t;
+
+		if (!from)
+			continue;
+		for (size_t k = 0; k < sizeof(*t) / sizeof(uint64_t); k++)
+			to[k] += atomic_load_explicit(&from[k], memory_order_relaxed);
+	}
+}
+
 struct turn_shared {
 	unsigned n, nworkers;
 	struct turn_lshared l[CONF_TURN_MAX];
@@ -123,8 +140,15 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
  * how many are set, or -1 with err. */
 int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen);
 
-/* Allocations of every listener and worker. */
-uint32_t turn_active_total(const struct turn_shared *sh);
+/* Allocations of every listener and worker (the ops thread reads it). */
+static inline uint32_t turn_active_total(const struct turn_shared *sh)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < sh->n; i++)
+		n += atomic_load_explicit(&sh->l[i].active, memory_order_relaxed);
+	return n;
+}
 
 void turn_shared_free(struct turn_shared *sh);
 

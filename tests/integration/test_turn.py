@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""The TURN listener with coturn's own clients on loopback. One relay
+(UDP and TCP, loopback peers allowed, ETRELAY_TURN_SECRET and _NEXT):
+turnutils_stunclient gets its reflexive address (Binding); turnutils_uclient
+against turnutils_peer over UDP with ChannelData, with Send indications
+(-s), with padded ChannelData (-D), over TCP (-t, and -t -s), with four
+clients (-m 4), client to client (-y, no peer), with the NEXT secret: every
+message comes back (tot_recv_msgs and "Total lost packets 0": uclient
+exits 0 even on total loss). A wrong secret never completes an allocation
+and is counted as an auth failure. A second relay without
+--turn-allow-peer refuses the loopback peer with 403 (counted). /metrics
+passes promtool and counts what was relayed; /lifecycle reports the live
+allocations, public IP and transports. Drain: SIGTERM with live
+allocations and --drain-timeout: a new Allocate gets 403 (counted as
+drain), /readyz is 503, and the process leaves at the timeout; SIGTERM with
+no allocation leaves at once."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import turnutil as T  # noqa: E402
+
+
+def metrics(port):
+    r = H.http_request(port, "GET", "/metrics")
+    H.expect_eq(r.status, 200, "/metrics status")
+    return r.text, H.parse_metrics(r.text)
+
+
+def value(samples, name, **labels):
+    v = H.metric_value(samples, name, listener="default", **labels)
+    H.check(v is not None, f"no sample {name} {labels} on /metrics")
+    return v
+
+
+def test(ctx):
+    T.require_coturn()
+    port, ops = H.free_udp_port(), H.free_tcp_port()
+    port_b, ops_b = H.free_udp_port(), H.free_tcp_port()
+    peer = T.Peer()
+    ctx.objs.append(peer)
+    relay = T.start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
+                          "41000-41399", "--turn-max-allocations", "400", "--ops-listen",
+                          f"127.0.0.1:{ops}")
+    strict = T.start_relay(ctx, port_b, "--turn-ports", "41400-41499",
+                           "--turn-max-allocations", "100", "--ops-listen",
+                           f"127.0.0.1:{ops_b}", tcp=False)
+
+    # Everything at once: the clients do not share a user (the quota is
+    # per userid) and the peer echoes whoever sends.
+    jobs = {
+        "udp": lambda: T.uclient(port, "u1", peer_port=peer.port),
+        "send": lambda: T.uclient(port, "u2", peer_port=peer.port, opts=["-s"]),
+        "padded": lambda: T.uclient(port, "u3", peer_port=peer.port, opts=["-D"]),
+        "tcp": lambda: T.uclient(port, "u4", peer_port=peer.port, opts=["-t"]),
+        "tcp_send": lambda: T.uclient(port, "u5", peer_port=peer.port, opts=["-t", "-s"]),
+        "many": lambda: T.uclient(port, "u6", peer_port=peer.port, m=4),
+        "c2c": lambda: T.uclient(port, "u7", opts=["-y"], m=2),
+        "next": lambda: T.uclient(port, "u8", secret=T.SECRET_NEXT, peer_port=peer.port),
+        "wrong": lambda: T.uclient(port, "u9", secret="w" * 40, peer_port=peer.port, n=2,
+                                   timeout=20),
+        "refused": lambda: T.uclient(port_b, "u10", peer_port=peer.port, n=2, timeout=20),
+        "binding": lambda: T.stunclient(port),
+    }
+    names = list(jobs)
+    res = dict(zip(names, T.parallel([jobs[k] for k in names])))
+
+    want = {"udp": 10, "send": 10, "padded": 10, "tcp": 10, "tcp_send": 10, "many": 40,
+            "c2c": 20, "next": 10}
+    for k, n in want.items():
+        H.check(res[k].ok(n), f"{k}: not every message came back: {res[k]!r}")
+    rc, out = res["binding"]
+    H.check(rc == 0 and "UDP reflexive addr: 127.0.0.1:" in out, f"binding: rc {rc}: {out}")
+    H.check(res["wrong"].recv_msgs() in (None, 0) and
+            "Cannot complete Allocation" in res["wrong"].out,
+            f"a wrong secret got an allocation: {res['wrong']!r}")
+    H.check("error 403" in res["refused"].out,
+            f"a loopback peer without --turn-allow-peer was not refused: {res['refused']!r}")
+
+    text, samples = metrics(ops)
+    H.check(value(samples, "etrelay_turn_auth_failures_total", reason="bad_integrity") > 0,
+            "the wrong secret's requests were not counted as bad_integrity")
+    H.check(value(samples, "etrelay_turn_challenges_total") > 0, "no 401 challenge counted")
+    # Every message went out and came back through the relay.
+    H.check(value(samples, "etrelay_turn_relayed_datagrams_total", direction="to_peer") >= 120,
+            "relayed datagrams to peers not counted")
+    H.check(value(samples, "etrelay_turn_relayed_datagrams_total", direction="to_client") >= 120,
+            "relayed datagrams to clients not counted")
+    H.check(value(samples, "etrelay_turn_relayed_bytes_total", direction="to_peer") >= 120 * 101,
+            "relayed bytes to peers not counted")
+    active = value(samples, "etrelay_turn_allocations_active")
+    # Each uclient client leaves its first ("probe") allocation behind.
+    H.check(active >= 1, f"no live allocation counted ({active})")
+    _, sb = metrics(ops_b)
+    H.check(value(sb, "etrelay_turn_peer_rejected_total") >= 1,
+            "the refused peer was not counted")
+    promtool = shutil.which("promtool")
+    if promtool:
+        p = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
+                           capture_output=True, timeout=20)
+        H.check(p.returncode == 0, f"promtool: {p.stdout.decode()} {p.stderr.decode()}")
+    else:
+        ctx.note("promtool not installed: the /metrics page was not linted")
+
+    life = H.http_request(ops, "GET", "/lifecycle").json()
+    H.expect_eq(life["state"], "active", "lifecycle state")
+    H.expect_eq(life["details"]["public_ip"], "127.0.0.1", "lifecycle public IP")
+    H.expect_eq(life["details"]["transports"], ["udp", "tcp"], "lifecycle transports")
+    H.expect_eq(life["details"]["active_allocations"], active, "lifecycle active_allocations")
+    H.expect_eq(life["turn_listeners"][0]["max_allocations"], 400, "max_allocations")
+
+    # SIGTERM with nothing to drain: at once, whatever --drain-timeout.
+    idle = T.start_relay(ctx, H.free_udp_port(), "--turn-ports", "41500-41509",
+                         "--turn-max-allocations", "10", "--drain-timeout", "20s", tcp=False)
+    t0 = time.monotonic()
+    idle.expect_exit = True
+    idle.signal(signal.SIGTERM)
+    H.expect_eq(idle.wait_exit(5 * H.SLOW), 0, "exit status of an idle TURN relay")
+    H.check(time.monotonic() - t0 < 3 * H.SLOW, "an idle TURN relay waited on SIGTERM")
+
+    # SIGTERM with live allocations: drain. New allocations get 403; the
+    # process waits for the drain timeout (uclient's probe allocation is
+    # never deleted, so it lasts to the end).
+    ops_d = H.free_tcp_port()
+    drain = T.start_relay(ctx, H.free_udp_port(), "--turn-allow-peer", "127.0.0.1/32",
+                          "--turn-ports", "41510-41529", "--turn-max-allocations", "20",
+                          "--drain-timeout", "3s", "--ops-listen", f"127.0.0.1:{ops_d}",
+                          tcp=False)
+    first = T.uclient(drain_port(drain), "d1", peer_port=peer.port, n=3)
+    H.check(first.ok(3), f"before the drain: {first!r}")
+    drain.expect_exit = True
+    t0 = time.monotonic()
+    drain.signal(signal.SIGTERM)
+    H.wait_until(lambda: H.http_request(ops_d, "GET", "/readyz").status == 503, 3 * H.SLOW,
+                 "/readyz 503 while draining")
+    late = T.uclient(drain_port(drain), "d2", peer_port=peer.port, n=2, timeout=20)
+    H.check("error 403" in late.out and late.recv_msgs() in (None, 0),
+            f"an Allocate while draining was not refused with 403: {late!r}")
+    _, sd = metrics(ops_d)
+    H.check(value(sd, "etrelay_turn_allocations_rejected_total", reason="drain") >= 1,
+            "the refused Allocate was not counted as drain")
+    rc = drain.wait_exit(10 * H.SLOW)
+    H.expect_eq(rc, 0, "exit status after the drain")
+    H.check(time.monotonic() - t0 >= 2.5, "the drain did not wait for the live allocations")
+
+
+def drain_port(relay):
+    """The UDP port a relay's TURN listener was started on."""
+    i = relay.cmd.index("--turn-listen")
+    return int(relay.cmd[i + 1].rsplit(":", 1)[1])
+
+
+if __name__ == "__main__":
+    H.main(test)
