@@ -77,7 +77,7 @@ enum turn_auth_result turn_auth_check(const struct turn_secrets *s, const struct
 
 	memset(out, 0, sizeof(*out));
 	out->secret = -1;
-	if (!stun_has(m->username) || m->username.len > TURN_USERNAME_MAX)
+	if (!stun_has(m->username) || m->username.len > TURN_AUTH_USERNAME_MAX)
 		return TURN_AUTH_BAD_USERNAME;
 	user = (const char *)stun_attr_ptr(m, m->username);
 	ulen = m->username.len;

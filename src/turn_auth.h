@@ -27,7 +27,7 @@
 /* The default nonce lifetime (RFC 8656 5: at most an hour is a good rule). */
 #define TURN_NONCE_LIFETIME_DEFAULT 3600
 /* Longest USERNAME accepted (RFC 8489 14.3: less than 509 bytes). */
-#define TURN_USERNAME_MAX 508
+#define TURN_AUTH_USERNAME_MAX 508
 
 /* Split a REST username "<expiry>:<userid>" at its FIRST ':' (coturn's
  * default separator; the userid may hold more ':'). The expiry is decimal
