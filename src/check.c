@@ -278,12 +278,28 @@ int check_run(const struct etr_conf *c)
 			       addr_hostport(s->routes[j].host, s->routes[j].port, hp),
 			       s->routes[j].proxy_v2 ? " proxy-v2" : "");
 	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN];
+
+		addr_str(&t->relay_addr.sa, r);
+		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
+			*strrchr(r, ':') = '\0';
+		printf("turn %s: listen %s (UDP)%s%s, relay-address %s, ports %u-%u, "
+		       "max-allocations %" PRIu32 ", user-quota %" PRIu32 ", realm %s%s\n",
+		       t->name, addr_str(&t->listen.sa, a), t->tcp_set ? ", tcp-listen " : "",
+		       t->tcp_set ? addr_str(&t->tcp_listen.sa, b) : "",
+		       r, t->port_min, t->port_max, t->max_allocations,
+		       t->user_quota, t->realm, t->strict_expiry ? ", strict-expiry" : "");
+	}
 	printf("etrelay: configuration %s is valid (%u relay%s", c->path ? c->path : "(command line)",
 	       c->nrelays, c->nrelays == 1 ? "" : "s");
 	if (c->nsni)
 		printf(", %u SNI listener%s", c->nsni, c->nsni == 1 ? "" : "s");
 	if (c->prbe.nlisten)
 		printf(", %u echo port%s", c->prbe.nlisten, c->prbe.nlisten == 1 ? "" : "s");
+	if (c->nturn)
+		printf(", %u TURN listener%s", c->nturn, c->nturn == 1 ? "" : "s");
 	printf(")\n");
 	if (!c->probe)
 		return 0;
