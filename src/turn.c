@@ -337,14 +337,17 @@ static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
 	finish(x, &b, m, key);
 }
 
-/* 401 with REALM and NONCE: the challenge. Rate-limited per source IP, as
- * it is larger than the request that asks for it. */
+/* 401 with REALM and NONCE: the challenge. Over UDP rate-limited per
+ * source IP, as it is larger than the request that asks for it (a forged
+ * source would make the relay a reflector); over TCP the handshake proved
+ * the address, and a client does not retransmit there, so a withheld 401
+ * would leave it waiting for good. */
 static void challenge(struct turn_ctx *x, const struct stun_msg *m)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 
-	if (!rl_table_allow(&x->l->rl401, &x->client, x->now)) {
+	if (!x->conn && !rl_table_allow(&x->l->rl401, &x->client, x->now)) {
 		STAT_ADD(x->l->stats.dropped[TURN_DROP_THROTTLED], 1);
 		return;
 	}

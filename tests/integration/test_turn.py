@@ -14,7 +14,10 @@ passes promtool and counts what was relayed; /lifecycle reports the live
 allocations, public IP and transports. Drain: SIGTERM with live
 allocations and --drain-timeout: a new Allocate gets 403 (counted as
 drain), /readyz is 503, and the process leaves at the timeout; SIGTERM with
-no allocation leaves at once."""
+no allocation leaves at once. Rotation: secrets from _FILE files, NEXT
+refused until SIGHUP reads it, then both accepted; a bad file on SIGHUP
+keeps them. Limits: 508 past max-allocations (cap), 486 past user-quota
+(quota); an allocation left alone ends at max-lifetime (expired)."""
 
 import os
 import shutil
@@ -42,7 +45,7 @@ def value(samples, name, **labels):
 
 def test(ctx):
     T.require_coturn()
-    port, ops = H.free_udp_port(), H.free_tcp_port()
+    port, ops = T.free_port(), H.free_tcp_port()
     port_b, ops_b = H.free_udp_port(), H.free_tcp_port()
     peer = T.Peer()
     ctx.objs.append(peer)
@@ -116,6 +119,12 @@ def test(ctx):
     H.expect_eq(life["details"]["active_allocations"], active, "lifecycle active_allocations")
     H.expect_eq(life["turn_listeners"][0]["max_allocations"], 400, "max_allocations")
 
+    # The rest at once: each part has a relay of its own.
+    T.parallel([lambda: drain_part(ctx, peer), lambda: rotation_part(ctx, peer),
+                lambda: limits_part(ctx, peer)])
+
+
+def drain_part(ctx, peer):
     # SIGTERM with nothing to drain: at once, whatever --drain-timeout.
     idle = T.start_relay(ctx, H.free_udp_port(), "--turn-ports", "41500-41509",
                          "--turn-max-allocations", "10", "--drain-timeout", "20s", tcp=False)
@@ -149,6 +158,85 @@ def test(ctx):
     rc = drain.wait_exit(10 * H.SLOW)
     H.expect_eq(rc, 0, "exit status after the drain")
     H.check(time.monotonic() - t0 >= 2.5, "the drain did not wait for the live allocations")
+
+
+
+
+def rotation_part(ctx, peer):
+    """The secrets from files, replaced on SIGHUP: NEXT is refused until it
+    is set, then both work; a bad reload keeps them."""
+    d = ctx.tmpdir()
+    cur, nxt = os.path.join(d, "secret"), os.path.join(d, "next")
+
+    def write(path, text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text + "\n")
+        os.chmod(path + ".tmp", 0o600)
+        os.replace(path + ".tmp", path)
+
+    write(cur, T.SECRET)
+    write(nxt, "x" * 40)
+    port = H.free_udp_port()
+    relay = T.start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
+                          "41700-41719", "--turn-max-allocations", "20", tcp=False,
+                          secrets={"ETRELAY_TURN_SECRET_FILE": cur,
+                                   "ETRELAY_TURN_SECRET_NEXT_FILE": nxt})
+    before = T.uclient(port, "r1", secret=T.SECRET_NEXT, peer_port=peer.port, n=2, timeout=20)
+    H.check("Cannot complete Allocation" in before.out,
+            f"the next secret worked before it was set: {before!r}")
+    write(nxt, T.SECRET_NEXT)
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"SIGHUP: TURN secrets reloaded", 5 * H.SLOW, start=mark)
+    both = T.parallel([lambda: T.uclient(port, "r2", secret=T.SECRET_NEXT, peer_port=peer.port),
+                       lambda: T.uclient(port, "r3", secret=T.SECRET, peer_port=peer.port)])
+    for r in both:
+        H.check(r.ok(10), f"after the reload: {r!r}")
+    write(cur, "short")
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"SIGHUP: .*ETRELAY_TURN_SECRET_FILE.*keeping the previous TURN secrets",
+                        5 * H.SLOW, start=mark)
+    kept = T.uclient(port, "r4", secret=T.SECRET, peer_port=peer.port)
+    H.check(kept.ok(10), f"a bad reload did not keep the secrets: {kept!r}")
+
+
+def limits_part(ctx, peer):
+    """max-allocations (508, cap), user-quota (486, quota), and expiry: an
+    allocation nobody refreshes ends at max-lifetime."""
+    ops = [H.free_tcp_port() for _ in range(3)]
+    ports = [H.free_udp_port() for _ in range(3)]
+    common = ["--turn-allow-peer", "127.0.0.1/32"]
+    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41801",
+                           "--turn-max-allocations", "2", "--ops-listen", f"127.0.0.1:{ops[0]}",
+                           tcp=False)
+    quota = T.start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
+                          "--turn-max-allocations", "10", "--turn-user-quota", "1",
+                          "--ops-listen", f"127.0.0.1:{ops[1]}", tcp=False)
+    short = T.start_relay(ctx, ports[2], *common, "--turn-ports", "41820-41829",
+                          "--turn-max-allocations", "10", "--turn-max-lifetime", "2s",
+                          "--ops-listen", f"127.0.0.1:{ops[2]}", tcp=False)
+    runs = T.parallel([
+        lambda: T.uclient(ports[0], "c1", peer_port=peer.port, m=2, n=2, timeout=20),
+        lambda: T.uclient(ports[1], "q1", peer_port=peer.port, n=2, timeout=20),
+        lambda: T.uclient(ports[2], "e1", peer_port=peer.port, n=2, timeout=20),
+    ])
+    H.check("error 508" in runs[0].out, f"no 508 past max-allocations: {runs[0]!r}")
+    _, s = metrics(ops[0])
+    H.check(value(s, "etrelay_turn_allocations_rejected_total", reason="cap") >= 1,
+            "the refusal past max-allocations was not counted as cap")
+    H.check(value(s, "etrelay_turn_allocations_active") <= 2, "more allocations than the cap")
+    H.check("error 486" in runs[1].out, f"no 486 past user-quota: {runs[1]!r}")
+    _, s = metrics(ops[1])
+    H.check(value(s, "etrelay_turn_allocations_rejected_total", reason="quota") >= 1,
+            "the refusal past user-quota was not counted as quota")
+
+    def expired():
+        _, s = metrics(ops[2])
+        return (value(s, "etrelay_turn_allocations_active") == 0 and
+                value(s, "etrelay_turn_allocations_expired_total") >= 1)
+
+    H.wait_until(expired, 6 * H.SLOW, "the allocations to expire at max-lifetime 2s")
 
 
 def drain_port(relay):

@@ -41,6 +41,23 @@ def require_coturn():
         H.require_tool(t)
 
 
+def free_port():
+    """A port free for UDP and TCP on 127.0.0.1 a moment ago (a listener
+    takes both)."""
+    import socket
+    for _ in range(50):
+        p = H.free_udp_port()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    H.fail("no port free for both UDP and TCP")
+
+
 def start_relay(ctx, port, *args, secrets=None, tcp=True):
     """A TURN-only etrelay on 127.0.0.1:port (UDP, and TCP when tcp)."""
     a = ["--turn-listen", f"127.0.0.1:{port}"]
