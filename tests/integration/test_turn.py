@@ -207,7 +207,9 @@ def limits_part(ctx, peer):
     ops = [H.free_tcp_port() for _ in range(3)]
     ports = [H.free_udp_port() for _ in range(3)]
     common = ["--turn-allow-peer", "127.0.0.1/32"]
-    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41801",
+    # Ten ports, five of them even (uclient asks for EVEN-PORT), two
+    # allocations: the cap is what refuses.
+    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41809",
                            "--turn-max-allocations", "2", "--ops-listen", f"127.0.0.1:{ops[0]}",
                            tcp=False)
     quota = T.start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
