@@ -17,7 +17,10 @@ drain), /readyz is 503, and the process leaves at the timeout; SIGTERM with
 no allocation leaves at once. Rotation: secrets from _FILE files, NEXT
 refused until SIGHUP reads it, then both accepted; a bad file on SIGHUP
 keeps them. Limits: 508 past max-allocations (cap), 486 past user-quota
-(quota); an allocation left alone ends at max-lifetime (expired)."""
+(quota); an allocation left alone ends at max-lifetime (expired). A
+hand-made client (turnutil.StunClient) for 420, 401 to an expired
+credential, 438, 442, 440, retransmission, 437, 441, MI-SHA256 and
+strict-expiry."""
 
 import os
 import shutil
@@ -121,7 +124,7 @@ def test(ctx):
 
     # The rest at once: each part has a relay of its own.
     T.parallel([lambda: drain_part(ctx, peer), lambda: rotation_part(ctx, peer),
-                lambda: limits_part(ctx, peer)])
+                lambda: limits_part(ctx, peer), lambda: protocol_part(ctx)])
 
 
 def drain_part(ctx, peer):
@@ -239,6 +242,91 @@ def limits_part(ctx, peer):
                 value(s, "etrelay_turn_allocations_expired_total") >= 1)
 
     H.wait_until(expired, 6 * H.SLOW, "the allocations to expire at max-lifetime 2s")
+
+
+def protocol_part(ctx):
+    """What coturn's clients never send, by a hand-made client: 420 for an
+    unknown comprehension-required attribute, 401 for an expired
+    credential's Allocate, 438 for a nonce not ours, 442 and 440, a
+    retransmitted Allocate answered with the same bytes, 437 for a second
+    one, 441 for another user, MESSAGE-INTEGRITY-SHA256 answered in kind, a
+    credential that expires under a live allocation (it refreshes on,
+    without strict-expiry; with it, the allocation ends at the expiry)."""
+    ops, ops_s = H.free_tcp_port(), H.free_tcp_port()
+    port, port_s = H.free_udp_port(), H.free_udp_port()
+    T.start_relay(ctx, port, "--turn-ports", "41900-41909", "--turn-max-allocations", "10",
+                  "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
+    T.start_relay(ctx, port_s, "--turn-ports", "41910-41919", "--turn-max-allocations", "10",
+                  "--turn-strict-expiry", "yes", "--ops-listen", f"127.0.0.1:{ops_s}", tcp=False)
+    transport = T.u32(T.A_TRANSPORT, 17 << 24)
+
+    c = T.StunClient(port)
+    _, (cls, _, _, a) = c.request(T.ALLOCATE, [transport, T.attr(0x0031, b"\0" * 4)])
+    H.expect_eq((cls, T.error_code(a)), (T.ERROR, 420), "unknown required attribute")
+    H.check(a[T.A_UNKNOWN][0][:2] == b"\x00\x31", f"UNKNOWN-ATTRIBUTES: {a!r}")
+    realm, nonce = c.challenge()
+
+    def sign(user, pw, attrs, tid=None, sha256=False, client=c, method=T.ALLOCATE, n=nonce):
+        key = T.longterm_key(user, pw, realm.decode())
+        return client.request(method, attrs + T.signed(user, realm, n), key=key, sha256=sha256,
+                              tid=tid)
+
+    def answer(r):
+        _, (cls, _, _, a) = r
+        return (cls, T.error_code(a))
+
+    old = T.rest_credentials(T.SECRET, "late", lifetime=-10)
+    H.expect_eq(answer(sign(*old, [transport])), (T.ERROR, 401), "an expired credential")
+    good = T.rest_credentials(T.SECRET, "p1", lifetime=2)
+    H.expect_eq(answer(sign(*good, [transport], n=b"x" * 48)), (T.ERROR, 438), "a bad nonce")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_TRANSPORT, 6 << 24)])), (T.ERROR, 442),
+                "REQUESTED-TRANSPORT TCP")
+    H.expect_eq(answer(sign(*good, [transport, T.u32(T.A_FAMILY, 2 << 24)])), (T.ERROR, 440),
+                "REQUESTED-ADDRESS-FAMILY IPv6")
+    tid = os.urandom(12)
+    first = sign(*good, [transport], tid=tid)
+    H.expect_eq(answer(first), (T.SUCCESS, None), "Allocate")
+    again = sign(*good, [transport], tid=tid)
+    H.expect_eq(again[0], first[0], "the answer to a retransmitted Allocate")
+    H.expect_eq(answer(sign(*good, [transport])), (T.ERROR, 437), "a second Allocate")
+    other = T.rest_credentials(T.SECRET, "p2")
+    H.expect_eq(answer(sign(*other, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.ERROR, 441), "Refresh by another user")
+    r = sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH, sha256=True)
+    H.expect_eq(answer(r), (T.SUCCESS, None), "Refresh with MESSAGE-INTEGRITY-SHA256")
+    H.check(T.A_MI256 in r[1][3], "the answer to an MI-SHA256 request has no MI-SHA256")
+
+    s = T.StunClient(port_s)
+    realm_s, nonce_s = s.challenge()
+    strict = T.rest_credentials(T.SECRET, "p3", lifetime=2)
+    key_s = T.longterm_key(*strict, realm_s.decode())
+    _, (cls, _, _, a) = s.request(T.ALLOCATE, [transport] + T.signed(strict[0], realm_s, nonce_s),
+                                  key=key_s)
+    H.expect_eq(cls, T.SUCCESS, "Allocate under strict-expiry")
+    life = int.from_bytes(a[T.A_LIFETIME][0], "big")
+    H.check(1 <= life <= 3, f"strict-expiry granted {life} s to a credential with 2 s left")
+
+    time.sleep(3.2)  # both credentials expired
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.SUCCESS, None), "Refresh with an expired credential, no strict-expiry")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 0)], method=T.REFRESH)),
+                (T.SUCCESS, None), "Refresh 0")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.ERROR, 437), "Refresh after Refresh 0")
+    _, sm = metrics(ops)
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="expired") >= 1,
+            "the expired credential's Allocate was not counted")
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="stale_nonce") >= 1,
+            "the bad nonce was not counted")
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="wrong_user") >= 1,
+            "the other user was not counted")
+
+    def strict_over():
+        _, m = metrics(ops_s)
+        return (value(m, "etrelay_turn_allocations_active") == 0 and
+                value(m, "etrelay_turn_allocations_expired_total") == 1)
+
+    H.wait_until(strict_over, 3 * H.SLOW, "the strict allocation to end at its expiry")
 
 
 def drain_port(relay):
