@@ -35,9 +35,9 @@
 /* Room for any answer the server builds (the largest: an Allocate success
  * with two addresses, lifetime, token, integrity and fingerprint). */
 #define TURN_ANSWER_MAX 512
-/* A TCP connection: the frame being read (a whole STUN message or
- * ChannelData, at most 20 + 65535 bytes), and what it may have queued to
- * send before its reads pause. */
+/* A TCP connection: the largest frame (a STUN message of 20 + 65535 bytes,
+ * or ChannelData with its padding), and what it may have queued to send
+ * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
 #define TURN_CONN_TX_MAX (256u << 10)
 /* TCP connections per listener and worker. */
@@ -198,8 +198,8 @@ struct turn_conn {
 	bool used;    /* the slot is taken (closed ones until their last send) */
 	bool reading, closing;
 	union etr_sockaddr client;
-	uint8_t *rx; /* TURN_CONN_RX_MAX bytes while open */
-	size_t rxlen;
+	uint8_t *rx; /* a frame cut by a chunk's end: rxlen of its bytes */
+	size_t rxlen, rxcap;
 	struct turn_tx *tx_head, *tx_tail; /* queued; the head is with the loop */
 	size_t tx_bytes;
 	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
@@ -1149,6 +1149,7 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	c->fd = -1;
 	free(c->rx);
 	c->rx = NULL;
+	c->rxcap = c->rxlen = 0;
 	/* Only the head of the queue is with the loop; it gets its on_sent
 	 * after del_socket, and the slot is freed then (its buffer must
 	 * outlive the send). */
@@ -1181,11 +1182,8 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	i = l->conn_free;
 	c = &l->conns[i];
 	c->tx_head = c->tx_tail = NULL;
-	c->rx = malloc(TURN_CONN_RX_MAX);
-	if (!c->rx) {
-		close(fd);
-		return;
-	}
+	c->rx = NULL;
+	c->rxcap = 0;
 	l->conn_free = c->next_free;
 	c->used = true;
 	c->fd = fd;
@@ -1197,47 +1195,102 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	conn_read(l, i);
 }
 
+/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX). */
+static bool conn_room(struct turn_conn *c, size_t need)
+{
+	uint8_t *p;
+
+	if (need <= c->rxcap)
+		return true;
+	if (need > TURN_CONN_RX_MAX)
+		return false;
+	if (need < 512)
+		need = 512;
+	p = realloc(c->rx, need);
+	if (!p)
+		return false;
+	c->rx = p;
+	c->rxcap = need;
+	return true;
+}
+
+static void conn_frame(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n,
+		       uint64_t now)
+{
+	struct turn_ctx x;
+
+	x.client = l->conns[i].client;
+	ctx_init(&x, l, now, i + 1);
+	on_message(&x, p, n, NULL);
+}
+
+/* Bytes of a TCP connection: whole frames are handled where they lie in
+ * the chunk; only a frame cut by the chunk's end is copied, into a buffer
+ * of its size (an idle connection holds none). */
 static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 {
 	struct turn_listener *l = obj;
 	uint32_t i;
 	struct turn_conn *c = conn_deref(l, ref, &i);
-	size_t off = 0;
+	const uint8_t *p = d->data;
+	size_t n = d->len;
+	int flen;
 
 	if (!c || c->fd < 0)
 		return;
 	c->reading = false;
-	if (d->len == 0) {
+	if (n == 0) {
 		conn_close(l, i);
 		return;
 	}
-	if (c->rxlen + d->len > TURN_CONN_RX_MAX) {
-		conn_close(l, i);
-		return;
-	}
-	memcpy(c->rx + c->rxlen, d->data, d->len);
-	c->rxlen += d->len;
-	while (c->fd >= 0) {
-		int flen = stun_frame_len(c->rx + off, c->rxlen - off);
-		struct turn_ctx x;
+	/* First the frame the last chunk began. */
+	while (c->rxlen && n) {
+		size_t want, take;
 
-		if (flen < 0) {
-			STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+		flen = stun_frame_len(c->rx, c->rxlen);
+		if (flen < 0)
+			goto garbage;
+		want = flen ? (size_t)flen : 4;
+		take = want - c->rxlen < n ? want - c->rxlen : n;
+		if (!conn_room(c, want)) {
 			conn_close(l, i);
 			return;
 		}
-		if (flen == 0 || (size_t)flen > c->rxlen - off)
-			break;
-		x.client = c->client;
-		ctx_init(&x, l, d->now, i + 1);
-		on_message(&x, c->rx + off, (size_t)flen, NULL);
-		off += (size_t)flen;
+		memcpy(c->rx + c->rxlen, p, take);
+		c->rxlen += take;
+		p += take;
+		n -= take;
+		if (flen && c->rxlen == (size_t)flen) {
+			c->rxlen = 0;
+			conn_frame(l, i, c->rx, (size_t)flen, d->now);
+			if (c->fd < 0)
+				return;
+		}
 	}
-	if (c->fd < 0)
-		return;
-	memmove(c->rx, c->rx + off, c->rxlen - off);
-	c->rxlen -= off;
+	while (n) {
+		flen = stun_frame_len(p, n);
+		if (flen < 0)
+			goto garbage;
+		if (flen == 0 || (size_t)flen > n) {
+			if (!conn_room(c, flen ? (size_t)flen : 4)) {
+				conn_close(l, i);
+				return;
+			}
+			memcpy(c->rx, p, n);
+			c->rxlen = n;
+			break;
+		}
+		conn_frame(l, i, p, (size_t)flen, d->now);
+		if (c->fd < 0)
+			return;
+		p += flen;
+		n -= (size_t)flen;
+	}
 	conn_read(l, i);
+	return;
+garbage:
+	STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+	conn_close(l, i);
 }
 
 static void conn_sent(void *obj, uint32_t ref, int res)

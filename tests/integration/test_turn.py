@@ -4,8 +4,8 @@
 (UDP and TCP, loopback peers allowed, ETRELAY_TURN_SECRET and _NEXT):
 turnutils_stunclient gets its reflexive address (Binding); turnutils_uclient
 against turnutils_peer over UDP with ChannelData, with Send indications
-(-s), with padded ChannelData (-D), over TCP (-t, and -t -s), with four
-clients (-m 4), client to client (-y, no peer), with the NEXT secret: every
+(-s), with padded ChannelData (-D), over TCP (-t, and -t -s; and two
+Bindings sent a byte per write), with four clients (-m 4), client to client (-y, no peer), with the NEXT secret: every
 message comes back (tot_recv_msgs and "Total lost packets 0": uclient
 exits 0 even on total loss). A wrong secret never completes an allocation
 and is counted as an auth failure. A second relay without
@@ -84,6 +84,8 @@ def test(ctx):
         H.check(res[k].ok(n), f"{k}: not every message came back: {res[k]!r}")
     rc, out = res["binding"]
     H.check(rc == 0 and "UDP reflexive addr: 127.0.0.1:" in out, f"binding: rc {rc}: {out}")
+    # Over TCP, frames cut anywhere: two Bindings a byte at a time.
+    H.expect_eq(T.tcp_bindings_bytewise(port), 2, "Binding answers over TCP, sent bytewise")
     H.check(res["wrong"].recv_msgs() in (None, 0) and
             "Cannot complete Allocation" in res["wrong"].out,
             f"a wrong secret got an allocation: {res['wrong']!r}")

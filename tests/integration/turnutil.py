@@ -283,3 +283,27 @@ class StunClient:
 def signed(user, realm, nonce):
     """The USERNAME, REALM and NONCE attributes of a signed request."""
     return [attr(A_USERNAME, user.encode()), attr(A_REALM, realm), attr(A_NONCE, nonce)]
+
+
+def tcp_bindings_bytewise(port, n=2, gap=0.002):
+    """n Binding requests over one TCP connection, sent a byte per write:
+    how many answers (by transaction ID) came back."""
+    import socket
+    import struct
+    tids = [os.urandom(12) for _ in range(n)]
+    data = b"".join(struct.pack("!HHI", 0x0001, 0, COOKIE) + t for t in tids)
+    got = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        for b in data:
+            s.send(bytes([b]))
+            time.sleep(gap)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and sum(got.count(t) for t in tids) < n:
+            try:
+                d = s.recv(4096)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            got += d
+    return sum(got.count(t) for t in tids)
