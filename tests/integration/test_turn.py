@@ -5,8 +5,9 @@
 turnutils_stunclient gets its reflexive address (Binding); turnutils_uclient
 against turnutils_peer over UDP with ChannelData, with Send indications
 (-s), with padded ChannelData (-D), over TCP (-t, and -t -s; and two
-Bindings sent a byte per write), with four clients (-m 4), client to client (-y, no peer), with the NEXT secret: every
-message comes back (tot_recv_msgs and "Total lost packets 0": uclient
+Bindings sent a byte per write), with four clients (-m 4), client to
+client (-y, no peer), with the NEXT secret: every message comes back
+(tot_recv_msgs and "Total lost packets 0": uclient
 exits 0 even on total loss). A wrong secret never completes an allocation
 and is counted as an auth failure. A second relay without
 --turn-allow-peer refuses the loopback peer with 403 (counted). /metrics
