@@ -24,6 +24,10 @@
 #include "stats.h"
 #include "stun.h"
 
+/* The copy toward a client when a datagram cannot go as it came (a Data
+ * indication, or ChannelData without headroom): the largest message. */
+#define TURN_SCRATCH (STUN_HDR_LEN + 0xFFFF)
+
 /* Binds tried for one Allocate before it gets 508: a port someone else
  * holds is set aside (turn_alloc_port_unusable) and the next one tried. */
 #define TURN_BIND_TRIES 8
@@ -40,8 +44,11 @@
  * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
 #define TURN_CONN_TX_MAX (256u << 10)
-/* TCP connections per listener and worker. */
+/* TCP connections per listener and worker; one without an allocation is
+ * closed after TURN_CONN_IDLE_MS (looked for every TURN_CONN_SWEEP_MS). */
 #define TURN_CONNS_MAX 4096
+#define TURN_CONN_IDLE_MS 30000ull
+#define TURN_CONN_SWEEP_MS 5000ull
 
 /* Shared state */
 
@@ -203,6 +210,7 @@ struct turn_conn {
 	struct turn_tx *tx_head, *tx_tail; /* queued; the head is with the loop */
 	size_t tx_bytes;
 	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
+	uint64_t since; /* ns: accepted, or its allocation ended */
 	uint32_t next_free;
 };
 
@@ -441,6 +449,9 @@ static void arm(struct turn_listener *l)
 	uint64_t ms = turn_alloc_next_deadline(&l->t);
 	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
 
+	/* While TCP connections are open, a look for idle ones. */
+	if (l->nopen && l->sweep_at < at)
+		at = l->sweep_at;
 	if (at == l->timer_at)
 		return;
 	l->timer_at = at;
@@ -463,8 +474,10 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 	}
 	l->relay_fd[idx] = -1;
 	l->relay_conn[idx] = 0;
-	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx)
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
+		l->conns[conn - 1].since = loop_now();
+	}
 	turn_alloc_remove(&l->t, idx);
 	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
 }
@@ -479,6 +492,20 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 	while ((idx = turn_alloc_expire(&l->t, now / NS_PER_MS)) != TURN_ALLOC_NONE) {
 		alloc_end(l, idx);
 		STAT_ADD(l->stats.expired, 1);
+	}
+	if (l->nopen && now >= l->sweep_at) {
+		/* A connection without an allocation for TURN_CONN_IDLE_MS is
+		 * closed: it would hold its fd and slot for good. */
+		for (uint32_t i = 0; i < l->nconns; i++) {
+			struct turn_conn *c = &l->conns[i];
+
+			if (c->fd >= 0 && c->alloc == TURN_ALLOC_NONE &&
+			    now - c->since >= TURN_CONN_IDLE_MS * NS_PER_MS) {
+				STAT_ADD(l->stats.conns_idle, 1);
+				conn_close(l, i);
+			}
+		}
+		l->sweep_at = now + TURN_CONN_SWEEP_MS * NS_PER_MS;
 	}
 	arm(l);
 }
@@ -1040,7 +1067,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	union etr_sockaddr peer;
 	struct turn_ctx x;
 	uint64_t now_ms = d->now / NS_PER_MS;
-	uint8_t buf[TURN_ANSWER_MAX + 1500];
+	uint8_t *buf = l->scratch;
 	uint16_t ch;
 	size_t n = d->len;
 
@@ -1071,7 +1098,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 					    endpoint_id(l->ep, l->slot_udp)) < 0)
 				goto fail;
 		} else {
-			size_t len = stun_chan_build(buf, sizeof(buf), ch, d->data, n, false);
+			size_t len = stun_chan_build(buf, TURN_SCRATCH, ch, d->data, n, false);
 
 			if (!len || !to_client(&x, buf, len))
 				goto fail;
@@ -1086,7 +1113,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		 * the payload, where a GRO train's next datagram may be). */
 		memcpy(tid, &r, 8);
 		memcpy(tid + 8, &idx, 4);
-		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_DATA, STUN_INDICATION), tid);
+		stun_build_begin(&b, buf, TURN_SCRATCH, stun_type(STUN_DATA, STUN_INDICATION), tid);
 		stun_add_xor_addr(&b, STUN_A_XOR_PEER_ADDRESS, &peer);
 		stun_add_attr(&b, STUN_A_DATA, d->data, n);
 		len = stun_build_finish(&b);
@@ -1144,6 +1171,7 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		arm(l);
 	}
 	c->closing = true;
+	l->nopen--;
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
 	c->fd = -1;
@@ -1192,6 +1220,11 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	c->tx_bytes = 0;
 	c->reading = c->closing = false;
 	c->alloc = TURN_ALLOC_NONE;
+	c->since = loop_now();
+	if (l->nopen++ == 0) {
+		l->sweep_at = c->since + TURN_CONN_SWEEP_MS * NS_PER_MS;
+		arm(l);
+	}
 	conn_read(l, i);
 }
 
@@ -1397,9 +1430,10 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		log_warnx("turn %s: allocation table: %s", c->name, strerror(-err));
 		return -1;
 	}
+	l->scratch = malloc(TURN_SCRATCH);
 	l->relay_fd = malloc(cap * sizeof(*l->relay_fd));
 	l->relay_conn = calloc(cap, sizeof(*l->relay_conn));
-	if (!l->relay_fd || !l->relay_conn) {
+	if (!l->relay_fd || !l->relay_conn || !l->scratch) {
 		log_warnx("turn %s: out of memory", c->name);
 		return -1;
 	}
@@ -1533,6 +1567,8 @@ void turn_listener_free(struct turn_listener *l)
 			close(l->relay_fd[i]);
 	free(l->relay_fd);
 	free(l->relay_conn);
+	free(l->scratch);
+	l->scratch = NULL;
 	l->relay_fd = NULL;
 	l->relay_conn = NULL;
 	if (l->t.a)

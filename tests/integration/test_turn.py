@@ -4,7 +4,7 @@
 (UDP and TCP, loopback peers allowed, ETRELAY_TURN_SECRET and _NEXT):
 turnutils_stunclient gets its reflexive address (Binding); turnutils_uclient
 against turnutils_peer over UDP with ChannelData, with Send indications
-(-s), with padded ChannelData (-D), over TCP (-t, and -t -s; and two
+(-s, and 3000-byte ones), with padded ChannelData (-D), over TCP (-t, and -t -s; and two
 Bindings sent a byte per write), with four clients (-m 4), client to
 client (-y, no peer), with the NEXT secret: every message comes back
 (tot_recv_msgs and "Total lost packets 0": uclient
@@ -66,6 +66,8 @@ def test(ctx):
         "udp": lambda: T.uclient(port, "u1", peer_port=peer.port),
         "send": lambda: T.uclient(port, "u2", peer_port=peer.port, opts=["-s"]),
         "padded": lambda: T.uclient(port, "u3", peer_port=peer.port, opts=["-D"]),
+        # Data indications larger than a frame: built by copy, whole.
+        "big": lambda: T.uclient(port, "u11", peer_port=peer.port, opts=["-s"], length=3000),
         "tcp": lambda: T.uclient(port, "u4", peer_port=peer.port, opts=["-t"]),
         "tcp_send": lambda: T.uclient(port, "u5", peer_port=peer.port, opts=["-t", "-s"]),
         "many": lambda: T.uclient(port, "u6", peer_port=peer.port, m=4),
@@ -79,7 +81,7 @@ def test(ctx):
     names = list(jobs)
     res = dict(zip(names, T.parallel([jobs[k] for k in names])))
 
-    want = {"udp": 10, "send": 10, "padded": 10, "tcp": 10, "tcp_send": 10, "many": 40,
+    want = {"udp": 10, "send": 10, "big": 10, "padded": 10, "tcp": 10, "tcp_send": 10, "many": 40,
             "c2c": 20, "next": 10}
     for k, n in want.items():
         H.check(res[k].ok(n), f"{k}: not every message came back: {res[k]!r}")
