@@ -44,9 +44,8 @@
  * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
 #define TURN_CONN_TX_MAX (256u << 10)
-/* TCP connections per listener and worker; one without an allocation is
- * closed after TURN_CONN_IDLE_MS (looked for every TURN_CONN_SWEEP_MS). */
-#define TURN_CONNS_MAX 4096
+/* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
+ * (looked for every TURN_CONN_SWEEP_MS). */
 #define TURN_CONN_IDLE_MS 30000ull
 #define TURN_CONN_SWEEP_MS 5000ull
 

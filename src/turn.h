@@ -81,6 +81,9 @@ struct turn_stats {
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 };
 
+/* TCP connections per listener and worker (tcp-listen). */
+#define TURN_CONNS_MAX 4096
+
 /* Sources tracked for the 401 rate, per listener and worker. */
 #define TURN_RL_ENTRIES 4096
 /* 401s per second per source IP (IPv6 /64), and at once: a client needs
