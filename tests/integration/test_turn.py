@@ -89,7 +89,7 @@ def test(ctx):
     H.check(rc == 0 and "UDP reflexive addr: 127.0.0.1:" in out, f"binding: rc {rc}: {out}")
     # Over TCP, frames cut anywhere: two Bindings a byte at a time.
     H.expect_eq(T.tcp_bindings_bytewise(port), 2, "Binding answers over TCP, sent bytewise")
-    H.check(res["wrong"].recv_msgs() in (None, 0) and
+    H.check(res["wrong"].rc == 255 and res["wrong"].recv_msgs() in (None, 0) and
             "Cannot complete Allocation" in res["wrong"].out,
             f"a wrong secret got an allocation: {res['wrong']!r}")
     H.check("error 403" in res["refused"].out,
