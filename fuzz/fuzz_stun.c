@@ -26,18 +26,27 @@ static void in_message(const struct stun_msg *m, struct stun_attr a)
 
 /* Every kept attribute, in one list, for both checks. */
 #define FIELDS(m)                                                                                  \
-	&(m)->username, &(m)->realm, &(m)->nonce, &(m)->software, &(m)->error_code,              \
-		&(m)->lifetime, &(m)->requested_transport, &(m)->even_port,                       \
-		&(m)->requested_family, &(m)->data, &(m)->channel_number, &(m)->dont_fragment,    \
-		&(m)->reservation_token, &(m)->xor_mapped, &(m)->xor_relayed,                     \
-		&(m)->unknown_attributes
+	&(m)->username, &(m)->realm, &(m)->nonce, &(m)->software, &(m)->error_code,                \
+	    &(m)->lifetime, &(m)->requested_transport, &(m)->even_port, &(m)->requested_family,    \
+	    &(m)->data, &(m)->channel_number, &(m)->dont_fragment, &(m)->reservation_token,        \
+	    &(m)->xor_mapped, &(m)->xor_relayed, &(m)->unknown_attributes
 static const uint16_t field_types[] = {
-	STUN_A_USERNAME,	     STUN_A_REALM,	   STUN_A_NONCE,
-	STUN_A_SOFTWARE,	     STUN_A_ERROR_CODE,	   STUN_A_LIFETIME,
-	STUN_A_REQUESTED_TRANSPORT, STUN_A_EVEN_PORT,	   STUN_A_REQUESTED_ADDRESS_FAMILY,
-	STUN_A_DATA,		     STUN_A_CHANNEL_NUMBER, STUN_A_DONT_FRAGMENT,
-	STUN_A_RESERVATION_TOKEN,   STUN_A_XOR_MAPPED_ADDRESS, STUN_A_XOR_RELAYED_ADDRESS,
-	STUN_A_UNKNOWN_ATTRIBUTES,
+    STUN_A_USERNAME,
+    STUN_A_REALM,
+    STUN_A_NONCE,
+    STUN_A_SOFTWARE,
+    STUN_A_ERROR_CODE,
+    STUN_A_LIFETIME,
+    STUN_A_REQUESTED_TRANSPORT,
+    STUN_A_EVEN_PORT,
+    STUN_A_REQUESTED_ADDRESS_FAMILY,
+    STUN_A_DATA,
+    STUN_A_CHANNEL_NUMBER,
+    STUN_A_DONT_FRAGMENT,
+    STUN_A_RESERVATION_TOKEN,
+    STUN_A_XOR_MAPPED_ADDRESS,
+    STUN_A_XOR_RELAYED_ADDRESS,
+    STUN_A_UNKNOWN_ATTRIBUTES,
 };
 #define NFIELDS (sizeof(field_types) / sizeof(field_types[0]))
 
@@ -188,8 +197,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t len;
 
 			if (stun_chan_parse(data, (size_t)frame, &ch, &d, &len) == 0 &&
-			    (d + len > data + frame || len + STUN_CHAN_HDR_LEN + stun_chan_pad(len) !=
-								 (size_t)frame))
+			    (d + len > data + frame ||
+			     len + STUN_CHAN_HDR_LEN + stun_chan_pad(len) != (size_t)frame))
 				abort();
 		} else {
 			(void)stun_parse(data, (size_t)frame, &m);
