@@ -79,7 +79,8 @@ static const char usage[] =
 	"                           ranges (0)\n"
 	"  --source-ips N           IPv4 loopback target: client i sends from\n"
 	"                           127.0.0.1 + (i mod N), N sources for a relay\n"
-	"                           that spreads by source address (1..65536; 1)\n"
+	"                           that spreads by source address (1..65536; 1);\n"
+	"                           allocs: each new client from the next one\n"
 	"  --gso                    send runs of datagrams to one destination as UDP\n"
 	"                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
 	"                           modern stack would; receivers get them whole with\n"
@@ -164,6 +165,7 @@ struct load {
 
 	/* --turn */
 	unsigned churn_port; /* allocs: the next source port to try */
+	unsigned churn_ip;   /* allocs: the next of --source-ips */
 	struct turnc_cred cred;
 	struct turnc *tc;  /* one per client */
 	uint64_t codes[LOAD_CODES];
@@ -218,6 +220,11 @@ static int client_open(struct load *l, struct client *c)
 
 		memset(&b, 0, sizeof(b));
 		b.sa.sa_family = t->sa.sa_family;
+		/* A new client from the next loopback address too: a server
+		 * that limits 401s per source IP sees many hosts. */
+		if (l->o.source_ips)
+			b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
+						     l->churn_ip++ % l->o.source_ips);
 		for (tries = 0; tries < 64; tries++) {
 			uint16_t port = (uint16_t)l->churn_port;
 
@@ -1319,8 +1326,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			o->id_base, o->clients, BENCH_ID_MAX);
 		return -1;
 	}
-	if (o->source_ips > 1 && (o->target.sa.sa_family != AF_INET ||
-				  (ntohl(o->target.in.sin_addr.s_addr) >> 24) != 127)) {
+	if (o->source_ips > 1 && ((o->turn ? &o->turn_addr : &o->target)->sa.sa_family != AF_INET ||
+				  (ntohl((o->turn ? &o->turn_addr : &o->target)->in.sin_addr.s_addr) >>
+				   24) != 127)) {
 		fprintf(stderr, "etrelay-load: --source-ips wants an IPv4 loopback target "
 				"(127.0.0.0/8)\n");
 		return -1;

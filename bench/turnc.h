@@ -18,14 +18,16 @@
 /* Longest realm and nonce kept from a 401 or 438. */
 #define TURNC_REALM_MAX 128
 #define TURNC_NONCE_MAX 256
+/* Room for "<expiry>:<userid>" (RFC 8489 14.3: less than 509 bytes). */
+#define TURNC_USER_MAX 509
 /* Room for any request we build. */
-#define TURNC_REQ_MAX 512
+#define TURNC_REQ_MAX 1024
 /* The channel every client binds (each allocation has its own numbers). */
 #define TURNC_CHANNEL 0x4000
 
 /* One REST credential: "<expiry>:<userid>" and its password. */
 struct turnc_cred {
-	char user[TURN_USERNAME_MAX + 1];
+	char user[TURNC_USER_MAX];
 	size_t user_len;
 	char password[TURN_PASSWORD_SIZE];
 	size_t password_len;
