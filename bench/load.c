@@ -222,7 +222,7 @@ static int client_open(struct load *l, struct client *c)
 		b.sa.sa_family = t->sa.sa_family;
 		/* A new client from the next loopback address too: a server
 		 * that limits 401s per source IP sees many hosts. */
-		if (l->o.source_ips)
+		if (l->o.source_ips && t->sa.sa_family == AF_INET)
 			b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
 						     l->churn_ip++ % l->o.source_ips);
 		for (tries = 0; tries < 64; tries++) {
