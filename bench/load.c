@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "hist.h"
+#include "turnc.h"
 
 #define LOAD_BATCH 64          /* datagrams per sendmmsg / recvmmsg */
 #define LOAD_TURN_SENDS 1024   /* datagrams sent per loop turn: receives get a say */
@@ -24,11 +25,16 @@
 #define LOAD_MAX_WAIT_NS (10 * BENCH_NS_PER_MS) /* longest sleep in a turn */
 /* "\xff\xff\xff\xffgetstatus " and the 32-digit challenge. */
 #define LOAD_STORM_SIZE (4 + 10 + BENCH_CHALLENGE_LEN)
+/* allocs: new clients take source ports from this range in turn, below the
+ * kernel's ephemeral range, so a port comes back only after thousands of
+ * allocations (a server may keep a deleted allocation's 5-tuple a while). */
+#define LOAD_CHURN_PORT_MIN 10000
+#define LOAD_CHURN_PORT_MAX 31999
 
-enum load_model { LOAD_FLAT, LOAD_MATCH, LOAD_STORM };
+enum load_model { LOAD_FLAT, LOAD_MATCH, LOAD_STORM, LOAD_ALLOCS };
 enum load_mode { LOAD_CLOSED, LOAD_RATE, LOAD_FLOOD };
 
-static const char *const model_names[] = { "flat", "match", "storm" };
+static const char *const model_names[] = { "flat", "match", "storm", "allocs" };
 static const char *const mode_names[] = { "closed", "rate", "flood" };
 
 static const char usage[] =
@@ -51,6 +57,17 @@ static const char usage[] =
 	"  -b, --burst B            storm: getstatus per source in a row (4);\n"
 	"                           flood: datagrams per client per turn (8)\n"
 	"  --churn                  storm: a new source port for every burst\n"
+	"  --turn ADDR:PORT         go through this TURN server over UDP: each client\n"
+	"                           allocates a relayed address with REST credentials,\n"
+	"                           binds a channel to --target (the peer) and sends\n"
+	"                           its datagrams as ChannelData (--size is the\n"
+	"                           payload the peer sees)\n"
+	"  --turn-secret S          the REST secret (default: $ETRELAY_TURN_SECRET)\n"
+	"  --turn-user ID           the userid in the REST username (load)\n"
+	"  --turn-timeout DUR       per TURN request while opening (1s; 3 tries)\n"
+	"  --model allocs           with --turn, no --target: allocations per second,\n"
+	"                           each client an Allocate then a Refresh(0), again\n"
+	"                           and again, one in flight per client (-c is K)\n"
 	"  -d, --duration DUR       measured time (10s)\n"
 	"  --warmup DUR             traffic before measuring (1s)\n"
 	"  --drain DUR              wait for answers after the last send (500ms)\n"
@@ -62,7 +79,8 @@ static const char usage[] =
 	"                           ranges (0)\n"
 	"  --source-ips N           IPv4 loopback target: client i sends from\n"
 	"                           127.0.0.1 + (i mod N), N sources for a relay\n"
-	"                           that spreads by source address (1..65536; 1)\n"
+	"                           that spreads by source address (1..65536; 1);\n"
+	"                           allocs: each new client from the next one\n"
 	"  --gso                    send runs of datagrams to one destination as UDP\n"
 	"                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
 	"                           modern stack would; receivers get them whole with\n"
@@ -84,6 +102,10 @@ struct load_opts {
 	double rate;
 	uint64_t duration, warmup, drain, timeout;
 	bool json, quiet, marks, churn, gso;
+	bool turn;                  /* --turn: through a TURN server */
+	union bench_sockaddr turn_addr;
+	const char *turn_secret, *turn_user;
+	uint64_t turn_timeout;
 };
 
 struct client {
@@ -98,13 +120,19 @@ struct client {
 	bool snap_any;
 	bool ready;        /* closed loop: in the ready queue */
 	bool used;         /* storm: has sent since its socket opened */
+	uint8_t retries;   /* allocs: challenges in a row */
+	uint64_t cycle_t0; /* allocs: when this Allocate began */
 };
 
 /* What one measurement window counted. */
 struct load_count {
 	uint64_t sent, received, misdelivered, bad, send_errors, refused, behind, timeouts;
 	uint64_t gaps, reordered; /* match: snapshots missing / out of order */
+	uint64_t deleted, challenges, errors; /* allocs: Refresh(0) done, 401/438, errors */
 };
+
+/* allocs: error answers by STUN code (300..699); [0] no code. */
+#define LOAD_CODES 700
 
 struct load {
 	struct load_opts o;
@@ -134,6 +162,15 @@ struct load {
 
 	struct load_count m; /* the measured window */
 	struct hist h;
+
+	/* --turn */
+	unsigned churn_port; /* allocs: the next source port to try */
+	unsigned churn_ip;   /* allocs: the next of --source-ips */
+	struct turnc_cred cred;
+	struct turnc *tc;  /* one per client */
+	uint64_t codes[LOAD_CODES];
+	uint64_t open_ns;  /* how long opening the allocations took */
+	uint8_t treq[TURNC_REQ_MAX];
 
 	/* progress line */
 	uint64_t next_progress;
@@ -166,7 +203,7 @@ static struct client *ready_pop(struct load *l)
 
 static int client_open(struct load *l, struct client *c)
 {
-	const union bench_sockaddr *t = &l->o.target;
+	const union bench_sockaddr *t = l->o.turn ? &l->o.turn_addr : &l->o.target;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = c->id };
 	int fd, err;
 
@@ -177,7 +214,30 @@ static int client_open(struct load *l, struct client *c)
 	if (l->o.clients <= 100)
 		bench_set_bufs(fd, l->o.clients == 1 ? 4 << 20 : 1 << 20);
 	gro_enable(fd);
-	if (l->o.source_port || l->o.source_ips) {
+	if (l->churn_port) {
+		union bench_sockaddr b;
+		int tries;
+
+		memset(&b, 0, sizeof(b));
+		b.sa.sa_family = t->sa.sa_family;
+		/* A new client from the next loopback address too: a server
+		 * that limits 401s per source IP sees many hosts. */
+		if (l->o.source_ips && t->sa.sa_family == AF_INET)
+			b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
+						     l->churn_ip++ % l->o.source_ips);
+		for (tries = 0; tries < 64; tries++) {
+			uint16_t port = (uint16_t)l->churn_port;
+
+			l->churn_port = port >= LOAD_CHURN_PORT_MAX ? LOAD_CHURN_PORT_MIN : port + 1;
+			b.in.sin_port = htons(port); /* sin6_port is at the same place */
+			if (bind(fd, &b.sa, bench_addr_len(&b)) == 0)
+				break;
+			if (errno != EADDRINUSE)
+				goto fail;
+		}
+		if (tries == 64)
+			goto fail;
+	} else if (l->o.source_port || l->o.source_ips) {
 		union bench_sockaddr b;
 		uint16_t port = l->o.source_port ? (uint16_t)(l->o.source_port + c->id) : 0;
 
@@ -252,6 +312,8 @@ static unsigned send_trains(struct load *l, int fd, unsigned k, int *err)
 	return off < k ? off + send_each(l, fd, off, k, err) : off;
 }
 
+static unsigned allocs_send(struct load *l, struct client *c, uint64_t now);
+
 /* Send up to k datagrams from c; returns how many left. */
 static unsigned send_from(struct load *l, struct client *c, unsigned k)
 {
@@ -259,11 +321,19 @@ static unsigned send_from(struct load *l, struct client *c, unsigned k)
 	unsigned n;
 	int err = 0;
 
+	if (l->o.model == LOAD_ALLOCS)
+		return allocs_send(l, c, now);
 	if (k > LOAD_BATCH)
 		k = LOAD_BATCH;
 	for (unsigned i = 0; i < k; i++) {
 		uint8_t *p = l->siov[i].iov_base;
 
+		/* --turn: the ChannelData header before our stamp (the channel
+		 * and length are the same every time, but cheap to write). */
+		if (l->o.turn) {
+			stun_chan_header(p, TURNC_CHANNEL, (uint16_t)l->o.size);
+			p += STUN_CHAN_HDR_LEN;
+		}
 		if (l->o.model == LOAD_STORM)
 			l->siov[i].iov_len = (size_t)snprintf(
 				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", l->o.id_base + c->id,
@@ -359,6 +429,28 @@ static void on_answer(struct load *l, struct client *c, const uint8_t *p, size_t
 	}
 }
 
+static void allocs_answer(struct load *l, struct client *c, const uint8_t *p, size_t n,
+			  uint64_t now);
+
+/* --turn: an answer is ChannelData from the peer, or (allocs) a STUN
+ * answer. */
+static void on_turn(struct load *l, struct client *c, const uint8_t *p, size_t n, uint64_t now)
+{
+	const uint8_t *data;
+	uint16_t ch;
+	size_t len;
+
+	if (l->o.model == LOAD_ALLOCS) {
+		allocs_answer(l, c, p, n, now);
+		return;
+	}
+	if (stun_chan_parse(p, n, &ch, &data, &len) != 0 || ch != TURNC_CHANNEL) {
+		l->m.bad++;
+		return;
+	}
+	on_answer(l, c, data, len, now);
+}
+
 static void drain_client(struct load *l, struct client *c)
 {
 	for (int b = 0; b < LOAD_TURN_BATCHES; b++) {
@@ -393,7 +485,10 @@ static void drain_client(struct load *l, struct client *c)
 			do {
 				size_t k = gro_segment(len, seg, off);
 
-				on_answer(l, c, p + off, k, now);
+				if (l->o.turn)
+					on_turn(l, c, p + off, k, now);
+				else
+					on_answer(l, c, p + off, k, now);
 				off += k;
 			} while (off < len);
 		}
@@ -444,6 +539,119 @@ static void scan_timeouts(struct load *l, uint64_t now)
 		c->win_base = c->seq;
 		ready_push(l, c);
 	}
+}
+
+/* allocs: the request just built in treq goes out; false when the kernel
+ * refused it (counted as a send error). */
+static bool allocs_put(struct load *l, struct client *c, size_t len, uint64_t now)
+{
+	c->progress = now;
+	if (len && send(c->fd, l->treq, len, MSG_DONTWAIT) == (ssize_t)len)
+		return true;
+	if (in_window(l, now))
+		l->m.send_errors++;
+	return false;
+}
+
+/* allocs: a client starts its next cycle as a new client would: from a new
+ * source port (a server may keep a deleted allocation's 5-tuple a while:
+ * coturn answers 437 there for a second), with a bare Allocate that draws
+ * the 401. */
+static unsigned allocs_send(struct load *l, struct client *c, uint64_t now)
+{
+	struct turnc *t = &l->tc[c->id];
+
+	if (c->used) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+		if (client_open(l, c) < 0) {
+			l->m.send_errors += in_window(l, now);
+			return 0;
+		}
+	}
+	c->used = true;
+	l->churn_port = l->churn_port ? l->churn_port : LOAD_CHURN_PORT_MIN;
+	turnc_forget(t);
+	c->retries = 0;
+	c->cycle_t0 = now;
+	if (!allocs_put(l, c, turnc_allocate(t, l->treq), now))
+		return 0;
+	l->m.sent += in_window(l, now);
+	return 1;
+}
+
+/* allocs: this client's cycle is over (done or failed); it may start
+ * another. */
+static void allocs_done(struct load *l, struct client *c)
+{
+	c->inflight = 0;
+	l->inflight--;
+	ready_push(l, c);
+}
+
+static void allocs_count_error(struct load *l, int code, uint64_t now)
+{
+	if (!in_window(l, now))
+		return;
+	l->m.errors++;
+	l->codes[code >= 300 && code < LOAD_CODES ? code : 0]++;
+}
+
+static void allocs_answer(struct load *l, struct client *c, const uint8_t *p, size_t n,
+			  uint64_t now)
+{
+	struct turnc *t = &l->tc[c->id];
+	char reason[64];
+	size_t len = 0;
+	int code;
+
+	if (c->inflight == 0)
+		return; /* a late answer after a timeout */
+	switch (turnc_answer(t, p, n, &code, reason, NULL)) {
+	case TURNC_IGNORE:
+		return;
+	case TURNC_BAD:
+		l->m.bad += in_window(l, now);
+		allocs_done(l, c);
+		return;
+	case TURNC_RETRY:
+		l->m.challenges += in_window(l, now);
+		if (++c->retries > 3) {
+			allocs_count_error(l, code, now);
+			allocs_done(l, c);
+			return;
+		}
+		len = t->method == STUN_ALLOCATE ? turnc_allocate(t, l->treq)
+						 : turnc_refresh(t, l->treq, 0);
+		break;
+	case TURNC_OK:
+		if (t->method == STUN_REFRESH) {
+			l->m.deleted += in_window(l, now);
+			allocs_done(l, c);
+			return;
+		}
+		if (in_window(l, now)) {
+			l->m.received++;
+			hist_add(&l->h, now - c->cycle_t0);
+			hist_add(&l->ih, now - c->cycle_t0);
+		}
+		c->retries = 0;
+		len = turnc_refresh(t, l->treq, 0);
+		break;
+	case TURNC_ERROR:
+		allocs_count_error(l, code, now);
+		/* 437: an allocation of ours is still there (a lost answer):
+		 * delete it, then go on. */
+		if (t->method != STUN_ALLOCATE || code != 437) {
+			allocs_done(l, c);
+			return;
+		}
+		len = turnc_refresh(t, l->treq, 0);
+		break;
+	}
+	if (!allocs_put(l, c, len, now))
+		allocs_done(l, c);
 }
 
 /* Storm: the next source, on a fresh port with --churn. */
@@ -626,6 +834,35 @@ static double us(uint64_t ns)
 	return (double)ns / 1e3;
 }
 
+/* allocs: Allocate + Refresh(0) cycles. */
+static void report_allocs(const struct load *l)
+{
+	const struct load_count *m = &l->m;
+	double secs = (double)l->o.duration / 1e9;
+	char a[BENCH_ADDR_STRLEN];
+
+	printf("etrelay-load: allocs against TURN server %s, %u in flight, %.2f s after "
+	       "%.2f s warm-up\n",
+	       bench_addr_str(&l->o.turn_addr.sa, a), l->o.clients, secs,
+	       (double)l->o.warmup / 1e9);
+	printf("  started     %llu Allocate\n  allocated   %llu (%.0f/s), deleted %llu, "
+	       "challenges %llu\n  latency     p50 %.1f us, p99 %.1f us, p99.9 %.1f us, "
+	       "max %.1f us\n",
+	       (unsigned long long)m->sent, (unsigned long long)m->received,
+	       (double)m->received / secs, (unsigned long long)m->deleted,
+	       (unsigned long long)m->challenges, us(hist_quantile(&l->h, 0.5)),
+	       us(hist_quantile(&l->h, 0.99)), us(hist_quantile(&l->h, 0.999)), us(l->h.max));
+	printf("  errors      %llu", (unsigned long long)m->errors);
+	for (unsigned i = 0; i < LOAD_CODES; i++)
+		if (l->codes[i] && i == 0)
+			printf(", %llu without a code", (unsigned long long)l->codes[i]);
+		else if (l->codes[i])
+			printf(", %llu x %u %s", (unsigned long long)l->codes[i], i,
+			       stun_reason((int)i));
+	printf("; bad %llu, send %llu, timeouts %llu\n", (unsigned long long)m->bad,
+	       (unsigned long long)m->send_errors, (unsigned long long)m->timeouts);
+}
+
 static void report(const struct load *l)
 {
 	const struct load_opts *o = &l->o;
@@ -678,7 +915,31 @@ static void report(const struct load *l)
 			       o->up_rate, (unsigned long long)m->gaps,
 			       (unsigned long long)m->reordered, (unsigned long long)up_top,
 			       (unsigned long long)up_seen, (unsigned long long)up_lost);
+		if (o->turn) {
+			char t[BENCH_ADDR_STRLEN];
+
+			printf(",\"turn\":\"%s\",\"turn_open_s\":%.6f",
+			       bench_addr_str(&o->turn_addr.sa, t), (double)l->open_ns / 1e9);
+		}
+		if (o->model == LOAD_ALLOCS) {
+			const char *sep = "";
+
+			printf(",\"allocations_per_s\":%.1f,\"deleted\":%llu,\"challenges\":%llu,"
+			       "\"errors\":%llu,\"error_codes\":{",
+			       (double)m->received / secs, (unsigned long long)m->deleted,
+			       (unsigned long long)m->challenges, (unsigned long long)m->errors);
+			for (unsigned i = 0; i < LOAD_CODES; i++)
+				if (l->codes[i]) {
+					printf("%s\"%u\":%llu", sep, i, (unsigned long long)l->codes[i]);
+					sep = ",";
+				}
+			printf("}");
+		}
 		printf("}\n");
+		return;
+	}
+	if (o->model == LOAD_ALLOCS) {
+		report_allocs(l);
 		return;
 	}
 	printf("etrelay-load: %s %s loop to %s, %u client%s", model_names[o->model],
@@ -720,11 +981,59 @@ static void report(const struct load *l)
 	       (unsigned long long)m->behind, (unsigned long long)m->timeouts);
 }
 
+/* --turn: credentials for every client and, but for allocs, its
+ * allocation with a channel to the peer, one client after the other. */
+static int turn_open(struct load *l)
+{
+	const struct load_opts *o = &l->o;
+	uint64_t t0 = bench_now();
+	char err[200], a[BENCH_ADDR_STRLEN];
+
+	if (turnc_cred_init(&l->cred, (const uint8_t *)o->turn_secret, strlen(o->turn_secret),
+			    o->turn_user, (uint64_t)time(NULL) + 86400) < 0) {
+		fprintf(stderr, "etrelay-load: --turn-user %s: too long\n", o->turn_user);
+		return -1;
+	}
+	l->tc = calloc(o->clients, sizeof(*l->tc));
+	if (!l->tc) {
+		fprintf(stderr, "etrelay-load: out of memory\n");
+		return -1;
+	}
+	for (unsigned i = 0; i < o->clients; i++) {
+		turnc_init(&l->tc[i], &l->cred, o->id_base + i);
+		if (o->model == LOAD_ALLOCS)
+			continue;
+		if (turnc_open(&l->tc[i], l->c[i].fd, TURNC_CHANNEL, &o->target, o->turn_timeout,
+			       NULL, err, sizeof(err)) < 0) {
+			fprintf(stderr, "etrelay-load: client %u: TURN server %s: %s\n", i,
+				bench_addr_str(&o->turn_addr.sa, a), err);
+			return -1;
+		}
+	}
+	l->open_ns = bench_now() - t0;
+	if (!o->quiet && o->model != LOAD_ALLOCS)
+		fprintf(stderr, "etrelay-load: %u allocation%s with a channel to %s in %.1f ms\n",
+			o->clients, o->clients == 1 ? "" : "s", bench_addr_str(&o->target.sa, a),
+			(double)l->open_ns / 1e6);
+	return 0;
+}
+
+/* --turn: give the allocations back (best effort: a server that does not
+ * answer is not asked again). */
+static void turn_close(struct load *l)
+{
+	if (!l->tc || l->o.model == LOAD_ALLOCS)
+		return;
+	for (unsigned i = 0; i < l->o.clients; i++)
+		if (l->c[i].fd < 0 || turnc_close(&l->tc[i], l->c[i].fd, 50 * BENCH_NS_PER_MS) < 0)
+			return;
+}
+
 static int setup(struct load *l)
 {
 	const struct load_opts *o = &l->o;
 	char a[BENCH_ADDR_STRLEN];
-	size_t sbuf = o->size > 64 ? o->size : 64;
+	size_t sbuf = (o->size > 64 ? o->size : 64) + (o->turn ? STUN_CHAN_HDR_LEN : 0);
 	int err;
 
 	err = bench_raise_nofile(o->clients + 64);
@@ -750,7 +1059,7 @@ static int setup(struct load *l)
 		l->sbuf[i] = (uint8_t)('a' + i % 26);
 	for (unsigned i = 0; i < LOAD_BATCH; i++) {
 		l->siov[i].iov_base = l->sbuf + i * sbuf;
-		l->siov[i].iov_len = o->size;
+		l->siov[i].iov_len = o->size + (o->turn ? STUN_CHAN_HDR_LEN : 0);
 		l->smsg[i].msg_hdr.msg_iov = &l->siov[i];
 		l->smsg[i].msg_hdr.msg_iovlen = 1;
 		l->riov[i].iov_base = l->rbuf + (size_t)i * LOAD_RBUF;
@@ -773,6 +1082,8 @@ static int setup(struct load *l)
 		if (o->mode == LOAD_CLOSED)
 			ready_push(l, c);
 	}
+	if (o->turn && turn_open(l) < 0)
+		return -EPROTO;
 	if (o->gso) {
 		l->gso = gso_supported();
 		if (!l->gso)
@@ -829,6 +1140,10 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		{ "source-ips", required_argument, NULL, 'S' },
 		{ "id-base", required_argument, NULL, 'I' },
 		{ "gso", no_argument, NULL, 'G' },
+		{ "turn", required_argument, NULL, 'X' },
+		{ "turn-secret", required_argument, NULL, 'K' },
+		{ "turn-user", required_argument, NULL, 'Y' },
+		{ "turn-timeout", required_argument, NULL, 'Z' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "marks", no_argument, NULL, 'M' },
@@ -849,6 +1164,8 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 	o->drain = 500 * BENCH_NS_PER_MS;
 	o->timeout = BENCH_NS_PER_SEC;
 	o->mode = LOAD_CLOSED;
+	o->turn_user = "load";
+	o->turn_timeout = BENCH_NS_PER_SEC;
 	while ((c = getopt_long(argc, argv, "t:c:s:w:g:r:fm:b:d:jqh", opts, NULL)) != -1) {
 		int bad = 0;
 
@@ -888,9 +1205,11 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 				o->model = LOAD_MATCH;
 			else if (strcmp(optarg, "storm") == 0)
 				o->model = LOAD_STORM;
+			else if (strcmp(optarg, "allocs") == 0)
+				o->model = LOAD_ALLOCS;
 			else {
-				fprintf(stderr, "etrelay-load: --model %s: want flat, match or "
-						"storm\n", optarg);
+				fprintf(stderr, "etrelay-load: --model %s: want flat, match, "
+						"storm or allocs\n", optarg);
 				return -1;
 			}
 			break;
@@ -928,6 +1247,23 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		case 'G':
 			o->gso = true;
 			break;
+		case 'X':
+			if (bench_parse_addr(optarg, &o->turn_addr) < 0) {
+				fprintf(stderr, "etrelay-load: --turn %s: want IP:PORT or "
+						"[IPv6]:PORT\n", optarg);
+				return -1;
+			}
+			o->turn = true;
+			break;
+		case 'K':
+			o->turn_secret = optarg;
+			break;
+		case 'Y':
+			o->turn_user = optarg;
+			break;
+		case 'Z':
+			bad = parse_dur_opt("turn-timeout", optarg, &o->turn_timeout);
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -947,8 +1283,33 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		if (bad)
 			return -1;
 	}
-	if (!have_target || optind != argc) {
+	if ((!have_target && o->model != LOAD_ALLOCS) || optind != argc) {
 		fputs(usage, stderr);
+		return -1;
+	}
+	if (o->turn && !o->turn_secret)
+		o->turn_secret = getenv("ETRELAY_TURN_SECRET");
+	if (o->turn && (!o->turn_secret || !*o->turn_secret)) {
+		fprintf(stderr, "etrelay-load: --turn needs a secret: --turn-secret or "
+				"ETRELAY_TURN_SECRET\n");
+		return -1;
+	}
+	if (o->model == LOAD_ALLOCS) {
+		if (!o->turn || o->mode != LOAD_CLOSED || have_window || o->gso) {
+			fprintf(stderr, "etrelay-load: --model allocs wants --turn and sets its "
+					"own pace (no --rate, --flood, --window, --gso)\n");
+			return -1;
+		}
+		if (!have_target)
+			o->target = o->turn_addr; /* for the report only */
+	}
+	if (o->turn && o->model == LOAD_STORM) {
+		fprintf(stderr, "etrelay-load: --turn: not with --model storm\n");
+		return -1;
+	}
+	if (o->turn && o->size > BENCH_MAX_DGRAM - STUN_CHAN_HDR_LEN) {
+		fprintf(stderr, "etrelay-load: --turn: --size at most %u (4 bytes go to the "
+				"ChannelData header)\n", BENCH_MAX_DGRAM - STUN_CHAN_HDR_LEN);
 		return -1;
 	}
 	if (o->duration == 0) {
@@ -965,8 +1326,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			o->id_base, o->clients, BENCH_ID_MAX);
 		return -1;
 	}
-	if (o->source_ips > 1 && (o->target.sa.sa_family != AF_INET ||
-				  (ntohl(o->target.in.sin_addr.s_addr) >> 24) != 127)) {
+	if (o->source_ips > 1 && ((o->turn ? &o->turn_addr : &o->target)->sa.sa_family != AF_INET ||
+				  (ntohl((o->turn ? &o->turn_addr : &o->target)->in.sin_addr.s_addr) >>
+				   24) != 127)) {
 		fprintf(stderr, "etrelay-load: --source-ips wants an IPv4 loopback target "
 				"(127.0.0.0/8)\n");
 		return -1;
@@ -1006,6 +1368,7 @@ static void load_free(struct load *l)
 	free(l->rq);
 	free(l->sbuf);
 	free(l->rbuf);
+	free(l->tc);
 	free(l);
 }
 
@@ -1029,6 +1392,7 @@ int main(int argc, char **argv)
 	}
 	run(l);
 	report(l);
+	turn_close(l);
 out:
 	load_free(l);
 	return rc;
