@@ -296,9 +296,14 @@ static size_t finish(struct turn_ctx *x, struct stun_builder *b, const struct st
 	size_t n;
 
 	if (key) {
+		/* The algorithms of the request (RFC 8489 9.2.4), in the order
+		 * of 14.5 and 14.6: only FINGERPRINT may follow
+		 * MESSAGE-INTEGRITY-SHA256, which a client that checks it
+		 * would otherwise find followed by MESSAGE-INTEGRITY. */
+		if (stun_has(m->mi) || !stun_has(m->mi256))
+			stun_add_integrity(b, key, TURN_KEY_LEN);
 		if (stun_has(m->mi256))
 			stun_add_integrity_sha256(b, key, TURN_KEY_LEN);
-		stun_add_integrity(b, key, TURN_KEY_LEN);
 	}
 	if (has_fingerprint(m))
 		stun_add_fingerprint(b);
@@ -794,13 +799,16 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 			answer_error(x, m, 400, au.key);
 			return;
 		}
-		if (peers[i].sa.sa_family != AF_INET) {
-			answer_error(x, m, 443, au.key);
-			return;
-		}
+		/* The policy before the family: a refused IPv6 form (::1,
+		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
+		 * as such, not merely a mismatch (443). */
 		if (!peer_ok(l, &peers[i], true)) {
 			STAT_ADD(l->stats.peer_rejected, 1);
 			answer_error(x, m, 403, au.key);
+			return;
+		}
+		if (peers[i].sa.sa_family != AF_INET) {
+			answer_error(x, m, 443, au.key);
 			return;
 		}
 	}
@@ -837,13 +845,13 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		answer_error(x, m, 400, au.key);
 		return;
 	}
-	if (peer.sa.sa_family != AF_INET) {
-		answer_error(x, m, 443, au.key);
-		return;
-	}
-	if (!peer_ok(l, &peer, false)) {
+	if (!peer_ok(l, &peer, false)) { /* before the family, as above */
 		STAT_ADD(l->stats.peer_rejected, 1);
 		answer_error(x, m, 403, au.key);
+		return;
+	}
+	if (peer.sa.sa_family != AF_INET) {
+		answer_error(x, m, 443, au.key);
 		return;
 	}
 	e = turn_alloc_bind(&l->t, idx, ch, &peer, x->now_ms);
