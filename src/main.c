@@ -61,9 +61,11 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	own = 16 + workers * (conf->nrelays + 4);
 	echo = workers * conf->prbe.nlisten;
 	/* A TURN allocation holds its relayed socket (max-allocations counts
-	 * across the workers), each worker a UDP and a TCP listener. */
+	 * across the workers), each worker a UDP and a TCP listener and up to
+	 * TURN_CONNS_MAX connections. */
 	for (unsigned i = 0; i < conf->nturn; i++)
-		echo += conf->turn[i].max_allocations + 2 * workers;
+		echo += conf->turn[i].max_allocations + 2 * workers +
+			(conf->turn[i].tcp_set ? workers * TURN_CONNS_MAX : 0);
 	/* The ops plane's connections come out of the same limit: a full
 	 * listener must not leave a session without its socket. */
 	ops = conf->ops_enabled ? OPS_FDS_MAX : 0;

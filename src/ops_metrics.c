@@ -502,6 +502,11 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	for (unsigned r = 0; r < TURN_DROPS; r++)
 		sample(f, "etrelay_turn_dropped_total",
 		       LABELS("listener", TNAME, "reason", turn_drop_name(r)), TSUM(dropped[r]));
+	family(f, "etrelay_turn_tcp_idle_closed_total", "counter",
+	       "TURN TCP connections closed after 30 s without an allocation.");
+	EACH_TURN
+	sample(f, "etrelay_turn_tcp_idle_closed_total", LABELS("listener", TNAME),
+	       TSUM(conns_idle));
 	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
 	EACH_TURN
 	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));

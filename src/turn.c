@@ -24,6 +24,10 @@
 #include "stats.h"
 #include "stun.h"
 
+/* The copy toward a client when a datagram cannot go as it came (a Data
+ * indication, or ChannelData without headroom): the largest message. */
+#define TURN_SCRATCH (STUN_HDR_LEN + 0xFFFF)
+
 /* Binds tried for one Allocate before it gets 508: a port someone else
  * holds is set aside (turn_alloc_port_unusable) and the next one tried. */
 #define TURN_BIND_TRIES 8
@@ -35,13 +39,15 @@
 /* Room for any answer the server builds (the largest: an Allocate success
  * with two addresses, lifetime, token, integrity and fingerprint). */
 #define TURN_ANSWER_MAX 512
-/* A TCP connection: the frame being read (a whole STUN message or
- * ChannelData, at most 20 + 65535 bytes), and what it may have queued to
- * send before its reads pause. */
+/* A TCP connection: the largest frame (a STUN message of 20 + 65535 bytes,
+ * or ChannelData with its padding), and what it may have queued to send
+ * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
 #define TURN_CONN_TX_MAX (256u << 10)
-/* TCP connections per listener and worker. */
-#define TURN_CONNS_MAX 4096
+/* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
+ * (looked for every TURN_CONN_SWEEP_MS). */
+#define TURN_CONN_IDLE_MS 30000ull
+#define TURN_CONN_SWEEP_MS 5000ull
 
 /* Shared state */
 
@@ -198,11 +204,12 @@ struct turn_conn {
 	bool used;    /* the slot is taken (closed ones until their last send) */
 	bool reading, closing;
 	union etr_sockaddr client;
-	uint8_t *rx; /* TURN_CONN_RX_MAX bytes while open */
-	size_t rxlen;
+	uint8_t *rx; /* a frame cut by a chunk's end: rxlen of its bytes */
+	size_t rxlen, rxcap;
 	struct turn_tx *tx_head, *tx_tail; /* queued; the head is with the loop */
 	size_t tx_bytes;
 	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
+	uint64_t since; /* ns: accepted, or its allocation ended */
 	uint32_t next_free;
 };
 
@@ -446,6 +453,9 @@ static void arm(struct turn_listener *l)
 	uint64_t ms = turn_alloc_next_deadline(&l->t);
 	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
 
+	/* While TCP connections are open, a look for idle ones. */
+	if (l->nopen && l->sweep_at < at)
+		at = l->sweep_at;
 	if (at == l->timer_at)
 		return;
 	l->timer_at = at;
@@ -468,8 +478,10 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 	}
 	l->relay_fd[idx] = -1;
 	l->relay_conn[idx] = 0;
-	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx)
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
+		l->conns[conn - 1].since = loop_now();
+	}
 	turn_alloc_remove(&l->t, idx);
 	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
 }
@@ -484,6 +496,20 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 	while ((idx = turn_alloc_expire(&l->t, now / NS_PER_MS)) != TURN_ALLOC_NONE) {
 		alloc_end(l, idx);
 		STAT_ADD(l->stats.expired, 1);
+	}
+	if (l->nopen && now >= l->sweep_at) {
+		/* A connection without an allocation for TURN_CONN_IDLE_MS is
+		 * closed: it would hold its fd and slot for good. */
+		for (uint32_t i = 0; i < l->nconns; i++) {
+			struct turn_conn *c = &l->conns[i];
+
+			if (c->fd >= 0 && c->alloc == TURN_ALLOC_NONE &&
+			    now - c->since >= TURN_CONN_IDLE_MS * NS_PER_MS) {
+				STAT_ADD(l->stats.conns_idle, 1);
+				conn_close(l, i);
+			}
+		}
+		l->sweep_at = now + TURN_CONN_SWEEP_MS * NS_PER_MS;
 	}
 	arm(l);
 }
@@ -1048,7 +1074,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	union etr_sockaddr peer;
 	struct turn_ctx x;
 	uint64_t now_ms = d->now / NS_PER_MS;
-	uint8_t buf[TURN_ANSWER_MAX + 1500];
+	uint8_t *buf = l->scratch;
 	uint16_t ch;
 	size_t n = d->len;
 
@@ -1079,7 +1105,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 					    endpoint_id(l->ep, l->slot_udp)) < 0)
 				goto fail;
 		} else {
-			size_t len = stun_chan_build(buf, sizeof(buf), ch, d->data, n, false);
+			size_t len = stun_chan_build(buf, TURN_SCRATCH, ch, d->data, n, false);
 
 			if (!len || !to_client(&x, buf, len))
 				goto fail;
@@ -1094,7 +1120,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		 * the payload, where a GRO train's next datagram may be). */
 		memcpy(tid, &r, 8);
 		memcpy(tid + 8, &idx, 4);
-		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_DATA, STUN_INDICATION), tid);
+		stun_build_begin(&b, buf, TURN_SCRATCH, stun_type(STUN_DATA, STUN_INDICATION), tid);
 		stun_add_xor_addr(&b, STUN_A_XOR_PEER_ADDRESS, &peer);
 		stun_add_attr(&b, STUN_A_DATA, d->data, n);
 		len = stun_build_finish(&b);
@@ -1152,11 +1178,13 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		arm(l);
 	}
 	c->closing = true;
+	l->nopen--;
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
 	c->fd = -1;
 	free(c->rx);
 	c->rx = NULL;
+	c->rxcap = c->rxlen = 0;
 	/* Only the head of the queue is with the loop; it gets its on_sent
 	 * after del_socket, and the slot is freed then (its buffer must
 	 * outlive the send). */
@@ -1189,11 +1217,8 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	i = l->conn_free;
 	c = &l->conns[i];
 	c->tx_head = c->tx_tail = NULL;
-	c->rx = malloc(TURN_CONN_RX_MAX);
-	if (!c->rx) {
-		close(fd);
-		return;
-	}
+	c->rx = NULL;
+	c->rxcap = 0;
 	l->conn_free = c->next_free;
 	c->used = true;
 	c->fd = fd;
@@ -1202,50 +1227,110 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	c->tx_bytes = 0;
 	c->reading = c->closing = false;
 	c->alloc = TURN_ALLOC_NONE;
+	c->since = loop_now();
+	if (l->nopen++ == 0) {
+		l->sweep_at = c->since + TURN_CONN_SWEEP_MS * NS_PER_MS;
+		arm(l);
+	}
 	conn_read(l, i);
 }
 
+/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX). */
+static bool conn_room(struct turn_conn *c, size_t need)
+{
+	uint8_t *p;
+
+	if (need <= c->rxcap)
+		return true;
+	if (need > TURN_CONN_RX_MAX)
+		return false;
+	if (need < 512)
+		need = 512;
+	p = realloc(c->rx, need);
+	if (!p)
+		return false;
+	c->rx = p;
+	c->rxcap = need;
+	return true;
+}
+
+static void conn_frame(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n,
+		       uint64_t now)
+{
+	struct turn_ctx x;
+
+	x.client = l->conns[i].client;
+	ctx_init(&x, l, now, i + 1);
+	on_message(&x, p, n, NULL);
+}
+
+/* Bytes of a TCP connection: whole frames are handled where they lie in
+ * the chunk; only a frame cut by the chunk's end is copied, into a buffer
+ * of its size (an idle connection holds none). */
 static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 {
 	struct turn_listener *l = obj;
 	uint32_t i;
 	struct turn_conn *c = conn_deref(l, ref, &i);
-	size_t off = 0;
+	const uint8_t *p = d->data;
+	size_t n = d->len;
+	int flen;
 
 	if (!c || c->fd < 0)
 		return;
 	c->reading = false;
-	if (d->len == 0) {
+	if (n == 0) {
 		conn_close(l, i);
 		return;
 	}
-	if (c->rxlen + d->len > TURN_CONN_RX_MAX) {
-		conn_close(l, i);
-		return;
-	}
-	memcpy(c->rx + c->rxlen, d->data, d->len);
-	c->rxlen += d->len;
-	while (c->fd >= 0) {
-		int flen = stun_frame_len(c->rx + off, c->rxlen - off);
-		struct turn_ctx x;
+	/* First the frame the last chunk began. */
+	while (c->rxlen && n) {
+		size_t want, take;
 
-		if (flen < 0) {
-			STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+		flen = stun_frame_len(c->rx, c->rxlen);
+		if (flen < 0)
+			goto garbage;
+		want = flen ? (size_t)flen : 4;
+		take = want - c->rxlen < n ? want - c->rxlen : n;
+		if (!conn_room(c, want)) {
 			conn_close(l, i);
 			return;
 		}
-		if (flen == 0 || (size_t)flen > c->rxlen - off)
-			break;
-		x.client = c->client;
-		ctx_init(&x, l, d->now, i + 1);
-		on_message(&x, c->rx + off, (size_t)flen, NULL);
-		off += (size_t)flen;
+		memcpy(c->rx + c->rxlen, p, take);
+		c->rxlen += take;
+		p += take;
+		n -= take;
+		if (flen && c->rxlen == (size_t)flen) {
+			c->rxlen = 0;
+			conn_frame(l, i, c->rx, (size_t)flen, d->now);
+			if (c->fd < 0)
+				return;
+		}
 	}
-	if (c->fd < 0)
-		return;
-	memmove(c->rx, c->rx + off, c->rxlen - off);
-	c->rxlen -= off;
+	while (n) {
+		flen = stun_frame_len(p, n);
+		if (flen < 0)
+			goto garbage;
+		if (flen == 0 || (size_t)flen > n) {
+			if (!conn_room(c, flen ? (size_t)flen : 4)) {
+				conn_close(l, i);
+				return;
+			}
+			memcpy(c->rx, p, n);
+			c->rxlen = n;
+			break;
+		}
+		conn_frame(l, i, p, (size_t)flen, d->now);
+		if (c->fd < 0)
+			return;
+		p += flen;
+		n -= (size_t)flen;
+	}
 	conn_read(l, i);
+	return;
+garbage:
+	STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+	conn_close(l, i);
 }
 
 static void conn_sent(void *obj, uint32_t ref, int res)
@@ -1352,9 +1437,10 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		log_warnx("turn %s: allocation table: %s", c->name, strerror(-err));
 		return -1;
 	}
+	l->scratch = malloc(TURN_SCRATCH);
 	l->relay_fd = malloc(cap * sizeof(*l->relay_fd));
 	l->relay_conn = calloc(cap, sizeof(*l->relay_conn));
-	if (!l->relay_fd || !l->relay_conn) {
+	if (!l->relay_fd || !l->relay_conn || !l->scratch) {
 		log_warnx("turn %s: out of memory", c->name);
 		return -1;
 	}
@@ -1488,6 +1574,8 @@ void turn_listener_free(struct turn_listener *l)
 			close(l->relay_fd[i]);
 	free(l->relay_fd);
 	free(l->relay_conn);
+	free(l->scratch);
+	l->scratch = NULL;
 	l->relay_fd = NULL;
 	l->relay_conn = NULL;
 	if (l->t.a)

@@ -78,7 +78,11 @@ struct turn_stats {
 	_Atomic uint64_t dgrams_to_peer, dgrams_to_client;
 	_Atomic uint64_t bindings; /* Binding requests answered */
 	_Atomic uint64_t expired;  /* allocations ended by their lifetime */
+	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 };
+
+/* TCP connections per listener and worker (tcp-listen). */
+#define TURN_CONNS_MAX 4096
 
 /* Sources tracked for the 401 rate, per listener and worker. */
 #define TURN_RL_ENTRIES 4096
@@ -166,10 +170,13 @@ struct turn_listener {
 	unsigned slot_udp, slot_relay, slot_tcp, slot_conn;
 	bool attached;
 	struct turn_alloc_table t;
+	uint8_t *scratch;	 /* a message built by copy (turn.c) */
 	int *relay_fd;		 /* per allocation index, -1: none */
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
+	uint32_t nopen;	   /* connections open */
+	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
 	struct rl_table rl401;

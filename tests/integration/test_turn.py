@@ -4,9 +4,10 @@
 (UDP and TCP, loopback peers allowed, ETRELAY_TURN_SECRET and _NEXT):
 turnutils_stunclient gets its reflexive address (Binding); turnutils_uclient
 against turnutils_peer over UDP with ChannelData, with Send indications
-(-s), with padded ChannelData (-D), over TCP (-t, and -t -s), with four
-clients (-m 4), client to client (-y, no peer), with the NEXT secret: every
-message comes back (tot_recv_msgs and "Total lost packets 0": uclient
+(-s, and 3000-byte ones), with padded ChannelData (-D), over TCP (-t, and -t -s; and two
+Bindings sent a byte per write), with four clients (-m 4), client to
+client (-y, no peer), with the NEXT secret: every message comes back
+(tot_recv_msgs and "Total lost packets 0": uclient
 exits 0 even on total loss). A wrong secret never completes an allocation
 and is counted as an auth failure. A second relay without
 --turn-allow-peer refuses the loopback peer with 403 (counted). /metrics
@@ -17,7 +18,10 @@ drain), /readyz is 503, and the process leaves at the timeout; SIGTERM with
 no allocation leaves at once. Rotation: secrets from _FILE files, NEXT
 refused until SIGHUP reads it, then both accepted; a bad file on SIGHUP
 keeps them. Limits: 508 past max-allocations (cap), 486 past user-quota
-(quota); an allocation left alone ends at max-lifetime (expired)."""
+(quota); an allocation left alone ends at max-lifetime (expired). A
+hand-made client (turnutil.StunClient) for 420, 401 to an expired
+credential, 438, 442, 440, retransmission, 437, 441, MI-SHA256 and
+strict-expiry."""
 
 import os
 import shutil
@@ -62,6 +66,8 @@ def test(ctx):
         "udp": lambda: T.uclient(port, "u1", peer_port=peer.port),
         "send": lambda: T.uclient(port, "u2", peer_port=peer.port, opts=["-s"]),
         "padded": lambda: T.uclient(port, "u3", peer_port=peer.port, opts=["-D"]),
+        # Data indications larger than a frame: built by copy, whole.
+        "big": lambda: T.uclient(port, "u11", peer_port=peer.port, opts=["-s"], length=3000),
         "tcp": lambda: T.uclient(port, "u4", peer_port=peer.port, opts=["-t"]),
         "tcp_send": lambda: T.uclient(port, "u5", peer_port=peer.port, opts=["-t", "-s"]),
         "many": lambda: T.uclient(port, "u6", peer_port=peer.port, m=4),
@@ -75,13 +81,15 @@ def test(ctx):
     names = list(jobs)
     res = dict(zip(names, T.parallel([jobs[k] for k in names])))
 
-    want = {"udp": 10, "send": 10, "padded": 10, "tcp": 10, "tcp_send": 10, "many": 40,
+    want = {"udp": 10, "send": 10, "big": 10, "padded": 10, "tcp": 10, "tcp_send": 10, "many": 40,
             "c2c": 20, "next": 10}
     for k, n in want.items():
         H.check(res[k].ok(n), f"{k}: not every message came back: {res[k]!r}")
     rc, out = res["binding"]
     H.check(rc == 0 and "UDP reflexive addr: 127.0.0.1:" in out, f"binding: rc {rc}: {out}")
-    H.check(res["wrong"].recv_msgs() in (None, 0) and
+    # Over TCP, frames cut anywhere: two Bindings a byte at a time.
+    H.expect_eq(T.tcp_bindings_bytewise(port), 2, "Binding answers over TCP, sent bytewise")
+    H.check(res["wrong"].rc == 255 and res["wrong"].recv_msgs() in (None, 0) and
             "Cannot complete Allocation" in res["wrong"].out,
             f"a wrong secret got an allocation: {res['wrong']!r}")
     H.check("error 403" in res["refused"].out,
@@ -121,7 +129,7 @@ def test(ctx):
 
     # The rest at once: each part has a relay of its own.
     T.parallel([lambda: drain_part(ctx, peer), lambda: rotation_part(ctx, peer),
-                lambda: limits_part(ctx, peer)])
+                lambda: limits_part(ctx, peer), lambda: protocol_part(ctx)])
 
 
 def drain_part(ctx, peer):
@@ -207,7 +215,9 @@ def limits_part(ctx, peer):
     ops = [H.free_tcp_port() for _ in range(3)]
     ports = [H.free_udp_port() for _ in range(3)]
     common = ["--turn-allow-peer", "127.0.0.1/32"]
-    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41801",
+    # Ten ports, five of them even (uclient asks for EVEN-PORT), two
+    # allocations: the cap is what refuses.
+    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41809",
                            "--turn-max-allocations", "2", "--ops-listen", f"127.0.0.1:{ops[0]}",
                            tcp=False)
     quota = T.start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
@@ -237,6 +247,91 @@ def limits_part(ctx, peer):
                 value(s, "etrelay_turn_allocations_expired_total") >= 1)
 
     H.wait_until(expired, 6 * H.SLOW, "the allocations to expire at max-lifetime 2s")
+
+
+def protocol_part(ctx):
+    """What coturn's clients never send, by a hand-made client: 420 for an
+    unknown comprehension-required attribute, 401 for an expired
+    credential's Allocate, 438 for a nonce not ours, 442 and 440, a
+    retransmitted Allocate answered with the same bytes, 437 for a second
+    one, 441 for another user, MESSAGE-INTEGRITY-SHA256 answered in kind, a
+    credential that expires under a live allocation (it refreshes on,
+    without strict-expiry; with it, the allocation ends at the expiry)."""
+    ops, ops_s = H.free_tcp_port(), H.free_tcp_port()
+    port, port_s = H.free_udp_port(), H.free_udp_port()
+    T.start_relay(ctx, port, "--turn-ports", "41900-41909", "--turn-max-allocations", "10",
+                  "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
+    T.start_relay(ctx, port_s, "--turn-ports", "41910-41919", "--turn-max-allocations", "10",
+                  "--turn-strict-expiry", "yes", "--ops-listen", f"127.0.0.1:{ops_s}", tcp=False)
+    transport = T.u32(T.A_TRANSPORT, 17 << 24)
+
+    c = T.StunClient(port)
+    _, (cls, _, _, a) = c.request(T.ALLOCATE, [transport, T.attr(0x0031, b"\0" * 4)])
+    H.expect_eq((cls, T.error_code(a)), (T.ERROR, 420), "unknown required attribute")
+    H.check(a[T.A_UNKNOWN][0][:2] == b"\x00\x31", f"UNKNOWN-ATTRIBUTES: {a!r}")
+    realm, nonce = c.challenge()
+
+    def sign(user, pw, attrs, tid=None, sha256=False, client=c, method=T.ALLOCATE, n=nonce):
+        key = T.longterm_key(user, pw, realm.decode())
+        return client.request(method, attrs + T.signed(user, realm, n), key=key, sha256=sha256,
+                              tid=tid)
+
+    def answer(r):
+        _, (cls, _, _, a) = r
+        return (cls, T.error_code(a))
+
+    old = T.rest_credentials(T.SECRET, "late", lifetime=-10)
+    H.expect_eq(answer(sign(*old, [transport])), (T.ERROR, 401), "an expired credential")
+    good = T.rest_credentials(T.SECRET, "p1", lifetime=2)
+    H.expect_eq(answer(sign(*good, [transport], n=b"x" * 48)), (T.ERROR, 438), "a bad nonce")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_TRANSPORT, 6 << 24)])), (T.ERROR, 442),
+                "REQUESTED-TRANSPORT TCP")
+    H.expect_eq(answer(sign(*good, [transport, T.u32(T.A_FAMILY, 2 << 24)])), (T.ERROR, 440),
+                "REQUESTED-ADDRESS-FAMILY IPv6")
+    tid = os.urandom(12)
+    first = sign(*good, [transport], tid=tid)
+    H.expect_eq(answer(first), (T.SUCCESS, None), "Allocate")
+    again = sign(*good, [transport], tid=tid)
+    H.expect_eq(again[0], first[0], "the answer to a retransmitted Allocate")
+    H.expect_eq(answer(sign(*good, [transport])), (T.ERROR, 437), "a second Allocate")
+    other = T.rest_credentials(T.SECRET, "p2")
+    H.expect_eq(answer(sign(*other, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.ERROR, 441), "Refresh by another user")
+    r = sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH, sha256=True)
+    H.expect_eq(answer(r), (T.SUCCESS, None), "Refresh with MESSAGE-INTEGRITY-SHA256")
+    H.check(T.A_MI256 in r[1][3], "the answer to an MI-SHA256 request has no MI-SHA256")
+
+    s = T.StunClient(port_s)
+    realm_s, nonce_s = s.challenge()
+    strict = T.rest_credentials(T.SECRET, "p3", lifetime=2)
+    key_s = T.longterm_key(*strict, realm_s.decode())
+    _, (cls, _, _, a) = s.request(T.ALLOCATE, [transport] + T.signed(strict[0], realm_s, nonce_s),
+                                  key=key_s)
+    H.expect_eq(cls, T.SUCCESS, "Allocate under strict-expiry")
+    life = int.from_bytes(a[T.A_LIFETIME][0], "big")
+    H.check(1 <= life <= 3, f"strict-expiry granted {life} s to a credential with 2 s left")
+
+    time.sleep(3.2)  # both credentials expired
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.SUCCESS, None), "Refresh with an expired credential, no strict-expiry")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 0)], method=T.REFRESH)),
+                (T.SUCCESS, None), "Refresh 0")
+    H.expect_eq(answer(sign(*good, [T.u32(T.A_LIFETIME, 600)], method=T.REFRESH)),
+                (T.ERROR, 437), "Refresh after Refresh 0")
+    _, sm = metrics(ops)
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="expired") >= 1,
+            "the expired credential's Allocate was not counted")
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="stale_nonce") >= 1,
+            "the bad nonce was not counted")
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="wrong_user") >= 1,
+            "the other user was not counted")
+
+    def strict_over():
+        _, m = metrics(ops_s)
+        return (value(m, "etrelay_turn_allocations_active") == 0 and
+                value(m, "etrelay_turn_allocations_expired_total") == 1)
+
+    H.wait_until(strict_over, 3 * H.SLOW, "the strict allocation to end at its expiry")
 
 
 def drain_port(relay):

@@ -157,3 +157,153 @@ def parallel(jobs):
     if errs:
         raise errs[0]
     return out
+
+
+# --------------------------------------------------------------------------
+# A hand-made STUN client, for what coturn's clients never send (expired
+# credentials, unknown attributes, MESSAGE-INTEGRITY-SHA256...).
+
+COOKIE = 0x2112A442
+ALLOCATE, REFRESH, CREATE_PERMISSION, CHANNEL_BIND, BINDING = 0x003, 0x004, 0x008, 0x009, 0x001
+REQUEST, SUCCESS, ERROR = 0, 2, 3
+A_USERNAME, A_MI, A_ERROR, A_UNKNOWN = 0x0006, 0x0008, 0x0009, 0x000A
+A_LIFETIME, A_PEER, A_REALM, A_NONCE = 0x000D, 0x0012, 0x0014, 0x0015
+A_RELAYED, A_FAMILY, A_TRANSPORT, A_MI256 = 0x0016, 0x0017, 0x0019, 0x001C
+A_MAPPED, A_FINGERPRINT = 0x0020, 0x8028
+
+
+def stun_type(method, cls):
+    return (((method & 0xF80) << 2) | ((method & 0x070) << 1) | (method & 0x00F)
+            | ((cls & 2) << 7) | ((cls & 1) << 4))
+
+
+def attr(t, v):
+    import struct
+    return struct.pack("!HH", t, len(v)) + v + b"\0" * (-len(v) % 4)
+
+
+def u32(t, v):
+    import struct
+    return attr(t, struct.pack("!I", v))
+
+
+def message(method, tid, attrs, key=None, sha256=False, fingerprint=True, cls=REQUEST):
+    """A STUN message; key signs it (MESSAGE-INTEGRITY, or -SHA256)."""
+    import struct
+    import zlib
+    t = stun_type(method, cls)
+    body = b"".join(attrs)
+    if key is not None:
+        n = 36 if sha256 else 24
+        hdr = struct.pack("!HHI", t, len(body) + n, COOKIE) + tid
+        mac = hmac.new(key, hdr + body, hashlib.sha256 if sha256 else hashlib.sha1).digest()
+        body += attr(A_MI256 if sha256 else A_MI, mac)
+    if fingerprint:
+        hdr = struct.pack("!HHI", t, len(body) + 8, COOKIE) + tid
+        crc = (zlib.crc32(hdr + body) ^ 0x5354554E) & 0xFFFFFFFF
+        body += u32(A_FINGERPRINT, crc)
+    return struct.pack("!HHI", t, len(body), COOKIE) + tid + body
+
+
+def parse(data):
+    """(class, method, tid, {type: [values]}) of a STUN message."""
+    import struct
+    t, n, _ = struct.unpack("!HHI", data[:8])
+    cls = ((t >> 7) & 2) | ((t >> 4) & 1)
+    method = (t & 0x00F) | ((t >> 1) & 0x070) | ((t >> 2) & 0xF80)
+    attrs, off = {}, 20
+    while off + 4 <= 20 + n:
+        at, alen = struct.unpack("!HH", data[off:off + 4])
+        attrs.setdefault(at, []).append(data[off + 4:off + 4 + alen])
+        off += 4 + alen + (-alen % 4)
+    return cls, method, data[8:20], attrs
+
+
+def error_code(attrs):
+    v = attrs.get(A_ERROR, [b""])[0]
+    return v[2] * 100 + v[3] if len(v) >= 4 else None
+
+
+def xor_peer(ip, port):
+    """XOR-PEER-ADDRESS of an IPv4 peer."""
+    import socket
+    import struct
+    a = struct.unpack("!I", socket.inet_aton(ip))[0] ^ COOKIE
+    return attr(A_PEER, struct.pack("!BBHI", 0, 1, port ^ (COOKIE >> 16), a))
+
+
+def longterm_key(user, password, realm="etrelay"):
+    return hashlib.md5(f"{user}:{realm}:{password}".encode()).digest()
+
+
+class StunClient:
+    """One UDP 5-tuple to a TURN listener."""
+
+    def __init__(self, port, timeout=1.0):
+        import socket
+        self.addr = ("127.0.0.1", port)
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.s.bind(("127.0.0.1", 0))
+        self.s.settimeout(timeout)
+        H._register(self)
+
+    def close(self):
+        self.s.close()
+
+    def send_raw(self, data, tries=3):
+        """Send data and wait for the answer with its transaction ID (raw
+        bytes), resending up to tries times; None when none came."""
+        import socket
+        for _ in range(tries):
+            self.s.sendto(data, self.addr)
+            deadline = time.monotonic() + self.s.gettimeout()
+            while time.monotonic() < deadline:
+                try:
+                    got, _ = self.s.recvfrom(65536)
+                except socket.timeout:
+                    break
+                if got[8:20] == data[8:20]:
+                    return got
+        return None
+
+    def request(self, method, attrs, key=None, sha256=False, tid=None):
+        """(raw answer, parsed answer) of a request."""
+        tid = tid or os.urandom(12)
+        raw = self.send_raw(message(method, tid, attrs, key=key, sha256=sha256))
+        H.check(raw is not None, f"no answer to method {method:#x}")
+        return raw, parse(raw)
+
+    def challenge(self):
+        """REALM and NONCE from an unauthenticated Allocate's 401."""
+        _, (cls, _, _, a) = self.request(ALLOCATE, [u32(A_TRANSPORT, 17 << 24)])
+        H.expect_eq((cls, error_code(a)), (ERROR, 401), "answer to an unsigned Allocate")
+        return a[A_REALM][0], a[A_NONCE][0]
+
+
+def signed(user, realm, nonce):
+    """The USERNAME, REALM and NONCE attributes of a signed request."""
+    return [attr(A_USERNAME, user.encode()), attr(A_REALM, realm), attr(A_NONCE, nonce)]
+
+
+def tcp_bindings_bytewise(port, n=2, gap=0.002):
+    """n Binding requests over one TCP connection, sent a byte per write:
+    how many answers (by transaction ID) came back."""
+    import socket
+    import struct
+    tids = [os.urandom(12) for _ in range(n)]
+    data = b"".join(struct.pack("!HHI", 0x0001, 0, COOKIE) + t for t in tids)
+    got = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        for b in data:
+            s.send(bytes([b]))
+            time.sleep(gap)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and sum(got.count(t) for t in tids) < n:
+            try:
+                d = s.recv(4096)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            got += d
+    return sum(got.count(t) for t in tids)
