@@ -34,8 +34,6 @@
 /* The default lifetime and the least granted (RFC 8656 7.2), unless
  * max-lifetime is lower. */
 #define TURN_LIFETIME_DEFAULT 600u
-/* Nonces live this long (seconds); then 438 and a fresh one. */
-#define TURN_NONCE_LIFETIME 3600u
 /* Room for any answer the server builds (the largest: an Allocate success
  * with two addresses, lifetime, token, integrity and fingerprint). */
 #define TURN_ANSWER_MAX 512
@@ -393,7 +391,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct tur
 	}
 	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
 			      (const char *)stun_attr_ptr(m, m->nonce), m->nonce.len,
-			      x->now / NS_PER_SEC, TURN_NONCE_LIFETIME);
+			      x->now / NS_PER_SEC,
+			      (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
 	if (nr != TURN_NONCE_OK) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_STALE_NONCE], 1);
 		answer_error(x, m, 438, NULL);

@@ -14,8 +14,9 @@ another user on an allocation (441), a nonce that is not this client's
 listing it), MESSAGE-INTEGRITY-SHA256 alone, REQUESTED-TRANSPORT TCP (442),
 IPv6 family (440), a second Allocate on a 5-tuple (437), a retransmitted
 Allocate, Refresh 0 then Refresh (437), ChannelBind conflicts and range,
-every refused peer form (403), the allow/deny/own order, and REST
-credential expiry with and without turn-strict-expiry. Each case checks
+every refused peer form (403), the allow/deny/own order, REST credential
+expiry with and without turn-strict-expiry, and stale nonces (438) with
+turn-nonce-lifetime 1s. Each case checks
 the answer and the counter in /metrics that should move."""
 
 import base64
@@ -200,7 +201,7 @@ def run(ctx):
     t = Turn(ctx, "--turn-user-quota", "2", "--turn-allow-peer", "127.0.0.2/31",
              "--turn-deny-peer", "127.0.0.3/32", "--turn-deny-peer", "8.8.8.0/24",
              "--drain-timeout", "30s")
-    strict = Turn(ctx, "--turn-strict-expiry", "yes")
+    strict = Turn(ctx, "--turn-strict-expiry", "yes", "--turn-nonce-lifetime", "1s")
     TA = lambda n: {"t": "REQUESTED-TRANSPORT", "u32": n}  # noqa: E731
     udp = TA(UDP_TRANSPORT)
 
@@ -217,7 +218,10 @@ def run(ctx):
     h.expect_eq(res.get("cls"), "success", f"strict: Allocate: {res}")
     h.check(res.get("lifetime", 999) <= 3,
             f"strict: lifetime {res.get('lifetime')} s goes past the credential's 2 s")
-    sd.check("strict: an Allocate", allocations_total=1)
+    user_nx = credential("nx")
+    res = raw(a, strict, "nx", "ALLOCATE", udp, auth=user_nx)
+    h.expect_eq(res.get("cls"), "success", f"nonce-lifetime 1s: Allocate: {res}")
+    sd.check("strict: Allocates", allocations_total=2)
     t_expiry = time.time() + 2
 
     # aioice allocations over UDP and TCP relayed to a UDP peer, closed.
@@ -285,9 +289,8 @@ def run(ctx):
     d.check("wrong user", **{"auth_failures_total:wrong_user": 1})
 
     # A nonce that is not this client's (the one socket b was given): 438
-    # with a fresh NONCE, which then works. (The nonce's lifetime is an
-    # hour, fixed, and its MAC key is the process's: a stale one cannot be
-    # made in a test; see the report.)
+    # with a fresh NONCE, which then works. (A stale one: below, with
+    # --turn-nonce-lifetime 1s.)
     old = raw(a, t, "m", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_m)
     h.expect_eq(old.get("cls"), "success", f"Refresh: {old}")
     res = raw(a, t, "m", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_m, nonce_of="b")
@@ -382,12 +385,22 @@ def run(ctx):
     res = raw(a, t, "e2", "ALLOCATE", udp, auth=exp_cred)
     h.expect_eq(code_of(res, "expired"), 401, f"Allocate with an expired credential: {res}")
     d.check("expired credential", **{"auth_failures_total:expired": 1})
-    h.wait_until(lambda: strict.value("allocations_active") == 0, 3 * h.SLOW,
+    h.wait_until(lambda: strict.value("allocations_active") == 1, 3 * h.SLOW,
                  "strict: the allocation ended at its credential's expiry")
+    # The nonces of the strict listener (nonce-lifetime 1s) are stale by
+    # now: 438 with a fresh NONCE, then the request goes through.
+    res = raw(a, strict, "x", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=strict_cred)
+    h.expect_eq(code_of(res, "stale"), 438, f"strict: Refresh with a stale nonce: {res}")
+    h.check(res.get("nonce") and "REALM" in res["attrs"], f"438 without NONCE and REALM: {res}")
     res = raw(a, strict, "x", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=strict_cred)
     h.check(res.get("code") in (401, 437), f"strict: Refresh after expiry: {res}")
-    sd.check("strict expiry", allocations_expired_total=1,
-             **{"auth_failures_total:expired": lambda n: n <= 1})
+    res = raw(a, strict, "nx", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_nx)
+    h.expect_eq(code_of(res, "stale"), 438, f"Refresh with a stale nonce: {res}")
+    res = raw(a, strict, "nx", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_nx)
+    h.expect_eq(res.get("cls"), "success", f"Refresh with the 438's fresh nonce: {res}")
+    sd.check("strict expiry, stale nonces", allocations_expired_total=1,
+             **{"auth_failures_total:expired": lambda n: n <= 1,
+                "auth_failures_total:stale_nonce": 2})
 
     # Drain to zero: the hand-made allocations go, one aioice allocation
     # stays and keeps relaying and refreshing while Allocate gets 403.
