@@ -790,17 +790,22 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
 {
 	const struct turn_conf *c = l->sh->conf;
+	enum turn_peer_why why = turn_peer_check(&l->sh->policy, peer, ip_only);
 
+	/* deny-peer wins over the own addresses too; and an own address on
+	 * another port is refused, even where the policy alone (a global
+	 * public-ip) would let it through. */
+	if (why == TURN_PEER_DENIED)
+		return false;
 	if (peer->sa.sa_family == AF_INET &&
 	    (peer->in.sin_addr.s_addr == c->relay_addr.in.sin_addr.s_addr ||
 	     (c->public_ip.sa.sa_family == AF_INET &&
 	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
 		uint16_t port = ntohs(peer->in.sin_port);
 
-		if (ip_only || (port >= c->port_min && port <= c->port_max))
-			return true;
+		return ip_only || (port >= c->port_min && port <= c->port_max);
 	}
-	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
+	return turn_peer_ok(why);
 }
 
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)

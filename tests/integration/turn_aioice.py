@@ -156,7 +156,8 @@ class Helper:
         """A hand-made request. auth: [user, password] (a first unsigned try
         fetches realm and nonce when the socket has none yet); mac: sha1,
         sha256, bad or none; nonce_of: sign with another socket's nonce;
-        tid: hex; repeat: send the same bytes that many times."""
+        tid: hex; repeat: send the same bytes that many times; retry_stale:
+        after a 438, once more with its nonce."""
         if r["sock"] not in self.socks:
             self.socks[r["sock"]] = Sock(tuple(r["server"]))
         s = self.socks[r["sock"]]
@@ -187,6 +188,8 @@ class Helper:
         out["same"] = all(x == raw[0] for x in raw)
         if out["code"] in (401, 438) and "nonce" in out:
             s.realm, s.nonce = out.get("realm", s.realm), out["nonce"]
+            if out["code"] == 438 and r.get("retry_stale"):
+                return self.op_raw(dict(r, retry_stale=False, tid=None))
         return out
 
     async def run(self):
