@@ -25,6 +25,7 @@ import hmac
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -266,6 +267,14 @@ def run(ctx):
         "relayed_datagrams_total:to_peer": 6, "relayed_datagrams_total:to_client": 6,
         "relayed_bytes_total:to_peer": lambda n: n >= 6 * 5,
         "relayed_bytes_total:to_client": lambda n: n >= 6 * 10})
+
+    # The names these checks read are promtool-clean.
+    promtool = shutil.which("promtool") or h.fail("promtool is not installed (prometheus)")
+    body = h.http_request(t.ops, "GET", "/metrics", token=TOKEN).body
+    pc = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                        timeout=20)
+    h.check(pc.returncode == 0, "promtool check metrics: "
+            + (pc.stdout + pc.stderr).decode(errors="replace")[-500:])
 
     # Quota by userid: the third allocation of one userid gets 486.
     for i in range(3):
