@@ -793,8 +793,8 @@ static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *pee
 	enum turn_peer_why why = turn_peer_check(&l->sh->policy, peer, ip_only);
 
 	/* deny-peer wins over the own addresses too; and an own address on
-	 * another port is refused, even where the policy alone (a global
-	 * public-ip) would let it through. */
+	 * another port is refused unless allow-peer names it, even where the
+	 * default alone (a global public-ip) would let it through. */
 	if (why == TURN_PEER_DENIED)
 		return false;
 	if (peer->sa.sa_family == AF_INET &&
@@ -803,7 +803,8 @@ static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *pee
 	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
 		uint16_t port = ntohs(peer->in.sin_port);
 
-		return ip_only || (port >= c->port_min && port <= c->port_max);
+		return ip_only || (port >= c->port_min && port <= c->port_max) ||
+		       why == TURN_PEER_ALLOWED;
 	}
 	return turn_peer_ok(why);
 }
