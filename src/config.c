@@ -120,6 +120,7 @@ const char conf_usage[] =
 	"                            at most the ports' count)\n"
 	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
+	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
 	"                            set has it (loopback, private...); repeatable\n"
 	"  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
@@ -264,6 +265,7 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->max_allocations = CONF_TURN_MAX_ALLOCATIONS;
 	t->user_quota = CONF_TURN_USER_QUOTA;
 	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
+	t->nonce_lifetime_ms = CONF_TURN_NONCE_LIFETIME;
 }
 
 /* An IP address alone (no port) into a, port 0. 0 or -1. */
@@ -407,6 +409,10 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
 		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
 			return "expected a duration from 1s to 24h such as 3600 or 1h";
+	} else if (strcmp(key, "nonce-lifetime") == 0) {
+		if (conf_parse_duration(v, &t->nonce_lifetime_ms, false) < 0 ||
+		    t->nonce_lifetime_ms < 1000 || t->nonce_lifetime_ms > 86400 * 1000ull)
+			return "expected a duration from 1s to 24h such as 600 or 10m";
 	} else if (strcmp(key, "allow-peer") == 0 || strcmp(key, "deny-peer") == 0) {
 		bool allow = key[0] == 'a';
 		struct conf_cidr *list = allow ? t->allow : t->deny;
@@ -965,6 +971,7 @@ static const struct key keys[] = {
 	{ "turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-deny-peer", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-strict-expiry", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1260,7 +1267,7 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "max-lifetime, allow-peer, deny-peer, strict-expiry)",
+			   "max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);

@@ -138,6 +138,8 @@
  * cannot take the node (eturnal's default is 10 too). */
 #define CONF_TURN_USER_QUOTA 10
 #define CONF_TURN_MAX_LIFETIME (3600 * 1000ull)     /* ms */
+/* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
+#define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
 #define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
@@ -251,6 +253,7 @@ struct turn_conf {
 	uint16_t port_min, port_max;
 	uint32_t max_allocations, user_quota;
 	uint64_t max_lifetime_ms;
+	uint64_t nonce_lifetime_ms;
 	struct conf_cidr allow[CONF_TURN_PEERS_MAX], deny[CONF_TURN_PEERS_MAX];
 	unsigned nallow, ndeny;
 	bool strict_expiry;

@@ -34,8 +34,6 @@
 /* The default lifetime and the least granted (RFC 8656 7.2), unless
  * max-lifetime is lower. */
 #define TURN_LIFETIME_DEFAULT 600u
-/* Nonces live this long (seconds); then 438 and a fresh one. */
-#define TURN_NONCE_LIFETIME 3600u
 /* Room for any answer the server builds (the largest: an Allocate success
  * with two addresses, lifetime, token, integrity and fingerprint). */
 #define TURN_ANSWER_MAX 512
@@ -304,9 +302,14 @@ static size_t finish(struct turn_ctx *x, struct stun_builder *b, const struct st
 	size_t n;
 
 	if (key) {
+		/* The algorithms of the request (RFC 8489 9.2.4), in the order
+		 * of 14.5 and 14.6: only FINGERPRINT may follow
+		 * MESSAGE-INTEGRITY-SHA256, which a client that checks it
+		 * would otherwise find followed by MESSAGE-INTEGRITY. */
+		if (stun_has(m->mi) || !stun_has(m->mi256))
+			stun_add_integrity(b, key, TURN_KEY_LEN);
 		if (stun_has(m->mi256))
 			stun_add_integrity_sha256(b, key, TURN_KEY_LEN);
-		stun_add_integrity(b, key, TURN_KEY_LEN);
 	}
 	if (has_fingerprint(m))
 		stun_add_fingerprint(b);
@@ -388,7 +391,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct tur
 	}
 	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
 			      (const char *)stun_attr_ptr(m, m->nonce), m->nonce.len,
-			      x->now / NS_PER_SEC, TURN_NONCE_LIFETIME);
+			      x->now / NS_PER_SEC,
+			      (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
 	if (nr != TURN_NONCE_OK) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_STALE_NONCE], 1);
 		answer_error(x, m, 438, NULL);
@@ -787,17 +791,23 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
 {
 	const struct turn_conf *c = l->sh->conf;
+	enum turn_peer_why why = turn_peer_check(&l->sh->policy, peer, ip_only);
 
+	/* deny-peer wins over the own addresses too; and an own address on
+	 * another port is refused unless allow-peer names it, even where the
+	 * default alone (a global public-ip) would let it through. */
+	if (why == TURN_PEER_DENIED)
+		return false;
 	if (peer->sa.sa_family == AF_INET &&
 	    (peer->in.sin_addr.s_addr == c->relay_addr.in.sin_addr.s_addr ||
 	     (c->public_ip.sa.sa_family == AF_INET &&
 	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
 		uint16_t port = ntohs(peer->in.sin_port);
 
-		if (ip_only || (port >= c->port_min && port <= c->port_max))
-			return true;
+		return ip_only || (port >= c->port_min && port <= c->port_max) ||
+		       why == TURN_PEER_ALLOWED;
 	}
-	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
+	return turn_peer_ok(why);
 }
 
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
@@ -821,13 +831,16 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 			answer_error(x, m, 400, au.key);
 			return;
 		}
-		if (peers[i].sa.sa_family != AF_INET) {
-			answer_error(x, m, 443, au.key);
-			return;
-		}
+		/* The policy before the family: a refused IPv6 form (::1,
+		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
+		 * as such, not merely a mismatch (443). */
 		if (!peer_ok(l, &peers[i], true)) {
 			STAT_ADD(l->stats.peer_rejected, 1);
 			answer_error(x, m, 403, au.key);
+			return;
+		}
+		if (peers[i].sa.sa_family != AF_INET) {
+			answer_error(x, m, 443, au.key);
 			return;
 		}
 	}
@@ -864,13 +877,13 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		answer_error(x, m, 400, au.key);
 		return;
 	}
-	if (peer.sa.sa_family != AF_INET) {
-		answer_error(x, m, 443, au.key);
-		return;
-	}
-	if (!peer_ok(l, &peer, false)) {
+	if (!peer_ok(l, &peer, false)) { /* before the family, as above */
 		STAT_ADD(l->stats.peer_rejected, 1);
 		answer_error(x, m, 403, au.key);
+		return;
+	}
+	if (peer.sa.sa_family != AF_INET) {
+		answer_error(x, m, 443, au.key);
 		return;
 	}
 	e = turn_alloc_bind(&l->t, idx, ch, &peer, x->now_ms);
