@@ -24,6 +24,7 @@ static const char *const drop_names[TURN_DROPS] = {
 	[TURN_DROP_THROTTLED] = "throttled",
 	[TURN_DROP_UNEXPECTED] = "unexpected",
 	[TURN_DROP_TRUNCATED] = "truncated",
+	[TURN_DROP_CLIENT_SLOW] = "client_slow",
 };
 
 const char *turn_reject_name(enum turn_reject r)

@@ -2530,6 +2530,9 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 			     "allow-peer fd00::/8\n"
 			     "deny-peer 198.51.100.0/24\n"
 			     "strict-expiry yes\n"
+			     "tls-listen 127.0.0.1:5349\n"
+			     "tls-cert /etc/etrelay/turn.pem\n"
+			     "tls-key /etc/etrelay/turn.key\n"
 			     "tls-reload-interval 30s\n",
 			     NOARGS),
 			 0);
@@ -2556,6 +2559,10 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 	assert_int_equal(c.turn[0].deny[0].bits, 24);
 	assert_true(c.turn[0].strict_expiry);
 	assert_int_equal(c.turn[0].tls_reload_ms, 30000);
+	assert_true(c.turn[0].tls_set);
+	assert_int_equal(ntohs(c.turn[0].tls_listen.in.sin_port), 5349);
+	assert_string_equal(c.turn[0].tls_cert, "/etc/etrelay/turn.pem");
+	assert_string_equal(c.turn[0].tls_key, "/etc/etrelay/turn.key");
 }
 
 static void test_config_turn_defaults_are_the_documented_ones(void **state)
@@ -2667,6 +2674,13 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			     NOARGS),
 			 -1);
 	assert_non_null(strstr(e.text, "tls-listen: needs tls-cert and tls-key"));
+	/* TLS on the TCP listener's address. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\ntcp-listen 127.0.0.1:5349\n"
+			     "tls-listen 127.0.0.1:5349\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "tls-listen 127.0.0.1:5349: the tcp-listen address"));
 	/* Two sections of one name. */
 	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\n[turn t]\nlisten 127.0.0.2\n",
 			     NOARGS),
