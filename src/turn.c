@@ -1433,20 +1433,29 @@ static void tls_stream(struct turn_listener *l, uint32_t i, struct loop_dgram *d
 	struct turn_conn *c = &l->conns[i];
 	ssize_t n;
 
-	if (tls_conn_feed(c->tls, d->data, d->len) < 0) {
-		char why[256];
+	/* In slices of a record's size, each read out before the next: what
+	 * waits in the session is then at most a slice and a record cut in
+	 * two, well under TLS_CONN_IN_MAX, whatever the loop's chunk. */
+	for (size_t off = 0; off < d->len;) {
+		size_t take = d->len - off < TURN_TLS_RX ? d->len - off : TURN_TLS_RX;
 
-		STAT_ADD(l->stats.tls_failed, 1);
-		log_debug("turn %s: TLS: %s", l->sh->conf->name, tls_error_text(why, sizeof(why)));
-		goto end;
-	}
-	while ((n = tls_conn_read(c->tls, l->tls_rx, TURN_TLS_RX)) > 0)
-		if (!conn_bytes(l, i, l->tls_rx, (size_t)n, d->now))
-			return;
-	if (n < 0) {
-		if (n != -EPIPE)
+		if (tls_conn_feed(c->tls, d->data + off, take) < 0) {
+			char why[256];
+
 			STAT_ADD(l->stats.tls_failed, 1);
-		goto end;
+			log_debug("turn %s: TLS: %s", l->sh->conf->name,
+				  tls_error_text(why, sizeof(why)));
+			goto end;
+		}
+		off += take;
+		while ((n = tls_conn_read(c->tls, l->tls_rx, TURN_TLS_RX)) > 0)
+			if (!conn_bytes(l, i, l->tls_rx, (size_t)n, d->now))
+				return;
+		if (n < 0) {
+			if (n != -EPIPE)
+				STAT_ADD(l->stats.tls_failed, 1);
+			goto end;
+		}
 	}
 	tls_kick(l, i);
 	conn_read(l, i);

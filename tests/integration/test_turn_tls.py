@@ -3,7 +3,7 @@
 """TURN over TLS (tls-listen) with coturn's client, and the certificate
 reload. Certificates are made here with the openssl CLI. turnutils_uclient
 -t -S relays to turnutils_peer over TLS (ChannelData and Send indications,
-two clients); openssl s_client sees the first certificate. The pair is
+two clients, 3000-byte messages); openssl s_client sees the first certificate. The pair is
 replaced on disk: s_client sees the new one within the reload interval
 (500 ms), the reload is logged and counted, and a uclient session started
 before the swap goes on to its end. A pair that does not load (a key of
@@ -110,15 +110,17 @@ def test(ctx):
     H.expect_eq(served_fingerprint(tls_port), fp[0], "the certificate served at start")
 
     # A session over TLS that lives across the swap (40 messages, about
-    # 4 s), beside short ones: ChannelData, Send indications, two clients.
+    # 4 s), beside short ones: ChannelData, Send indications, two clients,
+    # 3000-byte messages (records of a frame gathered from its parts).
     long_run = {}
     t = threading.Thread(target=lambda: long_run.setdefault(
         "r", tls_uclient(tls_port, "long", peer, n=40, timeout=60)), daemon=True)
     t.start()
     runs = T.parallel([lambda: tls_uclient(tls_port, "t1", peer),
                        lambda: tls_uclient(tls_port, "t2", peer, opts=["-s"]),
-                       lambda: tls_uclient(tls_port, "t3", peer, m=2)])
-    for r, want in zip(runs, (10, 10, 20)):
+                       lambda: tls_uclient(tls_port, "t3", peer, m=2),
+                       lambda: tls_uclient(tls_port, "t6", peer, length=3000)])
+    for r, want in zip(runs, (10, 10, 20, 10)):
         H.check(r.ok(want), f"TURN over TLS: not every message came back: {r!r}")
 
     # The new pair: the key first, then the certificate (a check between
@@ -181,7 +183,7 @@ def test(ctx):
 
     text, s = metrics(ops)
     H.check(value(s, "etrelay_turn_tls_failed_total") >= 1, "the garbage was not counted")
-    H.check(value(s, "etrelay_turn_relayed_datagrams_total", direction="to_client") >= 93,
+    H.check(value(s, "etrelay_turn_relayed_datagrams_total", direction="to_client") >= 103,
             "relayed datagrams over TLS not counted")
     promtool = shutil.which("promtool")
     if promtool:
