@@ -245,11 +245,14 @@ struct loop_ops {
  * that side came back (nothing is queued then); close is del_socket and
  * close(2). A connection's memory in the loop is thus what its relay lets
  * be in flight: the SNI relay's two chunks per direction, 4 *
- * LOOP_STREAM_CHUNK while both sides stream. */
-#define LOOP_STREAM_CHUNK 16384
-/* Stream chunks per loop (the pool; a read waits while none is free,
- * counted in stream_stalls, and goes on when one comes back). */
-#define LOOP_STREAM_CHUNKS 1024
+ * LOOP_STREAM_CHUNK (256 KiB) while both sides stream. */
+#define LOOP_STREAM_CHUNK 65536
+/* Stream chunks per loop (the pool, 16 MiB of address space, touched as
+ * used; a read waits while none is free, counted in stream_stalls, and
+ * goes on when one comes back). 64 KiB rather than the 16 KiB of HAProxy's
+ * and nginx's buffers: a receive and a send per chunk are most of what a
+ * spliced GB costs besides the kernel's copies (bench/results/sni.md). */
+#define LOOP_STREAM_CHUNKS 256
 
 extern const struct loop_ops loop_uring_ops;
 extern const struct loop_ops loop_epoll_ops;

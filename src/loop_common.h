@@ -107,6 +107,7 @@ enum {
 	SF_STALLED = 8,  /* the read waits for a free chunk */
 	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
 	SF_PAUSED = 32,  /* listening, paused: out of fds (loop_accept_pause) */
+	SF_MORE = 64,    /* epoll: the last read filled its chunk, more is likely there */
 };
 
 enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };

@@ -21,6 +21,12 @@
 #define EP_POOL 256      /* receive buffers: sends of one turn wait in them */
 #define EP_TURN_BATCHES 4 /* recvmmsg calls per socket per turn: bounded work */
 #define EP_EVENTS 64
+/* Stream reads asked for while more bytes are likely there (the last read
+ * filled its chunk) are tried at once, without an epoll_wait in between:
+ * at most this many such rounds, then epoll_wait (not sleeping) lets the
+ * other sockets in. */
+#define EP_READY 64
+#define EP_READY_ROUNDS 8
 /* Copied sends of one turn: a flush makes room when it is full. */
 #define EP_COPY_BYTES (256u << 10)
 
@@ -51,6 +57,10 @@ struct loop {
 	struct mmsghdr tmsg[EP_POOL];
 	union gso_ctl tctl[EP_POOL];
 	uint16_t tfirst[EP_POOL], tn[EP_POOL], tseg[EP_POOL];
+
+	/* Streams whose read is tried before the next epoll_wait: slot, gen. */
+	uint32_t ready[EP_READY][2];
+	unsigned nready;
 };
 
 /* One byte more than the largest datagram is not needed: MSG_TRUNC tells.
@@ -561,9 +571,10 @@ static void s_read(struct loop *l, struct lstream *s, uint64_t now)
 	n = recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 		chunk_put(&l->b, c);
+		s->flags &= (uint8_t)~SF_MORE;
 		return;
 	}
-	s->flags &= (uint8_t)~SF_READ;
+	s->flags &= (uint8_t)~(SF_READ | SF_MORE);
 	if (n < 0) {
 		int err = -errno;
 
@@ -571,7 +582,33 @@ static void s_read(struct loop *l, struct lstream *s, uint64_t now)
 		l->b.h.on_recv_error(l->b.h.arg, s->read_id, err);
 		return;
 	}
+	if (n == LOOP_STREAM_CHUNK)
+		s->flags |= SF_MORE;
 	stream_deliver(l, s, c, (size_t)n, now);
+}
+
+/* The reads asked for while their sockets likely had more: tried now, each
+ * at most once (a read asked again from its on_stream waits for the next
+ * round); one that finds nothing waits for EPOLLIN as usual. */
+static void s_ready_reads(struct loop *l)
+{
+	struct loop_streams *x = l->b.sx;
+	uint32_t ready[EP_READY][2];
+	unsigned n = l->nready;
+	uint64_t now = loop_now();
+
+	memcpy(ready, l->ready, n * sizeof(ready[0]));
+	l->nready = 0;
+	for (unsigned i = 0; i < n && !l->b.stop; i++) {
+		struct lstream *s = x->sv[ready[i][0]];
+
+		if (s->gen != ready[i][1] || (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
+			continue;
+		s_read(l, s, now);
+		streams_complete(l);
+		if (s->gen == ready[i][1] && !(s->flags & SF_DEAD))
+			s_sync(l, s);
+	}
 }
 
 static void s_connected(struct loop *l, struct lstream *s)
@@ -676,6 +713,10 @@ static int ep_stream_read(struct loop *l, int fd, uint32_t id)
 		return -EALREADY;
 	s->read_id = id;
 	s->flags |= SF_READ;
+	if ((s->flags & SF_MORE) && l->nready < EP_READY) {
+		l->ready[l->nready][0] = s->slot;
+		l->ready[l->nready++][1] = s->gen;
+	}
 	s_sync(l, s);
 	return 0;
 }
@@ -738,9 +779,13 @@ static int ep_run(struct loop *l)
 			if (l->b.stop)
 				break;
 		}
+		for (unsigned r = 0; l->nready && r < EP_READY_ROUNDS && !l->b.stop; r++)
+			s_ready_reads(l);
+		if (l->b.stop)
+			break;
 		if (loop_wake_earlier(&l->b, &at))
 			arm(l, at);
-		n = epoll_wait(l->ep, ev, EP_EVENTS, -1);
+		n = epoll_wait(l->ep, ev, EP_EVENTS, l->nready ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -385,7 +385,7 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 	       "(io_uring: more than 128 in one loop turn).");
 	sample(f, "etrelay_send_no_buffer_total", NO_LABELS, LOOP_SUM(send_nobufs));
 	family(f, "etrelay_stream_chunks", "gauge",
-	       "16 KiB stream read chunks in use now (TCP streams of the SNI listeners).");
+	       "64 KiB stream read chunks in use now (TCP streams of the SNI listeners).");
 	sample(f, "etrelay_stream_chunks", NO_LABELS, LOOP_SUM(stream_chunks));
 	family(f, "etrelay_stream_chunks_peak", "gauge",
 	       "The most stream read chunks each worker had in use at once, summed over the "
@@ -632,7 +632,7 @@ static void sni_listeners(FILE *f, struct sni_shared *sh)
 
 	family(f, "etrelay_sni_memory_bytes", "gauge",
 	       "Bytes the listener holds for its connections: preread buffers and chunks on "
-	       "their way (at most two 16 KiB chunks per spliced connection).");
+	       "their way (at most four 64 KiB chunks per spliced connection, two per direction).");
 	EACH_SNI
 	sample(f, "etrelay_sni_memory_bytes", LABELS("listener", NAME), (uint64_t)t[i].memory);
 #undef NAME

@@ -36,7 +36,8 @@
 #define SNI_LINGER_CHUNKS 64
 /* Chunks of one direction in flight at once (read, not yet all sent): 2
  * is a read-ahead of one, so the next chunk is read while the last one is
- * sent; 4 * LOOP_STREAM_CHUNK per connection while both directions stream. */
+ * sent; 4 * LOOP_STREAM_CHUNK (4 * 64 KiB) per connection while both
+ * directions stream. */
 #define SNI_AHEAD 2
 /* A connection ref: index (16 bits), generation (7), side (1). */
 #define SNI_IDX_BITS 16

@@ -82,7 +82,7 @@ struct sni_stats {
 	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
 	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
 	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight
-				    * (at most 2 per direction) */
+				    * (at most 2 of 64 KiB per direction) */
 	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
 	_Atomic uint32_t preread;  /* of them still reading their ClientHello */
 	_Atomic uint32_t lingering; /* refused, draining the client's bytes */

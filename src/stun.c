@@ -85,8 +85,8 @@ static char sha256_name[] = "SHA256";
 
 /* HMAC(digest, key) over msg[0..n) with bytes 2..3 (the Length) read as
  * length. out gets the full MAC (20 or 32 bytes). */
-static bool stun_hmac(char *digest, const uint8_t *key, size_t keylen, const uint8_t *msg,
-		      size_t n, uint16_t length, uint8_t out[32])
+static bool stun_hmac(char *digest, const uint8_t *key, size_t keylen, const uint8_t *msg, size_t n,
+		      uint16_t length, uint8_t out[32])
 {
 	EVP_MAC_CTX *ctx = NULL;
 	OSSL_PARAM params[2];
@@ -182,8 +182,8 @@ int stun_parse(const uint8_t *p, size_t n, struct stun_msg *m)
 		return STUN_E_SHORT;
 	m->raw = p;
 	m->type = rd16(p);
-	m->method = (uint16_t)((m->type & 0x000F) | (m->type & 0x00E0) >> 1 |
-			       (m->type & 0x3E00) >> 2);
+	m->method =
+	    (uint16_t)((m->type & 0x000F) | (m->type & 0x00E0) >> 1 | (m->type & 0x3E00) >> 2);
 	m->cls = (enum stun_class)((m->type >> 4 & 1) | (m->type >> 7 & 2));
 	memcpy(m->tid, p + 8, STUN_TID_LEN);
 	length = rd16(p + 2);
@@ -242,22 +242,54 @@ int stun_parse(const uint8_t *p, size_t n, struct stun_msg *m)
 		}
 
 		switch (t) {
-		case STUN_A_USERNAME: keep(&m->username, voff, alen); break;
-		case STUN_A_REALM: keep(&m->realm, voff, alen); break;
-		case STUN_A_NONCE: keep(&m->nonce, voff, alen); break;
-		case STUN_A_SOFTWARE: keep(&m->software, voff, alen); break;
-		case STUN_A_ERROR_CODE: keep(&m->error_code, voff, alen); break;
-		case STUN_A_LIFETIME: keep(&m->lifetime, voff, alen); break;
-		case STUN_A_REQUESTED_TRANSPORT: keep(&m->requested_transport, voff, alen); break;
-		case STUN_A_EVEN_PORT: keep(&m->even_port, voff, alen); break;
-		case STUN_A_REQUESTED_ADDRESS_FAMILY: keep(&m->requested_family, voff, alen); break;
-		case STUN_A_DATA: keep(&m->data, voff, alen); break;
-		case STUN_A_CHANNEL_NUMBER: keep(&m->channel_number, voff, alen); break;
-		case STUN_A_DONT_FRAGMENT: keep(&m->dont_fragment, voff, alen); break;
-		case STUN_A_RESERVATION_TOKEN: keep(&m->reservation_token, voff, alen); break;
-		case STUN_A_XOR_MAPPED_ADDRESS: keep(&m->xor_mapped, voff, alen); break;
-		case STUN_A_XOR_RELAYED_ADDRESS: keep(&m->xor_relayed, voff, alen); break;
-		case STUN_A_UNKNOWN_ATTRIBUTES: keep(&m->unknown_attributes, voff, alen); break;
+		case STUN_A_USERNAME:
+			keep(&m->username, voff, alen);
+			break;
+		case STUN_A_REALM:
+			keep(&m->realm, voff, alen);
+			break;
+		case STUN_A_NONCE:
+			keep(&m->nonce, voff, alen);
+			break;
+		case STUN_A_SOFTWARE:
+			keep(&m->software, voff, alen);
+			break;
+		case STUN_A_ERROR_CODE:
+			keep(&m->error_code, voff, alen);
+			break;
+		case STUN_A_LIFETIME:
+			keep(&m->lifetime, voff, alen);
+			break;
+		case STUN_A_REQUESTED_TRANSPORT:
+			keep(&m->requested_transport, voff, alen);
+			break;
+		case STUN_A_EVEN_PORT:
+			keep(&m->even_port, voff, alen);
+			break;
+		case STUN_A_REQUESTED_ADDRESS_FAMILY:
+			keep(&m->requested_family, voff, alen);
+			break;
+		case STUN_A_DATA:
+			keep(&m->data, voff, alen);
+			break;
+		case STUN_A_CHANNEL_NUMBER:
+			keep(&m->channel_number, voff, alen);
+			break;
+		case STUN_A_DONT_FRAGMENT:
+			keep(&m->dont_fragment, voff, alen);
+			break;
+		case STUN_A_RESERVATION_TOKEN:
+			keep(&m->reservation_token, voff, alen);
+			break;
+		case STUN_A_XOR_MAPPED_ADDRESS:
+			keep(&m->xor_mapped, voff, alen);
+			break;
+		case STUN_A_XOR_RELAYED_ADDRESS:
+			keep(&m->xor_relayed, voff, alen);
+			break;
+		case STUN_A_UNKNOWN_ATTRIBUTES:
+			keep(&m->unknown_attributes, voff, alen);
+			break;
 		case STUN_A_XOR_PEER_ADDRESS:
 			if (m->n_peer == STUN_PEERS_MAX)
 				return STUN_E_TOO_MANY;
@@ -580,7 +612,8 @@ int stun_add_integrity(struct stun_builder *b, const uint8_t *key, size_t keylen
 
 int stun_add_integrity_sha256(struct stun_builder *b, const uint8_t *key, size_t keylen)
 {
-	return add_mac(b, STUN_A_MESSAGE_INTEGRITY_SHA256, sha256_name, STUN_MI256_LEN, key, keylen);
+	return add_mac(b, STUN_A_MESSAGE_INTEGRITY_SHA256, sha256_name, STUN_MI256_LEN, key,
+		       keylen);
 }
 
 int stun_add_fingerprint(struct stun_builder *b)
@@ -602,21 +635,36 @@ size_t stun_build_finish(const struct stun_builder *b)
 const char *stun_reason(int code)
 {
 	switch (code) {
-	case 300: return "Try Alternate";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 420: return "Unknown Attribute";
-	case 437: return "Allocation Mismatch";
-	case 438: return "Stale Nonce";
-	case 440: return "Address Family not Supported";
-	case 441: return "Wrong Credentials";
-	case 442: return "Unsupported Transport Protocol";
-	case 443: return "Peer Address Family Mismatch";
-	case 486: return "Allocation Quota Reached";
-	case 500: return "Server Error";
-	case 508: return "Insufficient Capacity";
-	default: return "Error";
+	case 300:
+		return "Try Alternate";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 420:
+		return "Unknown Attribute";
+	case 437:
+		return "Allocation Mismatch";
+	case 438:
+		return "Stale Nonce";
+	case 440:
+		return "Address Family not Supported";
+	case 441:
+		return "Wrong Credentials";
+	case 442:
+		return "Unsupported Transport Protocol";
+	case 443:
+		return "Peer Address Family Mismatch";
+	case 486:
+		return "Allocation Quota Reached";
+	case 500:
+		return "Server Error";
+	case 508:
+		return "Insufficient Capacity";
+	default:
+		return "Error";
 	}
 }
 
@@ -670,7 +718,8 @@ int stun_chan_parse(const uint8_t *p, size_t n, uint16_t *channel, const uint8_t
 	l = rd16(p + 2);
 	if (ch < STUN_CHANNEL_MIN || ch > STUN_CHANNEL_MAX)
 		return -1;
-	if (n < STUN_CHAN_HDR_LEN + (size_t)l || n > STUN_CHAN_HDR_LEN + (size_t)l + stun_chan_pad(l))
+	if (n < STUN_CHAN_HDR_LEN + (size_t)l ||
+	    n > STUN_CHAN_HDR_LEN + (size_t)l + stun_chan_pad(l))
 		return -1;
 	*channel = ch;
 	*data = p + STUN_CHAN_HDR_LEN;

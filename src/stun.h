@@ -15,7 +15,7 @@
 
 #include "addr.h"
 
-#define STUN_COOKIE 0x2112A442u
+#define STUN_COOKIE  0x2112A442u
 #define STUN_HDR_LEN 20
 #define STUN_TID_LEN 12
 /* Largest message: 20-byte header + a 16-bit Length. */
@@ -66,23 +66,23 @@ enum stun_attr_type {
 	STUN_A_FINGERPRINT = 0x8028,
 };
 
-#define STUN_MI_LEN 20
+#define STUN_MI_LEN    20
 #define STUN_MI256_LEN 32
 /* A received MESSAGE-INTEGRITY-SHA256 may be truncated to 16..32 bytes in
  * steps of 4 (RFC 8489 14.6). */
 #define STUN_MI256_MIN 16
-#define STUN_FP_XOR 0x5354554Eu
+#define STUN_FP_XOR    0x5354554Eu
 
 /* REQUESTED-TRANSPORT's protocol for UDP; REQUESTED-ADDRESS-FAMILY values. */
 #define STUN_TRANSPORT_UDP 17
-#define STUN_FAMILY_IPV4 0x01
-#define STUN_FAMILY_IPV6 0x02
+#define STUN_FAMILY_IPV4   0x01
+#define STUN_FAMILY_IPV6   0x02
 
 /* Channel numbers accepted: RFC 8656 narrows them to 0x4000-0x4FFF, but
  * deployed clients (coturn's turnutils_uclient) still pick from RFC 5766's
  * 0x4000-0x7FFF. */
-#define STUN_CHANNEL_MIN 0x4000
-#define STUN_CHANNEL_MAX 0x7FFF
+#define STUN_CHANNEL_MIN  0x4000
+#define STUN_CHANNEL_MAX  0x7FFF
 #define STUN_CHAN_HDR_LEN 4
 
 /* Most XOR-PEER-ADDRESS attributes kept from one message (CreatePermission
@@ -94,14 +94,14 @@ enum stun_attr_type {
 
 /* Parse errors (negative). */
 enum stun_err {
-	STUN_E_NOT_STUN = -1,   /* first byte not 0x00-0x03 (see stun_demux) */
-	STUN_E_SHORT = -2,      /* fewer bytes than the header or its Length */
-	STUN_E_LENGTH = -3,     /* Length not a multiple of 4, bytes beyond it, or an
-				   attribute running past the end */
-	STUN_E_COOKIE = -4,     /* not the RFC 5389/8489 magic cookie */
-	STUN_E_FINGERPRINT = -5,/* FINGERPRINT wrong, of bad length, or not last */
-	STUN_E_INTEGRITY = -6,  /* MESSAGE-INTEGRITY(-SHA256) of bad length */
-	STUN_E_TOO_MANY = -7,   /* more than STUN_PEERS_MAX XOR-PEER-ADDRESS */
+	STUN_E_NOT_STUN = -1,	 /* first byte not 0x00-0x03 (see stun_demux) */
+	STUN_E_SHORT = -2,	 /* fewer bytes than the header or its Length */
+	STUN_E_LENGTH = -3,	 /* Length not a multiple of 4, bytes beyond it, or an
+				    attribute running past the end */
+	STUN_E_COOKIE = -4,	 /* not the RFC 5389/8489 magic cookie */
+	STUN_E_FINGERPRINT = -5, /* FINGERPRINT wrong, of bad length, or not last */
+	STUN_E_INTEGRITY = -6,	 /* MESSAGE-INTEGRITY(-SHA256) of bad length */
+	STUN_E_TOO_MANY = -7,	 /* more than STUN_PEERS_MAX XOR-PEER-ADDRESS */
 };
 
 /* Where one attribute's value is in the message: off is from the message's

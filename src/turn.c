@@ -47,7 +47,7 @@
 #define TURN_CONN_TX_MAX (256u << 10)
 /* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
  * (looked for every TURN_CONN_SWEEP_MS). */
-#define TURN_CONN_IDLE_MS 30000ull
+#define TURN_CONN_IDLE_MS  30000ull
 #define TURN_CONN_SWEEP_MS 5000ull
 /* Plaintext taken from a TLS session at a time (a record's worth). */
 #define TURN_TLS_RX 16384
@@ -73,8 +73,8 @@ static int secret_read(const char *var, uint8_t *out, size_t *len, char *err, si
 
 int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen)
 {
-	static const char *const vars[TURN_SECRETS_MAX] = { CONF_TURN_ENV_SECRET,
-							    CONF_TURN_ENV_SECRET_NEXT };
+	static const char *const vars[TURN_SECRETS_MAX] = {CONF_TURN_ENV_SECRET,
+							   CONF_TURN_ENV_SECRET_NEXT};
 	int set = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -111,7 +111,7 @@ static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
 	}
 	/* Host bits off: the block is what its prefix says. */
 	for (unsigned b = out->bits; b < 128; b++)
-		out->net[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+		out->net[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
 }
 
 int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
@@ -159,7 +159,8 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	}
 	for (unsigned w = 0; w < nworkers; w++) {
 		l->worker_min[w] = (uint16_t)(c->port_min + (uint64_t)width * w / nworkers);
-		l->worker_max[w] = (uint16_t)(c->port_min + (uint64_t)width * (w + 1) / nworkers - 1);
+		l->worker_max[w] =
+		    (uint16_t)(c->port_min + (uint64_t)width * (w + 1) / nworkers - 1);
 	}
 	/* A pair that does not load is a startup error; later, a reload
 	 * that fails keeps the last good one. */
@@ -226,7 +227,7 @@ struct turn_tx {
 struct turn_conn {
 	int fd; /* -1: free or closed */
 	uint16_t gen;
-	bool used;    /* the slot is taken (closed ones until their last send) */
+	bool used; /* the slot is taken (closed ones until their last send) */
 	bool reading, closing;
 	union etr_sockaddr client;
 	uint8_t *rx; /* a frame cut by a chunk's end: rxlen of its bytes */
@@ -412,8 +413,7 @@ static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
 }
 
 /* An error answer; key signs it (NULL: unauthenticated). */
-static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
-			 const uint8_t *key)
+static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
@@ -848,7 +848,8 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 		return;
 	if (stun_has(m->lifetime) && stun_get_lifetime(m, &want) && want == 0) {
 		alloc_end(l, idx);
-		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_REFRESH, STUN_SUCCESS), m->tid);
+		stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_REFRESH, STUN_SUCCESS),
+				 m->tid);
 		stun_add_u32(&b, STUN_A_LIFETIME, 0);
 		finish(x, &b, m, au.key);
 		arm(l);
@@ -1016,8 +1017,7 @@ static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dg
 	to_peer(x, idx, &peer, stun_attr_ptr(m, m->data), m->data.len, d);
 }
 
-static void on_channel_data(struct turn_ctx *x, const uint8_t *p, size_t n,
-			    struct loop_dgram *d)
+static void on_channel_data(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d)
 {
 	struct turn_listener *l = x->l;
 	uint32_t idx = turn_alloc_lookup(&l->t, &x->tuple);
@@ -1172,7 +1172,8 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 
 		stun_chan_header(hdr, ch, (uint16_t)n);
 		if (x.conn) {
-			if (!conn_send(l, x.conn - 1, hdr, sizeof(hdr), d->data, n, stun_chan_pad(n)))
+			if (!conn_send(l, x.conn - 1, hdr, sizeof(hdr), d->data, n,
+				       stun_chan_pad(n)))
 				goto fail;
 		} else if ((p = loop_dgram_prepend(d, STUN_CHAN_HDR_LEN)) != NULL) {
 			memcpy(p, hdr, sizeof(hdr));
@@ -1533,9 +1534,8 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 		conn_close(l, i);
 		return;
 	}
-	if (c->tx_head &&
-	    l->ops->stream_send(l->loop, c->fd, c->tx_head->b, c->tx_head->len,
-				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
+	if (c->tx_head && l->ops->stream_send(l->loop, c->fd, c->tx_head->b, c->tx_head->len,
+					      endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
 		conn_close(l, i);
 		return;
 	}
@@ -1553,22 +1553,22 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 }
 
 static const struct endpoint_ops turn_udp_ops = {
-	.name = "turn",
-	.on_dgram = udp_dgram,
-	.on_recv_error = udp_recv_error,
-	.on_timer = on_timer,
+    .name = "turn",
+    .on_dgram = udp_dgram,
+    .on_recv_error = udp_recv_error,
+    .on_timer = on_timer,
 };
 
 static const struct endpoint_ops turn_relay_ops = {
-	.name = "turn-relay",
-	.multi = true,
-	.on_dgram = relay_dgram,
-	.on_recv_error = relay_recv_error,
+    .name = "turn-relay",
+    .multi = true,
+    .on_dgram = relay_dgram,
+    .on_recv_error = relay_recv_error,
 };
 
 static const struct endpoint_ops turn_tcp_ops = {
-	.name = "turn-tcp",
-	.on_accept = tcp_accept,
+    .name = "turn-tcp",
+    .on_accept = tcp_accept,
 };
 
 /* The certificate reload, on worker 0's TLS listener: read the pair again
@@ -1602,11 +1602,11 @@ static const struct endpoint_ops turn_tls_ops = {
 };
 
 static const struct endpoint_ops turn_conn_ops = {
-	.name = "turn-conn",
-	.multi = true,
-	.on_stream = conn_stream,
-	.on_sent = conn_sent,
-	.on_recv_error = conn_recv_error,
+    .name = "turn-conn",
+    .multi = true,
+    .on_stream = conn_stream,
+    .on_sent = conn_sent,
+    .on_recv_error = conn_recv_error,
 };
 
 /* Setup */

@@ -51,17 +51,17 @@ enum turn_authf {
 
 /* Datagrams dropped without an answer (etrelay_turn_dropped_total). */
 enum turn_drop {
-	TURN_DROP_NOT_TURN,	/* neither STUN nor ChannelData */
-	TURN_DROP_MALFORMED,	/* STUN that does not parse, bad ChannelData */
+	TURN_DROP_NOT_TURN,	 /* neither STUN nor ChannelData */
+	TURN_DROP_MALFORMED,	 /* STUN that does not parse, bad ChannelData */
 	TURN_DROP_NO_ALLOCATION, /* indication or ChannelData, no allocation */
 	TURN_DROP_NO_PERMISSION, /* to or from a peer without a permission */
-	TURN_DROP_NO_CHANNEL,	/* ChannelData on an unbound channel */
-	TURN_DROP_PEER_REFUSED,	/* Send indication to a refused peer */
-	TURN_DROP_SEND_FAILED,	/* the loop had no room, or the send failed */
-	TURN_DROP_THROTTLED,	/* a 401 withheld by the per-IP rate */
-	TURN_DROP_UNEXPECTED,	/* a response or an unknown indication */
-	TURN_DROP_TRUNCATED,	/* over LOOP_MAX_DGRAM */
-	TURN_DROP_CLIENT_SLOW,	/* a TCP or TLS client's send queue is full */
+	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
+	TURN_DROP_PEER_REFUSED,	 /* Send indication to a refused peer */
+	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
+	TURN_DROP_THROTTLED,	 /* a 401 withheld by the per-IP rate */
+	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
+	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
+	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROPS
 };
 
@@ -71,7 +71,7 @@ const char *turn_drop_name(enum turn_drop d);
 
 /* One worker's counters of one listener (written by its thread). */
 struct turn_stats {
-	_Atomic uint64_t allocations;	/* granted */
+	_Atomic uint64_t allocations; /* granted */
 	_Atomic uint64_t rejected[TURN_REJECTS];
 	_Atomic uint64_t auth_failures[TURN_AUTHFS];
 	_Atomic uint64_t challenges;	/* 401s with REALM and NONCE sent */
@@ -79,8 +79,8 @@ struct turn_stats {
 	_Atomic uint64_t dropped[TURN_DROPS];
 	_Atomic uint64_t bytes_to_peer, bytes_to_client;
 	_Atomic uint64_t dgrams_to_peer, dgrams_to_client;
-	_Atomic uint64_t bindings; /* Binding requests answered */
-	_Atomic uint64_t expired;  /* allocations ended by their lifetime */
+	_Atomic uint64_t bindings;   /* Binding requests answered */
+	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 	_Atomic uint64_t tls_failed; /* TLS connections ended by a handshake or record error */
 };
@@ -92,7 +92,7 @@ struct turn_stats {
 #define TURN_RL_ENTRIES 4096
 /* 401s per second per source IP (IPv6 /64), and at once: a client needs
  * one per allocation, a retransmitting one a few. */
-#define TURN_401_RATE 10
+#define TURN_401_RATE  10
 #define TURN_401_BURST 20
 
 /* The secrets, replaced on SIGHUP under the lock (requests read them). */

@@ -217,8 +217,8 @@ static uint64_t tuple_hash(const struct turn_alloc_table *t, const struct turn_5
 
 static bool tuple_equal(const struct turn_5tuple *a, const struct turn_5tuple *b)
 {
-	return a->conn == b->conn && a->listener == b->listener &&
-	       a->transport == b->transport && addr_equal(&a->client, &b->client);
+	return a->conn == b->conn && a->listener == b->listener && a->transport == b->transport &&
+	       addr_equal(&a->client, &b->client);
 }
 
 static uint32_t tuple_slot(const struct turn_alloc_table *t, const struct turn_5tuple *k)
@@ -345,8 +345,8 @@ static void deadline_update(struct turn_alloc_table *t, uint32_t idx)
 
 /* ---- the table ---- */
 
-int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min,
-		    uint16_t port_max, uint32_t quota, const uint8_t key[16], uint64_t seed)
+int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min, uint16_t port_max,
+		    uint32_t quota, const uint8_t key[16], uint64_t seed)
 {
 	uint32_t n = 2;
 
@@ -410,9 +410,8 @@ uint32_t turn_alloc_by_port(const struct turn_alloc_table *t, uint16_t port)
 	return port_in(&t->ports, port) ? t->by_port[port - t->ports.min] : NONE;
 }
 
-enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t,
-				     const struct turn_5tuple *k, const char *userid,
-				     size_t userid_len)
+enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k,
+				     const char *userid, size_t userid_len)
 {
 	if (turn_alloc_lookup(t, k) != NONE)
 		return TURN_E_EXISTS;
@@ -528,8 +527,7 @@ uint32_t turn_alloc_ports_bad(const struct turn_alloc_table *t)
 /* ---- allocations ---- */
 
 enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct turn_5tuple *k,
-				      const struct turn_alloc_req *req, uint64_t now,
-				      uint32_t *idx)
+				      const struct turn_alloc_req *req, uint64_t now, uint32_t *idx)
 {
 	struct turn_ports *p = &t->ports;
 	enum turn_alloc_err e;
@@ -620,8 +618,7 @@ void turn_alloc_remove(struct turn_alloc_table *t, uint32_t idx)
 	t->active--;
 }
 
-void turn_alloc_refresh(struct turn_alloc_table *t, uint32_t idx, uint32_t lifetime_s,
-			uint64_t now)
+void turn_alloc_refresh(struct turn_alloc_table *t, uint32_t idx, uint32_t lifetime_s, uint64_t now)
 {
 	t->a[idx].expires = now + (uint64_t)lifetime_s * 1000;
 	deadline_update(t, idx);

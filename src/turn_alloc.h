@@ -31,13 +31,13 @@
 /* Channel numbers accepted: 0x4000-0x7FFF, the RFC 5766 range, because
  * deployed clients (coturn's uclient) still pick numbers above 0x4FFF. */
 #define TURN_CHAN_FIRST 0x4000u
-#define TURN_CHAN_LAST 0x7fffu
+#define TURN_CHAN_LAST	0x7fffu
 
 /* How long the last transaction's response is kept for a retransmission
  * (RFC 8489 §6.3.4: at least the 39.5 s a UDP client retransmits for), and
  * the largest response kept (a larger one is not cached: the glue builds it
  * again, as it would for an unknown transaction). */
-#define TURN_TXN_KEEP_MS 40000u
+#define TURN_TXN_KEEP_MS  40000u
 #define TURN_TXN_RESP_MAX 256
 
 /* Longest USERNAME stored (bytes). REST usernames are "expiry:userid", far
@@ -53,7 +53,7 @@
  * would need 256 reuses of its slot, across cap allocations, to match. */
 #define TURN_ALLOC_IDX_BITS 16
 #define TURN_ALLOC_GEN_MASK 0xffu
-#define TURN_ALLOC_CAP_MAX ((1u << TURN_ALLOC_IDX_BITS) - 1)
+#define TURN_ALLOC_CAP_MAX  ((1u << TURN_ALLOC_IDX_BITS) - 1)
 
 enum turn_transport {
 	TURN_UDP,
@@ -101,7 +101,7 @@ struct turn_perm {
 
 /* A channel: number and peer transport address. */
 struct turn_chan {
-	uint8_t ip[16]; /* as in turn_perm */
+	uint8_t ip[16];	  /* as in turn_perm */
 	uint64_t expires; /* ms; 0 = unused */
 	uint16_t port;	  /* host byte order */
 	uint16_t num;
@@ -109,7 +109,7 @@ struct turn_chan {
 
 struct turn_alloc {
 	struct turn_5tuple tuple;
-	uint8_t key[16]; /* long-term key the allocation was made with */
+	uint8_t key[16];      /* long-term key the allocation was made with */
 	uint64_t expires;     /* ms */
 	uint64_t cred_expiry; /* the glue's, as it gave it (e.g. unix s) */
 	uint64_t deadline;    /* earliest of expires and live perms/chans */
@@ -119,10 +119,10 @@ struct turn_alloc {
 	uint32_t quota;	   /* quota entry index, TURN_ALLOC_NONE without quota */
 	uint32_t heap_pos; /* in the deadline heap */
 	uint32_t next_free;
-	uint16_t port;	   /* relayed port */
-	uint16_t txn_len;  /* 0 = no cached response */
+	uint16_t port;	  /* relayed port */
+	uint16_t txn_len; /* 0 = no cached response */
 	uint16_t gen;
-	uint8_t family;	   /* AF_INET or AF_INET6: the relayed address's */
+	uint8_t family; /* AF_INET or AF_INET6: the relayed address's */
 	uint8_t username_len;
 	bool live;
 	uint8_t txn_id[12];
@@ -149,24 +149,24 @@ struct turn_resv {
  * configured MIN-MAX, so that no two workers hand out the same port. */
 struct turn_ports {
 	uint16_t min, max;
-	uint32_t width;	   /* max - min + 1 */
+	uint32_t width; /* max - min + 1 */
 	uint32_t nfree;
-	uint32_t *next;	   /* width entries: free list (random order at init) */
-	uint32_t *prev;	   /* and the list of bad ports, both doubly linked */
+	uint32_t *next; /* width entries: free list (random order at init) */
+	uint32_t *prev; /* and the list of bad ports, both doubly linked */
 	uint64_t *bad_until;
-	uint8_t *state;	   /* TURN_PORT_* below */
+	uint8_t *state; /* TURN_PORT_* below */
 	uint32_t free_head, free_tail;
 	uint32_t bad_head, bad_tail;
 	uint32_t nbad;
 };
 
 struct turn_alloc_table {
-	struct turn_alloc *a; /* cap entries */
-	uint32_t *slot;	      /* 5-tuple hash: index + 1, 0 = empty */
-	uint32_t *heap;	      /* live allocations by deadline */
-	uint32_t *by_port;    /* ports.width entries: index, TURN_ALLOC_NONE */
-	struct turn_quota *q; /* cap entries */
-	uint32_t *qslot;      /* userid hash: quota index + 1 */
+	struct turn_alloc *a;	/* cap entries */
+	uint32_t *slot;		/* 5-tuple hash: index + 1, 0 = empty */
+	uint32_t *heap;		/* live allocations by deadline */
+	uint32_t *by_port;	/* ports.width entries: index, TURN_ALLOC_NONE */
+	struct turn_quota *q;	/* cap entries */
+	uint32_t *qslot;	/* userid hash: quota index + 1 */
 	struct turn_resv *resv; /* cap entries */
 	struct turn_ports ports;
 	uint32_t cap, nslots, mask;
@@ -182,8 +182,8 @@ struct turn_alloc_table {
  * slice), quota allocations per userid (0 = none). key keys the hashes
  * (random per process); seed shuffles the order ports are handed out in.
  * Returns 0, -EINVAL or -ENOMEM. */
-int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min,
-		    uint16_t port_max, uint32_t quota, const uint8_t key[16], uint64_t seed);
+int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min, uint16_t port_max,
+		    uint32_t quota, const uint8_t key[16], uint64_t seed);
 void turn_alloc_free(struct turn_alloc_table *t);
 
 /* The allocation of this 5-tuple, or TURN_ALLOC_NONE. */
@@ -195,9 +195,8 @@ uint32_t turn_alloc_by_port(const struct turn_alloc_table *t, uint16_t port);
 /* Whether an Allocate from k with this userid could be granted: TURN_OK,
  * TURN_E_EXISTS, TURN_E_FULL or TURN_E_QUOTA, in that order (the glue asks
  * before it takes a port and binds it). */
-enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t,
-				     const struct turn_5tuple *k, const char *userid,
-				     size_t userid_len);
+enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k,
+				     const char *userid, size_t userid_len);
 
 /* Take a relayed port. With token (8 bytes, RESERVATION-TOKEN) the port
  * reserved under it, or TURN_E_TOKEN. Else with even an even port (RFC 8656
@@ -230,11 +229,11 @@ struct turn_alloc_req {
 	size_t username_len;
 	const char *userid; /* what the quota counts (REST: after the ':') */
 	size_t userid_len;
-	const uint8_t *key;	  /* 16 bytes: long-term key */
-	uint64_t cred_expiry;	  /* stored for the glue, not interpreted */
-	uint32_t lifetime_s;	  /* granted lifetime, clamped by the glue */
-	uint8_t family;		  /* AF_INET or AF_INET6 */
-	uint16_t port;		  /* from turn_alloc_port_take, bound by the glue */
+	const uint8_t *key;   /* 16 bytes: long-term key */
+	uint64_t cred_expiry; /* stored for the glue, not interpreted */
+	uint32_t lifetime_s;  /* granted lifetime, clamped by the glue */
+	uint8_t family;	      /* AF_INET or AF_INET6 */
+	uint16_t port;	      /* from turn_alloc_port_take, bound by the glue */
 };
 
 /* Make the allocation of k. On TURN_OK *idx names it; on an error the port

@@ -22,7 +22,7 @@
 /* base64 of a 20-byte HMAC-SHA1 is 28 characters; with the NUL. */
 #define TURN_PASSWORD_SIZE 29
 /* A nonce: 16 hex digits of time, 32 of MAC; with the NUL. */
-#define TURN_NONCE_LEN 48
+#define TURN_NONCE_LEN	48
 #define TURN_NONCE_SIZE (TURN_NONCE_LEN + 1)
 /* The default nonce lifetime (RFC 8656 5: at most an hour is a good rule). */
 #define TURN_NONCE_LIFETIME_DEFAULT 3600
@@ -54,10 +54,10 @@ struct turn_secrets {
 
 enum turn_auth_result {
 	TURN_AUTH_OK = 0,
-	TURN_AUTH_EXPIRED,      /* integrity good, but now is past the expiry */
-	TURN_AUTH_BAD_USERNAME, /* no USERNAME, too long, or not "<expiry>:<userid>" */
-	TURN_AUTH_NO_INTEGRITY, /* no MESSAGE-INTEGRITY(-SHA256) */
-	TURN_AUTH_BAD_INTEGRITY,/* no configured secret makes the MAC match */
+	TURN_AUTH_EXPIRED,	 /* integrity good, but now is past the expiry */
+	TURN_AUTH_BAD_USERNAME,	 /* no USERNAME, too long, or not "<expiry>:<userid>" */
+	TURN_AUTH_NO_INTEGRITY,	 /* no MESSAGE-INTEGRITY(-SHA256) */
+	TURN_AUTH_BAD_INTEGRITY, /* no configured secret makes the MAC match */
 };
 
 /* What a check found. secret: which one matched (0 current, 1 next; -1
@@ -104,7 +104,7 @@ int turn_nonce_make(const struct turn_nonce_key *key, const union etr_sockaddr *
 enum turn_nonce_result {
 	TURN_NONCE_OK = 0,
 	TURN_NONCE_STALE, /* genuine, made more than lifetime seconds ago: 438 */
-	TURN_NONCE_BAD,   /* not ours: malformed, tampered, another client's, or
+	TURN_NONCE_BAD,	  /* not ours: malformed, tampered, another client's, or
 			     from the future */
 };
 

@@ -12,7 +12,7 @@
 
 #include "addrclass.h"
 
-static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 const char *turn_peer_why_str(enum turn_peer_why w)
 {
@@ -68,7 +68,8 @@ int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char
 	if (slash)
 		*slash = '\0';
 	v6 = strchr(buf, ':') != NULL;
-	if (v6 ? inet_pton(AF_INET6, buf, c->net) != 1 : inet_pton(AF_INET, buf, c->net + 12) != 1) {
+	if (v6 ? inet_pton(AF_INET6, buf, c->net) != 1
+	       : inet_pton(AF_INET, buf, c->net + 12) != 1) {
 		why = v6 ? "not an IPv6 address" : "not an IPv4 address";
 		goto bad;
 	}
@@ -102,7 +103,8 @@ int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char
 			memset(m.net + full + 1, 0, 15 - full);
 		}
 		if (memcmp(m.net, c->net, 16) != 0) {
-			inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? m.net : m.net + 12, net, sizeof(net));
+			inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? m.net : m.net + 12, net,
+				  sizeof(net));
 			snprintf(err, errlen, "%s: '%s': host bits set; did you mean %s/%u?", key,
 				 text, net, bits);
 			return -1;
@@ -166,10 +168,10 @@ static bool in_list(const struct turn_cidr *l, unsigned n, const uint8_t ip[16])
 	return false;
 }
 
-enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p,
-				   const union etr_sockaddr *peer, bool ip_only)
+enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union etr_sockaddr *peer,
+				   bool ip_only)
 {
-	union etr_sockaddr v4 = { .in = { .sin_family = AF_INET } };
+	union etr_sockaddr v4 = {.in = {.sin_family = AF_INET}};
 	uint8_t raw[16], ip[16];
 
 	if (peer->sa.sa_family != AF_INET && peer->sa.sa_family != AF_INET6)

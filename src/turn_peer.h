@@ -14,7 +14,7 @@
 
 /* Entries per list (turn-allow-peer, turn-deny-peer) and own addresses. */
 #define TURN_PEER_LIST_MAX 64
-#define TURN_PEER_OWN_MAX 16
+#define TURN_PEER_OWN_MAX  16
 
 /* A CIDR block over 128 bits: IPv4 as ::ffff:a.b.c.d with bits + 96. */
 struct turn_cidr {
@@ -74,8 +74,8 @@ int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a);
  * a turn-deny-peer block holding the address (as sent or reduced) refuses;
  * an own address allows; a turn-allow-peer block holding the reduced
  * address allows; else the default refused set decides. */
-enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p,
-				   const union etr_sockaddr *peer, bool ip_only);
+enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union etr_sockaddr *peer,
+				   bool ip_only);
 
 /* turn_peer_ok(turn_peer_check(p, peer, false)). */
 bool turn_peer_allowed(const struct turn_peer_policy *p, const union etr_sockaddr *peer);

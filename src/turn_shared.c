@@ -4,27 +4,24 @@
 #include "turn.h"
 
 static const char *const reject_names[TURN_REJECTS] = {
-	[TURN_REJ_CAP] = "cap",		[TURN_REJ_QUOTA] = "quota",
-	[TURN_REJ_DRAIN] = "drain",	[TURN_REJ_PORTS] = "ports",
-	[TURN_REJ_EXISTS] = "exists",	[TURN_REJ_REQUEST] = "bad_request",
+    [TURN_REJ_CAP] = "cap",	[TURN_REJ_QUOTA] = "quota",   [TURN_REJ_DRAIN] = "drain",
+    [TURN_REJ_PORTS] = "ports", [TURN_REJ_EXISTS] = "exists", [TURN_REJ_REQUEST] = "bad_request",
 };
 static const char *const authf_names[TURN_AUTHFS] = {
-	[TURN_AF_BAD_INTEGRITY] = "bad_integrity", [TURN_AF_BAD_USERNAME] = "bad_username",
-	[TURN_AF_EXPIRED] = "expired",		   [TURN_AF_STALE_NONCE] = "stale_nonce",
-	[TURN_AF_WRONG_USER] = "wrong_user",	   [TURN_AF_MISSING] = "missing_attributes",
+    [TURN_AF_BAD_INTEGRITY] = "bad_integrity",
+    [TURN_AF_BAD_USERNAME] = "bad_username",
+    [TURN_AF_EXPIRED] = "expired",
+    [TURN_AF_STALE_NONCE] = "stale_nonce",
+    [TURN_AF_WRONG_USER] = "wrong_user",
+    [TURN_AF_MISSING] = "missing_attributes",
 };
 static const char *const drop_names[TURN_DROPS] = {
-	[TURN_DROP_NOT_TURN] = "not_turn",
-	[TURN_DROP_MALFORMED] = "malformed",
-	[TURN_DROP_NO_ALLOCATION] = "no_allocation",
-	[TURN_DROP_NO_PERMISSION] = "no_permission",
-	[TURN_DROP_NO_CHANNEL] = "no_channel",
-	[TURN_DROP_PEER_REFUSED] = "peer_refused",
-	[TURN_DROP_SEND_FAILED] = "send_failed",
-	[TURN_DROP_THROTTLED] = "throttled",
-	[TURN_DROP_UNEXPECTED] = "unexpected",
-	[TURN_DROP_TRUNCATED] = "truncated",
-	[TURN_DROP_CLIENT_SLOW] = "client_slow",
+    [TURN_DROP_NOT_TURN] = "not_turn",		 [TURN_DROP_MALFORMED] = "malformed",
+    [TURN_DROP_NO_ALLOCATION] = "no_allocation", [TURN_DROP_NO_PERMISSION] = "no_permission",
+    [TURN_DROP_NO_CHANNEL] = "no_channel",	 [TURN_DROP_PEER_REFUSED] = "peer_refused",
+    [TURN_DROP_SEND_FAILED] = "send_failed",	 [TURN_DROP_THROTTLED] = "throttled",
+    [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
+    [TURN_DROP_CLIENT_SLOW] = "client_slow",
 };
 
 const char *turn_reject_name(enum turn_reject r)

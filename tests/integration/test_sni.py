@@ -12,7 +12,7 @@ MemoryBIO) re-framed into three TLS records and sent 7 bytes per write
 completes its handshake with s_server and gets HTTP 200; a client that
 stops reading while the backend sends 50 MiB holds the backend back (the
 relay's RSS grows by less than its stream pool, touched once, and 2 MiB;
-its memory gauge stays within the two 16 KiB chunks one direction may have in flight) and gets every byte when it reads again; the metrics page
+its memory gauge stays within the two 64 KiB chunks one direction may have in flight) and gets every byte when it reads again; the metrics page
 passes promtool and counts what the test did. A second relay with
 max-connections-per-ip 2: the third connection gets zero bytes then EOF
 (counted as cap_per_ip); SIGTERM with --drain-timeout keeps a spliced
@@ -35,6 +35,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 from tlsutil import Backend, hello, refused, s_server  # noqa: E402
+
+# The loop's stream chunk and its pool per worker (src/loop.h).
+CHUNK = 65536
+POOL = 256
 
 
 def echo_exact(port, data, what):
@@ -293,7 +297,7 @@ preread-timeout 1s
     # A slow reader: the client reads nothing while the backend sends 50
     # MiB. The relay reads a side again only while fewer than two of its
     # chunks are being sent (a read-ahead of one), so the backend is held
-    # back by the kernel's buffers, and the relay holds at most two 16 KiB
+    # back by the kernel's buffers, and the relay holds at most two 64 KiB
     # chunks of that direction (four for a connection streaming both ways).
     H.wait_until(lambda: H.metric_value(metrics(ops)[1], "etrelay_sni_active_connections") == 0,
                  5, "no connection open before the slow reader")
@@ -313,15 +317,15 @@ preread-timeout 1s
     H.check(sender.sent < len(bigdata) - (16 << 20),
             f"slow reader: the backend sent {sender.sent} of {len(bigdata)} bytes to a client "
             "that reads nothing (no back-pressure?)")
-    H.check(mem is not None and mem <= 2 * 16384,
-            f"slow reader: etrelay_sni_memory_bytes {mem}, over one direction's two 16 KiB chunks")
+    H.check(mem is not None and mem <= 2 * CHUNK,
+            f"slow reader: etrelay_sni_memory_bytes {mem}, over one direction's two 64 KiB chunks")
     # The bound: the relay's own share is at most 4 chunks; its worker's stream
-    # pool (1024 chunks of 16 KiB + 64 B headroom, mapped at start) may be
+    # pool (256 chunks of 64 KiB + 64 B headroom, mapped at start) may be
     # touched for the first time as io_uring's buffer ring hands its
     # buffers out in turn, once; 2 MiB for the allocator and the ops
     # thread. Bytes buffered for the client would be the 40-odd MiB the
     # kernel's socket buffers cannot hold.
-    bound = (1024 * (16384 + 64) + 4 * 16384 + (2 << 20)) >> 10
+    bound = (POOL * (CHUNK + 64) + 4 * CHUNK + (2 << 20)) >> 10
     if H.WRAPPER:
         ctx.note("slow reader: VmRSS not checked under a checker")
     else:

@@ -1149,6 +1149,73 @@ static void drain_p_when_q_stalls(struct sfix *f)
 		f->n[0] += (size_t)n;
 }
 
+#define ASKED_READS 5
+
+static void stop_now(struct sfix *f)
+{
+	ops->stop(f->l);
+}
+
+/* Reads asked again from on_stream while bytes wait (epoll tries those at
+ * once, before its next wait): the bytes in order, and a read is asked
+ * again the moment its chunk came; after the last one nothing more. */
+static void read_again_while_asked(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	assert_true(d->len > 0);
+	for (size_t i = 0; i < d->len; i++)
+		if (d->data[i] != pattern(f->n[0] + i))
+			fail_msg("byte %zu out of order", f->n[0] + i);
+	f->n[0] += d->len;
+	if (d->len == LOOP_STREAM_CHUNK)
+		f->n[1]++;
+	if (f->nstreams < ASKED_READS) {
+		assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+		assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), -EALREADY);
+	} else {
+		f->del_cb = stop_now; /* a while, for a read nobody asked for */
+		assert_int_equal(ops->timer_set(f->l, &f->del, loop_now() + 100 * NS_PER_MS), 0);
+	}
+}
+
+/* A socket with many chunks' worth waiting, each read asked from the
+ * last one's on_stream: one on_stream per stream_read, exactly, bytes in
+ * order, and the rest stays in the socket. */
+static void test_stream_reads_asked_while_bytes_wait_answer_once_each(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	static uint8_t buf[16 * LOOP_STREAM_CHUNK];
+	size_t queued = 0;
+	ssize_t n;
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0);
+	set_bufs(f->fd[1], 0, 4 << 20);
+	set_bufs(f->fd[2], 4 << 20, 0);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i);
+	while (queued < sizeof(buf) &&
+	       (n = send(f->fd[2], buf + queued, sizeof(buf) - queued, MSG_DONTWAIT)) > 0)
+		queued += (size_t)n;
+	assert_true(queued >= (ASKED_READS + 2) * LOOP_STREAM_CHUNK);
+	usleep(10 * 1000); /* in the loop's socket */
+	f->stream_cb = read_again_while_asked;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->nstreams, ASKED_READS);
+	assert_true(f->n[1] >= 1); /* full chunks, more behind them */
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_rx_bytes), f->n[0]);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	/* What was not asked for is still in the socket, in order. */
+	n = recv(f->fd[1], buf, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
+	assert_true(n > 0);
+	for (ssize_t i = 0; i < n; i++)
+		assert_int_equal(buf[i], pattern(f->n[0] + (size_t)i));
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
 /* A pool of one chunk: while it waits in a send, a read on another
  * connection stalls (counted) and resumes once the send gives it back. */
 static void test_stream_reads_wait_for_an_empty_pool_and_resume(void **state)
@@ -1200,6 +1267,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
 	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),
 	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
+	    cmocka_unit_test(test_stream_reads_asked_while_bytes_wait_answer_once_each),
 	};
 	struct loop *l;
 	const struct loop_handler h = { 0 };

@@ -16,8 +16,8 @@
 
 #include "turn_alloc.h"
 
-static const uint8_t hkey[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
-static const uint8_t lkey[16] = { 0xaa };
+static const uint8_t hkey[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static const uint8_t lkey[16] = {0xaa};
 
 #define S 1000ull /* now is in ms */
 
@@ -335,7 +335,7 @@ static void test_refs_carry_the_generation(void **state)
 
 static void test_allocations_expire_earliest_first_and_refresh_moves_them(void **state)
 {
-	static const uint32_t life[6] = { 900, 600, 3600, 700, 601, 1200 };
+	static const uint32_t life[6] = {900, 600, 3600, 700, 601, 1200};
 	struct turn_alloc_table t;
 	uint32_t idx[6], got;
 
@@ -355,7 +355,7 @@ static void test_allocations_expire_earliest_first_and_refresh_moves_them(void *
 	/* And the 600 s one later: 3000 s from 400 s. */
 	turn_alloc_refresh(&t, idx[1], 3000, 400 * S);
 	{
-		static const int order[6] = { 3, 4, 0, 5, 1, 2 };
+		static const int order[6] = {3, 4, 0, 5, 1, 2};
 
 		for (int i = 0; i < 6; i++) {
 			got = turn_alloc_expire(&t, 10000 * S);
@@ -579,8 +579,8 @@ static void test_ipv6_allocation_gets_ipv6_channel_peers(void **state)
 
 static void test_last_transaction_is_answered_again_for_40_s(void **state)
 {
-	static const uint8_t tid[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
-	static const uint8_t tid2[12] = { 9 };
+	static const uint8_t tid[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+	static const uint8_t tid2[12] = {9};
 	uint8_t resp[TURN_TXN_RESP_MAX + 1];
 	struct turn_alloc_table t;
 	struct turn_5tuple k = udp(1);
@@ -620,7 +620,7 @@ static void test_port_range_exhausts_and_reuses_freed_ports_last(void **state)
 {
 	struct turn_alloc_table t;
 	uint16_t ports[10], p;
-	bool seen[10] = { false };
+	bool seen[10] = {false};
 
 	(void)state;
 	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, 0, hkey, 42), 0);
@@ -684,8 +684,8 @@ static void test_even_port_is_even_and_fails_when_none_is_left(void **state)
 
 static void test_even_port_reservation_is_redeemed_once_within_30_s(void **state)
 {
-	static const uint8_t tok[8] = { 't', 'o', 'k', 'e', 'n', '0', '0', '1' };
-	static const uint8_t tok2[8] = { 't', 'o', 'k', 'e', 'n', '0', '0', '2' };
+	static const uint8_t tok[8] = {'t', 'o', 'k', 'e', 'n', '0', '0', '1'};
+	static const uint8_t tok2[8] = {'t', 'o', 'k', 'e', 'n', '0', '0', '2'};
 	struct turn_alloc_table t;
 	uint16_t p, q, r;
 
@@ -698,7 +698,8 @@ static void test_even_port_reservation_is_redeemed_once_within_30_s(void **state
 	assert_int_equal(turn_alloc_next_deadline(&t), TURN_RESV_LIFETIME_MS);
 	/* Nobody else gets p + 1. */
 	for (int i = 0; i < 8; i++) {
-		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &q), TURN_OK);
+		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &q),
+				 TURN_OK);
 		assert_int_not_equal(q, p + 1);
 		turn_alloc_port_release(&t, q, 0);
 	}
@@ -728,7 +729,7 @@ static void test_even_port_reservation_is_redeemed_once_within_30_s(void **state
 
 static void test_reservation_needs_a_free_pair(void **state)
 {
-	static const uint8_t tok[8] = { 1 };
+	static const uint8_t tok[8] = {1};
 	struct turn_alloc_table t;
 	uint16_t p, taken[4];
 	int n = 0;
@@ -737,7 +738,8 @@ static void test_reservation_needs_a_free_pair(void **state)
 	/* 50000..50003: take the odd ones, then no pair is left. */
 	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, 0, hkey, 3), 0);
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &taken[i]), 0);
+		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &taken[i]),
+				 0);
 	}
 	for (int i = 0; i < 4; i++)
 		if (taken[i] % 2 == 0)
@@ -753,7 +755,7 @@ static void test_reservation_needs_a_free_pair(void **state)
 
 static void test_unusable_port_is_kept_out_then_tried_again(void **state)
 {
-	static const uint8_t tok[8] = { 2 };
+	static const uint8_t tok[8] = {2};
 	struct turn_alloc_table t;
 	uint16_t p, q, bad;
 
@@ -836,7 +838,7 @@ static void test_random_operations_match_a_naive_model(void **state)
 	struct turn_alloc_table t;
 	struct model m[CLIENTS];
 	uint64_t now = 0;
-	const char *users[USERS] = { "a", "b", "c", "d", "e" };
+	const char *users[USERS] = {"a", "b", "c", "d", "e"};
 
 	(void)state;
 	memset(m, 0, sizeof(m));
@@ -857,7 +859,7 @@ static void test_random_operations_match_a_naive_model(void **state)
 		if (op < 4) { /* Allocate */
 			uint32_t idx;
 			enum turn_alloc_err e =
-				alloc_as(&t, &k, users[c % USERS], 600 + rnd(600), now, &idx);
+			    alloc_as(&t, &k, users[c % USERS], 600 + rnd(600), now, &idx);
 
 			if (m[c].live)
 				assert_int_equal(e, TURN_E_EXISTS);
@@ -933,32 +935,32 @@ static void test_random_operations_match_a_naive_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_allocation_is_found_by_5tuple_and_by_port),
-		cmocka_unit_test(test_stream_5tuples_are_told_apart_by_connection_and_listener),
-		cmocka_unit_test(test_node_cap_refuses_with_508_until_one_goes),
-		cmocka_unit_test(test_init_refuses_a_cap_wider_than_the_port_range),
-		cmocka_unit_test(test_quota_counts_per_userid_and_answers_486),
-		cmocka_unit_test(test_quota_zero_means_none),
-		cmocka_unit_test(test_quota_entries_survive_many_userids_coming_and_going),
-		cmocka_unit_test(test_long_username_is_refused),
-		cmocka_unit_test(test_refs_carry_the_generation),
-		cmocka_unit_test(test_allocations_expire_earliest_first_and_refresh_moves_them),
-		cmocka_unit_test(test_permissions_last_300_s_ip_only_and_refresh),
-		cmocka_unit_test(test_permissions_are_bounded_and_expired_ones_reused),
-		cmocka_unit_test(test_channels_bind_refresh_and_install_permissions),
-		cmocka_unit_test(test_channel_range_and_conflicts_are_refused),
-		cmocka_unit_test(test_channels_are_bounded),
-		cmocka_unit_test(test_channel_refused_when_its_permission_cannot_be_had),
-		cmocka_unit_test(test_ipv6_allocation_gets_ipv6_channel_peers),
-		cmocka_unit_test(test_last_transaction_is_answered_again_for_40_s),
-		cmocka_unit_test(test_port_range_exhausts_and_reuses_freed_ports_last),
-		cmocka_unit_test(test_ports_come_out_shuffled_by_the_seed),
-		cmocka_unit_test(test_even_port_is_even_and_fails_when_none_is_left),
-		cmocka_unit_test(test_even_port_reservation_is_redeemed_once_within_30_s),
-		cmocka_unit_test(test_reservation_needs_a_free_pair),
-		cmocka_unit_test(test_unusable_port_is_kept_out_then_tried_again),
-		cmocka_unit_test(test_release_of_an_allocated_port_is_ignored),
-		cmocka_unit_test(test_random_operations_match_a_naive_model),
+	    cmocka_unit_test(test_allocation_is_found_by_5tuple_and_by_port),
+	    cmocka_unit_test(test_stream_5tuples_are_told_apart_by_connection_and_listener),
+	    cmocka_unit_test(test_node_cap_refuses_with_508_until_one_goes),
+	    cmocka_unit_test(test_init_refuses_a_cap_wider_than_the_port_range),
+	    cmocka_unit_test(test_quota_counts_per_userid_and_answers_486),
+	    cmocka_unit_test(test_quota_zero_means_none),
+	    cmocka_unit_test(test_quota_entries_survive_many_userids_coming_and_going),
+	    cmocka_unit_test(test_long_username_is_refused),
+	    cmocka_unit_test(test_refs_carry_the_generation),
+	    cmocka_unit_test(test_allocations_expire_earliest_first_and_refresh_moves_them),
+	    cmocka_unit_test(test_permissions_last_300_s_ip_only_and_refresh),
+	    cmocka_unit_test(test_permissions_are_bounded_and_expired_ones_reused),
+	    cmocka_unit_test(test_channels_bind_refresh_and_install_permissions),
+	    cmocka_unit_test(test_channel_range_and_conflicts_are_refused),
+	    cmocka_unit_test(test_channels_are_bounded),
+	    cmocka_unit_test(test_channel_refused_when_its_permission_cannot_be_had),
+	    cmocka_unit_test(test_ipv6_allocation_gets_ipv6_channel_peers),
+	    cmocka_unit_test(test_last_transaction_is_answered_again_for_40_s),
+	    cmocka_unit_test(test_port_range_exhausts_and_reuses_freed_ports_last),
+	    cmocka_unit_test(test_ports_come_out_shuffled_by_the_seed),
+	    cmocka_unit_test(test_even_port_is_even_and_fails_when_none_is_left),
+	    cmocka_unit_test(test_even_port_reservation_is_redeemed_once_within_30_s),
+	    cmocka_unit_test(test_reservation_needs_a_free_pair),
+	    cmocka_unit_test(test_unusable_port_is_kept_out_then_tried_again),
+	    cmocka_unit_test(test_release_of_an_allocated_port_is_ignored),
+	    cmocka_unit_test(test_random_operations_match_a_naive_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

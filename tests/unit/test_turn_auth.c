@@ -46,8 +46,8 @@ static void test_rest_username_splits_at_the_first_colon(void **state)
 static void test_rest_username_without_numeric_expiry_is_refused(void **state)
 {
 	static const char *const bad[] = {
-		"alice", ":alice", "x1700000000:alice", "17000a0000:alice", "-1:alice", "+1:alice",
-		" 1:alice", "18446744073709551616:x", "000000000000000000001:x", "",
+	    "alice",	":alice",   "x1700000000:alice",      "17000a0000:alice",	 "-1:alice",
+	    "+1:alice", " 1:alice", "18446744073709551616:x", "000000000000000000001:x", "",
 	};
 	uint64_t exp;
 	const char *id;
@@ -86,7 +86,8 @@ static void test_long_term_key_of_rfc5769(void **state)
 	uint8_t key[TURN_KEY_LEN];
 
 	(void)state;
-	assert_int_equal(turn_longterm_key(u, strlen(u), "example.org", 11, "TheMatrIX", 9, key), 0);
+	assert_int_equal(turn_longterm_key(u, strlen(u), "example.org", 11, "TheMatrIX", 9, key),
+			 0);
 	assert_memory_equal(key, want, 16);
 }
 
@@ -117,8 +118,8 @@ static size_t signed_request(uint8_t *out, size_t cap, const char *username, con
 static struct turn_secrets both(void)
 {
 	struct turn_secrets s = {
-		.secret = {(const uint8_t *)secret_cur, (const uint8_t *)secret_next},
-		.len = {strlen(secret_cur), strlen(secret_next)},
+	    .secret = {(const uint8_t *)secret_cur, (const uint8_t *)secret_next},
+	    .len = {strlen(secret_cur), strlen(secret_next)},
 	};
 	return s;
 }
@@ -177,8 +178,7 @@ static void test_check_refuses_wrong_password_realm_and_shapes(void **state)
 	/* The right password, but another realm configured. */
 	n = signed_request(msg, sizeof(msg), user, pw_cur, false);
 	assert_int_equal(stun_parse(msg, n, &m), 0);
-	assert_int_equal(turn_auth_check(&s, &m, "other.test", 10, 1, &a),
-			 TURN_AUTH_BAD_INTEGRITY);
+	assert_int_equal(turn_auth_check(&s, &m, "other.test", 10, 1, &a), TURN_AUTH_BAD_INTEGRITY);
 	/* A username with no expiry. */
 	n = signed_request(msg, sizeof(msg), "alice", "pw", false);
 	assert_int_equal(stun_parse(msg, n, &m), 0);
@@ -257,15 +257,18 @@ static void test_nonce_ok_then_stale(void **state)
 	/* Printable and quoted-string safe: lower-case hex only. */
 	for (size_t i = 0; i < TURN_NONCE_LEN; i++)
 		assert_non_null(strchr("0123456789abcdef", nonce[i]));
-	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 1000, 3600), TURN_NONCE_OK);
-	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 4600, 3600), TURN_NONCE_OK);
+	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 1000, 3600),
+			 TURN_NONCE_OK);
+	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 4600, 3600),
+			 TURN_NONCE_OK);
 	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 4601, 3600),
 			 TURN_NONCE_STALE);
 	/* The lifetime is a parameter. */
 	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 1011, 10),
 			 TURN_NONCE_STALE);
 	/* From the future: not ours. */
-	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 999, 3600), TURN_NONCE_BAD);
+	assert_int_equal(turn_nonce_check(&k, &c, nonce, TURN_NONCE_LEN, 999, 3600),
+			 TURN_NONCE_BAD);
 }
 
 static void test_nonce_of_another_client_or_key_is_bad(void **state)
@@ -337,16 +340,16 @@ static void test_nonce_tampered_is_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rest_username_splits_at_the_first_colon),
-		cmocka_unit_test(test_rest_username_without_numeric_expiry_is_refused),
-		cmocka_unit_test(test_rest_password_matches_python),
-		cmocka_unit_test(test_long_term_key_of_rfc5769),
-		cmocka_unit_test(test_check_finds_which_secret_matched),
-		cmocka_unit_test(test_check_refuses_wrong_password_realm_and_shapes),
-		cmocka_unit_test(test_expiry_is_checked_against_now_after_the_mac),
-		cmocka_unit_test(test_nonce_ok_then_stale),
-		cmocka_unit_test(test_nonce_of_another_client_or_key_is_bad),
-		cmocka_unit_test(test_nonce_tampered_is_bad),
+	    cmocka_unit_test(test_rest_username_splits_at_the_first_colon),
+	    cmocka_unit_test(test_rest_username_without_numeric_expiry_is_refused),
+	    cmocka_unit_test(test_rest_password_matches_python),
+	    cmocka_unit_test(test_long_term_key_of_rfc5769),
+	    cmocka_unit_test(test_check_finds_which_secret_matched),
+	    cmocka_unit_test(test_check_refuses_wrong_password_realm_and_shapes),
+	    cmocka_unit_test(test_expiry_is_checked_against_now_after_the_mac),
+	    cmocka_unit_test(test_nonce_ok_then_stale),
+	    cmocka_unit_test(test_nonce_of_another_client_or_key_is_bad),
+	    cmocka_unit_test(test_nonce_tampered_is_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

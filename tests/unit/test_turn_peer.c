@@ -54,15 +54,48 @@ static void add(struct turn_peer_policy *p, bool allow, const char *cidr)
 static void test_default_set_refuses_every_listed_range(void **state)
 {
 	static const char *const refused[] = {
-		"0.0.0.0", "0.255.255.255", "127.0.0.1", "127.255.255.254", "10.0.0.1",
-		"10.255.255.255", "100.64.0.1", "100.127.255.255", "169.254.0.1",
-		"169.254.169.254", "172.16.0.1", "172.31.255.255", "192.0.0.1", "192.0.0.255",
-		"192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.19.255.255",
-		"198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.255", "240.0.0.1",
-		"255.255.255.255", "::", "::1", "64:ff9b:1::1", "64:ff9b:1:ffff::1", "100::1",
-		"100::ffff:ffff:ffff:ffff", "2001:db8::1", "2001:db8:ffff::1", "fc00::1",
-		"fd00:ec2::254", "fdff::1", "fe80::1", "febf::1", "fec0::1", "feff::1", "ff02::1",
-		"ff0e::1",
+	    "0.0.0.0",
+	    "0.255.255.255",
+	    "127.0.0.1",
+	    "127.255.255.254",
+	    "10.0.0.1",
+	    "10.255.255.255",
+	    "100.64.0.1",
+	    "100.127.255.255",
+	    "169.254.0.1",
+	    "169.254.169.254",
+	    "172.16.0.1",
+	    "172.31.255.255",
+	    "192.0.0.1",
+	    "192.0.0.255",
+	    "192.0.2.1",
+	    "192.88.99.1",
+	    "192.168.1.1",
+	    "198.18.0.1",
+	    "198.19.255.255",
+	    "198.51.100.7",
+	    "203.0.113.9",
+	    "224.0.0.1",
+	    "239.255.255.255",
+	    "240.0.0.1",
+	    "255.255.255.255",
+	    "::",
+	    "::1",
+	    "64:ff9b:1::1",
+	    "64:ff9b:1:ffff::1",
+	    "100::1",
+	    "100::ffff:ffff:ffff:ffff",
+	    "2001:db8::1",
+	    "2001:db8:ffff::1",
+	    "fc00::1",
+	    "fd00:ec2::254",
+	    "fdff::1",
+	    "fe80::1",
+	    "febf::1",
+	    "fec0::1",
+	    "feff::1",
+	    "ff02::1",
+	    "ff0e::1",
 	};
 	struct turn_peer_policy p;
 
@@ -77,13 +110,23 @@ static void test_default_set_refuses_every_listed_range(void **state)
 static void test_default_set_allows_neighbours_of_the_refused_ranges(void **state)
 {
 	static const char *const ok[] = {
-		"1.0.0.1", "9.255.255.255", "11.0.0.1", "100.63.255.255", "100.128.0.1",
-		"126.255.255.255", "128.0.0.1", "169.253.255.255", "169.255.0.1", "172.15.255.255",
-		"172.32.0.1", "192.0.1.1", "192.0.3.1", "192.88.98.1", "192.88.100.1",
-		"192.167.255.255", "192.169.0.1", "198.17.255.255", "198.20.0.1", "198.51.99.1",
-		"198.51.101.1", "203.0.112.1", "203.0.114.1", "223.255.255.255", "8.8.8.8",
-		"2001:4860:4860::8888", "2001:db9::1", "2001:db7::1", "64:ff9b:2::1", "100:0:0:1::1",
-		"fbff::1", "fe00::1", "2a00:1450::1", "::2:1", /* ::0.2.0.1 reduced below */
+	    "1.0.0.1",	    "9.255.255.255",
+	    "11.0.0.1",	    "100.63.255.255",
+	    "100.128.0.1",  "126.255.255.255",
+	    "128.0.0.1",    "169.253.255.255",
+	    "169.255.0.1",  "172.15.255.255",
+	    "172.32.0.1",   "192.0.1.1",
+	    "192.0.3.1",    "192.88.98.1",
+	    "192.88.100.1", "192.167.255.255",
+	    "192.169.0.1",  "198.17.255.255",
+	    "198.20.0.1",   "198.51.99.1",
+	    "198.51.101.1", "203.0.112.1",
+	    "203.0.114.1",  "223.255.255.255",
+	    "8.8.8.8",	    "2001:4860:4860::8888",
+	    "2001:db9::1",  "2001:db7::1",
+	    "64:ff9b:2::1", "100:0:0:1::1",
+	    "fbff::1",	    "fe00::1",
+	    "2a00:1450::1", "::2:1", /* ::0.2.0.1 reduced below */
 	};
 	struct turn_peer_policy p;
 
@@ -102,14 +145,28 @@ static void test_default_set_allows_neighbours_of_the_refused_ranges(void **stat
 static void test_embedded_ipv4_forms_are_judged_as_ipv4(void **state)
 {
 	static const char *const refused[] = {
-		"::ffff:127.0.0.1", "::ffff:10.1.2.3", "::ffff:169.254.169.254",
-		"::127.0.0.1", "::10.0.0.1", "::192.168.0.1", /* IPv4-compatible */
-		"64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::10.0.0.1", /* NAT64 */
-		"2002:7f00:1::1", "2002:a00:1::", "2002:c0a8:101::1", "2002:a9fe:a9fe::1", /* 6to4 */
-		"::ffff:0.0.0.0", "::ffff:255.255.255.255", "64:ff9b::e000:1",
+	    "::ffff:127.0.0.1",
+	    "::ffff:10.1.2.3",
+	    "::ffff:169.254.169.254",
+	    "::127.0.0.1",
+	    "::10.0.0.1",
+	    "::192.168.0.1", /* IPv4-compatible */
+	    "64:ff9b::127.0.0.1",
+	    "64:ff9b::a9fe:a9fe",
+	    "64:ff9b::10.0.0.1", /* NAT64 */
+	    "2002:7f00:1::1",
+	    "2002:a00:1::",
+	    "2002:c0a8:101::1",
+	    "2002:a9fe:a9fe::1", /* 6to4 */
+	    "::ffff:0.0.0.0",
+	    "::ffff:255.255.255.255",
+	    "64:ff9b::e000:1",
 	};
 	static const char *const ok[] = {
-		"::ffff:8.8.8.8", "::8.8.8.8", "64:ff9b::8.8.8.8", "2002:808:808::1",
+	    "::ffff:8.8.8.8",
+	    "::8.8.8.8",
+	    "64:ff9b::8.8.8.8",
+	    "2002:808:808::1",
 	};
 	struct turn_peer_policy p;
 
@@ -251,30 +308,31 @@ static void test_cidr_parser_accepts_and_explains(void **state)
 	struct {
 		const char *in, *err;
 	} cases[] = {
-		{ "10.0.0.0/8", NULL },
-		{ "127.0.0.1", NULL },
-		{ "0.0.0.0/0", NULL },
-		{ "::/0", NULL },
-		{ "2001:db8::/32", NULL },
-		{ "::1", NULL },
-		{ "::ffff:10.0.0.0/104", NULL },
-		{ "10.0.0.0/33", "turn-allow-peer: '10.0.0.0/33': prefix longer than 32" },
-		{ "fc00::/129", "turn-allow-peer: 'fc00::/129': prefix longer than 128" },
-		{ "10.0.0.1/8", "turn-allow-peer: '10.0.0.1/8': host bits set; did you mean 10.0.0.0/8?" },
-		{ "fc00::1/7", "turn-allow-peer: 'fc00::1/7': host bits set; did you mean fc00::/7?" },
-		{ "10.0.0.0/", "turn-allow-peer: '10.0.0.0/': prefix length is not a number" },
-		{ "10.0.0.0/+8", "turn-allow-peer: '10.0.0.0/+8': prefix length is not a number" },
-		{ "10.0.0.0/0008", "turn-allow-peer: '10.0.0.0/0008': prefix length is not a number" },
-		{ "10.0.0/8", "turn-allow-peer: '10.0.0/8': not an IPv4 address" },
-		{ "example.com", "turn-allow-peer: 'example.com': not an IPv4 address" },
-		{ "fc00:::/7", "turn-allow-peer: 'fc00:::/7': not an IPv6 address" },
-		{ "", "turn-allow-peer: '': not an IPv4 address" },
-		{ "1111:2222:3333:4444:5555:6666:7777:8888/128/1",
-		  "turn-allow-peer: '1111:2222:3333:4444:5555:6666:7777:8888/128/1': "
-		  "prefix length is not a number" },
-		{ "1111:2222:3333:4444:5555:6666:255.255.255.255/128 trailing",
-		  "turn-allow-peer: '1111:2222:3333:4444:5555:6666:255.255.255.255/128 trailing': "
-		  "not an IPv4 or IPv6 address or CIDR block" },
+	    {"10.0.0.0/8", NULL},
+	    {"127.0.0.1", NULL},
+	    {"0.0.0.0/0", NULL},
+	    {"::/0", NULL},
+	    {"2001:db8::/32", NULL},
+	    {"::1", NULL},
+	    {"::ffff:10.0.0.0/104", NULL},
+	    {"10.0.0.0/33", "turn-allow-peer: '10.0.0.0/33': prefix longer than 32"},
+	    {"fc00::/129", "turn-allow-peer: 'fc00::/129': prefix longer than 128"},
+	    {"10.0.0.1/8",
+	     "turn-allow-peer: '10.0.0.1/8': host bits set; did you mean 10.0.0.0/8?"},
+	    {"fc00::1/7", "turn-allow-peer: 'fc00::1/7': host bits set; did you mean fc00::/7?"},
+	    {"10.0.0.0/", "turn-allow-peer: '10.0.0.0/': prefix length is not a number"},
+	    {"10.0.0.0/+8", "turn-allow-peer: '10.0.0.0/+8': prefix length is not a number"},
+	    {"10.0.0.0/0008", "turn-allow-peer: '10.0.0.0/0008': prefix length is not a number"},
+	    {"10.0.0/8", "turn-allow-peer: '10.0.0/8': not an IPv4 address"},
+	    {"example.com", "turn-allow-peer: 'example.com': not an IPv4 address"},
+	    {"fc00:::/7", "turn-allow-peer: 'fc00:::/7': not an IPv6 address"},
+	    {"", "turn-allow-peer: '': not an IPv4 address"},
+	    {"1111:2222:3333:4444:5555:6666:7777:8888/128/1",
+	     "turn-allow-peer: '1111:2222:3333:4444:5555:6666:7777:8888/128/1': "
+	     "prefix length is not a number"},
+	    {"1111:2222:3333:4444:5555:6666:255.255.255.255/128 trailing",
+	     "turn-allow-peer: '1111:2222:3333:4444:5555:6666:255.255.255.255/128 trailing': "
+	     "not an IPv4 or IPv6 address or CIDR block"},
 	};
 	struct turn_cidr c;
 	char err[256];
@@ -323,17 +381,17 @@ static void test_cidr_match_covers_prefix_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_default_set_refuses_every_listed_range),
-		cmocka_unit_test(test_default_set_allows_neighbours_of_the_refused_ranges),
-		cmocka_unit_test(test_embedded_ipv4_forms_are_judged_as_ipv4),
-		cmocka_unit_test(test_port_zero_is_refused_unless_only_the_ip_counts),
-		cmocka_unit_test(test_unknown_family_is_refused),
-		cmocka_unit_test(test_allow_list_opens_a_refused_range),
-		cmocka_unit_test(test_deny_wins_over_allow_and_over_the_default),
-		cmocka_unit_test(test_own_address_is_allowed_unless_denied),
-		cmocka_unit_test(test_lists_are_bounded),
-		cmocka_unit_test(test_cidr_parser_accepts_and_explains),
-		cmocka_unit_test(test_cidr_match_covers_prefix_edges),
+	    cmocka_unit_test(test_default_set_refuses_every_listed_range),
+	    cmocka_unit_test(test_default_set_allows_neighbours_of_the_refused_ranges),
+	    cmocka_unit_test(test_embedded_ipv4_forms_are_judged_as_ipv4),
+	    cmocka_unit_test(test_port_zero_is_refused_unless_only_the_ip_counts),
+	    cmocka_unit_test(test_unknown_family_is_refused),
+	    cmocka_unit_test(test_allow_list_opens_a_refused_range),
+	    cmocka_unit_test(test_deny_wins_over_allow_and_over_the_default),
+	    cmocka_unit_test(test_own_address_is_allowed_unless_denied),
+	    cmocka_unit_test(test_lists_are_bounded),
+	    cmocka_unit_test(test_cidr_parser_accepts_and_explains),
+	    cmocka_unit_test(test_cidr_match_covers_prefix_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
