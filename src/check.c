@@ -292,8 +292,9 @@ int check_run(const struct etr_conf *c)
 		       t->tcp_set ? addr_str(&t->tcp_listen.sa, b) : "",
 		       t->tls_set ? ", tls-listen " : "",
 		       t->tls_set ? addr_str(&t->tls_listen.sa, s) : "", t->tls_set ? " cert " : "",
-		       t->tls_set ? t->tls_cert : "", r, t->port_min, t->port_max, t->max_allocations,
-		       t->user_quota, t->realm, t->strict_expiry ? ", strict-expiry" : "");
+		       t->tls_set ? t->tls_cert : "", r, t->port_min, t->port_max,
+		       t->max_allocations, t->user_quota, t->realm,
+		       t->strict_expiry ? ", strict-expiry" : "");
 	}
 	printf("etrelay: configuration %s is valid (%u relay%s", c->path ? c->path : "(command line)",
 	       c->nrelays, c->nrelays == 1 ? "" : "s");

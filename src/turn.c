@@ -292,8 +292,8 @@ static void tls_kick(struct turn_listener *l, uint32_t i)
 /* The TLS side of conn_send: one record of the frame (gathered in tls_tx
  * when it comes in parts). A client whose ciphertext backlog is full
  * loses the frame (send_full says so). */
-static bool tls_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
-		     const void *b, size_t blen, size_t pad)
+static bool tls_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen, const void *b,
+		     size_t blen, size_t pad)
 {
 	struct turn_conn *c = &l->conns[i];
 	size_t len = alen + blen + pad;
@@ -1208,7 +1208,7 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	return;
 fail:
 	STAT_ADD(l->stats.dropped[x.conn && l->send_full ? TURN_DROP_CLIENT_SLOW
-							  : TURN_DROP_SEND_FAILED],
+							 : TURN_DROP_SEND_FAILED],
 		 1);
 }
 
@@ -1581,7 +1581,8 @@ static void tls_reload_tick(void *obj, uint32_t ref, uint64_t now)
 	(void)ref;
 	switch (tls_reload_check(&sh->reload, now)) {
 	case TLS_RELOAD_LOADED:
-		log_info("turn %s: certificate reloaded from %s", sh->conf->name, sh->conf->tls_cert);
+		log_info("turn %s: certificate reloaded from %s", sh->conf->name,
+			 sh->conf->tls_cert);
 		break;
 	case TLS_RELOAD_FAILED:
 		log_warnx("turn %s: certificate reload: %s (the last good pair stays in force)",
@@ -1590,15 +1591,15 @@ static void tls_reload_tick(void *obj, uint32_t ref, uint64_t now)
 	default:
 		break;
 	}
-	if (l->ops->timer_set(l->loop, &l->reload_timer, now + sh->conf->tls_reload_ms * NS_PER_MS) <
-	    0)
+	if (l->ops->timer_set(l->loop, &l->reload_timer,
+			      now + sh->conf->tls_reload_ms * NS_PER_MS) < 0)
 		log_warnx("turn %s: reload timer: out of memory", sh->conf->name);
 }
 
 static const struct endpoint_ops turn_tls_ops = {
-	.name = "turn-tls",
-	.on_accept = tls_accept,
-	.on_timer = tls_reload_tick,
+    .name = "turn-tls",
+    .on_accept = tls_accept,
+    .on_timer = tls_reload_tick,
 };
 
 static const struct endpoint_ops turn_conn_ops = {
