@@ -2596,7 +2596,9 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 				  "--turn-max-allocations", "100", "--turn-allow-peer",
 				  "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
 				  "--turn-strict-expiry", "yes", "--turn-user-quota", "2",
-				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r")),
+				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r",
+				  "--turn-tls-listen", "0.0.0.0:5349", "--turn-tls-cert", "c.pem",
+				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms")),
 			 0);
 	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
@@ -2612,6 +2614,11 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_int_equal(c.turn[0].user_quota, 2);
 	assert_true(c.turn[0].tcp_set);
 	assert_string_equal(c.turn[0].realm, "r");
+	assert_true(c.turn[0].tls_set);
+	assert_int_equal(ntohs(c.turn[0].tls_listen.in.sin_port), 5349);
+	assert_string_equal(c.turn[0].tls_cert, "c.pem");
+	assert_string_equal(c.turn[0].tls_key, "k.pem");
+	assert_int_equal(c.turn[0].tls_reload_ms, 500);
 	/* A key without a listener. */
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
 			 -1);
