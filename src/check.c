@@ -280,17 +280,21 @@ int check_run(const struct etr_conf *c)
 	}
 	for (unsigned i = 0; i < c->nturn; i++) {
 		const struct turn_conf *t = &c->turn[i];
-		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN];
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN];
 
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
 			*strrchr(r, ':') = '\0';
-		printf("turn %s: listen %s (UDP)%s%s, relay-address %s, ports %u-%u, "
+		/* The certificate pair is not read here: a start loads it. */
+		printf("turn %s: listen %s (UDP)%s%s%s%s%s%s, relay-address %s, ports %u-%u, "
 		       "max-allocations %" PRIu32 ", user-quota %" PRIu32 ", realm %s%s\n",
 		       t->name, addr_str(&t->listen.sa, a), t->tcp_set ? ", tcp-listen " : "",
 		       t->tcp_set ? addr_str(&t->tcp_listen.sa, b) : "",
-		       r, t->port_min, t->port_max, t->max_allocations,
-		       t->user_quota, t->realm, t->strict_expiry ? ", strict-expiry" : "");
+		       t->tls_set ? ", tls-listen " : "",
+		       t->tls_set ? addr_str(&t->tls_listen.sa, s) : "", t->tls_set ? " cert " : "",
+		       t->tls_set ? t->tls_cert : "", r, t->port_min, t->port_max,
+		       t->max_allocations, t->user_quota, t->realm,
+		       t->strict_expiry ? ", strict-expiry" : "");
 	}
 	printf("etrelay: configuration %s is valid (%u relay%s", c->path ? c->path : "(command line)",
 	       c->nrelays, c->nrelays == 1 ? "" : "s");

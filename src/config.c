@@ -107,7 +107,8 @@ const char conf_usage[] =
 	"these without turn-):\n"
 	"  --turn-listen ADDR[:PORT] UDP address of a TURN listener (port 3478)\n"
 	"  --turn-tcp-listen ADDR[:PORT]  TURN over TCP too (default off)\n"
-	"  --turn-tls-listen ADDR[:PORT]  TURN over TLS (not built yet)\n"
+	"  --turn-tls-listen ADDR[:PORT]  TURN over TLS too (default off; give the\n"
+	"                            port, 5349 by convention)\n"
 	"  --turn-tls-cert FILE, --turn-tls-key FILE\n"
 	"                            its certificate chain and key (PEM)\n"
 	"  --turn-tls-reload-interval DUR  look for a new pair this often (60s)\n"
@@ -1757,10 +1758,9 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 				where, t->max_allocations, width, t->port_min, t->port_max);
 		if (t->tls_set && (!t->tls_cert[0] || !t->tls_key[0]))
 			err_add(e, "%s: tls-listen: needs tls-cert and tls-key", where);
-		if (t->tls_set)
-			err_add(e, "%s: tls-listen: TURN over TLS is not built yet (use listen "
-				   "and tcp-listen)",
-				where);
+		if (t->tls_set && t->tcp_set && listeners_overlap(&t->tls_listen, &t->tcp_listen))
+			err_add(e, "%s: tls-listen %s: the tcp-listen address", where,
+				addr_str(&t->tls_listen.sa, a));
 		for (unsigned j = 0; j < c->nrelays; j++) {
 			const struct relay_conf *r = &c->relays[j];
 
@@ -1779,6 +1779,10 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			if (listeners_overlap(&t->tcp_listen, &c->sni[j].listen))
 				err_add(e, "%s: tcp-listen %s: sni %s listens there", where,
 					addr_str(&t->tcp_listen.sa, a), c->sni[j].name);
+		for (unsigned j = 0; j < c->nsni && t->tls_set; j++)
+			if (listeners_overlap(&t->tls_listen, &c->sni[j].listen))
+				err_add(e, "%s: tls-listen %s: sni %s listens there", where,
+					addr_str(&t->tls_listen.sa, a), c->sni[j].name);
 		for (unsigned j = 0; j < i; j++) {
 			const struct turn_conf *o = &c->turn[j];
 
@@ -1788,6 +1792,9 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			if (t->tcp_set && o->tcp_set && listeners_overlap(&t->tcp_listen, &o->tcp_listen))
 				err_add(e, "%s: tcp-listen %s: already used by turn %s", where,
 					addr_str(&t->tcp_listen.sa, a), o->name);
+			if (t->tls_set && o->tls_set && listeners_overlap(&t->tls_listen, &o->tls_listen))
+				err_add(e, "%s: tls-listen %s: already used by turn %s", where,
+					addr_str(&t->tls_listen.sa, a), o->name);
 			if (o->port_min <= t->port_max && t->port_min <= o->port_max &&
 			    addr_equal(&o->relay_addr, &t->relay_addr))
 				err_add(e, "%s: ports %u-%u overlap those of turn %s", where,

@@ -867,15 +867,16 @@ static void log_start_sni(const struct daemon *d)
 	}
 	for (unsigned i = 0; i < d->conf->nturn; i++) {
 		const struct turn_conf *c = &d->conf->turn[i];
-		char a[ADDR_STRLEN], t[ADDR_STRLEN], r[ADDR_STRLEN];
+		char a[ADDR_STRLEN], t[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN];
 
-		log_info("turn %s listening on %s (UDP)%s%s%s, backend %s, relaying from %s ports "
-			 "%u-%u, realm %s, up to %u allocations",
+		log_info("turn %s listening on %s (UDP)%s%s%s%s%s%s, backend %s, relaying from %s "
+			 "ports %u-%u, realm %s, up to %u allocations",
 			 c->name, addr_str(&c->listen.sa, a), c->tcp_set ? " and " : "",
-			 c->tcp_set ? addr_str(&c->tcp_listen.sa, t) : "", c->tcp_set ? " (TCP)" : "",
-			 d->ops->name,
-			 addr_str(&c->relay_addr.sa, r), c->port_min, c->port_max, c->realm,
-			 c->max_allocations);
+			 c->tcp_set ? addr_str(&c->tcp_listen.sa, t) : "",
+			 c->tcp_set ? " (TCP)" : "", c->tls_set ? " and " : "",
+			 c->tls_set ? addr_str(&c->tls_listen.sa, s) : "",
+			 c->tls_set ? " (TLS)" : "", d->ops->name, addr_str(&c->relay_addr.sa, r),
+			 c->port_min, c->port_max, c->realm, c->max_allocations);
 	}
 }
 

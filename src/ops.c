@@ -509,17 +509,20 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 		 * allocations, the address clients reach, the transports. */
 		const struct turn_conf *tc = st->turn->l[0].conf;
 		char a[ADDR_STRLEN], *colon;
-		bool tcp = false;
+		bool tcp = false, tls = false;
 
-		for (unsigned i = 0; i < st->turn->n; i++)
+		for (unsigned i = 0; i < st->turn->n; i++) {
 			tcp |= st->turn->l[i].conf->tcp_set;
+			tls |= st->turn->l[i].conf->tls_set;
+		}
 		addr_str(&tc->public_ip.sa, a);
 		if ((colon = strrchr(a, ':')) != NULL) /* the address alone: "1.2.3.4:0" */
 			*colon = '\0';
 		fprintf(f, ",\"active_allocations\":%" PRIu32 ",\"public_ip\":",
 			turn_active_total(st->turn));
 		json_string(f, a);
-		fprintf(f, ",\"transports\":[\"udp\"%s]", tcp ? ",\"tcp\"" : "");
+		fprintf(f, ",\"transports\":[\"udp\"%s%s]", tcp ? ",\"tcp\"" : "",
+			tls ? ",\"tls\"" : "");
 	}
 	fputs("},\"relays\":[", f);
 	for (unsigned i = 0, comma = 0; i < n; i++) {

@@ -507,6 +507,23 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	EACH_TURN
 	sample(f, "etrelay_turn_tcp_idle_closed_total", LABELS("listener", TNAME),
 	       TSUM(conns_idle));
+	family(f, "etrelay_turn_tls_failed_total", "counter",
+	       "TURN TLS connections ended by a failed handshake or a bad record.");
+	EACH_TURN
+	sample(f, "etrelay_turn_tls_failed_total", LABELS("listener", TNAME), TSUM(tls_failed));
+	family(f, "etrelay_turn_tls_reloads_total", "counter",
+	       "Certificate reloads of a TURN tls-listen, by result: loaded (the files changed and "
+	       "the new pair is in force), failed (they changed and do not load; the last good pair "
+	       "stays). The load at start is not counted.");
+	EACH_TURN
+	if (sh->l[i].tls_on) {
+		sample(f, "etrelay_turn_tls_reloads_total",
+		       LABELS("listener", TNAME, "result", "loaded"),
+		       atomic_load(&sh->l[i].reload.counts.loaded));
+		sample(f, "etrelay_turn_tls_reloads_total",
+		       LABELS("listener", TNAME, "result", "failed"),
+		       atomic_load(&sh->l[i].reload.counts.failed));
+	}
 	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
 	EACH_TURN
 	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The TURN listener's glue: sockets, the loop's callbacks, the request
- * handlers of RFC 8656 over UDP and TCP, relaying both ways, expiry. The
+ * handlers of RFC 8656 over UDP, TCP and TLS (TCP's framing behind a
+ * tls_conn), relaying both ways, expiry, the certificate reload. The
  * protocol's pure parts are stun.c, turn_auth.c, turn_alloc.c and
  * turn_peer.c; this file decides and sends. */
 #include "turn.h"
@@ -46,6 +47,8 @@
  * (looked for every TURN_CONN_SWEEP_MS). */
 #define TURN_CONN_IDLE_MS  30000ull
 #define TURN_CONN_SWEEP_MS 5000ull
+/* Plaintext taken from a TLS session at a time (a record's worth). */
+#define TURN_TLS_RX 16384
 
 /* Shared state */
 
@@ -157,6 +160,22 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 		l->worker_max[w] =
 		    (uint16_t)(c->port_min + (uint64_t)width * (w + 1) / nworkers - 1);
 	}
+	/* A pair that does not load is a startup error; later, a reload
+	 * that fails keeps the last good one. */
+	if (c->tls_set) {
+		int rc = tls_server_init(&l->tls);
+
+		if (rc < 0) {
+			snprintf(err, errlen, "tls: %s", strerror(-rc));
+			return -1;
+		}
+		if (tls_reload_init(&l->reload, &l->tls, c->tls_cert, c->tls_key, loop_now(), err,
+				    errlen) < 0) {
+			tls_server_free(&l->tls);
+			return -1;
+		}
+		l->tls_on = true;
+	}
 	sh->n = i + 1;
 	return 0;
 }
@@ -183,6 +202,12 @@ int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 
 void turn_shared_free(struct turn_shared *sh)
 {
+	for (unsigned i = 0; i < sh->n; i++)
+		if (sh->l[i].tls_on) {
+			tls_reload_free(&sh->l[i].reload);
+			tls_server_free(&sh->l[i].tls);
+			sh->l[i].tls_on = false;
+		}
 	if (sh->n)
 		pthread_rwlock_destroy(&sh->lock);
 	explicit_bzero(&sh->secrets, sizeof(sh->secrets));
@@ -210,6 +235,11 @@ struct turn_conn {
 	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
 	uint64_t since; /* ns: accepted, or its allocation ended */
 	uint32_t next_free;
+	/* TLS: the session (the tx queue stays empty: ciphertext waits in
+	 * it), a send of its with the loop, and an alert or close_notify to
+	 * send before the close. */
+	struct tls_conn *tls;
+	bool sending, tls_closing;
 };
 
 /* A conn ref: 16 bits of index, 8 of generation. */
@@ -240,6 +270,54 @@ struct turn_ctx {
 
 static void conn_close(struct turn_listener *l, uint32_t i);
 
+/* Hand a TLS session's next ciphertext to the loop, unless a send of its
+ * is there already. A send the loop refuses is tried again on the next
+ * write or read. */
+static void tls_kick(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+	const uint8_t *p;
+	size_t n;
+
+	if (c->sending || c->fd < 0)
+		return;
+	n = tls_conn_pending_out(c->tls, &p);
+	if (n && l->ops->stream_send(l->loop, c->fd, p, n,
+				     endpoint_ref_id(l->slot_conn, conn_ref(l, i))) == 0)
+		c->sending = true;
+}
+
+/* The TLS side of conn_send: one record of the frame (gathered in tls_tx
+ * when it comes in parts). A client whose ciphertext backlog is full
+ * loses the frame (send_full says so). */
+static bool tls_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen, const void *b,
+		     size_t blen, size_t pad)
+{
+	struct turn_conn *c = &l->conns[i];
+	size_t len = alen + blen + pad;
+	const void *p = a;
+	int rc;
+
+	if (c->closing || c->tls_closing)
+		return false;
+	if (blen || pad) {
+		if (len > TURN_CONN_RX_MAX)
+			return false;
+		memcpy(l->tls_tx, a, alen);
+		if (blen)
+			memcpy(l->tls_tx + alen, b, blen);
+		memset(l->tls_tx + alen + blen, 0, pad);
+		p = l->tls_tx;
+	}
+	rc = tls_conn_write(c->tls, p, len);
+	if (rc < 0) {
+		l->send_full = rc == -ENOBUFS;
+		return false;
+	}
+	tls_kick(l, i);
+	return true;
+}
+
 /* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
  * them in order. False when the connection has too much queued. */
 static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
@@ -249,6 +327,11 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 	size_t len = alen + blen + pad;
 	struct turn_tx *t;
 
+	l->send_full = false;
+	if (c->tls)
+		return tls_send(l, i, a, alen, b, blen, pad);
+	if (!c->closing && c->tx_bytes + len > TURN_CONN_TX_MAX)
+		l->send_full = true;
 	if (c->closing || c->tx_bytes + len > TURN_CONN_TX_MAX)
 		return false;
 	t = malloc(sizeof(*t) + len);
@@ -1040,7 +1123,7 @@ static void ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, 
 	memset(&x->tuple, 0, sizeof(x->tuple));
 	x->tuple.client = x->client;
 	x->tuple.listener = (uint16_t)l->index;
-	x->tuple.transport = conn ? TURN_TCP : TURN_UDP;
+	x->tuple.transport = !conn ? TURN_UDP : l->conns[conn - 1].tls ? TURN_TLS : TURN_TCP;
 	x->tuple.conn = conn;
 }
 
@@ -1137,7 +1220,9 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	STAT_ADD(l->stats.bytes_to_client, n);
 	return;
 fail:
-	STAT_ADD(l->stats.dropped[TURN_DROP_SEND_FAILED], 1);
+	STAT_ADD(l->stats.dropped[x.conn && l->send_full ? TURN_DROP_CLIENT_SLOW
+							 : TURN_DROP_SEND_FAILED],
+		 1);
 }
 
 static void relay_recv_error(void *obj, uint32_t ref, int err)
@@ -1154,7 +1239,8 @@ static void conn_read(struct turn_listener *l, uint32_t i)
 {
 	struct turn_conn *c = &l->conns[i];
 
-	if (c->reading || c->closing || c->tx_bytes > TURN_CONN_TX_MAX / 2)
+	if (c->reading || c->closing || c->tls_closing || c->tx_bytes > TURN_CONN_TX_MAX / 2 ||
+	    (c->tls && tls_conn_out_bytes(c->tls) > TLS_CONN_OUT_MAX / 2))
 		return;
 	if (l->ops->stream_read(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i))) == 0)
 		c->reading = true;
@@ -1201,27 +1287,37 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		free(t);
 	}
 	c->tx_tail = c->tx_head;
-	if (!c->tx_head)
+	/* A TLS send with the loop holds the session's bytes: freed in
+	 * conn_sent. */
+	if (c->tls && !c->sending) {
+		tls_conn_free(c->tls);
+		c->tls = NULL;
+	}
+	if (!c->tx_head && !c->tls)
 		conn_release(l, i);
 }
 
-static void tcp_accept(void *obj, uint32_t ref, int fd)
+/* A connection of the TCP listener, or of the TLS one (tls: its session
+ * on the listener's current certificate). */
+static void conn_accept(struct turn_listener *l, int fd, bool tls)
 {
-	struct turn_listener *l = obj;
 	union etr_sockaddr peer;
 	socklen_t plen = sizeof(peer);
 	struct turn_conn *c;
+	struct tls_conn *tc = NULL;
 	uint32_t i;
 
-	(void)ref;
 	if (fd < 0)
 		return;
-	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0) {
+	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0 ||
+	    (tls && !(tc = tls_conn_new(&l->sh->tls)))) {
 		close(fd);
 		return;
 	}
 	i = l->conn_free;
 	c = &l->conns[i];
+	c->tls = tc;
+	c->sending = c->tls_closing = false;
 	c->tx_head = c->tx_tail = NULL;
 	c->rx = NULL;
 	c->rxcap = 0;
@@ -1239,6 +1335,18 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 		arm(l);
 	}
 	conn_read(l, i);
+}
+
+static void tcp_accept(void *obj, uint32_t ref, int fd)
+{
+	(void)ref;
+	conn_accept(obj, fd, false);
+}
+
+static void tls_accept(void *obj, uint32_t ref, int fd)
+{
+	(void)ref;
+	conn_accept(obj, fd, true);
 }
 
 /* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX). */
@@ -1270,25 +1378,16 @@ static void conn_frame(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 	on_message(&x, p, n, NULL);
 }
 
-/* Bytes of a TCP connection: whole frames are handled where they lie in
- * the chunk; only a frame cut by the chunk's end is copied, into a buffer
- * of its size (an idle connection holds none). */
-static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
+/* Bytes of a TCP connection (or plaintext of a TLS one): whole frames are
+ * handled where they lie; only a frame cut by the end is copied, into a
+ * buffer of its size (an idle connection holds none). False when the
+ * connection was closed meanwhile. */
+static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n,
+		       uint64_t now)
 {
-	struct turn_listener *l = obj;
-	uint32_t i;
-	struct turn_conn *c = conn_deref(l, ref, &i);
-	const uint8_t *p = d->data;
-	size_t n = d->len;
+	struct turn_conn *c = &l->conns[i];
 	int flen;
 
-	if (!c || c->fd < 0)
-		return;
-	c->reading = false;
-	if (n == 0) {
-		conn_close(l, i);
-		return;
-	}
 	/* First the frame the last chunk began. */
 	while (c->rxlen && n) {
 		size_t want, take;
@@ -1300,7 +1399,7 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		take = want - c->rxlen < n ? want - c->rxlen : n;
 		if (!conn_room(c, want)) {
 			conn_close(l, i);
-			return;
+			return false;
 		}
 		memcpy(c->rx + c->rxlen, p, take);
 		c->rxlen += take;
@@ -1308,9 +1407,9 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		n -= take;
 		if (flen && c->rxlen == (size_t)flen) {
 			c->rxlen = 0;
-			conn_frame(l, i, c->rx, (size_t)flen, d->now);
+			conn_frame(l, i, c->rx, (size_t)flen, now);
 			if (c->fd < 0)
-				return;
+				return false;
 		}
 	}
 	while (n) {
@@ -1320,23 +1419,86 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		if (flen == 0 || (size_t)flen > n) {
 			if (!conn_room(c, flen ? (size_t)flen : 4)) {
 				conn_close(l, i);
-				return;
+				return false;
 			}
 			memcpy(c->rx, p, n);
 			c->rxlen = n;
 			break;
 		}
-		conn_frame(l, i, p, (size_t)flen, d->now);
+		conn_frame(l, i, p, (size_t)flen, now);
 		if (c->fd < 0)
-			return;
+			return false;
 		p += flen;
 		n -= (size_t)flen;
 	}
-	conn_read(l, i);
-	return;
+	return true;
 garbage:
 	STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
 	conn_close(l, i);
+	return false;
+}
+
+/* Ciphertext of a TLS connection: into its session, and the plaintext out
+ * of it through TCP's framing. A handshake that fails (garbage, no
+ * common version or cipher) or a bad record ends the connection once its
+ * alert is sent; so does the client's close_notify. */
+static void tls_stream(struct turn_listener *l, uint32_t i, struct loop_dgram *d)
+{
+	struct turn_conn *c = &l->conns[i];
+	ssize_t n;
+
+	/* In slices of a record's size, each read out before the next: what
+	 * waits in the session is then at most a slice and a record cut in
+	 * two, well under TLS_CONN_IN_MAX, whatever the loop's chunk. */
+	for (size_t off = 0; off < d->len;) {
+		size_t take = d->len - off < TURN_TLS_RX ? d->len - off : TURN_TLS_RX;
+
+		if (tls_conn_feed(c->tls, d->data + off, take) < 0) {
+			char why[256];
+
+			STAT_ADD(l->stats.tls_failed, 1);
+			log_debug("turn %s: TLS: %s", l->sh->conf->name,
+				  tls_error_text(why, sizeof(why)));
+			goto end;
+		}
+		off += take;
+		while ((n = tls_conn_read(c->tls, l->tls_rx, TURN_TLS_RX)) > 0)
+			if (!conn_bytes(l, i, l->tls_rx, (size_t)n, d->now))
+				return;
+		if (n < 0) {
+			if (n != -EPIPE)
+				STAT_ADD(l->stats.tls_failed, 1);
+			goto end;
+		}
+	}
+	tls_kick(l, i);
+	conn_read(l, i);
+	return;
+end:
+	c->tls_closing = true;
+	tls_kick(l, i);
+	if (!c->sending)
+		conn_close(l, i);
+}
+
+/* Bytes of a TCP or TLS connection. */
+static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct turn_listener *l = obj;
+	uint32_t i;
+	struct turn_conn *c = conn_deref(l, ref, &i);
+
+	if (!c || c->fd < 0)
+		return;
+	c->reading = false;
+	if (d->len == 0) {
+		conn_close(l, i);
+		return;
+	}
+	if (c->tls)
+		tls_stream(l, i, d);
+	else if (conn_bytes(l, i, d->data, d->len, d->now))
+		conn_read(l, i);
 }
 
 static void conn_sent(void *obj, uint32_t ref, int res)
@@ -1348,6 +1510,26 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 
 	if (!c)
 		return;
+	if (c->tls || c->sending) {
+		c->sending = false;
+		if (c->fd < 0) {
+			tls_conn_free(c->tls);
+			c->tls = NULL;
+			conn_release(l, i);
+			return;
+		}
+		if (res < 0) {
+			conn_close(l, i);
+			return;
+		}
+		tls_conn_out_done(c->tls, (size_t)res);
+		tls_kick(l, i);
+		if (c->tls_closing && !c->sending)
+			conn_close(l, i);
+		else
+			conn_read(l, i);
+		return;
+	}
 	t = c->tx_head;
 	if (!t)
 		return;
@@ -1402,6 +1584,37 @@ static const struct endpoint_ops turn_tcp_ops = {
     .on_accept = tcp_accept,
 };
 
+/* The certificate reload, on worker 0's TLS listener: read the pair again
+ * every tls-reload-interval, put it in force when it changed and loads. */
+static void tls_reload_tick(void *obj, uint32_t ref, uint64_t now)
+{
+	struct turn_listener *l = obj;
+	struct turn_lshared *sh = l->sh;
+
+	(void)ref;
+	switch (tls_reload_check(&sh->reload, now)) {
+	case TLS_RELOAD_LOADED:
+		log_info("turn %s: certificate reloaded from %s", sh->conf->name,
+			 sh->conf->tls_cert);
+		break;
+	case TLS_RELOAD_FAILED:
+		log_warnx("turn %s: certificate reload: %s (the last good pair stays in force)",
+			  sh->conf->name, sh->reload.error);
+		break;
+	default:
+		break;
+	}
+	if (l->ops->timer_set(l->loop, &l->reload_timer,
+			      now + sh->conf->tls_reload_ms * NS_PER_MS) < 0)
+		log_warnx("turn %s: reload timer: out of memory", sh->conf->name);
+}
+
+static const struct endpoint_ops turn_tls_ops = {
+    .name = "turn-tls",
+    .on_accept = tls_accept,
+    .on_timer = tls_reload_tick,
+};
+
 static const struct endpoint_ops turn_conn_ops = {
     .name = "turn-conn",
     .multi = true,
@@ -1428,7 +1641,7 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	l->sh = sh;
 	l->index = i;
 	l->worker = w;
-	l->fd = l->tcp_fd = -1;
+	l->fd = l->tcp_fd = l->tls_fd = -1;
 	l->timer_at = UINT64_MAX;
 	l->conn_free = UINT32_MAX;
 	sh->stats[w] = &l->stats;
@@ -1470,7 +1683,7 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		l->fd = -1;
 		return -1;
 	}
-	if (c->tcp_set) {
+	if (c->tcp_set || c->tls_set) {
 		l->conns = calloc(TURN_CONNS_MAX, sizeof(*l->conns));
 		if (!l->conns) {
 			log_warnx("turn %s: out of memory", c->name);
@@ -1483,6 +1696,8 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 			l->conns[k].next_free = l->conn_free;
 			l->conn_free = k;
 		}
+	}
+	if (c->tcp_set) {
 		l->tcp_fd = w == 0 ? net_tcp_port_free(&c->tcp_listen) : 0;
 		if (l->tcp_fd == 0)
 			l->tcp_fd = net_listen_tcp(&c->tcp_listen, reuseport);
@@ -1492,6 +1707,25 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 				  l->tcp_fd == -EADDRINUSE ? " (another process listens there)"
 							   : addr_bind_hint(l->tcp_fd));
 			l->tcp_fd = -1;
+			return -1;
+		}
+	}
+	if (c->tls_set) {
+		l->tls_rx = malloc(TURN_TLS_RX);
+		l->tls_tx = malloc(TURN_CONN_RX_MAX);
+		if (!l->tls_rx || !l->tls_tx) {
+			log_warnx("turn %s: out of memory", c->name);
+			return -1;
+		}
+		l->tls_fd = w == 0 ? net_tcp_port_free(&c->tls_listen) : 0;
+		if (l->tls_fd == 0)
+			l->tls_fd = net_listen_tcp(&c->tls_listen, reuseport);
+		if (l->tls_fd < 0) {
+			addr_str(&c->tls_listen.sa, a);
+			log_warnx("turn %s: tls-listen %s: %s%s", c->name, a, strerror(-l->tls_fd),
+				  l->tls_fd == -EADDRINUSE ? " (another process listens there)"
+							   : addr_bind_hint(l->tls_fd));
+			l->tls_fd = -1;
 			return -1;
 		}
 	}
@@ -1516,17 +1750,35 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 	timer_init(&l->timer, endpoint_id(ep, l->slot_udp));
 	if ((s = ops->add_socket(loop, l->fd, endpoint_id(ep, l->slot_udp))) < 0)
 		return s;
-	if (l->tcp_fd < 0)
+	if (l->tcp_fd < 0 && l->tls_fd < 0)
 		return 0;
 	if (!ops->listen || !ops->stream_read)
 		return -EOPNOTSUPP;
-	if ((s = endpoint_add(ep, &turn_tcp_ops, l)) < 0)
-		return s;
-	l->slot_tcp = (unsigned)s;
 	if ((s = endpoint_add(ep, &turn_conn_ops, l)) < 0)
 		return s;
 	l->slot_conn = (unsigned)s;
-	return ops->listen(loop, l->tcp_fd, endpoint_id(ep, l->slot_tcp));
+	if (l->tcp_fd >= 0) {
+		if ((s = endpoint_add(ep, &turn_tcp_ops, l)) < 0)
+			return s;
+		l->slot_tcp = (unsigned)s;
+		if ((s = ops->listen(loop, l->tcp_fd, endpoint_id(ep, l->slot_tcp))) < 0)
+			return s;
+	}
+	if (l->tls_fd >= 0) {
+		if ((s = endpoint_add(ep, &turn_tls_ops, l)) < 0)
+			return s;
+		l->slot_tls = (unsigned)s;
+		if ((s = ops->listen(loop, l->tls_fd, endpoint_id(ep, l->slot_tls))) < 0)
+			return s;
+		/* One worker looks at the files; the others see the context
+		 * it puts in force. */
+		timer_init(&l->reload_timer, endpoint_id(ep, l->slot_tls));
+		if (l->worker == 0 &&
+		    (s = ops->timer_set(loop, &l->reload_timer,
+					loop_now() + l->sh->conf->tls_reload_ms * NS_PER_MS)) < 0)
+			return s;
+	}
+	return 0;
 }
 
 void turn_listener_shutdown(struct turn_listener *l)
@@ -1541,6 +1793,8 @@ void turn_listener_shutdown(struct turn_listener *l)
 			alloc_end(l, i);
 	l->ops->timer_cancel(l->loop, &l->timer);
 	l->timer_at = UINT64_MAX;
+	if (l->tls_fd >= 0)
+		l->ops->timer_cancel(l->loop, &l->reload_timer);
 }
 
 void turn_listener_free(struct turn_listener *l)
@@ -1549,17 +1803,21 @@ void turn_listener_free(struct turn_listener *l)
 	if (l->attached) {
 		endpoint_del(l->ep, l->slot_udp);
 		endpoint_del(l->ep, l->slot_relay);
-		if (l->tcp_fd >= 0) {
+		if (l->tcp_fd >= 0)
 			endpoint_del(l->ep, l->slot_tcp);
+		if (l->tls_fd >= 0)
+			endpoint_del(l->ep, l->slot_tls);
+		if (l->tcp_fd >= 0 || l->tls_fd >= 0)
 			endpoint_del(l->ep, l->slot_conn);
-		}
 	}
 	l->attached = false;
 	if (l->fd >= 0)
 		close(l->fd);
 	if (l->tcp_fd >= 0)
 		close(l->tcp_fd);
-	l->fd = l->tcp_fd = -1;
+	if (l->tls_fd >= 0)
+		close(l->tls_fd);
+	l->fd = l->tcp_fd = l->tls_fd = -1;
 	for (uint32_t i = 0; i < l->nconns; i++) {
 		struct turn_tx *t = l->conns[i].tx_head, *next;
 
@@ -1570,6 +1828,7 @@ void turn_listener_free(struct turn_listener *l)
 			free(t);
 		}
 		free(l->conns[i].rx);
+		tls_conn_free(l->conns[i].tls);
 	}
 	free(l->conns);
 	l->conns = NULL;
@@ -1580,7 +1839,9 @@ void turn_listener_free(struct turn_listener *l)
 	free(l->relay_fd);
 	free(l->relay_conn);
 	free(l->scratch);
-	l->scratch = NULL;
+	free(l->tls_rx);
+	free(l->tls_tx);
+	l->scratch = l->tls_rx = l->tls_tx = NULL;
 	l->relay_fd = NULL;
 	l->relay_conn = NULL;
 	if (l->t.a)

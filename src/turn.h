@@ -20,6 +20,8 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "ratelimit.h"
+#include "tls_reload.h"
+#include "tls_server.h"
 #include "turn_alloc.h"
 #include "turn_auth.h"
 #include "turn_peer.h"
@@ -59,6 +61,7 @@ enum turn_drop {
 	TURN_DROP_THROTTLED,	 /* a 401 withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
 	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
+	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROPS
 };
 
@@ -79,6 +82,7 @@ struct turn_stats {
 	_Atomic uint64_t bindings;   /* Binding requests answered */
 	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
+	_Atomic uint64_t tls_failed; /* TLS connections ended by a handshake or record error */
 };
 
 /* TCP connections per listener and worker (tcp-listen). */
@@ -105,6 +109,11 @@ struct turn_lshared {
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
+	/* tls-listen: the context new sessions take, and its reload (checked
+	 * by worker 0 every tls-reload-interval; the counts are the metric). */
+	bool tls_on;
+	struct tls_server tls;
+	struct tls_reload reload;
 };
 
 /* Listener i's counters summed over the workers, into t (the ops thread). */
@@ -179,13 +188,21 @@ struct turn_listener {
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
+	/* tls-listen: its socket, its endpoint (whose timer is the reload on
+	 * worker 0), plaintext read from a session and a frame gathered for
+	 * one. */
+	int tls_fd;
+	unsigned slot_tls;
+	uint8_t *tls_rx, *tls_tx;
+	bool send_full; /* the last conn_send failed on a full queue */
+	struct timer reload_timer;
 	struct rl_table rl401;
 	struct turn_stats stats;
 };
 
 /* Endpoints a listener registers: its UDP socket, its relayed sockets, its
- * TCP listener and its connections. */
-#define TURN_ENDPOINTS 4
+ * TCP listener, its TLS listener and its connections (TCP and TLS). */
+#define TURN_ENDPOINTS 5
 
 /* Open listener i's sockets for worker w (with reuseport when there are
  * several workers) and its table. Returns 0 or -1 (logged). */

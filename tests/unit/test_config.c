@@ -2531,6 +2531,9 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 			     "allow-peer fd00::/8\n"
 			     "deny-peer 198.51.100.0/24\n"
 			     "strict-expiry yes\n"
+			     "tls-listen 127.0.0.1:5349\n"
+			     "tls-cert /etc/etrelay/turn.pem\n"
+			     "tls-key /etc/etrelay/turn.key\n"
 			     "tls-reload-interval 30s\n",
 			     NOARGS),
 			 0);
@@ -2558,6 +2561,10 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 	assert_int_equal(c.turn[0].deny[0].bits, 24);
 	assert_true(c.turn[0].strict_expiry);
 	assert_int_equal(c.turn[0].tls_reload_ms, 30000);
+	assert_true(c.turn[0].tls_set);
+	assert_int_equal(ntohs(c.turn[0].tls_listen.in.sin_port), 5349);
+	assert_string_equal(c.turn[0].tls_cert, "/etc/etrelay/turn.pem");
+	assert_string_equal(c.turn[0].tls_key, "/etc/etrelay/turn.key");
 }
 
 static void test_config_turn_defaults_are_the_documented_ones(void **state)
@@ -2593,7 +2600,9 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 				  "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
 				  "--turn-strict-expiry", "yes", "--turn-user-quota", "2",
 				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r",
-				  "--turn-nonce-lifetime", "1s")),
+				  "--turn-nonce-lifetime", "1s",
+				  "--turn-tls-listen", "0.0.0.0:5349", "--turn-tls-cert", "c.pem",
+				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms")),
 			 0);
 	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
@@ -2610,6 +2619,11 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_true(c.turn[0].tcp_set);
 	assert_string_equal(c.turn[0].realm, "r");
 	assert_int_equal(c.turn[0].nonce_lifetime_ms, 1000);
+	assert_true(c.turn[0].tls_set);
+	assert_int_equal(ntohs(c.turn[0].tls_listen.in.sin_port), 5349);
+	assert_string_equal(c.turn[0].tls_cert, "c.pem");
+	assert_string_equal(c.turn[0].tls_key, "k.pem");
+	assert_int_equal(c.turn[0].tls_reload_ms, 500);
 	/* A key without a listener. */
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
 			 -1);
@@ -2673,6 +2687,13 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			     NOARGS),
 			 -1);
 	assert_non_null(strstr(e.text, "tls-listen: needs tls-cert and tls-key"));
+	/* TLS on the TCP listener's address. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\ntcp-listen 127.0.0.1:5349\n"
+			     "tls-listen 127.0.0.1:5349\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "tls-listen 127.0.0.1:5349: the tcp-listen address"));
 	/* Two sections of one name. */
 	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\n[turn t]\nlisten 127.0.0.2\n",
 			     NOARGS),

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""TURN over TLS (tls-listen) with coturn's client, and the certificate
+reload. Certificates are made here with the openssl CLI. turnutils_uclient
+-t -S relays to turnutils_peer over TLS (ChannelData and Send indications,
+two clients, 3000-byte messages); openssl s_client sees the first certificate. The pair is
+replaced on disk: s_client sees the new one within the reload interval
+(500 ms), the reload is logged and counted, and a uclient session started
+before the swap goes on to its end. A pair that does not load (a key of
+another certificate) leaves the last good one served, logged with
+OpenSSL's reason and counted as failed. Garbage instead of a ClientHello:
+the connection is closed, counted, the daemon serves on. /lifecycle lists
+the tls transport, /metrics passes promtool, and a pair that does not load
+at start is a startup error."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import turnutil as T  # noqa: E402
+
+RELOAD = "500ms"
+
+
+def make_pair(d, name):
+    """A self-signed EC certificate and its key: (cert path, key path)."""
+    cert, key = os.path.join(d, name + ".crt"), os.path.join(d, name + ".key")
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", f"/CN={name}.test"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+    H.check(p.returncode == 0, f"openssl req: {p.stderr.decode()}")
+    return cert, key
+
+
+def fingerprint_of_file(cert):
+    p = subprocess.run(["openssl", "x509", "-noout", "-fingerprint", "-sha256", "-in", cert],
+                       capture_output=True, timeout=10)
+    return p.stdout.decode().strip()
+
+
+def served_fingerprint(port):
+    """The SHA-256 fingerprint of the certificate s_client is shown."""
+    s = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    x = subprocess.run(["openssl", "x509", "-noout", "-fingerprint", "-sha256"],
+                       input=s.stdout, capture_output=True, timeout=10)
+    return x.stdout.decode().strip()
+
+
+def install(src, dst):
+    """Replace dst with src's bytes in one rename."""
+    shutil.copyfile(src, dst + ".tmp")
+    os.replace(dst + ".tmp", dst)
+
+
+def metrics(port):
+    r = H.http_request(port, "GET", "/metrics")
+    H.expect_eq(r.status, 200, "/metrics status")
+    return r.text, H.parse_metrics(r.text)
+
+
+def value(samples, name, **labels):
+    v = H.metric_value(samples, name, listener="default", **labels)
+    H.check(v is not None, f"no sample {name} {labels} on /metrics")
+    return v
+
+
+def tls_uclient(port, user, peer, **kw):
+    opts = ["-t", "-S"] + list(kw.pop("opts", ()))
+    return T.uclient(port, user, peer_port=peer.port, opts=opts, **kw)
+
+
+def test(ctx):
+    T.require_coturn()
+    H.require_tool("openssl")
+    d = ctx.tmpdir()
+    first, second, third = make_pair(d, "first"), make_pair(d, "second"), make_pair(d, "third")
+    cert, key = os.path.join(d, "turn.crt"), os.path.join(d, "turn.key")
+    install(first[0], cert)
+    install(first[1], key)
+
+    # A pair that does not load is a startup error naming the file.
+    bad_key = os.path.join(d, "bad.key")
+    install(third[1], bad_key)
+    rc, out, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "--turn-listen",
+                                       f"127.0.0.1:{H.free_udp_port()}", "--turn-tls-listen",
+                                       f"127.0.0.1:{H.free_tcp_port()}", "--turn-tls-cert",
+                                       cert, "--turn-tls-key", bad_key], env=T.env())
+    H.check(rc != 0 and bad_key in err, f"a mismatched pair at start: rc {rc}: {err}")
+
+    port, tls_port, ops = H.free_udp_port(), H.free_tcp_port(), H.free_tcp_port()
+    peer = T.Peer()
+    ctx.objs.append(peer)
+    relay = T.start_relay(ctx, port, "--turn-tls-listen", f"127.0.0.1:{tls_port}",
+                          "--turn-tls-cert", cert, "--turn-tls-key", key,
+                          "--turn-tls-reload-interval", RELOAD, "--turn-allow-peer",
+                          "127.0.0.1/32", "--turn-ports", "43000-43099",
+                          "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}",
+                          tcp=False)
+    fp = [fingerprint_of_file(p[0]) for p in (first, second, third)]
+    H.check(fp[0] and fp[0] != fp[1], f"fingerprints {fp}")
+    H.expect_eq(served_fingerprint(tls_port), fp[0], "the certificate served at start")
+
+    # A session over TLS that lives across the swap (40 messages, about
+    # 4 s), beside short ones: ChannelData, Send indications, two clients,
+    # 3000-byte messages (records of a frame gathered from its parts).
+    long_run = {}
+    t = threading.Thread(target=lambda: long_run.setdefault(
+        "r", tls_uclient(tls_port, "long", peer, n=40, timeout=60)), daemon=True)
+    t.start()
+    runs = T.parallel([lambda: tls_uclient(tls_port, "t1", peer),
+                       lambda: tls_uclient(tls_port, "t2", peer, opts=["-s"]),
+                       lambda: tls_uclient(tls_port, "t3", peer, m=2),
+                       lambda: tls_uclient(tls_port, "t6", peer, length=3000)])
+    for r, want in zip(runs, (10, 10, 20, 10)):
+        H.check(r.ok(want), f"TURN over TLS: not every message came back: {r!r}")
+
+    # The new pair: the key first, then the certificate (a check between
+    # the two may fail once; the next one loads both).
+    mark = relay.mark()
+    install(second[1], key)
+    install(second[0], cert)
+    t0 = time.monotonic()
+    H.wait_until(lambda: served_fingerprint(tls_port) == fp[1], 5 * H.SLOW,
+                 "s_client to see the new certificate", interval=0.1)
+    seen = time.monotonic() - t0
+    H.check(seen < 3 * H.SLOW, f"the new certificate took {seen:.1f} s (interval {RELOAD})")
+    relay.wait_for_line(r"turn default: certificate reloaded from " + re.escape(cert),
+                        3 * H.SLOW, start=mark)
+    t.join(60)
+    H.check("r" in long_run and long_run["r"].ok(40),
+            f"a session begun before the swap: {long_run.get('r')!r}")
+    after = tls_uclient(tls_port, "t4", peer)
+    H.check(after.ok(10), f"after the swap: {after!r}")
+
+    _, s = metrics(ops)
+    H.check(value(s, "etrelay_turn_tls_reloads_total", result="loaded") >= 1,
+            "the reload was not counted as loaded")
+    failed = value(s, "etrelay_turn_tls_reloads_total", result="failed")
+
+    # A pair that does not load: another certificate's key.
+    mark = relay.mark()
+    install(third[1], key)
+    relay.wait_for_line(r"turn default: certificate reload: .*" + re.escape(key) +
+                        r".*the last good pair stays in force", 3 * H.SLOW, start=mark)
+    H.expect_eq(served_fingerprint(tls_port), fp[1], "the certificate served after a bad pair")
+    _, s = metrics(ops)
+    H.check(value(s, "etrelay_turn_tls_reloads_total", result="failed") >= failed + 1,
+            "the bad pair was not counted as failed")
+    kept = tls_uclient(tls_port, "t5", peer, n=3)
+    H.check(kept.ok(3), f"with the bad pair on disk: {kept!r}")
+
+    # Garbage where a ClientHello belongs: closed, nothing but perhaps an
+    # alert back, counted; the daemon serves on.
+    g = socket.create_connection(("127.0.0.1", tls_port), timeout=5 * H.SLOW)
+    g.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n" + os.urandom(200))
+    got, closed = b"", False
+    deadline = time.monotonic() + 5 * H.SLOW
+    while time.monotonic() < deadline and len(got) < 4096:
+        try:
+            b = g.recv(4096)
+        except ConnectionResetError:
+            closed = True
+            break
+        if not b:
+            closed = True
+            break
+        got += b
+    g.close()
+    H.check(closed, "garbage on the TLS port did not close the connection")
+    H.check(len(got) <= 7 and (not got or got[0] == 0x15),
+            f"garbage got more than an alert back: {got!r}")
+    H.check(relay.alive(), "etrelay died on garbage")
+    H.expect_eq(served_fingerprint(tls_port), fp[1], "the certificate after garbage")
+
+    text, s = metrics(ops)
+    H.check(value(s, "etrelay_turn_tls_failed_total") >= 1, "the garbage was not counted")
+    H.check(value(s, "etrelay_turn_relayed_datagrams_total", direction="to_client") >= 103,
+            "relayed datagrams over TLS not counted")
+    promtool = shutil.which("promtool")
+    if promtool:
+        p = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
+                           capture_output=True, timeout=20)
+        H.check(p.returncode == 0, f"promtool: {p.stdout.decode()} {p.stderr.decode()}")
+    else:
+        ctx.note("promtool not installed: the /metrics page was not linted")
+    life = H.http_request(ops, "GET", "/lifecycle").json()
+    H.expect_eq(life["details"]["transports"], ["udp", "tls"], "lifecycle transports")
+
+
+if __name__ == "__main__":
+    H.main(test)
