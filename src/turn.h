@@ -56,9 +56,10 @@ enum turn_drop {
 	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
 	TURN_DROP_PEER_REFUSED,	 /* Send indication to a refused peer */
 	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
-	TURN_DROP_THROTTLED,	 /* a 401 withheld by the per-IP rate */
+	TURN_DROP_THROTTLED,	 /* an unauthenticated answer withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
 	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
+	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROPS
 };
 
@@ -84,12 +85,9 @@ struct turn_stats {
 /* TCP connections per listener and worker (tcp-listen). */
 #define TURN_CONNS_MAX 4096
 
-/* Sources tracked for the 401 rate, per listener and worker. */
+/* Sources tracked for the rate of unauthenticated answers (unauth-ip-rate),
+ * per listener and worker. */
 #define TURN_RL_ENTRIES 4096
-/* 401s per second per source IP (IPv6 /64), and at once: a client needs
- * one per allocation, a retransmitting one a few. */
-#define TURN_401_RATE  10
-#define TURN_401_BURST 20
 
 /* The secrets, replaced on SIGHUP under the lock (requests read them). */
 struct turn_secret_set {
@@ -179,7 +177,8 @@ struct turn_listener {
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
-	struct rl_table rl401;
+	struct rl_table rl401;	   /* unauthenticated answers per source IP */
+	struct rl_bucket unauth_rl; /* ... and in all (this worker's part) */
 	struct turn_stats stats;
 };
 

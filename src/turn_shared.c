@@ -21,6 +21,7 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_NO_CHANNEL] = "no_channel",	 [TURN_DROP_PEER_REFUSED] = "peer_refused",
     [TURN_DROP_SEND_FAILED] = "send_failed",	 [TURN_DROP_THROTTLED] = "throttled",
     [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
+    [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
 };
 
 const char *turn_reject_name(enum turn_reject r)
