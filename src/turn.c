@@ -109,6 +109,26 @@ static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
 		out->net[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
 }
 
+int turn_relay_addr_check(const struct turn_conf *c, char *err, size_t errlen)
+{
+	union etr_sockaddr a = c->relay_addr;
+	char s[ADDR_STRLEN];
+	int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return 0; /* no socket at all: the listener's own bind says why */
+	a.in.sin_port = 0; /* the same offset in both families */
+	if (bind(fd, &a.sa, addr_len(&a)) < 0 && errno == EADDRNOTAVAIL) {
+		addr_str(&a.sa, s);
+		if (a.sa.sa_family == AF_INET && strrchr(s, ':'))
+			*strrchr(s, ':') = '\0';
+		snprintf(err, errlen, "relay-address %s: not an address of this host", s);
+		rc = -1;
+	}
+	close(fd);
+	return rc;
+}
+
 int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
 		     unsigned nworkers, char *err, size_t errlen)
 {

@@ -134,6 +134,11 @@ struct turn_shared {
  * more. Returns 0, or -1 with a message naming the variable in err. */
 int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen);
 
+/* Is c's relay-address an address of this host (bound on port 0)? 0, or
+ * -1 with "relay-address X: not an address of this host" in err: every
+ * Allocate would get 508 otherwise. */
+int turn_relay_addr_check(const struct turn_conf *c, char *err, size_t errlen);
+
 /* Set up the shared part of listener i (policy, nonce key). 0 or -1. */
 int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
 		     unsigned nworkers, char *err, size_t errlen);
