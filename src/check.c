@@ -19,6 +19,7 @@
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
+#include "turn.h"
 
 /* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
 static bool bindv6only(void)
@@ -280,8 +281,12 @@ int check_run(const struct etr_conf *c)
 	}
 	for (unsigned i = 0; i < c->nturn; i++) {
 		const struct turn_conf *t = &c->turn[i];
-		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN];
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN], err[128];
 
+		if (turn_relay_addr_check(t, err, sizeof(err)) < 0) {
+			fprintf(stderr, "etrelay: turn %s: %s\n", t->name, err);
+			return EXIT_CONFIG;
+		}
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
 			*strrchr(r, ':') = '\0';

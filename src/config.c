@@ -120,6 +120,13 @@ const char conf_usage[] =
 	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
 	"                            at most the ports' count)\n"
 	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
+	"  --turn-unauth-ip-burst N  answers to unauthenticated requests over UDP\n"
+	"                            (Binding, 401, 438, 420, 400) per source IP at\n"
+	"                            once (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) ")\n"
+	"  --turn-unauth-ip-rate N   ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_IP_RATE) ")\n"
+	"  --turn-unauth-burst N     such answers per listener in all, at once\n"
+	"                            (" CONF_STR(CONF_TURN_UNAUTH_BURST) ", split across the workers)\n"
+	"  --turn-unauth-rate N      ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_RATE) ")\n"
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
@@ -265,6 +272,10 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->port_max = CONF_TURN_PORT_MAX;
 	t->max_allocations = CONF_TURN_MAX_ALLOCATIONS;
 	t->user_quota = CONF_TURN_USER_QUOTA;
+	t->unauth_rate = CONF_TURN_UNAUTH_RATE;
+	t->unauth_burst = CONF_TURN_UNAUTH_BURST;
+	t->unauth_ip_rate = CONF_TURN_UNAUTH_IP_RATE;
+	t->unauth_ip_burst = CONF_TURN_UNAUTH_IP_BURST;
 	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
 	t->nonce_lifetime_ms = CONF_TURN_NONCE_LIFETIME;
 }
@@ -406,6 +417,14 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 65536, &t->max_allocations, buf, n);
 	} else if (strcmp(key, "user-quota") == 0) {
 		return turn_count(v, 1, 65536, &t->user_quota, buf, n);
+	} else if (strcmp(key, "unauth-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->unauth_rate, buf, n);
+	} else if (strcmp(key, "unauth-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->unauth_burst, buf, n);
+	} else if (strcmp(key, "unauth-ip-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->unauth_ip_rate, buf, n);
+	} else if (strcmp(key, "unauth-ip-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->unauth_ip_burst, buf, n);
 	} else if (strcmp(key, "max-lifetime") == 0) {
 		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
 		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
@@ -971,6 +990,10 @@ static const struct key keys[] = {
 	{ "turn-ports", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-unauth-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-unauth-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1268,7 +1291,7 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
+			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);

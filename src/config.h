@@ -141,6 +141,14 @@
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
 #define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
 #define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
+/* Answers to unauthenticated requests over UDP (Binding, 401, 438, 420,
+ * 400): each is larger than the request, and the source may be forged, so
+ * they are limited per source IP (IPv6 /64) and per listener in all (split
+ * across the workers). A client needs one or two per allocation. */
+#define CONF_TURN_UNAUTH_RATE 2000
+#define CONF_TURN_UNAUTH_BURST 4000
+#define CONF_TURN_UNAUTH_IP_RATE 10
+#define CONF_TURN_UNAUTH_IP_BURST 20
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
 #define CONF_TURN_REALM "etrelay"
@@ -252,6 +260,7 @@ struct turn_conf {
 	union etr_sockaddr public_ip;  /* port 0 */
 	uint16_t port_min, port_max;
 	uint32_t max_allocations, user_quota;
+	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
 	uint64_t max_lifetime_ms;
 	uint64_t nonce_lifetime_ms;
 	struct conf_cidr allow[CONF_TURN_PEERS_MAX], deny[CONF_TURN_PEERS_MAX];

@@ -581,7 +581,8 @@ static int open_turn(struct daemon *d, unsigned i)
 	const struct turn_conf *c = &d->conf->turn[i];
 	char err[512];
 
-	if (turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
+	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
+	    turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
 		log_warnx("turn %s: %s", c->name, err);
 		return EXIT_CONFIG;
 	}

@@ -469,7 +469,9 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	EACH_TURN
 	sample(f, "etrelay_turn_challenges_total", LABELS("listener", TNAME), TSUM(challenges));
 	family(f, "etrelay_turn_401_throttled_total", "counter",
-	       "401 answers withheld by the per-source-IP rate (a 401 is larger than the request).");
+	       "Answers to unauthenticated requests over UDP (401, 438, 420, 400, Binding) withheld by "
+	       "the per-source-IP rate (each is larger than its request); the listener's total rate "
+	       "counts in etrelay_turn_dropped_total{reason=\"throttled_total\"}.");
 	EACH_TURN
 	sample(f, "etrelay_turn_401_throttled_total", LABELS("listener", TNAME),
 	       TSUM(dropped[TURN_DROP_THROTTLED]));

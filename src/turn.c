@@ -112,6 +112,26 @@ static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
 		out->net[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
 }
 
+int turn_relay_addr_check(const struct turn_conf *c, char *err, size_t errlen)
+{
+	union etr_sockaddr a = c->relay_addr;
+	char s[ADDR_STRLEN];
+	int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return 0; /* no socket at all: the listener's own bind says why */
+	a.in.sin_port = 0; /* the same offset in both families */
+	if (bind(fd, &a.sa, addr_len(&a)) < 0 && errno == EADDRNOTAVAIL) {
+		addr_str(&a.sa, s);
+		if (a.sa.sa_family == AF_INET && strrchr(s, ':'))
+			*strrchr(s, ':') = '\0';
+		snprintf(err, errlen, "relay-address %s: not an address of this host", s);
+		rc = -1;
+	}
+	close(fd);
+	return rc;
+}
+
 int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
 		     unsigned nworkers, char *err, size_t errlen)
 {
@@ -415,12 +435,37 @@ static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
 		stun_add_attr(b, STUN_A_NONCE, nonce, (size_t)n);
 }
 
-/* An error answer; key signs it (NULL: unauthenticated). */
+/* May an answer to an unauthenticated request go out? Each is larger than
+ * the request, whose source may be forged (a reflector), so over UDP it
+ * needs a token of the source IP's bucket (unauth-ip-rate) and one of the
+ * listener's (unauth-rate: 60000 forged sources get no more than it). Over
+ * TCP the handshake proved the address, and a client does not retransmit
+ * there, so a withheld answer would leave it waiting for good. */
+static bool unauth_ok(struct turn_ctx *x)
+{
+	struct turn_listener *l = x->l;
+
+	if (x->conn)
+		return true;
+	if (!rl_table_allow(&l->rl401, &x->client, x->now)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED], 1);
+		return false;
+	}
+	if (!rl_take(&l->unauth_rl, x->now)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED_TOTAL], 1);
+		return false;
+	}
+	return true;
+}
+
+/* An error answer; key signs it (NULL: unauthenticated, and limited). */
 static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 
+	if (!key && !unauth_ok(x))
+		return;
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
 	stun_add_error(&b, code, NULL);
 	if (code == 420)
@@ -430,20 +475,14 @@ static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
 	finish(x, &b, m, key);
 }
 
-/* 401 with REALM and NONCE: the challenge. Over UDP rate-limited per
- * source IP, as it is larger than the request that asks for it (a forged
- * source would make the relay a reflector); over TCP the handshake proved
- * the address, and a client does not retransmit there, so a withheld 401
- * would leave it waiting for good. */
+/* 401 with REALM and NONCE: the challenge (limited as unauth_ok says). */
 static void challenge(struct turn_ctx *x, const struct stun_msg *m)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 
-	if (!x->conn && !rl_table_allow(&x->l->rl401, &x->client, x->now)) {
-		STAT_ADD(x->l->stats.dropped[TURN_DROP_THROTTLED], 1);
+	if (!unauth_ok(x))
 		return;
-	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
 	stun_add_error(&b, 401, NULL);
 	add_realm_nonce(x, &b);
@@ -603,6 +642,8 @@ static void on_binding(struct turn_ctx *x, const struct stun_msg *m)
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 
+	if (!unauth_ok(x))
+		return;
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_BINDING, STUN_SUCCESS), m->tid);
 	stun_add_xor_addr(&b, STUN_A_XOR_MAPPED_ADDRESS, &x->client);
 	if (finish(x, &b, m, NULL))
@@ -1666,11 +1707,13 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		l->relay_fd[k] = -1;
 	rl_random_key(net_random64, key);
 	err = rl_table_init(&l->rl401, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
-			    TURN_401_BURST, TURN_401_RATE, key);
+			    c->unauth_ip_burst, c->unauth_ip_rate, key);
 	if (err < 0) {
 		log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
 		return -1;
 	}
+	rl_bucket_init(&l->unauth_rl, rl_worker_part(c->unauth_burst, all->nworkers),
+		       rl_worker_part(c->unauth_rate, all->nworkers), 0);
 	addr_str(&c->listen.sa, a);
 	/* As for a relay: the first socket must not join a group another
 	 * process holds. */

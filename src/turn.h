@@ -58,10 +58,11 @@ enum turn_drop {
 	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
 	TURN_DROP_PEER_REFUSED,	 /* Send indication to a refused peer */
 	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
-	TURN_DROP_THROTTLED,	 /* a 401 withheld by the per-IP rate */
+	TURN_DROP_THROTTLED,	 /* an unauthenticated answer withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
 	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
 	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
+	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROPS
 };
 
@@ -88,12 +89,9 @@ struct turn_stats {
 /* TCP connections per listener and worker (tcp-listen). */
 #define TURN_CONNS_MAX 4096
 
-/* Sources tracked for the 401 rate, per listener and worker. */
+/* Sources tracked for the rate of unauthenticated answers (unauth-ip-rate),
+ * per listener and worker. */
 #define TURN_RL_ENTRIES 4096
-/* 401s per second per source IP (IPv6 /64), and at once: a client needs
- * one per allocation, a retransmitting one a few. */
-#define TURN_401_RATE  10
-#define TURN_401_BURST 20
 
 /* The secrets, replaced on SIGHUP under the lock (requests read them). */
 struct turn_secret_set {
@@ -144,6 +142,11 @@ struct turn_shared {
  * forms) into out: at least one, each of CONF_TURN_SECRET_MIN bytes or
  * more. Returns 0, or -1 with a message naming the variable in err. */
 int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen);
+
+/* Is c's relay-address an address of this host (bound on port 0)? 0, or
+ * -1 with "relay-address X: not an address of this host" in err: every
+ * Allocate would get 508 otherwise. */
+int turn_relay_addr_check(const struct turn_conf *c, char *err, size_t errlen);
 
 /* Set up the shared part of listener i (policy, nonce key). 0 or -1. */
 int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf *c,
@@ -196,7 +199,8 @@ struct turn_listener {
 	uint8_t *tls_rx, *tls_tx;
 	bool send_full; /* the last conn_send failed on a full queue */
 	struct timer reload_timer;
-	struct rl_table rl401;
+	struct rl_table rl401;	   /* unauthenticated answers per source IP */
+	struct rl_bucket unauth_rl; /* ... and in all (this worker's part) */
 	struct turn_stats stats;
 };
 

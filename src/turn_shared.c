@@ -22,6 +22,7 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_SEND_FAILED] = "send_failed",	 [TURN_DROP_THROTTLED] = "throttled",
     [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
     [TURN_DROP_CLIENT_SLOW] = "client_slow",
+    [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
 };
 
 const char *turn_reject_name(enum turn_reject r)

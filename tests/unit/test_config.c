@@ -2578,6 +2578,10 @@ static void test_config_turn_defaults_are_the_documented_ones(void **state)
 	assert_int_equal(t.port_max, 65535);
 	assert_int_equal(t.max_allocations, 4000);
 	assert_int_equal(t.user_quota, 10);
+	assert_int_equal(t.unauth_rate, 2000);
+	assert_int_equal(t.unauth_burst, 4000);
+	assert_int_equal(t.unauth_ip_rate, 10);
+	assert_int_equal(t.unauth_ip_burst, 20);
 	assert_int_equal(t.max_lifetime_ms, 3600000);
 	assert_int_equal(t.nonce_lifetime_ms, 3600000);
 	assert_int_equal(t.tls_reload_ms, 60000);
@@ -2602,8 +2606,15 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r",
 				  "--turn-nonce-lifetime", "1s",
 				  "--turn-tls-listen", "0.0.0.0:5349", "--turn-tls-cert", "c.pem",
-				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms")),
+				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms",
+				  "--turn-unauth-rate", "50",
+				  "--turn-unauth-burst", "60", "--turn-unauth-ip-rate", "2",
+				  "--turn-unauth-ip-burst", "3")),
 			 0);
+	assert_int_equal(c.turn[0].unauth_rate, 50);
+	assert_int_equal(c.turn[0].unauth_burst, 60);
+	assert_int_equal(c.turn[0].unauth_ip_rate, 2);
+	assert_int_equal(c.turn[0].unauth_ip_burst, 3);
 	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
 	assert_int_equal(c.nturn, 1);

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""Reflection limits of a TURN listener (issue 15, M3): answers to
+unauthenticated requests over UDP (Binding, 401, 400 for an unknown method,
+420) are larger than the requests and their source may be forged, so they
+pass a per-source-IP bucket and a total one per listener.
+
+Requests from thousands of source addresses of 127.0.0.0/8 (one socket
+sending with IP_PKTINFO, so each request leaves from its own 127.x.y.z):
+answers stay within the listener's burst plus its rate over the time
+taken, counted as etrelay_turn_dropped_total{reason="throttled_total"};
+the defaults hold too. One source sending many: its bucket holds
+(reason="throttled"). Over TCP no limit: every Binding is answered."""
+
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import turnutil as T  # noqa: E402
+
+BINDING, ALLOCATE, UNKNOWN_METHOD = 0x001, 0x003, 0x00F
+IP_PKTINFO = 8
+SLACK = 50  # answers: timing between the clock reads here and the relay's
+
+
+def metrics(port):
+    r = H.http_request(port, "GET", "/metrics")
+    H.expect_eq(r.status, 200, "/metrics status")
+    return H.parse_metrics(r.text)
+
+
+def dropped(ops, reason):
+    v = H.metric_value(metrics(ops), "etrelay_turn_dropped_total", listener="default",
+                       reason=reason)
+    H.check(v is not None, f"no etrelay_turn_dropped_total{{reason={reason}}}")
+    return v
+
+
+def request(i):
+    """The i-th request: Binding, bare Allocate (401), an unknown method
+    (400), a Binding with an unknown comprehension-required attribute (420)."""
+    tid = struct.pack("!I", i) + os.urandom(8)
+    kind = i % 4
+    if kind == 0:
+        return T.message(BINDING, tid, [], fingerprint=False)
+    if kind == 1:
+        return T.message(ALLOCATE, tid, [], fingerprint=False)
+    if kind == 2:
+        return T.message(UNKNOWN_METHOD, tid, [], fingerprint=False)
+    return T.message(BINDING, tid, [T.attr(0x7ABC, b"")], fingerprint=False)
+
+
+def flood(port, sources, first=0):
+    """One request from each of `sources` addresses 127.9.x.y (from first
+    on); (answers, seconds from the first send to the last answer)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", 0))
+    s.setblocking(False)
+    got = 0
+    t0 = time.monotonic()
+    last = t0
+
+    def drain():
+        nonlocal got, last
+        while True:
+            try:
+                s.recv(2048)
+            except BlockingIOError:
+                return
+            got += 1
+            last = time.monotonic()
+
+    try:
+        for i in range(first, first + sources):
+            src = socket.inet_aton(f"127.9.{i // 250 % 250}.{1 + i % 250}")
+            cm = [(socket.IPPROTO_IP, IP_PKTINFO, struct.pack("=I4s4s", 0, src, b"\0" * 4))]
+            try:
+                s.sendmsg([request(i)], cm, 0, ("127.0.0.1", port))
+            except BlockingIOError:
+                time.sleep(0.001)
+            if i % 64 == 0:
+                drain()
+        end = time.monotonic() + 0.5 * H.SLOW
+        while time.monotonic() < end:
+            drain()
+            time.sleep(0.005)
+    finally:
+        s.close()
+    return got, last - t0
+
+
+def relay_address_not_on_host(ctx):
+    """M7: a relay-address the host does not have is a config error, from
+    -t and at the start, naming the listener (every Allocate would be 508)."""
+    port = T.free_port()
+    for extra in (["-t"], []):
+        rc, out, err = H.run_etrelay(ctx, extra + ["--backend", ctx.backend, "--turn-listen",
+                                                   f"127.0.0.1:{port}", "--turn-relay-address",
+                                                   "192.0.2.77"], env=T.env(), timeout=10)
+        H.expect_eq(rc, 78, f"exit status with relay-address 192.0.2.77 {extra} ({err.strip()!r})")
+        H.check("turn default: relay-address 192.0.2.77: not an address of this host" in err,
+                f"no error naming relay-address {extra}: {err.strip()!r}")
+
+
+def test(ctx):
+    relay_address_not_on_host(ctx)
+    port, ops = T.free_port(), H.free_tcp_port()
+    port_d, ops_d = T.free_port(), H.free_tcp_port()
+    T.start_relay(ctx, port, "--turn-unauth-rate", "100", "--turn-unauth-burst", "200",
+                  "--turn-ports", "42000-42099", "--turn-max-allocations", "50",
+                  "--ops-listen", f"127.0.0.1:{ops}")
+    T.start_relay(ctx, port_d, "--turn-ports", "42100-42199", "--turn-max-allocations", "50",
+                  "--ops-listen", f"127.0.0.1:{ops_d}", tcp=False)
+
+    # 3000 sources, one request each: the per-IP buckets never empty, the
+    # listener's does.
+    got, took = flood(port, 3000)
+    bound = 200 + 100 * took + SLACK
+    ctx.note(f"explicit limits: 3000 sources, {got} answers in {took:.2f} s (bound {bound:.0f})")
+    H.check(got <= bound, f"{got} answers to 3000 sources in {took:.2f} s: more than the "
+            f"burst 200 + 100/s ({bound:.0f})")
+    H.check(got >= 150, f"only {got} answers: the burst of 200 should pass")
+    H.check(dropped(ops, "throttled_total") >= 3000 - got - 50,
+            "the withheld answers were not counted as throttled_total")
+    H.expect_eq(dropped(ops, "throttled"), 0, "per-IP drops with one request per source")
+
+    # The defaults: 2000/s, 4000 at once.
+    got, took = flood(port_d, 12000)
+    bound = 4000 + 2000 * took + SLACK
+    ctx.note(f"defaults: 12000 sources, {got} answers in {took:.2f} s (bound {bound:.0f})")
+    H.check(got <= bound, f"{got} answers to 12000 sources in {took:.2f} s: more than the "
+            f"default burst 4000 + 2000/s ({bound:.0f})")
+
+    # One source: its own bucket (20 at once, 10/s).
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.bind(("127.9.251.1", 0))
+    c.settimeout(0.3 * H.SLOW)
+    t0 = time.monotonic()
+    for i in range(100):
+        c.sendto(request(4 * i), ("127.0.0.1", port_d))
+    n = 0
+    try:
+        while n < 100:
+            c.recv(2048)
+            n += 1
+    except socket.timeout:
+        pass
+    took = time.monotonic() - t0
+    c.close()
+    H.check(n <= 20 + 10 * took + 2, f"one source got {n} Binding answers in {took:.2f} s")
+    H.check(n >= 15, f"one source got only {n} answers: its burst is 20")
+    H.check(dropped(ops_d, "throttled") >= 100 - n - 5, "per-IP drops were not counted")
+
+    # TCP: no limit, the handshake proved the address.
+    t = socket.create_connection(("127.0.0.1", port), timeout=5 * H.SLOW)
+    msgs = b"".join(request(4 * i) for i in range(300))
+    t.sendall(msgs)
+    want, buf = 300, b""
+    deadline = time.monotonic() + 5 * H.SLOW
+    while buf.count(b"\x21\x12\xa4\x42") < want and time.monotonic() < deadline:
+        d = t.recv(65536)
+        if not d:
+            break
+        buf += d
+    t.close()
+    n = 0
+    off = 0
+    while off + 20 <= len(buf):
+        n += 1
+        off += 20 + struct.unpack("!H", buf[off + 2:off + 4])[0]
+    H.expect_eq(n, want, "Binding answers over TCP (no limit there)")
+
+
+if __name__ == "__main__":
+    H.main(test)
