@@ -116,7 +116,8 @@ const char conf_usage[] =
 	"  --turn-relay-address IP   relayed sockets bind here (default: the listen\n"
 	"                            address; required when that is a wildcard)\n"
 	"  --turn-public-ip IP       the address /lifecycle reports (relay-address)\n"
-	"  --turn-ports MIN-MAX      relayed ports (49152-65535)\n"
+	"  --turn-ports MIN-MAX      relayed ports (49152-65535; none of another\n"
+	"                            listener's ports)\n"
 	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
 	"                            at most the ports' count)\n"
 	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
@@ -130,7 +131,8 @@ const char conf_usage[] =
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
-	"                            set has it (loopback, private...); repeatable\n"
+	"                            set has it (loopback, private...); repeatable;\n"
+	"                            0.0.0.0/0 or ::/0 undoes that set (a warning)\n"
 	"  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
 	"                            repeatable\n"
 	"  --turn-strict-expiry yes|no\n"
@@ -295,6 +297,39 @@ static int parse_ip(const char *s, union etr_sockaddr *a)
 	return -1;
 }
 
+static bool ip_wildcard(const union etr_sockaddr *a)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+	return a->sa.sa_family == AF_INET ? a->in.sin_addr.s_addr == INADDR_ANY
+					  : memcmp(&a->in6.sin6_addr, &any6, 16) == 0;
+}
+
+/* Whether b has bits set past its prefix (10.0.0.1/8): then "did you mean
+ * 10.0.0.0/8?" in buf, as a ban-file says. */
+static bool cidr_host_bits(const struct conf_cidr *b, char *buf, size_t n)
+{
+	bool v4 = b->addr.sa.sa_family == AF_INET;
+	uint8_t ip[16], net[16];
+	size_t len = v4 ? 4 : 16;
+	char a[INET6_ADDRSTRLEN];
+
+	memcpy(ip, v4 ? (const void *)&b->addr.in.sin_addr : (const void *)&b->addr.in6.sin6_addr,
+	       len);
+	memcpy(net, ip, len);
+	for (size_t i = 0; i < len; i++) {
+		unsigned keep = b->bits > i * 8 ? b->bits - (unsigned)i * 8 : 0;
+
+		if (keep < 8)
+			net[i] &= (uint8_t)(0xff00u >> keep);
+	}
+	if (memcmp(ip, net, len) == 0)
+		return false;
+	inet_ntop(v4 ? AF_INET : AF_INET6, net, a, sizeof(a));
+	snprintf(buf, n, "host bits set; did you mean %s/%u?", a, b->bits);
+	return true;
+}
+
 int conf_cidr_parse(const char *s, struct conf_cidr *out)
 {
 	char ip[64];
@@ -361,17 +396,29 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 	static const char addr[] = "expected IP:PORT, [IPv6]:PORT, or an address alone for "
 				   "port " CONF_STR(CONF_TURN_PORT);
 
+	static const char port0[] = "port 0: expected a port from 1 to 65535";
+	size_t vlen = strlen(v);
+	/* ADDR:0 is one error, about its port: listen counts as given (port 0,
+	 * which turn_finish passes over) so that "listen: missing" and its
+	 * consequences do not follow. */
+	bool zero = vlen > 2 && strcmp(v + vlen - 2, ":0") == 0;
+
 	if (strcmp(key, "listen") == 0) {
-		if (turn_listen_parse(v, &t->listen) < 0)
-			return addr;
+		if (turn_listen_parse(v, &t->listen) < 0) {
+			if (zero) {
+				memset(&t->listen, 0, sizeof(t->listen));
+				t->listen_set = true;
+			}
+			return zero ? port0 : addr;
+		}
 		t->listen_set = true;
 	} else if (strcmp(key, "tcp-listen") == 0) {
 		if (turn_listen_parse(v, &t->tcp_listen) < 0)
-			return addr;
+			return zero ? port0 : addr;
 		t->tcp_set = true;
 	} else if (strcmp(key, "tls-listen") == 0) {
 		if (turn_listen_parse(v, &t->tls_listen) < 0)
-			return addr;
+			return zero ? port0 : addr;
 		t->tls_set = true;
 	} else if (strcmp(key, "tls-cert") == 0 || strcmp(key, "tls-key") == 0) {
 		char *dst = key[4] == 'c' ? t->tls_cert : t->tls_key;
@@ -398,6 +445,9 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 	} else if (strcmp(key, "public-ip") == 0) {
 		if (parse_ip(v, &t->public_ip) < 0)
 			return "expected an IP address";
+		/* Clients would be told to send to 0.0.0.0. */
+		if (ip_wildcard(&t->public_ip))
+			return "expected the specific address clients reach, not 0.0.0.0 or ::";
 		t->public_set = true;
 	} else if (strcmp(key, "ports") == 0) {
 		unsigned long lo, hi;
@@ -442,6 +492,9 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 			return "too many blocks (at most " CONF_STR(CONF_TURN_PEERS_MAX) ")";
 		if (conf_cidr_parse(v, &list[*cnt]) < 0)
 			return "expected an address or a CIDR block such as 10.0.0.0/8";
+		if (cidr_host_bits(&list[*cnt], buf, n))
+			return buf;
+		list[*cnt].line = 0;
 		(*cnt)++;
 	} else if (strcmp(key, "strict-expiry") == 0) {
 		if (parse_bool(v, &t->strict_expiry) < 0)
@@ -873,7 +926,7 @@ static const char *set_sni_route(struct etr_conf *c, struct relay_conf *r, const
 static const char *set_turn(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			    const char *v, struct layer *ly)
 {
-	static char buf[64];
+	static char buf[128];
 
 	(void)r;
 	(void)ly;
@@ -1279,7 +1332,7 @@ static struct turn_conf *turn_section(struct etr_conf *c, const char *name, cons
 static void turn_key(struct turn_conf *t, const char *key, const char *v, const char *path,
 		     unsigned lineno, struct conf_errors *e)
 {
-	char buf[64];
+	char buf[128];
 	const char *why;
 
 	if (*v == '\0') {
@@ -1287,6 +1340,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		return;
 	}
 	why = conf_turn_key(t, key, v, buf, sizeof(buf));
+	if (!why && strcmp(key, "allow-peer") == 0)
+		t->allow[t->nallow - 1].line = lineno;
 	if (why == buf && strcmp(buf, "unknown key") == 0)
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
@@ -1713,12 +1768,57 @@ static void sni_finish(struct etr_conf *c, struct conf_errors *e)
 	}
 }
 
-static bool ip_wildcard(const union etr_sockaddr *a)
+/* Whether listener l's port is in t's relayed ports on an address they
+ * share (relay-address, or l a wildcard). */
+static bool turn_range_holds(const struct turn_conf *t, const union etr_sockaddr *l)
 {
-	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+	uint16_t p = port_of(l);
 
-	return a->sa.sa_family == AF_INET ? a->in.sin_addr.s_addr == INADDR_ANY
-					  : memcmp(&a->in6.sin6_addr, &any6, 16) == 0;
+	if (p < t->port_min || p > t->port_max)
+		return false;
+	return ip_wildcard(l) || (l->sa.sa_family == AF_INET &&
+				  l->in.sin_addr.s_addr == t->relay_addr.in.sin_addr.s_addr);
+}
+
+/* One listener against t's relayed ports: kind "relay" or "turn" and the
+ * section's name, or kind "" for a global key. */
+static void turn_port_clash(const struct turn_conf *t, const union etr_sockaddr *l,
+			    const char *kind, const char *name, const char *key, const char *where,
+			    struct conf_errors *e)
+{
+	char a[ADDR_STRLEN];
+
+	if (!turn_range_holds(t, l))
+		return;
+	addr_str(&l->sa, a);
+	if (kind[0])
+		err_add(e, "%s: ports %u-%u hold port %u of %s %s (%s %s)", where, t->port_min,
+			t->port_max, port_of(l), kind, name, key, a);
+	else
+		err_add(e, "%s: ports %u-%u hold port %u of %s %s", where, t->port_min,
+			t->port_max, port_of(l), key, a);
+}
+
+/* A relayed port that is another listener's port would be skipped at run
+ * time, silently: name both instead. */
+static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t,
+			     const char *where, struct conf_errors *e)
+{
+	if (!t->relay_set || t->relay_addr.sa.sa_family != AF_INET)
+		return;
+	for (unsigned j = 0; j < c->nrelays; j++)
+		turn_port_clash(t, &c->relays[j].listen, "relay", c->relays[j].name, "listen",
+				where, e);
+	for (unsigned j = 0; j < c->nturn; j++) {
+		turn_port_clash(t, &c->turn[j].listen, "turn", c->turn[j].name, "listen", where, e);
+		if (c->turn[j].tcp_set)
+			turn_port_clash(t, &c->turn[j].tcp_listen, "turn", c->turn[j].name,
+					"tcp-listen", where, e);
+	}
+	for (unsigned j = 0; j < c->prbe.nlisten; j++)
+		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
+	if (c->ops_enabled)
+		turn_port_clash(t, &c->ops_listen, "", "", "ops-listen", where, e);
 }
 
 /* The quick-start listener, the defaults that follow from other keys, and
@@ -1759,6 +1859,8 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			err_add(e, "%s: listen: missing (the UDP ADDR:PORT to listen on)", where);
 			continue;
 		}
+		if (port_of(&t->listen) == 0)
+			continue; /* given, wrong, and said so */
 		if (!t->relay_set && !ip_wildcard(&t->listen)) {
 			t->relay_addr = t->listen;
 			t->relay_addr.in.sin_port = 0; /* the same offset in both */
@@ -1798,6 +1900,7 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			if (listeners_overlap(&t->listen, &c->prbe.listen[j]))
 				err_add(e, "%s: listen %s: a prbe-listen port", where,
 					addr_str(&t->listen.sa, a));
+		turn_ports_clash(c, t, where, e);
 		for (unsigned j = 0; j < c->nsni && t->tcp_set; j++)
 			if (listeners_overlap(&t->tcp_listen, &c->sni[j].listen))
 				err_add(e, "%s: tcp-listen %s: sni %s listens there", where,
@@ -1902,6 +2005,30 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	prbe_finish(c, e);
 	turn_finish(c, e);
 	return e->count == before ? 0 : -1;
+}
+
+unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w)
+{
+	unsigned before = w->count;
+
+	for (unsigned i = 0; i < c->nturn; i++)
+		for (unsigned j = 0; j < c->turn[i].nallow; j++) {
+			const struct conf_cidr *b = &c->turn[i].allow[j];
+			bool v4 = b->addr.sa.sa_family == AF_INET;
+			char where[CONF_PATH_MAX + 32];
+
+			if (b->bits != 0)
+				continue;
+			if (b->line)
+				snprintf(where, sizeof(where), "%s:%u", c->path ? c->path : "",
+					 b->line);
+			else
+				snprintf(where, sizeof(where), "etrelay: --turn-allow-peer");
+			err_add(w, "%s: warning: turn %s: allow-peer %s/0 lets clients relay to "
+				   "every refused address (loopback, private networks, this host)",
+				where, c->turn[i].name, v4 ? "0.0.0.0" : "::");
+		}
+	return w->count - before;
 }
 
 unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)

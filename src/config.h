@@ -244,6 +244,7 @@ struct sni_conf {
 struct conf_cidr {
 	union etr_sockaddr addr; /* port 0 */
 	uint8_t bits;
+	unsigned line; /* in the config file; 0 from the command line */
 };
 
 /* One TURN listener (RFC 8656): UDP, and TCP and TLS if asked, relaying
@@ -363,6 +364,10 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e);
  * environment's token (the ones read first) is there. Looks at the file
  * system and the environment. Returns the number of warnings. */
 unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
+/* Warnings for TURN listeners in w, one line each naming FILE:LINE: an
+ * allow-peer 0.0.0.0/0 or ::/0, which undoes every refused block. Returns
+ * the number of warnings. */
+unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w);
 
 /* Where the process-wide key was set, for a message about it: "FILE:LINE",
  * "etrelay: command line", or "etrelay" (its default), in buf. */

@@ -41,8 +41,9 @@ static rlim_t raise_nofile(void)
 static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 {
 	uint64_t workers = daemon_workers_wanted(conf), sessions = 0, sni = 0, own, echo, ops;
-	uint64_t need;
-	char parts[256], lower[64];
+	uint64_t need, turn = 0;
+	bool turn_tcp = false;
+	char parts[320], lower[128];
 	size_t o = 0;
 
 	/* max-sessions is a total across the workers. */
@@ -63,13 +64,15 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	/* A TURN allocation holds its relayed socket (max-allocations counts
 	 * across the workers), each worker a UDP and a TCP listener and up to
 	 * TURN_CONNS_MAX connections. */
-	for (unsigned i = 0; i < conf->nturn; i++)
-		echo += conf->turn[i].max_allocations + 2 * workers +
+	for (unsigned i = 0; i < conf->nturn; i++) {
+		turn += conf->turn[i].max_allocations + 2 * workers +
 			(conf->turn[i].tcp_set ? workers * TURN_CONNS_MAX : 0);
+		turn_tcp |= conf->turn[i].tcp_set;
+	}
 	/* The ops plane's connections come out of the same limit: a full
 	 * listener must not leave a session without its socket. */
 	ops = conf->ops_enabled ? OPS_FDS_MAX : 0;
-	need = sessions + sni + own + echo + ops;
+	need = sessions + sni + own + echo + turn + ops;
 	if (need <= nofile)
 		return 0;
 	parts[0] = lower[0] = '\0';
@@ -84,18 +87,38 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	if (echo && o < sizeof(parts))
 		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for echo ports, ",
 				      (unsigned long long)echo);
+	if (turn && o < sizeof(parts))
+		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
+				      "%llu for the TURN listeners' allocations%s, ",
+				      (unsigned long long)turn,
+				      turn_tcp ? " and TCP connections" : "");
 	if (ops && o < sizeof(parts))
 		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for the ops plane, ",
 				      (unsigned long long)ops);
 	if (o < sizeof(parts))
 		snprintf(parts + o, sizeof(parts) - o, "%llu for the workers' own",
 			 (unsigned long long)own);
-	snprintf(lower, sizeof(lower), "%s%s%s", conf->nsni ? "max-connections" : "",
-		 conf->nsni && conf->nrelays ? " or " : "", conf->nrelays ? "max-sessions" : "");
+	{
+		const char *knob[3];
+		unsigned n = 0;
+		size_t l = 0;
+
+		if (conf->nsni)
+			knob[n++] = "max-connections";
+		if (conf->nrelays)
+			knob[n++] = "max-sessions";
+		if (conf->nturn)
+			knob[n++] = "max-allocations";
+		for (unsigned i = 0; i < n && l < sizeof(lower); i++)
+			l += (size_t)snprintf(lower + l, sizeof(lower) - l, "%s%s",
+					      i == 0 ? "" : i + 1 == n ? " or " : ", ", knob[i]);
+	}
 	log_warnx("the configuration needs %llu file descriptors (%s), the limit is %llu: raise "
-		  "LimitNOFILE= (systemd) or ulimit -n%s%s",
+		  "LimitNOFILE= (systemd) or ulimit -n%s%s%s",
 		  (unsigned long long)need, parts, (unsigned long long)nofile,
-		  lower[0] ? ", or lower " : "", lower);
+		  lower[0] ? ", or lower " : "", lower,
+		  /* each worker's TCP listener may hold TURN_CONNS_MAX */
+		  turn_tcp ? ", or drop the TURN tcp-listen" : "");
 	return -1;
 }
 
@@ -265,7 +288,10 @@ int main(int argc, char **argv)
 		struct conf_errors w = { .len = 0 };
 
 		/* -t prints them with the check; a start logs them. */
-		if (conf_control_warnings(&conf, &w) && conf.test)
+		unsigned n = conf_turn_warnings(&conf, &w);
+
+		n += conf_control_warnings(&conf, &w);
+		if (n && conf.test)
 			fputs(w.text, stderr);
 		else
 			for (char *l = w.text, *nl; *l; l = nl + 1) {
@@ -274,12 +300,13 @@ int main(int argc, char **argv)
 				log_warnx("%s", l);
 			}
 	}
-	if (conf.test)
-		return check_run(&conf);
-
+	/* -t checks the descriptors too: it must not call valid what the
+	 * start refuses. */
 	nofile = raise_nofile();
 	if (check_nofile(&conf, nofile) < 0)
 		return EXIT_CONFIG;
+	if (conf.test)
+		return check_run(&conf);
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
 			return EXIT_FAILURE;

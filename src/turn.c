@@ -667,6 +667,20 @@ static int relay_socket(const struct turn_listener *l, uint16_t port)
 	return fd;
 }
 
+/* An operator must learn why Allocates get 508 without a line per request:
+ * the first of each kind (full, no port) a minute per listener. */
+enum { TURN_LOG508_FULL, TURN_LOG508_PORTS };
+#define TURN_LOG508_EVERY_MS 60000
+
+static bool log508_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
+{
+	uint64_t at = atomic_load_explicit(&l->sh->log508_at[kind], memory_order_relaxed);
+
+	return now_ms >= at && atomic_compare_exchange_strong_explicit(
+				       &l->sh->log508_at[kind], &at, now_ms + TURN_LOG508_EVERY_MS,
+				       memory_order_relaxed, memory_order_relaxed);
+}
+
 static void reject(struct turn_ctx *x, const struct stun_msg *m, enum turn_reject why, int code,
 		   const uint8_t *key)
 {
@@ -709,7 +723,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	uint8_t proto, fam;
 	uint16_t port = 0;
 	union etr_sockaddr relayed;
-	int fd = -1;
+	int fd = -1, bind_err = 0;
 	size_t n;
 
 	if (authenticate(x, m, &au, &expired) < 0)
@@ -762,6 +776,11 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
 		return;
 	default:
+		if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
+			log_warnx("turn %s: Allocate answered 508: worker %u's table is full "
+				  "(max-allocations %u split across the workers; more at most once "
+				  "a minute)",
+				  conf->name, l->worker, conf->max_allocations);
 		reject(x, m, TURN_REJ_CAP, 508, au.key);
 		return;
 	}
@@ -769,6 +788,10 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	if (atomic_fetch_add_explicit(&l->sh->active, 1, memory_order_relaxed) >=
 	    conf->max_allocations) {
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
+			log_warnx("turn %s: Allocate answered 508: max-allocations %u reached "
+				  "(more at most once a minute)",
+				  conf->name, conf->max_allocations);
 		reject(x, m, TURN_REJ_CAP, 508, au.key);
 		return;
 	}
@@ -788,6 +811,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		fd = relay_socket(l, port);
 		if (fd >= 0)
 			break;
+		bind_err = fd;
 		if (fd == -EADDRINUSE)
 			turn_alloc_port_unusable(&l->t, port, x->now_ms);
 		else
@@ -796,6 +820,22 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	}
 	if (fd < 0) {
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		if (e != TURN_E_TOKEN && log508_due(l, TURN_LOG508_PORTS, x->now_ms)) {
+			char a[ADDR_STRLEN];
+
+			relayed = conf->relay_addr;
+			relayed.in.sin_port = htons(port);
+			if (bind_err == 0)
+				log_warnx("turn %s: Allocate answered 508: no free relayed port in "
+					  "worker %u's slice %u-%u of ports (more at most once a "
+					  "minute)",
+					  conf->name, l->worker, l->sh->worker_min[l->worker],
+					  l->sh->worker_max[l->worker]);
+			else
+				log_warnx("turn %s: Allocate answered 508: relayed socket: bind %s: "
+					  "%s (more at most once a minute)",
+					  conf->name, addr_str(&relayed.sa, a), strerror(-bind_err));
+		}
 		reject(x, m, e == TURN_E_TOKEN ? TURN_REJ_REQUEST : TURN_REJ_PORTS, 508, au.key);
 		return;
 	}

@@ -114,6 +114,23 @@ def test(ctx):
     H.check("relays' sessions" in err and "lower max-sessions" in err,
             f"the file-descriptor message of a relay: {err.strip()!r}")
 
+    # a TURN listener: counted as TURN (not echo ports), its own knobs
+    # named, and -t refuses what the start refuses
+    turn = ["--turn-listen", f"127.0.0.1:{H.free_udp_port()}", "--turn-tcp-listen",
+            f"127.0.0.1:{H.free_tcp_port()}", "--turn-ports", "40000-40099",
+            "--turn-max-allocations", "100", "--backend", ctx.backend, "--log-time", "no"]
+    tenv = {"ETRELAY_TURN_SECRET": "s" * 40}
+    for t in ([], ["-t"]):
+        rc, out, err = H.run_etrelay(ctx, t + turn, env=tenv, wrapper=ulimit)
+        H.expect_eq(rc, 78, f"a TURN listener's {' '.join(t)} exit status with 200 file "
+                    f"descriptors (stdout {out.strip()!r}, stderr {err.strip()!r})")
+        for words in ("TURN listeners' allocations and TCP connections", "max-allocations",
+                      "tcp-listen"):
+            H.check(words in err, f"the TURN file-descriptor message names {words!r}: "
+                    f"{err.strip()!r}")
+        H.check("echo ports" not in err and "max-sessions" not in err,
+                f"the file-descriptor message of a TURN-only process: {err.strip()!r}")
+
     # -t counts in words: one route, two routes
     sni = ["-t", "--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
            "a.test=127.0.0.1:9"]

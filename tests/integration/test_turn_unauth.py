@@ -3,7 +3,8 @@
 """Reflection limits of a TURN listener (issue 15, M3): answers to
 unauthenticated requests over UDP (Binding, 401, 400 for an unknown method,
 420) are larger than the requests and their source may be forged, so they
-pass a per-source-IP bucket and a total one per listener.
+pass a per-source-IP bucket and a total one per listener. An Allocate
+answered 508 is logged, once a minute per kind (M7).
 
 Requests from thousands of source addresses of 127.0.0.0/8 (one socket
 sending with IP_PKTINFO, so each request leaves from its own 127.x.y.z):
@@ -106,8 +107,56 @@ def relay_address_not_on_host(ctx):
                 f"no error naming relay-address {extra}: {err.strip()!r}")
 
 
+def log_508(ctx):
+    """M7: the first 508 of each kind is logged (the relayed port and the
+    errno text of a bind failure; max-allocations reached), the next ones
+    of that kind within a minute are not."""
+    port, relayed = T.free_port(), H.free_udp_port()
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{relayed}-{relayed}",
+                          "--turn-max-allocations", "1", tcp=False)
+    hold = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hold.bind(("127.0.0.1", relayed))  # the only relayed port, taken
+    transport = T.u32(T.A_TRANSPORT, 17 << 24)
+
+    def allocate(c, userid):
+        realm, nonce = c.challenge()
+        user, pw = T.rest_credentials(T.SECRET, userid)
+        key = T.longterm_key(user, pw, realm.decode())
+        _, (cls, _, _, a) = c.request(T.ALLOCATE, [transport] + T.signed(user, realm, nonce),
+                                      key=key)
+        return cls, T.error_code(a)
+
+    mark = relay.mark()
+    for i in range(3):
+        H.expect_eq(allocate(T.StunClient(port), f"b{i}"), (T.ERROR, 508),
+                    f"Allocate {i} with the only relayed port taken")
+    relay.wait_for_line(rf"turn default: Allocate answered 508: relayed socket: bind "
+                        rf"127\.0\.0\.1:{relayed}: Address already in use", 5 * H.SLOW,
+                        start=mark, what="a log line naming the port and the errno text")
+    hold.close()
+    time.sleep(0.2)
+    H.expect_eq(relay.count(r"answered 508", start=mark), 1,
+                f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
+    port = T.free_port()
+    relay = T.start_relay(ctx, port, "--turn-ports", "42200-42209", "--turn-max-allocations",
+                          "1", tcp=False)
+    mark = relay.mark()
+    H.expect_eq(allocate(T.StunClient(port), "ok"), (T.SUCCESS, None), "the first Allocate")
+    for i in range(3):
+        H.expect_eq(allocate(T.StunClient(port), f"c{i}"), (T.ERROR, 508),
+                    f"Allocate {i} past max-allocations 1")
+    # the worker's table or the count across the workers, whichever is first
+    relay.wait_for_line(r"turn default: Allocate answered 508: (max-allocations 1 reached|"
+                        r"worker \d+'s table is full \(max-allocations 1)",
+                        5 * H.SLOW, start=mark, what="a log line for the cap")
+    time.sleep(0.2)
+    H.expect_eq(relay.count(r"answered 508", start=mark), 1,
+                f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
+
+
 def test(ctx):
     relay_address_not_on_host(ctx)
+    log_508(ctx)
     port, ops = T.free_port(), H.free_tcp_port()
     port_d, ops_d = T.free_port(), H.free_tcp_port()
     T.start_relay(ctx, port, "--turn-unauth-rate", "100", "--turn-unauth-burst", "200",

@@ -2712,6 +2712,89 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 	assert_non_null(strstr(e.text, "turn 't' already defined at line 1"));
 }
 
+static void test_config_turn_ports_holding_another_listener_are_an_error(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* The game relay's public port, its own listen and tcp-listen, a
+	 * prbe port and the ops port: each named with the range. */
+	assert_int_equal(run(&c, &e,
+			     "listen 0.0.0.0:27960\nupstream 1.2.3.4:27960\n"
+			     "ops-listen 127.0.0.1:9100\nprbe-listen 0.0.0.0:9101\n"
+			     "[turn t]\nlisten 127.0.0.1:9200\ntcp-listen 127.0.0.1:9201\n"
+			     "ports 9000-30000\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 5);
+	assert_err_line(&e, PATH ":5: turn t: ports 9000-30000 hold port 27960 of relay default",
+			"(listen 0.0.0.0:27960)", NULL);
+	assert_err_line(&e, PATH ":5: turn t: ports", "hold port 9200 of turn t (listen 127.0.0.1:9200)",
+			NULL);
+	assert_err_line(&e, PATH ":5: turn t: ports",
+			"hold port 9201 of turn t (tcp-listen 127.0.0.1:9201)", NULL);
+	assert_err_line(&e, PATH ":5: turn t: ports", "hold port 9101 of prbe-listen 0.0.0.0:9101",
+			NULL);
+	assert_err_line(&e, PATH ":5: turn t: ports", "hold port 9100 of ops-listen 127.0.0.1:9100",
+			NULL);
+	/* Another TURN listener's port, from the command line. */
+	assert_int_equal(run(&c, &e, "[turn a]\nlisten 127.0.0.1:40000\n",
+			     ARGV("--turn-listen", "127.0.0.1:3478", "--turn-ports", "40000-40099",
+				  "--turn-max-allocations", "100")),
+			 -1);
+	assert_err_line(&e, "etrelay: turn default: ports 40000-40099 hold port 40000 of turn a",
+			NULL, NULL);
+	/* Another address: no clash. */
+	assert_int_equal(run(&c, &e,
+			     "listen 127.0.0.2:27960\nupstream 1.2.3.4:27960\n"
+			     "[turn t]\nlisten 127.0.0.1:3478\nports 20000-30000\n",
+			     NOARGS),
+			 0);
+}
+
+static void test_config_turn_peers_public_ip_and_port_0_are_checked(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	/* Host bits, as a ban-file says; public-ip unspecified. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\nallow-peer 10.0.0.1/8\n"
+			     "deny-peer 2001:db8::1/32\npublic-ip 0.0.0.0\n",
+			     NOARGS),
+			 -1);
+	assert_err_line(&e, PATH ":3: allow-peer", "did you mean 10.0.0.0/8?", NULL);
+	assert_err_line(&e, PATH ":4: deny-peer", "did you mean 2001:db8::/32?", NULL);
+	assert_err_line(&e, PATH ":5: public-ip", "not 0.0.0.0", NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-public-ip", "::")),
+			 -1);
+	assert_err_names(&e, "--turn-public-ip", "not 0.0.0.0 or ::");
+	/* listen ADDR:0 is one error, about the port. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 45.0.0.1:0\n", NOARGS), -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":2: listen", "(port 0", NULL);
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 0.0.0.0:0\n", NOARGS), -1);
+	assert_errors(&e, 1);
+	/* allow-peer 0.0.0.0/0 or ::/0 is legal, and a warning naming its line. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\nallow-peer 10.0.0.0/8\n"
+			     "allow-peer 0.0.0.0/0\nallow-peer ::/0\n",
+			     NOARGS),
+			 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_turn_warnings(&c, &w), 2);
+	assert_err_line(&w, PATH ":4: warning: turn t: allow-peer 0.0.0.0/0", NULL, NULL);
+	assert_err_line(&w, PATH ":5: warning: turn t: allow-peer ::/0", NULL, NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-allow-peer",
+					  "0.0.0.0/0")),
+			 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_turn_warnings(&c, &w), 1);
+	assert_err_line(&w, "etrelay: --turn-allow-peer: warning: turn default", NULL, NULL);
+}
+
 static void test_config_cidr_blocks_are_parsed(void **state)
 {
 	struct conf_cidr b;
@@ -3231,6 +3314,8 @@ int main(void)
 	    cmocka_unit_test(test_config_turn_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_turn_quick_start_on_the_command_line),
 	    cmocka_unit_test(test_config_turn_limits_and_addresses_are_checked),
+	    cmocka_unit_test(test_config_turn_ports_holding_another_listener_are_an_error),
+	    cmocka_unit_test(test_config_turn_peers_public_ip_and_port_0_are_checked),
 	    cmocka_unit_test(test_config_cidr_blocks_are_parsed),
 	    cmocka_unit_test(test_config_sni_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_sni_bad_values_name_their_line),
