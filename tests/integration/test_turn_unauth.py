@@ -113,11 +113,23 @@ def log_508(ctx):
     """M7: the first 508 of each kind is logged (the relayed port and the
     errno text of a bind failure; max-allocations reached), the next ones
     of that kind within a minute are not."""
-    port, relayed = T.free_port(), H.free_udp_port()
-    relay = T.start_relay(ctx, port, "--turn-ports", f"{relayed}-{relayed}",
-                          "--turn-max-allocations", "1", tcp=False)
-    hold = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    hold.bind(("127.0.0.1", relayed))  # the only relayed port, taken
+    # two relayed ports (a worker's slice each with --workers 2), both taken
+    port, hold = T.free_port(), []
+    for _ in range(50):
+        relayed = H.free_udp_port()
+        try:
+            for p in (relayed, relayed + 1):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                hold.append(s)
+                s.bind(("127.0.0.1", p))
+            break
+        except OSError:
+            for s in hold:
+                s.close()
+            hold = []
+    H.check(len(hold) == 2, "no two free UDP ports in a row")
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{relayed}-{relayed + 1}",
+                          "--turn-max-allocations", "2", tcp=False)
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
 
     def allocate(c, userid):
@@ -133,9 +145,11 @@ def log_508(ctx):
         H.expect_eq(allocate(T.StunClient(port), f"b{i}"), (T.ERROR, 508),
                     f"Allocate {i} with the only relayed port taken")
     relay.wait_for_line(rf"turn default: Allocate answered 508: relayed socket: bind "
-                        rf"127\.0\.0\.1:{relayed}: Address already in use", 5 * H.SLOW,
-                        start=mark, what="a log line naming the port and the errno text")
-    hold.close()
+                        rf"127\.0\.0\.1:({relayed}|{relayed + 1}): Address already in use",
+                        5 * H.SLOW, start=mark,
+                        what="a log line naming the port and the errno text")
+    for s in hold:
+        s.close()
     time.sleep(0.2)
     H.expect_eq(relay.count(r"answered 508", start=mark), 1,
                 f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
