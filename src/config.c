@@ -117,7 +117,7 @@ const char conf_usage[] =
 	"                            address; required when that is a wildcard)\n"
 	"  --turn-public-ip IP       the address /lifecycle reports (relay-address)\n"
 	"  --turn-ports MIN-MAX      relayed ports (49152-65535; none of another\n"
-	"                            listener's ports)\n"
+	"                            UDP listener's ports)\n"
 	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
 	"                            at most the ports' count)\n"
 	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
@@ -1799,8 +1799,9 @@ static void turn_port_clash(const struct turn_conf *t, const union etr_sockaddr 
 			t->port_max, port_of(l), key, a);
 }
 
-/* A relayed port that is another listener's port would be skipped at run
- * time, silently: name both instead. */
+/* A relayed port that is another UDP listener's port would be skipped at
+ * run time, silently: name both instead. TCP ports (tcp-listen,
+ * ops-listen) take nothing from the relayed sockets, which are UDP. */
 static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t,
 			     const char *where, struct conf_errors *e)
 {
@@ -1809,16 +1810,10 @@ static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t
 	for (unsigned j = 0; j < c->nrelays; j++)
 		turn_port_clash(t, &c->relays[j].listen, "relay", c->relays[j].name, "listen",
 				where, e);
-	for (unsigned j = 0; j < c->nturn; j++) {
+	for (unsigned j = 0; j < c->nturn; j++)
 		turn_port_clash(t, &c->turn[j].listen, "turn", c->turn[j].name, "listen", where, e);
-		if (c->turn[j].tcp_set)
-			turn_port_clash(t, &c->turn[j].tcp_listen, "turn", c->turn[j].name,
-					"tcp-listen", where, e);
-	}
 	for (unsigned j = 0; j < c->prbe.nlisten; j++)
 		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
-	if (c->ops_enabled)
-		turn_port_clash(t, &c->ops_listen, "", "", "ops-listen", where, e);
 }
 
 /* The quick-start listener, the defaults that follow from other keys, and

@@ -30,13 +30,36 @@
 /* While draining on the way out, how often to look for the last session. */
 #define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
-static uint32_t sessions_active(const struct daemon *d)
+static uint32_t relay_sessions_active(const struct daemon *d)
 {
 	uint32_t n = 0;
 
 	for (unsigned i = 0; i < d->nrelays; i++)
 		n += atomic_load_explicit(&d->shared[i].sessions, memory_order_relaxed);
-	return n + sni_active_total(&d->sni) + turn_active_total(&d->turn);
+	return n;
+}
+
+static uint32_t sessions_active(const struct daemon *d)
+{
+	return relay_sessions_active(d) + sni_active_total(&d->sni) + turn_active_total(&d->turn);
+}
+
+/* What a drain waits for, each kind by its name: "3 sessions, 1 SNI
+ * connection, 2 TURN allocations" (the kinds with none left out). */
+static void draining_what(const struct daemon *d, char *out, size_t n)
+{
+	uint32_t v[3] = { relay_sessions_active(d), sni_active_total(&d->sni),
+			  turn_active_total(&d->turn) };
+	static const char *const name[3][2] = { { "session", "sessions" },
+						{ "SNI connection", "SNI connections" },
+						{ "TURN allocation", "TURN allocations" } };
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned k = 0; k < 3 && o < n; k++)
+		if (v[k])
+			o += (size_t)snprintf(out + o, n - o, "%s%u %s", o ? ", " : "", v[k],
+					      name[k][v[k] != 1 || k == 0]);
 }
 
 static void notify_status(struct daemon *d)
@@ -88,9 +111,14 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	d->leave_check = now + DAEMON_LEAVE_CHECK;
 	sdnotify("STOPPING=1");
 	notify_status(d);
-	log_info("SIG%s: draining %u sessions for up to %llu ms",
-		 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", n,
-		 (unsigned long long)d->conf->drain_timeout_ms);
+	{
+		char what[128];
+
+		draining_what(d, what, sizeof(what));
+		log_info("SIG%s: draining %s for up to %llu ms",
+			 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", what,
+			 (unsigned long long)d->conf->drain_timeout_ms);
+	}
 	daemon_arm(d);
 }
 

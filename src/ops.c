@@ -95,14 +95,16 @@ bool ops_addr_is_private(const union etr_sockaddr *sa)
 /* Tokens */
 
 /* A Bearer header carries visible ASCII only, so a token with a space or a
- * control character could never match: say so at startup instead. */
-static int token_check(const struct ops_token *t, const char *from, char *err, size_t errlen)
+ * control character could never match: say so at startup instead.
+ * optional: unsetting it is a way out (an ops token; not a TURN secret). */
+static int token_check(const struct ops_token *t, const char *from, bool optional, char *err,
+		       size_t errlen)
 {
 	if (t->len < OPS_TOKEN_MIN) {
 		snprintf(err, errlen,
-			 "%s: the token is %zu bytes, it needs at least %d (for example "
-			 "`openssl rand -hex 32`); unset it to turn it off",
-			 from, t->len, OPS_TOKEN_MIN);
+			 "%s: %zu bytes, at least %d are needed (for example "
+			 "`openssl rand -hex 32`)%s",
+			 from, t->len, OPS_TOKEN_MIN, optional ? "; unset it to turn it off" : "");
 		return -1;
 	}
 	for (size_t i = 0; i < t->len; i++)
@@ -197,7 +199,8 @@ out:
 	return rc;
 }
 
-static int token_read(struct ops_token *t, const char *var, bool say, char *err, size_t errlen)
+static int token_read(struct ops_token *t, const char *var, bool say, bool optional, char *err,
+		      size_t errlen)
 {
 	char file_var[64], from[320];
 	const char *v, *path;
@@ -225,7 +228,7 @@ static int token_read(struct ops_token *t, const char *var, bool say, char *err,
 	} else {
 		return 0;
 	}
-	return token_check(t, from, err, errlen);
+	return token_check(t, from, optional, err, errlen);
 }
 
 /* All three or none: a half-read set is wiped. say: log what is worth
@@ -233,7 +236,7 @@ static int token_read(struct ops_token *t, const char *var, bool say, char *err,
 static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], bool say, char *err, size_t errlen)
 {
 	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++)
-		if (token_read(&tok[k], token_kinds[k].env, say, err, errlen) < 0) {
+		if (token_read(&tok[k], token_kinds[k].env, say, true, err, errlen) < 0) {
 			explicit_bzero(tok, OPS_TOKEN_KINDS * sizeof(*tok));
 			return -1;
 		}
@@ -268,7 +271,7 @@ int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char
 		       size_t errlen)
 {
 	struct ops_token t;
-	int rc = token_read(&t, var, true, err, errlen);
+	int rc = token_read(&t, var, true, false, err, errlen);
 
 	if (rc == 0)
 		rc = t.len ? token_out(&t, out, cap, len, err, errlen) : 0;
@@ -285,7 +288,7 @@ int ops_token_from_file(const char *what, const char *path, char *out, size_t ca
 
 	snprintf(from, sizeof(from), "%s %s", what, path);
 	if (rc == 0)
-		rc = token_check(&t, from, err, errlen);
+		rc = token_check(&t, from, false, err, errlen);
 	if (rc == 0)
 		rc = token_out(&t, out, cap, len, err, errlen);
 	explicit_bzero(&t, sizeof(t));

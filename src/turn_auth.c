@@ -30,6 +30,14 @@ int turn_rest_split(const char *user, size_t len, uint64_t *expiry, const char *
 			return -1;
 		v = v * 10 + d;
 	}
+	/* An empty userid would share one user-quota among every such
+	 * credential; a control character (NUL, newline) would reach the
+	 * logs and the ops plane as it came. */
+	if (len - digits - 1 == 0)
+		return -1;
+	for (const char *p = colon + 1; p < user + len; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return -1;
 	*expiry = v;
 	*userid = colon + 1;
 	*userid_len = len - digits - 1;

@@ -31,8 +31,9 @@
 
 /* Split a REST username "<expiry>:<userid>" at its FIRST ':' (coturn's
  * default separator; the userid may hold more ':'). The expiry is decimal
- * unix seconds, 1 to 20 digits, no sign. 0, or -1 when there is no ':' or
- * the expiry is not a number. */
+ * unix seconds, 1 to 20 digits, no sign; the userid is not empty and has
+ * no control character (below 0x20, 0x7f). 0, or -1 when there is no ':',
+ * the expiry is not a number or the userid is refused. */
 int turn_rest_split(const char *user, size_t len, uint64_t *expiry, const char **userid,
 		    size_t *userid_len);
 

@@ -4,7 +4,8 @@
 unauthenticated requests over UDP (Binding, 401, 400 for an unknown method,
 420) are larger than the requests and their source may be forged, so they
 pass a per-source-IP bucket and a total one per listener. An Allocate
-answered 508 is logged, once a minute per kind (M7).
+answered 508 is logged, once a minute per kind (M7); SIGTERM names the
+TURN allocations it drains; a short secret's error has no "unset it".
 
 Requests from thousands of source addresses of 127.0.0.0/8 (one socket
 sending with IP_PKTINFO, so each request leaves from its own 127.x.y.z):
@@ -14,6 +15,7 @@ the defaults hold too. One source sending many: its bucket holds
 (reason="throttled"). Over TCP no limit: every Binding is answered."""
 
 import os
+import signal
 import socket
 import struct
 import sys
@@ -111,11 +113,23 @@ def log_508(ctx):
     """M7: the first 508 of each kind is logged (the relayed port and the
     errno text of a bind failure; max-allocations reached), the next ones
     of that kind within a minute are not."""
-    port, relayed = T.free_port(), H.free_udp_port()
-    relay = T.start_relay(ctx, port, "--turn-ports", f"{relayed}-{relayed}",
-                          "--turn-max-allocations", "1", tcp=False)
-    hold = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    hold.bind(("127.0.0.1", relayed))  # the only relayed port, taken
+    # two relayed ports (a worker's slice each with --workers 2), both taken
+    port, hold = T.free_port(), []
+    for _ in range(50):
+        relayed = H.free_udp_port()
+        try:
+            for p in (relayed, relayed + 1):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                hold.append(s)
+                s.bind(("127.0.0.1", p))
+            break
+        except OSError:
+            for s in hold:
+                s.close()
+            hold = []
+    H.check(len(hold) == 2, "no two free UDP ports in a row")
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{relayed}-{relayed + 1}",
+                          "--turn-max-allocations", "2", tcp=False)
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
 
     def allocate(c, userid):
@@ -131,15 +145,17 @@ def log_508(ctx):
         H.expect_eq(allocate(T.StunClient(port), f"b{i}"), (T.ERROR, 508),
                     f"Allocate {i} with the only relayed port taken")
     relay.wait_for_line(rf"turn default: Allocate answered 508: relayed socket: bind "
-                        rf"127\.0\.0\.1:{relayed}: Address already in use", 5 * H.SLOW,
-                        start=mark, what="a log line naming the port and the errno text")
-    hold.close()
+                        rf"127\.0\.0\.1:({relayed}|{relayed + 1}): Address already in use",
+                        5 * H.SLOW, start=mark,
+                        what="a log line naming the port and the errno text")
+    for s in hold:
+        s.close()
     time.sleep(0.2)
     H.expect_eq(relay.count(r"answered 508", start=mark), 1,
                 f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
     port = T.free_port()
     relay = T.start_relay(ctx, port, "--turn-ports", "42200-42209", "--turn-max-allocations",
-                          "1", tcp=False)
+                          "1", "--drain-timeout", "20s", tcp=False)
     mark = relay.mark()
     H.expect_eq(allocate(T.StunClient(port), "ok"), (T.SUCCESS, None), "the first Allocate")
     for i in range(3):
@@ -153,8 +169,29 @@ def log_508(ctx):
     H.expect_eq(relay.count(r"answered 508", start=mark), 1,
                 f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
 
+    # SIGTERM names what it drains: a TURN allocation, not "sessions"
+    mark = relay.mark()
+    relay.signal(signal.SIGTERM)
+    relay.wait_for_line(r"^(?:SIG)?TERM: draining 1 TURN allocation for up to \d+ ms$",
+                        2.0 * H.SLOW, start=mark, what="the drain line naming the allocation")
+    relay.signal(signal.SIGTERM)
+    H.expect_eq(relay.wait_exit(5.0 * H.SLOW), 0, "exit status after a second SIGTERM")
+
+
+def short_secret(ctx):
+    """A TURN secret too short: the error names the variable and the
+    minimum, and no way out by unsetting it (an ops token's wording)."""
+    port = T.free_port()
+    rc, out, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "--turn-listen",
+                                       f"127.0.0.1:{port}"],
+                                 env={"ETRELAY_TURN_SECRET": "short"}, timeout=10)
+    H.expect_eq(rc, 78, f"exit status with a 5-byte TURN secret ({err.strip()!r})")
+    H.check("ETRELAY_TURN_SECRET: 5 bytes, at least 32 are needed" in err and "unset" not in err,
+            f"the short-secret error: {err.strip()!r}")
+
 
 def test(ctx):
+    short_secret(ctx)
     relay_address_not_on_host(ctx)
     log_508(ctx)
     port, ops = T.free_port(), H.free_tcp_port()

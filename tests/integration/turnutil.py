@@ -43,10 +43,13 @@ def require_coturn():
 
 def free_port():
     """A port free for UDP and TCP on 127.0.0.1 a moment ago (a listener
-    takes both)."""
+    takes both), below the default relayed ports 49152-65535 (a listen
+    port inside them is a config error)."""
     import socket
-    for _ in range(50):
+    for _ in range(200):
         p = H.free_udp_port()
+        if p >= 49152:
+            continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             s.bind(("127.0.0.1", p))

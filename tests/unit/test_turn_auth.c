@@ -36,9 +36,9 @@ static void test_rest_username_splits_at_the_first_colon(void **state)
 	assert_int_equal(exp, 1700000000u);
 	assert_int_equal(idlen, strlen("player:42"));
 	assert_memory_equal(id, "player:42", idlen);
-	assert_int_equal(turn_rest_split("5:", 2, &exp, &id, &idlen), 0);
+	assert_int_equal(turn_rest_split("5:\xc3\xa9", 4, &exp, &id, &idlen), 0);
 	assert_int_equal(exp, 5);
-	assert_int_equal(idlen, 0);
+	assert_int_equal(idlen, 2);
 	assert_int_equal(turn_rest_split("18446744073709551615:x", 22, &exp, &id, &idlen), 0);
 	assert_true(exp == UINT64_MAX);
 }
@@ -58,6 +58,26 @@ static void test_rest_username_without_numeric_expiry_is_refused(void **state)
 		assert_int_equal(turn_rest_split(bad[i], strlen(bad[i]), &exp, &id, &idlen), -1);
 	/* Only the bytes given count: "12:" cut before the colon. */
 	assert_int_equal(turn_rest_split("12:a", 2, &exp, &id, &idlen), -1);
+}
+
+static void test_rest_username_with_an_empty_userid_or_control_bytes_is_refused(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+	} bad[] = {
+	    {"5:", 2}, {"5:a\0b", 5}, {"5:a\nb", 5}, {"5:\r", 3}, {"5:a\x7f", 4}, {"5:\tx", 4},
+	};
+	uint64_t exp;
+	const char *id;
+	size_t idlen;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(turn_rest_split(bad[i].s, bad[i].len, &exp, &id, &idlen), -1);
+	/* Printable, spaces and ':' inside are a userid. */
+	assert_int_equal(turn_rest_split("5:a b:c~", 8, &exp, &id, &idlen), 0);
+	assert_int_equal(idlen, 6);
 }
 
 static void test_rest_password_matches_python(void **state)
@@ -342,6 +362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rest_username_splits_at_the_first_colon),
 	    cmocka_unit_test(test_rest_username_without_numeric_expiry_is_refused),
+	    cmocka_unit_test(test_rest_username_with_an_empty_userid_or_control_bytes_is_refused),
 	    cmocka_unit_test(test_rest_password_matches_python),
 	    cmocka_unit_test(test_long_term_key_of_rfc5769),
 	    cmocka_unit_test(test_check_finds_which_secret_matched),
