@@ -137,6 +137,13 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 		cidr_of(&c->allow[k], &b);
 		turn_peer_allow(&l->policy, &b);
 	}
+	/* Client to client: the relayed ports of relay-address (and of
+	 * public-ip, the same address behind a NAT). The host's other
+	 * addresses and the daemon's sockets: turn_shared_guard. */
+	turn_peer_own(&l->policy, &c->relay_addr);
+	if (c->public_ip.sa.sa_family == AF_INET || c->public_ip.sa.sa_family == AF_INET6)
+		turn_peer_own(&l->policy, &c->public_ip);
+	turn_peer_ports(&l->policy, c->port_min, c->port_max);
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		for (unsigned k = 0; k < 4; k++) {
 			uint64_t v = net_random64();
@@ -785,29 +792,12 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 	arm(l);
 }
 
-/* Whether the relay may send to peer: the policy, and the relay's own
- * addresses only on its relayed ports (client to client), never another
- * service of the host. ip_only: a CreatePermission's, port ignored. */
+/* Whether the relay may send to peer (turn_peer_check: the relay's own
+ * address only on its relayed ports, never another service of the host).
+ * ip_only: a CreatePermission's, port ignored. */
 static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
 {
-	const struct turn_conf *c = l->sh->conf;
-	enum turn_peer_why why = turn_peer_check(&l->sh->policy, peer, ip_only);
-
-	/* deny-peer wins over the own addresses too; and an own address on
-	 * another port is refused unless allow-peer names it, even where the
-	 * default alone (a global public-ip) would let it through. */
-	if (why == TURN_PEER_DENIED)
-		return false;
-	if (peer->sa.sa_family == AF_INET &&
-	    (peer->in.sin_addr.s_addr == c->relay_addr.in.sin_addr.s_addr ||
-	     (c->public_ip.sa.sa_family == AF_INET &&
-	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
-		uint16_t port = ntohs(peer->in.sin_port);
-
-		return ip_only || (port >= c->port_min && port <= c->port_max) ||
-		       why == TURN_PEER_ALLOWED;
-	}
-	return turn_peer_ok(why);
+	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
 }
 
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)

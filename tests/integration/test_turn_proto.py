@@ -62,7 +62,7 @@ class Aioice:
     """turn_aioice.py under Debian's python3: ask() sends one request line
     and waits (bounded) for its answer line."""
 
-    def __init__(self):
+    def __init__(self, wrapper=()):
         if not os.access(SYSTEM_PYTHON, os.X_OK):
             h.fail(f"{SYSTEM_PYTHON} is missing (python3-aioice needs Debian's python3)")
         probe = subprocess.run([SYSTEM_PYTHON, "-c", "import aioice"], capture_output=True,
@@ -70,7 +70,7 @@ class Aioice:
         if probe.returncode != 0:
             h.fail("python3-aioice is not installed for /usr/bin/python3: "
                    + probe.stderr.decode(errors="replace")[-300:])
-        self.proc = subprocess.Popen([SYSTEM_PYTHON, HELPER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*wrapper, SYSTEM_PYTHON, HELPER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def ask(self, timeout=10.0, **req):
@@ -194,13 +194,76 @@ def peer_attr(ip, port):
     return {"t": "XOR-PEER-ADDRESS", "addr": [ip, port]}
 
 
+def host_guard(ctx):
+    """The host itself behind a public relay-address (issue 15, H1 and M6),
+    in a network namespace of its own: 45.0.0.1 (listen, relay-address),
+    45.0.0.2 (allow-peer names it alone; the game server's address) and
+    45.0.0.3 (in an allow-peer block only). Peers reach 45.0.0.1 on its
+    relayed ports alone, 45.0.0.2 but not the game server's port, not
+    45.0.0.3 at all."""
+    ns = h.VethNetns()
+    for st in (["link", "set", "lo", "up"], ["addr", "add", "45.0.0.1/32", "dev", "lo"],
+               ["addr", "add", "45.0.0.2/32", "dev", "lo"],
+               ["addr", "add", "45.0.0.3/32", "dev", "lo"]):
+        r = subprocess.run([ns.ip, "-n", ns.name] + st, capture_output=True, text=True,
+                           timeout=10)
+        h.check(r.returncode == 0, f"ip -n {ns.name} {' '.join(st)}: {r.stderr.strip()}")
+    relay = h.relay_env(
+        ctx, {"ETRELAY_TURN_SECRET": SECRET}, "--listen", "45.0.0.1:27960",
+        "--upstream", "45.0.0.2:27961", "--turn-listen", "45.0.0.1:3478",
+        "--turn-ports", "50000-50099", "--turn-max-allocations", "50",
+        "--turn-allow-peer", "45.0.0.2",
+        "--turn-allow-peer", "45.0.0.0/29", "--ops-listen", "45.0.0.1:9960", "--ops-allow-public",
+        listen=False, open_limits=False, ready_re=READY_RE, wrapper=ns.wrapper())
+    a = Aioice(wrapper=ns.wrapper())
+    ctx.objs.append(a)
+    server = ["45.0.0.1", 3478]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    res = {}
+    for sock in ("g1", "g2"):
+        res[sock] = a.ask(op="raw", server=server, sock=sock, method="ALLOCATE", attrs=[udp],
+                          auth=credential(sock))
+        h.expect_eq(res[sock].get("cls"), "success", f"netns: Allocate {sock}: {res[sock]}")
+    other = res["g2"]["relayed"][1]
+    for i, (method, ip, port, want, why) in enumerate((
+            ("CHANNEL_BIND", "45.0.0.1", other, 0, "relay-address, a relayed port"),
+            ("CHANNEL_BIND", "45.0.0.1", 50099, 0, "relay-address, the last relayed port"),
+            ("CHANNEL_BIND", "45.0.0.1", 22, 403, "relay-address, another port"),
+            ("CHANNEL_BIND", "45.0.0.1", 27960, 403, "the game relay's port"),
+            ("CHANNEL_BIND", "45.0.0.1", 3478, 403, "TURN's own port"),
+            ("CHANNEL_BIND", "45.0.0.1", 9960, 403, "the ops listener"),
+            ("CHANNEL_BIND", "45.0.0.2", 7777, 0, "a host address allow-peer names alone"),
+            ("CHANNEL_BIND", "45.0.0.2", 27961, 403, "the game server, allowed or not"),
+            ("CHANNEL_BIND", "::ffff:45.0.0.2", 27961, 403, "the game server, mapped"),
+            ("CREATE_PERMISSION", "45.0.0.3", 9, 403, "a host address in a block only"),
+            ("CHANNEL_BIND", "45.0.0.3", 7777, 403, "a host address in a block only"),
+            ("CHANNEL_BIND", "45.0.0.3", 50000, 403, "another host address, a relayed port"),
+    )):
+        ch = ([{"t": "CHANNEL-NUMBER", "u32": (0x4000 + i) << 16}]
+              if method == "CHANNEL_BIND" else [])
+        r = a.ask(op="raw", server=server, sock="g1", method=method,
+                  attrs=ch + [peer_attr(ip, port)], auth=credential("g1"), retry_stale=True)
+        h.expect_eq(r.get("code"), want, f"netns: {method} to {ip}:{port} ({why}): {r}")
+    a.close()
+    relay.expect_exit = True
+    relay.close()
+    ns.close()
+
+
 def run(ctx):
+    try:
+        host_guard(ctx)
+    except h.TestSkip as e:  # that part only: it needs root
+        ctx.note(f"the host-address case is skipped: {e}")
     a = Aioice()
     ctx.objs.append(a)
     echo = Echo(host=PEER_IP).start()
     ctx.objs.append(echo)
     peer = [PEER_IP, echo.port]
+    # 127.0.0.2 is the host itself (loopback): a block holding it is not
+    # enough, allow-peer names it alone.
     t = Turn(ctx, "--turn-user-quota", "2", "--turn-allow-peer", "127.0.0.2/31",
+             "--turn-allow-peer", PEER_IP,
              "--turn-deny-peer", "127.0.0.3/32", "--turn-deny-peer", "8.8.8.0/24",
              "--drain-timeout", "30s")
     # The second listener: strict expiry, short nonces, a global public-ip
