@@ -119,6 +119,8 @@ const char conf_usage[] =
 	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
 	"                            at most the ports' count)\n"
 	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
+	"  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
+	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; closed at once beyond)\n"
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
@@ -266,6 +268,7 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->port_max = CONF_TURN_PORT_MAX;
 	t->max_allocations = CONF_TURN_MAX_ALLOCATIONS;
 	t->user_quota = CONF_TURN_USER_QUOTA;
+	t->tcp_max_per_ip = CONF_TURN_TCP_MAX_PER_IP;
 	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
 	t->nonce_lifetime_ms = CONF_TURN_NONCE_LIFETIME;
 }
@@ -407,6 +410,8 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 65536, &t->max_allocations, buf, n);
 	} else if (strcmp(key, "user-quota") == 0) {
 		return turn_count(v, 1, 65536, &t->user_quota, buf, n);
+	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
+		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
 	} else if (strcmp(key, "max-lifetime") == 0) {
 		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
 		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
@@ -972,6 +977,7 @@ static const struct key keys[] = {
 	{ "turn-ports", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1269,7 +1275,7 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
+			   "tcp-max-per-ip, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);

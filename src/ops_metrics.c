@@ -507,6 +507,15 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	EACH_TURN
 	sample(f, "etrelay_turn_tcp_idle_closed_total", LABELS("listener", TNAME),
 	       TSUM(conns_idle));
+	family(f, "etrelay_turn_tcp_dropped_total", "counter",
+	       "TURN TCP and TLS connections refused at accept, by reason: per_ip "
+	       "(tcp-max-per-ip), full (the worker's connection slots), or closed: frame_memory "
+	       "(the worker's memory for incomplete frames is spent).");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
+		sample(f, "etrelay_turn_tcp_dropped_total",
+		       LABELS("listener", TNAME, "reason", turn_tcp_drop_name(r)),
+		       TSUM(tcp_dropped[r]));
 	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
 	EACH_TURN
 	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));

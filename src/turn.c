@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -246,6 +248,38 @@ struct turn_ctx {
 };
 
 static void conn_close(struct turn_listener *l, uint32_t i);
+
+/* A frame buffer of cap bytes: past TURN_CONN_RX_KEEP its own pages, so
+ * that freeing it gives the memory back to the system at once (a heap
+ * keeps what a flood of half frames made it grow to). */
+static uint8_t *rx_get(size_t cap)
+{
+	void *p;
+
+	if (cap <= TURN_CONN_RX_KEEP)
+		return malloc(cap);
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void rx_put(uint8_t *p, size_t cap)
+{
+	if (!p)
+		return;
+	if (cap <= TURN_CONN_RX_KEEP)
+		free(p);
+	else
+		munmap(p, cap);
+}
+
+/* Give back a connection's frame buffer. */
+static void conn_rx_free(struct turn_listener *l, struct turn_conn *c)
+{
+	l->rx_bytes -= c->rxcap;
+	rx_put(c->rx, c->rxcap);
+	c->rx = NULL;
+	c->rxcap = 0;
+}
 
 /* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
  * them in order. False when the connection has too much queued. */
@@ -1140,6 +1174,65 @@ static void relay_recv_error(void *obj, uint32_t ref, int err)
 
 /* TCP */
 
+/* Connections per source (IPv4 address, IPv6 /64) on this worker: one
+ * address lands on one worker (the reuseport program), so the cap is
+ * exact. Open addressing, twice the connections' slots. */
+static uint32_t ip_slot(const struct turn_listener *l, const uint8_t key[16])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ h >> 29) & l->ips_mask;
+}
+
+static uint32_t ip_find(const struct turn_listener *l, const uint8_t key[16])
+{
+	uint32_t s;
+
+	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
+		if (memcmp(l->ips[s].key, key, 16) == 0)
+			break;
+	return s;
+}
+
+static bool ip_take(struct turn_listener *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s;
+
+	if (!addrclass_key(a, key))
+		return true;
+	s = ip_find(l, key);
+	if (l->ips[s].count >= l->sh->conf->tcp_max_per_ip)
+		return false;
+	memcpy(l->ips[s].key, key, 16);
+	l->ips[s].count++;
+	return true;
+}
+
+static void ip_put(struct turn_listener *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s, hole, want;
+
+	if (!addrclass_key(a, key))
+		return;
+	s = ip_find(l, key);
+	if (!l->ips[s].count || --l->ips[s].count)
+		return;
+	/* Backward-shift deletion keeps every probe chain whole. */
+	hole = s;
+	for (s = (s + 1) & l->ips_mask; l->ips[s].count; s = (s + 1) & l->ips_mask) {
+		want = ip_slot(l, l->ips[s].key);
+		if (((s - want) & l->ips_mask) >= ((s - hole) & l->ips_mask)) {
+			l->ips[hole] = l->ips[s];
+			l->ips[s].count = 0;
+			hole = s;
+		}
+	}
+}
+
 static void conn_read(struct turn_listener *l, uint32_t i)
 {
 	struct turn_conn *c = &l->conns[i];
@@ -1175,12 +1268,12 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	}
 	c->closing = true;
 	l->nopen--;
+	ip_put(l, &c->client);
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
 	c->fd = -1;
-	free(c->rx);
-	c->rx = NULL;
-	c->rxcap = c->rxlen = 0;
+	conn_rx_free(l, c);
+	c->rxlen = 0;
 	/* Only the head of the queue is with the loop; it gets its on_sent
 	 * after del_socket, and the slot is freed then (its buffer must
 	 * outlive the send). */
@@ -1207,6 +1300,13 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	if (fd < 0)
 		return;
 	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0) {
+		if (l->conn_free == UINT32_MAX)
+			STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
+		close(fd);
+		return;
+	}
+	if (!ip_take(l, &peer)) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_PER_IP], 1);
 		close(fd);
 		return;
 	}
@@ -1231,8 +1331,9 @@ static void tcp_accept(void *obj, uint32_t ref, int fd)
 	conn_read(l, i);
 }
 
-/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX). */
-static bool conn_room(struct turn_conn *c, size_t need)
+/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX), within
+ * the worker's TURN_CONN_RX_TOTAL. False closes the connection. */
+static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need)
 {
 	uint8_t *p;
 
@@ -1242,9 +1343,17 @@ static bool conn_room(struct turn_conn *c, size_t need)
 		return false;
 	if (need < 512)
 		need = 512;
-	p = realloc(c->rx, need);
+	if (l->rx_bytes - c->rxcap + need > TURN_CONN_RX_TOTAL) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FRAME_MEMORY], 1);
+		return false;
+	}
+	p = rx_get(need);
 	if (!p)
 		return false;
+	if (c->rxlen)
+		memcpy(p, c->rx, c->rxlen);
+	rx_put(c->rx, c->rxcap);
+	l->rx_bytes += need - c->rxcap;
 	c->rx = p;
 	c->rxcap = need;
 	return true;
@@ -1288,7 +1397,7 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 			goto garbage;
 		want = flen ? (size_t)flen : 4;
 		take = want - c->rxlen < n ? want - c->rxlen : n;
-		if (!conn_room(c, want)) {
+		if (!conn_room(l, c, want)) {
 			conn_close(l, i);
 			return;
 		}
@@ -1308,7 +1417,7 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		if (flen < 0)
 			goto garbage;
 		if (flen == 0 || (size_t)flen > n) {
-			if (!conn_room(c, flen ? (size_t)flen : 4)) {
+			if (!conn_room(l, c, flen ? (size_t)flen : 4)) {
 				conn_close(l, i);
 				return;
 			}
@@ -1322,6 +1431,9 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		p += flen;
 		n -= (size_t)flen;
 	}
+	/* No frame left incomplete: a large buffer goes back at once. */
+	if (!c->rxlen && c->rxcap > TURN_CONN_RX_KEEP)
+		conn_rx_free(l, c);
 	conn_read(l, i);
 	return;
 garbage:
@@ -1467,6 +1579,12 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 			return -1;
 		}
 		l->nconns = TURN_CONNS_MAX;
+		l->ips = calloc(2 * TURN_CONNS_MAX, sizeof(*l->ips));
+		if (!l->ips) {
+			log_warnx("turn %s: out of memory", c->name);
+			return -1;
+		}
+		l->ips_mask = 2 * TURN_CONNS_MAX - 1;
 		for (uint32_t k = TURN_CONNS_MAX; k-- > 0;) {
 			l->conns[k].fd = -1;
 			l->conns[k].alloc = TURN_ALLOC_NONE;
@@ -1559,10 +1677,12 @@ void turn_listener_free(struct turn_listener *l)
 			next = t->next;
 			free(t);
 		}
-		free(l->conns[i].rx);
+		rx_put(l->conns[i].rx, l->conns[i].rxcap);
 	}
 	free(l->conns);
 	l->conns = NULL;
+	free(l->ips);
+	l->ips = NULL;
 	l->nconns = 0;
 	for (uint32_t i = 0; l->relay_fd && i < l->t.cap; i++)
 		if (l->relay_fd[i] >= 0)

@@ -62,7 +62,16 @@ enum turn_drop {
 	TURN_DROPS
 };
 
+/* TCP (and TLS) connections refused at accept, or closed for memory. */
+enum turn_tcp_drop {
+	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
+	TURN_TCP_FULL,	       /* every connection slot of the worker taken */
+	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
+	TURN_TCP_DROPS
+};
+
 const char *turn_reject_name(enum turn_reject r);
+const char *turn_tcp_drop_name(enum turn_tcp_drop d);
 const char *turn_authf_name(enum turn_authf a);
 const char *turn_drop_name(enum turn_drop d);
 
@@ -79,10 +88,17 @@ struct turn_stats {
 	_Atomic uint64_t bindings;   /* Binding requests answered */
 	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
+	_Atomic uint64_t tcp_dropped[TURN_TCP_DROPS];
 };
 
 /* TCP connections per listener and worker (tcp-listen). */
 #define TURN_CONNS_MAX 4096
+/* Bytes of frames cut by a chunk's end, per listener and worker: a frame is
+ * 65539 bytes at most, its buffer exists only while it is incomplete (up
+ * to TURN_CONN_RX_KEEP stays), and a connection that would go past this
+ * total is closed (tcp_dropped frame_memory). */
+#define TURN_CONN_RX_TOTAL (16u << 20)
+#define TURN_CONN_RX_KEEP  2048u
 
 /* Sources tracked for the 401 rate, per listener and worker. */
 #define TURN_RL_ENTRIES 4096
@@ -176,6 +192,12 @@ struct turn_listener {
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
 	uint32_t nopen;	   /* connections open */
+	struct turn_ipcount {
+		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
+		uint32_t count;
+	} *ips;			/* open connections per source, open addressing */
+	uint32_t ips_mask;
+	size_t rx_bytes;	/* frame assembly buffers, all connections */
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
@@ -200,6 +222,13 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 static inline int turn_listener_fd(const struct turn_listener *l)
 {
 	return l->fd;
+}
+
+/* The TCP listener's fd, -1: none (worker 0's carries the reuseport
+ * program too: one client address, one worker, for tcp-max-per-ip). */
+static inline int turn_listener_tcp_fd(const struct turn_listener *l)
+{
+	return l->tcp_fd;
 }
 
 /* Close every allocation (on the worker's thread, on the way out). */

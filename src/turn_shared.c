@@ -23,6 +23,17 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
 };
 
+static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
+    [TURN_TCP_PER_IP] = "per_ip",
+    [TURN_TCP_FULL] = "full",
+    [TURN_TCP_FRAME_MEMORY] = "frame_memory",
+};
+
+const char *turn_tcp_drop_name(enum turn_tcp_drop d)
+{
+	return d < TURN_TCP_DROPS ? tcp_drop_names[d] : "?";
+}
+
 const char *turn_reject_name(enum turn_reject r)
 {
 	return r < TURN_REJECTS ? reject_names[r] : "?";

@@ -28,6 +28,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -220,9 +221,10 @@ def host_guard(ctx):
     server = ["45.0.0.1", 3478]
     udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
     res = {}
+    cred = {sock: credential(sock) for sock in ("g1", "g2")}  # one username each
     for sock in ("g1", "g2"):
         res[sock] = a.ask(op="raw", server=server, sock=sock, method="ALLOCATE", attrs=[udp],
-                          auth=credential(sock))
+                          auth=cred[sock])
         h.expect_eq(res[sock].get("cls"), "success", f"netns: Allocate {sock}: {res[sock]}")
     other = res["g2"]["relayed"][1]
     for i, (method, ip, port, want, why) in enumerate((
@@ -242,7 +244,7 @@ def host_guard(ctx):
         ch = ([{"t": "CHANNEL-NUMBER", "u32": (0x4000 + i) << 16}]
               if method == "CHANNEL_BIND" else [])
         r = a.ask(op="raw", server=server, sock="g1", method=method,
-                  attrs=ch + [peer_attr(ip, port)], auth=credential("g1"), retry_stale=True)
+                  attrs=ch + [peer_attr(ip, port)], auth=cred["g1"], retry_stale=True)
         h.expect_eq(r.get("code"), want, f"netns: {method} to {ip}:{port} ({why}): {r}")
     a.close()
     relay.expect_exit = True
@@ -250,7 +252,73 @@ def host_guard(ctx):
     ns.close()
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def tcp_limits(ctx):
+    """TURN over TCP (issue 15, H2): tcp-max-per-ip refuses one address's
+    connections past the cap (the others' still come in, and with two
+    workers too: one address, one worker); half frames (a ChannelData
+    header promising 64 KiB, then silence) hold at most TURN_CONN_RX_TOTAL
+    (16 MiB) per worker, past which the connection is closed; the memory
+    goes back when they close."""
+    cap, extra = 280, 2
+    t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap))
+    pid = t.relay.proc.pid
+    base = rss_kib(pid)
+    conns = []
+    try:
+        for _ in range(cap + extra):
+            s = socket.create_connection((h.LOOPBACK, t.port), timeout=5)
+            conns.append(s)
+        other = socket.create_connection((h.LOOPBACK, t.port), timeout=5,
+                                         source_address=("127.0.0.2", 0))
+        conns.append(other)
+        h.wait_until(lambda: t.value("tcp_dropped_total", reason="per_ip") == extra,
+                     3 * h.SLOW, f"{extra} connections past tcp-max-per-ip {cap} refused")
+        # The other address is let in: a Binding over it is answered.
+        other.sendall(struct.pack("!HHI12s", 0x0001, 0, 0x2112A442, os.urandom(12)))
+        other.settimeout(5 * h.SLOW)
+        h.check(len(other.recv(100)) >= 20, "a Binding from another address over TCP")
+        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(60000)
+        for s in conns[:cap]:
+            try:
+                s.sendall(half)
+            except OSError:
+                pass  # refused or closed already
+        h.wait_until(lambda: t.value("tcp_dropped_total", reason="frame_memory") >= 1,
+                     5 * h.SLOW, "half frames past the worker's 16 MiB closed")
+        closed = t.value("tcp_dropped_total", reason="frame_memory")
+        h.check(cap - closed <= 16 * 1024 * 1024 // 65540 + 1,
+                f"{cap - closed} half frames of 64 KiB held at once (16 MiB per worker)")
+        peak = rss_kib(pid)
+        ctx.note(f"half frames: RSS {base} KiB before, {peak} KiB with {cap - closed} held, "
+                 f"{closed} connections closed for memory")
+    finally:
+        for s in conns:
+            s.close()
+    if not h.WRAPPER:  # valgrind's RSS is its own
+        # What the half frames held comes back (the loop's stream buffers,
+        # touched by then, are a pool of fixed size and stay).
+        held = (cap - closed) * 65540 // 1024
+        try:
+            h.wait_until(lambda: peak - rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
+                         "the half frames' memory given back when their connections closed")
+        except h.TestFailure:
+            h.fail(f"RSS {rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
+                   f"{held} KiB of half frames held")
+        ctx.note(f"half frames: RSS {rss_kib(pid)} KiB after the connections closed")
+    t.relay.expect_exit = True
+    t.relay.close()
+
+
 def run(ctx):
+    tcp_limits(ctx)
     try:
         host_guard(ctx)
     except h.TestSkip as e:  # that part only: it needs root

@@ -2525,6 +2525,7 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 			     "ports 50000-50999\n"
 			     "max-allocations 900\n"
 			     "user-quota 3\n"
+			     "tcp-max-per-ip 5\n"
 			     "max-lifetime 10m\n"
 			     "nonce-lifetime 5m\n"
 			     "allow-peer 127.0.0.1/32\n"
@@ -2548,6 +2549,7 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 	assert_int_equal(c.turn[0].port_max, 50999);
 	assert_int_equal(c.turn[0].max_allocations, 900);
 	assert_int_equal(c.turn[0].user_quota, 3);
+	assert_int_equal(c.turn[0].tcp_max_per_ip, 5);
 	assert_int_equal(c.turn[0].max_lifetime_ms, 600000);
 	assert_int_equal(c.turn[0].nonce_lifetime_ms, 300000);
 	assert_int_equal(c.turn[0].nallow, 2);
@@ -2571,6 +2573,7 @@ static void test_config_turn_defaults_are_the_documented_ones(void **state)
 	assert_int_equal(t.port_max, 65535);
 	assert_int_equal(t.max_allocations, 4000);
 	assert_int_equal(t.user_quota, 10);
+	assert_int_equal(t.tcp_max_per_ip, 64);
 	assert_int_equal(t.max_lifetime_ms, 3600000);
 	assert_int_equal(t.nonce_lifetime_ms, 3600000);
 	assert_int_equal(t.tls_reload_ms, 60000);
@@ -2593,7 +2596,7 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 				  "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
 				  "--turn-strict-expiry", "yes", "--turn-user-quota", "2",
 				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r",
-				  "--turn-nonce-lifetime", "1s")),
+				  "--turn-nonce-lifetime", "1s", "--turn-tcp-max-per-ip", "7")),
 			 0);
 	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
@@ -2610,6 +2613,7 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_true(c.turn[0].tcp_set);
 	assert_string_equal(c.turn[0].realm, "r");
 	assert_int_equal(c.turn[0].nonce_lifetime_ms, 1000);
+	assert_int_equal(c.turn[0].tcp_max_per_ip, 7);
 	/* A key without a listener. */
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
 			 -1);
@@ -2651,10 +2655,11 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			     "realm \"a\\\"b\"\n"
 			     "max-lifetime 0\n"
 			     "nonce-lifetime 2d\n"
+			     "tcp-max-per-ip 0\n"
 			     "colour blue\n",
 			     NOARGS),
 			 -1);
-	for (unsigned line = 3; line <= 13; line++) {
+	for (unsigned line = 3; line <= 14; line++) {
 		char want[32];
 
 		snprintf(want, sizeof(want), PATH ":%u: ", line);
