@@ -409,10 +409,35 @@ static void challenge(struct turn_ctx *x, const struct stun_msg *m)
 		STAT_ADD(x->l->stats.challenges, 1);
 }
 
+/* Whether m is signed with the key allocation idx was made with, under its
+ * username: then au is that credential's. An allocation keeps its key, so
+ * a secret removed (rotation's last step) ends no call in progress. */
+static bool signed_as_owner(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
+			    struct turn_auth *au, bool *expired)
+{
+	const struct turn_alloc *a;
+
+	if (idx == TURN_ALLOC_NONE)
+		return false;
+	a = &x->l->t.a[idx];
+	if (a->username_len != m->username.len ||
+	    memcmp(a->username, stun_attr_ptr(m, m->username), m->username.len) != 0 ||
+	    !stun_check_integrity(m, a->key, sizeof(a->key)))
+		return false;
+	memset(au, 0, sizeof(*au));
+	au->secret = -1;
+	au->expiry = a->cred_expiry;
+	memcpy(au->key, a->key, sizeof(au->key));
+	*expired = (uint64_t)time(NULL) > a->cred_expiry;
+	return true;
+}
+
 /* Authentication (RFC 8489 9.2.4). 0 with au filled (*expired set for a
- * genuine but expired credential), or -1 when the request was answered. */
-static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct turn_auth *au,
-			bool *expired)
+ * genuine but expired credential), or -1 when the request was answered.
+ * idx: the allocation of the request's 5-tuple (TURN_ALLOC_NONE: none),
+ * whose own key is tried before the secrets. */
+static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
+			struct turn_auth *au, bool *expired)
 {
 	struct turn_listener *l = x->l;
 	const char *realm = l->sh->conf->realm;
@@ -439,6 +464,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct tur
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
+	if (signed_as_owner(x, m, idx, au, expired))
+		return 0;
 	pthread_rwlock_rdlock(&l->all->lock);
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
 		sec.secret[i] = l->all->secrets.s[i];
@@ -629,7 +656,8 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	int fd = -1;
 	size_t n;
 
-	if (authenticate(x, m, &au, &expired) < 0)
+	/* A retransmission on a live 5-tuple is its allocation's (its key). */
+	if (authenticate(x, m, idx, &au, &expired) < 0)
 		return;
 	if (idx != TURN_ALLOC_NONE) {
 		if (!resend(x, idx, m))
@@ -774,9 +802,9 @@ static uint32_t owned(struct turn_ctx *x, const struct stun_msg *m, struct turn_
 	uint32_t idx;
 	const struct turn_alloc *a;
 
-	if (authenticate(x, m, au, expired) < 0)
-		return TURN_ALLOC_NONE;
 	idx = turn_alloc_lookup(&l->t, &x->tuple);
+	if (authenticate(x, m, idx, au, expired) < 0)
+		return TURN_ALLOC_NONE;
 	if (idx == TURN_ALLOC_NONE) {
 		answer_error(x, m, 437, au->key);
 		return TURN_ALLOC_NONE;

@@ -52,10 +52,10 @@ REFUSED = ["127.0.0.1", "10.1.2.3", "100.64.0.1", "169.254.169.254", "192.168.1.
            "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", "fe80::1", "fd00:ec2::254"]
 
 
-def credential(userid, valid_s=3600):
+def credential(userid, valid_s=3600, secret=SECRET):
     """TURN REST username and password, expiring valid_s from now."""
     user = f"{int(time.time()) + valid_s}:{userid}"
-    mac = hmac.new(SECRET.encode(), user.encode(), hashlib.sha1).digest()
+    mac = hmac.new(secret.encode(), user.encode(), hashlib.sha1).digest()
     return user, base64.b64encode(mac).decode()
 
 
@@ -317,6 +317,54 @@ def tcp_limits(ctx):
     t.relay.close()
 
 
+def rotation(ctx, a):
+    """Removing a secret (issue 15, M4): an allocation keeps the key it was
+    made with, so its Refresh, CreatePermission and ChannelBind go on after
+    the secret is gone; a new Allocate with that secret gets 401."""
+    old, new = SECRET, "rotated-secret-0123456789abcdefghijklmn"
+    d = ctx.tmpdir()
+    path = os.path.join(d, "secret")
+
+    def write(text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text + "\n")
+        os.chmod(path + ".tmp", 0o600)
+        os.replace(path + ".tmp", path)
+
+    write(old)
+    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    relay = h.relay_env(
+        ctx, {"ETRELAY_TURN_SECRET_FILE": path, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
+        "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
+        "--turn-allow-peer", PEER_IP, "--ops-listen", f"{h.LOOPBACK}:{ops}",
+        listen=False, open_limits=False, ready_re=READY_RE)
+    server = [h.LOOPBACK, port]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    cred = credential("rot", secret=old)
+    res = a.ask(op="raw", server=server, sock="rot", method="ALLOCATE", attrs=[udp], auth=cred)
+    h.expect_eq(res.get("cls"), "success", f"rotation: Allocate with the old secret: {res}")
+    write(new)
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"SIGHUP: TURN secrets reloaded", 5 * h.SLOW, start=mark)
+    for method, attrs in (("REFRESH", [{"t": "LIFETIME", "u32": 600}]),
+                          ("CREATE_PERMISSION", [peer_attr(PEER_IP, 9)]),
+                          ("CHANNEL_BIND", [{"t": "CHANNEL-NUMBER", "u32": 0x4000 << 16},
+                                            peer_attr(PEER_IP, 9)])):
+        res = a.ask(op="raw", server=server, sock="rot", method=method, attrs=attrs, auth=cred,
+                    retry_stale=True)
+        h.expect_eq(res.get("cls"), "success",
+                    f"rotation: {method} of a live allocation after its secret was removed: "
+                    f"{res}")
+    res = a.ask(op="raw", server=server, sock="rot2", method="ALLOCATE", attrs=[udp], auth=cred)
+    h.expect_eq(res.get("code"), 401, f"rotation: a new Allocate with the removed secret: {res}")
+    res = a.ask(op="raw", server=server, sock="rot3", method="ALLOCATE", attrs=[udp],
+                auth=credential("rot3", secret=new))
+    h.expect_eq(res.get("cls"), "success", f"rotation: Allocate with the new secret: {res}")
+    relay.expect_exit = True
+    relay.close()
+
+
 def run(ctx):
     tcp_limits(ctx)
     try:
@@ -325,6 +373,7 @@ def run(ctx):
         ctx.note(f"the host-address case is skipped: {e}")
     a = Aioice()
     ctx.objs.append(a)
+    rotation(ctx, a)
     echo = Echo(host=PEER_IP).start()
     ctx.objs.append(echo)
     peer = [PEER_IP, echo.port]
