@@ -516,6 +516,16 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 		sample(f, "etrelay_turn_tcp_dropped_total",
 		       LABELS("listener", TNAME, "reason", turn_tcp_drop_name(r)),
 		       TSUM(tcp_dropped[r]));
+	family(f, "etrelay_turn_errors_total", "counter",
+	       "TURN error answers sent, by code (0: another code).");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_ERROR_CODES; r++) {
+		char code[8];
+
+		snprintf(code, sizeof(code), "%u", turn_error_codes[r]);
+		sample(f, "etrelay_turn_errors_total", LABELS("listener", TNAME, "code", code),
+		       TSUM(errors[r]));
+	}
 	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
 	EACH_TURN
 	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));

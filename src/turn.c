@@ -43,6 +43,8 @@
  * or ChannelData with its padding), and what it may have queued to send
  * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
+/* The most a UDP datagram over IPv4 carries: 65535 - 20 - 8. */
+#define TURN_UDP_PAYLOAD_MAX 65507u
 #define TURN_CONN_TX_MAX (256u << 10)
 /* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
  * (looked for every TURN_CONN_SWEEP_MS). */
@@ -385,7 +387,8 @@ static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
 		stun_add_unknown_attrs(&b, m->unknown, m->n_unknown);
 	if (code == 438)
 		add_realm_nonce(x, &b);
-	finish(x, &b, m, key);
+	if (finish(x, &b, m, key))
+		STAT_ADD(x->l->stats.errors[turn_error_index(code)], 1);
 }
 
 /* 401 with REALM and NONCE: the challenge. Over UDP rate-limited per
@@ -405,8 +408,10 @@ static void challenge(struct turn_ctx *x, const struct stun_msg *m)
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
 	stun_add_error(&b, 401, NULL);
 	add_realm_nonce(x, &b);
-	if (finish(x, &b, m, NULL))
+	if (finish(x, &b, m, NULL)) {
 		STAT_ADD(x->l->stats.challenges, 1);
+		STAT_ADD(x->l->stats.errors[turn_error_index(401)], 1);
+	}
 }
 
 /* Whether m is signed with the key allocation idx was made with, under its
@@ -460,7 +465,11 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 			      x->now / NS_PER_SEC,
 			      (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
 	if (nr != TURN_NONCE_OK) {
-		STAT_ADD(l->stats.auth_failures[TURN_AF_STALE_NONCE], 1);
+		/* Stale: the client's clock or a long pause; bad: never ours
+		 * (another process's, forged), which tells probing apart. */
+		STAT_ADD(l->stats.auth_failures[nr == TURN_NONCE_STALE ? TURN_AF_STALE_NONCE
+								       : TURN_AF_BAD_NONCE],
+			 1);
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
@@ -707,7 +716,10 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
 		return;
 	default:
-		reject(x, m, TURN_REJ_CAP, 508, au.key);
+		/* The worker's table is full: below max-allocations, its
+		 * slice of the ports is what ran out. */
+		reject(x, m, l->t.cap < conf->max_allocations ? TURN_REJ_PORTS : TURN_REJ_CAP, 508,
+		       au.key);
 		return;
 	}
 	/* The cap holds across the workers. */
@@ -957,6 +969,13 @@ static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *
 	int fd = l->relay_fd[idx], rc;
 	uint32_t id = endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx));
 
+	/* A frame over TCP can hold more than a UDP datagram over IPv4 (the
+	 * relayed family) carries. */
+	if (n > TURN_UDP_PAYLOAD_MAX) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_OVERSIZE], 1);
+		return;
+	}
+
 	if (d) {
 		/* p is inside d's bytes: narrow d to it. */
 		d->data += p - d->data;
@@ -1042,6 +1061,12 @@ static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 		return;
 	}
 	rc = stun_parse(p, n, &m);
+	if (rc == STUN_E_TOO_MANY && m.cls == STUN_REQUEST) {
+		/* More XOR-PEER-ADDRESS than the codec keeps: an answer, not
+		 * silence (the client would only retransmit). */
+		answer_error(x, &m, 400, NULL);
+		return;
+	}
 	if (rc < 0) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
 		return;

@@ -41,9 +41,10 @@ enum turn_authf {
 	TURN_AF_BAD_USERNAME,  /* not "<expiry>:<userid>" (401) */
 	TURN_AF_EXPIRED,       /* an expired credential for a new allocation, or
 				* any request under strict-expiry (401) */
-	TURN_AF_STALE_NONCE,   /* 438 */
+	TURN_AF_STALE_NONCE,   /* a nonce of ours past nonce-lifetime (438) */
 	TURN_AF_WRONG_USER,    /* another USERNAME than the allocation's (441) */
 	TURN_AF_MISSING,       /* MI without USERNAME, REALM or NONCE (400) */
+	TURN_AF_BAD_NONCE,     /* a nonce this process never made (438) */
 	TURN_AUTHFS
 };
 
@@ -59,6 +60,7 @@ enum turn_drop {
 	TURN_DROP_THROTTLED,	 /* a 401 withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
 	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
+	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
 	TURN_DROPS
 };
 
@@ -69,6 +71,12 @@ enum turn_tcp_drop {
 	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
 	TURN_TCP_DROPS
 };
+
+/* The error codes answered, each counted (etrelay_turn_errors_total). */
+#define TURN_ERROR_CODES 13
+extern const uint16_t turn_error_codes[TURN_ERROR_CODES];
+/* code's index in turn_error_codes; the last (0: any other) if absent. */
+unsigned turn_error_index(int code);
 
 const char *turn_reject_name(enum turn_reject r);
 const char *turn_tcp_drop_name(enum turn_tcp_drop d);
@@ -89,6 +97,7 @@ struct turn_stats {
 	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 	_Atomic uint64_t tcp_dropped[TURN_TCP_DROPS];
+	_Atomic uint64_t errors[TURN_ERROR_CODES]; /* error answers by code */
 };
 
 /* TCP connections per listener and worker (tcp-listen). */

@@ -165,9 +165,10 @@ class Delta:
             if not name.startswith("etrelay_turn_") or not name.endswith("_total"):
                 continue
             short = name[len("etrelay_turn_"):]
-            reason = dict(labels).get("reason") or dict(labels).get("direction")
+            lab = dict(labels)
+            reason = lab.get("reason") or lab.get("direction") or lab.get("code")
             want = expected.get(f"{short}:{reason}", expected.get(short, None))
-            if short.startswith("relayed_") or short == "challenges_total":
+            if short.startswith("relayed_") or short in ("challenges_total", "errors_total"):
                 if want is None:
                     continue  # moves with traffic and first tries; named when checked
             moved = v - self.before.get(key, 0)
@@ -365,6 +366,46 @@ def rotation(ctx, a):
     relay.close()
 
 
+def port_slices(ctx, a):
+    """Two relayed ports, max-allocations 2: with two workers each has a
+    slice of one port, and a second Allocate from one address (one worker)
+    gets 508 counted as ports, not cap (issue 15); with one worker it is
+    the cap that a third one meets."""
+    for _ in range(20):
+        lo = h.free_udp_port()
+        if lo < 65535 and all(_udp_free(RELAY_IP, p) for p in (lo, lo + 1)):
+            break
+    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    h.relay_env(ctx, {"ETRELAY_TURN_SECRET": SECRET, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
+                "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
+                "--turn-ports", f"{lo}-{lo + 1}", "--turn-max-allocations", "2",
+                "--ops-listen", f"{h.LOOPBACK}:{ops}",
+                listen=False, open_limits=False, ready_re=READY_RE)
+    server = [h.LOOPBACK, port]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    two = h.WORKERS == "2"
+    for i in range(2 if two else 3):
+        res = a.ask(op="raw", server=server, sock=f"sl{i}", method="ALLOCATE", attrs=[udp],
+                    auth=credential(f"sl{i}"))
+        want = 508 if i == (1 if two else 2) else 0
+        h.expect_eq(res.get("code"), want, f"slices: Allocate {i + 1}: {res}")
+    why = "ports" if two else "cap"
+    got = h.counter(h.get_metrics(ops, TOKEN), "etrelay_turn_allocations_rejected_total",
+                    reason=why)
+    h.expect_eq(got, 1, f"the 508 counted as {why}")
+
+
+def _udp_free(ip, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((ip, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def run(ctx):
     tcp_limits(ctx)
     try:
@@ -374,6 +415,7 @@ def run(ctx):
     a = Aioice()
     ctx.objs.append(a)
     rotation(ctx, a)
+    port_slices(ctx, a)
     echo = Echo(host=PEER_IP).start()
     ctx.objs.append(echo)
     peer = [PEER_IP, echo.port]
@@ -439,11 +481,17 @@ def run(ctx):
             h.expect_eq(got.get("data"), f"echo:{transport}-{i}", f"{transport} echo {i}: {got}")
             h.expect_eq(got.get("from"), peer, f"{transport}: the echo's source")
     h.expect_eq(t.value("allocations_active"), 3, "allocations active (2 aioice + 1 raw)")
+    # ChannelData over TCP larger than a UDP datagram carries: dropped with
+    # a reason, not counted as relayed.
+    got = a.ask(op="echo", id="tcp", peer=peer, size=65531, wait=1, may_vanish=True)
+    h.expect_eq(got.get("data"), None, f"65531 bytes over TCP came back: {got}")
+    h.wait_until(lambda: t.value("dropped_total", reason="oversize") == 1, 3 * h.SLOW,
+                 "65531 bytes over TCP dropped as oversize")
     for transport in ("udp", "tcp"):
         h.check(a.ask(op="close", id=transport) == {}, f"close {transport}")
     h.wait_until(lambda: t.value("allocations_active") == 1, 5 * h.SLOW,
                  "closed aioice allocations gone")
-    d.check("aioice allocations", allocations_total=2, **{
+    d.check("aioice allocations", allocations_total=2, **{"dropped_total:oversize": 1,
         "relayed_datagrams_total:to_peer": 6, "relayed_datagrams_total:to_client": 6,
         "relayed_bytes_total:to_peer": lambda n: n >= 6 * 5,
         "relayed_bytes_total:to_client": lambda n: n >= 6 * 10})
@@ -509,13 +557,19 @@ def run(ctx):
     h.check(res.get("nonce") and "REALM" in res["attrs"], f"438 without NONCE and REALM: {res}")
     res = raw(a, t, "m", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_m)
     h.expect_eq(res.get("cls"), "success", f"Refresh with the 438's fresh nonce: {res}")
-    d.check("foreign nonce", **{"auth_failures_total:stale_nonce": 1})
+    # Not ours (another client's): bad_nonce, told apart from a stale one.
+    d.check("foreign nonce", **{"auth_failures_total:bad_nonce": 1, "errors_total:438": 1})
 
     # An unknown comprehension-required attribute: 420 listing it.
     res = raw(a, t, "m", "REFRESH", {"t": UNKNOWN_REQUIRED, "hex": "00000000"}, auth=user_m)
     h.expect_eq(code_of(res, "420"), 420, f"unknown required attribute: {res}")
     h.expect_eq(res.get("unknown"), [UNKNOWN_REQUIRED], "UNKNOWN-ATTRIBUTES of the 420")
-    d.check("420")  # no counter of its own; nothing else may move
+    d.check("420", **{"errors_total:420": 1})
+
+    # More XOR-PEER-ADDRESS than the codec keeps: 400, not silence.
+    res = raw(a, t, "m", "CREATE_PERMISSION", *[peer_attr(PEER_IP, 9)] * 9, auth=user_m)
+    h.expect_eq(code_of(res, "9 peers"), 400, f"CreatePermission with 9 peers: {res}")
+    d.check("9 peers", **{"errors_total:400": 1})
 
     # MESSAGE-INTEGRITY-SHA256 alone: accepted, and the answer signed with
     # it (RFC 8489 9.2.4), MESSAGE-INTEGRITY, if there at all, before it
@@ -536,7 +590,8 @@ def run(ctx):
     res = raw(a, t, "n", "ALLOCATE", udp, {"t": "REQUESTED-ADDRESS-FAMILY", "hex": "02000000"},
               auth=credential("n"))
     h.expect_eq(code_of(res, "440"), 440, f"REQUESTED-ADDRESS-FAMILY IPv6: {res}")
-    d.check("442 and 440", **{"allocations_rejected_total:bad_request": 2})
+    d.check("442 and 440", **{"allocations_rejected_total:bad_request": 2,
+                               "errors_total:442": 1, "errors_total:440": 1})
 
     # Refresh 0 deletes; a Refresh after it gets 437.
     user_z = credential("z")
@@ -546,7 +601,7 @@ def run(ctx):
     h.expect_eq(res.get("cls"), "success", f"Refresh 0: {res}")
     res = raw(a, t, "z", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_z)
     h.expect_eq(code_of(res, "437"), 437, f"Refresh after Refresh 0: {res}")
-    d.check("Refresh 0, Refresh", allocations_total=1)
+    d.check("Refresh 0, Refresh", allocations_total=1, **{"errors_total:437": 1})
 
     # ChannelBind: rebinding refreshes, conflicts 400, 0x4000-0x7FFF only.
     def bind(ch, port, what, want):
@@ -561,7 +616,7 @@ def run(ctx):
     bind(0x7FFF, echo.port + 2, "the last channel", 0)
     bind(0x8000, echo.port + 3, "past the range", 400)
     bind(0x3FFF, echo.port + 3, "below the range", 400)
-    d.check("ChannelBind")  # no counter for these 400s; nothing may move
+    d.check("ChannelBind", **{"errors_total:400": 4})
 
     # Refused peers, CreatePermission and ChannelBind: 403, each counted.
     for ip in REFUSED:
