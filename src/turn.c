@@ -204,7 +204,7 @@ void turn_shared_free(struct turn_shared *sh)
 
 struct turn_tx {
 	struct turn_tx *next;
-	size_t len;
+	size_t len, cap;
 	uint8_t b[];
 };
 
@@ -283,6 +283,38 @@ static void conn_rx_free(struct turn_listener *l, struct turn_conn *c)
 	c->rxcap = 0;
 }
 
+/* A send buffer for len bytes: frames up to TURN_TX_SMALL (a game's
+ * datagrams, the answers) come from the listener's cache of such blocks,
+ * refilled as sends complete, so the steady state allocates nothing;
+ * larger ones are allocated for the send. */
+static struct turn_tx *tx_get(struct turn_listener *l, size_t len)
+{
+	struct turn_tx *t;
+	size_t cap = len <= TURN_TX_SMALL ? TURN_TX_SMALL : len;
+
+	if (cap == TURN_TX_SMALL && l->tx_cache) {
+		t = l->tx_cache;
+		l->tx_cache = t->next;
+		l->tx_ncache--;
+		return t;
+	}
+	t = malloc(sizeof(*t) + cap);
+	if (t)
+		t->cap = cap;
+	return t;
+}
+
+static void tx_put(struct turn_listener *l, struct turn_tx *t)
+{
+	if (t->cap == TURN_TX_SMALL && l->tx_ncache < TURN_TX_CACHE) {
+		t->next = l->tx_cache;
+		l->tx_cache = t;
+		l->tx_ncache++;
+		return;
+	}
+	free(t);
+}
+
 /* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
  * them in order. False when the connection has too much queued. */
 static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
@@ -294,7 +326,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 
 	if (c->closing || c->tx_bytes + len > TURN_CONN_TX_MAX)
 		return false;
-	t = malloc(sizeof(*t) + len);
+	t = tx_get(l, len);
 	if (!t)
 		return false;
 	t->next = NULL;
@@ -314,7 +346,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
 		c->tx_head = c->tx_tail = NULL;
 		c->tx_bytes -= len;
-		free(t);
+		tx_put(l, t);
 		return false;
 	}
 	return true;
@@ -1334,7 +1366,7 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		struct turn_tx *t = c->tx_head->next;
 
 		c->tx_head->next = t->next;
-		free(t);
+		tx_put(l, t);
 	}
 	c->tx_tail = c->tx_head;
 	if (!c->tx_head)
@@ -1510,7 +1542,7 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	if (!c->tx_head)
 		c->tx_tail = NULL;
 	c->tx_bytes -= t->len;
-	free(t);
+	tx_put(l, t);
 	if (c->fd < 0) {
 		if (!c->tx_head)
 			conn_release(l, i);
@@ -1734,6 +1766,13 @@ void turn_listener_free(struct turn_listener *l)
 	}
 	free(l->conns);
 	l->conns = NULL;
+	while (l->tx_cache) {
+		struct turn_tx *t = l->tx_cache;
+
+		l->tx_cache = t->next;
+		free(t);
+	}
+	l->tx_ncache = 0;
 	free(l->ips);
 	l->ips = NULL;
 	l->nconns = 0;

@@ -108,6 +108,10 @@ struct turn_stats {
  * total is closed (tcp_dropped frame_memory). */
 #define TURN_CONN_RX_TOTAL (16u << 20)
 #define TURN_CONN_RX_KEEP  2048u
+/* TCP send blocks: frames up to TURN_TX_SMALL bytes reuse blocks kept per
+ * listener and worker, at most TURN_TX_CACHE of them (2 MiB). */
+#define TURN_TX_SMALL 2000u
+#define TURN_TX_CACHE 1024u
 
 /* Sources tracked for the 401 rate, per listener and worker. */
 #define TURN_RL_ENTRIES 4096
@@ -182,6 +186,7 @@ static inline uint32_t turn_active_total(const struct turn_shared *sh)
 void turn_shared_free(struct turn_shared *sh);
 
 struct turn_conn;
+struct turn_tx;
 
 /* A listener on one worker. */
 struct turn_listener {
@@ -207,6 +212,8 @@ struct turn_listener {
 	} *ips;			/* open connections per source, open addressing */
 	uint32_t ips_mask;
 	size_t rx_bytes;	/* frame assembly buffers, all connections */
+	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn.c) */
+	uint32_t tx_ncache;
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
