@@ -120,7 +120,10 @@ const char conf_usage[] =
 	"                            UDP listener's ports)\n"
 	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
 	"                            at most the ports' count)\n"
-	"  --turn-user-quota N       allocations per userid (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
+	"  --turn-user-quota N       allocations per userid on each worker (" CONF_STR(CONF_TURN_USER_QUOTA) ";\n"
+	"                            486 beyond)\n"
+	"  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
+	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; closed at once beyond)\n"
 	"  --turn-unauth-ip-burst N  answers to unauthenticated requests over UDP\n"
 	"                            (Binding, 401, 438, 420, 400) per source IP at\n"
 	"                            once (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) ")\n"
@@ -132,6 +135,8 @@ const char conf_usage[] =
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
 	"                            set has it (loopback, private...); repeatable;\n"
+	"                            an address of this host only when given alone\n"
+	"                            (/32), never the daemon's own ports\n"
 	"                            0.0.0.0/0 or ::/0 undoes that set (a warning)\n"
 	"  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
 	"                            repeatable\n"
@@ -278,6 +283,7 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->unauth_burst = CONF_TURN_UNAUTH_BURST;
 	t->unauth_ip_rate = CONF_TURN_UNAUTH_IP_RATE;
 	t->unauth_ip_burst = CONF_TURN_UNAUTH_IP_BURST;
+	t->tcp_max_per_ip = CONF_TURN_TCP_MAX_PER_IP;
 	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
 	t->nonce_lifetime_ms = CONF_TURN_NONCE_LIFETIME;
 }
@@ -475,6 +481,8 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 1000000, &t->unauth_ip_rate, buf, n);
 	} else if (strcmp(key, "unauth-ip-burst") == 0) {
 		return turn_count(v, 1, 1000000, &t->unauth_ip_burst, buf, n);
+	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
+		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
 	} else if (strcmp(key, "max-lifetime") == 0) {
 		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
 		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
@@ -1047,6 +1055,7 @@ static const struct key keys[] = {
 	{ "turn-unauth-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1346,7 +1355,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
+			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, tcp-max-per-ip, "
+			   "max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);

@@ -137,6 +137,9 @@
  * uclient two), a few calls at once stay well below; a leaked credential
  * cannot take the node (eturnal's default is 10 too). */
 #define CONF_TURN_USER_QUOTA 10
+/* TURN TCP (and TLS) connections per IPv4 address or IPv6 /64, per worker
+ * (one address lands on one worker): as SNI's max-connections-per-ip. */
+#define CONF_TURN_TCP_MAX_PER_IP 64
 #define CONF_TURN_MAX_LIFETIME (3600 * 1000ull)     /* ms */
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
 #define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
@@ -262,6 +265,7 @@ struct turn_conf {
 	uint16_t port_min, port_max;
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
+	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
 	uint64_t max_lifetime_ms;
 	uint64_t nonce_lifetime_ms;
 	struct conf_cidr allow[CONF_TURN_PEERS_MAX], deny[CONF_TURN_PEERS_MAX];

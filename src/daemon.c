@@ -601,6 +601,45 @@ static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes
 	return 0;
 }
 
+/* What no TURN peer reaches: the host's addresses (read once, at start;
+ * an address added later is judged by the policy's other rules) and,
+ * exactly, the daemon's own sockets. */
+static void turn_guard(struct daemon *d, struct turn_peer_policy *p,
+		       const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
+{
+	const struct etr_conf *c = d->conf;
+	union etr_sockaddr local[TURN_PEER_HOST_MAX];
+	size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
+	unsigned lost = 0;
+
+	for (size_t k = 0; k < n; k++)
+		lost += turn_peer_host(p, &local[k]) == -ENOSPC;
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		lost += turn_peer_plumbing(p, &c->relays[i].listen) == -ENOSPC;
+		lost += turn_peer_plumbing(p, &upstreams[i]) == -ENOSPC;
+	}
+	for (unsigned i = 0; i < c->nsni; i++) {
+		lost += turn_peer_plumbing(p, &c->sni[i].listen) == -ENOSPC;
+		for (unsigned j = 0; j < c->sni[i].nroutes; j++)
+			lost += turn_peer_plumbing(p, &sni_routes[i][j].upstream) == -ENOSPC;
+	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		lost += turn_peer_plumbing(p, &c->turn[i].listen) == -ENOSPC;
+		if (c->turn[i].tcp_set)
+			lost += turn_peer_plumbing(p, &c->turn[i].tcp_listen) == -ENOSPC;
+		if (c->turn[i].tls_set)
+			lost += turn_peer_plumbing(p, &c->turn[i].tls_listen) == -ENOSPC;
+	}
+	for (unsigned i = 0; i < c->prbe.nlisten; i++)
+		lost += turn_peer_plumbing(p, &c->prbe.listen[i]) == -ENOSPC;
+	if (c->ops_enabled)
+		lost += turn_peer_plumbing(p, &c->ops_listen) == -ENOSPC;
+	if (lost)
+		log_warnx("turn: %u of the host's addresses and sockets past the peer policy's "
+			  "lists (%u, %u) are not refused as such",
+			  lost, TURN_PEER_HOST_MAX, TURN_PEER_PLUMB_MAX);
+}
+
 /* TURN listener i on every worker: each UDP socket in the port's reuseport
  * group with the workers' program (a client's address picks its worker,
  * which holds its allocations), each TCP listener in its own group. */
@@ -629,6 +668,11 @@ static int open_turn(struct daemon *d, unsigned i)
 
 			rc = n < 0 ? n
 				   : net_attach_reuseport(turn_listener_fd(&wk->turn[i]), prog,
+							  (unsigned)n);
+			/* The TCP group too: a source address stays on one
+			 * worker, whose tcp-max-per-ip count is then exact. */
+			if (rc == 0 && turn_listener_tcp_fd(&wk->turn[i]) >= 0)
+				rc = net_attach_reuseport(turn_listener_tcp_fd(&wk->turn[i]), prog,
 							  (unsigned)n);
 			if (rc < 0) {
 				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
@@ -813,6 +857,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 			return rc;
 	if (conf->nturn)
 		d->stats.turn = &d->turn;
+	for (unsigned i = 0; i < conf->nturn; i++)
+		turn_guard(d, &d->turn.l[i].policy, upstreams, sni_routes);
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");

@@ -526,6 +526,25 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 		       LABELS("listener", TNAME, "result", "failed"),
 		       atomic_load(&sh->l[i].reload.counts.failed));
 	}
+	family(f, "etrelay_turn_tcp_dropped_total", "counter",
+	       "TURN TCP and TLS connections refused at accept, by reason: per_ip "
+	       "(tcp-max-per-ip), full (the worker's connection slots), or closed: frame_memory "
+	       "(the worker's memory for incomplete frames is spent).");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
+		sample(f, "etrelay_turn_tcp_dropped_total",
+		       LABELS("listener", TNAME, "reason", turn_tcp_drop_name(r)),
+		       TSUM(tcp_dropped[r]));
+	family(f, "etrelay_turn_errors_total", "counter",
+	       "TURN error answers sent, by code (0: another code).");
+	EACH_TURN
+	for (unsigned r = 0; r < TURN_ERROR_CODES; r++) {
+		char code[8];
+
+		snprintf(code, sizeof(code), "%u", turn_error_codes[r]);
+		sample(f, "etrelay_turn_errors_total", LABELS("listener", TNAME, "code", code),
+		       TSUM(errors[r]));
+	}
 	family(f, "etrelay_turn_bindings_total", "counter", "STUN Binding requests answered.");
 	EACH_TURN
 	sample(f, "etrelay_turn_bindings_total", LABELS("listener", TNAME), TSUM(bindings));

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -42,6 +44,8 @@
  * or ChannelData with its padding), and what it may have queued to send
  * before its reads pause. */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
+/* The most a UDP datagram over IPv4 carries: 65535 - 20 - 8. */
+#define TURN_UDP_PAYLOAD_MAX 65507u
 #define TURN_CONN_TX_MAX (256u << 10)
 /* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
  * (looked for every TURN_CONN_SWEEP_MS). */
@@ -160,6 +164,13 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 		cidr_of(&c->allow[k], &b);
 		turn_peer_allow(&l->policy, &b);
 	}
+	/* Client to client: the relayed ports of relay-address (and of
+	 * public-ip, the same address behind a NAT). The host's other
+	 * addresses and the daemon's sockets: turn_shared_guard. */
+	turn_peer_own(&l->policy, &c->relay_addr);
+	if (c->public_ip.sa.sa_family == AF_INET || c->public_ip.sa.sa_family == AF_INET6)
+		turn_peer_own(&l->policy, &c->public_ip);
+	turn_peer_ports(&l->policy, c->port_min, c->port_max);
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		for (unsigned k = 0; k < 4; k++) {
 			uint64_t v = net_random64();
@@ -238,7 +249,7 @@ void turn_shared_free(struct turn_shared *sh)
 
 struct turn_tx {
 	struct turn_tx *next;
-	size_t len;
+	size_t len, cap;
 	uint8_t b[];
 };
 
@@ -338,6 +349,70 @@ static bool tls_send(struct turn_listener *l, uint32_t i, const void *a, size_t 
 	return true;
 }
 
+/* A frame buffer of cap bytes: past TURN_CONN_RX_KEEP its own pages, so
+ * that freeing it gives the memory back to the system at once (a heap
+ * keeps what a flood of half frames made it grow to). */
+static uint8_t *rx_get(size_t cap)
+{
+	void *p;
+
+	if (cap <= TURN_CONN_RX_KEEP)
+		return malloc(cap);
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void rx_put(uint8_t *p, size_t cap)
+{
+	if (!p)
+		return;
+	if (cap <= TURN_CONN_RX_KEEP)
+		free(p);
+	else
+		munmap(p, cap);
+}
+
+/* Give back a connection's frame buffer. */
+static void conn_rx_free(struct turn_listener *l, struct turn_conn *c)
+{
+	l->rx_bytes -= c->rxcap;
+	rx_put(c->rx, c->rxcap);
+	c->rx = NULL;
+	c->rxcap = 0;
+}
+
+/* A send buffer for len bytes: frames up to TURN_TX_SMALL (a game's
+ * datagrams, the answers) come from the listener's cache of such blocks,
+ * refilled as sends complete, so the steady state allocates nothing;
+ * larger ones are allocated for the send. */
+static struct turn_tx *tx_get(struct turn_listener *l, size_t len)
+{
+	struct turn_tx *t;
+	size_t cap = len <= TURN_TX_SMALL ? TURN_TX_SMALL : len;
+
+	if (cap == TURN_TX_SMALL && l->tx_cache) {
+		t = l->tx_cache;
+		l->tx_cache = t->next;
+		l->tx_ncache--;
+		return t;
+	}
+	t = malloc(sizeof(*t) + cap);
+	if (t)
+		t->cap = cap;
+	return t;
+}
+
+static void tx_put(struct turn_listener *l, struct turn_tx *t)
+{
+	if (t->cap == TURN_TX_SMALL && l->tx_ncache < TURN_TX_CACHE) {
+		t->next = l->tx_cache;
+		l->tx_cache = t;
+		l->tx_ncache++;
+		return;
+	}
+	free(t);
+}
+
 /* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
  * them in order. False when the connection has too much queued. */
 static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
@@ -354,7 +429,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 		l->send_full = true;
 	if (c->closing || c->tx_bytes + len > TURN_CONN_TX_MAX)
 		return false;
-	t = malloc(sizeof(*t) + len);
+	t = tx_get(l, len);
 	if (!t)
 		return false;
 	t->next = NULL;
@@ -374,7 +449,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
 		c->tx_head = c->tx_tail = NULL;
 		c->tx_bytes -= len;
-		free(t);
+		tx_put(l, t);
 		return false;
 	}
 	return true;
@@ -472,7 +547,8 @@ static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code,
 		stun_add_unknown_attrs(&b, m->unknown, m->n_unknown);
 	if (code == 438)
 		add_realm_nonce(x, &b);
-	finish(x, &b, m, key);
+	if (finish(x, &b, m, key))
+		STAT_ADD(x->l->stats.errors[turn_error_index(code)], 1);
 }
 
 /* 401 with REALM and NONCE: the challenge (limited as unauth_ok says). */
@@ -486,14 +562,41 @@ static void challenge(struct turn_ctx *x, const struct stun_msg *m)
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
 	stun_add_error(&b, 401, NULL);
 	add_realm_nonce(x, &b);
-	if (finish(x, &b, m, NULL))
+	if (finish(x, &b, m, NULL)) {
 		STAT_ADD(x->l->stats.challenges, 1);
+		STAT_ADD(x->l->stats.errors[turn_error_index(401)], 1);
+	}
+}
+
+/* Whether m is signed with the key allocation idx was made with, under its
+ * username: then au is that credential's. An allocation keeps its key, so
+ * a secret removed (rotation's last step) ends no call in progress. */
+static bool signed_as_owner(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
+			    struct turn_auth *au, bool *expired)
+{
+	const struct turn_alloc *a;
+
+	if (idx == TURN_ALLOC_NONE)
+		return false;
+	a = &x->l->t.a[idx];
+	if (a->username_len != m->username.len ||
+	    memcmp(a->username, stun_attr_ptr(m, m->username), m->username.len) != 0 ||
+	    !stun_check_integrity(m, a->key, sizeof(a->key)))
+		return false;
+	memset(au, 0, sizeof(*au));
+	au->secret = -1;
+	au->expiry = a->cred_expiry;
+	memcpy(au->key, a->key, sizeof(au->key));
+	*expired = (uint64_t)time(NULL) > a->cred_expiry;
+	return true;
 }
 
 /* Authentication (RFC 8489 9.2.4). 0 with au filled (*expired set for a
- * genuine but expired credential), or -1 when the request was answered. */
-static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct turn_auth *au,
-			bool *expired)
+ * genuine but expired credential), or -1 when the request was answered.
+ * idx: the allocation of the request's 5-tuple (TURN_ALLOC_NONE: none),
+ * whose own key is tried before the secrets. */
+static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
+			struct turn_auth *au, bool *expired)
 {
 	struct turn_listener *l = x->l;
 	const char *realm = l->sh->conf->realm;
@@ -516,10 +619,16 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, struct tur
 			      x->now / NS_PER_SEC,
 			      (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
 	if (nr != TURN_NONCE_OK) {
-		STAT_ADD(l->stats.auth_failures[TURN_AF_STALE_NONCE], 1);
+		/* Stale: the client's clock or a long pause; bad: never ours
+		 * (another process's, forged), which tells probing apart. */
+		STAT_ADD(l->stats.auth_failures[nr == TURN_NONCE_STALE ? TURN_AF_STALE_NONCE
+								       : TURN_AF_BAD_NONCE],
+			 1);
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
+	if (signed_as_owner(x, m, idx, au, expired))
+		return 0;
 	pthread_rwlock_rdlock(&l->all->lock);
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
 		sec.secret[i] = l->all->secrets.s[i];
@@ -726,7 +835,8 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	int fd = -1, bind_err = 0;
 	size_t n;
 
-	if (authenticate(x, m, &au, &expired) < 0)
+	/* A retransmission on a live 5-tuple is its allocation's (its key). */
+	if (authenticate(x, m, idx, &au, &expired) < 0)
 		return;
 	if (idx != TURN_ALLOC_NONE) {
 		if (!resend(x, idx, m))
@@ -781,7 +891,10 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 				  "(max-allocations %u split across the workers; more at most once "
 				  "a minute)",
 				  conf->name, l->worker, conf->max_allocations);
-		reject(x, m, TURN_REJ_CAP, 508, au.key);
+		/* Below max-allocations, the worker's share (of the
+		 * ports) is what ran out. */
+		reject(x, m, l->t.cap < conf->max_allocations ? TURN_REJ_PORTS : TURN_REJ_CAP, 508,
+		       au.key);
 		return;
 	}
 	/* The cap holds across the workers. */
@@ -897,9 +1010,9 @@ static uint32_t owned(struct turn_ctx *x, const struct stun_msg *m, struct turn_
 	uint32_t idx;
 	const struct turn_alloc *a;
 
-	if (authenticate(x, m, au, expired) < 0)
-		return TURN_ALLOC_NONE;
 	idx = turn_alloc_lookup(&l->t, &x->tuple);
+	if (authenticate(x, m, idx, au, expired) < 0)
+		return TURN_ALLOC_NONE;
 	if (idx == TURN_ALLOC_NONE) {
 		answer_error(x, m, 437, au->key);
 		return TURN_ALLOC_NONE;
@@ -949,29 +1062,12 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 	arm(l);
 }
 
-/* Whether the relay may send to peer: the policy, and the relay's own
- * addresses only on its relayed ports (client to client), never another
- * service of the host. ip_only: a CreatePermission's, port ignored. */
+/* Whether the relay may send to peer (turn_peer_check: the relay's own
+ * address only on its relayed ports, never another service of the host).
+ * ip_only: a CreatePermission's, port ignored. */
 static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
 {
-	const struct turn_conf *c = l->sh->conf;
-	enum turn_peer_why why = turn_peer_check(&l->sh->policy, peer, ip_only);
-
-	/* deny-peer wins over the own addresses too; and an own address on
-	 * another port is refused unless allow-peer names it, even where the
-	 * default alone (a global public-ip) would let it through. */
-	if (why == TURN_PEER_DENIED)
-		return false;
-	if (peer->sa.sa_family == AF_INET &&
-	    (peer->in.sin_addr.s_addr == c->relay_addr.in.sin_addr.s_addr ||
-	     (c->public_ip.sa.sa_family == AF_INET &&
-	      peer->in.sin_addr.s_addr == c->public_ip.in.sin_addr.s_addr))) {
-		uint16_t port = ntohs(peer->in.sin_port);
-
-		return ip_only || (port >= c->port_min && port <= c->port_max) ||
-		       why == TURN_PEER_ALLOWED;
-	}
-	return turn_peer_ok(why);
+	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
 }
 
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
@@ -1069,6 +1165,13 @@ static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *
 	int fd = l->relay_fd[idx], rc;
 	uint32_t id = endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx));
 
+	/* A frame over TCP can hold more than a UDP datagram over IPv4 (the
+	 * relayed family) carries. */
+	if (n > TURN_UDP_PAYLOAD_MAX) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_OVERSIZE], 1);
+		return;
+	}
+
 	if (d) {
 		/* p is inside d's bytes: narrow d to it. */
 		d->data += p - d->data;
@@ -1154,6 +1257,12 @@ static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 		return;
 	}
 	rc = stun_parse(p, n, &m);
+	if (rc == STUN_E_TOO_MANY && m.cls == STUN_REQUEST) {
+		/* More XOR-PEER-ADDRESS than the codec keeps: an answer, not
+		 * silence (the client would only retransmit). */
+		answer_error(x, &m, 400, NULL);
+		return;
+	}
 	if (rc < 0) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
 		return;
@@ -1316,6 +1425,65 @@ static void relay_recv_error(void *obj, uint32_t ref, int err)
 
 /* TCP */
 
+/* Connections per source (IPv4 address, IPv6 /64) on this worker: one
+ * address lands on one worker (the reuseport program), so the cap is
+ * exact. Open addressing, twice the connections' slots. */
+static uint32_t ip_slot(const struct turn_listener *l, const uint8_t key[16])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ h >> 29) & l->ips_mask;
+}
+
+static uint32_t ip_find(const struct turn_listener *l, const uint8_t key[16])
+{
+	uint32_t s;
+
+	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
+		if (memcmp(l->ips[s].key, key, 16) == 0)
+			break;
+	return s;
+}
+
+static bool ip_take(struct turn_listener *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s;
+
+	if (!addrclass_key(a, key))
+		return true;
+	s = ip_find(l, key);
+	if (l->ips[s].count >= l->sh->conf->tcp_max_per_ip)
+		return false;
+	memcpy(l->ips[s].key, key, 16);
+	l->ips[s].count++;
+	return true;
+}
+
+static void ip_put(struct turn_listener *l, const union etr_sockaddr *a)
+{
+	uint8_t key[16];
+	uint32_t s, hole, want;
+
+	if (!addrclass_key(a, key))
+		return;
+	s = ip_find(l, key);
+	if (!l->ips[s].count || --l->ips[s].count)
+		return;
+	/* Backward-shift deletion keeps every probe chain whole. */
+	hole = s;
+	for (s = (s + 1) & l->ips_mask; l->ips[s].count; s = (s + 1) & l->ips_mask) {
+		want = ip_slot(l, l->ips[s].key);
+		if (((s - want) & l->ips_mask) >= ((s - hole) & l->ips_mask)) {
+			l->ips[hole] = l->ips[s];
+			l->ips[s].count = 0;
+			hole = s;
+		}
+	}
+}
+
 static void conn_read(struct turn_listener *l, uint32_t i)
 {
 	struct turn_conn *c = &l->conns[i];
@@ -1352,12 +1520,12 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	}
 	c->closing = true;
 	l->nopen--;
+	ip_put(l, &c->client);
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
 	c->fd = -1;
-	free(c->rx);
-	c->rx = NULL;
-	c->rxcap = c->rxlen = 0;
+	conn_rx_free(l, c);
+	c->rxlen = 0;
 	/* Only the head of the queue is with the loop; it gets its on_sent
 	 * after del_socket, and the slot is freed then (its buffer must
 	 * outlive the send). */
@@ -1365,7 +1533,7 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		struct turn_tx *t = c->tx_head->next;
 
 		c->tx_head->next = t->next;
-		free(t);
+		tx_put(l, t);
 	}
 	c->tx_tail = c->tx_head;
 	/* A TLS send with the loop holds the session's bytes: freed in
@@ -1390,8 +1558,19 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 
 	if (fd < 0)
 		return;
-	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0 ||
-	    (tls && !(tc = tls_conn_new(&l->sh->tls)))) {
+	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0) {
+		if (l->conn_free == UINT32_MAX)
+			STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
+		close(fd);
+		return;
+	}
+	if (!ip_take(l, &peer)) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_PER_IP], 1);
+		close(fd);
+		return;
+	}
+	if (tls && !(tc = tls_conn_new(&l->sh->tls))) {
+		ip_put(l, &peer);
 		close(fd);
 		return;
 	}
@@ -1430,8 +1609,9 @@ static void tls_accept(void *obj, uint32_t ref, int fd)
 	conn_accept(obj, fd, true);
 }
 
-/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX). */
-static bool conn_room(struct turn_conn *c, size_t need)
+/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX), within
+ * the worker's TURN_CONN_RX_TOTAL. False closes the connection. */
+static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need)
 {
 	uint8_t *p;
 
@@ -1441,9 +1621,17 @@ static bool conn_room(struct turn_conn *c, size_t need)
 		return false;
 	if (need < 512)
 		need = 512;
-	p = realloc(c->rx, need);
+	if (l->rx_bytes - c->rxcap + need > TURN_CONN_RX_TOTAL) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FRAME_MEMORY], 1);
+		return false;
+	}
+	p = rx_get(need);
 	if (!p)
 		return false;
+	if (c->rxlen)
+		memcpy(p, c->rx, c->rxlen);
+	rx_put(c->rx, c->rxcap);
+	l->rx_bytes += need - c->rxcap;
 	c->rx = p;
 	c->rxcap = need;
 	return true;
@@ -1478,7 +1666,7 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 			goto garbage;
 		want = flen ? (size_t)flen : 4;
 		take = want - c->rxlen < n ? want - c->rxlen : n;
-		if (!conn_room(c, want)) {
+		if (!conn_room(l, c, want)) {
 			conn_close(l, i);
 			return false;
 		}
@@ -1498,7 +1686,7 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 		if (flen < 0)
 			goto garbage;
 		if (flen == 0 || (size_t)flen > n) {
-			if (!conn_room(c, flen ? (size_t)flen : 4)) {
+			if (!conn_room(l, c, flen ? (size_t)flen : 4)) {
 				conn_close(l, i);
 				return false;
 			}
@@ -1512,6 +1700,9 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 		p += flen;
 		n -= (size_t)flen;
 	}
+	/* No frame left incomplete: a large buffer goes back at once. */
+	if (!c->rxlen && c->rxcap > TURN_CONN_RX_KEEP)
+		conn_rx_free(l, c);
 	return true;
 garbage:
 	STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
@@ -1618,7 +1809,7 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	if (!c->tx_head)
 		c->tx_tail = NULL;
 	c->tx_bytes -= t->len;
-	free(t);
+	tx_put(l, t);
 	if (c->fd < 0) {
 		if (!c->tx_head)
 			conn_release(l, i);
@@ -1773,6 +1964,12 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 			return -1;
 		}
 		l->nconns = TURN_CONNS_MAX;
+		l->ips = calloc(2 * TURN_CONNS_MAX, sizeof(*l->ips));
+		if (!l->ips) {
+			log_warnx("turn %s: out of memory", c->name);
+			return -1;
+		}
+		l->ips_mask = 2 * TURN_CONNS_MAX - 1;
 		for (uint32_t k = TURN_CONNS_MAX; k-- > 0;) {
 			l->conns[k].fd = -1;
 			l->conns[k].alloc = TURN_ALLOC_NONE;
@@ -1910,11 +2107,20 @@ void turn_listener_free(struct turn_listener *l)
 			next = t->next;
 			free(t);
 		}
-		free(l->conns[i].rx);
+		rx_put(l->conns[i].rx, l->conns[i].rxcap);
 		tls_conn_free(l->conns[i].tls);
 	}
 	free(l->conns);
 	l->conns = NULL;
+	while (l->tx_cache) {
+		struct turn_tx *t = l->tx_cache;
+
+		l->tx_cache = t->next;
+		free(t);
+	}
+	l->tx_ncache = 0;
+	free(l->ips);
+	l->ips = NULL;
 	l->nconns = 0;
 	for (uint32_t i = 0; l->relay_fd && i < l->t.cap; i++)
 		if (l->relay_fd[i] >= 0)

@@ -43,9 +43,10 @@ enum turn_authf {
 	TURN_AF_BAD_USERNAME,  /* not "<expiry>:<userid>" (401) */
 	TURN_AF_EXPIRED,       /* an expired credential for a new allocation, or
 				* any request under strict-expiry (401) */
-	TURN_AF_STALE_NONCE,   /* 438 */
+	TURN_AF_STALE_NONCE,   /* a nonce of ours past nonce-lifetime (438) */
 	TURN_AF_WRONG_USER,    /* another USERNAME than the allocation's (441) */
 	TURN_AF_MISSING,       /* MI without USERNAME, REALM or NONCE (400) */
+	TURN_AF_BAD_NONCE,     /* a nonce this process never made (438) */
 	TURN_AUTHFS
 };
 
@@ -63,10 +64,26 @@ enum turn_drop {
 	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
 	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
+	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
 	TURN_DROPS
 };
 
+/* TCP (and TLS) connections refused at accept, or closed for memory. */
+enum turn_tcp_drop {
+	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
+	TURN_TCP_FULL,	       /* every connection slot of the worker taken */
+	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
+	TURN_TCP_DROPS
+};
+
+/* The error codes answered, each counted (etrelay_turn_errors_total). */
+#define TURN_ERROR_CODES 13
+extern const uint16_t turn_error_codes[TURN_ERROR_CODES];
+/* code's index in turn_error_codes; the last (0: any other) if absent. */
+unsigned turn_error_index(int code);
+
 const char *turn_reject_name(enum turn_reject r);
+const char *turn_tcp_drop_name(enum turn_tcp_drop d);
 const char *turn_authf_name(enum turn_authf a);
 const char *turn_drop_name(enum turn_drop d);
 
@@ -84,10 +101,22 @@ struct turn_stats {
 	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 	_Atomic uint64_t tls_failed; /* TLS connections ended by a handshake or record error */
+	_Atomic uint64_t tcp_dropped[TURN_TCP_DROPS];
+	_Atomic uint64_t errors[TURN_ERROR_CODES]; /* error answers by code */
 };
 
 /* TCP connections per listener and worker (tcp-listen). */
 #define TURN_CONNS_MAX 4096
+/* Bytes of frames cut by a chunk's end, per listener and worker: a frame is
+ * 65539 bytes at most, its buffer exists only while it is incomplete (up
+ * to TURN_CONN_RX_KEEP stays), and a connection that would go past this
+ * total is closed (tcp_dropped frame_memory). */
+#define TURN_CONN_RX_TOTAL (16u << 20)
+#define TURN_CONN_RX_KEEP  2048u
+/* TCP send blocks: frames up to TURN_TX_SMALL bytes reuse blocks kept per
+ * listener and worker, at most TURN_TX_CACHE of them (2 MiB). */
+#define TURN_TX_SMALL 2000u
+#define TURN_TX_CACHE 1024u
 
 /* Sources tracked for the rate of unauthenticated answers (unauth-ip-rate),
  * per listener and worker. */
@@ -170,6 +199,7 @@ static inline uint32_t turn_active_total(const struct turn_shared *sh)
 void turn_shared_free(struct turn_shared *sh);
 
 struct turn_conn;
+struct turn_tx;
 
 /* A listener on one worker. */
 struct turn_listener {
@@ -189,6 +219,14 @@ struct turn_listener {
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
 	uint32_t nopen;	   /* connections open */
+	struct turn_ipcount {
+		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
+		uint32_t count;
+	} *ips;			/* open connections per source, open addressing */
+	uint32_t ips_mask;
+	size_t rx_bytes;	/* frame assembly buffers, all connections */
+	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn.c) */
+	uint32_t tx_ncache;
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
 	uint64_t timer_at;
@@ -222,6 +260,13 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 static inline int turn_listener_fd(const struct turn_listener *l)
 {
 	return l->fd;
+}
+
+/* The TCP listener's fd, -1: none (worker 0's carries the reuseport
+ * program too: one client address, one worker, for tcp-max-per-ip). */
+static inline int turn_listener_tcp_fd(const struct turn_listener *l)
+{
+	return l->tcp_fd;
 }
 
 /* Close every allocation (on the worker's thread, on the way out). */

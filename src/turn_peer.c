@@ -25,6 +25,10 @@ const char *turn_peer_why_str(enum turn_peer_why w)
 		return "own";
 	case TURN_PEER_DENIED:
 		return "denied";
+	case TURN_PEER_HOST:
+		return "host";
+	case TURN_PEER_PLUMBING:
+		return "plumbing";
 	case TURN_PEER_RESERVED:
 		return "reserved";
 	case TURN_PEER_PORT:
@@ -160,6 +164,38 @@ int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a)
 	return 0;
 }
 
+void turn_peer_ports(struct turn_peer_policy *p, uint16_t min, uint16_t max)
+{
+	p->port_min = min;
+	p->port_max = max;
+}
+
+int turn_peer_host(struct turn_peer_policy *p, const union etr_sockaddr *a)
+{
+	if (p->nhost >= TURN_PEER_HOST_MAX)
+		return -ENOSPC;
+	if (!reduced(a, p->host[p->nhost]))
+		return -EAFNOSUPPORT;
+	p->nhost++;
+	return 0;
+}
+
+int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a)
+{
+	static const uint8_t any4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint8_t *ip;
+
+	if (p->nplumb >= TURN_PEER_PLUMB_MAX)
+		return -ENOSPC;
+	ip = p->plumb[p->nplumb].ip;
+	if (!reduced(a, ip))
+		return -EAFNOSUPPORT;
+	if (memcmp(ip, any4, 16) == 0) /* 0.0.0.0: as :: */
+		memset(ip, 0, 16);
+	p->plumb[p->nplumb++].port = ntohs(a->in.sin_port);
+	return 0;
+}
+
 static bool in_list(const struct turn_cidr *l, unsigned n, const uint8_t ip[16])
 {
 	for (unsigned i = 0; i < n; i++)
@@ -168,9 +204,54 @@ static bool in_list(const struct turn_cidr *l, unsigned n, const uint8_t ip[16])
 	return false;
 }
 
+static bool in_addrs(const uint8_t (*l)[16], unsigned n, const uint8_t ip[16])
+{
+	for (unsigned i = 0; i < n; i++)
+		if (memcmp(l[i], ip, 16) == 0)
+			return true;
+	return false;
+}
+
+/* ip (reduced) is the host: an interface address, an own address, or one
+ * every host answers on (loopback, 0.0.0.0, ::). */
+static bool is_host(const struct turn_peer_policy *p, const uint8_t ip[16])
+{
+	static const uint8_t zero[16], v6_loop[16] = {[15] = 1};
+
+	if (addrclass_key_is_v4(ip) && (ip[12] == 127 || memcmp(ip + 12, zero, 4) == 0))
+		return true;
+	if (memcmp(ip, zero, 16) == 0 || memcmp(ip, v6_loop, 16) == 0)
+		return true;
+	return in_addrs(p->own, p->nown, ip) || in_addrs(p->host, p->nhost, ip);
+}
+
+/* An allow-peer entry that is ip alone. */
+static bool allowed_alone(const struct turn_peer_policy *p, const uint8_t ip[16])
+{
+	for (unsigned i = 0; i < p->nallow; i++)
+		if (p->allow[i].bits == 128 && memcmp(p->allow[i].net, ip, 16) == 0)
+			return true;
+	return false;
+}
+
+static bool is_plumbing(const struct turn_peer_policy *p, const uint8_t ip[16], uint16_t port,
+			bool host)
+{
+	static const uint8_t zero[16];
+
+	for (unsigned i = 0; i < p->nplumb; i++)
+		if (p->plumb[i].port == port &&
+		    (memcmp(p->plumb[i].ip, ip, 16) == 0 ||
+		     (host && memcmp(p->plumb[i].ip, zero, 16) == 0)))
+			return true;
+	return false;
+}
+
 enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union etr_sockaddr *peer,
 				   bool ip_only)
 {
+	uint16_t port = ntohs(peer->in.sin_port);
+	bool host, reserved;
 	union etr_sockaddr v4 = {.in = {.sin_family = AF_INET}};
 	uint8_t raw[16], ip[16];
 
@@ -183,16 +264,24 @@ enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union
 	reduced(peer, ip);
 	if (in_list(p->deny, p->ndeny, raw) || in_list(p->deny, p->ndeny, ip))
 		return TURN_PEER_DENIED;
-	for (unsigned i = 0; i < p->nown; i++)
-		if (memcmp(p->own[i], ip, 16) == 0)
-			return TURN_PEER_OWN;
-	if (in_list(p->allow, p->nallow, ip))
+	host = is_host(p, ip);
+	if (!ip_only && is_plumbing(p, ip, port, host))
+		return TURN_PEER_PLUMBING;
+	if (in_addrs(p->own, p->nown, ip) &&
+	    (ip_only || (port >= p->port_min && port <= p->port_max && p->port_max)))
+		return TURN_PEER_OWN;
+	if (host && allowed_alone(p, ip))
+		return TURN_PEER_ALLOWED;
+	if (!host && in_list(p->allow, p->nallow, ip))
 		return TURN_PEER_ALLOWED;
 	if (addrclass_key_is_v4(ip)) {
 		memcpy(&v4.in.sin_addr, ip + 12, 4);
-		return addrclass_reserved(&v4) ? TURN_PEER_RESERVED : TURN_PEER_OK;
+		reserved = addrclass_reserved(&v4);
+	} else {
+		reserved = addrclass_reserved(peer);
 	}
-	return addrclass_reserved(peer) ? TURN_PEER_RESERVED : TURN_PEER_OK;
+	/* The host refused by the default set anyway keeps that reason. */
+	return reserved ? TURN_PEER_RESERVED : host ? TURN_PEER_HOST : TURN_PEER_OK;
 }
 
 bool turn_peer_allowed(const struct turn_peer_policy *p, const union etr_sockaddr *peer)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* Which peers a TURN relay sends to on a client's behalf: the default
  * refused set (addrclass_reserved, after IPv4 embeddings are reduced), the
- * operator's turn-deny-peer and turn-allow-peer CIDR lists, and the relay's
- * own public addresses. Pure. */
+ * operator's turn-deny-peer and turn-allow-peer CIDR lists, the relay's
+ * own public addresses (open on the relayed ports only: client to client),
+ * the host's other addresses (closed unless allow-peer names one alone) and
+ * the daemon's own sockets (closed, whatever allow-peer says). Pure. */
 #ifndef ETR_TURN_PEER_H
 #define ETR_TURN_PEER_H
 
@@ -15,6 +17,9 @@
 /* Entries per list (turn-allow-peer, turn-deny-peer) and own addresses. */
 #define TURN_PEER_LIST_MAX 64
 #define TURN_PEER_OWN_MAX  16
+/* The host's interface addresses, and the daemon's own sockets. */
+#define TURN_PEER_HOST_MAX  64
+#define TURN_PEER_PLUMB_MAX 256
 
 /* A CIDR block over 128 bits: IPv4 as ::ffff:a.b.c.d with bits + 96. */
 struct turn_cidr {
@@ -26,15 +31,23 @@ struct turn_peer_policy {
 	struct turn_cidr allow[TURN_PEER_LIST_MAX];
 	struct turn_cidr deny[TURN_PEER_LIST_MAX];
 	uint8_t own[TURN_PEER_OWN_MAX][16]; /* as in turn_cidr, reduced */
-	unsigned nallow, ndeny, nown;
+	uint8_t host[TURN_PEER_HOST_MAX][16];
+	struct {
+		uint8_t ip[16]; /* all zero: any address of the host */
+		uint16_t port;	/* host order */
+	} plumb[TURN_PEER_PLUMB_MAX];
+	uint16_t port_min, port_max; /* the relayed ports; 0-0: none */
+	unsigned nallow, ndeny, nown, nhost, nplumb;
 };
 
 /* Why a peer is allowed or not. */
 enum turn_peer_why {
 	TURN_PEER_OK = 0,   /* the default: a global unicast address */
 	TURN_PEER_ALLOWED,  /* in a turn-allow-peer block */
-	TURN_PEER_OWN,	    /* one of the relay's own addresses */
+	TURN_PEER_OWN,	    /* a relayed port of the relay's own address */
 	TURN_PEER_DENIED,   /* in a turn-deny-peer block */
+	TURN_PEER_HOST,	    /* the host itself, outside the relayed ports */
+	TURN_PEER_PLUMBING, /* one of the daemon's own sockets */
 	TURN_PEER_RESERVED, /* in the default refused set */
 	TURN_PEER_PORT,	    /* port 0 */
 	TURN_PEER_FAMILY,   /* neither IPv4 nor IPv6 */
@@ -64,16 +77,34 @@ int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char
 int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c);
 int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c);
 
-/* Add one of the relay's own public addresses (port ignored). Returns 0,
- * -EAFNOSUPPORT, or -ENOSPC past TURN_PEER_OWN_MAX. */
+/* Add one of the relay's own public addresses (port ignored): its ports
+ * in turn_peer_ports' range are open. Returns 0, -EAFNOSUPPORT, or
+ * -ENOSPC past TURN_PEER_OWN_MAX. */
 int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a);
+
+/* The relayed ports of the own addresses: [min, max]. */
+void turn_peer_ports(struct turn_peer_policy *p, uint16_t min, uint16_t max);
+
+/* Add an address of the host (port ignored; loopback, 0.0.0.0 and :: are
+ * the host without being added). Returns 0, -EAFNOSUPPORT, or -ENOSPC past
+ * TURN_PEER_HOST_MAX. */
+int turn_peer_host(struct turn_peer_policy *p, const union etr_sockaddr *a);
+
+/* Add one of the daemon's own sockets, address and port: a listener, a
+ * game server, an SNI backend, the ops plane. A wildcard address stands
+ * for every address of the host. Returns 0, -EAFNOSUPPORT, or -ENOSPC
+ * past TURN_PEER_PLUMB_MAX. */
+int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a);
 
 /* Judge peer, in this order: family, then port 0 (unless ip_only: a
  * CreatePermission's port is ignored, RFC 8656 §9.1); then IPv4-mapped,
  * IPv4-compatible, NAT64 and 6to4 forms are reduced to their IPv4 address;
  * a turn-deny-peer block holding the address (as sent or reduced) refuses;
- * an own address allows; a turn-allow-peer block holding the reduced
- * address allows; else the default refused set decides. */
+ * one of the daemon's sockets refuses (PLUMBING; not for ip_only); an own
+ * address on a relayed port (any port for ip_only) allows; any other
+ * address of the host refuses (HOST) unless a turn-allow-peer entry is
+ * that address alone (/32, /128); a turn-allow-peer block holding the
+ * reduced address allows; else the default refused set decides. */
 enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union etr_sockaddr *peer,
 				   bool ip_only);
 

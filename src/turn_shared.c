@@ -14,6 +14,7 @@ static const char *const authf_names[TURN_AUTHFS] = {
     [TURN_AF_STALE_NONCE] = "stale_nonce",
     [TURN_AF_WRONG_USER] = "wrong_user",
     [TURN_AF_MISSING] = "missing_attributes",
+    [TURN_AF_BAD_NONCE] = "bad_nonce",
 };
 static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_NOT_TURN] = "not_turn",		 [TURN_DROP_MALFORMED] = "malformed",
@@ -23,7 +24,31 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
     [TURN_DROP_CLIENT_SLOW] = "client_slow",
     [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
+    [TURN_DROP_OVERSIZE] = "oversize",
 };
+
+static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
+    [TURN_TCP_PER_IP] = "per_ip",
+    [TURN_TCP_FULL] = "full",
+    [TURN_TCP_FRAME_MEMORY] = "frame_memory",
+};
+
+const uint16_t turn_error_codes[TURN_ERROR_CODES] = {
+    400, 401, 403, 420, 437, 438, 440, 441, 442, 443, 486, 508, 0,
+};
+
+unsigned turn_error_index(int code)
+{
+	for (unsigned i = 0; i + 1 < TURN_ERROR_CODES; i++)
+		if (turn_error_codes[i] == code)
+			return i;
+	return TURN_ERROR_CODES - 1;
+}
+
+const char *turn_tcp_drop_name(enum turn_tcp_drop d)
+{
+	return d < TURN_TCP_DROPS ? tcp_drop_names[d] : "?";
+}
 
 const char *turn_reject_name(enum turn_reject r)
 {

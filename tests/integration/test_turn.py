@@ -321,8 +321,8 @@ def protocol_part(ctx):
     _, sm = metrics(ops)
     H.check(value(sm, "etrelay_turn_auth_failures_total", reason="expired") >= 1,
             "the expired credential's Allocate was not counted")
-    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="stale_nonce") >= 1,
-            "the bad nonce was not counted")
+    H.check(value(sm, "etrelay_turn_auth_failures_total", reason="bad_nonce") >= 1,
+            "the bad nonce was not counted as bad_nonce")
     H.check(value(sm, "etrelay_turn_auth_failures_total", reason="wrong_user") >= 1,
             "the other user was not counted")
 

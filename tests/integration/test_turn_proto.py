@@ -28,6 +28,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -51,10 +52,10 @@ REFUSED = ["127.0.0.1", "10.1.2.3", "100.64.0.1", "169.254.169.254", "192.168.1.
            "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", "fe80::1", "fd00:ec2::254"]
 
 
-def credential(userid, valid_s=3600):
+def credential(userid, valid_s=3600, secret=SECRET):
     """TURN REST username and password, expiring valid_s from now."""
     user = f"{int(time.time()) + valid_s}:{userid}"
-    mac = hmac.new(SECRET.encode(), user.encode(), hashlib.sha1).digest()
+    mac = hmac.new(secret.encode(), user.encode(), hashlib.sha1).digest()
     return user, base64.b64encode(mac).decode()
 
 
@@ -62,7 +63,7 @@ class Aioice:
     """turn_aioice.py under Debian's python3: ask() sends one request line
     and waits (bounded) for its answer line."""
 
-    def __init__(self):
+    def __init__(self, wrapper=()):
         if not os.access(SYSTEM_PYTHON, os.X_OK):
             h.fail(f"{SYSTEM_PYTHON} is missing (python3-aioice needs Debian's python3)")
         probe = subprocess.run([SYSTEM_PYTHON, "-c", "import aioice"], capture_output=True,
@@ -70,7 +71,7 @@ class Aioice:
         if probe.returncode != 0:
             h.fail("python3-aioice is not installed for /usr/bin/python3: "
                    + probe.stderr.decode(errors="replace")[-300:])
-        self.proc = subprocess.Popen([SYSTEM_PYTHON, HELPER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*wrapper, SYSTEM_PYTHON, HELPER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def ask(self, timeout=10.0, **req):
@@ -164,9 +165,10 @@ class Delta:
             if not name.startswith("etrelay_turn_") or not name.endswith("_total"):
                 continue
             short = name[len("etrelay_turn_"):]
-            reason = dict(labels).get("reason") or dict(labels).get("direction")
+            lab = dict(labels)
+            reason = lab.get("reason") or lab.get("direction") or lab.get("code")
             want = expected.get(f"{short}:{reason}", expected.get(short, None))
-            if short.startswith("relayed_") or short == "challenges_total":
+            if short.startswith("relayed_") or short in ("challenges_total", "errors_total"):
                 if want is None:
                     continue  # moves with traffic and first tries; named when checked
             moved = v - self.before.get(key, 0)
@@ -194,13 +196,233 @@ def peer_attr(ip, port):
     return {"t": "XOR-PEER-ADDRESS", "addr": [ip, port]}
 
 
+def host_guard(ctx):
+    """The host itself behind a public relay-address (issue 15, H1 and M6),
+    in a network namespace of its own: 45.0.0.1 (listen, relay-address),
+    45.0.0.2 (allow-peer names it alone; the game server's address) and
+    45.0.0.3 (in an allow-peer block only). Peers reach 45.0.0.1 on its
+    relayed ports alone, 45.0.0.2 but not the game server's port, not
+    45.0.0.3 at all."""
+    ns = h.VethNetns()
+    for st in (["link", "set", "lo", "up"], ["addr", "add", "45.0.0.1/32", "dev", "lo"],
+               ["addr", "add", "45.0.0.2/32", "dev", "lo"],
+               ["addr", "add", "45.0.0.3/32", "dev", "lo"]):
+        r = subprocess.run([ns.ip, "-n", ns.name] + st, capture_output=True, text=True,
+                           timeout=10)
+        h.check(r.returncode == 0, f"ip -n {ns.name} {' '.join(st)}: {r.stderr.strip()}")
+    relay = h.relay_env(
+        ctx, {"ETRELAY_TURN_SECRET": SECRET}, "--listen", "45.0.0.1:27960",
+        "--upstream", "45.0.0.2:27961", "--turn-listen", "45.0.0.1:3478",
+        "--turn-ports", "50000-50099", "--turn-max-allocations", "50",
+        "--turn-allow-peer", "45.0.0.2",
+        "--turn-allow-peer", "45.0.0.0/29", "--ops-listen", "45.0.0.1:9960", "--ops-allow-public",
+        listen=False, open_limits=False, ready_re=READY_RE, wrapper=ns.wrapper())
+    a = Aioice(wrapper=ns.wrapper())
+    ctx.objs.append(a)
+    server = ["45.0.0.1", 3478]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    res = {}
+    cred = {sock: credential(sock) for sock in ("g1", "g2")}  # one username each
+    for sock in ("g1", "g2"):
+        res[sock] = a.ask(op="raw", server=server, sock=sock, method="ALLOCATE", attrs=[udp],
+                          auth=cred[sock])
+        h.expect_eq(res[sock].get("cls"), "success", f"netns: Allocate {sock}: {res[sock]}")
+    other = res["g2"]["relayed"][1]
+    for i, (method, ip, port, want, why) in enumerate((
+            ("CHANNEL_BIND", "45.0.0.1", other, 0, "relay-address, a relayed port"),
+            ("CHANNEL_BIND", "45.0.0.1", 50099, 0, "relay-address, the last relayed port"),
+            ("CHANNEL_BIND", "45.0.0.1", 22, 403, "relay-address, another port"),
+            ("CHANNEL_BIND", "45.0.0.1", 27960, 403, "the game relay's port"),
+            ("CHANNEL_BIND", "45.0.0.1", 3478, 403, "TURN's own port"),
+            ("CHANNEL_BIND", "45.0.0.1", 9960, 403, "the ops listener"),
+            ("CHANNEL_BIND", "45.0.0.2", 7777, 0, "a host address allow-peer names alone"),
+            ("CHANNEL_BIND", "45.0.0.2", 27961, 403, "the game server, allowed or not"),
+            ("CHANNEL_BIND", "::ffff:45.0.0.2", 27961, 403, "the game server, mapped"),
+            ("CREATE_PERMISSION", "45.0.0.3", 9, 403, "a host address in a block only"),
+            ("CHANNEL_BIND", "45.0.0.3", 7777, 403, "a host address in a block only"),
+            ("CHANNEL_BIND", "45.0.0.3", 50000, 403, "another host address, a relayed port"),
+    )):
+        ch = ([{"t": "CHANNEL-NUMBER", "u32": (0x4000 + i) << 16}]
+              if method == "CHANNEL_BIND" else [])
+        r = a.ask(op="raw", server=server, sock="g1", method=method,
+                  attrs=ch + [peer_attr(ip, port)], auth=cred["g1"], retry_stale=True)
+        h.expect_eq(r.get("code"), want, f"netns: {method} to {ip}:{port} ({why}): {r}")
+    a.close()
+    relay.expect_exit = True
+    relay.close()
+    ns.close()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def tcp_limits(ctx):
+    """TURN over TCP (issue 15, H2): tcp-max-per-ip refuses one address's
+    connections past the cap (the others' still come in, and with two
+    workers too: one address, one worker); half frames (a ChannelData
+    header promising 64 KiB, then silence) hold at most TURN_CONN_RX_TOTAL
+    (16 MiB) per worker, past which the connection is closed; the memory
+    goes back when they close."""
+    cap, extra = 280, 2
+    t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap))
+    pid = t.relay.proc.pid
+    base = rss_kib(pid)
+    conns = []
+    try:
+        for _ in range(cap + extra):
+            s = socket.create_connection((h.LOOPBACK, t.port), timeout=5)
+            conns.append(s)
+        other = socket.create_connection((h.LOOPBACK, t.port), timeout=5,
+                                         source_address=("127.0.0.2", 0))
+        conns.append(other)
+        h.wait_until(lambda: t.value("tcp_dropped_total", reason="per_ip") == extra,
+                     3 * h.SLOW, f"{extra} connections past tcp-max-per-ip {cap} refused")
+        # The other address is let in: a Binding over it is answered.
+        other.sendall(struct.pack("!HHI12s", 0x0001, 0, 0x2112A442, os.urandom(12)))
+        other.settimeout(5 * h.SLOW)
+        h.check(len(other.recv(100)) >= 20, "a Binding from another address over TCP")
+        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(60000)
+        for s in conns[:cap]:
+            try:
+                s.sendall(half)
+            except OSError:
+                pass  # refused or closed already
+        h.wait_until(lambda: t.value("tcp_dropped_total", reason="frame_memory") >= 1,
+                     5 * h.SLOW, "half frames past the worker's 16 MiB closed")
+        closed = t.value("tcp_dropped_total", reason="frame_memory")
+        h.check(cap - closed <= 16 * 1024 * 1024 // 65540 + 1,
+                f"{cap - closed} half frames of 64 KiB held at once (16 MiB per worker)")
+        peak = rss_kib(pid)
+        ctx.note(f"half frames: RSS {base} KiB before, {peak} KiB with {cap - closed} held, "
+                 f"{closed} connections closed for memory")
+    finally:
+        for s in conns:
+            s.close()
+    if not h.WRAPPER:  # valgrind's RSS is its own
+        # What the half frames held comes back (the loop's stream buffers,
+        # touched by then, are a pool of fixed size and stay).
+        held = (cap - closed) * 65540 // 1024
+        try:
+            h.wait_until(lambda: peak - rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
+                         "the half frames' memory given back when their connections closed")
+        except h.TestFailure:
+            h.fail(f"RSS {rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
+                   f"{held} KiB of half frames held")
+        ctx.note(f"half frames: RSS {rss_kib(pid)} KiB after the connections closed")
+    t.relay.expect_exit = True
+    t.relay.close()
+
+
+def rotation(ctx, a):
+    """Removing a secret (issue 15, M4): an allocation keeps the key it was
+    made with, so its Refresh, CreatePermission and ChannelBind go on after
+    the secret is gone; a new Allocate with that secret gets 401."""
+    old, new = SECRET, "rotated-secret-0123456789abcdefghijklmn"
+    d = ctx.tmpdir()
+    path = os.path.join(d, "secret")
+
+    def write(text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text + "\n")
+        os.chmod(path + ".tmp", 0o600)
+        os.replace(path + ".tmp", path)
+
+    write(old)
+    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    relay = h.relay_env(
+        ctx, {"ETRELAY_TURN_SECRET_FILE": path, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
+        "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
+        "--turn-allow-peer", PEER_IP, "--ops-listen", f"{h.LOOPBACK}:{ops}",
+        listen=False, open_limits=False, ready_re=READY_RE)
+    server = [h.LOOPBACK, port]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    cred = credential("rot", secret=old)
+    res = a.ask(op="raw", server=server, sock="rot", method="ALLOCATE", attrs=[udp], auth=cred)
+    h.expect_eq(res.get("cls"), "success", f"rotation: Allocate with the old secret: {res}")
+    write(new)
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"SIGHUP: TURN secrets reloaded", 5 * h.SLOW, start=mark)
+    for method, attrs in (("REFRESH", [{"t": "LIFETIME", "u32": 600}]),
+                          ("CREATE_PERMISSION", [peer_attr(PEER_IP, 9)]),
+                          ("CHANNEL_BIND", [{"t": "CHANNEL-NUMBER", "u32": 0x4000 << 16},
+                                            peer_attr(PEER_IP, 9)])):
+        res = a.ask(op="raw", server=server, sock="rot", method=method, attrs=attrs, auth=cred,
+                    retry_stale=True)
+        h.expect_eq(res.get("cls"), "success",
+                    f"rotation: {method} of a live allocation after its secret was removed: "
+                    f"{res}")
+    res = a.ask(op="raw", server=server, sock="rot2", method="ALLOCATE", attrs=[udp], auth=cred)
+    h.expect_eq(res.get("code"), 401, f"rotation: a new Allocate with the removed secret: {res}")
+    res = a.ask(op="raw", server=server, sock="rot3", method="ALLOCATE", attrs=[udp],
+                auth=credential("rot3", secret=new))
+    h.expect_eq(res.get("cls"), "success", f"rotation: Allocate with the new secret: {res}")
+    relay.expect_exit = True
+    relay.close()
+
+
+def port_slices(ctx, a):
+    """Two relayed ports, max-allocations 2: with two workers each has a
+    slice of one port, and a second Allocate from one address (one worker)
+    gets 508 counted as ports, not cap (issue 15); with one worker it is
+    the cap that a third one meets."""
+    for _ in range(20):
+        lo = h.free_udp_port()
+        if lo < 65535 and all(_udp_free(RELAY_IP, p) for p in (lo, lo + 1)):
+            break
+    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    h.relay_env(ctx, {"ETRELAY_TURN_SECRET": SECRET, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
+                "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
+                "--turn-ports", f"{lo}-{lo + 1}", "--turn-max-allocations", "2",
+                "--ops-listen", f"{h.LOOPBACK}:{ops}",
+                listen=False, open_limits=False, ready_re=READY_RE)
+    server = [h.LOOPBACK, port]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    two = h.WORKERS == "2"
+    for i in range(2 if two else 3):
+        res = a.ask(op="raw", server=server, sock=f"sl{i}", method="ALLOCATE", attrs=[udp],
+                    auth=credential(f"sl{i}"))
+        want = 508 if i == (1 if two else 2) else 0
+        h.expect_eq(res.get("code"), want, f"slices: Allocate {i + 1}: {res}")
+    why = "ports" if two else "cap"
+    got = h.counter(h.get_metrics(ops, TOKEN), "etrelay_turn_allocations_rejected_total",
+                    reason=why)
+    h.expect_eq(got, 1, f"the 508 counted as {why}")
+
+
+def _udp_free(ip, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((ip, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def run(ctx):
+    tcp_limits(ctx)
+    try:
+        host_guard(ctx)
+    except h.TestSkip as e:  # that part only: it needs root
+        ctx.note(f"the host-address case is skipped: {e}")
     a = Aioice()
     ctx.objs.append(a)
+    rotation(ctx, a)
+    port_slices(ctx, a)
     echo = Echo(host=PEER_IP).start()
     ctx.objs.append(echo)
     peer = [PEER_IP, echo.port]
+    # 127.0.0.2 is the host itself (loopback): a block holding it is not
+    # enough, allow-peer names it alone.
     t = Turn(ctx, "--turn-user-quota", "2", "--turn-allow-peer", "127.0.0.2/31",
+             "--turn-allow-peer", PEER_IP,
              "--turn-deny-peer", "127.0.0.3/32", "--turn-deny-peer", "8.8.8.0/24",
              "--drain-timeout", "30s")
     # The second listener: strict expiry, short nonces, a global public-ip
@@ -259,11 +481,17 @@ def run(ctx):
             h.expect_eq(got.get("data"), f"echo:{transport}-{i}", f"{transport} echo {i}: {got}")
             h.expect_eq(got.get("from"), peer, f"{transport}: the echo's source")
     h.expect_eq(t.value("allocations_active"), 3, "allocations active (2 aioice + 1 raw)")
+    # ChannelData over TCP larger than a UDP datagram carries: dropped with
+    # a reason, not counted as relayed.
+    got = a.ask(op="echo", id="tcp", peer=peer, size=65531, wait=1, may_vanish=True)
+    h.expect_eq(got.get("data"), None, f"65531 bytes over TCP came back: {got}")
+    h.wait_until(lambda: t.value("dropped_total", reason="oversize") == 1, 3 * h.SLOW,
+                 "65531 bytes over TCP dropped as oversize")
     for transport in ("udp", "tcp"):
         h.check(a.ask(op="close", id=transport) == {}, f"close {transport}")
     h.wait_until(lambda: t.value("allocations_active") == 1, 5 * h.SLOW,
                  "closed aioice allocations gone")
-    d.check("aioice allocations", allocations_total=2, **{
+    d.check("aioice allocations", allocations_total=2, **{"dropped_total:oversize": 1,
         "relayed_datagrams_total:to_peer": 6, "relayed_datagrams_total:to_client": 6,
         "relayed_bytes_total:to_peer": lambda n: n >= 6 * 5,
         "relayed_bytes_total:to_client": lambda n: n >= 6 * 10})
@@ -329,13 +557,19 @@ def run(ctx):
     h.check(res.get("nonce") and "REALM" in res["attrs"], f"438 without NONCE and REALM: {res}")
     res = raw(a, t, "m", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_m)
     h.expect_eq(res.get("cls"), "success", f"Refresh with the 438's fresh nonce: {res}")
-    d.check("foreign nonce", **{"auth_failures_total:stale_nonce": 1})
+    # Not ours (another client's): bad_nonce, told apart from a stale one.
+    d.check("foreign nonce", **{"auth_failures_total:bad_nonce": 1, "errors_total:438": 1})
 
     # An unknown comprehension-required attribute: 420 listing it.
     res = raw(a, t, "m", "REFRESH", {"t": UNKNOWN_REQUIRED, "hex": "00000000"}, auth=user_m)
     h.expect_eq(code_of(res, "420"), 420, f"unknown required attribute: {res}")
     h.expect_eq(res.get("unknown"), [UNKNOWN_REQUIRED], "UNKNOWN-ATTRIBUTES of the 420")
-    d.check("420")  # no counter of its own; nothing else may move
+    d.check("420", **{"errors_total:420": 1})
+
+    # More XOR-PEER-ADDRESS than the codec keeps: 400, not silence.
+    res = raw(a, t, "m", "CREATE_PERMISSION", *[peer_attr(PEER_IP, 9)] * 9, auth=user_m)
+    h.expect_eq(code_of(res, "9 peers"), 400, f"CreatePermission with 9 peers: {res}")
+    d.check("9 peers", **{"errors_total:400": 1})
 
     # MESSAGE-INTEGRITY-SHA256 alone: accepted, and the answer signed with
     # it (RFC 8489 9.2.4), MESSAGE-INTEGRITY, if there at all, before it
@@ -356,7 +590,8 @@ def run(ctx):
     res = raw(a, t, "n", "ALLOCATE", udp, {"t": "REQUESTED-ADDRESS-FAMILY", "hex": "02000000"},
               auth=credential("n"))
     h.expect_eq(code_of(res, "440"), 440, f"REQUESTED-ADDRESS-FAMILY IPv6: {res}")
-    d.check("442 and 440", **{"allocations_rejected_total:bad_request": 2})
+    d.check("442 and 440", **{"allocations_rejected_total:bad_request": 2,
+                               "errors_total:442": 1, "errors_total:440": 1})
 
     # Refresh 0 deletes; a Refresh after it gets 437.
     user_z = credential("z")
@@ -366,7 +601,7 @@ def run(ctx):
     h.expect_eq(res.get("cls"), "success", f"Refresh 0: {res}")
     res = raw(a, t, "z", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_z)
     h.expect_eq(code_of(res, "437"), 437, f"Refresh after Refresh 0: {res}")
-    d.check("Refresh 0, Refresh", allocations_total=1)
+    d.check("Refresh 0, Refresh", allocations_total=1, **{"errors_total:437": 1})
 
     # ChannelBind: rebinding refreshes, conflicts 400, 0x4000-0x7FFF only.
     def bind(ch, port, what, want):
@@ -381,7 +616,7 @@ def run(ctx):
     bind(0x7FFF, echo.port + 2, "the last channel", 0)
     bind(0x8000, echo.port + 3, "past the range", 400)
     bind(0x3FFF, echo.port + 3, "below the range", 400)
-    d.check("ChannelBind")  # no counter for these 400s; nothing may move
+    d.check("ChannelBind", **{"errors_total:400": 4})
 
     # Refused peers, CreatePermission and ChannelBind: 403, each counted.
     for ip in REFUSED:

@@ -132,9 +132,14 @@ class Helper:
 
     async def op_echo(self, r):
         t, p = self.allocs[r["id"]]
-        data = r["data"].encode()
+        data = r["data"].encode() if "size" not in r else b"x" * r["size"]
         t.sendto(data, tuple(r["peer"]))
-        got, addr = await asyncio.wait_for(p.q.get(), r.get("timeout", 3))
+        try:
+            got, addr = await asyncio.wait_for(p.q.get(), r.get("wait", 3))
+        except asyncio.TimeoutError:
+            if r.get("may_vanish"):
+                return {"data": None}
+            raise
         return {"data": got.decode("latin-1"), "from": list(addr)}
 
     async def op_refresh(self, r):

@@ -269,7 +269,8 @@ static void test_own_address_is_allowed_unless_denied(void **state)
 	turn_peer_init(&p);
 	assert_int_equal(turn_peer_own(&p, &own4), 0);
 	assert_int_equal(turn_peer_own(&p, &own6), 0);
-	/* Any port of it: client to client through the relay's addresses. */
+	turn_peer_ports(&p, 3000, 4000);
+	/* Its relayed ports: client to client through the relay's addresses. */
 	assert_int_equal(check(&p, "10.0.0.5"), TURN_PEER_OWN);
 	assert_int_equal(check(&p, "::ffff:10.0.0.5"), TURN_PEER_OWN);
 	assert_int_equal(check(&p, "fd00::5"), TURN_PEER_OWN);
@@ -278,12 +279,125 @@ static void test_own_address_is_allowed_unless_denied(void **state)
 	add(&p, false, "10.0.0.0/24");
 	assert_int_equal(check(&p, "10.0.0.5"), TURN_PEER_DENIED);
 	assert_int_equal(check(&p, "fd00::5"), TURN_PEER_OWN);
+	add(&p, true, "fd00::/8");
+	assert_int_equal(check(&p, "fd00::5"), TURN_PEER_OWN);
 	memset(&un, 0, sizeof(un));
 	un.sa.sa_family = AF_UNIX;
 	assert_int_equal(turn_peer_own(&p, &un), -EAFNOSUPPORT);
 	for (unsigned i = p.nown; i < TURN_PEER_OWN_MAX; i++)
 		assert_int_equal(turn_peer_own(&p, &own4), 0);
 	assert_int_equal(turn_peer_own(&p, &own4), -ENOSPC);
+}
+
+static enum turn_peer_why at(const struct turn_peer_policy *p, const char *ip, uint16_t port)
+{
+	union etr_sockaddr a = peer(ip, port);
+
+	return turn_peer_check(p, &a, false);
+}
+
+static void test_own_address_is_refused_outside_the_relayed_ports(void **state)
+{
+	struct turn_peer_policy p;
+	union etr_sockaddr own = peer("45.0.0.1", 0), a;
+
+	(void)state;
+	turn_peer_init(&p);
+	assert_int_equal(turn_peer_own(&p, &own), 0);
+	turn_peer_ports(&p, 50000, 50999);
+	assert_int_equal(at(&p, "45.0.0.1", 50000), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "45.0.0.1", 50999), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "::ffff:45.0.0.1", 50500), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "45.0.0.1", 49999), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "45.0.0.1", 51000), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "64:ff9b::45.0.0.1", 22), TURN_PEER_HOST);
+	/* A CreatePermission names the address alone. */
+	a = peer("45.0.0.1", 22);
+	assert_int_equal(turn_peer_check(&p, &a, true), TURN_PEER_OWN);
+	/* A block holding it is not enough; the address alone is. */
+	add(&p, true, "45.0.0.0/24");
+	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_HOST);
+	add(&p, true, "45.0.0.1/32");
+	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_ALLOWED);
+}
+
+static void test_every_host_address_is_closed_unless_allowed_alone(void **state)
+{
+	struct turn_peer_policy p;
+	union etr_sockaddr h4 = peer("45.0.0.2", 0), h6 = peer("2a00::2", 0), a;
+
+	(void)state;
+	turn_peer_init(&p);
+	turn_peer_ports(&p, 50000, 50999);
+	assert_int_equal(at(&p, "45.0.0.2", 7777), TURN_PEER_OK);
+	assert_int_equal(turn_peer_host(&p, &h4), 0);
+	assert_int_equal(turn_peer_host(&p, &h6), 0);
+	assert_int_equal(at(&p, "45.0.0.2", 7777), TURN_PEER_HOST);
+	/* Not an own address: its relayed ports are closed too. */
+	assert_int_equal(at(&p, "45.0.0.2", 50000), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "::ffff:45.0.0.2", 7777), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "2a00::2", 7777), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "2a00::3", 7777), TURN_PEER_OK);
+	a = peer("45.0.0.2", 7777);
+	assert_int_equal(turn_peer_check(&p, &a, true), TURN_PEER_HOST);
+	/* Loopback and the unspecified addresses are the host, listed or not. */
+	add(&p, true, "127.0.0.0/8");
+	add(&p, true, "0.0.0.0/0");
+	add(&p, true, "::/0");
+	assert_int_equal(at(&p, "127.0.0.5", 22), TURN_PEER_RESERVED);
+	assert_int_equal(at(&p, "0.0.0.0", 22), TURN_PEER_RESERVED);
+	assert_int_equal(at(&p, "::1", 22), TURN_PEER_RESERVED);
+	assert_int_equal(at(&p, "::", 22), TURN_PEER_RESERVED);
+	assert_int_equal(at(&p, "45.0.0.2", 7777), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "8.8.8.8", 53), TURN_PEER_ALLOWED);
+	add(&p, true, "127.0.0.5");
+	add(&p, true, "45.0.0.2");
+	assert_int_equal(at(&p, "127.0.0.5", 22), TURN_PEER_ALLOWED);
+	assert_int_equal(at(&p, "45.0.0.2", 7777), TURN_PEER_ALLOWED);
+	assert_int_equal(at(&p, "127.0.0.6", 22), TURN_PEER_RESERVED);
+	for (unsigned i = p.nhost; i < TURN_PEER_HOST_MAX; i++)
+		assert_int_equal(turn_peer_host(&p, &h4), 0);
+	assert_int_equal(turn_peer_host(&p, &h4), -ENOSPC);
+}
+
+static void test_daemon_sockets_are_refused_even_when_allowed(void **state)
+{
+	struct turn_peer_policy p;
+	union etr_sockaddr own = peer("45.0.0.1", 0), game = peer("45.0.0.1", 27960);
+	union etr_sockaddr up = peer("127.0.0.1", 27961), remote = peer("198.51.100.7", 27960);
+	union etr_sockaddr any = peer("0.0.0.0", 9960), a;
+
+	(void)state;
+	turn_peer_init(&p);
+	assert_int_equal(turn_peer_own(&p, &own), 0);
+	turn_peer_ports(&p, 27000, 28000);
+	assert_int_equal(turn_peer_plumbing(&p, &game), 0);
+	assert_int_equal(turn_peer_plumbing(&p, &up), 0);
+	assert_int_equal(turn_peer_plumbing(&p, &remote), 0);
+	assert_int_equal(turn_peer_plumbing(&p, &any), 0);
+	add(&p, true, "0.0.0.0/0");
+	add(&p, true, "127.0.0.1");
+	add(&p, true, "45.0.0.1");
+	/* Inside the relayed ports, allowed alone: still refused. */
+	assert_int_equal(at(&p, "45.0.0.1", 27960), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "45.0.0.1", 27961), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "127.0.0.1", 27961), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "::ffff:127.0.0.1", 27961), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "127.0.0.1", 22), TURN_PEER_ALLOWED);
+	/* A remote game server: exactly its port. */
+	assert_int_equal(at(&p, "198.51.100.7", 27960), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "198.51.100.7", 27961), TURN_PEER_ALLOWED);
+	/* A wildcard listener: its port on every address of the host, no other. */
+	assert_int_equal(at(&p, "127.0.0.1", 9960), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "45.0.0.1", 9960), TURN_PEER_PLUMBING);
+	assert_int_equal(at(&p, "198.51.100.8", 9960), TURN_PEER_ALLOWED);
+	/* A CreatePermission has no port to judge. */
+	a = peer("198.51.100.7", 27960);
+	assert_int_equal(turn_peer_check(&p, &a, true), TURN_PEER_ALLOWED);
+	for (unsigned i = p.nplumb; i < TURN_PEER_PLUMB_MAX; i++)
+		assert_int_equal(turn_peer_plumbing(&p, &up), 0);
+	assert_int_equal(turn_peer_plumbing(&p, &up), -ENOSPC);
 }
 
 static void test_lists_are_bounded(void **state)
@@ -389,6 +503,9 @@ int main(void)
 	    cmocka_unit_test(test_allow_list_opens_a_refused_range),
 	    cmocka_unit_test(test_deny_wins_over_allow_and_over_the_default),
 	    cmocka_unit_test(test_own_address_is_allowed_unless_denied),
+	    cmocka_unit_test(test_own_address_is_refused_outside_the_relayed_ports),
+	    cmocka_unit_test(test_every_host_address_is_closed_unless_allowed_alone),
+	    cmocka_unit_test(test_daemon_sockets_are_refused_even_when_allowed),
 	    cmocka_unit_test(test_lists_are_bounded),
 	    cmocka_unit_test(test_cidr_parser_accepts_and_explains),
 	    cmocka_unit_test(test_cidr_match_covers_prefix_edges),
