@@ -283,10 +283,11 @@ int check_run(const struct etr_conf *c)
 		const struct turn_conf *t = &c->turn[i];
 		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN], err[128];
 
-		if (turn_relay_addr_check(t, err, sizeof(err)) < 0) {
-			fprintf(stderr, "etrelay: turn %s: %s\n", t->name, err);
-			return EXIT_CONFIG;
-		}
+		/* A warning: -t may check a file for another host; a start
+		 * refuses it. */
+		if (turn_relay_addr_check(t, err, sizeof(err)) < 0)
+			fprintf(stderr, "etrelay: warning: turn %s: %s (a start on this host "
+					"refuses it)\n", t->name, err);
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
 			*strrchr(r, ':') = '\0';

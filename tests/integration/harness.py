@@ -137,14 +137,45 @@ def hold_for(pred, duration, what, interval=0.02):
         time.sleep(interval)
 
 
-def free_udp_port():
-    """A UDP port on 127.0.0.1 that was free a moment ago."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def _ephemeral_low():
     try:
-        s.bind((LOOPBACK, 0))
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORT_RNG = random.Random(os.urandom(8))
+
+
+def _free_port(kind, host):
+    """A port of kind on host that was free a moment ago, drawn at random
+    below the kernel's ephemeral range: a port the kernel handed out by
+    bind(0) may go to the next client socket of any test running beside
+    this one (an autobind) before the relay under test binds it."""
+    low = 20000
+    high = max(_ephemeral_low(), low + 1000)
+    for _ in range(200):
+        p = _PORT_RNG.randrange(low, high)
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind((host, p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    s = socket.socket(socket.AF_INET, kind)
+    try:
+        s.bind((host, 0))
         return s.getsockname()[1]
     finally:
         s.close()
+
+
+def free_udp_port():
+    """A UDP port on 127.0.0.1 that was free a moment ago."""
+    return _free_port(socket.SOCK_DGRAM, LOOPBACK)
 
 
 _QPORTS = iter(range(20000, 60000))
@@ -956,13 +987,8 @@ _env_lock = threading.Lock()
 
 
 def free_tcp_port(host=LOOPBACK):
-    """A TCP port on host that was free a moment ago."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    """A TCP port on host that was free a moment ago (see _free_port)."""
+    return _free_port(socket.SOCK_STREAM, host)
 
 
 def require_tool(name):

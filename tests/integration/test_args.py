@@ -115,15 +115,16 @@ def test(ctx):
             f"the file-descriptor message of a relay: {err.strip()!r}")
 
     # a TURN listener: counted as TURN (not echo ports), its own knobs
-    # named, and -t refuses what the start refuses
+    # named, and -t says what the start refuses
     turn = ["--turn-listen", f"127.0.0.1:{H.free_udp_port()}", "--turn-tcp-listen",
             f"127.0.0.1:{H.free_tcp_port()}", "--turn-ports", "40000-40099",
             "--turn-max-allocations", "100", "--backend", ctx.backend, "--log-time", "no"]
     tenv = {"ETRELAY_TURN_SECRET": "s" * 40}
     for t in ([], ["-t"]):
         rc, out, err = H.run_etrelay(ctx, t + turn, env=tenv, wrapper=ulimit)
-        H.expect_eq(rc, 78, f"a TURN listener's {' '.join(t)} exit status with 200 file "
-                    f"descriptors (stdout {out.strip()!r}, stderr {err.strip()!r})")
+        # -t warns (a shell's limit is not the service's), a start refuses
+        H.expect_eq(rc, 0 if t else 78, f"a TURN listener's {' '.join(t)} exit status with "
+                    f"200 file descriptors (stdout {out.strip()!r}, stderr {err.strip()!r})")
         for words in ("TURN listeners' allocations and TCP connections", "max-allocations",
                       "tcp-listen"):
             H.check(words in err, f"the TURN file-descriptor message names {words!r}: "

@@ -35,6 +35,11 @@ import harness as H  # noqa: E402
 import turnutil as T  # noqa: E402
 
 
+def start_relay(ctx, port, *args, **kw):
+    """turnutil's relay; the coturn clients here all come from 127.0.0.1."""
+    return T.start_relay(ctx, port, *args, shared_ip=True, **kw)
+
+
 def metrics(port):
     r = H.http_request(port, "GET", "/metrics")
     H.expect_eq(r.status, 200, "/metrics status")
@@ -53,10 +58,10 @@ def test(ctx):
     port_b, ops_b = H.free_udp_port(), H.free_tcp_port()
     peer = T.Peer()
     ctx.objs.append(peer)
-    relay = T.start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
+    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
                           "41000-41399", "--turn-max-allocations", "400", "--ops-listen",
                           f"127.0.0.1:{ops}")
-    strict = T.start_relay(ctx, port_b, "--turn-ports", "41400-41499",
+    strict = start_relay(ctx, port_b, "--turn-ports", "41400-41499",
                            "--turn-max-allocations", "100", "--ops-listen",
                            f"127.0.0.1:{ops_b}", tcp=False)
 
@@ -134,7 +139,7 @@ def test(ctx):
 
 def drain_part(ctx, peer):
     # SIGTERM with nothing to drain: at once, whatever --drain-timeout.
-    idle = T.start_relay(ctx, H.free_udp_port(), "--turn-ports", "41500-41509",
+    idle = start_relay(ctx, H.free_udp_port(), "--turn-ports", "41500-41509",
                          "--turn-max-allocations", "10", "--drain-timeout", "20s", tcp=False)
     t0 = time.monotonic()
     idle.expect_exit = True
@@ -146,7 +151,7 @@ def drain_part(ctx, peer):
     # process waits for the drain timeout (uclient's probe allocation is
     # never deleted, so it lasts to the end).
     ops_d = H.free_tcp_port()
-    drain = T.start_relay(ctx, H.free_udp_port(), "--turn-allow-peer", "127.0.0.1/32",
+    drain = start_relay(ctx, H.free_udp_port(), "--turn-allow-peer", "127.0.0.1/32",
                           "--turn-ports", "41510-41529", "--turn-max-allocations", "20",
                           "--drain-timeout", "3s", "--ops-listen", f"127.0.0.1:{ops_d}",
                           tcp=False)
@@ -185,7 +190,7 @@ def rotation_part(ctx, peer):
     write(cur, T.SECRET)
     write(nxt, "x" * 40)
     port = H.free_udp_port()
-    relay = T.start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
+    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
                           "41700-41719", "--turn-max-allocations", "20", tcp=False,
                           secrets={"ETRELAY_TURN_SECRET_FILE": cur,
                                    "ETRELAY_TURN_SECRET_NEXT_FILE": nxt})
@@ -217,13 +222,13 @@ def limits_part(ctx, peer):
     common = ["--turn-allow-peer", "127.0.0.1/32"]
     # Ten ports, five of them even (uclient asks for EVEN-PORT), two
     # allocations: the cap is what refuses.
-    capped = T.start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41809",
+    capped = start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41809",
                            "--turn-max-allocations", "2", "--ops-listen", f"127.0.0.1:{ops[0]}",
                            tcp=False)
-    quota = T.start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
+    quota = start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
                           "--turn-max-allocations", "10", "--turn-user-quota", "1",
                           "--ops-listen", f"127.0.0.1:{ops[1]}", tcp=False)
-    short = T.start_relay(ctx, ports[2], *common, "--turn-ports", "41820-41829",
+    short = start_relay(ctx, ports[2], *common, "--turn-ports", "41820-41829",
                           "--turn-max-allocations", "10", "--turn-max-lifetime", "2s",
                           "--ops-listen", f"127.0.0.1:{ops[2]}", tcp=False)
     runs = T.parallel([
@@ -259,9 +264,9 @@ def protocol_part(ctx):
     without strict-expiry; with it, the allocation ends at the expiry)."""
     ops, ops_s = H.free_tcp_port(), H.free_tcp_port()
     port, port_s = H.free_udp_port(), H.free_udp_port()
-    T.start_relay(ctx, port, "--turn-ports", "41900-41909", "--turn-max-allocations", "10",
+    start_relay(ctx, port, "--turn-ports", "41900-41909", "--turn-max-allocations", "10",
                   "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
-    T.start_relay(ctx, port_s, "--turn-ports", "41910-41919", "--turn-max-allocations", "10",
+    start_relay(ctx, port_s, "--turn-ports", "41910-41919", "--turn-max-allocations", "10",
                   "--turn-strict-expiry", "yes", "--ops-listen", f"127.0.0.1:{ops_s}", tcp=False)
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
 

@@ -97,14 +97,17 @@ def flood(port, sources, first=0):
 
 
 def relay_address_not_on_host(ctx):
-    """M7: a relay-address the host does not have is a config error, from
-    -t and at the start, naming the listener (every Allocate would be 508)."""
+    """M7: a relay-address the host does not have is a config error at the
+    start and a warning from -t, naming the listener (every Allocate would
+    be 508)."""
     port = T.free_port()
     for extra in (["-t"], []):
         rc, out, err = H.run_etrelay(ctx, extra + ["--backend", ctx.backend, "--turn-listen",
                                                    f"127.0.0.1:{port}", "--turn-relay-address",
                                                    "192.0.2.77"], env=T.env(), timeout=10)
-        H.expect_eq(rc, 78, f"exit status with relay-address 192.0.2.77 {extra} ({err.strip()!r})")
+        # -t only warns (it may check a file meant for another host)
+        H.expect_eq(rc, 0 if extra else 78,
+                    f"exit status with relay-address 192.0.2.77 {extra} ({err.strip()!r})")
         H.check("turn default: relay-address 192.0.2.77: not an address of this host" in err,
                 f"no error naming relay-address {extra}: {err.strip()!r}")
 

@@ -61,9 +61,14 @@ def free_port():
     H.fail("no port free for both UDP and TCP")
 
 
-def start_relay(ctx, port, *args, secrets=None, tcp=True):
-    """A TURN-only etrelay on 127.0.0.1:port (UDP, and TCP when tcp)."""
+def start_relay(ctx, port, *args, secrets=None, tcp=True, shared_ip=False):
+    """A TURN-only etrelay on 127.0.0.1:port (UDP, and TCP when tcp).
+    shared_ip: many clients at once from 127.0.0.1, as players behind one
+    NAT, so the per-IP limit of unauthenticated answers (test_turn_unauth's
+    subject) is raised out of their way."""
     a = ["--turn-listen", f"127.0.0.1:{port}"]
+    if shared_ip:
+        a += ["--turn-unauth-ip-rate", "10000", "--turn-unauth-ip-burst", "10000"]
     if tcp:
         a += ["--turn-tcp-listen", f"127.0.0.1:{port}"]
     return H.relay_env(ctx, secrets if secrets is not None else env(), *a, *args,
