@@ -669,10 +669,14 @@ static int open_turn(struct daemon *d, unsigned i)
 			rc = n < 0 ? n
 				   : net_attach_reuseport(turn_listener_fd(&wk->turn[i]), prog,
 							  (unsigned)n);
-			/* The TCP group too: a source address stays on one
-			 * worker, whose tcp-max-per-ip count is then exact. */
+			/* The TCP and TLS groups too: a source address stays
+			 * on one worker, whose tcp-max-per-ip count is then
+			 * exact. */
 			if (rc == 0 && turn_listener_tcp_fd(&wk->turn[i]) >= 0)
 				rc = net_attach_reuseport(turn_listener_tcp_fd(&wk->turn[i]), prog,
+							  (unsigned)n);
+			if (rc == 0 && turn_listener_tls_fd(&wk->turn[i]) >= 0)
+				rc = net_attach_reuseport(turn_listener_tls_fd(&wk->turn[i]), prog,
 							  (unsigned)n);
 			if (rc < 0) {
 				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));

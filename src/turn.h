@@ -269,6 +269,11 @@ static inline int turn_listener_tcp_fd(const struct turn_listener *l)
 	return l->tcp_fd;
 }
 
+static inline int turn_listener_tls_fd(const struct turn_listener *l)
+{
+	return l->tls_fd;
+}
+
 /* Close every allocation (on the worker's thread, on the way out). */
 void turn_listener_shutdown(struct turn_listener *l);
 

@@ -195,6 +195,26 @@ def test(ctx):
     life = H.http_request(ops, "GET", "/lifecycle").json()
     H.expect_eq(life["details"]["transports"], ["udp", "tls"], "lifecycle transports")
 
+    # tcp-max-per-ip on the TLS port: with workers, the program that picks
+    # a worker by address steers TLS connections too, so one address meets
+    # the cap on one worker (else each worker let it have 3).
+    port2, tls2, ops2 = H.free_udp_port(), H.free_tcp_port(), H.free_tcp_port()
+    T.start_relay(ctx, port2, "--turn-tls-listen", f"127.0.0.1:{tls2}", "--turn-tls-cert",
+                  first[0], "--turn-tls-key", first[1], "--turn-tcp-max-per-ip", "3",
+                  "--turn-ports", "43100-43109", "--turn-max-allocations", "10",
+                  "--ops-listen", f"127.0.0.1:{ops2}", tcp=False)
+    conns = [socket.create_connection(("127.0.0.1", tls2), timeout=2) for _ in range(10)]
+    try:
+        H.wait_until(lambda: value(metrics(ops2)[1], "etrelay_turn_tcp_dropped_total",
+                                   reason="per_ip") >= 7, timeout=3 * H.SLOW,
+                     what="7 of 10 TLS connections from one address refused per_ip")
+        time.sleep(0.2)
+        H.expect_eq(value(metrics(ops2)[1], "etrelay_turn_tcp_dropped_total", reason="per_ip"),
+                    7, "TLS connections of one address refused (tcp-max-per-ip 3, 10 tries)")
+    finally:
+        for c in conns:
+            c.close()
+
 
 if __name__ == "__main__":
     H.main(test)
