@@ -1392,13 +1392,13 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	} else {
 		struct stun_builder b;
 		uint8_t tid[STUN_TID_LEN];
-		uint64_t r = net_random64();
+		uint64_t seq = l->tid_base[0] ^ l->tid_seq++;
 		size_t len;
 
 		/* A Data indication: a copy (its DATA needs padding behind
 		 * the payload, where a GRO train's next datagram may be). */
-		memcpy(tid, &r, 8);
-		memcpy(tid + 8, &idx, 4);
+		memcpy(tid, &seq, 8);
+		memcpy(tid + 8, &l->tid_base[1], 4);
 		stun_build_begin(&b, buf, TURN_SCRATCH, stun_type(STUN_DATA, STUN_INDICATION), tid);
 		stun_add_xor_addr(&b, STUN_A_XOR_PEER_ADDRESS, &peer);
 		stun_add_attr(&b, STUN_A_DATA, d->data, n);
@@ -1927,6 +1927,8 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		log_warnx("turn %s: allocation table: %s", c->name, strerror(-err));
 		return -1;
 	}
+	l->tid_base[0] = net_random64();
+	l->tid_base[1] = net_random64();
 	l->scratch = malloc(TURN_SCRATCH);
 	l->relay_fd = malloc(cap * sizeof(*l->relay_fd));
 	l->relay_conn = calloc(cap, sizeof(*l->relay_conn));

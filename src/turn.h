@@ -214,6 +214,10 @@ struct turn_listener {
 	bool attached;
 	struct turn_alloc_table t;
 	uint8_t *scratch;	 /* a message built by copy (turn.c) */
+	/* Data indications' transaction ids: a random base drawn at open,
+	 * the count of indications sent mixed into it (no getrandom(2) per
+	 * datagram). */
+	uint64_t tid_base[2], tid_seq;
 	int *relay_fd;		 /* per allocation index, -1: none */
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
