@@ -148,34 +148,41 @@ def _ephemeral_low():
 _PORT_RNG = random.Random(os.urandom(8))
 
 
-def _free_port(kind, host):
-    """A port of kind on host that was free a moment ago, drawn at random
-    below the kernel's ephemeral range: a port the kernel handed out by
-    bind(0) may go to the next client socket of any test running beside
+def _bindable(kinds, host, port):
+    for kind in kinds:
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def _free_port(kinds, host):
+    """A port on host free for each socket kind a moment ago, drawn at
+    random below the kernel's ephemeral range: a port the kernel handed out
+    by bind(0) may go to the next client socket of any test running beside
     this one (an autobind) before the relay under test binds it."""
     low = 20000
     high = max(_ephemeral_low(), low + 1000)
     for _ in range(200):
         p = _PORT_RNG.randrange(low, high)
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind((host, p))
+        if _bindable(kinds, host, p):
             return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    s = socket.socket(socket.AF_INET, kind)
-    try:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    fail(f"no port free on {host} in {low}-{high - 1} after 200 draws")
 
 
 def free_udp_port():
     """A UDP port on 127.0.0.1 that was free a moment ago."""
-    return _free_port(socket.SOCK_DGRAM, LOOPBACK)
+    return _free_port((socket.SOCK_DGRAM,), LOOPBACK)
+
+
+def free_udp_tcp_port():
+    """A port free for UDP and for TCP on 127.0.0.1 a moment ago (a TURN
+    listener takes both)."""
+    return _free_port((socket.SOCK_DGRAM, socket.SOCK_STREAM), LOOPBACK)
 
 
 _QPORTS = iter(range(20000, 60000))
@@ -988,7 +995,7 @@ _env_lock = threading.Lock()
 
 def free_tcp_port(host=LOOPBACK):
     """A TCP port on host that was free a moment ago (see _free_port)."""
-    return _free_port(socket.SOCK_STREAM, host)
+    return _free_port((socket.SOCK_STREAM,), host)
 
 
 def require_tool(name):

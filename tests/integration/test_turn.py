@@ -40,16 +40,7 @@ def start_relay(ctx, port, *args, **kw):
     return T.start_relay(ctx, port, *args, shared_ip=True, **kw)
 
 
-def metrics(port):
-    r = H.http_request(port, "GET", "/metrics")
-    H.expect_eq(r.status, 200, "/metrics status")
-    return r.text, H.parse_metrics(r.text)
-
-
-def value(samples, name, **labels):
-    v = H.metric_value(samples, name, listener="default", **labels)
-    H.check(v is not None, f"no sample {name} {labels} on /metrics")
-    return v
+metrics, value = T.metrics, T.value
 
 
 def test(ctx):

@@ -103,21 +103,6 @@ class Echo(h._UdpThread):
         self.send(b"echo:" + data, addr)
 
 
-def free_udp_tcp_port():
-    """A port free for UDP and for TCP on 127.0.0.1 a moment ago."""
-    for _ in range(50):
-        p = h.free_udp_port()
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            s.bind((h.LOOPBACK, p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    h.fail("no port free for both UDP and TCP")
-
-
 class Turn:
     """One etrelay with a TURN listener and its ops port."""
 
@@ -125,7 +110,7 @@ class Turn:
         # Ports free a moment ago may be taken by then (other tests run
         # beside this one): a start that failed on EADDRINUSE is tried again.
         for attempt in range(3):
-            self.port = free_udp_tcp_port()
+            self.port = h.free_udp_tcp_port()
             self.ops = h.free_tcp_port()
             self.server = [h.LOOPBACK, self.port]
             self.relay = h.relay_env(
@@ -333,7 +318,7 @@ def rotation(ctx, a):
         os.replace(path + ".tmp", path)
 
     write(old)
-    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    port, ops = h.free_udp_tcp_port(), h.free_tcp_port()
     relay = h.relay_env(
         ctx, {"ETRELAY_TURN_SECRET_FILE": path, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
         "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
@@ -375,7 +360,7 @@ def port_slices(ctx, a):
         lo = h.free_udp_port()
         if lo < 65535 and all(_udp_free(RELAY_IP, p) for p in (lo, lo + 1)):
             break
-    port, ops = free_udp_tcp_port(), h.free_tcp_port()
+    port, ops = h.free_udp_tcp_port(), h.free_tcp_port()
     h.relay_env(ctx, {"ETRELAY_TURN_SECRET": SECRET, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
                 "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address", RELAY_IP,
                 "--turn-ports", f"{lo}-{lo + 1}", "--turn-max-allocations", "2",

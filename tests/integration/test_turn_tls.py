@@ -61,16 +61,7 @@ def install(src, dst):
     os.replace(dst + ".tmp", dst)
 
 
-def metrics(port):
-    r = H.http_request(port, "GET", "/metrics")
-    H.expect_eq(r.status, 200, "/metrics status")
-    return r.text, H.parse_metrics(r.text)
-
-
-def value(samples, name, **labels):
-    v = H.metric_value(samples, name, listener="default", **labels)
-    H.check(v is not None, f"no sample {name} {labels} on /metrics")
-    return v
+metrics, value = T.metrics, T.value
 
 
 def tls_uclient(port, user, peer, **kw):

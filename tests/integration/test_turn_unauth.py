@@ -31,9 +31,7 @@ SLACK = 50  # answers: timing between the clock reads here and the relay's
 
 
 def metrics(port):
-    r = H.http_request(port, "GET", "/metrics")
-    H.expect_eq(r.status, 200, "/metrics status")
-    return H.parse_metrics(r.text)
+    return T.metrics(port)[1]
 
 
 def dropped(ops, reason):

@@ -42,23 +42,24 @@ def require_coturn():
 
 
 def free_port():
-    """A port free for UDP and TCP on 127.0.0.1 a moment ago (a listener
-    takes both), below the default relayed ports 49152-65535 (a listen
-    port inside them is a config error)."""
-    import socket
-    for _ in range(200):
-        p = H.free_udp_port()
-        if p >= 49152:
-            continue
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    H.fail("no port free for both UDP and TCP")
+    """A port free for UDP and TCP on 127.0.0.1 (a listener takes both),
+    below the default relayed ports 49152-65535 (the harness draws below
+    the ephemeral range)."""
+    return H.free_udp_tcp_port()
+
+
+def metrics(port):
+    """/metrics of an ops port without a token: (text, samples)."""
+    r = H.http_request(port, "GET", "/metrics")
+    H.expect_eq(r.status, 200, "/metrics status")
+    return r.text, H.parse_metrics(r.text)
+
+
+def value(samples, name, **labels):
+    """A sample of the "default" TURN listener, which must be there."""
+    v = H.metric_value(samples, name, listener="default", **labels)
+    H.check(v is not None, f"no sample {name} {labels} on /metrics")
+    return v
 
 
 def start_relay(ctx, port, *args, secrets=None, tcp=True, shared_ip=False):
