@@ -47,29 +47,37 @@ char *ctl_msg_enroll_request(const char *version, const char *hostname)
 char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 				const struct control_report *r)
 {
-	json_t *o, *game = json_array(), *sni = json_array();
+	/* Per kind: its array's key, and the names of what it counts. */
+	static const char *const keys[][3] = {
+	    [CTL_LISTENER_GAME] = {"gameRelays", "sessions", "maxSessions"},
+	    [CTL_LISTENER_SNI] = {"sniListeners", "connections", "maxConnections"},
+	    [CTL_LISTENER_TURN] = {"turnListeners", "allocations", "maxAllocations"},
+	};
+	json_t *arr[3] = {json_array(), json_array(), json_array()}, *o = NULL;
 	unsigned n = r->nlisteners < CTL_LISTENERS_MAX ? r->nlisteners : CTL_LISTENERS_MAX;
+	bool ok = arr[0] && arr[1] && arr[2];
 
-	for (unsigned i = 0; game && sni && i < n; i++) {
+	for (unsigned i = 0; ok && i < n; i++) {
 		const struct ctl_listener *l = &r->listeners[i];
-		json_t *e;
+		unsigned k = l->kind <= CTL_LISTENER_TURN ? l->kind : CTL_LISTENER_GAME;
+		json_t *e = json_pack("{s:s, s:I, s:I}", "name", l->name, keys[k][1],
+				      (json_int_t)l->active, keys[k][2], (json_int_t)l->max);
 
-		if (l->kind == CTL_LISTENER_SNI)
-			e = json_pack("{s:s, s:I, s:I}", "name", l->name, "connections",
-				      (json_int_t)l->active, "maxConnections", (json_int_t)l->max);
-		else
-			e = json_pack("{s:s, s:I, s:I}", "name", l->name, "sessions",
-				      (json_int_t)l->active, "maxSessions", (json_int_t)l->max);
-		if (!e || json_array_append_new(l->kind == CTL_LISTENER_SNI ? sni : game, e) < 0) {
-			json_decref(game);
-			json_decref(sni);
-			return NULL;
-		}
+		ok = e && json_array_append_new(arr[k], e) == 0;
 	}
-	/* "o" steals the arrays, also when it fails. */
-	o = json_pack("{s:s, s:s, s:s, s:o, s:o}", "version", version, "hostname", hostname,
-		      "health", r->draining ? "HEALTH_DRAINING" : "HEALTH_READY", "gameRelays",
-		      game, "sniListeners", sni);
+	if (ok)
+		o = json_pack("{s:s, s:s, s:s}", "version", version, "hostname", hostname,
+			      "health", r->draining ? "HEALTH_DRAINING" : "HEALTH_READY");
+	/* The TURN array only when there is a TURN listener: a control plane
+	 * that knows nothing of TURN sees the report it always saw. */
+	for (unsigned k = 0; o && k < 3; k++)
+		if ((k != CTL_LISTENER_TURN || json_array_size(arr[k]) > 0) &&
+		    json_object_set(o, keys[k][0], arr[k]) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	for (unsigned k = 0; k < 3; k++)
+		json_decref(arr[k]);
 	return dump(o);
 }
 

@@ -25,10 +25,10 @@ struct ctl_credential {
 	char api_token[CTL_TOKEN_MAX + 1];
 };
 
-enum ctl_listener_kind { CTL_LISTENER_GAME, CTL_LISTENER_SNI };
+enum ctl_listener_kind { CTL_LISTENER_GAME, CTL_LISTENER_SNI, CTL_LISTENER_TURN };
 
 /* One listener in a heartbeat: a game relay counts sessions, an SNI
- * listener connections. */
+ * listener connections, a TURN listener allocations. */
 struct ctl_listener {
 	enum ctl_listener_kind kind;
 	char name[64];

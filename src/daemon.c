@@ -772,6 +772,14 @@ static void control_report(void *arg, struct control_report *r)
 		l->active = active;
 		l->max = max;
 	}
+	for (unsigned i = 0; i < d->turn.n && r->nlisteners < CTL_LISTENERS_MAX; i++) {
+		struct ctl_listener *l = &r->listeners[r->nlisteners++];
+
+		l->kind = CTL_LISTENER_TURN;
+		snprintf(l->name, sizeof(l->name), "%s", d->turn.l[i].conf->name);
+		l->active = atomic_load_explicit(&d->turn.l[i].active, memory_order_relaxed);
+		l->max = d->turn.l[i].conf->max_allocations;
+	}
 }
 
 /* The control thread: a good heartbeat's whole route set replaces the

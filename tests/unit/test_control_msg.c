@@ -63,14 +63,15 @@ static void test_control_msg_enroll_request_carries_version_and_hostname(void **
 
 static void test_control_msg_heartbeat_request_reports_health_and_each_listener(void **state)
 {
-	struct control_report r = {.draining = false, .nlisteners = 3};
-	json_t *o, *g, *sni;
+	struct control_report r = {.draining = false, .nlisteners = 4};
+	json_t *o, *g, *sni, *turn;
 	char *s;
 
 	(void)state;
 	r.listeners[0] = (struct ctl_listener){CTL_LISTENER_GAME, "et", 3, 4000};
 	r.listeners[1] = (struct ctl_listener){CTL_LISTENER_SNI, "web", 7, 10000};
 	r.listeners[2] = (struct ctl_listener){CTL_LISTENER_GAME, "q3", 0, 16};
+	r.listeners[3] = (struct ctl_listener){CTL_LISTENER_TURN, "p2p", 5, 4000};
 	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
 	assert_non_null(s);
 	o = parse(s);
@@ -92,6 +93,26 @@ static void test_control_msg_heartbeat_request_reports_health_and_each_listener(
 			 7);
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_array_get(sni, 0), "maxConnections")), 10000);
+	turn = json_object_get(o, "turnListeners");
+	assert_int_equal(json_array_size(turn), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(turn, 0), "name")),
+			    "p2p");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(turn, 0), "allocations")),
+			 5);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_array_get(turn, 0), "maxAllocations")), 4000);
+	assert_int_equal(json_object_size(o), 6);
+	json_decref(o);
+	free(s);
+
+	/* No TURN listener: no turnListeners key (the report a control plane
+	 * without TURN always saw); game and SNI arrays are there, even empty. */
+	r.nlisteners = 2;
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_null(json_object_get(o, "turnListeners"));
+	assert_int_equal(json_array_size(json_object_get(o, "sniListeners")), 1);
+	assert_int_equal(json_object_size(o), 5);
 	json_decref(o);
 	free(s);
 
