@@ -66,8 +66,8 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 		ok = e && json_array_append_new(arr[k], e) == 0;
 	}
 	if (ok)
-		o = json_pack("{s:s, s:s, s:s}", "version", version, "hostname", hostname,
-			      "health", r->draining ? "HEALTH_DRAINING" : "HEALTH_READY");
+		o = json_pack("{s:s, s:s, s:s}", "version", version, "hostname", hostname, "health",
+			      r->draining ? "HEALTH_DRAINING" : "HEALTH_READY");
 	/* The TURN array only when there is a TURN listener: a control plane
 	 * that knows nothing of TURN sees the report it always saw. */
 	for (unsigned k = 0; o && k < 3; k++)

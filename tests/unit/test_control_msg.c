@@ -97,8 +97,8 @@ static void test_control_msg_heartbeat_request_reports_health_and_each_listener(
 	assert_int_equal(json_array_size(turn), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(turn, 0), "name")),
 			    "p2p");
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(turn, 0), "allocations")),
-			 5);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_array_get(turn, 0), "allocations")), 5);
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_array_get(turn, 0), "maxAllocations")), 4000);
 	assert_int_equal(json_object_size(o), 6);
@@ -351,7 +351,7 @@ static void test_control_msg_url_password_is_hidden_for_the_log(void **state)
 static void test_control_msg_url_without_a_host_has_none(void **state)
 {
 	static const char *const bad[] = {
-	    "http://",	  "https://",	   "https://[::1", "http://user:pw@",
+	    "http://",	  "https://",	  "https://[::1",   "http://user:pw@",
 	    "http://:80", "http:///path", "https://[]:443", "cp.example.com",
 	};
 	const char *h;
