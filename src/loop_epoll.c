@@ -448,8 +448,9 @@ static void s_sync_to(struct loop *l, struct lstream *s, bool strict)
 {
 	struct epoll_event ev = { 0 };
 	/* EPOLLRDHUP: a read that empties the socket after the peer's FIN
-	 * knows the next read is EOF (SF_EOF). */
-	uint32_t in = (s->flags & SF_ACCEPT) ? EPOLLIN : EPOLLIN | EPOLLRDHUP;
+	 * knows the next read is EOF (SF_EOF). EPOLLPRI: urgent data, where
+	 * a read stops short with bytes behind it (not EOF next then). */
+	uint32_t in = (s->flags & SF_ACCEPT) ? EPOLLIN : EPOLLIN | EPOLLRDHUP | EPOLLPRI;
 	uint32_t want = 0;
 	int op;
 
@@ -585,8 +586,8 @@ static void s_accept_resume(struct loop *l)
 }
 
 /* Read into a free chunk; events: what woke us, 0 from the ready list.
- * The peer's FIN seen (EPOLLRDHUP, no error) and a read short of the
- * chunk: the socket is empty, and the next read is EOF without a recv
+ * The peer's FIN seen (EPOLLRDHUP, no error, no urgent data: a read stops
+ * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF without a recv
  * (SF_EOF). True when the socket stays readable for good (EOF, EOF next,
  * an error): its EPOLLIN, unless asked again, goes at once. */
 static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
@@ -619,7 +620,7 @@ static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t eve
 	}
 	if (n == LOOP_STREAM_CHUNK)
 		s->flags |= SF_MORE;
-	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
+	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
 		s->flags |= SF_EOF;
 	stream_deliver(l, s, c, (size_t)n, now);
 	return n == 0 || (s->flags & SF_EOF);
@@ -691,7 +692,9 @@ static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
 			s_write(l, s);
 	}
 	if (s->gen == gen && !(s->flags & SF_DEAD) && (reg & EPOLLIN) &&
-	    (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+	    (events & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP))) {
+		/* EPOLLPRI alone (only the urgent byte left): a read skips it
+		 * and the mark is gone (it would fire again else). */
 		if (s->flags & SF_ACCEPT) {
 			s_accept(l, s, gen);
 			strict = true;
