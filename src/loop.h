@@ -236,6 +236,13 @@ struct loop_ops {
  *                        accept or connect gets no callback (a connection
  *                        accepted meanwhile is closed by the loop). After
  *                        it returns, the loop issues nothing more on fd.
+ *                        A connection (not a listener) must then be
+ *                        closed at once, and that close(2) must be the
+ *                        socket's last reference (no dup, no child
+ *                        holding it): epoll lets go of it only then (no
+ *                        EPOLL_CTL_DEL, one syscall per socket saved);
+ *                        a socket left open stays in its set, and its
+ *                        events would wake the loop for nothing.
  *
  * listen, connect and stream_read return -EALREADY while the same is
  * pending on fd. The loop knows a stream by its fd: every op of one

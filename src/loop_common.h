@@ -108,6 +108,7 @@ enum {
 	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
 	SF_PAUSED = 32,  /* listening, paused: out of fds (loop_accept_pause) */
 	SF_MORE = 64,    /* epoll: the last read filled its chunk, more is likely there */
+	SF_EOF = 128,    /* epoll: the peer's FIN came and a read emptied the socket */
 };
 
 enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };

@@ -61,6 +61,11 @@ struct loop {
 	/* Streams whose read is tried before the next epoll_wait: slot, gen. */
 	uint32_t ready[EP_READY][2];
 	unsigned nready;
+
+	/* The stream whose event is being handled: its interest is set once,
+	 * at the end of s_event, whatever its handlers asked meanwhile. */
+	struct lstream *cur;
+	uint32_t cur_gen;
 };
 
 /* One byte more than the largest datagram is not needed: MSG_TRUNC tells.
@@ -430,27 +435,51 @@ static void arm(struct loop *l, uint64_t deadline)
 /* Streams. The interest registered for a stream follows what it waits
  * for: EPOLLIN while it listens or a read is asked for (and a chunk is
  * free), EPOLLOUT while it connects or has bytes to send; none, and it is
- * out of the epoll set (level-triggered: an error would wake us forever). */
-static void s_sync(struct loop *l, struct lstream *s)
+ * out of the epoll set (level-triggered: an error would wake us forever).
+ * Two exceptions save an epoll_ctl pair per connection:
+ * - lazy: an EPOLLIN no longer wanted stays while the socket is not known
+ *   to be readable (its last read neither hit EOF nor an error); should it
+ *   fire, s_event takes it away then (strict). A connection between its
+ *   hello and its next read keeps its EPOLLIN instead of a DEL and an ADD.
+ * - a connection after del_socket stays in the set: its caller closes the
+ *   fd next (loop.h), and close(2) takes it out. A listener (it may stay
+ *   open, unwatched) leaves with an EPOLL_CTL_DEL. */
+static void s_sync_to(struct loop *l, struct lstream *s, bool strict)
 {
 	struct epoll_event ev = { 0 };
+	/* EPOLLRDHUP: a read that empties the socket after the peer's FIN
+	 * knows the next read is EOF (SF_EOF). EPOLLPRI: urgent data, where
+	 * a read stops short with bytes behind it (not EOF next then). */
+	uint32_t in = (s->flags & SF_ACCEPT) ? EPOLLIN : EPOLLIN | EPOLLRDHUP | EPOLLPRI;
 	uint32_t want = 0;
 	int op;
 
 	if (!(s->flags & SF_DEAD)) {
 		if ((s->flags & (SF_ACCEPT | SF_PAUSED)) == SF_ACCEPT ||
 		    (s->flags & (SF_READ | SF_STALLED)) == SF_READ)
-			want |= EPOLLIN;
+			want |= in;
 		if ((s->flags & SF_CONNECT) || s->qhead != STREAM_NONE)
 			want |= EPOLLOUT;
+	} else if (!(s->flags & SF_ACCEPT)) {
+		s->events = 0; /* close(2) comes next */
+		return;
 	}
 	if (want == s->events)
 		return;
+	if (!strict && (s->events & ~want) == in && !(want & ~s->events))
+		return; /* lazy */
 	op = !want ? EPOLL_CTL_DEL : !s->events ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
 	ev.events = want;
 	ev.data.u64 = EV_STREAM | (uint64_t)s->slot << 32 | s->gen;
 	if (epoll_ctl(l->ep, op, s->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
 		s->events = want;
+}
+
+static void s_sync(struct loop *l, struct lstream *s)
+{
+	if (s == l->cur && s->gen == l->cur_gen)
+		return; /* s_event sets it when its handlers are done */
+	s_sync_to(l, s, false);
 }
 
 /* A read chunk is free again: the oldest read waiting for one goes on. */
@@ -556,7 +585,12 @@ static void s_accept_resume(struct loop *l)
 	}
 }
 
-static void s_read(struct loop *l, struct lstream *s, uint64_t now)
+/* Read into a free chunk; events: what woke us, 0 from the ready list.
+ * The peer's FIN seen (EPOLLRDHUP, no error, no urgent data: a read stops
+ * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF without a recv
+ * (SF_EOF). True when the socket stays readable for good (EOF, EOF next,
+ * an error): its EPOLLIN, unless asked again, goes at once. */
+static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
 {
 	struct loop_streams *x = l->b.sx;
 	ssize_t n;
@@ -564,15 +598,17 @@ static void s_read(struct loop *l, struct lstream *s, uint64_t now)
 
 	if (x->nrfree == 0) {
 		stream_stall(&l->b, s); /* s_sync drops EPOLLIN meanwhile */
-		return;
+		return false;
 	}
 	c = x->rfree[--x->nrfree];
 	chunk_take(&l->b, c, CH_USER);
-	n = recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
+	n = (s->flags & SF_EOF) ? 0
+				: recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK,
+				       MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 		chunk_put(&l->b, c);
 		s->flags &= (uint8_t)~SF_MORE;
-		return;
+		return false;
 	}
 	s->flags &= (uint8_t)~(SF_READ | SF_MORE);
 	if (n < 0) {
@@ -580,11 +616,14 @@ static void s_read(struct loop *l, struct lstream *s, uint64_t now)
 
 		chunk_put(&l->b, c);
 		l->b.h.on_recv_error(l->b.h.arg, s->read_id, err);
-		return;
+		return true;
 	}
 	if (n == LOOP_STREAM_CHUNK)
 		s->flags |= SF_MORE;
+	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
+		s->flags |= SF_EOF;
 	stream_deliver(l, s, c, (size_t)n, now);
+	return n == 0 || (s->flags & SF_EOF);
 }
 
 /* The reads asked for while their sockets likely had more: tried now, each
@@ -601,17 +640,19 @@ static void s_ready_reads(struct loop *l)
 	l->nready = 0;
 	for (unsigned i = 0; i < n && !l->b.stop; i++) {
 		struct lstream *s = x->sv[ready[i][0]];
+		bool eof;
 
 		if (s->gen != ready[i][1] || (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
 			continue;
-		s_read(l, s, now);
+		eof = s_read(l, s, now, 0);
 		streams_complete(l);
 		if (s->gen == ready[i][1] && !(s->flags & SF_DEAD))
-			s_sync(l, s);
+			s_sync_to(l, s, eof);
 	}
 }
 
-static void s_connected(struct loop *l, struct lstream *s)
+/* Writable without EPOLLERR: connected, no SO_ERROR to ask. */
+static void s_connected(struct loop *l, struct lstream *s, uint32_t events)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
@@ -619,7 +660,8 @@ static void s_connected(struct loop *l, struct lstream *s)
 	s->flags &= (uint8_t)~SF_CONNECT;
 	if (s->conn_res)
 		err = -s->conn_res;
-	else if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+	else if ((events & (EPOLLERR | EPOLLHUP)) &&
+		 getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	l->b.h.on_connected(l->b.h.arg, s->conn_id, -err);
 }
@@ -630,6 +672,9 @@ static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
 	uint32_t slot = (uint32_t)(u >> 32) & 0x1fffffff, gen = (uint32_t)u;
 	struct lstream *s;
 	uint32_t reg;
+	/* An error, a hang-up, an EPOLLIN not read or read to EOF: the
+	 * socket stays ready, so interest it no longer wants goes now. */
+	bool strict = (events & (EPOLLERR | EPOLLHUP)) != 0;
 
 	if (!x || slot >= x->ns)
 		return;
@@ -638,24 +683,33 @@ static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
 	if (s->gen != gen || (s->flags & SF_DEAD))
 		return;
 	reg = s->events;
+	l->cur = s;
+	l->cur_gen = gen;
 	if ((reg & EPOLLOUT) && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
 		if (s->flags & SF_CONNECT)
-			s_connected(l, s);
+			s_connected(l, s, events);
 		else if (s->qhead != STREAM_NONE)
 			s_write(l, s);
 	}
 	if (s->gen == gen && !(s->flags & SF_DEAD) && (reg & EPOLLIN) &&
-	    (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-		if (s->flags & SF_ACCEPT)
+	    (events & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP))) {
+		/* EPOLLPRI alone (only the urgent byte left): a read skips it
+		 * and the mark is gone (it would fire again else). */
+		if (s->flags & SF_ACCEPT) {
 			s_accept(l, s, gen);
-		else if ((s->flags & (SF_READ | SF_STALLED)) == SF_READ)
-			s_read(l, s, now);
+			strict = true;
+		} else if ((s->flags & (SF_READ | SF_STALLED)) == SF_READ) {
+			strict |= s_read(l, s, now, events);
+		} else {
+			strict = true; /* lazy EPOLLIN fired */
+		}
 	}
 	/* The sends that finished (a relay asks for its next read there)
 	 * before the interest is set: one epoll_ctl less per chunk. */
 	streams_complete(l);
+	l->cur = NULL;
 	if (s->gen == gen && !(s->flags & SF_DEAD))
-		s_sync(l, s);
+		s_sync_to(l, s, strict);
 }
 
 static int ep_listen(struct loop *l, int fd, uint32_t id)
@@ -669,7 +723,7 @@ static int ep_listen(struct loop *l, int fd, uint32_t id)
 		return -EALREADY;
 	s->acc_id = id;
 	s->flags |= SF_ACCEPT;
-	s_sync(l, s);
+	s_sync_to(l, s, true);
 	if (!(s->events & EPOLLIN)) {
 		s->flags &= (uint8_t)~SF_ACCEPT;
 		return -errno;
@@ -713,7 +767,7 @@ static int ep_stream_read(struct loop *l, int fd, uint32_t id)
 		return -EALREADY;
 	s->read_id = id;
 	s->flags |= SF_READ;
-	if ((s->flags & SF_MORE) && l->nready < EP_READY) {
+	if ((s->flags & (SF_MORE | SF_EOF)) && l->nready < EP_READY) {
 		l->ready[l->nready][0] = s->slot;
 		l->ready[l->nready++][1] = s->gen;
 	}

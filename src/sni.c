@@ -482,12 +482,18 @@ static void splice_start(struct sni_listener *l, struct sni_conn *c)
 
 /* Side s's EOF, once all its chunks are sent: shut the other's write
  * side; the connection ends when both directions are shut so. */
+/* Direction s is done: the FIN passes on to side !s. The last direction
+ * ends the connection, and close(2) sends that FIN itself, without the
+ * shutdown: side !s was read to its EOF, nothing unread is left there
+ * (unread bytes would make close send a reset, not a FIN). */
 static void shut_dir(struct sni_listener *l, struct sni_conn *c, int s)
 {
 	c->dir[s] |= D_SHUT;
-	shutdown(c->fd[!s], SHUT_WR);
-	if (c->dir[!s] & D_SHUT)
+	if (c->dir[!s] & D_SHUT) {
 		end(l, c, SNI_END_DONE);
+		return;
+	}
+	shutdown(c->fd[!s], SHUT_WR);
 }
 
 /* Loop events on the connections' endpoint. */

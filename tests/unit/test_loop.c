@@ -1245,6 +1245,181 @@ static void test_stream_reads_wait_for_an_empty_pool_and_resume(void **state)
 	s_teardown(f);
 }
 
+/* Reads asked from each on_stream until EOF; f->n[0] counts the bytes,
+ * which must follow pattern(). */
+static void read_to_eof(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	if (d->len == 0) {
+		ops->stop(f->l);
+		return;
+	}
+	for (size_t i = 0; i < d->len; i++)
+		if (d->data[i] != pattern(f->n[0] + i))
+			fail_msg("byte %zu out of order", f->n[0] + i);
+	f->n[0] += d->len;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+}
+
+#define FIN_BYTES (2 * LOOP_STREAM_CHUNK + 1000)
+
+/* The peer's FIN (EPOLLRDHUP) came with more than a chunk still queued:
+ * every byte in order, then one EOF. */
+static void test_stream_eof_after_the_peers_fin_with_chunks_queued(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	static uint8_t buf[FIN_BYTES];
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0);
+	set_bufs(f->fd[1], 0, 1 << 20);
+	set_bufs(f->fd[2], 1 << 20, 0);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i);
+	assert_int_equal(send(f->fd[2], buf, sizeof(buf), 0), sizeof(buf));
+	assert_int_equal(shutdown(f->fd[2], SHUT_WR), 0);
+	usleep(10 * 1000); /* all of it and the FIN in the loop's socket */
+	f->stream_cb = read_to_eof;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->n[0], FIN_BYTES);
+	assert_int_equal(f->eofs, 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
+/* Urgent data before the peer's FIN: a read stops short at its mark, with
+ * bytes still behind it; those come before the EOF (epoll knew the socket
+ * empty after a short read once the FIN was in: not here). */
+static void test_stream_urgent_data_before_the_fin_does_not_cut_the_stream(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	uint8_t buf[3000];
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i);
+	assert_int_equal(send(f->fd[2], buf, 1000, 0), 1000);
+	assert_int_equal(send(f->fd[2], "!", 1, MSG_OOB), 1); /* not inline: skipped */
+	assert_int_equal(send(f->fd[2], buf + 1000, 2000, 0), 2000);
+	assert_int_equal(shutdown(f->fd[2], SHUT_WR), 0);
+	usleep(10 * 1000);
+	f->stream_cb = read_to_eof;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->n[0], sizeof(buf));
+	assert_int_equal(f->eofs, 1);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
+static void read_once(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	assert_true(f->nstreams == 1);
+	assert_int_equal(d->len, 10);
+	/* Not asked again: the owner holds back (back-pressure); then bytes
+	 * and the FIN come. */
+	assert_int_equal(send(f->fd[2], "more bytes", 10, 0), 10);
+	assert_int_equal(shutdown(f->fd[2], SHUT_WR), 0);
+	f->del_cb = stop_now;
+	assert_int_equal(ops->timer_set(f->l, &f->del, loop_now() + 300 * NS_PER_MS), 0);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* A read no longer asked for: bytes and the FIN arriving then are not
+ * read (nothing comes), stay in the socket, and do not keep the loop
+ * awake (an EPOLLIN left registered must go when it fires). */
+static void test_stream_bytes_nobody_asked_for_neither_read_nor_spin(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+	char buf[32];
+	uint64_t cpu;
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0);
+	assert_int_equal(send(f->fd[2], "first ten!", 10, 0), 10);
+	usleep(10 * 1000);
+	f->stream_cb = read_once;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	cpu = thread_cpu_ns();
+	assert_int_equal(ops->run(f->l), 0);
+	cpu = thread_cpu_ns() - cpu;
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->nstreams, 1);
+	/* 300 ms asleep: a spinning loop would burn most of it. */
+	if (cpu > 100 * NS_PER_MS)
+		fail_msg("the loop used %llu ms of CPU while nothing was asked",
+			 (unsigned long long)(cpu / NS_PER_MS));
+	assert_int_equal(recv(f->fd[1], buf, sizeof(buf), 0), 10);
+	assert_memory_equal(buf, "more bytes", 10);
+	assert_int_equal(recv(f->fd[1], buf, sizeof(buf), 0), 0);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	s_teardown(f);
+}
+
+/* Two connections readable in one turn: the first one's on_stream
+ * deletes and closes the other, opens a socket (which takes its fd number
+ * and, in the loop, its slot) and asks a read on it. The event the
+ * closed one left in the turn reaches nobody. */
+static void del_the_other_and_reuse(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	int other = id == SID_A ? 3 : 1;
+	int far;
+
+	assert_true(d->len > 0);
+	if (f->deleted) {
+		f->after_del++;
+		return;
+	}
+	f->n[0] = id;
+	ops->del_socket(f->l, f->fd[other], id == SID_A ? SID_B : SID_A);
+	close(f->fd[other]);
+	f->deleted = true;
+	tcp_pair(&f->fd[other], &far, 0, 0);
+	f->fd[5] = far;
+	assert_int_equal(ops->stream_read(f->l, f->fd[other], SID_C), 0);
+	f->del_cb = stop_now;
+	assert_int_equal(ops->timer_set(f->l, &f->del, loop_now() + 100 * NS_PER_MS), 0);
+}
+
+static void test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped(void **state)
+{
+	struct sfix *f = s_setup(0, 5);
+
+	(void)state;
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0); /* P */
+	tcp_pair(&f->fd[3], &f->fd[4], 0, 0); /* Q */
+	assert_int_equal(send(f->fd[2], "to P", 4, 0), 4);
+	assert_int_equal(send(f->fd[4], "to Q", 4, 0), 4);
+	usleep(10 * 1000);
+	f->stream_cb = del_the_other_and_reuse;
+	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->stream_read(f->l, f->fd[3], SID_B), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_true(f->deleted);
+	/* One on_stream: the survivor's; none for the closed one, none for the
+	 * new socket (nothing was sent on it). */
+	assert_int_equal(f->nstreams, 1);
+	assert_int_equal(f->after_del, 0);
+	assert_int_equal(f->recv_errors, 0);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	ops->del_socket(f->l, f->fd[3], SID_B);
+	s_teardown(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1268,6 +1443,10 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),
 	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
 	    cmocka_unit_test(test_stream_reads_asked_while_bytes_wait_answer_once_each),
+	    cmocka_unit_test(test_stream_eof_after_the_peers_fin_with_chunks_queued),
+	    cmocka_unit_test(test_stream_urgent_data_before_the_fin_does_not_cut_the_stream),
+	    cmocka_unit_test(test_stream_bytes_nobody_asked_for_neither_read_nor_spin),
+	    cmocka_unit_test(test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped),
 	};
 	struct loop *l;
 	const struct loop_handler h = { 0 };
