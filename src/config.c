@@ -124,6 +124,12 @@ const char conf_usage[] =
 	"                            486 beyond)\n"
 	"  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
 	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; closed at once beyond)\n"
+	"  --turn-tcp-max-connections N  TCP and TLS connections per worker\n"
+	"                            (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when full, the oldest unauthenticated one\n"
+	"                            of the source holding the most gives way\n"
+	"  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
+	"                            authenticated request (TLS handshake included)\n"
+	"                            is closed after this (10s, at most 30s)\n"
 	"  --turn-unauth-ip-burst N  answers to unauthenticated requests over UDP\n"
 	"                            (Binding, 401, 438, 420, 400) per source IP at\n"
 	"                            once (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) ")\n"
@@ -284,6 +290,8 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->unauth_ip_rate = CONF_TURN_UNAUTH_IP_RATE;
 	t->unauth_ip_burst = CONF_TURN_UNAUTH_IP_BURST;
 	t->tcp_max_per_ip = CONF_TURN_TCP_MAX_PER_IP;
+	t->tcp_max_conns = CONF_TURN_TCP_MAX_CONNECTIONS;
+	t->tcp_auth_timeout_ms = CONF_TURN_TCP_AUTH_TIMEOUT;
 	t->max_lifetime_ms = CONF_TURN_MAX_LIFETIME;
 	t->nonce_lifetime_ms = CONF_TURN_NONCE_LIFETIME;
 }
@@ -483,6 +491,12 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 1000000, &t->unauth_ip_burst, buf, n);
 	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
 		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
+	} else if (strcmp(key, "tcp-max-connections") == 0) {
+		return turn_count(v, 1, CONF_TURN_TCP_MAX_CONNECTIONS_MAX, &t->tcp_max_conns, buf, n);
+	} else if (strcmp(key, "tcp-auth-timeout") == 0) {
+		if (conf_parse_duration(v, &t->tcp_auth_timeout_ms, false) < 0 ||
+		    t->tcp_auth_timeout_ms < 100 || t->tcp_auth_timeout_ms > 30000)
+			return "expected a duration from 100ms to 30s such as 10s";
 	} else if (strcmp(key, "max-lifetime") == 0) {
 		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
 		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
@@ -1056,6 +1070,8 @@ static const struct key keys[] = {
 	{ "turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tcp-max-connections", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tcp-auth-timeout", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1356,7 +1372,7 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
 			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, tcp-max-per-ip, "
-			   "max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
+			   "tcp-max-connections, tcp-auth-timeout, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);

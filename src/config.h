@@ -140,6 +140,13 @@
 /* TURN TCP (and TLS) connections per IPv4 address or IPv6 /64, per worker
  * (one address lands on one worker): as SNI's max-connections-per-ip. */
 #define CONF_TURN_TCP_MAX_PER_IP 64
+/* TURN TCP and TLS connections per listener and worker (tcp-max-connections;
+ * the slots' refs have 16 bits, with room for closed ones still sending),
+ * and how long one may stay without an authenticated request
+ * (tcp-auth-timeout; the TLS handshake inside it). */
+#define CONF_TURN_TCP_MAX_CONNECTIONS 4096
+#define CONF_TURN_TCP_MAX_CONNECTIONS_MAX 49152
+#define CONF_TURN_TCP_AUTH_TIMEOUT (10 * 1000ull) /* ms */
 #define CONF_TURN_MAX_LIFETIME (3600 * 1000ull)     /* ms */
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
 #define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
@@ -266,6 +273,8 @@ struct turn_conf {
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
 	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
+	uint32_t tcp_max_conns;	 /* TCP and TLS connections per worker */
+	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */
 	uint64_t max_lifetime_ms;
 	uint64_t nonce_lifetime_ms;
 	struct conf_cidr allow[CONF_TURN_PEERS_MAX], deny[CONF_TURN_PEERS_MAX];

@@ -62,12 +62,14 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	own = 16 + workers * (conf->nrelays + 4);
 	echo = workers * conf->prbe.nlisten;
 	/* A TURN allocation holds its relayed socket (max-allocations counts
-	 * across the workers), each worker a UDP and a TCP listener and up to
-	 * TURN_CONNS_MAX connections. */
+	 * across the workers), each worker a UDP, a TCP and a TLS listener and
+	 * up to tcp-max-connections TCP and TLS connections (per worker). */
 	for (unsigned i = 0; i < conf->nturn; i++) {
-		turn += conf->turn[i].max_allocations + 2 * workers +
-			(conf->turn[i].tcp_set ? workers * TURN_CONNS_MAX : 0);
-		turn_tcp |= conf->turn[i].tcp_set;
+		bool tcp = conf->turn[i].tcp_set || conf->turn[i].tls_set;
+
+		turn += conf->turn[i].max_allocations + 3 * workers +
+			(tcp ? workers * conf->turn[i].tcp_max_conns : 0);
+		turn_tcp |= tcp;
 	}
 	/* The ops plane's connections come out of the same limit: a full
 	 * listener must not leave a session without its socket. */
@@ -117,8 +119,8 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 		  "LimitNOFILE= (systemd) or ulimit -n%s%s%s",
 		  (unsigned long long)need, parts, (unsigned long long)nofile,
 		  lower[0] ? ", or lower " : "", lower,
-		  /* each worker's TCP listener may hold TURN_CONNS_MAX */
-		  turn_tcp ? ", or drop the TURN tcp-listen" : "");
+		  /* each worker may hold tcp-max-connections */
+		  turn_tcp ? ", or lower the TURN tcp-max-connections" : "");
 	return -1;
 }
 

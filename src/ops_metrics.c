@@ -528,13 +528,34 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	}
 	family(f, "etrelay_turn_tcp_dropped_total", "counter",
 	       "TURN TCP and TLS connections refused at accept, by reason: per_ip "
-	       "(tcp-max-per-ip), full (the worker's connection slots), or closed: frame_memory "
-	       "(the worker's memory for incomplete frames is spent).");
+	       "(tcp-max-per-ip), full (tcp-max-connections, every one authenticated), or closed: "
+	       "frame_memory (the worker's memory for incomplete frames is spent), evicted "
+	       "(unauthenticated, gave way to a new one at tcp-max-connections), auth_timeout (no "
+	       "authenticated request within tcp-auth-timeout).");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",
 		       LABELS("listener", TNAME, "reason", turn_tcp_drop_name(r)),
 		       TSUM(tcp_dropped[r]));
+	family(f, "etrelay_turn_tcp_connections", "gauge",
+	       "TURN TCP and TLS connections open now, by transport (each worker holds at most "
+	       "tcp-max-connections of both).");
+	EACH_TURN
+	{
+		if (sh->l[i].conf->tcp_set)
+			sample(f, "etrelay_turn_tcp_connections",
+			       LABELS("listener", TNAME, "transport", "tcp"), TSUM(conns_open[0]));
+		if (sh->l[i].conf->tls_set)
+			sample(f, "etrelay_turn_tcp_connections",
+			       LABELS("listener", TNAME, "transport", "tls"), TSUM(conns_open[1]));
+	}
+	family(f, "etrelay_turn_tcp_unauthenticated_connections", "gauge",
+	       "TURN TCP and TLS connections open now without an authenticated request (closed "
+	       "after tcp-auth-timeout; the ones that give way at tcp-max-connections).");
+	EACH_TURN
+	if (sh->l[i].conf->tcp_set || sh->l[i].conf->tls_set)
+		sample(f, "etrelay_turn_tcp_unauthenticated_connections", LABELS("listener", TNAME),
+		       TSUM(conns_unauth));
 	family(f, "etrelay_turn_errors_total", "counter",
 	       "TURN error answers sent, by code (0: another code).");
 	EACH_TURN

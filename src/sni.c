@@ -671,7 +671,7 @@ static bool evict_one(struct sni_listener *l)
 		addrclass_key(&l->conns[k].peer, l->evict_keys[n]);
 		l->evict_idx[n++] = k;
 	}
-	v = sni_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
+	v = conn_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
 	if (v < 0)
 		return false;
 	preread_done(l, &l->conns[l->evict_idx[v]]);
@@ -792,7 +792,7 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	l->evict_keys = calloc(conf->max_preread, sizeof(*l->evict_keys));
 	l->evict_idx = calloc(conf->max_preread, sizeof(*l->evict_idx));
 	if (!l->conns || !l->evict_keys || !l->evict_idx ||
-	    sni_evict_init(&l->evict, conf->max_preread) < 0) {
+	    conn_evict_init(&l->evict, conf->max_preread) < 0) {
 		log_warn("sni %s: %u connections", conf->name, n);
 		return -ENOMEM;
 	}
@@ -881,7 +881,7 @@ void sni_listener_close(struct sni_listener *l)
 	free(l->evict_idx);
 	l->evict_keys = NULL;
 	l->evict_idx = NULL;
-	sni_evict_free(&l->evict);
+	conn_evict_free(&l->evict);
 	l->nconns = 0;
 	if (l->fd >= 0)
 		close(l->fd);

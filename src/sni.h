@@ -22,7 +22,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
-#include "sni_evict.h"
+#include "conn_evict.h"
 #include "sni_routes.h"
 #include "tls_hello.h"
 
@@ -213,9 +213,9 @@ struct sni_listener {
 	struct sni_conn *conns;
 	uint32_t nconns, free_head, free_tail; /* free slots, oldest first */
 	/* Its prereading connections, oldest first, and what picks the one
-	 * that gives way at max-preread (sni_evict). */
+	 * that gives way at max-preread (conn_evict). */
 	uint32_t pre_head, pre_tail;
-	struct sni_evict evict;
+	struct conn_evict evict;
 	uint8_t (*evict_keys)[ADDRCLASS_KEY_LEN];
 	uint32_t *evict_idx;
 	uint64_t log_next; /* rate limit of the accept error log */

@@ -265,6 +265,9 @@ struct turn_conn {
 	size_t tx_bytes;
 	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
 	uint64_t since; /* ns: accepted, or its allocation ended */
+	uint64_t opened; /* ns: accepted (tcp-auth-timeout runs from here) */
+	bool authed;	 /* a request passed MESSAGE-INTEGRITY; else on ua list */
+	uint32_t ua_prev, ua_next;
 	uint32_t next_free;
 	/* TLS: the session (the tx queue stays empty: ciphertext waits in
 	 * it), a send of its with the loop, and an alert or close_notify to
@@ -300,6 +303,7 @@ struct turn_ctx {
 };
 
 static void conn_close(struct turn_listener *l, uint32_t i);
+static void conn_authed(struct turn_listener *l, uint32_t conn);
 
 /* Hand a TLS session's next ciphertext to the loop, unless a send of its
  * is there already. A send the loop refuses is tried again on the next
@@ -627,8 +631,10 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
-	if (signed_as_owner(x, m, idx, au, expired))
+	if (signed_as_owner(x, m, idx, au, expired)) {
+		conn_authed(l, x->conn);
 		return 0;
+	}
 	pthread_rwlock_rdlock(&l->all->lock);
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
 		sec.secret[i] = l->all->secrets.s[i];
@@ -638,9 +644,12 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	pthread_rwlock_unlock(&l->all->lock);
 	switch (r) {
 	case TURN_AUTH_OK:
+		conn_authed(l, x->conn);
 		return 0;
 	case TURN_AUTH_EXPIRED:
+		/* Genuine, though expired: it passed MESSAGE-INTEGRITY. */
 		*expired = true;
+		conn_authed(l, x->conn);
 		return 0;
 	case TURN_AUTH_BAD_USERNAME:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
@@ -683,9 +692,13 @@ static void arm(struct turn_listener *l)
 	uint64_t ms = turn_alloc_next_deadline(&l->t);
 	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
 
-	/* While TCP connections are open, a look for idle ones. */
+	/* While TCP connections are open, a look for idle ones; the oldest
+	 * unauthenticated one's tcp-auth-timeout. */
 	if (l->nopen && l->sweep_at < at)
 		at = l->sweep_at;
+	if (l->ua_head != UINT32_MAX &&
+	    l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS < at)
+		at = l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS;
 	if (at == l->timer_at)
 		return;
 	l->timer_at = at;
@@ -726,6 +739,12 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 	while ((idx = turn_alloc_expire(&l->t, now / NS_PER_MS)) != TURN_ALLOC_NONE) {
 		alloc_end(l, idx);
 		STAT_ADD(l->stats.expired, 1);
+	}
+	/* No authenticated request within tcp-auth-timeout (oldest first). */
+	while (l->ua_head != UINT32_MAX &&
+	       now >= l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_AUTH_TIMEOUT], 1);
+		conn_close(l, l->ua_head);
 	}
 	if (l->nopen && now >= l->sweep_at) {
 		/* A connection without an allocation for TURN_CONN_IDLE_MS is
@@ -1497,6 +1516,53 @@ static void conn_read(struct turn_listener *l, uint32_t i)
 		conn_close(l, i);
 }
 
+/* Connection i leaves the unauthenticated list (authenticated, or closed). */
+static void ua_leave(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+
+	if (c->authed)
+		return;
+	c->authed = true;
+	STAT_ADD(l->stats.conns_unauth, -1);
+	if (c->ua_prev == UINT32_MAX)
+		l->ua_head = c->ua_next;
+	else
+		l->conns[c->ua_prev].ua_next = c->ua_next;
+	if (c->ua_next == UINT32_MAX)
+		l->ua_tail = c->ua_prev;
+	else
+		l->conns[c->ua_next].ua_prev = c->ua_prev;
+}
+
+/* A request on connection conn (index + 1; 0: UDP) passed
+ * MESSAGE-INTEGRITY: no longer bound by tcp-auth-timeout nor evictable. */
+static void conn_authed(struct turn_listener *l, uint32_t conn)
+{
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].fd >= 0)
+		ua_leave(l, conn - 1);
+}
+
+/* Every slot holds a connection: close the unauthenticated one that gives
+ * way (the oldest of the source holding the most, conn_evict). False when
+ * every open connection is authenticated. */
+static bool conn_evict_one(struct turn_listener *l)
+{
+	uint32_t n = 0;
+	int32_t v;
+
+	for (uint32_t k = l->ua_head; k != UINT32_MAX && n < l->evict.max; k = l->conns[k].ua_next) {
+		addrclass_key(&l->conns[k].client, l->evict_keys[n]);
+		l->evict_idx[n++] = k;
+	}
+	v = conn_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
+	if (v < 0)
+		return false;
+	STAT_ADD(l->stats.tcp_dropped[TURN_TCP_EVICTED], 1);
+	conn_close(l, l->evict_idx[v]);
+	return true;
+}
+
 /* Free slot i once nothing of its connection is with the loop. */
 static void conn_release(struct turn_listener *l, uint32_t i)
 {
@@ -1520,6 +1586,8 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	}
 	c->closing = true;
 	l->nopen--;
+	ua_leave(l, i);
+	STAT_ADD(l->stats.conns_open[c->tls ? 1 : 0], -1);
 	ip_put(l, &c->client);
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
@@ -1558,14 +1626,21 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 
 	if (fd < 0)
 		return;
-	if (l->conn_free == UINT32_MAX || getpeername(fd, &peer.sa, &plen) < 0) {
-		if (l->conn_free == UINT32_MAX)
-			STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
+	if (getpeername(fd, &peer.sa, &plen) < 0) {
 		close(fd);
 		return;
 	}
 	if (!ip_take(l, &peer)) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_PER_IP], 1);
+		close(fd);
+		return;
+	}
+	/* At tcp-max-connections an unauthenticated one gives way; refused
+	 * only when all are authenticated (or every spare slot still sends). */
+	if ((l->nopen >= l->sh->conf->tcp_max_conns && !conn_evict_one(l)) ||
+	    l->conn_free == UINT32_MAX) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
+		ip_put(l, &peer);
 		close(fd);
 		return;
 	}
@@ -1589,11 +1664,21 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	c->tx_bytes = 0;
 	c->reading = c->closing = false;
 	c->alloc = TURN_ALLOC_NONE;
-	c->since = loop_now();
-	if (l->nopen++ == 0) {
+	c->since = c->opened = loop_now();
+	STAT_ADD(l->stats.conns_open[tls ? 1 : 0], 1);
+	STAT_ADD(l->stats.conns_unauth, 1);
+	c->authed = false;
+	c->ua_next = UINT32_MAX;
+	c->ua_prev = l->ua_tail;
+	if (l->ua_tail == UINT32_MAX)
+		l->ua_head = i;
+	else
+		l->conns[l->ua_tail].ua_next = i;
+	l->ua_tail = i;
+	if (l->nopen++ == 0)
 		l->sweep_at = c->since + TURN_CONN_SWEEP_MS * NS_PER_MS;
+	if (l->nopen == 1 || l->ua_head == i)
 		arm(l);
-	}
 	conn_read(l, i);
 }
 
@@ -1959,20 +2044,28 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		l->fd = -1;
 		return -1;
 	}
+	l->ua_head = l->ua_tail = UINT32_MAX;
 	if (c->tcp_set || c->tls_set) {
-		l->conns = calloc(TURN_CONNS_MAX, sizeof(*l->conns));
-		if (!l->conns) {
+		uint32_t slots = TURN_CONN_SLOTS(c->tcp_max_conns), ips = 16;
+
+		while (ips < 2 * slots)
+			ips *= 2;
+		l->conns = calloc(slots, sizeof(*l->conns));
+		l->evict_keys = calloc(c->tcp_max_conns, sizeof(*l->evict_keys));
+		l->evict_idx = calloc(c->tcp_max_conns, sizeof(*l->evict_idx));
+		if (!l->conns || !l->evict_keys || !l->evict_idx ||
+		    conn_evict_init(&l->evict, c->tcp_max_conns) < 0) {
 			log_warnx("turn %s: out of memory", c->name);
 			return -1;
 		}
-		l->nconns = TURN_CONNS_MAX;
-		l->ips = calloc(2 * TURN_CONNS_MAX, sizeof(*l->ips));
+		l->nconns = slots;
+		l->ips = calloc(ips, sizeof(*l->ips));
 		if (!l->ips) {
 			log_warnx("turn %s: out of memory", c->name);
 			return -1;
 		}
-		l->ips_mask = 2 * TURN_CONNS_MAX - 1;
-		for (uint32_t k = TURN_CONNS_MAX; k-- > 0;) {
+		l->ips_mask = ips - 1;
+		for (uint32_t k = slots; k-- > 0;) {
 			l->conns[k].fd = -1;
 			l->conns[k].alloc = TURN_ALLOC_NONE;
 			l->conns[k].next_free = l->conn_free;
@@ -2114,6 +2207,11 @@ void turn_listener_free(struct turn_listener *l)
 	}
 	free(l->conns);
 	l->conns = NULL;
+	free(l->evict_keys);
+	free(l->evict_idx);
+	l->evict_keys = NULL;
+	l->evict_idx = NULL;
+	conn_evict_free(&l->evict);
 	while (l->tx_cache) {
 		struct turn_tx *t = l->tx_cache;
 

@@ -17,6 +17,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "conn_evict.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "ratelimit.h"
@@ -68,11 +69,14 @@ enum turn_drop {
 	TURN_DROPS
 };
 
-/* TCP (and TLS) connections refused at accept, or closed for memory. */
+/* TCP (and TLS) connections refused at accept, or closed for memory or
+ * before they authenticated. */
 enum turn_tcp_drop {
 	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
-	TURN_TCP_FULL,	       /* every connection slot of the worker taken */
+	TURN_TCP_FULL,	       /* tcp-max-connections, every one authenticated */
 	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
+	TURN_TCP_EVICTED,      /* unauthenticated, gave way to a new one (conn_evict) */
+	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
 	TURN_TCP_DROPS
 };
 
@@ -102,11 +106,15 @@ struct turn_stats {
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
 	_Atomic uint64_t tls_failed; /* TLS connections ended by a handshake or record error */
 	_Atomic uint64_t tcp_dropped[TURN_TCP_DROPS];
+	/* Gauges: TCP [0] and TLS [1] connections open, and of them those
+	 * without an authenticated request yet. */
+	_Atomic uint64_t conns_open[2], conns_unauth;
 	_Atomic uint64_t errors[TURN_ERROR_CODES]; /* error answers by code */
 };
 
-/* TCP connections per listener and worker (tcp-listen). */
-#define TURN_CONNS_MAX 4096
+/* Connection slots per listener and worker for tcp-max-connections (cap)
+ * open ones: a closed one keeps its slot until its last send returns. */
+#define TURN_CONN_SLOTS(cap) ((cap) + (cap) / 4 + 16)
 /* Bytes of frames cut by a chunk's end, per listener and worker: a frame is
  * 65539 bytes at most, its buffer exists only while it is incomplete (up
  * to TURN_CONN_RX_KEEP stays), and a connection that would go past this
@@ -222,7 +230,14 @@ struct turn_listener {
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
-	uint32_t nopen;	   /* connections open */
+	uint32_t nopen;	   /* connections open, at most tcp-max-connections */
+	/* Open connections without an authenticated request, oldest first
+	 * (the auth timeout's order), and the pick of the one that gives way
+	 * when nopen is at the cap (turn.c). */
+	uint32_t ua_head, ua_tail;
+	struct conn_evict evict;
+	uint8_t (*evict_keys)[ADDRCLASS_KEY_LEN];
+	uint32_t *evict_idx;
 	struct turn_ipcount {
 		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
 		uint32_t count;

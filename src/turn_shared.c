@@ -31,6 +31,8 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_PER_IP] = "per_ip",
     [TURN_TCP_FULL] = "full",
     [TURN_TCP_FRAME_MEMORY] = "frame_memory",
+    [TURN_TCP_EVICTED] = "evicted",
+    [TURN_TCP_AUTH_TIMEOUT] = "auth_timeout",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {

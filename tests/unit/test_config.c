@@ -2526,6 +2526,8 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 			     "max-allocations 900\n"
 			     "user-quota 3\n"
 			     "tcp-max-per-ip 5\n"
+			     "tcp-max-connections 300\n"
+			     "tcp-auth-timeout 2500ms\n"
 			     "max-lifetime 10m\n"
 			     "nonce-lifetime 5m\n"
 			     "allow-peer 127.0.0.1/32\n"
@@ -2553,6 +2555,8 @@ static void test_config_turn_section_sets_every_key_and_needs_no_relay(void **st
 	assert_int_equal(c.turn[0].max_allocations, 900);
 	assert_int_equal(c.turn[0].user_quota, 3);
 	assert_int_equal(c.turn[0].tcp_max_per_ip, 5);
+	assert_int_equal(c.turn[0].tcp_max_conns, 300);
+	assert_int_equal(c.turn[0].tcp_auth_timeout_ms, 2500);
 	assert_int_equal(c.turn[0].max_lifetime_ms, 600000);
 	assert_int_equal(c.turn[0].nonce_lifetime_ms, 300000);
 	assert_int_equal(c.turn[0].nallow, 2);
@@ -2585,6 +2589,8 @@ static void test_config_turn_defaults_are_the_documented_ones(void **state)
 	assert_int_equal(t.unauth_ip_rate, 10);
 	assert_int_equal(t.unauth_ip_burst, 20);
 	assert_int_equal(t.tcp_max_per_ip, 64);
+	assert_int_equal(t.tcp_max_conns, 4096);
+	assert_int_equal(t.tcp_auth_timeout_ms, 10000);
 	assert_int_equal(t.max_lifetime_ms, 3600000);
 	assert_int_equal(t.nonce_lifetime_ms, 3600000);
 	assert_int_equal(t.tls_reload_ms, 60000);
@@ -2612,7 +2618,8 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms",
 				  "--turn-unauth-rate", "50",
 				  "--turn-unauth-burst", "60", "--turn-unauth-ip-rate", "2",
-				  "--turn-unauth-ip-burst", "3", "--turn-tcp-max-per-ip", "7")),
+				  "--turn-unauth-ip-burst", "3", "--turn-tcp-max-per-ip", "7",
+				  "--turn-tcp-max-connections", "64", "--turn-tcp-auth-timeout", "1s")),
 			 0);
 	assert_int_equal(c.turn[0].unauth_rate, 50);
 	assert_int_equal(c.turn[0].unauth_burst, 60);
@@ -2639,6 +2646,8 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_string_equal(c.turn[0].tls_key, "k.pem");
 	assert_int_equal(c.turn[0].tls_reload_ms, 500);
 	assert_int_equal(c.turn[0].tcp_max_per_ip, 7);
+	assert_int_equal(c.turn[0].tcp_max_conns, 64);
+	assert_int_equal(c.turn[0].tcp_auth_timeout_ms, 1000);
 	/* A key without a listener. */
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
 			 -1);
@@ -2681,10 +2690,13 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			     "max-lifetime 0\n"
 			     "nonce-lifetime 2d\n"
 			     "tcp-max-per-ip 0\n"
+			     "tcp-max-connections 49153\n"
+			     "tcp-auth-timeout 31s\n"
+			     "tcp-auth-timeout 50ms\n"
 			     "colour blue\n",
 			     NOARGS),
 			 -1);
-	for (unsigned line = 3; line <= 14; line++) {
+	for (unsigned line = 3; line <= 17; line++) {
 		char want[32];
 
 		snprintf(want, sizeof(want), PATH ":%u: ", line);

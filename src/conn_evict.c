@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: ISC */
-#include "sni_evict.h"
+#include "conn_evict.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-int sni_evict_init(struct sni_evict *e, uint32_t max)
+int conn_evict_init(struct conn_evict *e, uint32_t max)
 {
 	uint32_t size = 16;
 
@@ -20,14 +20,14 @@ int sni_evict_init(struct sni_evict *e, uint32_t max)
 	return 0;
 }
 
-void sni_evict_free(struct sni_evict *e)
+void conn_evict_free(struct conn_evict *e)
 {
 	free(e->t);
 	e->t = NULL;
 	e->mask = e->max = 0;
 }
 
-static uint32_t slot_of(const struct sni_evict *e, const uint8_t *key)
+static uint32_t slot_of(const struct conn_evict *e, const uint8_t *key)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -36,10 +36,10 @@ static uint32_t slot_of(const struct sni_evict *e, const uint8_t *key)
 	return (uint32_t)(h ^ h >> 29) & e->mask;
 }
 
-int32_t sni_evict_pick(struct sni_evict *e, const uint8_t (*keys)[ADDRCLASS_KEY_LEN],
+int32_t conn_evict_pick(struct conn_evict *e, const uint8_t (*keys)[ADDRCLASS_KEY_LEN],
 		       uint32_t n)
 {
-	struct sni_evict_slot *best = NULL;
+	struct conn_evict_slot *best = NULL;
 
 	if (n > e->max)
 		n = e->max;
@@ -48,7 +48,7 @@ int32_t sni_evict_pick(struct sni_evict *e, const uint8_t (*keys)[ADDRCLASS_KEY_
 	memset(e->t, 0, ((size_t)e->mask + 1) * sizeof(*e->t));
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = slot_of(e, keys[i]);
-		struct sni_evict_slot *x;
+		struct conn_evict_slot *x;
 
 		while (e->t[s].count && memcmp(e->t[s].key, keys[i], ADDRCLASS_KEY_LEN) != 0)
 			s = (s + 1) & e->mask;

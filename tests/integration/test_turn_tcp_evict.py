@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""TURN over TCP and TLS cannot be locked out by connections that never
+authenticate (attacker7 finding 1). Silent connections from many 127/8
+addresses fill tcp-max-connections on every worker; new ones then evict
+the oldest unauthenticated connection of the address holding the most
+(counted evicted), so while they keep coming turnutils_uclient -t and -t -S
+still allocate and relay every message. etrelay_turn_tcp_connections shows
+the table full. tcp-auth-timeout closes a silent connection at its deadline
+(counted auth_timeout) and not one whose request passed MESSAGE-INTEGRITY;
+when every slot of a worker holds an authenticated connection a new one is
+refused (full)."""
+
+import collections
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import turnutil as T  # noqa: E402
+
+CAP, PER_IP, AUTH_S = 32, 4, 3.0
+# Filling addresses per worker: more than CAP / PER_IP (the table fills),
+# fewer than CAP (each holds several, as an attack under the default caps
+# of 4096 and 64 does; a real client holds one).
+FILL_IPS = 12
+
+
+def make_pair(d):
+    cert, key = os.path.join(d, "t.crt"), os.path.join(d, "t.key")
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=turn.test"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+    H.check(p.returncode == 0, f"openssl req: {p.stderr.decode()}")
+    return cert, key
+
+
+def silent(src, port):
+    """A connection from src that never sends (connect in progress)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    return s
+
+
+def closed_by_server(s):
+    """EOF or reset on s (a non-blocking peek)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def stun_tcp(s, data):
+    """Send a STUN request on stream s, read its answer: (class, code)."""
+    s.sendall(data)
+    got = b""
+    deadline = time.monotonic() + 3 * H.SLOW
+    while time.monotonic() < deadline:
+        if len(got) >= 20 and len(got) >= 20 + struct.unpack("!H", got[2:4])[0]:
+            break
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    H.check(len(got) >= 20, f"no STUN answer on TCP: {got!r}")
+    cls, _, _, a = T.parse(got)
+    return cls, T.error_code(a), a
+
+
+def authenticated(src, port):
+    """A TCP connection from src whose signed Refresh passed
+    MESSAGE-INTEGRITY (437: it has no allocation)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.settimeout(3 * H.SLOW)
+    s.connect(("127.0.0.1", port))
+    cls, code, a = stun_tcp(s, T.message(T.ALLOCATE, os.urandom(12),
+                                         [T.u32(T.A_TRANSPORT, 17 << 24)]))
+    H.expect_eq((cls, code), (T.ERROR, 401), "answer to an unsigned Allocate over TCP")
+    realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+    user, pw = T.rest_credentials(T.SECRET, "held")
+    cls, code, _ = stun_tcp(s, T.message(T.REFRESH, os.urandom(12),
+                                         T.signed(user, realm, nonce),
+                                         key=T.longterm_key(user, pw, realm.decode())))
+    H.expect_eq((cls, code), (T.ERROR, 437), "a signed Refresh without an allocation")
+    return s
+
+
+def test(ctx):
+    T.require_coturn()
+    H.require_tool("openssl")
+    cert, key = make_pair(ctx.tmpdir())
+    port, tls_port, ops = T.free_port(), H.free_tcp_port(), H.free_tcp_port()
+    peer = T.Peer()
+    ctx.objs.append(peer)
+    relay = T.start_relay(ctx, port, "--turn-tls-listen", f"127.0.0.1:{tls_port}",
+                          "--turn-tls-cert", cert, "--turn-tls-key", key,
+                          "--turn-tcp-max-connections", str(CAP),
+                          "--turn-tcp-max-per-ip", str(PER_IP),
+                          "--turn-tcp-auth-timeout", f"{AUTH_S:g}s",
+                          "--turn-allow-peer", "127.0.0.1/32", "--turn-ports", "43200-43299",
+                          "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}")
+    nw, rkey = H.relay_workers(relay)
+    worker = lambda ip: H.reuseport_worker(rkey, ip, nw)  # noqa: E731
+
+    def m():
+        return T.metrics(ops)[1]
+
+    def open_now(s):
+        return (T.value(s, "etrelay_turn_tcp_connections", transport="tcp") +
+                T.value(s, "etrelay_turn_tcp_connections", transport="tls"))
+
+    # Fill: FILL_IPS addresses per worker x PER_IP silent connections, TCP
+    # and TLS ports in turn: each worker gets 48 for its 32 slots.
+    ips, per_worker = [], collections.Counter()
+    for ip in (H.spread_ip(i) for i in range(1000)):
+        if per_worker[worker(ip)] < FILL_IPS:
+            per_worker[worker(ip)] += 1
+            ips.append(ip)
+    H.expect_eq(len(ips), FILL_IPS * nw, f"filling addresses per worker {per_worker}")
+    held = []
+    for k in range(PER_IP):
+        for ip in ips:
+            held.append(silent(ip, port if k % 2 == 0 else tls_port))
+    n = len(held)
+    H.wait_until(lambda: T.value(m(), "etrelay_turn_tcp_dropped_total", reason="evicted")
+                 >= n - nw * CAP, 5 * H.SLOW, "the fill to evict")
+    s = m()
+    H.expect_eq(open_now(s), nw * CAP, "connections open (the gauge) after the fill")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_unauthenticated_connections"), nw * CAP,
+                "unauthenticated connections after the fill")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="evicted"), n - nw * CAP,
+                "connections evicted by the fill")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 0,
+                "connections refused as full")
+
+    # While silent connections keep coming (about 200/s), coturn's client
+    # over TCP and over TLS allocates and relays every message.
+    stop = threading.Event()
+    churned = [0]
+
+    def churn():
+        q = collections.deque()
+        i = 0
+        while not stop.is_set() and i < 5000:
+            ip = ips[i % len(ips)]
+            q.append(silent(ip, port if i % 2 else tls_port))
+            if len(q) > 300:
+                q.popleft().close()
+            i += 1
+            time.sleep(0.005)
+        churned[0] = i
+        for c in q:
+            c.close()
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    try:
+        runs = T.parallel([lambda: T.uclient(port, "tcp", peer_port=peer.port, opts=["-t"]),
+                           lambda: T.uclient(tls_port, "tls", peer_port=peer.port,
+                                             opts=["-t", "-S"])])
+    finally:
+        stop.set()
+        t.join(10)
+    for r, what in zip(runs, ("TCP", "TLS")):
+        H.check(r.ok(10), f"a real client over {what} while the table is churned: {r!r}")
+    s = m()
+    H.check(churned[0] > 100, f"only {churned[0]} connections churned")
+    H.check(T.value(s, "etrelay_turn_tcp_dropped_total", reason="evicted") >=
+            n - nw * CAP + churned[0] // 2, "the churn did not evict")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 0,
+                "refused as full while unauthenticated ones could give way")
+    for c in held:
+        c.close()
+
+    # tcp-auth-timeout: a silent connection is closed at its deadline, an
+    # authenticated one (no allocation) stays.
+    a = authenticated("127.0.0.2", port)
+    t0 = time.monotonic()
+    q = silent("127.0.0.3", port)
+    H.wait_until(lambda: closed_by_server(q), AUTH_S + 2 * H.SLOW,
+                 "the silent connection's auth timeout", interval=0.02)
+    took = time.monotonic() - t0
+    H.check(AUTH_S - 0.3 <= took <= AUTH_S + 1.0 * H.SLOW,
+            f"a silent connection closed after {took:.2f} s (tcp-auth-timeout {AUTH_S:g} s)")
+    H.check(not closed_by_server(a), "the authenticated connection was closed")
+    q.close()
+    H.wait_until(lambda: T.value(m(), "etrelay_turn_tcp_unauthenticated_connections") == 0,
+                 AUTH_S + 2 * H.SLOW, "every unauthenticated connection to time out")
+    s = m()
+    H.check(T.value(s, "etrelay_turn_tcp_dropped_total", reason="auth_timeout") >= 1,
+            "the auth timeout was not counted")
+    H.expect_eq(open_now(s), 1, "connections open: the authenticated one")
+
+    # Every slot of a worker authenticated: a new connection there is
+    # refused (full); the authenticated ones stay.
+    w = worker("127.0.0.2")
+    mine = [ip for ip in (H.spread_ip(i) for i in range(100, 400)) if worker(ip) == w]
+    auth = [a] + [authenticated(mine[k // PER_IP], port) for k in range(CAP - 1)]
+    extra = silent(mine[CAP], port)
+    H.wait_until(lambda: closed_by_server(extra), 2 * H.SLOW, "a connection beyond CAP closed")
+    s = m()
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 1,
+                "refused as full with every slot authenticated")
+    H.check(not any(closed_by_server(c) for c in auth), "an authenticated connection was closed")
+    H.expect_eq(open_now(s), CAP, "connections open with every slot authenticated")
+    for c in auth + [extra]:
+        c.close()
+    H.check(relay.alive(), "etrelay died")
+
+
+if __name__ == "__main__":
+    H.main(test)
