@@ -140,7 +140,7 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 		     unsigned nworkers, char *err, size_t errlen)
 {
 	struct turn_lshared *l = &sh->l[i];
-	uint8_t rnd[32];
+	uint8_t rnd[32], key[16];
 	uint32_t width = (uint32_t)c->port_max - c->port_min + 1;
 
 	if (i == 0) {
@@ -180,10 +180,16 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	}
 	turn_nonce_key_init(&l->nonce_key, rnd);
 	explicit_bzero(rnd, sizeof(rnd));
+	rl_random_key(net_random64, key);
+	if (turn_quota_init(&l->quota, c->max_allocations, c->user_quota, key) < 0) {
+		snprintf(err, errlen, "user-quota: out of memory");
+		return -1;
+	}
 	/* Each worker relays from a slice of its own. */
 	if (width < nworkers) {
 		snprintf(err, errlen, "ports %u-%u: fewer ports than workers (%u)", c->port_min,
 			 c->port_max, nworkers);
+		turn_quota_free(&l->quota);
 		return -1;
 	}
 	for (unsigned w = 0; w < nworkers; w++) {
@@ -198,11 +204,13 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 
 		if (rc < 0) {
 			snprintf(err, errlen, "tls: %s", strerror(-rc));
+			turn_quota_free(&l->quota);
 			return -1;
 		}
 		if (tls_reload_init(&l->reload, &l->tls, c->tls_cert, c->tls_key, loop_now(), err,
 				    errlen) < 0) {
 			tls_server_free(&l->tls);
+			turn_quota_free(&l->quota);
 			return -1;
 		}
 		l->tls_on = true;
@@ -233,6 +241,8 @@ int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 
 void turn_shared_free(struct turn_shared *sh)
 {
+	for (unsigned i = 0; i < sh->n; i++)
+		turn_quota_free(&sh->l[i].quota);
 	for (unsigned i = 0; i < sh->n; i++)
 		if (sh->l[i].tls_on) {
 			tls_reload_free(&sh->l[i].reload);
@@ -725,6 +735,7 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
 		l->conns[conn - 1].since = loop_now();
 	}
+	turn_quota_put(&l->sh->quota, l->t.a[idx].quota);
 	turn_alloc_remove(&l->t, idx);
 	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
 }
@@ -852,6 +863,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	uint16_t port = 0;
 	union etr_sockaddr relayed;
 	int fd = -1, bind_err = 0;
+	uint32_t qe;
 	size_t n;
 
 	/* A retransmission on a live 5-tuple is its allocation's (its key). */
@@ -895,12 +907,9 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
 		return;
 	}
-	switch (turn_alloc_admit(&l->t, &x->tuple, au.userid, au.userid_len)) {
+	switch (turn_alloc_admit(&l->t, &x->tuple)) {
 	case TURN_OK:
 		break;
-	case TURN_E_QUOTA:
-		reject(x, m, TURN_REJ_QUOTA, 486, au.key);
-		return;
 	case TURN_E_EXISTS:
 		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
 		return;
@@ -927,6 +936,19 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_CAP, 508, au.key);
 		return;
 	}
+	/* The quota holds across the workers too: counted under the cap's
+	 * place, so the userids counted never outnumber max-allocations. From
+	 * here every way out gives both back (alloc_end once created). */
+	e = turn_quota_take(&l->sh->quota, au.userid, au.userid_len, &qe);
+	if (e != TURN_OK) {
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		reject(x, m,
+		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
+		       : e == TURN_E_FULL ? TURN_REJ_CAP
+					  : TURN_REJ_REQUEST,
+		       turn_alloc_err_code(e), au.key);
+		return;
+	}
 	if (stun_has(m->reservation_token))
 		memcpy(token, stun_attr_ptr(m, m->reservation_token), 8);
 	{
@@ -951,6 +973,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		e = TURN_E_NO_PORT;
 	}
 	if (fd < 0) {
+		turn_quota_put(&l->sh->quota, qe);
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
 		if (e != TURN_E_TOKEN && log508_due(l, TURN_LOG508_PORTS, x->now_ms)) {
 			char a[ADDR_STRLEN];
@@ -975,8 +998,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	memset(&req, 0, sizeof(req));
 	req.username = (const char *)stun_attr_ptr(m, m->username);
 	req.username_len = m->username.len;
-	req.userid = au.userid;
-	req.userid_len = au.userid_len;
+	req.quota = qe;
 	req.key = au.key;
 	req.cred_expiry = au.expiry;
 	req.lifetime_s = lifetime;
@@ -986,11 +1008,9 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	if (e != TURN_OK) {
 		close(fd);
 		turn_alloc_port_release(&l->t, port, x->now_ms);
+		turn_quota_put(&l->sh->quota, qe);
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		reject(x, m,
-		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
-		       : e == TURN_E_FULL ? TURN_REJ_CAP
-					  : TURN_REJ_REQUEST,
+		reject(x, m, e == TURN_E_FULL ? TURN_REJ_CAP : TURN_REJ_REQUEST,
 		       turn_alloc_err_code(e), au.key);
 		return;
 	}
@@ -2007,7 +2027,7 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	if (cap > TURN_ALLOC_CAP_MAX)
 		cap = TURN_ALLOC_CAP_MAX;
 	rl_random_key(net_random64, key);
-	err = turn_alloc_init(&l->t, cap, lo, hi, c->user_quota, key, net_random64());
+	err = turn_alloc_init(&l->t, cap, lo, hi, key, net_random64());
 	if (err < 0) {
 		log_warnx("turn %s: allocation table: %s", c->name, strerror(-err));
 		return -1;

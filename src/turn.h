@@ -136,12 +136,54 @@ struct turn_secret_set {
 	size_t len[TURN_SECRETS_MAX];
 };
 
+/* Allocations per userid of one listener, counted for all its workers
+ * (user-quota): the reuseport program spreads one user's client addresses
+ * over the workers, so a count per worker would let workers x quota in.
+ * A linear-probing hash of userids over cap entries (max-allocations: an
+ * entry lives while an allocation holds it, so a flood of userids cannot
+ * grow it), under a mutex taken once per Allocate and once per
+ * allocation's end, never per datagram. turn_shared.c. */
+struct turn_quota_entry {
+	uint32_t count; /* 0: free */
+	uint32_t next_free;
+	uint8_t len;
+	char userid[TURN_USERNAME_MAX];
+};
+
+struct turn_quota {
+	pthread_mutex_t lock;
+	struct turn_quota_entry *e; /* cap entries */
+	uint32_t *slot;		    /* userid hash: entry index + 1, 0: empty */
+	uint32_t cap, mask, quota, free_head, used;
+	uint8_t key[16];
+};
+
+/* Count up to quota allocations per userid for at most cap userids at
+ * once; key keys the hash. 0, -EINVAL or -ENOMEM. */
+int turn_quota_init(struct turn_quota *q, uint32_t cap, uint32_t quota, const uint8_t key[16]);
+void turn_quota_free(struct turn_quota *q);
+
+/* Count one more allocation of userid: TURN_OK with its entry in *entry
+ * (for turn_quota_put), TURN_E_QUOTA when it holds quota already,
+ * TURN_E_USERNAME when longer than TURN_USERNAME_MAX, TURN_E_FULL when cap
+ * userids hold allocations (never while each take is covered by a place
+ * under the same cap, as Allocate's is). */
+enum turn_alloc_err turn_quota_take(struct turn_quota *q, const char *userid, size_t len,
+				    uint32_t *entry);
+
+/* Give back one allocation counted under entry (TURN_ALLOC_NONE: none). */
+void turn_quota_put(struct turn_quota *q, uint32_t entry);
+
+/* Allocations counted for userid now. */
+uint32_t turn_quota_count(struct turn_quota *q, const char *userid, size_t len);
+
 /* One listener, across the workers. */
 struct turn_lshared {
 	const struct turn_conf *conf;
 	struct turn_peer_policy policy;
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
+	struct turn_quota quota; /* allocations per userid, every worker */
 	_Atomic uint64_t log508_at[2]; /* ms: next 508 log line of a kind (turn.c) */
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];

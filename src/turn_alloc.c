@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
-/* TURN allocation table: a slab of allocations with a FIFO free list, two
- * linear-probing hashes with backward-shift deletion (5-tuple; userid for
- * the quota), a min-heap of deadlines (so expiry visits only what is due),
- * and the port range as a shuffled doubly linked free list. */
+/* TURN allocation table: a slab of allocations with a FIFO free list, a
+ * linear-probing hash of 5-tuples with backward-shift deletion, a min-heap
+ * of deadlines (so expiry visits only what is due), and the port range as
+ * a shuffled doubly linked free list. */
 #include "turn_alloc.h"
 
 #include <arpa/inet.h>
@@ -230,29 +230,9 @@ static uint32_t tuple_slot(const struct turn_alloc_table *t, const struct turn_5
 	return i;
 }
 
-static uint32_t userid_home(const struct turn_alloc_table *t, const char *u, size_t n)
-{
-	return (uint32_t)addr_siphash(u, n, t->key) & t->mask;
-}
-
-static uint32_t userid_slot(const struct turn_alloc_table *t, const char *u, size_t n)
-{
-	uint32_t i = userid_home(t, u, n);
-
-	while (t->qslot[i] != 0) {
-		const struct turn_quota *q = &t->q[t->qslot[i] - 1];
-
-		if (q->len == n && memcmp(q->userid, u, n) == 0)
-			break;
-		i = (i + 1) & t->mask;
-	}
-	return i;
-}
-
-/* Empty slot i of a linear-probing table and shift later members of its
- * chain back, so no tombstone is left. which: 0 the 5-tuple hash, 1 the
- * userid hash. */
-static void slot_delete(struct turn_alloc_table *t, uint32_t *slot, uint32_t i, int which)
+/* Empty slot i of the 5-tuple hash and shift later members of its chain
+ * back, so no tombstone is left. */
+static void slot_delete(struct turn_alloc_table *t, uint32_t *slot, uint32_t i)
 {
 	uint32_t j = i;
 
@@ -263,13 +243,7 @@ static void slot_delete(struct turn_alloc_table *t, uint32_t *slot, uint32_t i, 
 		j = (j + 1) & t->mask;
 		if (slot[j] == 0)
 			return;
-		if (which == 0) {
-			home = (uint32_t)tuple_hash(t, &t->a[slot[j] - 1].tuple) & t->mask;
-		} else {
-			const struct turn_quota *q = &t->q[slot[j] - 1];
-
-			home = userid_home(t, q->userid, q->len);
-		}
+		home = (uint32_t)tuple_hash(t, &t->a[slot[j] - 1].tuple) & t->mask;
 		/* Move j to i unless its home lies cyclically in (i, j]. */
 		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
 			slot[i] = slot[j];
@@ -346,7 +320,7 @@ static void deadline_update(struct turn_alloc_table *t, uint32_t idx)
 /* ---- the table ---- */
 
 int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min, uint16_t port_max,
-		    uint32_t quota, const uint8_t key[16], uint64_t seed)
+		    const uint8_t key[16], uint64_t seed)
 {
 	uint32_t n = 2;
 
@@ -359,11 +333,9 @@ int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min,
 	t->a = calloc(cap, sizeof(*t->a));
 	t->slot = calloc(n, sizeof(*t->slot));
 	t->heap = calloc(cap, sizeof(*t->heap));
-	t->q = calloc(cap, sizeof(*t->q));
-	t->qslot = calloc(n, sizeof(*t->qslot));
 	t->resv = calloc(cap, sizeof(*t->resv));
 	t->by_port = calloc((size_t)port_max - port_min + 1, sizeof(*t->by_port));
-	if (!t->a || !t->slot || !t->heap || !t->q || !t->qslot || !t->resv || !t->by_port ||
+	if (!t->a || !t->slot || !t->heap || !t->resv || !t->by_port ||
 	    ports_init(&t->ports, port_min, port_max, seed) < 0) {
 		turn_alloc_free(t);
 		return -ENOMEM;
@@ -371,17 +343,14 @@ int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min,
 	t->cap = cap;
 	t->nslots = n;
 	t->mask = n - 1;
-	t->quota = quota;
 	memcpy(t->key, key, sizeof(t->key));
 	for (uint32_t i = 0; i < cap; i++) {
 		t->a[i].next_free = i + 1 < cap ? i + 1 : NONE;
-		t->q[i].next_free = i + 1 < cap ? i + 1 : NONE;
 	}
 	for (uint32_t i = 0; i < t->ports.width; i++)
 		t->by_port[i] = NONE;
 	t->free_head = 0;
 	t->free_tail = cap - 1;
-	t->qfree = 0;
 	return 0;
 }
 
@@ -390,8 +359,6 @@ void turn_alloc_free(struct turn_alloc_table *t)
 	free(t->a);
 	free(t->slot);
 	free(t->heap);
-	free(t->q);
-	free(t->qslot);
 	free(t->resv);
 	free(t->by_port);
 	ports_free(&t->ports);
@@ -410,19 +377,12 @@ uint32_t turn_alloc_by_port(const struct turn_alloc_table *t, uint16_t port)
 	return port_in(&t->ports, port) ? t->by_port[port - t->ports.min] : NONE;
 }
 
-enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k,
-				     const char *userid, size_t userid_len)
+enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k)
 {
 	if (turn_alloc_lookup(t, k) != NONE)
 		return TURN_E_EXISTS;
 	if (t->active >= t->cap)
 		return TURN_E_FULL;
-	if (t->quota && userid_len <= TURN_USERNAME_MAX) {
-		uint32_t v = t->qslot[userid_slot(t, userid, userid_len)];
-
-		if (v && t->q[v - 1].count >= t->quota)
-			return TURN_E_QUOTA;
-	}
 	return TURN_OK;
 }
 
@@ -532,31 +492,16 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 	struct turn_ports *p = &t->ports;
 	enum turn_alloc_err e;
 	struct turn_alloc *a;
-	uint32_t i, qi = NONE;
+	uint32_t i;
 
-	if (req->username_len > TURN_USERNAME_MAX || req->userid_len > TURN_USERNAME_MAX)
+	if (req->username_len > TURN_USERNAME_MAX)
 		return TURN_E_USERNAME;
-	e = turn_alloc_admit(t, k, req->userid, req->userid_len);
+	e = turn_alloc_admit(t, k);
 	if (e != TURN_OK)
 		return e;
 	if (!port_in(p, req->port) || p->state[req->port - p->min] != PORT_USED ||
 	    t->by_port[req->port - p->min] != NONE)
 		return TURN_E_NO_PORT;
-	if (t->quota) {
-		uint32_t s = userid_slot(t, req->userid, req->userid_len);
-
-		if (t->qslot[s] == 0) {
-			/* At most one entry per live allocation: never empty. */
-			qi = t->qfree;
-			t->qfree = t->q[qi].next_free;
-			t->q[qi].len = (uint8_t)req->userid_len;
-			memcpy(t->q[qi].userid, req->userid, req->userid_len);
-			t->qslot[s] = qi + 1;
-		} else {
-			qi = t->qslot[s] - 1;
-		}
-		t->q[qi].count++;
-	}
 	i = t->free_head;
 	t->free_head = t->a[i].next_free;
 	if (t->free_head == NONE)
@@ -569,7 +514,7 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 	a->expires = now + (uint64_t)req->lifetime_s * 1000;
 	a->cred_expiry = req->cred_expiry;
 	a->txn_len = 0;
-	a->quota = qi;
+	a->quota = req->quota;
 	a->port = req->port;
 	a->family = req->family;
 	a->username_len = (uint8_t)req->username_len;
@@ -594,16 +539,7 @@ void turn_alloc_remove(struct turn_alloc_table *t, uint32_t idx)
 
 	if (!a->live)
 		return;
-	slot_delete(t, t->slot, tuple_slot(t, &a->tuple), 0);
-	if (a->quota != NONE) {
-		struct turn_quota *q = &t->q[a->quota];
-
-		if (--q->count == 0) {
-			slot_delete(t, t->qslot, userid_slot(t, q->userid, q->len), 1);
-			q->next_free = t->qfree;
-			t->qfree = a->quota;
-		}
-	}
+	slot_delete(t, t->slot, tuple_slot(t, &a->tuple));
 	heap_remove(t, idx);
 	t->by_port[a->port - t->ports.min] = NONE;
 	port_free(&t->ports, (uint32_t)(a->port - t->ports.min));

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* TURN allocations of one worker (RFC 8656): the table keyed by 5-tuple,
- * the relayed port range, permissions, channels, per-userid quota, the
- * last-transaction cache and expiry. Pure: no sockets, no clock (`now` is
- * CLOCK_MONOTONIC milliseconds, passed in), all memory taken at init. */
+ * the relayed port range, permissions, channels, the last-transaction
+ * cache and expiry. Pure: no sockets, no clock (`now` is CLOCK_MONOTONIC
+ * milliseconds, passed in), all memory taken at init. The per-userid quota
+ * is the listener's, across its workers (turn_quota in turn.h): an
+ * allocation keeps its entry as a tag. */
 #ifndef ETR_TURN_ALLOC_H
 #define ETR_TURN_ALLOC_H
 
@@ -76,7 +78,7 @@ enum turn_alloc_err {
 	TURN_OK = 0,
 	TURN_E_EXISTS,	     /* 437: the 5-tuple has an allocation */
 	TURN_E_FULL,	     /* 508: the table is at its capacity (node cap) */
-	TURN_E_QUOTA,	     /* 486: the userid holds its quota */
+	TURN_E_QUOTA,	     /* 486: the userid holds its quota (turn_quota_take) */
 	TURN_E_NO_PORT,	     /* 508: no usable port (or no even one) left */
 	TURN_E_TOKEN,	     /* 508: RESERVATION-TOKEN unknown or expired */
 	TURN_E_USERNAME,     /* 400: USERNAME longer than TURN_USERNAME_MAX */
@@ -116,7 +118,7 @@ struct turn_alloc {
 	uint64_t txn_at;      /* ms the cached response was stored */
 	struct turn_perm perm[TURN_PERM_MAX];
 	struct turn_chan chan[TURN_CHAN_MAX];
-	uint32_t quota;	   /* quota entry index, TURN_ALLOC_NONE without quota */
+	uint32_t quota;	   /* the glue's tag (its quota entry), as given */
 	uint32_t heap_pos; /* in the deadline heap */
 	uint32_t next_free;
 	uint16_t port;	  /* relayed port */
@@ -128,14 +130,6 @@ struct turn_alloc {
 	uint8_t txn_id[12];
 	char username[TURN_USERNAME_MAX + 1];
 	uint8_t txn_resp[TURN_TXN_RESP_MAX];
-};
-
-/* Allocations per userid, for the quota. */
-struct turn_quota {
-	uint32_t count; /* 0 = free entry */
-	uint32_t next_free;
-	uint8_t len;
-	char userid[TURN_USERNAME_MAX];
 };
 
 /* A reserved port (EVEN-PORT with R=1) waiting for its token. */
@@ -165,25 +159,21 @@ struct turn_alloc_table {
 	uint32_t *slot;		/* 5-tuple hash: index + 1, 0 = empty */
 	uint32_t *heap;		/* live allocations by deadline */
 	uint32_t *by_port;	/* ports.width entries: index, TURN_ALLOC_NONE */
-	struct turn_quota *q;	/* cap entries */
-	uint32_t *qslot;	/* userid hash: quota index + 1 */
 	struct turn_resv *resv; /* cap entries */
 	struct turn_ports ports;
 	uint32_t cap, nslots, mask;
 	uint32_t active, nheap, nresv;
-	uint32_t quota; /* allocations per userid, 0 = no quota */
 	uint32_t free_head, free_tail;
-	uint32_t qfree;
 	uint8_t key[16];
 };
 
 /* Make a table for cap allocations (1..TURN_ALLOC_CAP_MAX, at most the
  * slice's width), relaying from ports port_min..port_max (this worker's
- * slice), quota allocations per userid (0 = none). key keys the hashes
+ * slice). key keys the hash
  * (random per process); seed shuffles the order ports are handed out in.
  * Returns 0, -EINVAL or -ENOMEM. */
 int turn_alloc_init(struct turn_alloc_table *t, uint32_t cap, uint16_t port_min, uint16_t port_max,
-		    uint32_t quota, const uint8_t key[16], uint64_t seed);
+		    const uint8_t key[16], uint64_t seed);
 void turn_alloc_free(struct turn_alloc_table *t);
 
 /* The allocation of this 5-tuple, or TURN_ALLOC_NONE. */
@@ -192,11 +182,10 @@ uint32_t turn_alloc_lookup(const struct turn_alloc_table *t, const struct turn_5
 /* The allocation relaying on port (O(1)), or TURN_ALLOC_NONE. */
 uint32_t turn_alloc_by_port(const struct turn_alloc_table *t, uint16_t port);
 
-/* Whether an Allocate from k with this userid could be granted: TURN_OK,
- * TURN_E_EXISTS, TURN_E_FULL or TURN_E_QUOTA, in that order (the glue asks
- * before it takes a port and binds it). */
-enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k,
-				     const char *userid, size_t userid_len);
+/* Whether an Allocate from k could be granted here: TURN_OK, TURN_E_EXISTS
+ * or TURN_E_FULL, in that order (the glue asks before it counts the userid,
+ * takes a port and binds it). */
+enum turn_alloc_err turn_alloc_admit(const struct turn_alloc_table *t, const struct turn_5tuple *k);
 
 /* Take a relayed port. With token (8 bytes, RESERVATION-TOKEN) the port
  * reserved under it, or TURN_E_TOKEN. Else with even an even port (RFC 8656
@@ -227,8 +216,7 @@ uint32_t turn_alloc_ports_bad(const struct turn_alloc_table *t);
 struct turn_alloc_req {
 	const char *username; /* USERNAME as received */
 	size_t username_len;
-	const char *userid; /* what the quota counts (REST: after the ':') */
-	size_t userid_len;
+	uint32_t quota;	      /* kept in the allocation for the glue (its quota entry) */
 	const uint8_t *key;   /* 16 bytes: long-term key */
 	uint64_t cred_expiry; /* stored for the glue, not interpreted */
 	uint32_t lifetime_s;  /* granted lifetime, clamped by the glue */
@@ -243,8 +231,8 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 				      const struct turn_alloc_req *req, uint64_t now,
 				      uint32_t *idx);
 
-/* Remove a live allocation: its port goes back to the range (last in line),
- * its userid's count down. The glue closes the relayed socket. */
+/* Remove a live allocation: its port goes back to the range (last in line).
+ * The glue closes the relayed socket and gives back its quota entry. */
 void turn_alloc_remove(struct turn_alloc_table *t, uint32_t idx);
 
 /* Refresh: the allocation now lasts lifetime_s from now (the glue clamps;

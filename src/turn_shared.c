@@ -1,7 +1,162 @@
 /* SPDX-License-Identifier: ISC */
-/* What the ops plane reads of the TURN listeners without linking them: the
- * names of their counters' labels. */
+/* What the workers of a TURN listener share and the ops plane reads without
+ * linking them: the per-userid allocation count (user-quota) and the names
+ * of the counters' labels. */
 #include "turn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---- user-quota across the workers ---- */
+
+int turn_quota_init(struct turn_quota *q, uint32_t cap, uint32_t quota, const uint8_t key[16])
+{
+	uint32_t n = 2;
+
+	memset(q, 0, sizeof(*q));
+	if (cap == 0 || cap > (1u << 24) || quota == 0)
+		return -EINVAL;
+	while (n < 2 * cap)
+		n <<= 1;
+	q->e = calloc(cap, sizeof(*q->e));
+	q->slot = calloc(n, sizeof(*q->slot));
+	if (!q->e || !q->slot) {
+		free(q->e);
+		free(q->slot);
+		memset(q, 0, sizeof(*q));
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&q->lock, NULL);
+	q->cap = cap;
+	q->mask = n - 1;
+	q->quota = quota;
+	memcpy(q->key, key, sizeof(q->key));
+	for (uint32_t i = 0; i < cap; i++)
+		q->e[i].next_free = i + 1 < cap ? i + 1 : TURN_ALLOC_NONE;
+	q->free_head = 0;
+	return 0;
+}
+
+void turn_quota_free(struct turn_quota *q)
+{
+	if (!q->e)
+		return;
+	pthread_mutex_destroy(&q->lock);
+	free(q->e);
+	free(q->slot);
+	memset(q, 0, sizeof(*q));
+}
+
+static uint32_t quota_home(const struct turn_quota *q, const char *u, size_t n)
+{
+	return (uint32_t)addr_siphash(u, n, q->key) & q->mask;
+}
+
+/* The slot of userid u, or the empty one ending its chain. */
+static uint32_t quota_slot(const struct turn_quota *q, const char *u, size_t n)
+{
+	uint32_t i = quota_home(q, u, n);
+
+	while (q->slot[i] != 0) {
+		const struct turn_quota_entry *e = &q->e[q->slot[i] - 1];
+
+		if (e->len == n && memcmp(e->userid, u, n) == 0)
+			break;
+		i = (i + 1) & q->mask;
+	}
+	return i;
+}
+
+/* Empty slot i and shift later members of its chain back (no tombstones). */
+static void quota_slot_delete(struct turn_quota *q, uint32_t i)
+{
+	uint32_t j = i;
+
+	q->slot[i] = 0;
+	for (;;) {
+		const struct turn_quota_entry *e;
+		uint32_t home;
+
+		j = (j + 1) & q->mask;
+		if (q->slot[j] == 0)
+			return;
+		e = &q->e[q->slot[j] - 1];
+		home = quota_home(q, e->userid, e->len);
+		/* Move j to i unless its home lies cyclically in (i, j]. */
+		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+			q->slot[i] = q->slot[j];
+			q->slot[j] = 0;
+			i = j;
+		}
+	}
+}
+
+enum turn_alloc_err turn_quota_take(struct turn_quota *q, const char *userid, size_t len,
+				    uint32_t *entry)
+{
+	enum turn_alloc_err err = TURN_OK;
+	uint32_t s, i;
+
+	if (len > TURN_USERNAME_MAX)
+		return TURN_E_USERNAME;
+	pthread_mutex_lock(&q->lock);
+	s = quota_slot(q, userid, len);
+	if (q->slot[s] != 0) {
+		i = q->slot[s] - 1;
+		if (q->e[i].count >= q->quota) {
+			err = TURN_E_QUOTA;
+			goto out;
+		}
+	} else if (q->free_head == TURN_ALLOC_NONE) {
+		err = TURN_E_FULL;
+		goto out;
+	} else {
+		i = q->free_head;
+		q->free_head = q->e[i].next_free;
+		q->e[i].len = (uint8_t)len;
+		memcpy(q->e[i].userid, userid, len);
+		q->slot[s] = i + 1;
+		q->used++;
+	}
+	q->e[i].count++;
+	*entry = i;
+out:
+	pthread_mutex_unlock(&q->lock);
+	return err;
+}
+
+void turn_quota_put(struct turn_quota *q, uint32_t entry)
+{
+	struct turn_quota_entry *e;
+
+	if (entry >= q->cap)
+		return;
+	pthread_mutex_lock(&q->lock);
+	e = &q->e[entry];
+	if (e->count > 0 && --e->count == 0) {
+		quota_slot_delete(q, quota_slot(q, e->userid, e->len));
+		e->next_free = q->free_head;
+		q->free_head = entry;
+		q->used--;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+uint32_t turn_quota_count(struct turn_quota *q, const char *userid, size_t len)
+{
+	uint32_t v, n = 0;
+
+	if (len > TURN_USERNAME_MAX)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	v = q->slot[quota_slot(q, userid, len)];
+	if (v)
+		n = q->e[v - 1].count;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+/* ---- labels ---- */
 
 static const char *const reject_names[TURN_REJECTS] = {
     [TURN_REJ_CAP] = "cap",	[TURN_REJ_QUOTA] = "quota",   [TURN_REJ_DRAIN] = "drain",

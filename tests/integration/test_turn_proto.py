@@ -16,7 +16,8 @@ IPv6 family (440), a second Allocate on a 5-tuple (437), a retransmitted
 Allocate, Refresh 0 then Refresh (437), ChannelBind conflicts and range,
 every refused peer form (403), the allow/deny/own order, REST credential
 expiry with and without turn-strict-expiry, and stale nonces (438) with
-turn-nonce-lifetime 1s. Each case checks
+turn-nonce-lifetime 1s. user-quota with --workers 2 from addresses on both
+workers: one count for the listener. Each case checks
 the answer and the counter in /metrics that should move."""
 
 import base64
@@ -380,6 +381,81 @@ def port_slices(ctx, a):
     h.expect_eq(got, 1, f"the 508 counted as {why}")
 
 
+def quota_workers(ctx, a):
+    """user-quota 3 with --workers 2, one userid allocating from source
+    addresses the reuseport model puts on both workers: exactly 3
+    allocations in all, the 4th gets 486 on either worker (counted as
+    quota), Refresh 0 of one on worker 0 lets the next in on worker 1, and
+    with all of them gone the userid has its 3 again. A count per worker
+    (as before) let 3 in on each."""
+    port, ops = h.free_udp_tcp_port(), h.free_tcp_port()
+    relay = h.relay_env(ctx, {"ETRELAY_TURN_SECRET": SECRET, "ETRELAY_LIFECYCLE_TOKEN": TOKEN},
+                        "--turn-listen", f"{h.LOOPBACK}:{port}", "--turn-relay-address",
+                        RELAY_IP, "--turn-user-quota", "3", "--turn-max-allocations", "16",
+                        "--ops-listen", f"{h.LOOPBACK}:{ops}", "--workers", "2",
+                        listen=False, open_limits=False, ready_re=READY_RE)
+    _, m, _ = relay.wait_for_line(h.WORKERS_RE, timeout=2, what="the workers line")
+    key = int(m.group(2), 16)
+    on = {0: [], 1: []}
+    for i in range(3000, 8000):
+        ip = h.spread_ip(i)
+        w = h.reuseport_worker(key, ip, 2)
+        if len(on[w]) < 4:
+            on[w].append(ip)
+        if len(on[0]) == 4 and len(on[1]) == 4:
+            break
+    else:
+        h.fail(f"the model put fewer than 4 of 5000 addresses on a worker: {on}")
+    server = [h.LOOPBACK, port]
+    udp = {"t": "REQUESTED-TRANSPORT", "u32": UDP_TRANSPORT}
+    cred = credential("qw")
+    socks = []
+
+    def alloc(w, n, want):
+        sock = f"qw{w}.{n}"
+        res = a.ask(op="raw", server=server, sock=sock, local=on[w][n], method="ALLOCATE",
+                    attrs=[udp], auth=cred)
+        h.expect_eq(res.get("code"), want,
+                    f"quota across workers: Allocate from {on[w][n]} (worker {w}): {res}")
+        if want == 0:
+            socks.append(sock)
+        return sock
+
+    def value(name, **labels):
+        return h.counter(h.get_metrics(ops, TOKEN), "etrelay_turn_" + name, **labels)
+
+    first = alloc(0, 0, 0)
+    alloc(1, 0, 0)
+    alloc(0, 1, 0)
+    alloc(1, 1, 486)  # worker 1 holds one of the userid's: the count is shared
+    alloc(0, 2, 486)
+    h.expect_eq(value("allocations_active"), 3, "allocations of one userid, both workers")
+    h.expect_eq(value("allocations_rejected_total", reason="quota"), 2,
+                "486s counted as quota")
+    # One goes on worker 0: worker 1 may grant the next, and no more.
+    res = a.ask(op="raw", server=server, sock=first, method="REFRESH",
+                attrs=[{"t": "LIFETIME", "u32": 0}], auth=cred)
+    h.expect_eq(res.get("code"), 0, f"quota across workers: Refresh 0: {res}")
+    socks.remove(first)
+    alloc(1, 2, 0)
+    alloc(1, 3, 486)
+    h.expect_eq(value("allocations_rejected_total", reason="quota"), 3,
+                "486s counted as quota")
+    # Every allocation gone (each count given back once): 3 again.
+    for sock in socks:
+        res = a.ask(op="raw", server=server, sock=sock, method="REFRESH",
+                    attrs=[{"t": "LIFETIME", "u32": 0}], auth=cred)
+        h.expect_eq(res.get("code"), 0, f"quota across workers: Refresh 0 of {sock}: {res}")
+    h.expect_eq(value("allocations_active"), 0, "allocations after every Refresh 0")
+    socks.clear()
+    alloc(0, 3, 0)
+    alloc(1, 0, 0)  # a 5-tuple used before: its allocation is gone
+    alloc(0, 0, 0)
+    alloc(1, 1, 486)
+    relay.expect_exit = True
+    relay.close()
+
+
 def _udp_free(ip, port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -401,6 +477,7 @@ def run(ctx):
     ctx.objs.append(a)
     rotation(ctx, a)
     port_slices(ctx, a)
+    quota_workers(ctx, a)
     echo = Echo(host=PEER_IP).start()
     ctx.objs.append(echo)
     peer = [PEER_IP, echo.port]

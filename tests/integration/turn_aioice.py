@@ -97,8 +97,10 @@ class Sock:
     """A plain UDP socket toward the server, with the realm and nonce its
     last 401 or 438 gave."""
 
-    def __init__(self, server):
+    def __init__(self, server, local=None):
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if local:  # a source address of its own (127/8 reaches lo)
+            self.s.bind((local, 0))
         self.s.connect(server)
         self.s.settimeout(2.0)
         self.realm = self.nonce = None
@@ -162,9 +164,10 @@ class Helper:
         fetches realm and nonce when the socket has none yet); mac: sha1,
         sha256, bad or none; nonce_of: sign with another socket's nonce;
         tid: hex; repeat: send the same bytes that many times; retry_stale:
-        after a 438, once more with its nonce."""
+        after a 438, once more with its nonce; local: the source address of
+        a new socket."""
         if r["sock"] not in self.socks:
-            self.socks[r["sock"]] = Sock(tuple(r["server"]))
+            self.socks[r["sock"]] = Sock(tuple(r["server"]), r.get("local"))
         s = self.socks[r["sock"]]
         tid = bytes.fromhex(r["tid"]) if r.get("tid") else os.urandom(12)
         attrs = [(A[a["t"]] if isinstance(a["t"], str) else a["t"], attr_value(a, tid))

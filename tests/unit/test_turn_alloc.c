@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* Unit tests for turn_alloc.c: 5-tuples, cap, quota, the port range with
+/* Unit tests for turn_alloc.c: 5-tuples, cap, the port range with
  * EVEN-PORT and reservations, permissions, channels, the retransmission
  * cache, expiry order; and a randomized run against a naive model. */
 #include <stdarg.h>
@@ -61,7 +61,7 @@ static enum turn_alloc_err alloc_as(struct turn_alloc_table *t, const struct tur
 	uint16_t port;
 
 	snprintf(username, sizeof(username), "1700000000:%s", user);
-	e = turn_alloc_admit(t, k, user, strlen(user));
+	e = turn_alloc_admit(t, k);
 	if (e != TURN_OK)
 		return e;
 	e = turn_alloc_port_take(t, false, false, NULL, NULL, now, &port);
@@ -70,8 +70,6 @@ static enum turn_alloc_err alloc_as(struct turn_alloc_table *t, const struct tur
 	memset(&r, 0, sizeof(r));
 	r.username = username;
 	r.username_len = strlen(username);
-	r.userid = user;
-	r.userid_len = strlen(user);
 	r.key = lkey;
 	r.cred_expiry = 1700000000;
 	r.lifetime_s = lifetime_s;
@@ -90,7 +88,7 @@ static void test_allocation_is_found_by_5tuple_and_by_port(void **state)
 	uint32_t idx, idx2;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "alice", 600, 0, &idx), TURN_OK);
 	assert_int_equal(turn_alloc_lookup(&t, &k), idx);
 	assert_int_equal(turn_alloc_lookup(&t, &other), TURN_ALLOC_NONE);
@@ -117,7 +115,7 @@ static void test_stream_5tuples_are_told_apart_by_connection_and_listener(void *
 	uint32_t ia, ib, ic, id;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, hkey, 1), 0);
 	a.transport = TURN_TCP;
 	a.conn = 7;
 	b = a;
@@ -147,7 +145,7 @@ static void test_node_cap_refuses_with_508_until_one_goes(void **state)
 	uint32_t idx[4], x;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	for (uint32_t i = 0; i < 4; i++) {
 		struct turn_5tuple k = udp(i);
 
@@ -172,111 +170,10 @@ static void test_init_refuses_a_cap_wider_than_the_port_range(void **state)
 	struct turn_alloc_table t;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 11, 50000, 50009, 0, hkey, 1), -EINVAL);
-	assert_int_equal(turn_alloc_init(&t, 0, 50000, 50009, 0, hkey, 1), -EINVAL);
-	assert_int_equal(turn_alloc_init(&t, 1, 50009, 50000, 0, hkey, 1), -EINVAL);
-	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, 0, hkey, 1), 0);
-	turn_alloc_free(&t);
-}
-
-static void test_quota_counts_per_userid_and_answers_486(void **state)
-{
-	struct turn_alloc_table t;
-	struct turn_5tuple k[6];
-	uint32_t idx[6], x;
-	struct turn_alloc_req r;
-	uint16_t port;
-
-	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 16, 50000, 50099, 2, hkey, 1), 0);
-	for (int i = 0; i < 6; i++)
-		k[i] = udp((uint32_t)i);
-	assert_int_equal(alloc_as(&t, &k[0], "alice", 600, 0, &idx[0]), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[1], "alice", 600, 0, &idx[1]), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[2], "alice", 600, 0, &x), TURN_E_QUOTA);
-	assert_int_equal(turn_alloc_err_code(TURN_E_QUOTA), 486);
-	/* Another user is not held back; a userid is compared whole. */
-	assert_int_equal(alloc_as(&t, &k[2], "bob", 600, 0, &idx[2]), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[3], "alic", 600, 0, &idx[3]), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[4], "alicee", 600, 0, &idx[4]), TURN_OK);
-	/* Another expiry, same userid: the quota still counts it (REST
-	 * usernames differ in their expiry only). */
-	assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &port), TURN_OK);
-	memset(&r, 0, sizeof(r));
-	r.username = "1800000000:alice";
-	r.username_len = strlen(r.username);
-	r.userid = "alice";
-	r.userid_len = 5;
-	r.key = lkey;
-	r.lifetime_s = 600;
-	r.family = AF_INET;
-	r.port = port;
-	assert_int_equal(turn_alloc_create(&t, &k[5], &r, 0, &x), TURN_E_QUOTA);
-	turn_alloc_port_release(&t, port, 0);
-	/* One goes, one may come. */
-	turn_alloc_remove(&t, idx[0]);
-	assert_int_equal(alloc_as(&t, &k[5], "alice", 600, 0, &x), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[0], "alice", 600, 0, &x), TURN_E_QUOTA);
-	/* All of alice's go: her entry is freed and comes back at zero. */
-	turn_alloc_remove(&t, idx[1]);
-	turn_alloc_remove(&t, turn_alloc_lookup(&t, &k[5]));
-	assert_int_equal(alloc_as(&t, &k[0], "alice", 600, 0, &idx[0]), TURN_OK);
-	assert_int_equal(alloc_as(&t, &k[1], "alice", 600, 0, &idx[1]), TURN_OK);
-	turn_alloc_free(&t);
-}
-
-static void test_quota_zero_means_none(void **state)
-{
-	struct turn_alloc_table t;
-	uint32_t x;
-
-	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 64, 50000, 50099, 0, hkey, 1), 0);
-	for (uint32_t i = 0; i < 64; i++) {
-		struct turn_5tuple k = udp(i);
-
-		assert_int_equal(alloc_as(&t, &k, "alice", 600, 0, &x), TURN_OK);
-	}
-	turn_alloc_free(&t);
-}
-
-static void test_quota_entries_survive_many_userids_coming_and_going(void **state)
-{
-	struct turn_alloc_table t;
-	uint32_t idx[32];
-	char u[32];
-
-	(void)state;
-	/* Every slot of the userid hash gets used and reused: backward-shift
-	 * deletion must keep every chain findable. */
-	assert_int_equal(turn_alloc_init(&t, 32, 50000, 50099, 1, hkey, 1), 0);
-	for (uint32_t round = 0; round < 20; round++) {
-		for (uint32_t i = 0; i < 32; i++) {
-			struct turn_5tuple k = udp(i);
-
-			snprintf(u, sizeof(u), "user%u", round * 7 + i);
-			assert_int_equal(alloc_as(&t, &k, u, 600, 0, &idx[i]), TURN_OK);
-		}
-		for (uint32_t i = 0; i < 32; i++) {
-			struct turn_5tuple k = udp(i + 100);
-			uint32_t x;
-
-			snprintf(u, sizeof(u), "user%u", round * 7 + i);
-			assert_int_equal(turn_alloc_admit(&t, &k, u, strlen(u)), TURN_E_FULL);
-			(void)x;
-		}
-		for (uint32_t i = 0; i < 32; i += 2)
-			turn_alloc_remove(&t, idx[i]);
-		for (uint32_t i = 1; i < 32; i += 2) {
-			struct turn_5tuple k = udp(i + 100);
-
-			snprintf(u, sizeof(u), "user%u", round * 7 + i);
-			assert_int_equal(turn_alloc_admit(&t, &k, u, strlen(u)), TURN_E_QUOTA);
-		}
-		for (uint32_t i = 1; i < 32; i += 2)
-			turn_alloc_remove(&t, idx[i]);
-		assert_int_equal(t.active, 0);
-	}
+	assert_int_equal(turn_alloc_init(&t, 11, 50000, 50009, hkey, 1), -EINVAL);
+	assert_int_equal(turn_alloc_init(&t, 0, 50000, 50009, hkey, 1), -EINVAL);
+	assert_int_equal(turn_alloc_init(&t, 1, 50009, 50000, hkey, 1), -EINVAL);
+	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, hkey, 1), 0);
 	turn_alloc_free(&t);
 }
 
@@ -290,22 +187,20 @@ static void test_long_username_is_refused(void **state)
 	uint32_t x;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 1, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	memset(name, 'a', sizeof(name));
 	name[sizeof(name) - 1] = '\0';
 	assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &port), TURN_OK);
 	memset(&r, 0, sizeof(r));
 	r.username = name;
 	r.username_len = TURN_USERNAME_MAX + 1;
-	r.userid = name;
-	r.userid_len = TURN_USERNAME_MAX + 1;
 	r.key = lkey;
 	r.lifetime_s = 600;
 	r.family = AF_INET;
 	r.port = port;
 	assert_int_equal(turn_alloc_create(&t, &k, &r, 0, &x), TURN_E_USERNAME);
 	assert_int_equal(turn_alloc_err_code(TURN_E_USERNAME), 400);
-	r.username_len = r.userid_len = TURN_USERNAME_MAX;
+	r.username_len = TURN_USERNAME_MAX;
 	assert_int_equal(turn_alloc_create(&t, &k, &r, 0, &x), TURN_OK);
 	assert_int_equal(strlen(t.a[x].username), TURN_USERNAME_MAX);
 	turn_alloc_free(&t);
@@ -318,7 +213,7 @@ static void test_refs_carry_the_generation(void **state)
 	uint32_t idx, ref, idx2;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 1, 50000, 50001, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 1, 50000, 50001, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 600, 0, &idx), TURN_OK);
 	ref = turn_alloc_ref(&t, idx);
 	assert_true(ref < (1u << 24));
@@ -340,7 +235,7 @@ static void test_allocations_expire_earliest_first_and_refresh_moves_them(void *
 	uint32_t idx[6], got;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(turn_alloc_next_deadline(&t), UINT64_MAX);
 	for (uint32_t i = 0; i < 6; i++) {
 		struct turn_5tuple k = udp(i);
@@ -379,7 +274,7 @@ static void test_permissions_last_300_s_ip_only_and_refresh(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	v4(&p1, "8.8.8.8", 1000);
 	v4(&p1b, "8.8.8.8", 2000);
@@ -419,7 +314,7 @@ static void test_permissions_are_bounded_and_expired_ones_reused(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_PERM_MAX; i++) {
 		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
@@ -450,7 +345,7 @@ static void test_channels_bind_refresh_and_install_permissions(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	v4(&p1, "8.8.8.8", 5000);
 	v4(&p1other, "8.8.8.8", 5001);
@@ -486,7 +381,7 @@ static void test_channel_range_and_conflicts_are_refused(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	v4(&p1, "8.8.8.8", 5000);
 	v4(&p2, "8.8.4.4", 5000);
@@ -512,7 +407,7 @@ static void test_channels_are_bounded(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_CHAN_MAX; i++) {
 		v4(&p, "8.8.8.8", (uint16_t)(1000 + i));
@@ -533,7 +428,7 @@ static void test_channel_refused_when_its_permission_cannot_be_had(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_PERM_MAX; i++) {
 		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
@@ -559,11 +454,11 @@ static void test_ipv6_allocation_gets_ipv6_channel_peers(void **state)
 	uint32_t idx;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &port), TURN_OK);
 	memset(&r, 0, sizeof(r));
-	r.username = r.userid = "u";
-	r.username_len = r.userid_len = 1;
+	r.username = "u";
+	r.username_len = 1;
 	r.key = lkey;
 	r.lifetime_s = 600;
 	r.family = AF_INET6;
@@ -590,7 +485,7 @@ static void test_last_transaction_is_answered_again_for_40_s(void **state)
 
 	(void)state;
 	memset(resp, 0x5a, sizeof(resp));
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 600, 0, &idx), TURN_OK);
 	assert_null(turn_alloc_txn_find(&t, idx, tid, 0, &len));
 	assert_true(turn_alloc_txn_store(&t, idx, tid, resp, 100, 1 * S));
@@ -623,7 +518,7 @@ static void test_port_range_exhausts_and_reuses_freed_ports_last(void **state)
 	bool seen[10] = {false};
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, 0, hkey, 42), 0);
+	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, hkey, 42), 0);
 	for (int i = 0; i < 10; i++) {
 		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &ports[i]),
 				 TURN_OK);
@@ -649,8 +544,8 @@ static void test_ports_come_out_shuffled_by_the_seed(void **state)
 	int same = 0, ascending = 0;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&a, 20, 50000, 50999, 0, hkey, 1), 0);
-	assert_int_equal(turn_alloc_init(&b, 20, 50000, 50999, 0, hkey, 2), 0);
+	assert_int_equal(turn_alloc_init(&a, 20, 50000, 50999, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&b, 20, 50000, 50999, hkey, 2), 0);
 	for (int i = 0; i < 20; i++) {
 		assert_int_equal(turn_alloc_port_take(&a, false, false, NULL, NULL, 0, &pa[i]), 0);
 		assert_int_equal(turn_alloc_port_take(&b, false, false, NULL, NULL, 0, &pb[i]), 0);
@@ -669,7 +564,7 @@ static void test_even_port_is_even_and_fails_when_none_is_left(void **state)
 	uint16_t p;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, 0, hkey, 7), 0);
+	assert_int_equal(turn_alloc_init(&t, 10, 50000, 50009, hkey, 7), 0);
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(turn_alloc_port_take(&t, true, false, NULL, NULL, 0, &p), TURN_OK);
 		assert_int_equal(p % 2, 0);
@@ -690,7 +585,7 @@ static void test_even_port_reservation_is_redeemed_once_within_30_s(void **state
 	uint16_t p, q, r;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 10, 50001, 50010, 0, hkey, 3), 0);
+	assert_int_equal(turn_alloc_init(&t, 10, 50001, 50010, hkey, 3), 0);
 	assert_int_equal(turn_alloc_port_take(&t, true, true, NULL, tok, 0, &p), TURN_OK);
 	assert_int_equal(p % 2, 0);
 	assert_true(p + 1 <= 50010);
@@ -736,7 +631,7 @@ static void test_reservation_needs_a_free_pair(void **state)
 
 	(void)state;
 	/* 50000..50003: take the odd ones, then no pair is left. */
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, 0, hkey, 3), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, hkey, 3), 0);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &taken[i]),
 				 0);
@@ -760,7 +655,7 @@ static void test_unusable_port_is_kept_out_then_tried_again(void **state)
 	uint16_t p, q, bad;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, 0, hkey, 5), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, hkey, 5), 0);
 	assert_int_equal(turn_alloc_port_take(&t, false, false, NULL, NULL, 0, &bad), TURN_OK);
 	turn_alloc_port_unusable(&t, bad, 0);
 	assert_int_equal(turn_alloc_ports_bad(&t), 1);
@@ -779,7 +674,7 @@ static void test_unusable_port_is_kept_out_then_tried_again(void **state)
 	turn_alloc_free(&t);
 
 	/* A port taken with its neighbour reserved: the reservation goes too. */
-	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, 0, hkey, 5), 0);
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50003, hkey, 5), 0);
 	assert_int_equal(turn_alloc_port_take(&t, true, true, NULL, tok, 0, &p), TURN_OK);
 	turn_alloc_port_unusable(&t, p, 0);
 	assert_int_equal(turn_alloc_ports_free(&t), 3);
@@ -799,7 +694,7 @@ static void test_release_of_an_allocated_port_is_ignored(void **state)
 	uint16_t port;
 
 	(void)state;
-	assert_int_equal(turn_alloc_init(&t, 2, 50000, 50001, 0, hkey, 1), 0);
+	assert_int_equal(turn_alloc_init(&t, 2, 50000, 50001, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 600, 0, &idx), TURN_OK);
 	port = t.a[idx].port;
 	turn_alloc_port_release(&t, port, 0);
@@ -834,7 +729,7 @@ static uint32_t rnd(uint32_t n)
 
 static void test_random_operations_match_a_naive_model(void **state)
 {
-	enum { CAP = 24, CLIENTS = 40, USERS = 5, QUOTA = 6, STEPS = 20000 };
+	enum { CAP = 24, CLIENTS = 40, USERS = 5, STEPS = 20000 };
 	struct turn_alloc_table t;
 	struct model m[CLIENTS];
 	uint64_t now = 0;
@@ -842,17 +737,16 @@ static void test_random_operations_match_a_naive_model(void **state)
 
 	(void)state;
 	memset(m, 0, sizeof(m));
-	assert_int_equal(turn_alloc_init(&t, CAP, 40000, 40000 + CAP + 5, QUOTA, hkey, 9), 0);
+	assert_int_equal(turn_alloc_init(&t, CAP, 40000, 40000 + CAP + 5, hkey, 9), 0);
 	for (int step = 0; step < STEPS; step++) {
 		uint32_t c = rnd(CLIENTS), op = rnd(10);
 		struct turn_5tuple k = udp(c);
 		union etr_sockaddr peer;
-		int live = 0, per_user = 0;
+		int live = 0;
 
 		now += rnd(20 * S);
 		for (int i = 0; i < CLIENTS; i++) {
 			live += m[i].live;
-			per_user += m[i].live && m[i].user == (int)(c % USERS);
 		}
 		v4(&peer, "8.8.8.8", 1);
 		peer.in.sin_addr.s_addr = htonl(0x08080800u + (uint32_t)rnd(4));
@@ -865,8 +759,6 @@ static void test_random_operations_match_a_naive_model(void **state)
 				assert_int_equal(e, TURN_E_EXISTS);
 			else if (live >= CAP)
 				assert_int_equal(e, TURN_E_FULL);
-			else if (per_user >= QUOTA)
-				assert_int_equal(e, TURN_E_QUOTA);
 			else {
 				assert_int_equal(e, TURN_OK);
 				m[c].live = true;
@@ -939,9 +831,6 @@ int main(void)
 	    cmocka_unit_test(test_stream_5tuples_are_told_apart_by_connection_and_listener),
 	    cmocka_unit_test(test_node_cap_refuses_with_508_until_one_goes),
 	    cmocka_unit_test(test_init_refuses_a_cap_wider_than_the_port_range),
-	    cmocka_unit_test(test_quota_counts_per_userid_and_answers_486),
-	    cmocka_unit_test(test_quota_zero_means_none),
-	    cmocka_unit_test(test_quota_entries_survive_many_userids_coming_and_going),
 	    cmocka_unit_test(test_long_username_is_refused),
 	    cmocka_unit_test(test_refs_carry_the_generation),
 	    cmocka_unit_test(test_allocations_expire_earliest_first_and_refresh_moves_them),
