@@ -15,10 +15,12 @@
 
 #include "addrclass.h"
 #include "banlist.h"
+#include "log.h"
 #include "loop.h"
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
+#include "tls_reload.h"
 #include "turn.h"
 
 /* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
@@ -241,11 +243,46 @@ static int check_bans(const struct etr_conf *c)
 	return rc != 0 ? EXIT_CONFIG : 0;
 }
 
+/* Each TURN listener's certificate and key, loaded as a start loads them
+ * (tls_reload_init, the function the start calls) and dropped: a pair the
+ * start refuses is refused here, in the start's words. */
+static int check_turn_tls(const struct etr_conf *c)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		struct tls_server s;
+		struct tls_reload r;
+		char err[512];
+		int rc;
+
+		if (!t->tls_set)
+			continue;
+		if ((rc = tls_server_init(&s)) < 0) {
+			log_warnx("turn %s: tls: %s", t->name, strerror(-rc));
+			bad = 1;
+			continue;
+		}
+		if (tls_reload_init(&r, &s, t->tls_cert, t->tls_key, loop_now(), err, sizeof(err)) <
+		    0) {
+			log_warnx("turn %s: %s", t->name, err);
+			bad = 1;
+		} else {
+			tls_reload_free(&r);
+		}
+		tls_server_free(&s);
+	}
+	return bad ? EXIT_CONFIG : 0;
+}
+
 int check_run(const struct etr_conf *c)
 {
 	int bad = check_bans(c);
 
 	if (bad)
+		return bad;
+	if ((bad = check_turn_tls(c)) != 0)
 		return bad;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {
@@ -291,7 +328,6 @@ int check_run(const struct etr_conf *c)
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
 			*strrchr(r, ':') = '\0';
-		/* The certificate pair is not read here: a start loads it. */
 		printf("turn %s: listen %s (UDP)%s%s%s%s%s%s, relay-address %s, ports %u-%u, "
 		       "max-allocations %" PRIu32 ", user-quota %" PRIu32 ", realm %s%s\n",
 		       t->name, addr_str(&t->listen.sa, a), t->tcp_set ? ", tcp-listen " : "",

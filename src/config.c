@@ -1367,6 +1367,10 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 	why = conf_turn_key(t, key, v, buf, sizeof(buf));
 	if (!why && strcmp(key, "allow-peer") == 0)
 		t->allow[t->nallow - 1].line = lineno;
+	if (!why && strcmp(key, "tls-cert") == 0)
+		t->tls_cert_line = lineno;
+	if (!why && strcmp(key, "tls-key") == 0)
+		t->tls_key_line = lineno;
 	if (why == buf && strcmp(buf, "unknown key") == 0)
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
@@ -1842,6 +1846,74 @@ static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t
 		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
 }
 
+/* tls-cert or tls-key without tls-listen: nothing would load the pair (a
+ * start would not read it, -t would not check it), so it is not what the
+ * operator meant. Named with the key's own line. */
+static void turn_tls_unused(const struct etr_conf *c, const struct turn_conf *t,
+			    struct conf_errors *e)
+{
+	const char *key[2] = {"tls-cert", "tls-key"};
+	const unsigned line[2] = {t->tls_cert_line, t->tls_key_line};
+	const bool given[2] = {t->tls_cert[0] != '\0', t->tls_key[0] != '\0'};
+	char o[CONF_PATH_MAX + 32];
+
+	for (unsigned k = 0; k < 2; k++)
+		if (given[k])
+			err_add(e,
+				"%s: turn %s: %s: given without tls-listen (add tls-listen "
+				"ADDR:PORT for TURN over TLS, or remove it)",
+				line_origin(c, line[k], o, sizeof(o)), t->name, key[k]);
+}
+
+/* TCP listeners on one port (an address, or either a wildcard): the ops
+ * plane against the SNI and TURN listeners, and a TURN listener's
+ * tcp-listen against another's tls-listen (the other pairs are checked in
+ * sni_finish and turn_finish). */
+static void tcp_listeners_clash(const struct etr_conf *c, struct conf_errors *e)
+{
+	const char *path = c->path ? c->path : "";
+	char where[CONF_NAME_MAX + 300], a[ADDR_STRLEN];
+
+	for (unsigned i = 0; i < c->nsni && c->ops_enabled; i++) {
+		const struct sni_conf *s = &c->sni[i];
+
+		if (!s->listen_set || !listeners_overlap(&s->listen, &c->ops_listen))
+			continue;
+		if (s->line)
+			snprintf(where, sizeof(where), "%s:%u: sni %s", path, s->line, s->name);
+		else
+			snprintf(where, sizeof(where), "etrelay: sni %s", s->name);
+		err_add(e, "%s: listen %s: the ops-listen address", where,
+			addr_str(&s->listen.sa, a));
+	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+
+		if (t->line)
+			snprintf(where, sizeof(where), "%s:%u: turn %s", path, t->line, t->name);
+		else
+			snprintf(where, sizeof(where), "etrelay: turn %s", t->name);
+		if (c->ops_enabled && t->tcp_set &&
+		    listeners_overlap(&t->tcp_listen, &c->ops_listen))
+			err_add(e, "%s: tcp-listen %s: the ops-listen address", where,
+				addr_str(&t->tcp_listen.sa, a));
+		if (c->ops_enabled && t->tls_set &&
+		    listeners_overlap(&t->tls_listen, &c->ops_listen))
+			err_add(e, "%s: tls-listen %s: the ops-listen address", where,
+				addr_str(&t->tls_listen.sa, a));
+		for (unsigned j = 0; j < c->nturn; j++) {
+			const struct turn_conf *o = &c->turn[j];
+
+			if (j == i)
+				continue;
+			if (t->tls_set && o->tcp_set &&
+			    listeners_overlap(&t->tls_listen, &o->tcp_listen))
+				err_add(e, "%s: tls-listen %s: the tcp-listen address of turn %s",
+					where, addr_str(&t->tls_listen.sa, a), o->name);
+		}
+	}
+}
+
 /* The quick-start listener, the defaults that follow from other keys, and
  * the checks every TURN listener must pass. */
 static void turn_finish(struct etr_conf *c, struct conf_errors *e)
@@ -1904,6 +1976,8 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 				where, t->max_allocations, width, t->port_min, t->port_max);
 		if (t->tls_set && (!t->tls_cert[0] || !t->tls_key[0]))
 			err_add(e, "%s: tls-listen: needs tls-cert and tls-key", where);
+		if (!t->tls_set)
+			turn_tls_unused(c, t, e);
 		if (t->tls_set && t->tcp_set && listeners_overlap(&t->tls_listen, &t->tcp_listen))
 			err_add(e, "%s: tls-listen %s: the tcp-listen address", where,
 				addr_str(&t->tls_listen.sa, a));
@@ -2025,6 +2099,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	}
 	prbe_finish(c, e);
 	turn_finish(c, e);
+	tcp_listeners_clash(c, e);
 	return e->count == before ? 0 : -1;
 }
 

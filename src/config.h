@@ -265,6 +265,7 @@ struct turn_conf {
 	bool listen_set, tcp_set, tls_set, relay_set, public_set;
 	union etr_sockaddr listen, tcp_listen, tls_listen;
 	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
+	unsigned tls_cert_line, tls_key_line; /* 0: from the command line */
 	uint64_t tls_reload_ms;
 	char realm[CONF_TURN_REALM_MAX];
 	union etr_sockaddr relay_addr; /* port 0 */

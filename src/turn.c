@@ -914,15 +914,26 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
 		return;
 	default:
-		if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
-			log_warnx("turn %s: Allocate answered 508: worker %u's table is full "
-				  "(max-allocations %u split across the workers; more at most once "
-				  "a minute)",
-				  conf->name, l->worker, conf->max_allocations);
-		/* Below max-allocations, the worker's share (of the
-		 * ports) is what ran out. */
-		reject(x, m, l->t.cap < conf->max_allocations ? TURN_REJ_PORTS : TURN_REJ_CAP, 508,
-		       au.key);
+		/* The worker's table holds as many as its slice of the ports
+		 * (or max-allocations, when fewer). With max-allocations
+		 * reached across the workers, that is the cause (more ports
+		 * would not help); below it, the worker's slice ran out. */
+		if (atomic_load_explicit(&l->sh->active, memory_order_relaxed) >=
+		    conf->max_allocations) {
+			if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
+				log_warnx("turn %s: Allocate answered 508: max-allocations %u "
+					  "reached (more at most once a minute)",
+					  conf->name, conf->max_allocations);
+			reject(x, m, TURN_REJ_CAP, 508, au.key);
+		} else {
+			if (log508_due(l, TURN_LOG508_PORTS, x->now_ms))
+				log_warnx("turn %s: Allocate answered 508: worker %u's ports "
+					  "%u-%u are all in use (ports split across the workers; "
+					  "more at most once a minute)",
+					  conf->name, l->worker, l->sh->worker_min[l->worker],
+					  l->sh->worker_max[l->worker]);
+			reject(x, m, TURN_REJ_PORTS, 508, au.key);
+		}
 		return;
 	}
 	/* The cap holds across the workers. */

@@ -64,15 +64,90 @@ def install(src, dst):
 metrics, value = T.metrics, T.value
 
 
+def error_lines(err):
+    """stderr's lines without the log's time stamp."""
+    return [re.sub(r"^\d{4}-\d\d-\d\dT[\d:.]+[+-]\d\d:\d\d ", "", x)
+            for x in err.splitlines() if x.strip()]
+
+
+def refused_alike(ctx, args, want, what, rc_want=78):
+    """-t and a start both refuse args (exit rc_want) with the same line,
+    which contains want."""
+    lines = {}
+    for extra in (["-t"], []):
+        rc, out, err = H.run_etrelay(ctx, extra + ["--backend", ctx.backend] + args,
+                                     env=T.env(), timeout=10)
+        H.expect_eq(rc, rc_want, f"{what} {extra}: exit status ({err.strip()!r})")
+        H.check("is valid" not in out, f"{what} {extra}: said valid: {out!r}")
+        got = [x for x in error_lines(err) if want in x]
+        H.check(got, f"{what} {extra}: no line with {want!r}: {err.strip()!r}")
+        lines[bool(extra)] = got[0]
+    H.expect_eq(lines[True], lines[False], f"{what}: -t's line and the start's")
+
+
+def check_refuses_what_start_refuses(ctx, d):
+    """etrelay -t loads each TLS pair as the start does (issue 15,
+    attacker7 finding 2): every pair the start refuses (exit 78, which
+    stops the game relay and SNI listeners too) -t refuses in the same
+    words; a config error for tls-cert without tls-listen and for a
+    tls-listen on the ops-listen port, in -t and at the start."""
+    cert, key = make_pair(d, "good")
+    _, other_key = make_pair(d, "other")
+    half = os.path.join(d, "half.crt")
+    with open(cert, "rb") as f, open(half, "wb") as h:
+        h.write(f.read()[:300])
+    junk = os.path.join(d, "junk.key")
+    with open(junk, "w") as f:
+        f.write("junk\n")
+    keydir = os.path.join(d, "keydir")
+    os.mkdir(keydir)
+    missing = os.path.join(d, "missing.pem")
+    port, tls_port = T.free_port(), H.free_tcp_port()
+    base = ["--turn-listen", f"127.0.0.1:{port}", "--turn-ports", "43200-43209",
+            "--turn-max-allocations", "10", "--turn-tls-listen", f"127.0.0.1:{tls_port}"]
+    for what, c, k, want in (
+            ("missing cert", missing, key, f"{missing}: No such file or directory"),
+            ("missing key", cert, missing, f"{missing}: No such file or directory"),
+            ("key a directory", cert, keydir, f"{keydir}: not a regular file"),
+            ("junk key", cert, junk, f"{junk}: "),
+            ("half-written cert", half, key, f"{half}: "),
+            ("key of another cert", cert, other_key,
+             f"{other_key} does not match the certificate in {cert}"),
+            ("cert and key swapped", key, cert, f"{key}: ")):
+        refused_alike(ctx, base + ["--turn-tls-cert", c, "--turn-tls-key", k],
+                      f"turn default: {want}", what)
+    rc, out, err = H.run_etrelay(ctx, ["-t", "--backend", ctx.backend] + base +
+                                 ["--turn-tls-cert", cert, "--turn-tls-key", key],
+                                 env=T.env(), timeout=10)
+    H.check(rc == 0 and "is valid" in out, f"-t with a good pair: rc {rc}: {out!r} {err!r}")
+
+    # Config errors, naming the key and its line, in -t and at start.
+    ops = H.free_tcp_port()
+    conf = os.path.join(d, "unused.conf")
+    with open(conf, "w") as f:
+        f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\n"
+                f"max-allocations 10\ntls-cert {cert}\ntls-key {key}\n")
+    refused_alike(ctx, ["-c", conf], f"{conf}:5: turn t: tls-cert: given without tls-listen",
+                  "tls-cert without tls-listen")
+    with open(conf, "w") as f:
+        f.write(f"ops-listen 127.0.0.1:{ops}\n[turn t]\nlisten 127.0.0.1:{port}\n"
+                f"ports 43200-43209\nmax-allocations 10\ntls-listen 127.0.0.1:{ops}\n"
+                f"tls-cert {cert}\ntls-key {key}\n")
+    refused_alike(ctx, ["-c", conf],
+                  f"{conf}:2: turn t: tls-listen 127.0.0.1:{ops}: the ops-listen address",
+                  "tls-listen on the ops port")
+
+
 def tls_uclient(port, user, peer, **kw):
     opts = ["-t", "-S"] + list(kw.pop("opts", ()))
     return T.uclient(port, user, peer_port=peer.port, opts=opts, **kw)
 
 
 def test(ctx):
-    T.require_coturn()
     H.require_tool("openssl")
     d = ctx.tmpdir()
+    check_refuses_what_start_refuses(ctx, d)
+    T.require_coturn()
     first, second, third = make_pair(d, "first"), make_pair(d, "second"), make_pair(d, "third")
     cert, key = os.path.join(d, "turn.crt"), os.path.join(d, "turn.key")
     install(first[0], cert)

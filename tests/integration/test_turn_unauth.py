@@ -162,9 +162,8 @@ def log_508(ctx):
     for i in range(3):
         H.expect_eq(allocate(T.StunClient(port), f"c{i}"), (T.ERROR, 508),
                     f"Allocate {i} past max-allocations 1")
-    # the worker's table or the count across the workers, whichever is first
-    relay.wait_for_line(r"turn default: Allocate answered 508: (max-allocations 1 reached|"
-                        r"worker \d+'s table is full \(max-allocations 1)",
+    # the worker's table or the count across the workers: the cap either way
+    relay.wait_for_line(r"turn default: Allocate answered 508: max-allocations 1 reached",
                         5 * H.SLOW, start=mark, what="a log line for the cap")
     time.sleep(0.2)
     H.expect_eq(relay.count(r"answered 508", start=mark), 1,
@@ -177,6 +176,56 @@ def log_508(ctx):
                         2.0 * H.SLOW, start=mark, what="the drain line naming the allocation")
     relay.signal(signal.SIGTERM)
     H.expect_eq(relay.wait_exit(5.0 * H.SLOW), 0, "exit status after a second SIGTERM")
+
+
+def reason_508(ctx):
+    """attacker7 finding 6: max-allocations as large as ports, two workers
+    (a slice of the ports each, their tables as large): once max-allocations
+    are live, a 508 is the cap's, in the log line and the metric's reason
+    label, not "ports"; a 508 before that (a client whose worker's slice is
+    full while the other has room) is the ports'."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    relay = T.start_relay(ctx, port, "--workers", "2", "--turn-ports", "42300-42303",
+                          "--turn-max-allocations", "4", "--ops-listen", f"127.0.0.1:{ops}",
+                          tcp=False)
+    transport = T.u32(T.A_TRANSPORT, 17 << 24)
+    mark = relay.mark()
+    ok, before, after = 0, 0, 0
+    # sources 127.9.240.1.. spread over the workers (the address picks one)
+    for i in range(40):
+        c = T.StunClient(port)
+        c.s.close()
+        c.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        c.s.bind((f"127.9.240.{i + 1}", 0))
+        c.s.settimeout(1.0)
+        realm, nonce = c.challenge()
+        user, pw = T.rest_credentials(T.SECRET, f"r{i}")
+        key = T.longterm_key(user, pw, realm.decode())
+        _, (cls, _, _, a) = c.request(T.ALLOCATE, [transport] + T.signed(user, realm, nonce),
+                                      key=key)
+        if cls == T.SUCCESS:
+            ok += 1
+        else:
+            H.expect_eq(T.error_code(a), 508, f"Allocate {i}: error code")
+            if ok < 4:
+                before += 1
+            else:
+                after += 1
+        if after >= 8:
+            break
+    H.expect_eq(ok, 4, "allocations with max-allocations 4 and 4 ports")
+    H.check(after >= 8, f"only {after} Allocates after the cap was reached")
+    s = metrics(ops)
+    rej = {r: H.metric_value(s, "etrelay_turn_allocations_rejected_total", listener="default",
+                             reason=r) for r in ("cap", "ports")}
+    H.expect_eq(rej, {"cap": after, "ports": before},
+                f"508 reasons ({before} before the cap was reached, {after} after)")
+    relay.wait_for_line(r"turn default: Allocate answered 508: max-allocations 4 reached",
+                        5 * H.SLOW, start=mark, what="the cap's 508 log line")
+    if before:
+        relay.wait_for_line(r"turn default: Allocate answered 508: worker \d's ports "
+                            r"4230\d-4230\d are all in use", 5 * H.SLOW, start=mark,
+                            what="the ports' 508 log line")
 
 
 def short_secret(ctx):
@@ -195,6 +244,7 @@ def test(ctx):
     short_secret(ctx)
     relay_address_not_on_host(ctx)
     log_508(ctx)
+    reason_508(ctx)
     port, ops = T.free_port(), H.free_tcp_port()
     port_d, ops_d = T.free_port(), H.free_tcp_port()
     T.start_relay(ctx, port, "--turn-unauth-rate", "100", "--turn-unauth-burst", "200",

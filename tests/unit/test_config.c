@@ -2729,6 +2729,70 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 	assert_non_null(strstr(e.text, "turn 't' already defined at line 1"));
 }
 
+static void test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	/* A pair nothing would load: each key named on its own line. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\nrealm x\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 2);
+	assert_err_line(&e, PATH ":4: turn t: tls-cert: given without tls-listen", NULL, NULL);
+	assert_err_line(&e, PATH ":5: turn t: tls-key: given without tls-listen", NULL, NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-tls-key", "k.pem")),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, "etrelay: turn default: tls-key: given without tls-listen", NULL, NULL);
+	/* The TLS, TCP and SNI listeners on the ops plane's port, a wildcard
+	 * included: one error each, naming the key. */
+	assert_int_equal(run(&c, &e,
+			     "ops-listen 127.0.0.1:9960\n"
+			     "[sni web]\nlisten 0.0.0.0:9960\nroute a.test 127.0.0.1:8443\n"
+			     "[turn t]\nlisten 127.0.0.1\ntcp-listen 127.0.0.1:9960\n"
+			     "tls-listen 127.0.0.1:9960\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 -1);
+	assert_err_line(&e, PATH ":2: sni web: listen 0.0.0.0:9960: the ops-listen address", NULL,
+			NULL);
+	assert_err_line(&e, PATH ":5: turn t: tcp-listen 127.0.0.1:9960: the ops-listen address",
+			NULL, NULL);
+	assert_err_line(&e, PATH ":5: turn t: tls-listen 127.0.0.1:9960: the ops-listen address",
+			NULL, NULL);
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--ops-listen", "127.0.0.1:9960", "--turn-listen", "127.0.0.1",
+				  "--turn-tls-listen", "127.0.0.1:9960", "--turn-tls-cert", "c.pem",
+				  "--turn-tls-key", "k.pem")),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e,
+			"etrelay: turn default: tls-listen 127.0.0.1:9960: the ops-listen "
+			"address",
+			NULL, NULL);
+	/* One listener's tls-listen on another's tcp-listen. */
+	assert_int_equal(run(&c, &e,
+			     "[turn a]\nlisten 127.0.0.1:3478\ntcp-listen 127.0.0.1:5349\n"
+			     "[turn b]\nlisten 127.0.0.2:3478\nports 40000-49999\n"
+			     "tls-listen 127.0.0.1:5349\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e,
+			PATH ":4: turn b: tls-listen 127.0.0.1:5349: the tcp-listen address "
+			     "of turn a",
+			NULL, NULL);
+	/* Other ports: no clash. */
+	assert_int_equal(run(&c, &e,
+			     "ops-listen 127.0.0.1:9960\n"
+			     "[turn t]\nlisten 127.0.0.1\ntcp-listen 127.0.0.1:3478\n"
+			     "tls-listen 127.0.0.1:5349\ntls-cert c.pem\ntls-key k.pem\n",
+			     NOARGS),
+			 0);
+}
+
 static void test_config_turn_ports_holding_another_listener_are_an_error(void **state)
 {
 	static struct etr_conf c;
@@ -3330,6 +3394,7 @@ int main(void)
 	    cmocka_unit_test(test_config_turn_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_turn_quick_start_on_the_command_line),
 	    cmocka_unit_test(test_config_turn_limits_and_addresses_are_checked),
+	    cmocka_unit_test(test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes),
 	    cmocka_unit_test(test_config_turn_ports_holding_another_listener_are_an_error),
 	    cmocka_unit_test(test_config_turn_peers_public_ip_and_port_0_are_checked),
 	    cmocka_unit_test(test_config_cidr_blocks_are_parsed),
