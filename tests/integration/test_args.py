@@ -126,7 +126,7 @@ def test(ctx):
         H.expect_eq(rc, 0 if t else 78, f"a TURN listener's {' '.join(t)} exit status with "
                     f"200 file descriptors (stdout {out.strip()!r}, stderr {err.strip()!r})")
         for words in ("TURN listeners' allocations and TCP connections", "max-allocations",
-                      "tcp-listen"):
+                      "tcp-max-connections"):
             H.check(words in err, f"the TURN file-descriptor message names {words!r}: "
                     f"{err.strip()!r}")
         H.check("echo ports" not in err and "max-sessions" not in err,
