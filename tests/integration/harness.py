@@ -1299,8 +1299,10 @@ def run_parts(ctx, parts):
     test a skip (exit 77), never a pass."""
     failures, skipped = [], []
     for part in parts:
+        t0 = time.monotonic()
         try:
             part(ctx)
+            log(f"part {part.__name__}: {time.monotonic() - t0:.1f} s")
         except (TestFailure, TestSkip) as e:
             if isinstance(e, TestSkip):
                 skipped.append(f"[{part.__name__}] {e}")
