@@ -497,7 +497,9 @@ enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q
 #define Q3P_QPORT_RENEW_MS    250
 #define Q3P_QPORT_TAG(w, idx) ((uint64_t)(w) << 24 | ((uint64_t)(idx) + 1))
 
-/* Another worker's session was heard with qport q within Q3P_QPORT_GRACE. */
+/* Another worker's session was heard with qport q within Q3P_QPORT_GRACE.
+ * Each worker reads its clock once per batch, so the holder's stamp may be
+ * a little after this worker's now: a negative age is "just heard". */
 static bool qport_elsewhere(const struct q3policy *p, uint16_t q, uint64_t now)
 {
 	uint64_t e;
@@ -506,7 +508,8 @@ static bool qport_elsewhere(const struct q3policy *p, uint16_t q, uint64_t now)
 		return false;
 	e = atomic_load_explicit(&p->sh->qports[q], memory_order_relaxed);
 	return e != 0 && e >> 56 != p->worker &&
-	       (uint32_t)(now / NS_PER_MS) - (uint32_t)e < Q3P_QPORT_GRACE / NS_PER_MS;
+	       (int32_t)((uint32_t)(now / NS_PER_MS) - (uint32_t)e) <
+		   (int32_t)(Q3P_QPORT_GRACE / NS_PER_MS);
 }
 
 /* Session idx holds qport q (its packet goes on): the other workers see. */
