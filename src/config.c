@@ -126,7 +126,7 @@ const char conf_usage[] =
 	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; closed at once beyond)\n"
 	"  --turn-tcp-max-connections N  TCP and TLS connections per worker\n"
 	"                            (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when full, the oldest unauthenticated one\n"
-	"                            of the source holding the most gives way\n"
+	"                            gives way\n"
 	"  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
 	"                            authenticated request (TLS handshake included)\n"
 	"                            is closed after this (10s, at most 30s)\n"

@@ -657,9 +657,12 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		conn_authed(l, x->conn);
 		return 0;
 	case TURN_AUTH_EXPIRED:
-		/* Genuine, though expired: it passed MESSAGE-INTEGRITY. */
+		/* Genuine, though expired: it passed MESSAGE-INTEGRITY, and may
+		 * refresh what it holds; but it gets no allocation, so it does
+		 * not make its connection one that cannot be evicted (a
+		 * week-old credential filled the table with such). A
+		 * connection with an allocation is authenticated by it. */
 		*expired = true;
-		conn_authed(l, x->conn);
 		return 0;
 	case TURN_AUTH_BAD_USERNAME:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
@@ -1574,23 +1577,20 @@ static void conn_authed(struct turn_listener *l, uint32_t conn)
 		ua_leave(l, conn - 1);
 }
 
-/* Every slot holds a connection: close the unauthenticated one that gives
- * way (the oldest of the source holding the most, conn_evict). False when
- * every open connection is authenticated. */
+/* Every slot holds a connection: close the oldest unauthenticated one (the
+ * head of the list, in constant time). Not "the source holding the most",
+ * as SNI's prereads do: that picks clients behind one NAT address (or a
+ * browser's TURN and TURNS at once) before an attacker with one connection
+ * per address, and costs a scan of the list per accept. A real client
+ * authenticates within two or three round trips; to make it give way, an
+ * attacker must open tcp-max-connections in that time. False when every
+ * open connection is authenticated. */
 static bool conn_evict_one(struct turn_listener *l)
 {
-	uint32_t n = 0;
-	int32_t v;
-
-	for (uint32_t k = l->ua_head; k != UINT32_MAX && n < l->evict.max; k = l->conns[k].ua_next) {
-		addrclass_key(&l->conns[k].client, l->evict_keys[n]);
-		l->evict_idx[n++] = k;
-	}
-	v = conn_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
-	if (v < 0)
+	if (l->ua_head == UINT32_MAX)
 		return false;
 	STAT_ADD(l->stats.tcp_dropped[TURN_TCP_EVICTED], 1);
-	conn_close(l, l->evict_idx[v]);
+	conn_close(l, l->ua_head);
 	return true;
 }
 
@@ -2082,10 +2082,7 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		while (ips < 2 * slots)
 			ips *= 2;
 		l->conns = calloc(slots, sizeof(*l->conns));
-		l->evict_keys = calloc(c->tcp_max_conns, sizeof(*l->evict_keys));
-		l->evict_idx = calloc(c->tcp_max_conns, sizeof(*l->evict_idx));
-		if (!l->conns || !l->evict_keys || !l->evict_idx ||
-		    conn_evict_init(&l->evict, c->tcp_max_conns) < 0) {
+		if (!l->conns) {
 			log_warnx("turn %s: out of memory", c->name);
 			return -1;
 		}
@@ -2238,11 +2235,6 @@ void turn_listener_free(struct turn_listener *l)
 	}
 	free(l->conns);
 	l->conns = NULL;
-	free(l->evict_keys);
-	free(l->evict_idx);
-	l->evict_keys = NULL;
-	l->evict_idx = NULL;
-	conn_evict_free(&l->evict);
 	while (l->tx_cache) {
 		struct turn_tx *t = l->tx_cache;
 

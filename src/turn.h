@@ -17,7 +17,6 @@
 
 #include "addr.h"
 #include "config.h"
-#include "conn_evict.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "ratelimit.h"
@@ -75,7 +74,7 @@ enum turn_tcp_drop {
 	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
 	TURN_TCP_FULL,	       /* tcp-max-connections, every one authenticated */
 	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
-	TURN_TCP_EVICTED,      /* unauthenticated, gave way to a new one (conn_evict) */
+	TURN_TCP_EVICTED,      /* the oldest unauthenticated, gave way to a new one */
 	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
 	TURN_TCP_DROPS
 };
@@ -273,13 +272,10 @@ struct turn_listener {
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
 	uint32_t nopen;	   /* connections open, at most tcp-max-connections */
-	/* Open connections without an authenticated request, oldest first
-	 * (the auth timeout's order), and the pick of the one that gives way
-	 * when nopen is at the cap (turn.c). */
+	/* Open connections without an authenticated request, oldest first:
+	 * the auth timeout's order, and the head gives way when nopen is at
+	 * the cap (turn.c). */
 	uint32_t ua_head, ua_tail;
-	struct conn_evict evict;
-	uint8_t (*evict_keys)[ADDRCLASS_KEY_LEN];
-	uint32_t *evict_idx;
 	struct turn_ipcount {
 		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
 		uint32_t count;

@@ -3,13 +3,13 @@
 """TURN over TCP and TLS cannot be locked out by connections that never
 authenticate (attacker7 finding 1). Silent connections from many 127/8
 addresses fill tcp-max-connections on every worker; new ones then evict
-the oldest unauthenticated connection of the address holding the most
-(counted evicted), so while they keep coming turnutils_uclient -t and -t -S
+the oldest unauthenticated connection (counted evicted), so while they keep coming turnutils_uclient -t and -t -S
 still allocate and relay every message. etrelay_turn_tcp_connections shows
 the table full. tcp-auth-timeout closes a silent connection at its deadline
 (counted auth_timeout) and not one whose request passed MESSAGE-INTEGRITY;
 when every slot of a worker holds an authenticated connection a new one is
-refused (full)."""
+refused (full). A request signed with an expired credential does not
+make its connection authenticated (attacker8 finding 1)."""
 
 import collections
 import os
@@ -81,9 +81,10 @@ def stun_tcp(s, data):
     return cls, T.error_code(a), a
 
 
-def authenticated(src, port):
-    """A TCP connection from src whose signed Refresh passed
-    MESSAGE-INTEGRITY (437: it has no allocation)."""
+def signed(src, port, lifetime=86400):
+    """A TCP connection from src that sent a Refresh signed with a REST
+    credential of that lifetime (negative: expired). (socket, its answer's
+    error code)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind((src, 0))
     s.settimeout(3 * H.SLOW)
@@ -92,11 +93,18 @@ def authenticated(src, port):
                                          [T.u32(T.A_TRANSPORT, 17 << 24)]))
     H.expect_eq((cls, code), (T.ERROR, 401), "answer to an unsigned Allocate over TCP")
     realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
-    user, pw = T.rest_credentials(T.SECRET, "held")
+    user, pw = T.rest_credentials(T.SECRET, "held", lifetime=lifetime)
     cls, code, _ = stun_tcp(s, T.message(T.REFRESH, os.urandom(12),
                                          T.signed(user, realm, nonce),
                                          key=T.longterm_key(user, pw, realm.decode())))
-    H.expect_eq((cls, code), (T.ERROR, 437), "a signed Refresh without an allocation")
+    return s, code
+
+
+def authenticated(src, port):
+    """A TCP connection from src whose signed Refresh passed
+    MESSAGE-INTEGRITY (437: it has no allocation)."""
+    s, code = signed(src, port)
+    H.expect_eq(code, 437, "a signed Refresh without an allocation")
     return s
 
 
@@ -205,6 +213,20 @@ def test(ctx):
     H.check(T.value(s, "etrelay_turn_tcp_dropped_total", reason="auth_timeout") >= 1,
             "the auth timeout was not counted")
     H.expect_eq(open_now(s), 1, "connections open: the authenticated one")
+
+    # A request signed with a credential that expired a week ago passes
+    # MESSAGE-INTEGRITY but gets nothing: its connection stays
+    # unauthenticated (evictable, and closed at the auth timeout). It made
+    # connections that could not give way before (attacker8: a week-old
+    # credential filled the table and locked real clients out).
+    e, code = signed("127.0.0.4", port, lifetime=-7 * 86400)
+    H.check(code in (401, 437), f"a Refresh signed with an expired credential: {code}")
+    H.expect_eq(T.value(m(), "etrelay_turn_tcp_unauthenticated_connections"), 1,
+                "unauthenticated connections after an expired credential's request")
+    H.wait_until(lambda: closed_by_server(e), AUTH_S + 2 * H.SLOW,
+                 "the expired credential's connection to reach its auth timeout",
+                 interval=0.05)
+    e.close()
 
     # Every slot of a worker authenticated: a new connection there is
     # refused (full); the authenticated ones stay.
