@@ -41,12 +41,16 @@
  * with two addresses, lifetime, token, integrity and fingerprint). */
 #define TURN_ANSWER_MAX 512
 /* A TCP connection: the largest frame (a STUN message of 20 + 65535 bytes,
- * or ChannelData with its padding), and what it may have queued to send
- * before its reads pause. */
+ * or ChannelData with its padding). */
 #define TURN_CONN_RX_MAX (STUN_HDR_LEN + 0xFFFF + 4)
 /* The most a UDP datagram over IPv4 carries: 65535 - 20 - 8. */
 #define TURN_UDP_PAYLOAD_MAX 65507u
-#define TURN_CONN_TX_MAX (256u << 10)
+/* The memory a connection's queued sends may hold (counted by block, see
+ * tx_cost; TLS: its ciphertext backlog), and that of one not authenticated
+ * yet, which has only small answers coming: 8192 of those hold 128 MiB at
+ * most. Reads pause at half of it. */
+#define TURN_CONN_TX_MAX    (256u << 10)
+#define TURN_CONN_TX_UNAUTH (16u << 10)
 /* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
  * (looked for every TURN_CONN_SWEEP_MS). */
 #define TURN_CONN_IDLE_MS  30000ull
@@ -286,6 +290,15 @@ struct turn_conn {
 	bool sending, tls_closing;
 };
 
+/* What a connection may hold queued (TURN_CONN_TX_MAX, or
+ * TURN_CONN_TX_UNAUTH before a request of its passed MESSAGE-INTEGRITY). */
+static size_t conn_tx_max(const struct turn_conn *c)
+{
+	if (!c->authed)
+		return TURN_CONN_TX_UNAUTH;
+	return c->tls && TLS_CONN_OUT_MAX < TURN_CONN_TX_MAX ? TLS_CONN_OUT_MAX : TURN_CONN_TX_MAX;
+}
+
 /* A conn ref: 16 bits of index, 8 of generation. */
 static uint32_t conn_ref(const struct turn_listener *l, uint32_t i)
 {
@@ -345,6 +358,12 @@ static bool tls_send(struct turn_listener *l, uint32_t i, const void *a, size_t 
 
 	if (c->closing || c->tls_closing)
 		return false;
+	/* Ciphertext is about the plaintext's size (a record adds 22 to 40
+	 * bytes), and a memory BIO holds just that. */
+	if (tls_conn_out_bytes(c->tls) + len > conn_tx_max(c)) {
+		l->send_full = true;
+		return false;
+	}
 	if (blen || pad) {
 		if (len > TURN_CONN_RX_MAX)
 			return false;
@@ -395,6 +414,14 @@ static void conn_rx_free(struct turn_listener *l, struct turn_conn *c)
 	c->rxcap = 0;
 }
 
+/* What a send of len bytes holds while queued: its block, TURN_TX_SMALL
+ * for a small one (an answer of 40 bytes holds 2000), so that
+ * conn_tx_max bounds memory, not payload. */
+static size_t tx_cost(size_t len)
+{
+	return len <= TURN_TX_SMALL ? TURN_TX_SMALL : len;
+}
+
 /* A send buffer for len bytes: frames up to TURN_TX_SMALL (a game's
  * datagrams, the answers) come from the listener's cache of such blocks,
  * refilled as sends complete, so the steady state allocates nothing;
@@ -402,7 +429,7 @@ static void conn_rx_free(struct turn_listener *l, struct turn_conn *c)
 static struct turn_tx *tx_get(struct turn_listener *l, size_t len)
 {
 	struct turn_tx *t;
-	size_t cap = len <= TURN_TX_SMALL ? TURN_TX_SMALL : len;
+	size_t cap = tx_cost(len);
 
 	if (cap == TURN_TX_SMALL && l->tx_cache) {
 		t = l->tx_cache;
@@ -439,9 +466,9 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 	l->send_full = false;
 	if (c->tls)
 		return tls_send(l, i, a, alen, b, blen, pad);
-	if (!c->closing && c->tx_bytes + len > TURN_CONN_TX_MAX)
+	if (!c->closing && c->tx_bytes + tx_cost(len) > conn_tx_max(c))
 		l->send_full = true;
-	if (c->closing || c->tx_bytes + len > TURN_CONN_TX_MAX)
+	if (c->closing || c->tx_bytes + tx_cost(len) > conn_tx_max(c))
 		return false;
 	t = tx_get(l, len);
 	if (!t)
@@ -452,7 +479,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 	if (blen)
 		memcpy(t->b + alen, b, blen);
 	memset(t->b + alen + blen, 0, pad);
-	c->tx_bytes += len;
+	c->tx_bytes += t->cap;
 	if (c->tx_tail) {
 		c->tx_tail->next = t;
 		c->tx_tail = t;
@@ -462,7 +489,7 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 	if (l->ops->stream_send(l->loop, c->fd, t->b, t->len,
 				endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
 		c->tx_head = c->tx_tail = NULL;
-		c->tx_bytes -= len;
+		c->tx_bytes -= t->cap;
 		tx_put(l, t);
 		return false;
 	}
@@ -1541,8 +1568,8 @@ static void conn_read(struct turn_listener *l, uint32_t i)
 {
 	struct turn_conn *c = &l->conns[i];
 
-	if (c->reading || c->closing || c->tls_closing || c->tx_bytes > TURN_CONN_TX_MAX / 2 ||
-	    (c->tls && tls_conn_out_bytes(c->tls) > TLS_CONN_OUT_MAX / 2))
+	if (c->reading || c->closing || c->tls_closing || c->tx_bytes > conn_tx_max(c) / 2 ||
+	    (c->tls && tls_conn_out_bytes(c->tls) > conn_tx_max(c) / 2))
 		return;
 	if (l->ops->stream_read(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i))) == 0)
 		c->reading = true;
@@ -1603,6 +1630,19 @@ static void conn_release(struct turn_listener *l, uint32_t i)
 	c->gen++;
 	c->next_free = l->conn_free;
 	l->conn_free = i;
+}
+
+/* Free a connection's queue, none of which is with the loop. */
+static void conn_tx_drop(struct turn_listener *l, struct turn_conn *c)
+{
+	while (c->tx_head) {
+		struct turn_tx *t = c->tx_head;
+
+		c->tx_head = t->next;
+		tx_put(l, t);
+	}
+	c->tx_tail = NULL;
+	c->tx_bytes = 0;
 }
 
 static void conn_close(struct turn_listener *l, uint32_t i)
@@ -1924,7 +1964,7 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	c->tx_head = t->next;
 	if (!c->tx_head)
 		c->tx_tail = NULL;
-	c->tx_bytes -= t->len;
+	c->tx_bytes -= t->cap;
 	tx_put(l, t);
 	if (c->fd < 0) {
 		if (!c->tx_head)
@@ -1937,6 +1977,10 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	}
 	if (c->tx_head && l->ops->stream_send(l->loop, c->fd, c->tx_head->b, c->tx_head->len,
 					      endpoint_ref_id(l->slot_conn, conn_ref(l, i))) < 0) {
+		/* Nothing of the queue is with the loop now: conn_close
+		 * would keep the head (and the slot) for an on_sent that
+		 * never comes. */
+		conn_tx_drop(l, c);
 		conn_close(l, i);
 		return;
 	}
