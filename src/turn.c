@@ -47,10 +47,10 @@
 #define TURN_UDP_PAYLOAD_MAX 65507u
 /* The memory a connection's queued sends may hold (counted by block, see
  * tx_cost; TLS: its ciphertext backlog), and that of one not authenticated
- * yet, which has only small answers coming: 8192 of those hold 128 MiB at
+ * yet, which has only small answers coming: 8192 of those hold 256 MiB at
  * most. Reads pause at half of it. */
 #define TURN_CONN_TX_MAX    (256u << 10)
-#define TURN_CONN_TX_UNAUTH (16u << 10)
+#define TURN_CONN_TX_UNAUTH (32u << 10)
 /* A TCP connection without an allocation is closed after TURN_CONN_IDLE_MS
  * (looked for every TURN_CONN_SWEEP_MS). */
 #define TURN_CONN_IDLE_MS  30000ull
@@ -466,6 +466,18 @@ static bool conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t
 	l->send_full = false;
 	if (c->tls)
 		return tls_send(l, i, a, alen, b, blen, pad);
+	/* Behind the send the loop holds, small frames share the last block
+	 * while it has room (answers to pipelined requests: a block each
+	 * otherwise, and a burst of them past the bound). */
+	t = c->tx_tail;
+	if (!c->closing && t && t != c->tx_head && t->cap - t->len >= len) {
+		memcpy(t->b + t->len, a, alen);
+		if (blen)
+			memcpy(t->b + t->len + alen, b, blen);
+		memset(t->b + t->len + alen + blen, 0, pad);
+		t->len += len;
+		return true;
+	}
 	if (!c->closing && c->tx_bytes + tx_cost(len) > conn_tx_max(c))
 		l->send_full = true;
 	if (c->closing || c->tx_bytes + tx_cost(len) > conn_tx_max(c))
