@@ -36,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+import turnutil as T  # noqa: E402
 
 HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "turn_aioice.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -239,14 +240,6 @@ def host_guard(ctx):
     ns.close()
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def tcp_limits(ctx):
     """TURN over TCP (issue 15, H2): tcp-max-per-ip refuses one address's
     connections past the cap (the others' still come in, and with two
@@ -257,7 +250,7 @@ def tcp_limits(ctx):
     cap, extra = 280, 2
     t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap))
     pid = t.relay.proc.pid
-    base = rss_kib(pid)
+    base = T.rss_kib(pid)
     conns = []
     try:
         for _ in range(cap + extra):
@@ -283,7 +276,7 @@ def tcp_limits(ctx):
         closed = t.value("tcp_dropped_total", reason="frame_memory")
         h.check(cap - closed <= 16 * 1024 * 1024 // 65540 + 1,
                 f"{cap - closed} half frames of 64 KiB held at once (16 MiB per worker)")
-        peak = rss_kib(pid)
+        peak = T.rss_kib(pid)
         ctx.note(f"half frames: RSS {base} KiB before, {peak} KiB with {cap - closed} held, "
                  f"{closed} connections closed for memory")
     finally:
@@ -294,12 +287,12 @@ def tcp_limits(ctx):
         # touched by then, are a pool of fixed size and stay).
         held = (cap - closed) * 65540 // 1024
         try:
-            h.wait_until(lambda: peak - rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
+            h.wait_until(lambda: peak - T.rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
                          "the half frames' memory given back when their connections closed")
         except h.TestFailure:
-            h.fail(f"RSS {rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
+            h.fail(f"RSS {T.rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
                    f"{held} KiB of half frames held")
-        ctx.note(f"half frames: RSS {rss_kib(pid)} KiB after the connections closed")
+        ctx.note(f"half frames: RSS {T.rss_kib(pid)} KiB after the connections closed")
     t.relay.expect_exit = True
     t.relay.close()
 

@@ -14,7 +14,6 @@ make its connection authenticated (attacker8 finding 1)."""
 import collections
 import os
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -66,18 +65,7 @@ def closed_by_server(s):
 
 def stun_tcp(s, data):
     """Send a STUN request on stream s, read its answer: (class, code)."""
-    s.sendall(data)
-    got = b""
-    deadline = time.monotonic() + 3 * H.SLOW
-    while time.monotonic() < deadline:
-        if len(got) >= 20 and len(got) >= 20 + struct.unpack("!H", got[2:4])[0]:
-            break
-        b = s.recv(4096)
-        if not b:
-            break
-        got += b
-    H.check(len(got) >= 20, f"no STUN answer on TCP: {got!r}")
-    cls, _, _, a = T.parse(got)
+    cls, _, _, a = T.stun_tcp(s, data)
     return cls, T.error_code(a), a
 
 

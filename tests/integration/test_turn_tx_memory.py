@@ -23,14 +23,6 @@ import turnutil as T  # noqa: E402
 CAP, NCONN, NREQ = 40, 40, 8000
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def flooder(src, port, req):
     """A connection from src with a 1 KiB receive window that sends req and
     never reads."""
@@ -45,21 +37,6 @@ def flooder(src, port, req):
     except BlockingIOError:
         pass
     return s
-
-
-def stun_tcp(s, data):
-    s.sendall(data)
-    got = b""
-    deadline = time.monotonic() + 3 * H.SLOW
-    while time.monotonic() < deadline:
-        if len(got) >= 20 and len(got) >= 20 + struct.unpack("!H", got[2:4])[0]:
-            break
-        b = s.recv(4096)
-        if not b:
-            break
-        got += b
-    H.check(len(got) >= 20, f"no STUN answer on TCP: {got!r}")
-    return T.parse(got)
 
 
 def relayed(a):
@@ -99,10 +76,10 @@ def test(ctx):
     # Finding 2: NCONN never-reading connections x NREQ Bindings (60 kB).
     binding = b"".join(T.message(T.BINDING, os.urandom(12), [], fingerprint=False)
                        for _ in range(NREQ))
-    r0 = rss_kb(relay.pid)
+    r0 = T.rss_kib(relay.pid)
     held = [flooder(ip, port, binding) for ip in ips(0, NCONN)]
     time.sleep(2 * H.SLOW)
-    grew = rss_kb(relay.pid) - r0
+    grew = T.rss_kib(relay.pid) - r0
     H.check(grew < 16 * 1024, f"{NCONN} never-reading connections sending {NREQ} Bindings "
             f"each grew the relay's RSS by {grew} kB (bound 16 MiB)")
 
@@ -123,30 +100,30 @@ def test(ctx):
     c.settimeout(3 * H.SLOW)
     c.connect(("127.0.0.1", port))
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
-    cls, _, _, a = stun_tcp(c, T.message(T.ALLOCATE, os.urandom(12), [transport]))
+    cls, _, _, a = T.stun_tcp(c, T.message(T.ALLOCATE, os.urandom(12), [transport]))
     H.expect_eq((cls, T.error_code(a)), (T.ERROR, 401), "an unsigned Allocate")
     realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
     user, pw = T.rest_credentials(T.SECRET, "slow")
     key = T.longterm_key(user, pw, realm.decode())
-    cls, _, _, a = stun_tcp(c, T.message(T.ALLOCATE, os.urandom(12),
+    cls, _, _, a = T.stun_tcp(c, T.message(T.ALLOCATE, os.urandom(12),
                                          [transport] + T.signed(user, realm, nonce), key=key))
     H.expect_eq(cls, T.SUCCESS, "a signed Allocate over TCP")
     rel = relayed(a)
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     peer.bind(("127.0.0.1", 0))
     chan = struct.pack("!HH", 0x4000, 0)
-    cls, _, _, a = stun_tcp(c, T.message(T.CHANNEL_BIND, os.urandom(12),
+    cls, _, _, a = T.stun_tcp(c, T.message(T.CHANNEL_BIND, os.urandom(12),
                                          [T.attr(0x000C, chan),
                                           T.xor_peer("127.0.0.1", peer.getsockname()[1])]
                                          + T.signed(user, realm, nonce), key=key))
     H.expect_eq(cls, T.SUCCESS, f"ChannelBind over TCP {T.error_code(a)}")
-    r0 = rss_kb(relay.pid)
+    r0 = T.rss_kib(relay.pid)
     for i in range(80000):
         peer.sendto(b"x", rel)
         if i % 2000 == 1999:
             time.sleep(0.01)
     time.sleep(1.0 * H.SLOW)
-    grew = rss_kb(relay.pid) - r0
+    grew = T.rss_kib(relay.pid) - r0
     H.check(grew < 8 * 1024, f"80000 1-byte ChannelData toward a client that never reads grew "
             f"the RSS by {grew} kB (bound 8 MiB)")
     # More than the kernel's send buffer (4 MiB at most) and the queue's
@@ -160,7 +137,7 @@ def test(ctx):
             time.sleep(0.01 * H.SLOW * H.SLOW)
     time.sleep(1.0 * H.SLOW)
     slow = dropped("client_slow", "etrelay_turn_dropped_total")
-    grew = rss_kb(relay.pid) - r0
+    grew = T.rss_kib(relay.pid) - r0
     H.check(slow > 0, "10 MB of ChannelData toward a client that never reads: none counted "
             "client_slow")
     H.check(grew < 8 * 1024, f"a client that never reads its ChannelData grew the RSS by "

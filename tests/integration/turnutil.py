@@ -233,6 +233,32 @@ def error_code(attrs):
     return v[2] * 100 + v[3] if len(v) >= 4 else None
 
 
+def stun_tcp(s, data):
+    """Send data (a STUN request) on stream s and read one whole STUN
+    message back: parse()'s (class, method, tid, attrs)."""
+    s.sendall(data)
+    got = b""
+    deadline = time.monotonic() + 3 * H.SLOW
+    while time.monotonic() < deadline:
+        if len(got) >= 20 and len(got) >= 20 + int.from_bytes(got[2:4], "big"):
+            break
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    H.check(len(got) >= 20, f"no STUN answer on TCP: {got!r}")
+    return parse(got)
+
+
+def rss_kib(pid):
+    """VmRSS of pid in KiB (0 when it is gone)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def xor_peer(ip, port):
     """XOR-PEER-ADDRESS of an IPv4 peer."""
     import socket
