@@ -864,6 +864,11 @@ class Ctx:
     def __init__(self, binary, backend):
         self.binary = os.path.abspath(binary)
         self.backend = backend
+        # An AddressSanitizer build keeps freed blocks in its quarantine
+        # (256 MiB by default), so its RSS says nothing of what the relay
+        # holds: memory bounds measured as RSS hold for the plain builds.
+        with open(self.binary, "rb") as f:
+            self.asan = b"__asan_init" in f.read()
         self.relays = []
         self.objs = []
         self.notes = []
@@ -1042,6 +1047,15 @@ def relay_env(ctx, env, *args, wait_ready=True, ready_re=None, **kw):
     if wait_ready:
         r.wait_ready()
     return r
+
+
+def rss_kib(pid):
+    """VmRSS of pid in KiB (0 when it is gone)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def run_etrelay(ctx, args, env=None, timeout=15.0, wrapper=()):

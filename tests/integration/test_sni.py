@@ -110,14 +110,6 @@ def promtool_check(text, what):
         H.fail(f"promtool check metrics on {what}: exit {p.returncode}, output:\n{out[:2000]}")
 
 
-def vmrss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    H.fail("no VmRSS in /proc/PID/status")
-
-
 def three_record_handshake(port, name):
     """A real ClientHello (Python's ssl, TLS 1.3 where it can) re-framed into
     three handshake records and sent 7 bytes per write; then the handshake
@@ -301,7 +293,7 @@ preread-timeout 1s
     # chunks of that direction (four for a connection streaming both ways).
     H.wait_until(lambda: H.metric_value(metrics(ops)[1], "etrelay_sni_active_connections") == 0,
                  5, "no connection open before the slow reader")
-    rss0 = vmrss_kib(relay.pid)
+    rss0 = H.rss_kib(relay.pid)
     c = socket.create_connection((H.LOOPBACK, port), timeout=20)
     c.sendall(slow_hello)
     last, still = -1, 0
@@ -312,7 +304,7 @@ preread-timeout 1s
         last = now
         if still >= 3 or now == len(bigdata):
             break
-    rss1 = vmrss_kib(relay.pid)
+    rss1 = H.rss_kib(relay.pid)
     mem = H.metric_value(metrics(ops)[1], "etrelay_sni_memory_bytes", listener="main")
     H.check(sender.sent < len(bigdata) - (16 << 20),
             f"slow reader: the backend sent {sender.sent} of {len(bigdata)} bytes to a client "

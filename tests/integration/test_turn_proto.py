@@ -250,7 +250,7 @@ def tcp_limits(ctx):
     cap, extra = 280, 2
     t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap))
     pid = t.relay.proc.pid
-    base = T.rss_kib(pid)
+    base = h.rss_kib(pid)
     conns = []
     try:
         for _ in range(cap + extra):
@@ -276,7 +276,7 @@ def tcp_limits(ctx):
         closed = t.value("tcp_dropped_total", reason="frame_memory")
         h.check(cap - closed <= 16 * 1024 * 1024 // 65540 + 1,
                 f"{cap - closed} half frames of 64 KiB held at once (16 MiB per worker)")
-        peak = T.rss_kib(pid)
+        peak = h.rss_kib(pid)
         ctx.note(f"half frames: RSS {base} KiB before, {peak} KiB with {cap - closed} held, "
                  f"{closed} connections closed for memory")
     finally:
@@ -287,12 +287,12 @@ def tcp_limits(ctx):
         # touched by then, are a pool of fixed size and stay).
         held = (cap - closed) * 65540 // 1024
         try:
-            h.wait_until(lambda: peak - T.rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
+            h.wait_until(lambda: peak - h.rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
                          "the half frames' memory given back when their connections closed")
         except h.TestFailure:
-            h.fail(f"RSS {T.rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
+            h.fail(f"RSS {h.rss_kib(pid)} KiB after the connections closed, {peak} KiB with "
                    f"{held} KiB of half frames held")
-        ctx.note(f"half frames: RSS {T.rss_kib(pid)} KiB after the connections closed")
+        ctx.note(f"half frames: RSS {h.rss_kib(pid)} KiB after the connections closed")
     t.relay.expect_exit = True
     t.relay.close()
 

@@ -54,6 +54,10 @@ def test(ctx):
                           "--turn-max-allocations", "20", "--ops-listen", f"127.0.0.1:{ops}")
 
     nw, rkey = H.relay_workers(relay)
+    rss_says_nothing = ctx.asan
+    if ctx.asan:
+        ctx.note("AddressSanitizer build: its quarantine keeps freed blocks, so the RSS "
+                 "bounds are checked by the plain builds only")
 
     def ips(start, per_worker):
         """per_worker distinct addresses landing on each worker."""
@@ -76,12 +80,13 @@ def test(ctx):
     # Finding 2: NCONN never-reading connections x NREQ Bindings (60 kB).
     binding = b"".join(T.message(T.BINDING, os.urandom(12), [], fingerprint=False)
                        for _ in range(NREQ))
-    r0 = T.rss_kib(relay.pid)
+    r0 = H.rss_kib(relay.pid)
     held = [flooder(ip, port, binding) for ip in ips(0, NCONN)]
     time.sleep(2 * H.SLOW)
-    grew = T.rss_kib(relay.pid) - r0
-    H.check(grew < 16 * 1024, f"{NCONN} never-reading connections sending {NREQ} Bindings "
-            f"each grew the relay's RSS by {grew} kB (bound 16 MiB)")
+    grew = H.rss_kib(relay.pid) - r0
+    H.check(rss_says_nothing or grew < 16 * 1024,
+            f"{NCONN} never-reading connections sending {NREQ} Bindings each grew the "
+            f"relay's RSS by {grew} kB (bound 16 MiB)")
 
     # Finding 5: as many fresh connections again: each evicts one of the
     # stuck unauthenticated ones, whose slot comes back; none is full.
@@ -117,15 +122,16 @@ def test(ctx):
                                           T.xor_peer("127.0.0.1", peer.getsockname()[1])]
                                          + T.signed(user, realm, nonce), key=key))
     H.expect_eq(cls, T.SUCCESS, f"ChannelBind over TCP {T.error_code(a)}")
-    r0 = T.rss_kib(relay.pid)
+    r0 = H.rss_kib(relay.pid)
     for i in range(80000):
         peer.sendto(b"x", rel)
         if i % 2000 == 1999:
             time.sleep(0.01)
     time.sleep(1.0 * H.SLOW)
-    grew = T.rss_kib(relay.pid) - r0
-    H.check(grew < 8 * 1024, f"80000 1-byte ChannelData toward a client that never reads grew "
-            f"the RSS by {grew} kB (bound 8 MiB)")
+    grew = H.rss_kib(relay.pid) - r0
+    H.check(rss_says_nothing or grew < 8 * 1024,
+            f"80000 1-byte ChannelData toward a client that never reads grew the RSS by "
+            f"{grew} kB (bound 8 MiB)")
     # More than the kernel's send buffer (4 MiB at most) and the queue's
     # 256 KiB: the rest is counted client_slow, and memory stays bounded.
     big = b"y" * 1000
@@ -137,11 +143,11 @@ def test(ctx):
             time.sleep(0.01 * H.SLOW * H.SLOW)
     time.sleep(1.0 * H.SLOW)
     slow = dropped("client_slow", "etrelay_turn_dropped_total")
-    grew = T.rss_kib(relay.pid) - r0
+    grew = H.rss_kib(relay.pid) - r0
     H.check(slow > 0, "10 MB of ChannelData toward a client that never reads: none counted "
             "client_slow")
-    H.check(grew < 8 * 1024, f"a client that never reads its ChannelData grew the RSS by "
-            f"{grew} kB (bound 8 MiB)")
+    H.check(rss_says_nothing or grew < 8 * 1024,
+            f"a client that never reads its ChannelData grew the RSS by {grew} kB (bound 8 MiB)")
     c.close()
     peer.close()
     H.check(relay.alive(), "etrelay died")

@@ -250,15 +250,6 @@ def stun_tcp(s, data):
     return parse(got)
 
 
-def rss_kib(pid):
-    """VmRSS of pid in KiB (0 when it is gone)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def xor_peer(ip, port):
     """XOR-PEER-ADDRESS of an IPv4 peer."""
     import socket
