@@ -113,6 +113,45 @@ int bench_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned
 	return 0;
 }
 
+int bench_opt_uint(const char *prog, const char *name, const char *v, unsigned long lo,
+		   unsigned long hi, unsigned long *out)
+{
+	if (bench_parse_uint(v, lo, hi, out) == 0)
+		return 0;
+	fprintf(stderr, "%s: --%s %s: want a number from %lu to %lu\n", prog, name, v, lo, hi);
+	return -1;
+}
+
+int bench_opt_dur(const char *prog, const char *name, const char *v, uint64_t *ns)
+{
+	if (bench_parse_dur(v, ns) == 0)
+		return 0;
+	fprintf(stderr, "%s: --%s %s: want seconds, or a number with us, ms, s or m\n", prog, name,
+		v);
+	return -1;
+}
+
+int bench_opt_addr(const char *prog, const char *name, const char *v, union bench_sockaddr *sa)
+{
+	if (bench_parse_addr(v, sa) == 0)
+		return 0;
+	fprintf(stderr, "%s: --%s %s: want IP:PORT or [IPv6]:PORT\n", prog, name, v);
+	return -1;
+}
+
+int bench_opt_choice(const char *prog, const char *name, const char *v, const char *const names[])
+{
+	unsigned n = 0;
+
+	for (; names[n]; n++)
+		if (strcmp(v, names[n]) == 0)
+			return (int)n;
+	fprintf(stderr, "%s: --%s %s: want ", prog, name, v);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", names[i], i + 2 < n ? ", " : i + 2 == n ? " or " : "\n");
+	return -1;
+}
+
 int bench_raise_nofile(unsigned long need)
 {
 	struct rlimit rl;

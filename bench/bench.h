@@ -54,6 +54,15 @@ int bench_parse_dur(const char *s, uint64_t *ns);
 /* Parse an unsigned decimal in [lo, hi]. Returns 0 or -1. */
 int bench_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out);
 
+/* The bench tools' option values: parse v, given to --name of prog
+ * ("etrelay-load"), or say on stderr what --name wants and return -1. */
+int bench_opt_uint(const char *prog, const char *name, const char *v, unsigned long lo,
+		   unsigned long hi, unsigned long *out);
+int bench_opt_dur(const char *prog, const char *name, const char *v, uint64_t *ns);
+int bench_opt_addr(const char *prog, const char *name, const char *v, union bench_sockaddr *sa);
+/* v as one of names (NULL-terminated): its index, or -1 after "want a, b or c". */
+int bench_opt_choice(const char *prog, const char *name, const char *v, const char *const names[]);
+
 /* Raise RLIMIT_NOFILE to at least `need` descriptors (the hard limit too
  * when we may). Returns 0 or -errno. */
 int bench_raise_nofile(unsigned long need);

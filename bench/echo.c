@@ -39,7 +39,7 @@ static const char usage[] =
 	"                             second instead (flat clients are still echoed)\n"
 	"  --snapshot-size MIN-MAX    snapshot sizes in bytes (200-1400)\n"
 	"  --status-size N            statusResponse size in bytes (600)\n"
-	"  -d, --duration DUR         exit after DUR (default: at SIGTERM/SIGINT)\n"
+	"  -d, --duration DUR         exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
 	"  --gso                      send runs of datagrams to one destination as\n"
 	"                             UDP GSO trains (Linux 4.18+), as a bulk sender\n"
 	"                             with a modern stack would; receivers get them\n"
@@ -629,19 +629,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "l:d:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			if (bench_parse_addr(optarg, &listen) < 0) {
-				fprintf(stderr, "etrelay-echo: --listen %s: want IP:PORT or [IPv6]:PORT\n",
-					optarg);
+			if (bench_opt_addr("etrelay-echo", "listen", optarg, &listen) < 0)
 				return 2;
-			}
 			have_listen = true;
 			break;
 		case 'S':
-			if (bench_parse_uint(optarg, 1, 1000, &v) < 0) {
-				fprintf(stderr, "etrelay-echo: --snapshots %s: want 1 to 1000\n",
-					optarg);
+			if (bench_opt_uint("etrelay-echo", "snapshots", optarg, 1, 1000, &v) < 0)
 				return 2;
-			}
 			e->hz = (unsigned)v;
 			break;
 		case 'Z':
@@ -653,19 +647,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'T':
-			if (bench_parse_uint(optarg, 1, ECHO_TX_BUF, &v) < 0) {
-				fprintf(stderr, "etrelay-echo: --status-size %s: want 1 to %d\n",
-					optarg, ECHO_TX_BUF);
+			if (bench_opt_uint("etrelay-echo", "status-size", optarg, 1, ECHO_TX_BUF, &v) < 0)
 				return 2;
-			}
 			e->status_size = (unsigned)v;
 			break;
 		case 'd':
-			if (bench_parse_dur(optarg, &dur) < 0 || dur == 0) {
-				fprintf(stderr, "etrelay-echo: --duration %s: want e.g. 30s or 500ms\n",
-					optarg);
+			if (bench_opt_dur("etrelay-echo", "duration", optarg, &dur) < 0)
 				return 2;
-			}
 			break;
 		case 'G':
 			e->gso = true;

@@ -1098,11 +1098,7 @@ static int setup(struct load *l)
 
 static int parse_dur_opt(const char *name, const char *v, uint64_t *ns)
 {
-	if (bench_parse_dur(v, ns) == 0)
-		return 0;
-	fprintf(stderr, "etrelay-load: --%s %s: want seconds, or a number with us, ms, s or m\n",
-		name, v);
-	return -1;
+	return bench_opt_dur("etrelay-load", name, v, ns);
 }
 
 static int parse_uint_opt(const char *name, const char *v, unsigned long lo, unsigned long hi,
@@ -1110,12 +1106,10 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long lo, uns
 {
 	unsigned long x;
 
-	if (bench_parse_uint(v, lo, hi, &x) == 0) {
-		*out = (unsigned)x;
-		return 0;
-	}
-	fprintf(stderr, "etrelay-load: --%s %s: want a number from %lu to %lu\n", name, v, lo, hi);
-	return -1;
+	if (bench_opt_uint("etrelay-load", name, v, lo, hi, &x) < 0)
+		return -1;
+	*out = (unsigned)x;
+	return 0;
 }
 
 static int parse_args(struct load_opts *o, int argc, char **argv)
@@ -1150,9 +1144,11 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* in the order of enum load_model */
+	static const char *const models[] = { "flat", "match", "storm", "allocs", NULL };
 	bool have_target = false, have_window = false, have_burst = false;
 	unsigned rate = 0;
-	int c;
+	int c, k;
 
 	memset(o, 0, sizeof(*o));
 	o->clients = 1;
@@ -1171,11 +1167,8 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 
 		switch (c) {
 		case 't':
-			if (bench_parse_addr(optarg, &o->target) < 0) {
-				fprintf(stderr, "etrelay-load: --target %s: want IP:PORT or "
-						"[IPv6]:PORT\n", optarg);
+			if (bench_opt_addr("etrelay-load", "target", optarg, &o->target) < 0)
 				return -1;
-			}
 			have_target = true;
 			break;
 		case 'c':
@@ -1199,19 +1192,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			o->mode = LOAD_FLOOD;
 			break;
 		case 'm':
-			if (strcmp(optarg, "flat") == 0)
-				o->model = LOAD_FLAT;
-			else if (strcmp(optarg, "match") == 0)
-				o->model = LOAD_MATCH;
-			else if (strcmp(optarg, "storm") == 0)
-				o->model = LOAD_STORM;
-			else if (strcmp(optarg, "allocs") == 0)
-				o->model = LOAD_ALLOCS;
-			else {
-				fprintf(stderr, "etrelay-load: --model %s: want flat, match, "
-						"storm or allocs\n", optarg);
+			if ((k = bench_opt_choice("etrelay-load", "model", optarg, models)) < 0)
 				return -1;
-			}
+			o->model = (enum load_model)k;
 			break;
 		case 'U':
 			bad = parse_uint_opt("up-rate", optarg, 1, 1000, &o->up_rate);
@@ -1248,11 +1231,8 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			o->gso = true;
 			break;
 		case 'X':
-			if (bench_parse_addr(optarg, &o->turn_addr) < 0) {
-				fprintf(stderr, "etrelay-load: --turn %s: want IP:PORT or "
-						"[IPv6]:PORT\n", optarg);
+			if (bench_opt_addr("etrelay-load", "turn", optarg, &o->turn_addr) < 0)
 				return -1;
-			}
 			o->turn = true;
 			break;
 		case 'K':

@@ -43,7 +43,7 @@ static const char usage[] =
 	"                           closes\n"
 	"  --source                 after the hello, send without end (and discard\n"
 	"                           what comes) until the peer closes\n"
-	"  -d, --duration DUR       exit after DUR (default: at SIGTERM/SIGINT)\n"
+	"  -d, --duration DUR       exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
 	"  -q, --quiet              no statistics at exit\n"
 	"  -h, --help               this text\n";
 
@@ -307,19 +307,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "l:a:d:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			if (bench_parse_addr(optarg, &listen) < 0) {
-				fprintf(stderr, "etrelay-tcpback: --listen %s: want IP:PORT or "
-						"[IPv6]:PORT\n", optarg);
+			if (bench_opt_addr("etrelay-tcpback", "listen", optarg, &listen) < 0)
 				return 2;
-			}
 			have_listen = true;
 			break;
 		case 'a':
-			if (bench_parse_uint(optarg, 0, 1u << 30, &v) < 0) {
-				fprintf(stderr, "etrelay-tcpback: --answer %s: want 0 to %u\n", optarg,
-					1u << 30);
+			if (bench_opt_uint("etrelay-tcpback", "answer", optarg, 0, 1u << 30, &v) < 0)
 				return 2;
-			}
 			b->answer = v;
 			break;
 		case 'H':
@@ -332,11 +326,8 @@ int main(int argc, char **argv)
 			b->mode = BACK_SOURCE;
 			break;
 		case 'd':
-			if (bench_parse_dur(optarg, &dur) < 0 || dur == 0) {
-				fprintf(stderr, "etrelay-tcpback: --duration %s: want e.g. 30s\n",
-					optarg);
+			if (bench_opt_dur("etrelay-tcpback", "duration", optarg, &dur) < 0)
 				return 2;
-			}
 			break;
 		case 'q':
 			b->quiet = true;

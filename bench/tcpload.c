@@ -31,6 +31,8 @@
 enum tl_mode { TL_CONN, TL_BULK, TL_IDLE };
 enum tl_dir { TL_UP = 1, TL_DOWN = 2, TL_BOTH = 3 };
 
+#define PROG "etrelay-tcpload"
+
 static const char *const mode_names[] = { "conn", "bulk", "idle" };
 static const char *const dir_names[] = { "", "up", "down", "both" };
 
@@ -503,24 +505,6 @@ static void report(const struct tl *l)
 	       (unsigned long long)l->all.fail_short, (unsigned long long)l->all.fail_timeout);
 }
 
-static int parse_uint_opt(const char *name, const char *v, unsigned long lo, unsigned long hi,
-			  unsigned long *out)
-{
-	if (bench_parse_uint(v, lo, hi, out) == 0)
-		return 0;
-	fprintf(stderr, "etrelay-tcpload: --%s %s: want a number from %lu to %lu\n", name, v, lo,
-		hi);
-	return -1;
-}
-
-static int parse_dur_opt(const char *name, const char *v, uint64_t *out)
-{
-	if (bench_parse_dur(v, out) == 0)
-		return 0;
-	fprintf(stderr, "etrelay-tcpload: --%s %s: want e.g. 5s or 500ms\n", name, v);
-	return -1;
-}
-
 static int parse_args(struct tl_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -545,8 +529,11 @@ static int parse_args(struct tl_opts *o, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_target = false, have_expect = false;
+	/* in the order of enum tl_mode and of enum tl_dir */
+	static const char *const modes[] = { "conn", "bulk", "idle", NULL };
+	static const char *const dirs[] = { "up", "down", "both", NULL };
 	unsigned long v;
-	int c;
+	int c, k;
 
 	memset(o, 0, sizeof(*o));
 	o->mode = TL_CONN;
@@ -566,41 +553,22 @@ static int parse_args(struct tl_opts *o, int argc, char **argv)
 
 		switch (c) {
 		case 't':
-			if (bench_parse_addr(optarg, &o->target) < 0) {
-				fprintf(stderr, "etrelay-tcpload: --target %s: want IP:PORT or "
-						"[IPv6]:PORT\n", optarg);
+			if (bench_opt_addr(PROG, "target", optarg, &o->target) < 0)
 				return -1;
-			}
 			have_target = true;
 			break;
 		case 'm':
-			if (strcmp(optarg, "conn") == 0)
-				o->mode = TL_CONN;
-			else if (strcmp(optarg, "bulk") == 0)
-				o->mode = TL_BULK;
-			else if (strcmp(optarg, "idle") == 0)
-				o->mode = TL_IDLE;
-			else {
-				fprintf(stderr, "etrelay-tcpload: --mode %s: want conn, bulk or "
-						"idle\n", optarg);
+			if ((k = bench_opt_choice(PROG, "mode", optarg, modes)) < 0)
 				return -1;
-			}
+			o->mode = (enum tl_mode)k;
 			break;
 		case 'X':
-			if (strcmp(optarg, "up") == 0)
-				o->dir = TL_UP;
-			else if (strcmp(optarg, "down") == 0)
-				o->dir = TL_DOWN;
-			else if (strcmp(optarg, "both") == 0)
-				o->dir = TL_BOTH;
-			else {
-				fprintf(stderr, "etrelay-tcpload: --dir %s: want up, down or both\n",
-					optarg);
+			if ((k = bench_opt_choice(PROG, "dir", optarg, dirs)) < 0)
 				return -1;
-			}
+			o->dir = (enum tl_dir)(k + 1);
 			break;
 		case 'c':
-			bad = parse_uint_opt("conns", optarg, 1, TL_CONNS_MAX, &v);
+			bad = bench_opt_uint(PROG, "conns", optarg, 1, TL_CONNS_MAX, &v);
 			o->conns = (unsigned)v;
 			break;
 		case 'n':
@@ -612,36 +580,36 @@ static int parse_args(struct tl_opts *o, int argc, char **argv)
 			o->sni = optarg;
 			break;
 		case 'Z':
-			bad = parse_uint_opt("hello-size", optarg, HELLO_MIN, HELLO_MAX, &v);
+			bad = bench_opt_uint(PROG, "hello-size", optarg, HELLO_MIN, HELLO_MAX, &v);
 			o->hello_size = v;
 			break;
 		case 'R':
-			bad = parse_uint_opt("record", optarg, 64, 16384, &v);
+			bad = bench_opt_uint(PROG, "record", optarg, 64, 16384, &v);
 			o->record = v;
 			break;
 		case 'e':
-			bad = parse_uint_opt("expect", optarg, 0, 1ul << 30, &v);
+			bad = bench_opt_uint(PROG, "expect", optarg, 0, 1ul << 30, &v);
 			o->expect = v;
 			have_expect = true;
 			break;
 		case 'g':
-			bad = parse_uint_opt("opening-max", optarg, 1, TL_CONNS_MAX, &v);
+			bad = bench_opt_uint(PROG, "opening-max", optarg, 1, TL_CONNS_MAX, &v);
 			o->opening_max = (unsigned)v;
 			break;
 		case 'd':
-			bad = parse_dur_opt("duration", optarg, &o->duration);
+			bad = bench_opt_dur(PROG, "duration", optarg, &o->duration);
 			break;
 		case 'W':
-			bad = parse_dur_opt("warmup", optarg, &o->warmup);
+			bad = bench_opt_dur(PROG, "warmup", optarg, &o->warmup);
 			break;
 		case 'D':
-			bad = parse_dur_opt("drain", optarg, &o->drain);
+			bad = bench_opt_dur(PROG, "drain", optarg, &o->drain);
 			break;
 		case 'T':
-			bad = parse_dur_opt("timeout", optarg, &o->timeout);
+			bad = bench_opt_dur(PROG, "timeout", optarg, &o->timeout);
 			break;
 		case 'S':
-			bad = parse_uint_opt("source-ips", optarg, 1, 65536, &v);
+			bad = bench_opt_uint(PROG, "source-ips", optarg, 1, 65536, &v);
 			o->source_ips = (unsigned)v;
 			break;
 		case 'j':
