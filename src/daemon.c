@@ -122,11 +122,19 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	daemon_arm(d);
 }
 
-/* A worker's relays take the current ban list (on its own thread). */
+/* A worker's relays and listeners take the current ban list (on its own
+ * thread): ban-file covers every listener, and a reload closes what the
+ * SNI and TURN listeners hold open for a newly banned source. */
 void daemon_take_bans(struct daemon *d, struct worker *w)
 {
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_set_bans(&w->relays[i], d->bans);
+	for (unsigned i = 0; i < w->nprbe_ports; i++)
+		w->prbe_ports[i].bans = d->bans;
+	for (unsigned i = 0; i < w->nsni; i++)
+		sni_listener_take_bans(&w->sni[i], d->bans);
+	for (unsigned i = 0; i < w->nturn; i++)
+		turn_listener_take_bans(&w->turn[i], d->bans);
 	atomic_store_explicit(&w->bans_gen, d->bans_gen, memory_order_release);
 	if (w->index != 0)
 		worker_post(d->workers[0], WORKER_BANS_TAKEN);
@@ -876,9 +884,18 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("ban list");
 		return EXIT_FAILURE;
 	}
-	for (unsigned w = 0; w < d->nworkers; w++)
+	for (unsigned w = 0; w < d->nworkers; w++) {
+		struct worker *wk = d->workers[w];
+
 		for (unsigned i = 0; i < d->nrelays; i++)
-			relay_set_bans(&d->workers[w]->relays[i], d->bans);
+			relay_set_bans(&wk->relays[i], d->bans);
+		for (unsigned i = 0; i < wk->nprbe_ports; i++)
+			wk->prbe_ports[i].bans = d->bans;
+		for (unsigned i = 0; i < wk->nsni; i++)
+			wk->sni[i].bans = d->bans;
+		for (unsigned i = 0; i < wk->nturn; i++)
+			wk->turn[i].bans = d->bans;
+	}
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the first thread (the ops plane's, the workers'). */

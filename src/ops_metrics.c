@@ -297,7 +297,7 @@ static void prbe_ports(FILE *f, const struct etr_stats *st)
 	       "the reply), send_error, or why it was dropped: not_probe (no PRBE at its start, "
 	       "echo-only ports), source (cannot be real), low_port (source port below 1024), "
 	       "loop (source port is an echo port), size (over prbe-max-size), rate (over the "
-	       "source's prbe-rate).");
+	       "source's prbe-rate), banned (its source is in ban-file).");
 	for (unsigned i = 0; i < nr; i++) {
 		const struct relay_stats *r = st->relay[i];
 
@@ -531,7 +531,8 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	       "(tcp-max-per-ip), full (tcp-max-connections, every one authenticated), or closed: "
 	       "frame_memory (the worker's memory for incomplete frames is spent), evicted "
 	       "(unauthenticated, gave way to a new one at tcp-max-connections), auth_timeout (no "
-	       "authenticated request within tcp-auth-timeout).");
+	       "authenticated request within tcp-auth-timeout), banned (its source is in ban-file: "
+	       "at accept, or open when a reload banned it).");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",
@@ -609,7 +610,7 @@ static void sni_listeners(FILE *f, struct sni_shared *sh)
 	family(f, "etrelay_sni_connections_ended_total", "counter",
 	       "Spliced connections closed, by reason: done (both sides closed), idle "
 	       "(idle-timeout), reset (a side reset or failed), revoked (its route was removed "
-	       "or changed), shutdown.");
+	       "or changed), shutdown, banned (a ban-file reload banned its source).");
 	EACH_SNI
 	for (unsigned e = 0; e < SNI_ENDS; e++)
 		sample(f, "etrelay_sni_connections_ended_total",

@@ -97,6 +97,12 @@ static void port_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		STAT_ADD(e->stats->result[PRBE_DROP_SOURCE], 1);
 		return;
 	}
+	/* ban-file covers every listener: a banned source gets no echo (nor
+	 * spends a token), whatever it sent. */
+	if (e->bans && banlist_match(e->bans, &src)) {
+		STAT_ADD(e->stats->result[STATS_PRBE_BANNED], 1);
+		return;
+	}
 	prbe_port_answer(&e->p, e->stats, e->ops, e->loop, e->fd, &src, d,
 			 endpoint_id(e->ep, e->slot));
 	(void)ref;

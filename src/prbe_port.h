@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "banlist.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "prbe.h"
@@ -36,6 +37,7 @@ struct prbe_port {
 	struct prbe p;
 	struct rl_table rl;
 	struct prbe_stats *stats;
+	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	int fd;
 	const struct loop_ops *ops;
 	struct loop *loop;

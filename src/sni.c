@@ -701,7 +701,16 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 		return;
 	}
 	memset(&peer, 0, sizeof(peer));
-	c = getpeername(fd, &peer.sa, &len) == 0 ? conn_alloc(l, fd, now) : NULL;
+	if (getpeername(fd, &peer.sa, &len) < 0) {
+		c = NULL;
+	} else if (l->bans && banlist_match(l->bans, &peer)) {
+		/* ban-file: closed before any slot, cap count or read. */
+		ADD(l->stats.result[SNI_BANNED], 1);
+		close(fd);
+		return;
+	} else {
+		c = conn_alloc(l, fd, now);
+	}
 	if (!c) {
 		/* No slot to linger in: close at once. */
 		ADD(l->stats.result[SNI_NO_RESOURCES], 1);
@@ -850,6 +859,28 @@ void sni_listener_take_routes(struct sni_listener *l)
 			refuse(l, c, SNI_ROUTE_GONE, now);
 		else
 			end(l, c, SNI_END_REVOKED);
+	}
+}
+
+void sni_listener_take_bans(struct sni_listener *l, const struct banlist *b)
+{
+	l->bans = b;
+	if (!l->attached || !b)
+		return;
+	for (uint32_t k = 0; k < l->nconns; k++) {
+		struct sni_conn *c = &l->conns[k];
+
+		if (c->state == C_FREE || c->state == C_LINGER || c->state == C_GONE ||
+		    !banlist_match(b, &c->peer))
+			continue;
+		if (c->state == C_PREREAD) {
+			preread_done(l, c);
+			refuse_now(l, c, SNI_BANNED);
+		} else if (c->state == C_CONNECTING) {
+			refuse_now(l, c, SNI_BANNED);
+		} else {
+			end(l, c, SNI_END_BANNED);
+		}
 	}
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "banlist.h"
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
@@ -48,6 +49,7 @@ enum sni_result {
 	SNI_CONNECT_TIMEOUT,   /* ... within connect-timeout */
 	SNI_ROUTE_GONE,	       /* its route went away before the connect ended */
 	SNI_NO_RESOURCES,      /* out of memory, sockets or connection slots */
+	SNI_BANNED,	       /* its source is in ban-file: closed at accept */
 	SNI_RESULTS
 };
 
@@ -58,6 +60,7 @@ enum sni_end {
 	SNI_END_RESET,	  /* a side reset or a send failed: both closed */
 	SNI_END_REVOKED,  /* its route was removed or changed */
 	SNI_END_SHUTDOWN, /* the process left */
+	SNI_END_BANNED,	  /* a ban-file reload banned its source */
 	SNI_ENDS
 };
 
@@ -209,6 +212,7 @@ struct sni_listener {
 	unsigned slot_conns; /* its endpoint: connections and the listening socket */
 	bool attached;
 	const struct sni_routes *routes; /* the table this worker uses */
+	const struct banlist *bans;	 /* the daemon's current list, NULL: none */
 	uint64_t gen;
 	struct sni_conn *conns;
 	uint32_t nconns, free_head, free_tail; /* free slots, oldest first */
@@ -233,6 +237,11 @@ int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, stru
 /* On the worker's thread: use the table in force now; connections whose
  * route is gone or changed are closed, the others carry on. */
 void sni_listener_take_routes(struct sni_listener *l);
+
+/* On the worker's thread: use ban list b (NULL: none) for new connections,
+ * and close the open ones whose source it bans (without a byte while
+ * prereading or connecting, result banned; ended banned once spliced). */
+void sni_listener_take_bans(struct sni_listener *l, const struct banlist *b);
 
 /* On the worker's thread, on the way out: close every connection. */
 void sni_listener_shutdown(struct sni_listener *l);

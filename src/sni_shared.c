@@ -33,12 +33,14 @@ static const char *const result_names[SNI_RESULTS] = {
 	[SNI_CONNECT_TIMEOUT] = "connect_timeout",
 	[SNI_ROUTE_GONE] = "route_gone",
 	[SNI_NO_RESOURCES] = "no_resources",
+	[SNI_BANNED] = "banned",
 };
 
 static const char *const end_names[SNI_ENDS] = {
 	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
 	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
 	[SNI_END_SHUTDOWN] = "shutdown",
+	[SNI_END_BANNED] = "banned",
 };
 
 const char *sni_result_name(enum sni_result r)

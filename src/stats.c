@@ -113,5 +113,9 @@ const char *stats_hb_result_name(enum stats_hb_result r)
 
 const char *stats_prbe_result_name(unsigned r)
 {
-	return r == STATS_PRBE_SEND_ERROR ? "send_error" : prbe_verdict_name((enum prbe_verdict)r);
+	if (r == STATS_PRBE_SEND_ERROR)
+		return "send_error";
+	if (r == STATS_PRBE_BANNED)
+		return "banned";
+	return prbe_verdict_name((enum prbe_verdict)r);
 }

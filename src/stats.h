@@ -84,9 +84,11 @@ enum stats_hb_result {
 
 /* One echo port's PRBE results: each verdict of prbe_check, except that an
  * echo counts as echoed once the kernel took it, and as send_error
- * (STATS_PRBE_SEND_ERROR) when it did not. */
+ * (STATS_PRBE_SEND_ERROR) when it did not; and banned (STATS_PRBE_BANNED):
+ * a datagram from a ban-file source on an echo-only port, never decided. */
 #define STATS_PRBE_SEND_ERROR PRBE_VERDICTS
-#define STATS_PRBE_RESULTS (PRBE_VERDICTS + 1)
+#define STATS_PRBE_BANNED     (PRBE_VERDICTS + 1)
+#define STATS_PRBE_RESULTS    (PRBE_VERDICTS + 2)
 struct prbe_stats {
 	char port[ADDR_STRLEN]; /* the listener's address: the metric's label */
 	_Atomic uint64_t result[STATS_PRBE_RESULTS];
@@ -196,7 +198,8 @@ void stats_relay_add(struct relay_stats *to, const struct relay_stats *from);
 const char *stats_drop_name(enum stats_drop d);
 const char *stats_close_name(enum stats_close c);
 const char *stats_hb_result_name(enum stats_hb_result r);
-/* prbe_verdict_name, and "send_error" for STATS_PRBE_SEND_ERROR. */
+/* prbe_verdict_name, "send_error" for STATS_PRBE_SEND_ERROR and "banned"
+ * for STATS_PRBE_BANNED. */
 const char *stats_prbe_result_name(unsigned r);
 
 #endif

@@ -1162,6 +1162,12 @@ static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *pee
 	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
 }
 
+/* Whether ban-file holds a (a client or a peer). */
+static bool banned(const struct turn_listener *l, const union etr_sockaddr *a)
+{
+	return l->bans && banlist_match(l->bans, a);
+}
+
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 {
 	struct turn_listener *l = x->l;
@@ -1186,7 +1192,7 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 		/* The policy before the family: a refused IPv6 form (::1,
 		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
 		 * as such, not merely a mismatch (443). */
-		if (!peer_ok(l, &peers[i], true)) {
+		if (!peer_ok(l, &peers[i], true) || banned(l, &peers[i])) {
 			STAT_ADD(l->stats.peer_rejected, 1);
 			answer_error(x, m, 403, au.key);
 			return;
@@ -1229,7 +1235,7 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		answer_error(x, m, 400, au.key);
 		return;
 	}
-	if (!peer_ok(l, &peer, false)) { /* before the family, as above */
+	if (!peer_ok(l, &peer, false) || banned(l, &peer)) { /* before the family, as above */
 		STAT_ADD(l->stats.peer_rejected, 1);
 		answer_error(x, m, 403, au.key);
 		return;
@@ -1424,6 +1430,12 @@ static void udp_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
 		return;
 	}
+	/* Before any parsing: a banned client gets no answer, and its
+	 * allocation (if a reload banned it while it lived) no Refresh. */
+	if (banned(l, &x.client)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_BANNED], 1);
+		return;
+	}
 	ctx_init(&x, l, d->now, 0);
 	on_message(&x, d->data, d->len, d);
 }
@@ -1457,6 +1469,11 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	if (!d->from || !addr_from(&peer, d->from, d->fromlen) ||
 	    !turn_alloc_permitted(&l->t, idx, &peer, now_ms)) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
+		return;
+	}
+	/* A peer banned after its permission was made: not carried. */
+	if (banned(l, &peer)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_BANNED], 1);
 		return;
 	}
 	x.client = l->t.a[idx].tuple.client;
@@ -1710,6 +1727,12 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	if (fd < 0)
 		return;
 	if (getpeername(fd, &peer.sa, &plen) < 0) {
+		close(fd);
+		return;
+	}
+	/* Banned: closed before any slot, count or TLS byte. */
+	if (banned(l, &peer)) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_BANNED], 1);
 		close(fd);
 		return;
 	}
@@ -2238,6 +2261,23 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 			return s;
 	}
 	return 0;
+}
+
+void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b)
+{
+	l->bans = b;
+	if (!l->attached || !b)
+		return;
+	for (uint32_t i = 0; i < l->nconns; i++)
+		if (l->conns[i].used && l->conns[i].fd >= 0 && banned(l, &l->conns[i].client)) {
+			STAT_ADD(l->stats.tcp_dropped[TURN_TCP_BANNED], 1);
+			conn_close(l, i);
+		}
+	for (uint32_t idx = 0; idx < l->t.cap; idx++)
+		if (l->t.a[idx].live && l->t.a[idx].tuple.transport == TURN_UDP &&
+		    banned(l, &l->t.a[idx].tuple.client))
+			alloc_end(l, idx);
+	arm(l);
 }
 
 void turn_listener_shutdown(struct turn_listener *l)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "banlist.h"
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
@@ -65,6 +66,7 @@ enum turn_drop {
 	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
+	TURN_DROP_BANNED,	 /* from a ban-file source: a client, or a peer to a relayed port */
 	TURN_DROPS
 };
 
@@ -76,6 +78,7 @@ enum turn_tcp_drop {
 	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
 	TURN_TCP_EVICTED,      /* the oldest unauthenticated, gave way to a new one */
 	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
+	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
 	TURN_TCP_DROPS
 };
 
@@ -297,6 +300,7 @@ struct turn_listener {
 	struct timer reload_timer;
 	struct rl_table rl401;	   /* unauthenticated answers per source IP */
 	struct rl_bucket unauth_rl; /* ... and in all (this worker's part) */
+	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	struct turn_stats stats;
 };
 
@@ -330,6 +334,13 @@ static inline int turn_listener_tls_fd(const struct turn_listener *l)
 {
 	return l->tls_fd;
 }
+
+/* On the worker's thread: use ban list b (NULL: none) for new datagrams,
+ * connections and peers; close the TCP and TLS connections (tcp_dropped
+ * banned) and end the UDP allocations of the clients it bans. Permissions
+ * to a peer it bans stay until they lapse (a refresh is refused), but
+ * nothing the peer sends is relayed. */
+void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b);
 
 /* Close every allocation (on the worker's thread, on the way out). */
 void turn_listener_shutdown(struct turn_listener *l);

@@ -180,6 +180,7 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_CLIENT_SLOW] = "client_slow",
     [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
     [TURN_DROP_OVERSIZE] = "oversize",
+    [TURN_DROP_BANNED] = "banned",
 };
 
 static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
@@ -188,6 +189,7 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_FRAME_MEMORY] = "frame_memory",
     [TURN_TCP_EVICTED] = "evicted",
     [TURN_TCP_AUTH_TIMEOUT] = "auth_timeout",
+    [TURN_TCP_BANNED] = "banned",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {

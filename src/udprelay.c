@@ -329,6 +329,7 @@ static bool forward(struct udprelay *u, uint32_t idx, int fd, const union etr_so
 static void probe(struct udprelay *u, const union etr_sockaddr *client, struct loop_dgram *d)
 {
 	if (u->bans && banlist_match(u->bans, client)) {
+		STAT_ADD(u->prbe_stats->result[STATS_PRBE_BANNED], 1);
 		udprelay_refuse(u, client, d, DROP_BANNED);
 		return;
 	}
