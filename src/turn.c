@@ -1196,13 +1196,10 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 			return;
 		}
 	}
-	for (unsigned i = 0; i < m->n_peer; i++) {
-		enum turn_alloc_err e = turn_alloc_permit(&l->t, idx, &peers[i], x->now_ms);
-
-		if (e != TURN_OK) {
-			answer_error(x, m, turn_alloc_err_code(e), au.key);
-			return;
-		}
+	/* All or none: a 508 leaves no permission of this request behind. */
+	if (turn_alloc_permit_all(&l->t, idx, peers, m->n_peer, x->now_ms) != TURN_OK) {
+		answer_error(x, m, turn_alloc_err_code(TURN_E_PERM_FULL), au.key);
+		return;
 	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CREATE_PERMISSION, STUN_SUCCESS),
 			 m->tid);

@@ -600,6 +600,38 @@ enum turn_alloc_err turn_alloc_permit(struct turn_alloc_table *t, uint32_t idx,
 	return TURN_OK;
 }
 
+enum turn_alloc_err turn_alloc_permit_all(struct turn_alloc_table *t, uint32_t idx,
+					  const union etr_sockaddr *peers, unsigned n, uint64_t now)
+{
+	const struct turn_alloc *a = &t->a[idx];
+	uint8_t ip[16], seen[TURN_PERM_MAX][16];
+	unsigned fresh = 0, room = 0;
+
+	for (int i = 0; i < TURN_PERM_MAX; i++)
+		room += a->perm[i].expires <= now;
+	/* Count first: an IP neither permitted nor already counted needs a
+	 * place. More than TURN_PERM_MAX new ones can never fit. */
+	for (unsigned i = 0; i < n; i++) {
+		bool dup = false;
+
+		if (!peer_ip(&peers[i], ip))
+			return TURN_E_PERM_FULL;
+		if (perm_find(a, ip, now) >= 0)
+			continue;
+		for (unsigned j = 0; j < fresh && !dup; j++)
+			dup = memcmp(seen[j], ip, 16) == 0;
+		if (dup)
+			continue;
+		if (fresh == room)
+			return TURN_E_PERM_FULL;
+		memcpy(seen[fresh++], ip, 16);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (turn_alloc_permit(t, idx, &peers[i], now) != TURN_OK)
+			return TURN_E_PERM_FULL; /* not reached: counted above */
+	return TURN_OK;
+}
+
 bool turn_alloc_permitted(const struct turn_alloc_table *t, uint32_t idx,
 			  const union etr_sockaddr *peer, uint64_t now)
 {

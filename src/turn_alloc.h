@@ -245,6 +245,14 @@ void turn_alloc_refresh(struct turn_alloc_table *t, uint32_t idx, uint32_t lifet
 enum turn_alloc_err turn_alloc_permit(struct turn_alloc_table *t, uint32_t idx,
 				      const union etr_sockaddr *peer, uint64_t now);
 
+/* CreatePermission with n peers, all or nothing (RFC 8656 §9.2: a request
+ * that fails changes nothing): installs or refreshes every peer's IP, or,
+ * when the new IPs (those not permitted yet, each counted once however often
+ * it is named) outnumber the free places, returns TURN_E_PERM_FULL having
+ * changed nothing. */
+enum turn_alloc_err turn_alloc_permit_all(struct turn_alloc_table *t, uint32_t idx,
+					  const union etr_sockaddr *peers, unsigned n, uint64_t now);
+
 /* Whether peer's IP (port ignored) has a live permission: the check for
  * Send, ChannelData and everything arriving on the relayed socket. */
 bool turn_alloc_permitted(const struct turn_alloc_table *t, uint32_t idx,

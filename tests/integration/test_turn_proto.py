@@ -13,7 +13,9 @@ another user on an allocation (441), a nonce that is not this client's
 (438 with a fresh one), an unknown comprehension-required attribute (420
 listing it), MESSAGE-INTEGRITY-SHA256 alone, REQUESTED-TRANSPORT TCP (442),
 IPv6 family (440), a second Allocate on a 5-tuple (437), a retransmitted
-Allocate, Refresh 0 then Refresh (437), ChannelBind conflicts and range,
+Allocate, Refresh 0 then Refresh (437), CreatePermission all or nothing
+(a refused request with several peers installs none), ChannelBind
+conflicts and range,
 every refused peer form (403), the allow/deny/own order, REST credential
 expiry with and without turn-strict-expiry, and stale nonces (438) with
 turn-nonce-lifetime 1s. user-quota with --workers 2 from addresses on both
@@ -657,6 +659,31 @@ def run(ctx):
     res = raw(a, t, "z", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_z)
     h.expect_eq(code_of(res, "437"), 437, f"Refresh after Refresh 0: {res}")
     d.check("Refresh 0, Refresh", allocations_total=1, **{"errors_total:437": 1})
+
+    # CreatePermission is all or nothing: 31 of the 32 places taken, a
+    # request naming 3 new peers gets 508 and installs none of them, so one
+    # place is still left: a request with one new peer (named twice, the
+    # duplicates count once) and one permitted fits it, the next new one not.
+    user_p = credential("p")
+    res = raw(a, t, "p", "ALLOCATE", udp, auth=user_p)
+    h.expect_eq(res.get("cls"), "success", f"Allocate for the permissions: {res}")
+    ips = [f"9.9.{i}.1" for i in range(31)]
+    for k in range(0, 31, 8):
+        r = raw(a, t, "p", "CREATE_PERMISSION", *[peer_attr(ip, 9) for ip in ips[k:k + 8]],
+                auth=user_p)
+        h.expect_eq(r.get("cls"), "success", f"CreatePermission of {ips[k:k + 8]}: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.1", 9), peer_attr(ips[0], 9),
+            peer_attr("9.9.100.2", 9), peer_attr("9.9.100.3", 9), auth=user_p)
+    h.expect_eq(r.get("code"), 508, f"CreatePermission of 3 new peers, 1 place left: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.4", 9),
+            peer_attr("9.9.100.4", 10), peer_attr(ips[5], 9), auth=user_p)
+    h.expect_eq(r.get("cls"), "success",
+                f"CreatePermission of the 32nd peer after a refused request: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.5", 9), auth=user_p)
+    h.expect_eq(r.get("code"), 508, f"CreatePermission of a 33rd peer: {r}")
+    res = raw(a, t, "p", "REFRESH", {"t": "LIFETIME", "u32": 0}, auth=user_p)
+    h.expect_eq(res.get("cls"), "success", f"Refresh 0 of the permissions' allocation: {res}")
+    d.check("32 permissions", allocations_total=1, **{"errors_total:508": 2})
 
     # ChannelBind: rebinding refreshes, conflicts 400, 0x4000-0x7FFF only.
     def bind(ch, port, what, want):
