@@ -443,6 +443,7 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 	} else if (strcmp(key, "tls-reload-interval") == 0) {
 		if (conf_parse_duration(v, &t->tls_reload_ms, false) < 0)
 			return "expected a duration above 0 such as 60s or 5m";
+		t->tls_reload_set = true;
 	} else if (strcmp(key, "realm") == 0) {
 		size_t len = strlen(v);
 
@@ -1371,6 +1372,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		t->tls_cert_line = lineno;
 	if (!why && strcmp(key, "tls-key") == 0)
 		t->tls_key_line = lineno;
+	if (!why && strcmp(key, "tls-reload-interval") == 0)
+		t->tls_reload_line = lineno;
 	if (why == buf && strcmp(buf, "unknown key") == 0)
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
@@ -1846,18 +1849,20 @@ static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t
 		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
 }
 
-/* tls-cert or tls-key without tls-listen: nothing would load the pair (a
- * start would not read it, -t would not check it), so it is not what the
- * operator meant. Named with the key's own line. */
+/* tls-cert, tls-key or tls-reload-interval without tls-listen: nothing
+ * would load (or reload) the pair (a start would not read it, -t would not
+ * check it), so it is not what the operator meant. Named with the key's own
+ * line. */
 static void turn_tls_unused(const struct etr_conf *c, const struct turn_conf *t,
 			    struct conf_errors *e)
 {
-	const char *key[2] = {"tls-cert", "tls-key"};
-	const unsigned line[2] = {t->tls_cert_line, t->tls_key_line};
-	const bool given[2] = {t->tls_cert[0] != '\0', t->tls_key[0] != '\0'};
+	const char *key[3] = {"tls-cert", "tls-key", "tls-reload-interval"};
+	const unsigned line[3] = {t->tls_cert_line, t->tls_key_line, t->tls_reload_line};
+	const bool given[3] = {t->tls_cert[0] != '\0', t->tls_key[0] != '\0',
+			       t->tls_reload_set};
 	char o[CONF_PATH_MAX + 32];
 
-	for (unsigned k = 0; k < 2; k++)
+	for (unsigned k = 0; k < 3; k++)
 		if (given[k])
 			err_add(e,
 				"%s: turn %s: %s: given without tls-listen (add tls-listen "

@@ -2747,6 +2747,19 @@ static void test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes(void **
 			 -1);
 	assert_errors(&e, 1);
 	assert_err_line(&e, "etrelay: turn default: tls-key: given without tls-listen", NULL, NULL);
+	/* The reload interval alone: nothing to reload, the same error. */
+	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\nrealm x\ntls-reload-interval 5s\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":4: turn t: tls-reload-interval: given without tls-listen", NULL,
+			NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--turn-listen", "127.0.0.1",
+					  "--turn-tls-reload-interval", "5s")),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, "etrelay: turn default: tls-reload-interval: given without tls-listen",
+			NULL, NULL);
 	/* The TLS, TCP and SNI listeners on the ops plane's port, a wildcard
 	 * included: one error each, naming the key. */
 	assert_int_equal(run(&c, &e,
