@@ -251,7 +251,8 @@ enum turn_alloc_err turn_alloc_permit(struct turn_alloc_table *t, uint32_t idx,
  * it is named) outnumber the free places, returns TURN_E_PERM_FULL having
  * changed nothing. */
 enum turn_alloc_err turn_alloc_permit_all(struct turn_alloc_table *t, uint32_t idx,
-					  const union etr_sockaddr *peers, unsigned n, uint64_t now);
+					  const union etr_sockaddr *peers, unsigned n,
+					  uint64_t now);
 
 /* Whether peer's IP (port ignored) has a live permission: the check for
  * Send, ChannelData and everything arriving on the relayed socket. */
