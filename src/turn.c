@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -1275,6 +1276,8 @@ static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *
 	}
 	STAT_ADD(l->stats.dgrams_to_peer, 1);
 	STAT_ADD(l->stats.bytes_to_peer, n);
+	l->t.a[idx].dgrams_to_peer++;
+	l->t.a[idx].bytes_to_peer += n;
 }
 
 static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d)
@@ -1497,6 +1500,8 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	}
 	STAT_ADD(l->stats.dgrams_to_client, 1);
 	STAT_ADD(l->stats.bytes_to_client, n);
+	l->t.a[idx].dgrams_to_client++;
+	l->t.a[idx].bytes_to_client += n;
 	return;
 fail:
 	STAT_ADD(l->stats.dropped[x.conn && l->send_full ? TURN_DROP_CLIENT_SLOW
@@ -2251,6 +2256,46 @@ void turn_listener_shutdown(struct turn_listener *l)
 	l->timer_at = UINT64_MAX;
 	if (l->tls_fd >= 0)
 		l->ops->timer_cancel(l->loop, &l->reload_timer);
+}
+
+void turn_allocations_json(const struct turn_listener *l, FILE *f, uint64_t now, bool *first)
+{
+	static const char *const transport[] = {"udp", "tcp", "tls"};
+	const struct turn_alloc_table *t = &l->t;
+	uint64_t now_ms = now / NS_PER_MS;
+	char a[ADDR_STRLEN];
+
+	/* At most the worker's max-allocations entries, in table order. */
+	for (uint32_t i = 0; i < t->cap; i++) {
+		const struct turn_alloc *al = &t->a[i];
+		union etr_sockaddr relayed = l->sh->conf->relay_addr;
+		unsigned perms, chans;
+
+		if (!al->live)
+			continue;
+		turn_alloc_counts(t, i, now_ms, &perms, &chans);
+		relayed.in.sin_port = htons(al->port);
+		fputs(*first ? "\n" : ",\n", f);
+		*first = false;
+		fputs("{\"turn\":", f);
+		json_string(f, l->sh->conf->name);
+		fprintf(f, ",\"worker\":%u,\"client\":", l->worker);
+		json_string(f, addr_str(&al->tuple.client.sa, a));
+		fprintf(f, ",\"transport\":\"%s\",\"relayed\":", transport[al->tuple.transport]);
+		json_string(f, addr_str(&relayed.sa, a));
+		fputs(",\"username\":", f);
+		json_string(f, al->username);
+		fprintf(
+		    f,
+		    ",\"age_seconds\":%llu,\"lifetime_seconds\":%llu,\"permissions\":%u,"
+		    "\"channels\":%u,\"datagrams_to_peer\":%llu,\"bytes_to_peer\":%llu,"
+		    "\"datagrams_to_client\":%llu,\"bytes_to_client\":%llu}",
+		    (unsigned long long)((now_ms - al->created) / 1000),
+		    (unsigned long long)(al->expires > now_ms ? (al->expires - now_ms) / 1000 : 0),
+		    perms, chans, (unsigned long long)al->dgrams_to_peer,
+		    (unsigned long long)al->bytes_to_peer, (unsigned long long)al->dgrams_to_client,
+		    (unsigned long long)al->bytes_to_client);
+	}
 }
 
 void turn_listener_free(struct turn_listener *l)

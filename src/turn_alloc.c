@@ -509,6 +509,8 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 	a = &t->a[i];
 	memset(a->perm, 0, sizeof(a->perm));
 	memset(a->chan, 0, sizeof(a->chan));
+	a->created = now;
+	a->dgrams_to_peer = a->bytes_to_peer = a->dgrams_to_client = a->bytes_to_client = 0;
 	a->tuple = *k;
 	memcpy(a->key, req->key, sizeof(a->key));
 	a->expires = now + (uint64_t)req->lifetime_s * 1000;
@@ -691,6 +693,18 @@ enum turn_alloc_err turn_alloc_bind(struct turn_alloc_table *t, uint32_t idx, ui
 	a->perm[p].expires = now + TURN_PERM_LIFETIME_MS;
 	deadline_update(t, idx);
 	return TURN_OK;
+}
+
+void turn_alloc_counts(const struct turn_alloc_table *t, uint32_t idx, uint64_t now,
+		       unsigned *perms, unsigned *chans)
+{
+	const struct turn_alloc *a = &t->a[idx];
+
+	*perms = *chans = 0;
+	for (int i = 0; i < TURN_PERM_MAX; i++)
+		*perms += a->perm[i].expires > now;
+	for (int i = 0; i < TURN_CHAN_MAX; i++)
+		*chans += a->chan[i].expires > now;
 }
 
 bool turn_alloc_chan_peer(const struct turn_alloc_table *t, uint32_t idx, uint16_t num,
