@@ -444,6 +444,7 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 	} else if (strcmp(key, "tls-reload-interval") == 0) {
 		if (conf_parse_duration(v, &t->tls_reload_ms, false) < 0)
 			return "expected a duration above 0 such as 60s or 5m";
+		t->tls_reload_set = true;
 	} else if (strcmp(key, "realm") == 0) {
 		size_t len = strlen(v);
 
@@ -1372,6 +1373,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		t->tls_cert_line = lineno;
 	if (!why && strcmp(key, "tls-key") == 0)
 		t->tls_key_line = lineno;
+	if (!why && strcmp(key, "tls-reload-interval") == 0)
+		t->tls_reload_line = lineno;
 	if (why == buf && strcmp(buf, "unknown key") == 0)
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
@@ -1784,13 +1787,6 @@ static void sni_finish(struct etr_conf *c, struct conf_errors *e)
 			snprintf(where, sizeof(where), "etrelay: sni %s", s->name);
 		if (!s->listen_set)
 			err_add(e, "%s: listen: missing (the TCP ADDR:PORT to listen on)", where);
-		for (unsigned j = 0; j < i && s->listen_set; j++) {
-			char a[ADDR_STRLEN];
-
-			if (addr_equal(&s->listen, &c->sni[j].listen))
-				err_add(e, "%s: listen %s: already used by sni %s", where,
-					addr_str(&s->listen.sa, a), c->sni[j].name);
-		}
 		for (unsigned r = 1; r < s->nroutes; r++)
 			for (unsigned p = 0; p < r; p++)
 				if (strcmp(s->routes[r].name, s->routes[p].name) == 0)
@@ -1847,18 +1843,19 @@ static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t
 		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
 }
 
-/* tls-cert or tls-key without tls-listen: nothing would load the pair (a
- * start would not read it, -t would not check it), so it is not what the
- * operator meant. Named with the key's own line. */
+/* tls-cert, tls-key or tls-reload-interval without tls-listen: nothing
+ * would load (or reload) the pair (a start would not read it, -t would not
+ * check it), so it is not what the operator meant. Named with the key's own
+ * line. */
 static void turn_tls_unused(const struct etr_conf *c, const struct turn_conf *t,
 			    struct conf_errors *e)
 {
-	const char *key[2] = {"tls-cert", "tls-key"};
-	const unsigned line[2] = {t->tls_cert_line, t->tls_key_line};
-	const bool given[2] = {t->tls_cert[0] != '\0', t->tls_key[0] != '\0'};
+	const char *key[3] = {"tls-cert", "tls-key", "tls-reload-interval"};
+	const unsigned line[3] = {t->tls_cert_line, t->tls_key_line, t->tls_reload_line};
+	const bool given[3] = {t->tls_cert[0] != '\0', t->tls_key[0] != '\0', t->tls_reload_set};
 	char o[CONF_PATH_MAX + 32];
 
-	for (unsigned k = 0; k < 2; k++)
+	for (unsigned k = 0; k < 3; k++)
 		if (given[k])
 			err_add(e,
 				"%s: turn %s: %s: given without tls-listen (add tls-listen "
@@ -1866,51 +1863,83 @@ static void turn_tls_unused(const struct etr_conf *c, const struct turn_conf *t,
 				line_origin(c, line[k], o, sizeof(o)), t->name, key[k]);
 }
 
-/* TCP listeners on one port (an address, or either a wildcard): the ops
- * plane against the SNI and TURN listeners, and a TURN listener's
- * tcp-listen against another's tls-listen (the other pairs are checked in
- * sni_finish and turn_finish). */
+/* One TCP listening address of the configuration, for tcp_listeners_clash. */
+struct tcp_listener {
+	const union etr_sockaddr *addr;
+	const char *kind, *name, *key; /* kind "": the ops plane */
+	unsigned line;		       /* of the section's header; 0: command line */
+};
+
+/* Whether a comes after b in the file (the command line after the file). */
+static bool tcp_listener_after(const struct tcp_listener *a, const struct tcp_listener *b)
+{
+	unsigned la = a->line ? a->line : ~0u, lb = b->line ? b->line : ~0u;
+
+	if (!a->kind[0] || !b->kind[0])
+		return b->kind[0] == '\0' && a->kind[0] != '\0';
+	return la > lb;
+}
+
+/* Every pair of TCP listeners on one port (the same address, or either a
+ * wildcard): the ops plane, each SNI listener, each TURN listener's
+ * tcp-listen and tls-listen. A start would fail on the second one (each
+ * first socket checks that nobody listens there, which our own first
+ * listener does), blaming another process; -t would pass. Said here
+ * instead, once per pair, at the later listener in the file (the
+ * command line's come last), naming the earlier one and its line. */
 static void tcp_listeners_clash(const struct etr_conf *c, struct conf_errors *e)
 {
+	struct tcp_listener l[1 + CONF_SNI_MAX + 2 * CONF_TURN_MAX];
 	const char *path = c->path ? c->path : "";
-	char where[CONF_NAME_MAX + 300], a[ADDR_STRLEN];
+	char where[CONF_NAME_MAX + 300], a[ADDR_STRLEN], other[CONF_NAME_MAX + 80];
+	unsigned n = 0;
 
-	for (unsigned i = 0; i < c->nsni && c->ops_enabled; i++) {
-		const struct sni_conf *s = &c->sni[i];
-
-		if (!s->listen_set || !listeners_overlap(&s->listen, &c->ops_listen))
-			continue;
-		if (s->line)
-			snprintf(where, sizeof(where), "%s:%u: sni %s", path, s->line, s->name);
-		else
-			snprintf(where, sizeof(where), "etrelay: sni %s", s->name);
-		err_add(e, "%s: listen %s: the ops-listen address", where,
-			addr_str(&s->listen.sa, a));
-	}
+	if (c->ops_enabled)
+		l[n++] = (struct tcp_listener){&c->ops_listen, "", "", "ops-listen", 0};
+	for (unsigned i = 0; i < c->nsni; i++)
+		if (c->sni[i].listen_set)
+			l[n++] = (struct tcp_listener){&c->sni[i].listen, "sni", c->sni[i].name,
+						       "listen", c->sni[i].line};
 	for (unsigned i = 0; i < c->nturn; i++) {
 		const struct turn_conf *t = &c->turn[i];
 
-		if (t->line)
-			snprintf(where, sizeof(where), "%s:%u: turn %s", path, t->line, t->name);
-		else
-			snprintf(where, sizeof(where), "etrelay: turn %s", t->name);
-		if (c->ops_enabled && t->tcp_set &&
-		    listeners_overlap(&t->tcp_listen, &c->ops_listen))
-			err_add(e, "%s: tcp-listen %s: the ops-listen address", where,
-				addr_str(&t->tcp_listen.sa, a));
-		if (c->ops_enabled && t->tls_set &&
-		    listeners_overlap(&t->tls_listen, &c->ops_listen))
-			err_add(e, "%s: tls-listen %s: the ops-listen address", where,
-				addr_str(&t->tls_listen.sa, a));
-		for (unsigned j = 0; j < c->nturn; j++) {
-			const struct turn_conf *o = &c->turn[j];
+		if (t->tcp_set)
+			l[n++] = (struct tcp_listener){&t->tcp_listen, "turn", t->name,
+						       "tcp-listen", t->line};
+		if (t->tls_set)
+			l[n++] = (struct tcp_listener){&t->tls_listen, "turn", t->name,
+						       "tls-listen", t->line};
+	}
+	/* In file order, stable; the ops plane first (it has no section). */
+	for (unsigned j = 1; j < n; j++)
+		for (unsigned i = j; i > 0 && tcp_listener_after(&l[i - 1], &l[i]); i--) {
+			struct tcp_listener x = l[i];
 
-			if (j == i)
+			l[i] = l[i - 1];
+			l[i - 1] = x;
+		}
+	for (unsigned j = 1; j < n; j++) {
+		if (port_of(l[j].addr) == 0)
+			continue; /* given, wrong, and said so */
+		if (l[j].line)
+			snprintf(where, sizeof(where), "%s:%u: %s %s", path, l[j].line, l[j].kind,
+				 l[j].name);
+		else
+			snprintf(where, sizeof(where), "etrelay: %s %s", l[j].kind, l[j].name);
+		for (unsigned i = 0; i < j; i++) {
+			if (!listeners_overlap(l[j].addr, l[i].addr))
 				continue;
-			if (t->tls_set && o->tcp_set &&
-			    listeners_overlap(&t->tls_listen, &o->tcp_listen))
-				err_add(e, "%s: tls-listen %s: the tcp-listen address of turn %s",
-					where, addr_str(&t->tls_listen.sa, a), o->name);
+			if (!l[i].kind[0] ||
+			    (l[i].kind == l[j].kind && strcmp(l[i].name, l[j].name) == 0))
+				other[0] = '\0'; /* the ops plane, or the same section */
+			else if (l[i].line)
+				snprintf(other, sizeof(other), " of %s %s (line %u)", l[i].kind,
+					 l[i].name, l[i].line);
+			else
+				snprintf(other, sizeof(other), " of %s %s (command line)",
+					 l[i].kind, l[i].name);
+			err_add(e, "%s: %s %s: the %s address%s", where, l[j].key,
+				addr_str(&l[j].addr->sa, a), l[i].key, other);
 		}
 	}
 }
@@ -1979,9 +2008,6 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			err_add(e, "%s: tls-listen: needs tls-cert and tls-key", where);
 		if (!t->tls_set)
 			turn_tls_unused(c, t, e);
-		if (t->tls_set && t->tcp_set && listeners_overlap(&t->tls_listen, &t->tcp_listen))
-			err_add(e, "%s: tls-listen %s: the tcp-listen address", where,
-				addr_str(&t->tls_listen.sa, a));
 		for (unsigned j = 0; j < c->nrelays; j++) {
 			const struct relay_conf *r = &c->relays[j];
 
@@ -1997,26 +2023,12 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 				err_add(e, "%s: listen %s: a prbe-listen port", where,
 					addr_str(&t->listen.sa, a));
 		turn_ports_clash(c, t, where, e);
-		for (unsigned j = 0; j < c->nsni && t->tcp_set; j++)
-			if (listeners_overlap(&t->tcp_listen, &c->sni[j].listen))
-				err_add(e, "%s: tcp-listen %s: sni %s listens there", where,
-					addr_str(&t->tcp_listen.sa, a), c->sni[j].name);
-		for (unsigned j = 0; j < c->nsni && t->tls_set; j++)
-			if (listeners_overlap(&t->tls_listen, &c->sni[j].listen))
-				err_add(e, "%s: tls-listen %s: sni %s listens there", where,
-					addr_str(&t->tls_listen.sa, a), c->sni[j].name);
 		for (unsigned j = 0; j < i; j++) {
 			const struct turn_conf *o = &c->turn[j];
 
 			if (listeners_overlap(&t->listen, &o->listen))
 				err_add(e, "%s: listen %s: already used by turn %s", where,
 					addr_str(&t->listen.sa, a), o->name);
-			if (t->tcp_set && o->tcp_set && listeners_overlap(&t->tcp_listen, &o->tcp_listen))
-				err_add(e, "%s: tcp-listen %s: already used by turn %s", where,
-					addr_str(&t->tcp_listen.sa, a), o->name);
-			if (t->tls_set && o->tls_set && listeners_overlap(&t->tls_listen, &o->tls_listen))
-				err_add(e, "%s: tls-listen %s: already used by turn %s", where,
-					addr_str(&t->tls_listen.sa, a), o->name);
 			if (o->port_min <= t->port_max && t->port_min <= o->port_max &&
 			    addr_equal(&o->relay_addr, &t->relay_addr))
 				err_add(e, "%s: ports %u-%u overlap those of turn %s", where,

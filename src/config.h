@@ -267,6 +267,8 @@ struct turn_conf {
 	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
 	unsigned tls_cert_line, tls_key_line; /* 0: from the command line */
 	uint64_t tls_reload_ms;
+	bool tls_reload_set;	  /* tls-reload-interval given */
+	unsigned tls_reload_line; /* 0: from the command line */
 	char realm[CONF_TURN_REALM_MAX];
 	union etr_sockaddr relay_addr; /* port 0 */
 	union etr_sockaddr public_ip;  /* port 0 */

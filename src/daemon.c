@@ -283,6 +283,18 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 				fwrite(wk->call_buf, 1, wk->call_len, f);
 				any = true;
 			}
+			fputs(any ? "\n],\"allocations\":[" : "],\"allocations\":[", f);
+			any = false;
+			for (unsigned w = 0; w < d->nworkers; w++) {
+				struct worker *wk = d->workers[w];
+
+				if (wk->call_alloc_len == 0)
+					continue;
+				if (any)
+					fputc(',', f);
+				fwrite(wk->call_alloc_buf, 1, wk->call_alloc_len, f);
+				any = true;
+			}
 			fputs(any ? "\n]}\n" : "]}\n", f);
 			if (fclose(f) != 0) {
 				free(out);
@@ -293,8 +305,9 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 	/* Ours to clear: a late render sees another gen and does nothing. */
 	for (unsigned w = 0; w < d->nworkers; w++) {
 		free(d->workers[w]->call_buf);
-		d->workers[w]->call_buf = NULL;
-		d->workers[w]->call_len = 0;
+		free(d->workers[w]->call_alloc_buf);
+		d->workers[w]->call_buf = d->workers[w]->call_alloc_buf = NULL;
+		d->workers[w]->call_len = d->workers[w]->call_alloc_len = 0;
 	}
 	d->call.gen = 0;
 	d->call.busy = false;
@@ -311,10 +324,10 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 void daemon_render_sessions(struct daemon *d, struct worker *w)
 {
 	uint64_t gen, now = loop_now();
-	bool first = true;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	bool first = true, afirst = true;
+	char *buf = NULL, *abuf = NULL;
+	size_t len = 0, alen = 0;
+	FILE *f, *af;
 
 	pthread_mutex_lock(&d->call.lock);
 	gen = d->call.gen;
@@ -328,17 +341,30 @@ void daemon_render_sessions(struct daemon *d, struct worker *w)
 		buf = NULL;
 		len = 0;
 	}
+	/* The TURN allocations (at most max-allocations per listener). A
+	 * render that fails leaves this worker's part out. */
+	if ((af = open_memstream(&abuf, &alen)) != NULL) {
+		for (unsigned i = 0; i < w->nturn; i++)
+			turn_allocations_json(&w->turn[i], af, now, &afirst);
+		if (fclose(af) != 0) {
+			free(abuf);
+			abuf = NULL;
+		}
+	}
 	pthread_mutex_lock(&d->call.lock);
 	if (d->call.gen == gen && w->call_gen != gen) {
 		w->call_gen = gen;
 		w->call_buf = buf;
 		w->call_len = buf ? len : 0;
-		buf = NULL;
+		w->call_alloc_buf = abuf;
+		w->call_alloc_len = abuf ? alen : 0;
+		buf = abuf = NULL;
 		if (--d->call.pending == 0)
 			pthread_cond_broadcast(&d->call.done_cond);
 	}
 	pthread_mutex_unlock(&d->call.lock);
 	free(buf);
+	free(abuf);
 }
 
 void daemon_worker_failed(struct daemon *d)

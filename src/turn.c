@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -1202,13 +1203,10 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 			return;
 		}
 	}
-	for (unsigned i = 0; i < m->n_peer; i++) {
-		enum turn_alloc_err e = turn_alloc_permit(&l->t, idx, &peers[i], x->now_ms);
-
-		if (e != TURN_OK) {
-			answer_error(x, m, turn_alloc_err_code(e), au.key);
-			return;
-		}
+	/* All or none: a 508 leaves no permission of this request behind. */
+	if (turn_alloc_permit_all(&l->t, idx, peers, m->n_peer, x->now_ms) != TURN_OK) {
+		answer_error(x, m, turn_alloc_err_code(TURN_E_PERM_FULL), au.key);
+		return;
 	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CREATE_PERMISSION, STUN_SUCCESS),
 			 m->tid);
@@ -1284,6 +1282,8 @@ static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *
 	}
 	STAT_ADD(l->stats.dgrams_to_peer, 1);
 	STAT_ADD(l->stats.bytes_to_peer, n);
+	l->t.a[idx].dgrams_to_peer++;
+	l->t.a[idx].bytes_to_peer += n;
 }
 
 static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d)
@@ -1517,6 +1517,8 @@ static void relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	}
 	STAT_ADD(l->stats.dgrams_to_client, 1);
 	STAT_ADD(l->stats.bytes_to_client, n);
+	l->t.a[idx].dgrams_to_client++;
+	l->t.a[idx].bytes_to_client += n;
 	return;
 fail:
 	STAT_ADD(l->stats.dropped[x.conn && l->send_full ? TURN_DROP_CLIENT_SLOW
@@ -2294,6 +2296,46 @@ void turn_listener_shutdown(struct turn_listener *l)
 	l->timer_at = UINT64_MAX;
 	if (l->tls_fd >= 0)
 		l->ops->timer_cancel(l->loop, &l->reload_timer);
+}
+
+void turn_allocations_json(const struct turn_listener *l, FILE *f, uint64_t now, bool *first)
+{
+	static const char *const transport[] = {"udp", "tcp", "tls"};
+	const struct turn_alloc_table *t = &l->t;
+	uint64_t now_ms = now / NS_PER_MS;
+	char a[ADDR_STRLEN];
+
+	/* At most the worker's max-allocations entries, in table order. */
+	for (uint32_t i = 0; i < t->cap; i++) {
+		const struct turn_alloc *al = &t->a[i];
+		union etr_sockaddr relayed = l->sh->conf->relay_addr;
+		unsigned perms, chans;
+
+		if (!al->live)
+			continue;
+		turn_alloc_counts(t, i, now_ms, &perms, &chans);
+		relayed.in.sin_port = htons(al->port);
+		fputs(*first ? "\n" : ",\n", f);
+		*first = false;
+		fputs("{\"turn\":", f);
+		json_string(f, l->sh->conf->name);
+		fprintf(f, ",\"worker\":%u,\"client\":", l->worker);
+		json_string(f, addr_str(&al->tuple.client.sa, a));
+		fprintf(f, ",\"transport\":\"%s\",\"relayed\":", transport[al->tuple.transport]);
+		json_string(f, addr_str(&relayed.sa, a));
+		fputs(",\"username\":", f);
+		json_string(f, al->username);
+		fprintf(
+		    f,
+		    ",\"age_seconds\":%llu,\"lifetime_seconds\":%llu,\"permissions\":%u,"
+		    "\"channels\":%u,\"datagrams_to_peer\":%llu,\"bytes_to_peer\":%llu,"
+		    "\"datagrams_to_client\":%llu,\"bytes_to_client\":%llu}",
+		    (unsigned long long)((now_ms - al->created) / 1000),
+		    (unsigned long long)(al->expires > now_ms ? (al->expires - now_ms) / 1000 : 0),
+		    perms, chans, (unsigned long long)al->dgrams_to_peer,
+		    (unsigned long long)al->bytes_to_peer, (unsigned long long)al->dgrams_to_client,
+		    (unsigned long long)al->bytes_to_client);
+	}
 }
 
 void turn_listener_free(struct turn_listener *l)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
@@ -341,6 +342,11 @@ static inline int turn_listener_tls_fd(const struct turn_listener *l)
  * to a peer it bans stay until they lapse (a refresh is refused), but
  * nothing the peer sends is relayed. */
 void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b);
+
+/* Its live allocations as JSON objects for GET /sessions, each preceded
+ * by "\n" (",\n" after the first of the whole list: *first); now is
+ * loop_now(). On the worker's thread, which alone touches its table. */
+void turn_allocations_json(const struct turn_listener *l, FILE *f, uint64_t now, bool *first);
 
 /* Close every allocation (on the worker's thread, on the way out). */
 void turn_listener_shutdown(struct turn_listener *l);

@@ -509,6 +509,8 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 	a = &t->a[i];
 	memset(a->perm, 0, sizeof(a->perm));
 	memset(a->chan, 0, sizeof(a->chan));
+	a->created = now;
+	a->dgrams_to_peer = a->bytes_to_peer = a->dgrams_to_client = a->bytes_to_client = 0;
 	a->tuple = *k;
 	memcpy(a->key, req->key, sizeof(a->key));
 	a->expires = now + (uint64_t)req->lifetime_s * 1000;
@@ -600,6 +602,38 @@ enum turn_alloc_err turn_alloc_permit(struct turn_alloc_table *t, uint32_t idx,
 	return TURN_OK;
 }
 
+enum turn_alloc_err turn_alloc_permit_all(struct turn_alloc_table *t, uint32_t idx,
+					  const union etr_sockaddr *peers, unsigned n, uint64_t now)
+{
+	const struct turn_alloc *a = &t->a[idx];
+	uint8_t ip[16], seen[TURN_PERM_MAX][16];
+	unsigned fresh = 0, room = 0;
+
+	for (int i = 0; i < TURN_PERM_MAX; i++)
+		room += a->perm[i].expires <= now;
+	/* Count first: an IP neither permitted nor already counted needs a
+	 * place. More than TURN_PERM_MAX new ones can never fit. */
+	for (unsigned i = 0; i < n; i++) {
+		bool dup = false;
+
+		if (!peer_ip(&peers[i], ip))
+			return TURN_E_PERM_FULL;
+		if (perm_find(a, ip, now) >= 0)
+			continue;
+		for (unsigned j = 0; j < fresh && !dup; j++)
+			dup = memcmp(seen[j], ip, 16) == 0;
+		if (dup)
+			continue;
+		if (fresh == room)
+			return TURN_E_PERM_FULL;
+		memcpy(seen[fresh++], ip, 16);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (turn_alloc_permit(t, idx, &peers[i], now) != TURN_OK)
+			return TURN_E_PERM_FULL; /* not reached: counted above */
+	return TURN_OK;
+}
+
 bool turn_alloc_permitted(const struct turn_alloc_table *t, uint32_t idx,
 			  const union etr_sockaddr *peer, uint64_t now)
 {
@@ -659,6 +693,18 @@ enum turn_alloc_err turn_alloc_bind(struct turn_alloc_table *t, uint32_t idx, ui
 	a->perm[p].expires = now + TURN_PERM_LIFETIME_MS;
 	deadline_update(t, idx);
 	return TURN_OK;
+}
+
+void turn_alloc_counts(const struct turn_alloc_table *t, uint32_t idx, uint64_t now,
+		       unsigned *perms, unsigned *chans)
+{
+	const struct turn_alloc *a = &t->a[idx];
+
+	*perms = *chans = 0;
+	for (int i = 0; i < TURN_PERM_MAX; i++)
+		*perms += a->perm[i].expires > now;
+	for (int i = 0; i < TURN_CHAN_MAX; i++)
+		*chans += a->chan[i].expires > now;
 }
 
 bool turn_alloc_chan_peer(const struct turn_alloc_table *t, uint32_t idx, uint16_t num,

@@ -116,6 +116,10 @@ struct turn_alloc {
 	uint64_t cred_expiry; /* the glue's, as it gave it (e.g. unix s) */
 	uint64_t deadline;    /* earliest of expires and live perms/chans */
 	uint64_t txn_at;      /* ms the cached response was stored */
+	uint64_t created;     /* ms */
+	/* Relayed through it, counted by the glue (its worker's alone, so no
+	 * atomics); for GET /sessions. */
+	uint64_t dgrams_to_peer, bytes_to_peer, dgrams_to_client, bytes_to_client;
 	struct turn_perm perm[TURN_PERM_MAX];
 	struct turn_chan chan[TURN_CHAN_MAX];
 	uint32_t quota;	   /* the glue's tag (its quota entry), as given */
@@ -245,6 +249,15 @@ void turn_alloc_refresh(struct turn_alloc_table *t, uint32_t idx, uint32_t lifet
 enum turn_alloc_err turn_alloc_permit(struct turn_alloc_table *t, uint32_t idx,
 				      const union etr_sockaddr *peer, uint64_t now);
 
+/* CreatePermission with n peers, all or nothing (RFC 8656 §9.2: a request
+ * that fails changes nothing): installs or refreshes every peer's IP, or,
+ * when the new IPs (those not permitted yet, each counted once however often
+ * it is named) outnumber the free places, returns TURN_E_PERM_FULL having
+ * changed nothing. */
+enum turn_alloc_err turn_alloc_permit_all(struct turn_alloc_table *t, uint32_t idx,
+					  const union etr_sockaddr *peers, unsigned n,
+					  uint64_t now);
+
 /* Whether peer's IP (port ignored) has a live permission: the check for
  * Send, ChannelData and everything arriving on the relayed socket. */
 bool turn_alloc_permitted(const struct turn_alloc_table *t, uint32_t idx,
@@ -282,6 +295,11 @@ bool turn_alloc_txn_store(struct turn_alloc_table *t, uint32_t idx, const uint8_
  * client to take as success.) */
 const uint8_t *turn_alloc_txn_find(const struct turn_alloc_table *t, uint32_t idx,
 				   const uint8_t tid[12], uint64_t now, size_t *len);
+
+/* Live permissions and channels of allocation idx at now (for GET
+ * /sessions). */
+void turn_alloc_counts(const struct turn_alloc_table *t, uint32_t idx, uint64_t now,
+		       unsigned *perms, unsigned *chans);
 
 /* An allocation whose lifetime ran out by now, earliest first, or
  * TURN_ALLOC_NONE; on the way drops expired permissions, channels and port

@@ -61,9 +61,10 @@ struct worker {
 		unsigned max_sockets;
 		int (*attach)(struct worker *w);
 	} boot;
-	/* Its part of GET /sessions, under the daemon's call lock. */
-	char *call_buf;
-	size_t call_len;
+	/* Its part of GET /sessions (game sessions, TURN allocations), under
+	 * the daemon's call lock. */
+	char *call_buf, *call_alloc_buf;
+	size_t call_len, call_alloc_len;
 	uint64_t call_gen; /* of the request it answered */
 	/* The ban list generation its relays use (worker 0 frees the old list
 	 * once every worker took the new one). */

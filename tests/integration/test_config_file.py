@@ -8,6 +8,10 @@ server stand-ins, two public ports, one master stand-in.
   /lifecycle and /metrics show both.
 - `etrelay -t -c FILE` exits 0 with one line per relay.
 - A file with 3 errors exits 78 and reports all 3 as file:line.
+- Two SNI listeners on one port, one on 0.0.0.0 and one on 127.0.0.1: a
+  start and `-t` both exit 78 with one error naming both sections and
+  lines (a start used to fail on the second listener blaming "another
+  process", and -t passed it).
 - `-t --probe` exits 0 with "ok" lines while both game servers answer,
   and 1 naming the relay whose game server is stopped.
 - The command line wins over the file: `-c FILE --session-timeout 1s
@@ -108,14 +112,17 @@ def test(ctx):
     def two_relays(ctx):
         daemon(ctx, st)
 
+    def tcp_listeners_clash(ctx):
+        tcp_clash(ctx, st)
+
     def command_line_wins(ctx):
         override(ctx, st)
 
     def probe_one_down(ctx):
         probe_down(ctx, st)
 
-    H.run_parts(ctx, [check_only, probe_ok, three_errors, two_relays, command_line_wins,
-                      probe_one_down])
+    H.run_parts(ctx, [check_only, probe_ok, three_errors, tcp_listeners_clash, two_relays,
+                      command_line_wins, probe_one_down])
 
 
 def config_test(ctx, st):
@@ -171,6 +178,34 @@ def errors(ctx, st):
                     f"{what}: expected an error for line {n} naming {word!r}, got {line!r}")
         H.check("listening on" not in err and out.strip() == "",
                 f"{what}: printed more than the errors: stdout {out!r}")
+
+
+TCP_CLASH = """\
+[sni wild]
+listen 0.0.0.0:{p}
+route a.test 127.0.0.1:{g}
+max-connections 64
+[sni one]
+listen 127.0.0.1:{p}
+route b.test 127.0.0.1:{g}
+max-connections 64
+"""
+
+
+def tcp_clash(ctx, st):
+    path = os.path.join(st.dir, "clash.conf")
+    with open(path, "w") as f:
+        f.write(TCP_CLASH.format(p=H.free_tcp_port(), g=st.g1.port))
+    for extra in ([], ["-t"]):
+        rc, out, err = H.run_etrelay(ctx, extra + ["-c", path, "--backend", ctx.backend],
+                                     timeout=5)
+        what = f"etrelay {' '.join(extra + ['-c', 'clash.conf'])}"
+        H.expect_eq(rc, 78, f"exit status of {what} (stderr {err.strip()!r})")
+        errs = lines_of(err)
+        want = f"{path}:5: sni one: listen 127.0.0.1:"
+        H.check(len(errs) == 1 and errs[0].startswith(want)
+                and errs[0].endswith(": the listen address of sni wild (line 1)"),
+                f"{what}: expected one error {want}...sni wild (line 1), got {errs}")
 
 
 def daemon(ctx, st):

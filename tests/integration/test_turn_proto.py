@@ -13,11 +13,15 @@ another user on an allocation (441), a nonce that is not this client's
 (438 with a fresh one), an unknown comprehension-required attribute (420
 listing it), MESSAGE-INTEGRITY-SHA256 alone, REQUESTED-TRANSPORT TCP (442),
 IPv6 family (440), a second Allocate on a 5-tuple (437), a retransmitted
-Allocate, Refresh 0 then Refresh (437), ChannelBind conflicts and range,
+Allocate, Refresh 0 then Refresh (437), CreatePermission all or nothing
+(a refused request with several peers installs none), ChannelBind
+conflicts and range,
 every refused peer form (403), the allow/deny/own order, REST credential
 expiry with and without turn-strict-expiry, and stale nonces (438) with
 turn-nonce-lifetime 1s. user-quota with --workers 2 from addresses on both
-workers: one count for the listener. Each case checks
+workers: one count for the listener. GET /sessions lists each allocation
+(transport, relayed address, username, counts) until its Refresh 0. Each
+case checks
 the answer and the counter in /metrics that should move."""
 
 import base64
@@ -167,6 +171,14 @@ class Delta:
                 h.check(moved == want, f"{what}: {name}{dict(labels)} moved by {moved:g}, "
                                        f"expected {want}")
         self.before = after
+
+
+def allocations(turn):
+    """The TURN allocations GET /sessions lists."""
+    doc = h.get_json(turn.ops, "/sessions", TOKEN)
+    h.check(isinstance(doc.get("sessions"), list) and isinstance(doc.get("allocations"), list),
+            f"/sessions: {h.short(doc, 300)}")
+    return doc["allocations"]
 
 
 def raw(a, turn, sock, method, *attrs, auth=None, **kw):
@@ -525,16 +537,32 @@ def run(ctx):
     t_expiry = time.time() + 2
 
     # aioice allocations over UDP and TCP relayed to a UDP peer, closed.
+    made = {}
     for transport in ("udp", "tcp"):
         user, pw = credential("c-" + transport)
         res = a.ask(op="alloc", id=transport, server=t.server, user=user, password=pw,
                     transport=transport)
         h.check("relayed" in res, f"aioice over {transport}: {res}")
         h.expect_eq(res["relayed"][0], RELAY_IP, f"{transport} relayed address")
+        made[transport] = (user, res)
         for i in range(3):
             got = a.ask(op="echo", id=transport, peer=peer, data=f"{transport}-{i}")
             h.expect_eq(got.get("data"), f"echo:{transport}-{i}", f"{transport} echo {i}: {got}")
             h.expect_eq(got.get("from"), peer, f"{transport}: the echo's source")
+    # GET /sessions lists them, with what they relayed.
+    listed = {x["relayed"]: x for x in allocations(t)}
+    for transport, (user, res) in made.items():
+        x = listed.get("%s:%d" % tuple(res["relayed"]))
+        h.check(x is not None, f"/sessions: no allocation {res['relayed']} in {listed}")
+        for key, want in (("turn", "default"), ("transport", transport), ("username", user),
+                          ("client", "%s:%d" % tuple(res["local"])), ("permissions", 1),
+                          ("datagrams_to_peer", 3), ("datagrams_to_client", 3),
+                          ("bytes_to_peer", 3 * len(f"{transport}-0")),
+                          ("bytes_to_client", 3 * len(f"echo:{transport}-0"))):
+            h.expect_eq(x.get(key), want, f"/sessions: {transport} allocation's {key}: {x}")
+        h.check(500 <= x["lifetime_seconds"] <= 600 and 0 <= x["age_seconds"] <= 60
+                and x["channels"] in (0, 1) and x["worker"] in (0, 1),
+                f"/sessions: {transport} allocation: {x}")
     h.expect_eq(t.value("allocations_active"), 3, "allocations active (2 aioice + 1 raw)")
     # ChannelData over TCP larger than a UDP datagram carries: dropped with
     # a reason, not counted as relayed.
@@ -648,15 +676,48 @@ def run(ctx):
     d.check("442 and 440", **{"allocations_rejected_total:bad_request": 2,
                                "errors_total:442": 1, "errors_total:440": 1})
 
-    # Refresh 0 deletes; a Refresh after it gets 437.
+    # Refresh 0 deletes (and takes it off /sessions); a Refresh after it
+    # gets 437.
     user_z = credential("z")
     res = raw(a, t, "z", "ALLOCATE", udp, auth=user_z)
     h.expect_eq(res.get("cls"), "success", f"Allocate: {res}")
+    z_relayed = "%s:%d" % tuple(res["relayed"])
+    x = [x for x in allocations(t) if x["relayed"] == z_relayed]
+    h.check(len(x) == 1 and x[0]["transport"] == "udp" and x[0]["username"] == user_z[0]
+            and x[0]["permissions"] == 0 and x[0]["datagrams_to_peer"] == 0,
+            f"/sessions: the hand-made allocation {z_relayed}: {x}")
     res = raw(a, t, "z", "REFRESH", {"t": "LIFETIME", "u32": 0}, auth=user_z)
     h.expect_eq(res.get("cls"), "success", f"Refresh 0: {res}")
+    x = [x for x in allocations(t) if x["relayed"] == z_relayed]
+    h.expect_eq(x, [], "/sessions after Refresh 0")
     res = raw(a, t, "z", "REFRESH", {"t": "LIFETIME", "u32": 600}, auth=user_z)
     h.expect_eq(code_of(res, "437"), 437, f"Refresh after Refresh 0: {res}")
     d.check("Refresh 0, Refresh", allocations_total=1, **{"errors_total:437": 1})
+
+    # CreatePermission is all or nothing: 31 of the 32 places taken, a
+    # request naming 3 new peers gets 508 and installs none of them, so one
+    # place is still left: a request with one new peer (named twice, the
+    # duplicates count once) and one permitted fits it, the next new one not.
+    user_p = credential("p")
+    res = raw(a, t, "p", "ALLOCATE", udp, auth=user_p)
+    h.expect_eq(res.get("cls"), "success", f"Allocate for the permissions: {res}")
+    ips = [f"9.9.{i}.1" for i in range(31)]
+    for k in range(0, 31, 8):
+        r = raw(a, t, "p", "CREATE_PERMISSION", *[peer_attr(ip, 9) for ip in ips[k:k + 8]],
+                auth=user_p)
+        h.expect_eq(r.get("cls"), "success", f"CreatePermission of {ips[k:k + 8]}: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.1", 9), peer_attr(ips[0], 9),
+            peer_attr("9.9.100.2", 9), peer_attr("9.9.100.3", 9), auth=user_p)
+    h.expect_eq(r.get("code"), 508, f"CreatePermission of 3 new peers, 1 place left: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.4", 9),
+            peer_attr("9.9.100.4", 10), peer_attr(ips[5], 9), auth=user_p)
+    h.expect_eq(r.get("cls"), "success",
+                f"CreatePermission of the 32nd peer after a refused request: {r}")
+    r = raw(a, t, "p", "CREATE_PERMISSION", peer_attr("9.9.100.5", 9), auth=user_p)
+    h.expect_eq(r.get("code"), 508, f"CreatePermission of a 33rd peer: {r}")
+    res = raw(a, t, "p", "REFRESH", {"t": "LIFETIME", "u32": 0}, auth=user_p)
+    h.expect_eq(res.get("cls"), "success", f"Refresh 0 of the permissions' allocation: {res}")
+    d.check("32 permissions", allocations_total=1, **{"errors_total:508": 2})
 
     # ChannelBind: rebinding refreshes, conflicts 400, 0x4000-0x7FFF only.
     def bind(ch, port, what, want):

@@ -2747,6 +2747,19 @@ static void test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes(void **
 			 -1);
 	assert_errors(&e, 1);
 	assert_err_line(&e, "etrelay: turn default: tls-key: given without tls-listen", NULL, NULL);
+	/* The reload interval alone: nothing to reload, the same error. */
+	assert_int_equal(
+	    run(&c, &e, "[turn t]\nlisten 127.0.0.1\nrealm x\ntls-reload-interval 5s\n", NOARGS),
+	    -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":4: turn t: tls-reload-interval: given without tls-listen", NULL,
+			NULL);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-tls-reload-interval", "5s")),
+	    -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, "etrelay: turn default: tls-reload-interval: given without tls-listen",
+			NULL, NULL);
 	/* The TLS, TCP and SNI listeners on the ops plane's port, a wildcard
 	 * included: one error each, naming the key. */
 	assert_int_equal(run(&c, &e,
@@ -2791,6 +2804,75 @@ static void test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes(void **
 			     "tls-listen 127.0.0.1:5349\ntls-cert c.pem\ntls-key k.pem\n",
 			     NOARGS),
 			 0);
+}
+
+/* A section holding one TCP listener on addr, written at buf: kind 0 an
+ * SNI listener, 1 a TURN tcp-listen, 2 a TURN tls-listen (its UDP listen and
+ * relayed ports on 127.0.0.n, apart from the other's). Its lines, and the
+ * key, in *lines and *key. */
+static int tcp_section(char *buf, size_t len, int kind, const char *name, int n, const char *addr,
+		       unsigned *lines, const char **key)
+{
+	static const char *keys[3] = {"listen", "tcp-listen", "tls-listen"};
+
+	*key = keys[kind];
+	*lines = kind == 2 ? 5 : 3;
+	if (kind == 0)
+		return snprintf(buf, len, "[sni %s]\nlisten %s\nroute %s.test 127.0.0.1:8443\n",
+				name, addr, name);
+	return snprintf(buf, len, "[turn %s]\nlisten 127.0.0.%d\n%s %s\n%s", name, n, *key, addr,
+			kind == 2 ? "tls-cert c.pem\ntls-key k.pem\n" : "");
+}
+
+static void test_config_every_pair_of_tcp_listeners_on_one_port_is_an_error(void **state)
+{
+	static struct etr_conf c;
+	static const char *wild[] = {"0.0.0.0:443", "[::]:443", "127.0.0.1:443"};
+	struct conf_errors e;
+	char text[512], want[256];
+	const char *kind_name[3] = {"sni", "turn", "turn"}, *ka, *kb;
+	unsigned la, lb;
+	int n;
+
+	(void)state;
+	/* SNI, TURN tcp-listen and TURN tls-listen, each against each (two
+	 * SNI, two TCP, two TLS listeners too): the first a wildcard (IPv4,
+	 * IPv6) or the same address, the second 127.0.0.1:443. One error, at
+	 * the second section's line, naming the first and its line. */
+	for (int a = 0; a < 3; a++)
+		for (int b = 0; b < 3; b++)
+			for (unsigned w = 0; w < 3; w++) {
+				n = tcp_section(text, sizeof(text), a, "one", 2, wild[w], &la, &ka);
+				tcp_section(text + n, sizeof(text) - (size_t)n, b, "two", 3,
+					    "127.0.0.1:443", &lb, &kb);
+				assert_int_equal(run(&c, &e, text, NOARGS), -1);
+				assert_errors(&e, 1);
+				snprintf(want, sizeof(want),
+					 PATH ":%u: %s two: %s 127.0.0.1:443: the %s address of %s "
+					      "one (line 1)",
+					 la + 1, kind_name[b], kb, ka, kind_name[a]);
+				assert_err_line(&e, want, NULL, NULL);
+				/* Another port: no clash. */
+				tcp_section(text + n, sizeof(text) - (size_t)n, b, "two", 3,
+					    "127.0.0.1:444", &lb, &kb);
+				assert_int_equal(run(&c, &e, text, NOARGS), 0);
+				/* Another specific address: no clash either. */
+				if (w == 2) {
+					tcp_section(text + n, sizeof(text) - (size_t)n, b, "two", 3,
+						    "127.0.0.2:443", &lb, &kb);
+					assert_int_equal(run(&c, &e, text, NOARGS), 0);
+				}
+			}
+	/* From the command line: named as such. */
+	assert_int_equal(
+	    run(&c, &e, "[sni web]\nlisten 127.0.0.1:443\nroute a.test 127.0.0.1:8443\n",
+		ARGV("--turn-listen", "127.0.0.1", "--turn-tcp-listen", "0.0.0.0:443")),
+	    -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e,
+			"etrelay: turn default: tcp-listen 0.0.0.0:443: the listen address of sni "
+			"web (line 1)",
+			NULL, NULL);
 }
 
 static void test_config_turn_ports_holding_another_listener_are_an_error(void **state)
@@ -3395,6 +3477,7 @@ int main(void)
 	    cmocka_unit_test(test_config_turn_quick_start_on_the_command_line),
 	    cmocka_unit_test(test_config_turn_limits_and_addresses_are_checked),
 	    cmocka_unit_test(test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes),
+	    cmocka_unit_test(test_config_every_pair_of_tcp_listeners_on_one_port_is_an_error),
 	    cmocka_unit_test(test_config_turn_ports_holding_another_listener_are_an_error),
 	    cmocka_unit_test(test_config_turn_peers_public_ip_and_port_0_are_checked),
 	    cmocka_unit_test(test_config_cidr_blocks_are_parsed),

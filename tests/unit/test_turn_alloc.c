@@ -337,6 +337,88 @@ static void test_permissions_are_bounded_and_expired_ones_reused(void **state)
 	turn_alloc_free(&t);
 }
 
+static void test_create_permission_with_several_peers_is_all_or_nothing(void **state)
+{
+	struct turn_alloc_table t;
+	struct turn_5tuple k = udp(1);
+	union etr_sockaddr p, three[3], dups[4];
+	char ip[32];
+	uint32_t idx;
+
+	(void)state;
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
+	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
+	for (int i = 0; i < TURN_PERM_MAX - 1; i++) {
+		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
+		v4(&p, ip, 1);
+		assert_int_equal(turn_alloc_permit(&t, idx, &p, 0), TURN_OK);
+	}
+	/* One place left, three new peers: refused, none of them installed,
+	 * and the one already there (8.8.0.1) not refreshed either. */
+	v4(&three[0], "9.9.9.1", 1);
+	v4(&three[1], "8.8.0.1", 1);
+	v4(&three[2], "9.9.9.2", 1);
+	assert_int_equal(turn_alloc_permit_all(&t, idx, three, 3, 10 * S), TURN_E_PERM_FULL);
+	assert_false(turn_alloc_permitted(&t, idx, &three[0], 10 * S));
+	assert_false(turn_alloc_permitted(&t, idx, &three[2], 10 * S));
+	assert_false(turn_alloc_permitted(&t, idx, &three[1], 300 * S));
+	/* One new IP named three times (other ports, the mapped form) and one
+	 * permitted: the duplicates count once, so it fits the last place. */
+	v4(&dups[0], "9.9.9.3", 1);
+	v4(&dups[1], "9.9.9.3", 2);
+	v6(&dups[2], "::ffff:9.9.9.3", 3);
+	v4(&dups[3], "8.8.5.1", 1);
+	assert_int_equal(turn_alloc_permit_all(&t, idx, dups, 4, 10 * S), TURN_OK);
+	assert_true(turn_alloc_permitted(&t, idx, &dups[0], 10 * S));
+	assert_true(turn_alloc_permitted(&t, idx, &dups[3], 300 * S)); /* refreshed */
+	/* Now full: even one new peer is refused, a permitted one refreshed. */
+	assert_int_equal(turn_alloc_permit_all(&t, idx, &three[0], 1, 10 * S), TURN_E_PERM_FULL);
+	assert_int_equal(turn_alloc_permit_all(&t, idx, &three[1], 1, 10 * S), TURN_OK);
+	assert_true(turn_alloc_permitted(&t, idx, &three[1], 300 * S));
+	turn_alloc_free(&t);
+}
+
+static void test_counts_are_of_live_permissions_and_channels(void **state)
+{
+	struct turn_alloc_table t;
+	struct turn_5tuple k = udp(1);
+	union etr_sockaddr p1, p2;
+	unsigned perms, chans;
+	uint32_t idx;
+
+	(void)state;
+	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
+	assert_int_equal(alloc_as(&t, &k, "u", 3600, 7 * S, &idx), TURN_OK);
+	assert_int_equal(t.a[idx].created, 7 * S);
+	assert_int_equal(t.a[idx].dgrams_to_peer + t.a[idx].bytes_to_client, 0);
+	turn_alloc_counts(&t, idx, 7 * S, &perms, &chans);
+	assert_int_equal(perms, 0);
+	assert_int_equal(chans, 0);
+	v4(&p1, "8.8.8.8", 1000);
+	v4(&p2, "8.8.4.4", 1000);
+	assert_int_equal(turn_alloc_permit(&t, idx, &p1, 10 * S), TURN_OK);
+	assert_int_equal(turn_alloc_bind(&t, idx, 0x4000, &p2, 10 * S), TURN_OK);
+	turn_alloc_counts(&t, idx, 10 * S, &perms, &chans);
+	assert_int_equal(perms, 2); /* p1, and p2's with its channel */
+	assert_int_equal(chans, 1);
+	/* The permissions end at 310 s, the channel at 610 s. */
+	turn_alloc_counts(&t, idx, 310 * S, &perms, &chans);
+	assert_int_equal(perms, 0);
+	assert_int_equal(chans, 1);
+	/* A slot used again starts from zero. */
+	t.a[idx].dgrams_to_peer = 5;
+	turn_alloc_remove(&t, idx);
+	for (int i = 0; i < 4; i++) {
+		struct turn_5tuple o = udp(10 + i);
+		uint32_t j;
+
+		assert_int_equal(alloc_as(&t, &o, "v", 600, 400 * S, &j), TURN_OK);
+		assert_int_equal(t.a[j].dgrams_to_peer, 0);
+		assert_int_equal(t.a[j].created, 400 * S);
+	}
+	turn_alloc_free(&t);
+}
+
 static void test_channels_bind_refresh_and_install_permissions(void **state)
 {
 	struct turn_alloc_table t;
@@ -836,6 +918,8 @@ int main(void)
 	    cmocka_unit_test(test_allocations_expire_earliest_first_and_refresh_moves_them),
 	    cmocka_unit_test(test_permissions_last_300_s_ip_only_and_refresh),
 	    cmocka_unit_test(test_permissions_are_bounded_and_expired_ones_reused),
+	    cmocka_unit_test(test_create_permission_with_several_peers_is_all_or_nothing),
+	    cmocka_unit_test(test_counts_are_of_live_permissions_and_channels),
 	    cmocka_unit_test(test_channels_bind_refresh_and_install_permissions),
 	    cmocka_unit_test(test_channel_range_and_conflicts_are_refused),
 	    cmocka_unit_test(test_channels_are_bounded),
