@@ -15,6 +15,7 @@
 
 #include "addrclass.h"
 #include "banlist.h"
+#include "daemon.h"
 #include "log.h"
 #include "loop.h"
 #include "net.h"
@@ -276,6 +277,33 @@ static int check_turn_tls(const struct etr_conf *c)
 	return bad ? EXIT_CONFIG : 0;
 }
 
+/* Each worker relays TURN from a slice of the ports of its own: a range
+ * narrower than the workers a start runs here is refused by it. */
+static int check_turn_ports(const struct etr_conf *c)
+{
+	unsigned workers = daemon_workers_wanted(c);
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		unsigned line = t->ports_line ? t->ports_line : t->line;
+
+		if ((unsigned)t->port_max - t->port_min + 1 >= workers)
+			continue;
+		if (line)
+			fprintf(stderr, "%s:%u: ", c->path ? c->path : "", line);
+		else
+			fputs("etrelay: ", stderr);
+		fprintf(stderr,
+			"turn %s: ports %u-%u: fewer ports than workers (%u%s): widen the range "
+			"or set workers\n",
+			t->name, t->port_min, t->port_max, workers,
+			c->workers == CONF_WORKERS_AUTO ? ", workers auto: one per CPU here" : "");
+		bad = EXIT_CONFIG;
+	}
+	return bad;
+}
+
 int check_run(const struct etr_conf *c)
 {
 	int bad = check_bans(c);
@@ -283,6 +311,8 @@ int check_run(const struct etr_conf *c)
 	if (bad)
 		return bad;
 	if ((bad = check_turn_tls(c)) != 0)
+		return bad;
+	if ((bad = check_turn_ports(c)) != 0)
 		return bad;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {

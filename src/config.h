@@ -262,10 +262,10 @@ struct conf_cidr {
 struct turn_conf {
 	char name[CONF_NAME_MAX];
 	unsigned line; /* of its [turn] header; 0 when from the command line */
-	bool listen_set, tcp_set, tls_set, relay_set, public_set;
+	bool listen_set, tcp_set, tls_set, relay_set, public_set, ports_set;
 	union etr_sockaddr listen, tcp_listen, tls_listen;
 	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
-	unsigned tls_cert_line, tls_key_line; /* 0: from the command line */
+	unsigned tls_cert_line, tls_key_line, ports_line; /* 0: command line or default */
 	uint64_t tls_reload_ms;
 	char realm[CONF_TURN_REALM_MAX];
 	union etr_sockaddr relay_addr; /* port 0 */
