@@ -1720,7 +1720,7 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	}
 	/* At tcp-max-connections an unauthenticated one gives way; refused
 	 * only when all are authenticated (or every spare slot still sends). */
-	if ((l->nopen >= l->sh->conf->tcp_max_conns && !conn_evict_one(l)) ||
+	if ((l->nopen >= l->tcp_cap && !conn_evict_one(l)) ||
 	    l->conn_free == UINT32_MAX) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
 		ip_put(l, &peer);
@@ -2133,7 +2133,13 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	l->ua_head = l->ua_tail = UINT32_MAX;
 	if (c->tcp_set || c->tls_set) {
-		uint32_t slots = TURN_CONN_SLOTS(c->tcp_max_conns), ips = 16;
+		/* tcp-max-connections is the listener's total, split evenly
+		 * as the rates are: the descriptors it takes do not grow with
+		 * the CPU count (a config checked on 2 CPUs starts on 64). */
+		uint32_t slots, ips = 16;
+
+		l->tcp_cap = rl_worker_part(c->tcp_max_conns, all->nworkers);
+		slots = TURN_CONN_SLOTS(l->tcp_cap);
 
 		while (ips < 2 * slots)
 			ips *= 2;

@@ -271,7 +271,8 @@ struct turn_listener {
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
-	uint32_t nopen;	   /* connections open, at most tcp-max-connections */
+	uint32_t nopen;	   /* connections open, at most tcp_cap */
+	uint32_t tcp_cap;  /* this worker's share of tcp-max-connections */
 	/* Open connections without an authenticated request, oldest first:
 	 * the auth timeout's order, and the head gives way when nopen is at
 	 * the cap (turn.c). */
