@@ -1160,6 +1160,25 @@ const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf,
 	return key_origin(c, &c->base, key, NULL, "etrelay", buf, n);
 }
 
+const char *conf_turn_tls_where(const struct etr_conf *c, const struct turn_conf *t,
+				const char *msg, char *buf, size_t n)
+{
+	size_t kl = strlen(t->tls_key), cl = strlen(t->tls_cert);
+	unsigned line = 0;
+
+	/* The longer path first: one may be a prefix of the other. */
+	if (kl >= cl && kl && strncmp(msg, t->tls_key, kl) == 0)
+		line = t->tls_key_line;
+	else if (cl && strncmp(msg, t->tls_cert, cl) == 0)
+		line = t->tls_cert_line;
+	else if (kl && strncmp(msg, t->tls_key, kl) == 0)
+		line = t->tls_key_line;
+	if (!line)
+		return NULL;
+	snprintf(buf, n, "%s:%u", c->path ? c->path : "", line);
+	return buf;
+}
+
 /* Where line (of a key that can repeat) is: "FILE:LINE", or "etrelay"
  * for 0, the command line. */
 static const char *line_origin(const struct etr_conf *c, unsigned line, char *buf, size_t n)

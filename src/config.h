@@ -387,6 +387,12 @@ unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w);
  * "etrelay: command line", or "etrelay" (its default), in buf. */
 const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf, size_t n);
 
+/* Where a message about t's TLS pair points: "FILE:LINE" of tls-cert when
+ * msg starts with the certificate's path, else of tls-key when it starts
+ * with the key's (a mismatch does); NULL when from the command line. */
+const char *conf_turn_tls_where(const struct etr_conf *c, const struct turn_conf *t,
+				const char *msg, char *buf, size_t n);
+
 /* "300", "300s", "500ms", "5m", "1h" (bare = seconds) into ms; zero only
  * when allow_zero. Returns 0 or -1. */
 int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero);

@@ -650,7 +650,13 @@ static int open_turn(struct daemon *d, unsigned i)
 
 	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
 	    turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
-		log_warnx("turn %s: %s", c->name, err);
+		char where[CONF_PATH_MAX + 32];
+
+		/* A TLS pair that does not load: on its key's line, as -t. */
+		if (c->tls_set && conf_turn_tls_where(d->conf, c, err, where, sizeof(where)))
+			log_warnx("%s: turn %s: %s", where, c->name, err);
+		else
+			log_warnx("turn %s: %s", c->name, err);
 		return EXIT_CONFIG;
 	}
 	for (unsigned w = 0; w < d->nworkers; w++) {

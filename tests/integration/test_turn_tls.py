@@ -137,6 +137,33 @@ def check_refuses_what_start_refuses(ctx, d):
                   f"{conf}:2: turn t: tls-listen 127.0.0.1:{ops}: the ops-listen address",
                   "tls-listen on the ops port")
 
+    # A pair that does not load, from a file: on the line of the file the
+    # message names (attacker9 finding 5), in -t and at the start alike.
+    tls = H.free_tcp_port()
+    for what, c, k, line, want in (
+            ("key of another cert in a file", cert, other_key, 7,
+             f"{other_key} does not match the certificate in {cert}"),
+            ("half-written cert in a file", half, key, 6, f"{half}: ")):
+        with open(conf, "w") as f:
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+                    f"tls-listen 127.0.0.1:{tls}\ntls-cert {c}\ntls-key {k}\n")
+        refused_alike(ctx, ["-c", conf], f"{conf}:{line}: turn t: {want}", what)
+
+    # -t as root reads a key only root can read; the unit's DynamicUser
+    # cannot: -t says so (a warning), and nothing for a group-readable key.
+    if os.geteuid() == 0:
+        with open(conf, "w") as f:
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+                    f"tls-listen 127.0.0.1:{tls}\ntls-cert {cert}\ntls-key {key}\n")
+        for mode, warned in ((0o600, True), (0o640, False)):
+            os.chmod(key, mode)
+            rc, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], env=T.env(), timeout=10)
+            said = f"{conf}:7: warning: turn t: tls-key {key}: only root can read it" in err
+            H.check(rc == 0 and "is valid" in out and said == warned,
+                    f"-t as root, key mode {mode:o}: rc {rc}, warning expected {warned}: "
+                    f"{err.strip()!r}")
+        os.chmod(key, 0o600)
+
 
 def tls_uclient(port, user, peer, **kw):
     opts = ["-t", "-S"] + list(kw.pop("opts", ()))
