@@ -223,6 +223,38 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	return 0;
 }
 
+void turn_shared_reload_tls(struct turn_shared *sh, uint64_t now)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		struct turn_lshared *l = &sh->l[i];
+
+		if (!l->tls_on)
+			continue;
+		switch (tls_reload_check(&l->reload, now)) {
+		case TLS_RELOAD_LOADED:
+			log_info("SIGHUP: turn %s: certificate reloaded from %s", l->conf->name,
+				 l->conf->tls_cert);
+			break;
+		case TLS_RELOAD_FAILED:
+			log_warnx("SIGHUP: turn %s: certificate reload: %s (the last good pair "
+				  "stays in force)",
+				  l->conf->name, l->reload.error);
+			break;
+		default:
+			/* A broken pair on disk is not tried again until it
+			 * changes: say that it is still the broken one. */
+			if (memcmp(l->reload.tried, l->reload.in_force, sizeof(l->reload.tried)))
+				log_warnx("SIGHUP: turn %s: certificate unchanged since a reload "
+					  "that failed (%s); the last good pair stays in force",
+					  l->conf->name, l->reload.error);
+			else
+				log_info("SIGHUP: turn %s: certificate unchanged (%s)",
+					 l->conf->name, l->conf->tls_cert);
+			break;
+		}
+	}
+}
+
 int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 {
 	struct turn_secret_set *fresh = malloc(sizeof(*fresh));
