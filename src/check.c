@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addrclass.h"
 #include "banlist.h"
+#include "daemon.h"
 #include "log.h"
 #include "loop.h"
 #include "net.h"
@@ -243,6 +245,36 @@ static int check_bans(const struct etr_conf *c)
 	return rc != 0 ? EXIT_CONFIG : 0;
 }
 
+/* -t as root reads any file; the service may not (the shipped unit runs
+ * as a DynamicUser). A file only root can read is refused at start by
+ * another user: said here, since "valid" would be false for that start. A
+ * file readable by a group may or may not be the service's: nothing said. */
+static void root_only_warning(const struct etr_conf *c, const struct turn_conf *t)
+{
+	const char *file[2] = { t->tls_cert, t->tls_key };
+	const char *key[2] = { "tls-cert", "tls-key" };
+	const unsigned line[2] = { t->tls_cert_line, t->tls_key_line };
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		if (stat(file[k], &st) < 0 || st.st_uid != 0 || (st.st_mode & 0044))
+			continue;
+		if (line[k])
+			fprintf(stderr, "%s:%u: ", c->path ? c->path : "", line[k]);
+		else
+			fputs("etrelay: ", stderr);
+		fprintf(stderr,
+			"warning: turn %s: %s %s: only root can read it (owner root, mode "
+			"%04o); read here as root, it is refused by a start as another user "
+			"(the shipped unit's DynamicUser): make it readable by a group the "
+			"service has (SupplementaryGroups=), or pass it with LoadCredential=; "
+			"see etrelay(8)\n",
+			t->name, key[k], file[k], (unsigned)(st.st_mode & 07777));
+	}
+}
+
 /* Each TURN listener's certificate and key, loaded as a start loads them
  * (tls_reload_init, the function the start calls) and dropped: a pair the
  * start refuses is refused here, in the start's words. */
@@ -266,14 +298,47 @@ static int check_turn_tls(const struct etr_conf *c)
 		}
 		if (tls_reload_init(&r, &s, t->tls_cert, t->tls_key, loop_now(), err, sizeof(err)) <
 		    0) {
-			log_warnx("turn %s: %s", t->name, err);
+			char where[CONF_PATH_MAX + 32];
+
+			if (conf_turn_tls_where(c, t, err, where, sizeof(where)))
+				log_warnx("%s: turn %s: %s", where, t->name, err);
+			else
+				log_warnx("turn %s: %s", t->name, err);
 			bad = 1;
 		} else {
 			tls_reload_free(&r);
+			root_only_warning(c, t);
 		}
 		tls_server_free(&s);
 	}
 	return bad ? EXIT_CONFIG : 0;
+}
+
+/* Each worker relays TURN from a slice of the ports of its own: a range
+ * narrower than the workers a start runs here is refused by it. */
+static int check_turn_ports(const struct etr_conf *c)
+{
+	unsigned workers = daemon_workers_wanted(c);
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		unsigned line = t->ports_line ? t->ports_line : t->line;
+
+		if ((unsigned)t->port_max - t->port_min + 1 >= workers)
+			continue;
+		if (line)
+			fprintf(stderr, "%s:%u: ", c->path ? c->path : "", line);
+		else
+			fputs("etrelay: ", stderr);
+		fprintf(stderr,
+			"turn %s: ports %u-%u: fewer ports than workers (%u%s): widen the range "
+			"or set workers\n",
+			t->name, t->port_min, t->port_max, workers,
+			c->workers == CONF_WORKERS_AUTO ? ", workers auto: one per CPU here" : "");
+		bad = EXIT_CONFIG;
+	}
+	return bad;
 }
 
 int check_run(const struct etr_conf *c)
@@ -283,6 +348,8 @@ int check_run(const struct etr_conf *c)
 	if (bad)
 		return bad;
 	if ((bad = check_turn_tls(c)) != 0)
+		return bad;
+	if ((bad = check_turn_ports(c)) != 0)
 		return bad;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "sni_routes.h"
 #include "url.h"
 
@@ -124,8 +125,9 @@ const char conf_usage[] =
 	"                            (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
 	"  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
 	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; closed at once beyond)\n"
-	"  --turn-tcp-max-connections N  TCP and TLS connections per worker\n"
-	"                            (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when full, the oldest unauthenticated one\n"
+	"  --turn-tcp-max-connections N  TCP and TLS connections in all, split across\n"
+	"                            the workers (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when a worker's share is\n"
+	"                            full, its oldest unauthenticated one\n"
 	"                            gives way\n"
 	"  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
 	"                            authenticated request (TLS handshake included)\n"
@@ -479,6 +481,7 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 			return "expected MIN-MAX within 1024-65535 with MIN <= MAX";
 		t->port_min = (uint16_t)lo;
 		t->port_max = (uint16_t)hi;
+		t->ports_set = true;
 	} else if (strcmp(key, "max-allocations") == 0) {
 		return turn_count(v, 1, 65536, &t->max_allocations, buf, n);
 	} else if (strcmp(key, "user-quota") == 0) {
@@ -1159,6 +1162,25 @@ const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf,
 	return key_origin(c, &c->base, key, NULL, "etrelay", buf, n);
 }
 
+const char *conf_turn_tls_where(const struct etr_conf *c, const struct turn_conf *t,
+				const char *msg, char *buf, size_t n)
+{
+	size_t kl = strlen(t->tls_key), cl = strlen(t->tls_cert);
+	unsigned line = 0;
+
+	/* The longer path first: one may be a prefix of the other. */
+	if (kl >= cl && kl && strncmp(msg, t->tls_key, kl) == 0)
+		line = t->tls_key_line;
+	else if (cl && strncmp(msg, t->tls_cert, cl) == 0)
+		line = t->tls_cert_line;
+	else if (kl && strncmp(msg, t->tls_key, kl) == 0)
+		line = t->tls_key_line;
+	if (!line)
+		return NULL;
+	snprintf(buf, n, "%s:%u", c->path ? c->path : "", line);
+	return buf;
+}
+
 /* Where line (of a key that can repeat) is: "FILE:LINE", or "etrelay"
  * for 0, the command line. */
 static const char *line_origin(const struct etr_conf *c, unsigned line, char *buf, size_t n)
@@ -1375,6 +1397,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		t->tls_key_line = lineno;
 	if (!why && strcmp(key, "tls-reload-interval") == 0)
 		t->tls_reload_line = lineno;
+	if (!why && strcmp(key, "ports") == 0)
+		t->ports_line = lineno;
 	if (why == buf && strcmp(buf, "unknown key") == 0)
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
@@ -1807,23 +1831,42 @@ static bool turn_range_holds(const struct turn_conf *t, const union etr_sockaddr
 				  l->in.sin_addr.s_addr == t->relay_addr.in.sin_addr.s_addr);
 }
 
-/* One listener against t's relayed ports: kind "relay" or "turn" and the
- * section's name, or kind "" for a global key. */
-static void turn_port_clash(const struct turn_conf *t, const union etr_sockaddr *l,
-			    const char *kind, const char *name, const char *key, const char *where,
-			    struct conf_errors *e)
+/* Where t's ports range comes from, for an error about it: "FILE:LINE:
+ * turn NAME: ports A-B" on the key's own line, the command line's
+ * --turn-ports, or the section with "(the default)". */
+static const char *turn_ports_where(const struct etr_conf *c, const struct turn_conf *t,
+				    const char *where, char *buf, size_t n)
 {
-	char a[ADDR_STRLEN];
+	char o[CONF_PATH_MAX + 32];
+
+	if (t->ports_line)
+		snprintf(buf, n, "%s:%u: turn %s: ports %u-%u", c->path ? c->path : "",
+			 t->ports_line, t->name, t->port_min, t->port_max);
+	else if (t->ports_set && t->line == 0)
+		snprintf(buf, n, "%s: turn %s: turn-ports %u-%u",
+			 strcmp(conf_key_where(c, "turn-ports", o, sizeof(o)),
+				"etrelay: command line") == 0
+				 ? "etrelay"
+				 : o,
+			 t->name, t->port_min, t->port_max);
+	else
+		snprintf(buf, n, "%s: ports %u-%u%s", where, t->port_min, t->port_max,
+			 t->ports_set ? "" : " (the default)");
+	return buf;
+}
+
+/* One listener against t's relayed ports: what the listener is ("relay oa
+ * listen 0.0.0.0:27960") and where it was set (or ""). */
+static void turn_port_clash(const struct etr_conf *c, const struct turn_conf *t,
+			    const union etr_sockaddr *l, const char *what, const char *at,
+			    const char *where, struct conf_errors *e)
+{
+	char w[CONF_PATH_MAX + CONF_NAME_MAX + 400];
 
 	if (!turn_range_holds(t, l))
 		return;
-	addr_str(&l->sa, a);
-	if (kind[0])
-		err_add(e, "%s: ports %u-%u hold port %u of %s %s (%s %s)", where, t->port_min,
-			t->port_max, port_of(l), kind, name, key, a);
-	else
-		err_add(e, "%s: ports %u-%u hold port %u of %s %s", where, t->port_min,
-			t->port_max, port_of(l), key, a);
+	err_add(e, "%s hold port %u of %s%s%s%s", turn_ports_where(c, t, where, w, sizeof(w)),
+		port_of(l), what, at[0] ? " (" : "", at, at[0] ? ")" : "");
 }
 
 /* A relayed port that is another UDP listener's port would be skipped at
@@ -1832,15 +1875,37 @@ static void turn_port_clash(const struct turn_conf *t, const union etr_sockaddr 
 static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t,
 			     const char *where, struct conf_errors *e)
 {
+	char what[CONF_NAME_MAX + 64 + ADDR_STRLEN], at[CONF_PATH_MAX + 48], a[ADDR_STRLEN];
+
 	if (!t->relay_set || t->relay_addr.sa.sa_family != AF_INET)
 		return;
-	for (unsigned j = 0; j < c->nrelays; j++)
-		turn_port_clash(t, &c->relays[j].listen, "relay", c->relays[j].name, "listen",
-				where, e);
-	for (unsigned j = 0; j < c->nturn; j++)
-		turn_port_clash(t, &c->turn[j].listen, "turn", c->turn[j].name, "listen", where, e);
-	for (unsigned j = 0; j < c->prbe.nlisten; j++)
-		turn_port_clash(t, &c->prbe.listen[j], "", "", "prbe-listen", where, e);
+	for (unsigned j = 0; j < c->nrelays; j++) {
+		const struct relay_conf *r = &c->relays[j];
+
+		snprintf(what, sizeof(what), "relay %s listen %s", r->name,
+			 addr_str(&r->listen.sa, a));
+		turn_port_clash(c, t, &r->listen, what,
+				key_origin(c, r, "listen", NULL, "", at, sizeof(at)), where, e);
+	}
+	for (unsigned j = 0; j < c->nturn; j++) {
+		const struct turn_conf *o = &c->turn[j];
+
+		snprintf(what, sizeof(what), "turn %s listen %s", o->name,
+			 addr_str(&o->listen.sa, a));
+		if (o->line)
+			line_origin(c, o->line, at, sizeof(at));
+		else
+			at[0] = '\0';
+		turn_port_clash(c, t, &o->listen, what, at, where, e);
+	}
+	for (unsigned j = 0; j < c->prbe.nlisten; j++) {
+		snprintf(what, sizeof(what), "prbe-listen %s", addr_str(&c->prbe.listen[j].sa, a));
+		if (c->prbe.listen_line[j])
+			line_origin(c, c->prbe.listen_line[j], at, sizeof(at));
+		else
+			snprintf(at, sizeof(at), "etrelay: command line");
+		turn_port_clash(c, t, &c->prbe.listen[j], what, at, where, e);
+	}
 }
 
 /* tls-cert, tls-key or tls-reload-interval without tls-listen: nothing
@@ -1942,6 +2007,25 @@ static void tcp_listeners_clash(const struct etr_conf *c, struct conf_errors *e)
 				addr_str(&l[j].addr->sa, a), l[i].key, other);
 		}
 	}
+}
+
+/* The ops plane serves /metrics and /lifecycle: a public address must be
+ * asked for. Here and not at the start only, so that -t refuses it too;
+ * named where it was set, in the words of that place. */
+static void ops_finish(const struct etr_conf *c, struct conf_errors *e)
+{
+	char where[CONF_PATH_MAX + 32], a[ADDR_STRLEN];
+	bool cli;
+
+	if (!c->ops_enabled || c->ops_allow_public || addrclass_private(&c->ops_listen))
+		return;
+	conf_key_where(c, "ops-listen", where, sizeof(where));
+	cli = strcmp(where, "etrelay: command line") == 0;
+	err_add(e,
+		"%s: %sops-listen %s: not a private address (loopback, RFC 1918, CGNAT, ULA, "
+		"link-local): bind one, or %s to serve the ops plane on it anyway",
+		cli ? "etrelay" : where, cli ? "--" : "", addr_str(&c->ops_listen.sa, a),
+		cli ? "pass --ops-allow-public" : "set ops-allow-public yes");
 }
 
 /* The quick-start listener, the defaults that follow from other keys, and
@@ -2113,6 +2197,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	prbe_finish(c, e);
 	turn_finish(c, e);
 	tcp_listeners_clash(c, e);
+	ops_finish(c, e);
 	return e->count == before ? 0 : -1;
 }
 

@@ -262,10 +262,10 @@ struct conf_cidr {
 struct turn_conf {
 	char name[CONF_NAME_MAX];
 	unsigned line; /* of its [turn] header; 0 when from the command line */
-	bool listen_set, tcp_set, tls_set, relay_set, public_set;
+	bool listen_set, tcp_set, tls_set, relay_set, public_set, ports_set;
 	union etr_sockaddr listen, tcp_listen, tls_listen;
 	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
-	unsigned tls_cert_line, tls_key_line; /* 0: from the command line */
+	unsigned tls_cert_line, tls_key_line, ports_line; /* 0: command line or default */
 	uint64_t tls_reload_ms;
 	bool tls_reload_set;	  /* tls-reload-interval given */
 	unsigned tls_reload_line; /* 0: from the command line */
@@ -388,6 +388,12 @@ unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w);
 /* Where the process-wide key was set, for a message about it: "FILE:LINE",
  * "etrelay: command line", or "etrelay" (its default), in buf. */
 const char *conf_key_where(const struct etr_conf *c, const char *key, char *buf, size_t n);
+
+/* Where a message about t's TLS pair points: "FILE:LINE" of tls-cert when
+ * msg starts with the certificate's path, else of tls-key when it starts
+ * with the key's (a mismatch does); NULL when from the command line. */
+const char *conf_turn_tls_where(const struct etr_conf *c, const struct turn_conf *t,
+				const char *msg, char *buf, size_t n);
 
 /* "300", "300s", "500ms", "5m", "1h" (bare = seconds) into ms; zero only
  * when allow_zero. Returns 0 or -1. */

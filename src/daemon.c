@@ -223,6 +223,8 @@ static void on_signal(struct daemon *d)
 				log_warnx("SIGHUP: %s; keeping the previous TURN secrets", err);
 			else if (d->turn.n)
 				log_info("SIGHUP: TURN secrets reloaded");
+			if (d->turn.n)
+				turn_shared_reload_tls(&d->turn, loop_now());
 			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !d->turn.n &&
 			    !d->hup_none_said) {
 				log_info("SIGHUP: nothing to reload (no ops tokens, no ban-file)");
@@ -684,7 +686,13 @@ static int open_turn(struct daemon *d, unsigned i)
 
 	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
 	    turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
-		log_warnx("turn %s: %s", c->name, err);
+		char where[CONF_PATH_MAX + 32];
+
+		/* A TLS pair that does not load: on its key's line, as -t. */
+		if (c->tls_set && conf_turn_tls_where(d->conf, c, err, where, sizeof(where)))
+			log_warnx("%s: turn %s: %s", where, c->name, err);
+		else
+			log_warnx("turn %s: %s", c->name, err);
 		return EXIT_CONFIG;
 	}
 	for (unsigned w = 0; w < d->nworkers; w++) {
@@ -1010,6 +1018,105 @@ static void log_start_sni(const struct daemon *d)
 	}
 }
 
+/* "name n, ..." of the non-zero counters among n of them, after o bytes of
+ * buf; returns the new length. */
+static size_t stats_list(char *buf, size_t size, size_t o, const uint64_t *v, unsigned n,
+			 const char *(*name)(unsigned), unsigned skip)
+{
+	bool first = true;
+
+	for (unsigned i = 0; i < n && o < size; i++) {
+		uint64_t x = v[i];
+
+		if (!x || i == skip)
+			continue;
+		o += (size_t)snprintf(buf + o, size - o, "%s%s %llu", first ? " (" : ", ", name(i),
+				      (unsigned long long)x);
+		first = false;
+	}
+	if (!first && o < size)
+		o += (size_t)snprintf(buf + o, size - o, ")");
+	return o;
+}
+
+static const char *sni_result_at(unsigned i)
+{
+	return sni_result_name((enum sni_result)i);
+}
+
+static const char *turn_drop_at(unsigned i)
+{
+	return turn_drop_name((enum turn_drop)i);
+}
+
+static const char *turn_tcp_drop_at(unsigned i)
+{
+	return turn_tcp_drop_name((enum turn_tcp_drop)i);
+}
+
+static const char *turn_reject_at(unsigned i)
+{
+	return turn_reject_name((enum turn_reject)i);
+}
+
+/* At exit, each SNI and TURN listener's line beside the relays' `stats
+ * NAME`: what it served and what it refused, summed over the workers. */
+static void log_listener_stats(const struct daemon *d)
+{
+	char why[512], drops[512];
+
+	for (unsigned i = 0; i < d->conf->nsni; i++) {
+		struct sni_totals sum;
+		uint64_t refused = 0;
+
+		sni_listener_totals(&d->sni, i, &sum);
+		for (unsigned k = 0; k < SNI_RESULTS; k++)
+			refused += k == SNI_SPLICED ? 0 : sum.result[k];
+		why[0] = '\0';
+		stats_list(why, sizeof(why), 0, sum.result, SNI_RESULTS, sni_result_at, SNI_SPLICED);
+		log_info("stats sni %s: connections spliced %llu, refused %llu%s; client to upstream "
+			 "%llu B, upstream to client %llu B",
+			 d->conf->sni[i].name, (unsigned long long)sum.result[SNI_SPLICED],
+			 (unsigned long long)refused, why, (unsigned long long)sum.bytes_in,
+			 (unsigned long long)sum.bytes_out);
+	}
+	for (unsigned i = 0; i < d->conf->nturn; i++) {
+		struct turn_stats t;
+		uint64_t rej[TURN_REJECTS], drop[TURN_DROPS], tdrop[TURN_TCP_DROPS];
+		uint64_t rejected = 0, dropped = 0, tcp = 0;
+
+		turn_listener_totals(&d->turn.l[i], d->nworkers, &t);
+		for (unsigned k = 0; k < TURN_REJECTS; k++)
+			rejected += rej[k] = STAT_GET(t.rejected[k]);
+		for (unsigned k = 0; k < TURN_DROPS; k++)
+			dropped += drop[k] = STAT_GET(t.dropped[k]);
+		for (unsigned k = 0; k < TURN_TCP_DROPS; k++)
+			tcp += tdrop[k] = STAT_GET(t.tcp_dropped[k]);
+		why[0] = drops[0] = '\0';
+		stats_list(why, sizeof(why), 0, rej, TURN_REJECTS, turn_reject_at, UINT32_MAX);
+		{
+			size_t o = stats_list(drops, sizeof(drops), 0, drop, TURN_DROPS,
+					      turn_drop_at, UINT32_MAX);
+
+			if (o < sizeof(drops))
+				o += (size_t)snprintf(drops + o, sizeof(drops) - o,
+						      "; TCP and TLS connections dropped %llu",
+						      (unsigned long long)tcp);
+			stats_list(drops, sizeof(drops), o, tdrop, TURN_TCP_DROPS,
+				   turn_tcp_drop_at, UINT32_MAX);
+		}
+		log_info("stats turn %s: allocations %llu, rejected %llu%s; to peers %llu pkts "
+			 "%llu B; to clients %llu pkts %llu B; dropped %llu%s; TLS failed %llu",
+			 d->conf->turn[i].name, (unsigned long long)STAT_GET(t.allocations),
+			 (unsigned long long)rejected, why,
+			 (unsigned long long)STAT_GET(t.dgrams_to_peer),
+			 (unsigned long long)STAT_GET(t.bytes_to_peer),
+			 (unsigned long long)STAT_GET(t.dgrams_to_client),
+			 (unsigned long long)STAT_GET(t.bytes_to_client), (unsigned long long)dropped,
+			 drops, (unsigned long long)STAT_GET(t.tls_failed));
+	}
+}
+
 int daemon_run(struct daemon *d)
 {
 	int rc = 0;
@@ -1043,6 +1150,7 @@ int daemon_run(struct daemon *d)
 			stats_relay_add(&sum, &d->workers[w]->relays[i].stats);
 		relay_log_stats(d->conf->relays[i].name, &sum);
 	}
+	log_listener_stats(d);
 	return 0;
 }
 

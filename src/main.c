@@ -62,13 +62,15 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	own = 16 + workers * (conf->nrelays + 4);
 	echo = workers * conf->prbe.nlisten;
 	/* A TURN allocation holds its relayed socket (max-allocations counts
-	 * across the workers), each worker a UDP, a TCP and a TLS listener and
-	 * up to tcp-max-connections TCP and TLS connections (per worker). */
+	 * across the workers), each worker a UDP, a TCP and a TLS listener;
+	 * tcp-max-connections counts across the workers too (each has its
+	 * share, at least 1), one more per worker for a connection closed as
+	 * it is accepted. */
 	for (unsigned i = 0; i < conf->nturn; i++) {
 		bool tcp = conf->turn[i].tcp_set || conf->turn[i].tls_set;
 
 		turn += conf->turn[i].max_allocations + 3 * workers +
-			(tcp ? workers * conf->turn[i].tcp_max_conns : 0);
+			(tcp ? conf->turn[i].tcp_max_conns + 2ull * workers : 0);
 		turn_tcp |= tcp;
 	}
 	/* The ops plane's connections come out of the same limit: a full
@@ -119,7 +121,6 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 		  "LimitNOFILE= (systemd) or ulimit -n%s%s%s",
 		  (unsigned long long)need, parts, (unsigned long long)nofile,
 		  lower[0] ? ", or lower " : "", lower,
-		  /* each worker may hold tcp-max-connections */
 		  turn_tcp ? ", or lower the TURN tcp-max-connections" : "");
 	return -1;
 }

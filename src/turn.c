@@ -224,6 +224,38 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	return 0;
 }
 
+void turn_shared_reload_tls(struct turn_shared *sh, uint64_t now)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		struct turn_lshared *l = &sh->l[i];
+
+		if (!l->tls_on)
+			continue;
+		switch (tls_reload_check(&l->reload, now)) {
+		case TLS_RELOAD_LOADED:
+			log_info("SIGHUP: turn %s: certificate reloaded from %s", l->conf->name,
+				 l->conf->tls_cert);
+			break;
+		case TLS_RELOAD_FAILED:
+			log_warnx("SIGHUP: turn %s: certificate reload: %s (the last good pair "
+				  "stays in force)",
+				  l->conf->name, l->reload.error);
+			break;
+		default:
+			/* A broken pair on disk is not tried again until it
+			 * changes: say that it is still the broken one. */
+			if (memcmp(l->reload.tried, l->reload.in_force, sizeof(l->reload.tried)))
+				log_warnx("SIGHUP: turn %s: certificate unchanged since a reload "
+					  "that failed (%s); the last good pair stays in force",
+					  l->conf->name, l->reload.error);
+			else
+				log_info("SIGHUP: turn %s: certificate unchanged (%s)",
+					 l->conf->name, l->conf->tls_cert);
+			break;
+		}
+	}
+}
+
 int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 {
 	struct turn_secret_set *fresh = malloc(sizeof(*fresh));
@@ -1745,7 +1777,7 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	}
 	/* At tcp-max-connections an unauthenticated one gives way; refused
 	 * only when all are authenticated (or every spare slot still sends). */
-	if ((l->nopen >= l->sh->conf->tcp_max_conns && !conn_evict_one(l)) ||
+	if ((l->nopen >= l->tcp_cap && !conn_evict_one(l)) ||
 	    l->conn_free == UINT32_MAX) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
 		ip_put(l, &peer);
@@ -2158,7 +2190,13 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	l->ua_head = l->ua_tail = UINT32_MAX;
 	if (c->tcp_set || c->tls_set) {
-		uint32_t slots = TURN_CONN_SLOTS(c->tcp_max_conns), ips = 16;
+		/* tcp-max-connections is the listener's total, split evenly
+		 * as the rates are: the descriptors it takes do not grow with
+		 * the CPU count (a config checked on 2 CPUs starts on 64). */
+		uint32_t slots, ips = 16;
+
+		l->tcp_cap = rl_worker_part(c->tcp_max_conns, all->nworkers);
+		slots = TURN_CONN_SLOTS(l->tcp_cap);
 
 		while (ips < 2 * slots)
 			ips *= 2;

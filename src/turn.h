@@ -239,6 +239,11 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
  * how many are set, or -1 with err. */
 int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen);
 
+/* SIGHUP, on worker 0 (the thread of the tls-reload-interval check): read
+ * each TLS pair again now, as that check does, and log one line per
+ * listener: reloaded, unchanged, or failed with the old pair kept. */
+void turn_shared_reload_tls(struct turn_shared *sh, uint64_t now);
+
 /* Allocations of every listener and worker (the ops thread reads it). */
 static inline uint32_t turn_active_total(const struct turn_shared *sh)
 {
@@ -275,7 +280,8 @@ struct turn_listener {
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
-	uint32_t nopen;	   /* connections open, at most tcp-max-connections */
+	uint32_t nopen;	   /* connections open, at most tcp_cap */
+	uint32_t tcp_cap;  /* this worker's share of tcp-max-connections */
 	/* Open connections without an authenticated request, oldest first:
 	 * the auth timeout's order, and the head gives way when nopen is at
 	 * the cap (turn.c). */

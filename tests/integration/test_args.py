@@ -132,6 +132,21 @@ def test(ctx):
         H.check("echo ports" not in err and "max-sessions" not in err,
                 f"the file-descriptor message of a TURN-only process: {err.strip()!r}")
 
+    # tcp-max-connections is the listener's total: what -t counts does not
+    # grow with the workers beyond a dozen descriptors each (a config checked
+    # on 2 CPUs must start on 64 under the unit's LimitNOFILE)
+    need = {}
+    for w in (1, 2, 16, 64):
+        rc, out, err = H.run_etrelay(ctx, ["-t", "--workers", str(w)] + turn, env=tenv,
+                                     wrapper=ulimit)
+        m = re.search(r"needs (\d+) file descriptors", err)
+        H.check(rc == 0 and m, f"-t --workers {w} with a TURN TCP listener: exit {rc}, "
+                f"{err.strip()!r}")
+        need[w] = int(m.group(1))
+    H.check(need[64] - need[1] <= 63 * 12,
+            f"file descriptors -t counts grow with the workers by more than 12 each (TURN "
+            f"tcp-max-connections 4096 is the listener's total): {need}")
+
     # -t counts in words: one route, two routes
     sni = ["-t", "--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
            "a.test=127.0.0.1:9"]

@@ -422,6 +422,23 @@ def public_address(ctx):
             f"--ops-listen 8.8.8.8:9100: message should name the address and --ops-allow-public: "
             f"{err.strip()!r}")
     H.check(time.monotonic() - t < 4.0, "--ops-listen 8.8.8.8:9100 took over 4 s to be refused")
+    # -t refuses what the start refuses (exit 78, or `etrelay -t && systemctl
+    # restart` takes every listener down), in the words of where it was set
+    rc, out, err = H.run_etrelay(ctx, ["-t"] + base() + ["--ops-listen", "8.8.8.8:9100"], timeout=5)
+    H.check(rc == 64 and "etrelay: --ops-listen 8.8.8.8:9100: not a private address" in err
+            and "--ops-allow-public" in err and "is valid" not in out,
+            f"-t --ops-listen 8.8.8.8:9100: expected exit 64 (usage) naming the option, seen {rc}, "
+            f"{err.strip()!r}")
+    conf = os.path.join(ctx.tmpdir(), "public-ops.conf")
+    with open(conf, "w") as f:
+        f.write(f"listen 127.0.0.1:{H.free_udp_port()}\nupstream 127.0.0.1:{gs.port}\n"
+                f"master 127.0.0.1:{master.port}\n\nops-listen 8.8.8.8:9100\n")
+    for test in (["-t"], []):
+        rc, out, err = H.run_etrelay(ctx, test + ["-c", conf, "--backend", ctx.backend], timeout=5)
+        H.check(rc == 78 and f"{conf}:5: ops-listen 8.8.8.8:9100: not a private address" in err
+                and "set ops-allow-public yes" in err and "--ops" not in err,
+                f"{' '.join(test)} ops-listen 8.8.8.8:9100 in a file: expected exit 78 naming "
+                f"{conf}:5 and the key, seen {rc}, {err.strip()!r}")
     port = H.free_tcp_port()
     for addr in (f"0.0.0.0:{port}", f"[::]:{port}", "[::ffff:8.8.8.8]:9100", "[2001:db8::1]:9100"):
         rc, out, err = H.run_etrelay(ctx, base() + ["--ops-listen", addr], timeout=5)

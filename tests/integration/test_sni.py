@@ -443,6 +443,10 @@ max-connections-per-ip 2
     H.check(rc is not None, "etrelay still running 5 s after the last SNI connection closed")
     H.expect_eq(rc, 0, "exit status after the drain")
     ctx.note(f"drain: exit {time.monotonic() - t0:.2f} s after the last connection closed")
+    # at exit the listener logs its stats line, as a game relay's `stats NAME`
+    relay.wait_for_line(r"stats sni capped: connections spliced 2, refused 2 \(cap_per_ip 1, "
+                        r"draining 1\); client to upstream \d+ B, upstream to client \d+ B",
+                        2 * H.SLOW, start=mark)
     echo.stop = True
 
 

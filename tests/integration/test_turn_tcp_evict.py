@@ -103,14 +103,18 @@ def test(ctx):
     port, tls_port, ops = T.free_port(), H.free_tcp_port(), H.free_tcp_port()
     peer = T.Peer()
     ctx.objs.append(peer)
+    # tcp-max-connections is the listener's total, split evenly across the
+    # workers: CAP slots on each worker.
+    asked = int(H.WORKERS) if H.WORKERS.isdigit() else 1
     relay = T.start_relay(ctx, port, "--turn-tls-listen", f"127.0.0.1:{tls_port}",
                           "--turn-tls-cert", cert, "--turn-tls-key", key,
-                          "--turn-tcp-max-connections", str(CAP),
+                          "--turn-tcp-max-connections", str(CAP * asked),
                           "--turn-tcp-max-per-ip", str(PER_IP),
                           "--turn-tcp-auth-timeout", f"{AUTH_S:g}s",
                           "--turn-allow-peer", "127.0.0.1/32", "--turn-ports", "43200-43299",
                           "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}")
     nw, rkey = H.relay_workers(relay)
+    H.expect_eq(nw, asked, "workers")
     worker = lambda ip: H.reuseport_worker(rkey, ip, nw)  # noqa: E731
 
     def m():

@@ -16,6 +16,7 @@ at start is a startup error."""
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -136,6 +137,33 @@ def check_refuses_what_start_refuses(ctx, d):
     refused_alike(ctx, ["-c", conf],
                   f"{conf}:2: turn t: tls-listen 127.0.0.1:{ops}: the ops-listen address",
                   "tls-listen on the ops port")
+
+    # A pair that does not load, from a file: on the line of the file the
+    # message names (attacker9 finding 5), in -t and at the start alike.
+    tls = H.free_tcp_port()
+    for what, c, k, line, want in (
+            ("key of another cert in a file", cert, other_key, 7,
+             f"{other_key} does not match the certificate in {cert}"),
+            ("half-written cert in a file", half, key, 6, f"{half}: ")):
+        with open(conf, "w") as f:
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+                    f"tls-listen 127.0.0.1:{tls}\ntls-cert {c}\ntls-key {k}\n")
+        refused_alike(ctx, ["-c", conf], f"{conf}:{line}: turn t: {want}", what)
+
+    # -t as root reads a key only root can read; the unit's DynamicUser
+    # cannot: -t says so (a warning), and nothing for a group-readable key.
+    if os.geteuid() == 0:
+        with open(conf, "w") as f:
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+                    f"tls-listen 127.0.0.1:{tls}\ntls-cert {cert}\ntls-key {key}\n")
+        for mode, warned in ((0o600, True), (0o640, False)):
+            os.chmod(key, mode)
+            rc, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], env=T.env(), timeout=10)
+            said = f"{conf}:7: warning: turn t: tls-key {key}: only root can read it" in err
+            H.check(rc == 0 and "is valid" in out and said == warned,
+                    f"-t as root, key mode {mode:o}: rc {rc}, warning expected {warned}: "
+                    f"{err.strip()!r}")
+        os.chmod(key, 0o600)
 
 
 def tls_uclient(port, user, peer, **kw):
@@ -260,6 +288,41 @@ def test(ctx):
         ctx.note("promtool not installed: the /metrics page was not linted")
     life = H.http_request(ops, "GET", "/lifecycle").json()
     H.expect_eq(life["details"]["transports"], ["udp", "tls"], "lifecycle transports")
+
+    # SIGHUP (systemctl reload) reads the pair now, as the interval's check
+    # does, and says what it found (attacker9 finding 6): reloaded,
+    # unchanged, or failed with the old pair kept.
+    hcert, hkey = os.path.join(d, "hup.crt"), os.path.join(d, "hup.key")
+    install(first[0], hcert)
+    install(first[1], hkey)
+    hport, htls = H.free_udp_port(), H.free_tcp_port()
+    hup = T.start_relay(ctx, hport, "--turn-tls-listen", f"127.0.0.1:{htls}",
+                        "--turn-tls-cert", hcert, "--turn-tls-key", hkey,
+                        "--turn-tls-reload-interval", "1h", "--turn-ports", "43110-43119",
+                        "--turn-max-allocations", "10", tcp=False)
+    H.expect_eq(served_fingerprint(htls), fp[0], "the certificate served before SIGHUP")
+    install(second[1], hkey)
+    install(second[0], hcert)
+    for want, served in ((r"SIGHUP: turn default: certificate reloaded from " + re.escape(hcert),
+                          fp[1]),
+                         (r"SIGHUP: turn default: certificate unchanged", fp[1])):
+        mark = hup.mark()
+        hup.signal(signal.SIGHUP)
+        hup.wait_for_line(want, 3 * H.SLOW, start=mark)
+        H.expect_eq(served_fingerprint(htls), served, f"the certificate served after {want!r}")
+    install(third[1], hkey)
+    mark = hup.mark()
+    hup.signal(signal.SIGHUP)
+    hup.wait_for_line(r"SIGHUP: turn default: certificate reload: .*" + re.escape(hkey) +
+                      r".*the last good pair stays in force", 3 * H.SLOW, start=mark)
+    H.expect_eq(served_fingerprint(htls), fp[1], "the certificate served after a bad SIGHUP")
+    mark = hup.mark()
+    hup.signal(signal.SIGTERM)
+    H.check(hup.wait_exit(5 * H.SLOW) == 0, "the SIGHUP relay did not exit cleanly")
+    # at exit the listener logs its stats line, as a game relay's `stats NAME`
+    hup.wait_for_line(r"stats turn default: allocations 0, rejected 0; to peers 0 pkts 0 B; "
+                      r"to clients 0 pkts 0 B; dropped 0; TCP and TLS connections dropped 0; "
+                      r"TLS failed \d+", 2 * H.SLOW, start=mark)
 
     # tcp-max-per-ip on the TLS port: with workers, the program that picks
     # a worker by address steers TLS connections too, so one address meets

@@ -811,6 +811,46 @@ static void test_config_ops_flags_set_the_ops_plane(void **state)
 	assert_false(c.ops_allow_public);
 }
 
+/* A public ops-listen is refused by conf_finish (so -t refuses what the
+ * start refuses), named where it was set, with the way out in that place's
+ * words; ops-allow-public lets it through. */
+static void test_config_public_ops_listen_is_refused_where_it_was_set(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--ops-listen", "45.0.0.2:9961")),
+			 -1);
+	assert_err_line(&e, "etrelay: --ops-listen 45.0.0.2:9961: not a private address",
+			"--ops-allow-public", NULL);
+	assert_errors(&e, 1);
+	assert_int_equal(run(&c, &e, "upstream h:1\n\nops-listen 45.0.0.2:9961\n", NOARGS), -1);
+	assert_err_line(&e, PATH ":3: ops-listen 45.0.0.2:9961: not a private address",
+			"set ops-allow-public yes", NULL);
+	assert_errors(&e, 1);
+	assert_null(strstr(e.text, "--ops"));
+	assert_int_equal(run(&c, &e, "upstream h:1\nops-listen [2001:db8::1]:9961\n", NOARGS), -1);
+	assert_err_line(&e, PATH ":2: ops-listen [2001:db8::1]:9961", NULL, NULL);
+	assert_int_equal(
+	    run(&c, &e, "upstream h:1\nops-listen 0.0.0.0:9961\nops-allow-public yes\n", NOARGS),
+	    0);
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--ops-listen", "45.0.0.2:9961",
+				  "--ops-allow-public")),
+			 0);
+	for (const char *const *a = (const char *const[]){ "127.0.0.1:9100", "10.8.0.2:9100",
+							   "100.64.0.1:9100", "[fd00::1]:9100",
+							   "[::1]:9100", NULL };
+	     *a; a++) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "upstream h:1\nops-listen %s\n", *a);
+		if (run(&c, &e, text, NOARGS) != 0)
+			fail_msg("ops-listen %s refused: %s", *a, e.text);
+	}
+}
+
 static void test_config_bad_ops_values_name_flag_and_value(void **state)
 {
 	struct etr_conf c;
@@ -2891,20 +2931,31 @@ static void test_config_turn_ports_holding_another_listener_are_an_error(void **
 			     "ports 9000-30000\n",
 			     NOARGS),
 			 -1);
+	/* Named on the ports line, with where the other key was set. */
 	assert_errors(&e, 3);
-	assert_err_line(&e, PATH ":5: turn t: ports 9000-30000 hold port 27960 of relay default",
-			"(listen 0.0.0.0:27960)", NULL);
-	assert_err_line(&e, PATH ":5: turn t: ports", "hold port 9200 of turn t (listen 127.0.0.1:9200)",
-			NULL);
-	assert_err_line(&e, PATH ":5: turn t: ports", "hold port 9101 of prbe-listen 0.0.0.0:9101",
-			NULL);
+	assert_err_line(&e, PATH ":8: turn t: ports 9000-30000 hold port 27960 of relay default",
+			"listen 0.0.0.0:27960 (" PATH ":1)", NULL);
+	assert_err_line(&e, PATH ":8: turn t: ports",
+			"hold port 9200 of turn t listen 127.0.0.1:9200 (" PATH ":5)", NULL);
+	assert_err_line(&e, PATH ":8: turn t: ports",
+			"hold port 9101 of prbe-listen 0.0.0.0:9101 (" PATH ":4)", NULL);
+	/* The default range says so, on the section's line. */
+	assert_int_equal(run(&c, &e,
+			     "prbe-listen 0.0.0.0:51821\n"
+			     "[turn p2p]\nlisten 127.0.0.1:3478\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, PATH ":2: turn p2p: ports 49152-65535 (the default) hold port 51821",
+			"prbe-listen 0.0.0.0:51821 (" PATH ":1)", NULL);
 	/* Another TURN listener's port, from the command line. */
 	assert_int_equal(run(&c, &e, "[turn a]\nlisten 127.0.0.1:40000\n",
 			     ARGV("--turn-listen", "127.0.0.1:3478", "--turn-ports", "40000-40099",
 				  "--turn-max-allocations", "100")),
 			 -1);
-	assert_err_line(&e, "etrelay: turn default: ports 40000-40099 hold port 40000 of turn a",
-			NULL, NULL);
+	assert_err_line(&e,
+			"etrelay: turn default: turn-ports 40000-40099 hold port 40000 of turn a",
+			"(" PATH ":1)", NULL);
 	/* Another address, or a TCP port: no clash. */
 	assert_int_equal(run(&c, &e,
 			     "listen 127.0.0.2:27960\nupstream 1.2.3.4:27960\n"
@@ -3405,6 +3456,7 @@ int main(void)
 	    cmocka_unit_test(test_config_workers_out_of_range_are_refused),
 	    cmocka_unit_test(test_config_debug_flag_is_set),
 	    cmocka_unit_test(test_config_ops_flags_set_the_ops_plane),
+	    cmocka_unit_test(test_config_public_ops_listen_is_refused_where_it_was_set),
 	    cmocka_unit_test(test_config_bad_ops_values_name_flag_and_value),
 	    cmocka_unit_test(test_config_help_does_not_need_upstream),
 	    cmocka_unit_test(test_config_version_does_not_need_upstream),
