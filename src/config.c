@@ -139,6 +139,13 @@ const char conf_usage[] =
 	"  --turn-unauth-burst N     such answers per listener in all, at once\n"
 	"                            (" CONF_STR(CONF_TURN_UNAUTH_BURST) ", split across the workers)\n"
 	"  --turn-unauth-rate N      ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_RATE) ")\n"
+	"  --turn-tls-handshake-ip-burst N  TLS handshakes per source IP at once\n"
+	"                            (" CONF_STR(CONF_TURN_TLS_IP_BURST) "); a TLS connection past it is closed\n"
+	"                            before any crypto\n"
+	"  --turn-tls-handshake-ip-rate N  ... and per second after that (" CONF_STR(CONF_TURN_TLS_IP_RATE) ")\n"
+	"  --turn-tls-handshake-burst N  TLS handshakes per listener at once\n"
+	"                            (" CONF_STR(CONF_TURN_TLS_BURST) ", split across the workers)\n"
+	"  --turn-tls-handshake-rate N  ... and per second after that (" CONF_STR(CONF_TURN_TLS_RATE) ")\n"
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
@@ -292,6 +299,10 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->unauth_burst = CONF_TURN_UNAUTH_BURST;
 	t->unauth_ip_rate = CONF_TURN_UNAUTH_IP_RATE;
 	t->unauth_ip_burst = CONF_TURN_UNAUTH_IP_BURST;
+	t->tls_rate = CONF_TURN_TLS_RATE;
+	t->tls_burst = CONF_TURN_TLS_BURST;
+	t->tls_ip_rate = CONF_TURN_TLS_IP_RATE;
+	t->tls_ip_burst = CONF_TURN_TLS_IP_BURST;
 	t->tcp_max_per_ip = CONF_TURN_TCP_MAX_PER_IP;
 	t->tcp_max_conns = CONF_TURN_TCP_MAX_CONNECTIONS;
 	t->tcp_auth_timeout_ms = CONF_TURN_TCP_AUTH_TIMEOUT;
@@ -494,6 +505,14 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 1000000, &t->unauth_ip_rate, buf, n);
 	} else if (strcmp(key, "unauth-ip-burst") == 0) {
 		return turn_count(v, 1, 1000000, &t->unauth_ip_burst, buf, n);
+	} else if (strcmp(key, "tls-handshake-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->tls_rate, buf, n);
+	} else if (strcmp(key, "tls-handshake-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->tls_burst, buf, n);
+	} else if (strcmp(key, "tls-handshake-ip-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->tls_ip_rate, buf, n);
+	} else if (strcmp(key, "tls-handshake-ip-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->tls_ip_burst, buf, n);
 	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
 		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
 	} else if (strcmp(key, "tcp-max-connections") == 0) {
@@ -1074,6 +1093,10 @@ static const struct key keys[] = {
 	{ "turn-unauth-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-handshake-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-handshake-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-handshake-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-tls-handshake-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-max-connections", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-auth-timeout", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1403,7 +1426,9 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
 			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, tcp-max-per-ip, "
+			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, "
+			   "tls-handshake-rate, tls-handshake-burst, tls-handshake-ip-rate, "
+			   "tls-handshake-ip-burst, tcp-max-per-ip, "
 			   "tcp-max-connections, tcp-auth-timeout, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)

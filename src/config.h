@@ -159,6 +159,18 @@
 #define CONF_TURN_UNAUTH_BURST 4000
 #define CONF_TURN_UNAUTH_IP_RATE 10
 #define CONF_TURN_UNAUTH_IP_BURST 20
+/* TLS handshakes a TURN listener starts (tls-listen): each costs the
+ * worker's thread, the one that also moves the game's packets, about
+ * 0.3-0.5 ms of crypto for a ClientHello an attacker makes once and
+ * replays (README, Abuse resistance, has the measurement). A new TLS
+ * connection past its source's bucket (IPv4 address or IPv6 /64) or the
+ * listener's (split across the workers) is closed before any crypto. A
+ * TURN client makes one per call: 200/s is far above a real service and
+ * keeps the handshakes near a tenth of a core at most. */
+#define CONF_TURN_TLS_RATE 200
+#define CONF_TURN_TLS_BURST 100
+#define CONF_TURN_TLS_IP_RATE 20
+#define CONF_TURN_TLS_IP_BURST 40
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
 #define CONF_TURN_REALM "etrelay"
@@ -275,6 +287,7 @@ struct turn_conf {
 	uint16_t port_min, port_max;
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
+	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst; /* TLS handshakes */
 	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
 	uint32_t tcp_max_conns;	 /* TCP and TLS connections per worker */
 	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */

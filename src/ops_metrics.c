@@ -510,7 +510,8 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	sample(f, "etrelay_turn_tcp_idle_closed_total", LABELS("listener", TNAME),
 	       TSUM(conns_idle));
 	family(f, "etrelay_turn_tls_failed_total", "counter",
-	       "TURN TLS connections ended by a failed handshake or a bad record.");
+	       "TURN TLS connections ended before their handshake finished (a handshake error, "
+	       "the client's reset or close, tcp-auth-timeout, an eviction) or by a bad record.");
 	EACH_TURN
 	sample(f, "etrelay_turn_tls_failed_total", LABELS("listener", TNAME), TSUM(tls_failed));
 	family(f, "etrelay_turn_tls_reloads_total", "counter",
@@ -532,7 +533,9 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	       "frame_memory (the worker's memory for incomplete frames is spent), evicted "
 	       "(unauthenticated, gave way to a new one at tcp-max-connections), auth_timeout (no "
 	       "authenticated request within tcp-auth-timeout), banned (its source is in ban-file: "
-	       "at accept, or open when a reload banned it).");
+	       "at accept, or open when a reload banned it), or refused before any crypto: "
+	       "tls_rate_ip (a TLS connection over its source's tls-handshake-ip-rate), tls_rate "
+	       "(over the listener's tls-handshake-rate).");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",

@@ -1738,6 +1738,11 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 		tx_put(l, t);
 	}
 	c->tx_tail = c->tx_head;
+	/* A handshake that never finished (the client reset or closed, the
+	 * auth timeout, an eviction) failed too: a flood of hellos cut off
+	 * after the server's flight would show nowhere else. */
+	if (c->tls && tls_conn_state(c->tls) == TLS_CONN_HANDSHAKE)
+		STAT_ADD(l->stats.tls_failed, 1);
 	/* A TLS send with the loop holds the session's bytes: freed in
 	 * conn_sent. */
 	if (c->tls && !c->sending) {
@@ -1746,6 +1751,25 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	}
 	if (!c->tx_head && !c->tls)
 		conn_release(l, i);
+}
+
+/* May a new TLS connection from peer have a handshake? One costs this
+ * thread (which moves the game's packets too) a few tenths of a ms of
+ * crypto for a hello an attacker replays at no cost, so a token of the
+ * source's bucket (tls-handshake-ip-rate) and then one of the listener's
+ * (tls-handshake-rate, this worker's part) are needed; else the connection
+ * is closed at accept, before OpenSSL sees a byte. */
+static bool tls_budget_ok(struct turn_listener *l, const union etr_sockaddr *peer, uint64_t now)
+{
+	if (!rl_table_allow(&l->tls_ip_rl, peer, now)) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_TLS_RATE_IP], 1);
+		return false;
+	}
+	if (!rl_take(&l->tls_rl, now)) {
+		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_TLS_RATE], 1);
+		return false;
+	}
+	return true;
 }
 
 /* A connection of the TCP listener, or of the TLS one (tls: its session
@@ -1772,6 +1796,13 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	}
 	if (!ip_take(l, &peer)) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_PER_IP], 1);
+		close(fd);
+		return;
+	}
+	/* Before an eviction: a refused handshake must not cost a client
+	 * its connection. */
+	if (tls && !tls_budget_ok(l, &peer, loop_now())) {
+		ip_put(l, &peer);
 		close(fd);
 		return;
 	}
@@ -1953,7 +1984,9 @@ static void tls_stream(struct turn_listener *l, uint32_t i, struct loop_dgram *d
 		if (tls_conn_feed(c->tls, d->data + off, take) < 0) {
 			char why[256];
 
-			STAT_ADD(l->stats.tls_failed, 1);
+			/* Still in the handshake (-ENOBUFS): conn_close counts it. */
+			if (tls_conn_state(c->tls) != TLS_CONN_HANDSHAKE)
+				STAT_ADD(l->stats.tls_failed, 1);
 			log_debug("turn %s: TLS: %s", l->sh->conf->name,
 				  tls_error_text(why, sizeof(why)));
 			goto end;
@@ -2233,6 +2266,16 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		}
 	}
 	if (c->tls_set) {
+		rl_random_key(net_random64, key);
+		err = rl_table_init(&l->tls_ip_rl,
+				    rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+				    c->tls_ip_burst, c->tls_ip_rate, key);
+		if (err < 0) {
+			log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
+			return -1;
+		}
+		rl_bucket_init(&l->tls_rl, rl_worker_part(c->tls_burst, all->nworkers),
+			       rl_worker_part(c->tls_rate, all->nworkers), loop_now());
 		l->tls_rx = malloc(TURN_TLS_RX);
 		l->tls_tx = malloc(TURN_CONN_RX_MAX);
 		if (!l->tls_rx || !l->tls_tx) {
@@ -2435,4 +2478,5 @@ void turn_listener_free(struct turn_listener *l)
 	if (l->t.a)
 		turn_alloc_free(&l->t);
 	rl_table_free(&l->rl401);
+	rl_table_free(&l->tls_ip_rl);
 }

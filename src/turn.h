@@ -80,6 +80,8 @@ enum turn_tcp_drop {
 	TURN_TCP_EVICTED,      /* the oldest unauthenticated, gave way to a new one */
 	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
 	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
+	TURN_TCP_TLS_RATE_IP,  /* a TLS connection over its source's tls-handshake-ip-rate */
+	TURN_TCP_TLS_RATE,     /* ... over the listener's tls-handshake-rate */
 	TURN_TCP_DROPS
 };
 
@@ -107,7 +109,8 @@ struct turn_stats {
 	_Atomic uint64_t bindings;   /* Binding requests answered */
 	_Atomic uint64_t expired;    /* allocations ended by their lifetime */
 	_Atomic uint64_t conns_idle; /* TCP connections closed without an allocation */
-	_Atomic uint64_t tls_failed; /* TLS connections ended by a handshake or record error */
+	_Atomic uint64_t tls_failed; /* TLS connections ended before their handshake
+				      * finished, or by a record error */
 	_Atomic uint64_t tcp_dropped[TURN_TCP_DROPS];
 	/* Gauges: TCP [0] and TLS [1] connections open, and of them those
 	 * without an authenticated request yet. */
@@ -308,6 +311,8 @@ struct turn_listener {
 	struct rl_table rl401;	   /* unauthenticated answers per source IP */
 	struct rl_bucket unauth_rl; /* ... and in all (this worker's part) */
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
+	struct rl_table tls_ip_rl;  /* TLS handshakes per source IP (tls-listen only) */
+	struct rl_bucket tls_rl;    /* ... and in all (this worker's part) */
 	struct turn_stats stats;
 };
 

@@ -190,6 +190,8 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_EVICTED] = "evicted",
     [TURN_TCP_AUTH_TIMEOUT] = "auth_timeout",
     [TURN_TCP_BANNED] = "banned",
+    [TURN_TCP_TLS_RATE_IP] = "tls_rate_ip",
+    [TURN_TCP_TLS_RATE] = "tls_rate",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {

@@ -2628,6 +2628,10 @@ static void test_config_turn_defaults_are_the_documented_ones(void **state)
 	assert_int_equal(t.unauth_burst, 4000);
 	assert_int_equal(t.unauth_ip_rate, 10);
 	assert_int_equal(t.unauth_ip_burst, 20);
+	assert_int_equal(t.tls_rate, 200);
+	assert_int_equal(t.tls_burst, 100);
+	assert_int_equal(t.tls_ip_rate, 20);
+	assert_int_equal(t.tls_ip_burst, 40);
 	assert_int_equal(t.tcp_max_per_ip, 64);
 	assert_int_equal(t.tcp_max_conns, 4096);
 	assert_int_equal(t.tcp_auth_timeout_ms, 10000);
@@ -2692,6 +2696,47 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
 			 -1);
 	assert_non_null(strstr(e.text, "no turn-listen"));
+}
+
+static void test_config_turn_tls_handshake_budget_is_set_by_key_and_option(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\ntls-listen 127.0.0.1:5349\n"
+			     "tls-cert c.pem\ntls-key k.pem\ntls-handshake-rate 300\n"
+			     "tls-handshake-burst 40\ntls-handshake-ip-rate 4\n"
+			     "tls-handshake-ip-burst 6\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.turn[0].tls_rate, 300);
+	assert_int_equal(c.turn[0].tls_burst, 40);
+	assert_int_equal(c.turn[0].tls_ip_rate, 4);
+	assert_int_equal(c.turn[0].tls_ip_burst, 6);
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--turn-listen", "127.0.0.1", "--turn-tls-listen",
+				  "127.0.0.1:5349", "--turn-tls-cert", "c.pem", "--turn-tls-key",
+				  "k.pem", "--turn-tls-handshake-rate", "50",
+				  "--turn-tls-handshake-burst", "8", "--turn-tls-handshake-ip-rate",
+				  "1", "--turn-tls-handshake-ip-burst", "2")),
+			 0);
+	assert_int_equal(c.turn[0].tls_rate, 50);
+	assert_int_equal(c.turn[0].tls_burst, 8);
+	assert_int_equal(c.turn[0].tls_ip_rate, 1);
+	assert_int_equal(c.turn[0].tls_ip_burst, 2);
+	/* 0 would refuse every handshake: an error naming its line. */
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1\ntls-handshake-rate 0\n"
+			     "tls-handshake-burst x\ntls-handshake-ip-rate 1000001\n"
+			     "tls-handshake-ip-burst -1\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, PATH ":3: tls-handshake-rate: invalid value '0'"));
+	assert_non_null(strstr(e.text, PATH ":4: tls-handshake-burst: invalid value 'x'"));
+	assert_non_null(strstr(e.text, PATH ":5: tls-handshake-ip-rate: invalid value"));
+	assert_non_null(strstr(e.text, PATH ":6: tls-handshake-ip-burst: invalid value"));
 }
 
 static void test_config_turn_limits_and_addresses_are_checked(void **state)
@@ -3527,6 +3572,7 @@ int main(void)
 	    cmocka_unit_test(test_config_turn_section_sets_every_key_and_needs_no_relay),
 	    cmocka_unit_test(test_config_turn_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_turn_quick_start_on_the_command_line),
+	    cmocka_unit_test(test_config_turn_tls_handshake_budget_is_set_by_key_and_option),
 	    cmocka_unit_test(test_config_turn_limits_and_addresses_are_checked),
 	    cmocka_unit_test(test_config_turn_tls_pair_without_tls_listen_and_tcp_clashes),
 	    cmocka_unit_test(test_config_every_pair_of_tcp_listeners_on_one_port_is_an_error),
