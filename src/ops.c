@@ -1018,8 +1018,8 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 		bound.in.sin_port = htons((uint16_t)ops_port(op)); /* same offset in both */
 		addr_str(&bound.sa, where);
 		log_warnx("ops: no token is set: whoever reaches %s can read /lifecycle and "
-			  "/sessions (the game server's and players' addresses) and /metrics; set "
-			  "%s (or %s_FILE)",
+			  "/sessions (the game server's and players' addresses, TURN usernames) "
+			  "and /metrics; set %s (or %s_FILE)",
 			  where, OPS_ENV_READ, OPS_ENV_READ);
 	}
 	*opp = op;

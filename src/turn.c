@@ -881,17 +881,18 @@ static int relay_socket(const struct turn_listener *l, uint16_t port)
 	return fd;
 }
 
-/* An operator must learn why Allocates get 508 without a line per request:
- * the first of each kind (full, no port) a minute per listener. */
-enum { TURN_LOG508_FULL, TURN_LOG508_PORTS };
-#define TURN_LOG508_EVERY_MS 60000
+/* An operator must learn why Allocates get 508, and why TLS connections
+ * are closed at accept, without a line per request: the first of each kind
+ * a minute per listener. */
+enum { TURN_LOG508_FULL, TURN_LOG508_PORTS, TURN_LOG_TLS_IP, TURN_LOG_TLS_ALL };
+#define TURN_LOG_EVERY_MS 60000
 
-static bool log508_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
+static bool log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
 {
-	uint64_t at = atomic_load_explicit(&l->sh->log508_at[kind], memory_order_relaxed);
+	uint64_t at = atomic_load_explicit(&l->sh->log_at[kind], memory_order_relaxed);
 
 	return now_ms >= at && atomic_compare_exchange_strong_explicit(
-				       &l->sh->log508_at[kind], &at, now_ms + TURN_LOG508_EVERY_MS,
+				       &l->sh->log_at[kind], &at, now_ms + TURN_LOG_EVERY_MS,
 				       memory_order_relaxed, memory_order_relaxed);
 }
 
@@ -995,13 +996,13 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		 * would not help); below it, the worker's slice ran out. */
 		if (atomic_load_explicit(&l->sh->active, memory_order_relaxed) >=
 		    conf->max_allocations) {
-			if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
+			if (log_due(l, TURN_LOG508_FULL, x->now_ms))
 				log_warnx("turn %s: Allocate answered 508: max-allocations %u "
 					  "reached (more at most once a minute)",
 					  conf->name, conf->max_allocations);
 			reject(x, m, TURN_REJ_CAP, 508, au.key);
 		} else {
-			if (log508_due(l, TURN_LOG508_PORTS, x->now_ms))
+			if (log_due(l, TURN_LOG508_PORTS, x->now_ms))
 				log_warnx("turn %s: Allocate answered 508: worker %u's ports "
 					  "%u-%u are all in use (ports split across the workers; "
 					  "more at most once a minute)",
@@ -1015,7 +1016,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	if (atomic_fetch_add_explicit(&l->sh->active, 1, memory_order_relaxed) >=
 	    conf->max_allocations) {
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		if (log508_due(l, TURN_LOG508_FULL, x->now_ms))
+		if (log_due(l, TURN_LOG508_FULL, x->now_ms))
 			log_warnx("turn %s: Allocate answered 508: max-allocations %u reached "
 				  "(more at most once a minute)",
 				  conf->name, conf->max_allocations);
@@ -1061,7 +1062,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	if (fd < 0) {
 		turn_quota_put(&l->sh->quota, qe);
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		if (e != TURN_E_TOKEN && log508_due(l, TURN_LOG508_PORTS, x->now_ms)) {
+		if (e != TURN_E_TOKEN && log_due(l, TURN_LOG508_PORTS, x->now_ms)) {
 			char a[ADDR_STRLEN];
 
 			relayed = conf->relay_addr;
@@ -1761,12 +1762,24 @@ static void conn_close(struct turn_listener *l, uint32_t i)
  * is closed at accept, before OpenSSL sees a byte. */
 static bool tls_budget_ok(struct turn_listener *l, const union etr_sockaddr *peer, uint64_t now)
 {
+	const struct turn_conf *c = l->sh->conf;
+	char a[ADDR_STRLEN];
+
 	if (!rl_table_allow(&l->tls_ip_rl, peer, now)) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_TLS_RATE_IP], 1);
+		if (log_due(l, TURN_LOG_TLS_IP, now / NS_PER_MS))
+			log_warnx("turn %s: %s opens TLS connections faster than "
+				  "tls-handshake-ip-rate %u/s: closed at accept (tls_rate_ip; "
+				  "the first source a minute is named)",
+				  c->name, addr_str(&peer->sa, a), c->tls_ip_rate);
 		return false;
 	}
 	if (!rl_take(&l->tls_rl, now)) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_TLS_RATE], 1);
+		if (log_due(l, TURN_LOG_TLS_ALL, now / NS_PER_MS))
+			log_warnx("turn %s: TLS handshakes over tls-handshake-rate %u/s: new TLS "
+				  "connections closed at accept (tls_rate; once a minute)",
+				  c->name, c->tls_rate);
 		return false;
 	}
 	return true;

@@ -190,7 +190,7 @@ struct turn_lshared {
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
-	_Atomic uint64_t log508_at[2]; /* ms: next 508 log line of a kind (turn.c) */
+	_Atomic uint64_t log_at[4]; /* ms: next log line of a kind (turn.c: 508s, TLS budget) */
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
 	/* tls-listen: the context new sessions take, and its reload (checked

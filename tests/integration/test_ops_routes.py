@@ -392,7 +392,8 @@ def without_lifecycle_token(ctx):
     relay = start_relay(ctx, {}, gs, master, port)
     # said once at startup: who can reach the listener can read addresses
     H.expect_eq(relay.count(rf"^ops: no token is set: whoever reaches 127\.0\.0\.1:{port} can read "
-                            r"/lifecycle and /sessions \(the game server's and players' addresses\) "
+                            r"/lifecycle and /sessions \(the game server's and players' "
+                            r"addresses, TURN usernames\) "
                             rf"and /metrics; set {READ} \(or {READ}_FILE\)$"), 1,
                 "startup warnings that the ops plane runs without a token")
     expect_status(get(port, "/lifecycle"), 200, "/lifecycle with no token configured")
