@@ -181,6 +181,19 @@ def _free_port(kinds, host):
     fail(f"no port free on {host} in {low}-{high - 1} after 200 draws")
 
 
+def free_udp_range(n):
+    """n consecutive UDP ports on every address, free a moment ago, drawn
+    at random as _free_port draws one: copies of a test running beside
+    each other (both backends, two workers) do not draw the same ones."""
+    low = 20000
+    high = max(_ephemeral_low(), low + 1000) - n
+    for _ in range(200):
+        p = _PORT_RNG.randrange(low, high)
+        if all(_bindable((socket.SOCK_DGRAM,), "0.0.0.0", q) for q in range(p, p + n)):
+            return p, p + n - 1
+    fail(f"no {n} consecutive UDP ports free in {low}-{high + n - 1} after 200 draws")
+
+
 def free_udp_port():
     """A UDP port on 127.0.0.1 that was free a moment ago."""
     return _free_port((socket.SOCK_DGRAM,), LOOPBACK)

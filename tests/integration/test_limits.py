@@ -6,11 +6,12 @@
   server, and is counted in dropped{reason="table_full"} and
   sessions_refused_total; the 3 keep being served.
 - A full table whose sessions have expired makes room for a new client.
-- --session-ports 41000-41009 --max-sessions 10: the game server sees
-  every session from a port in the range, ten different ports; an 11th
-  client is refused; once they expire, ten new clients reuse the range.
-  (When another process holds one of those ports, ten free ports above the
-  kernel's ephemeral range stand in for them.)
+- --session-ports P-P+9 --max-sessions 10: the game server sees every
+  session from a port in the range, ten different ports; an 11th client
+  is refused; once they expire, ten new clients reuse the range. (P is
+  drawn at random below the kernel's ephemeral ports: the three copies of
+  this test that run at once took the same fixed range, 41000-41009, and
+  one of them found every port taken.)
 - --session-ports 41000-41004 --max-sessions 10 is a startup error naming
   both.
 - Under `prlimit --nofile=200:200`, --max-sessions 5000 is a startup error
@@ -110,46 +111,8 @@ def max_sessions(ctx):
     master.stop()
 
 
-def busy_ports(lo, hi):
-    busy = []
-    for p in range(lo, hi + 1):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            s.bind(("0.0.0.0", p))
-        except OSError:
-            busy.append(p)
-        finally:
-            s.close()
-    return busy
-
-
-def port_range():
-    """41000-41009 when all ten are free. That range lies inside the
-    kernel's ephemeral ports, where any other process's socket may sit
-    (or another copy of this test); then ten free ports above
-    ip_local_port_range, where no ephemeral socket lands, are used."""
-    seen = {}
-    for _ in range(10):
-        busy = busy_ports(41000, 41009)
-        if not busy:
-            return 41000, 41009
-        seen[41000] = busy
-        time.sleep(0.1)
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            top = int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        top = 60999
-    for lo in range(max(top + 1, 1024) + 10, 65535 - 10, 10):
-        if not busy_ports(lo, lo + 9):
-            H.log(f"UDP ports {seen[41000]} of 41000-41009 are taken by another process: "
-                  f"using {lo}-{lo + 9} instead")
-            return lo, lo + 9
-    H.fail(f"environment: no 10 free UDP ports (41000-41009 has {seen[41000]} taken)")
-
-
 def session_ports(ctx):
-    lo, hi = port_range()
+    lo, hi = H.free_udp_range(10)
     gs = ctx.game_server()
     master = ctx.master(challenge=False)
     relay = ctx.relay("--master", f"127.0.0.1:{master.port}", "--upstream", f"127.0.0.1:{gs.port}",
