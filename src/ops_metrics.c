@@ -529,9 +529,9 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	}
 	family(f, "etrelay_turn_tcp_dropped_total", "counter",
 	       "TURN TCP and TLS connections refused at accept, by reason: per_ip "
-	       "(tcp-max-per-ip), full (tcp-max-connections, every one authenticated), or closed: "
+	       "(tcp-max-per-ip), full (tcp-max-connections, every one holding an allocation), or closed: "
 	       "frame_memory (the worker's memory for incomplete frames is spent), evicted "
-	       "(unauthenticated, gave way to a new one at tcp-max-connections), auth_timeout (no "
+	       "(without an allocation, gave way to a new one at tcp-max-connections), auth_timeout (no "
 	       "authenticated request within tcp-auth-timeout), banned (its source is in ban-file: "
 	       "at accept, or open when a reload banned it), or refused before any crypto: "
 	       "tls_rate_ip (a TLS connection over its source's tls-handshake-ip-rate), tls_rate "

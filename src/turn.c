@@ -315,6 +315,8 @@ struct turn_conn {
 	uint64_t opened; /* ns: accepted (tcp-auth-timeout runs from here) */
 	bool authed;	 /* a request passed MESSAGE-INTEGRITY; else on ua list */
 	uint32_t ua_prev, ua_next;
+	bool on_na; /* authenticated, without an allocation: on the na list */
+	uint32_t na_prev, na_next;
 	uint32_t next_free;
 	/* TLS: the session (the tx queue stays empty: ciphertext waits in
 	 * it), a send of its with the loop, and an alert or close_notify to
@@ -360,6 +362,8 @@ struct turn_ctx {
 
 static void conn_close(struct turn_listener *l, uint32_t i);
 static void conn_authed(struct turn_listener *l, uint32_t conn);
+static void na_join(struct turn_listener *l, uint32_t i);
+static void na_leave(struct turn_listener *l, uint32_t i);
 
 /* Hand a TLS session's next ciphertext to the loop, unless a send of its
  * is there already. A send the loop refuses is tried again on the next
@@ -809,6 +813,7 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
 		l->conns[conn - 1].since = loop_now();
+		na_join(l, conn - 1);
 	}
 	turn_quota_put(&l->sh->quota, l->t.a[idx].quota);
 	turn_alloc_remove(&l->t, idx);
@@ -881,10 +886,10 @@ static int relay_socket(const struct turn_listener *l, uint16_t port)
 	return fd;
 }
 
-/* An operator must learn why Allocates get 508, and why TLS connections
- * are closed at accept, without a line per request: the first of each kind
- * a minute per listener. */
-enum { TURN_LOG508_FULL, TURN_LOG508_PORTS, TURN_LOG_TLS_IP, TURN_LOG_TLS_ALL };
+/* An operator must learn why Allocates get 508, and why TCP and TLS
+ * connections are closed at accept, without a line per request: the
+ * first of each kind a minute per listener. */
+enum { TURN_LOG508_FULL, TURN_LOG508_PORTS, TURN_LOG_TLS_IP, TURN_LOG_TLS_ALL, TURN_LOG_TCP_FULL };
 #define TURN_LOG_EVERY_MS 60000
 
 static bool log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
@@ -1111,8 +1116,10 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	}
 	l->relay_fd[idx] = fd;
 	l->relay_conn[idx] = x->conn;
-	if (x->conn)
+	if (x->conn) {
 		l->conns[x->conn - 1].alloc = idx;
+		na_leave(l, x->conn - 1);
+	}
 	STAT_ADD(l->stats.allocations, 1);
 	relayed = conf->relay_addr;
 	relayed.in.sin_port = htons(port);
@@ -1660,28 +1667,77 @@ static void ua_leave(struct turn_listener *l, uint32_t i)
 		l->conns[c->ua_next].ua_prev = c->ua_prev;
 }
 
-/* A request on connection conn (index + 1; 0: UDP) passed
- * MESSAGE-INTEGRITY: no longer bound by tcp-auth-timeout nor evictable. */
-static void conn_authed(struct turn_listener *l, uint32_t conn)
+/* Open connection i, authenticated, holds no allocation (yet, or any
+ * more): it joins the na list's tail, once. */
+static void na_join(struct turn_listener *l, uint32_t i)
 {
-	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].fd >= 0)
-		ua_leave(l, conn - 1);
+	struct turn_conn *c = &l->conns[i];
+
+	if (c->on_na || c->fd < 0 || !c->authed || c->alloc != TURN_ALLOC_NONE)
+		return;
+	c->on_na = true;
+	c->na_next = UINT32_MAX;
+	c->na_prev = l->na_tail;
+	if (l->na_tail == UINT32_MAX)
+		l->na_head = i;
+	else
+		l->conns[l->na_tail].na_next = i;
+	l->na_tail = i;
 }
 
-/* Every slot holds a connection: close the oldest unauthenticated one (the
- * head of the list, in constant time). Not "the source holding the most",
- * as SNI's prereads do: that picks clients behind one NAT address (or a
- * browser's TURN and TURNS at once) before an attacker with one connection
- * per address, and costs a scan of the list per accept. A real client
- * authenticates within two or three round trips; to make it give way, an
- * attacker must open tcp-max-connections in that time. False when every
- * open connection is authenticated. */
+/* Connection i leaves the na list (an allocation, or closed). */
+static void na_leave(struct turn_listener *l, uint32_t i)
+{
+	struct turn_conn *c = &l->conns[i];
+
+	if (!c->on_na)
+		return;
+	c->on_na = false;
+	if (c->na_prev == UINT32_MAX)
+		l->na_head = c->na_next;
+	else
+		l->conns[c->na_prev].na_next = c->na_next;
+	if (c->na_next == UINT32_MAX)
+		l->na_tail = c->na_prev;
+	else
+		l->conns[c->na_next].na_prev = c->na_prev;
+}
+
+/* A request on connection conn (index + 1; 0: UDP) passed
+ * MESSAGE-INTEGRITY: no longer bound by tcp-auth-timeout. Evictable still
+ * until it holds an allocation (na list). */
+static void conn_authed(struct turn_listener *l, uint32_t conn)
+{
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].fd >= 0) {
+		ua_leave(l, conn - 1);
+		na_join(l, conn - 1);
+	}
+}
+
+/* Every slot holds a connection: close the oldest one without an
+ * allocation, unauthenticated (by its accept) or authenticated (by when it
+ * became so: a 486, 508 or 403, a Refresh to 0, an expiry), in constant
+ * time (the heads of two lists). Only an allocation protects a connection:
+ * RFC 8656 has one per TCP connection, so user-quota bounds the protected
+ * ones a credential holds; a signed request alone would not (one
+ * credential filled a worker's share with 486s). Not "the source holding
+ * the most", as SNI's prereads do: that picks clients behind one NAT
+ * address (or a browser's TURN and TURNS at once) before an attacker with
+ * one connection per address, and costs a scan of the list per accept. A
+ * real client allocates within two or three round trips; to make it give
+ * way, an attacker must open tcp-max-connections in that time. False when
+ * every open connection holds an allocation. */
 static bool conn_evict_one(struct turn_listener *l)
 {
-	if (l->ua_head == UINT32_MAX)
+	uint32_t i = l->ua_head;
+
+	if (l->na_head != UINT32_MAX &&
+	    (i == UINT32_MAX || l->conns[l->na_head].since < l->conns[i].opened))
+		i = l->na_head;
+	if (i == UINT32_MAX)
 		return false;
 	STAT_ADD(l->stats.tcp_dropped[TURN_TCP_EVICTED], 1);
-	conn_close(l, l->ua_head);
+	conn_close(l, i);
 	return true;
 }
 
@@ -1722,6 +1778,7 @@ static void conn_close(struct turn_listener *l, uint32_t i)
 	c->closing = true;
 	l->nopen--;
 	ua_leave(l, i);
+	na_leave(l, i);
 	STAT_ADD(l->stats.conns_open[c->tls ? 1 : 0], -1);
 	ip_put(l, &c->client);
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
@@ -1819,11 +1876,19 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 		close(fd);
 		return;
 	}
-	/* At tcp-max-connections an unauthenticated one gives way; refused
-	 * only when all are authenticated (or every spare slot still sends). */
+	/* At tcp-max-connections one without an allocation gives way;
+	 * refused only when all hold one (or every spare slot still sends). */
 	if ((l->nopen >= l->tcp_cap && !conn_evict_one(l)) ||
 	    l->conn_free == UINT32_MAX) {
+		char a[ADDR_STRLEN];
+
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);
+		if (log_due(l, TURN_LOG_TCP_FULL, loop_now() / NS_PER_MS))
+			log_warnx("turn %s: tcp-max-connections %u (%u this worker) all hold "
+				  "allocations: a connection from %s refused (full; once a "
+				  "minute; user-quota bounds them per credential)",
+				  l->sh->conf->name, l->sh->conf->tcp_max_conns, l->tcp_cap,
+				  addr_str(&peer.sa, a));
 		ip_put(l, &peer);
 		close(fd);
 		return;
@@ -1852,6 +1917,7 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	STAT_ADD(l->stats.conns_open[tls ? 1 : 0], 1);
 	STAT_ADD(l->stats.conns_unauth, 1);
 	c->authed = false;
+	c->on_na = false;
 	c->ua_next = UINT32_MAX;
 	c->ua_prev = l->ua_tail;
 	if (l->ua_tail == UINT32_MAX)
@@ -2235,6 +2301,7 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		return -1;
 	}
 	l->ua_head = l->ua_tail = UINT32_MAX;
+	l->na_head = l->na_tail = UINT32_MAX;
 	if (c->tcp_set || c->tls_set) {
 		/* tcp-max-connections is the listener's total, split evenly
 		 * as the rates are: the descriptors it takes do not grow with

@@ -75,9 +75,9 @@ enum turn_drop {
  * before they authenticated. */
 enum turn_tcp_drop {
 	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
-	TURN_TCP_FULL,	       /* tcp-max-connections, every one authenticated */
+	TURN_TCP_FULL,	       /* tcp-max-connections, every one holding an allocation */
 	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
-	TURN_TCP_EVICTED,      /* the oldest unauthenticated, gave way to a new one */
+	TURN_TCP_EVICTED,      /* the oldest without an allocation, gave way to a new one */
 	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
 	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
 	TURN_TCP_TLS_RATE_IP,  /* a TLS connection over its source's tls-handshake-ip-rate */
@@ -190,7 +190,7 @@ struct turn_lshared {
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
-	_Atomic uint64_t log_at[4]; /* ms: next log line of a kind (turn.c: 508s, TLS budget) */
+	_Atomic uint64_t log_at[5]; /* ms: next log line of a kind (turn.c: 508s, TLS, full) */
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
 	/* tls-listen: the context new sessions take, and its reload (checked
@@ -289,6 +289,10 @@ struct turn_listener {
 	 * the auth timeout's order, and the head gives way when nopen is at
 	 * the cap (turn.c). */
 	uint32_t ua_head, ua_tail;
+	/* Open connections authenticated but without an allocation (a 486,
+	 * 508 or 403, a Refresh to 0, an expiry), in the order they became
+	 * so: evictable as the unauthenticated are (turn.c). */
+	uint32_t na_head, na_tail;
 	struct turn_ipcount {
 		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
 		uint32_t count;

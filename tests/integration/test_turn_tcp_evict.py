@@ -7,9 +7,11 @@ the oldest unauthenticated connection (counted evicted), so while they keep comi
 still allocate and relay every message. etrelay_turn_tcp_connections shows
 the table full. tcp-auth-timeout closes a silent connection at its deadline
 (counted auth_timeout) and not one whose request passed MESSAGE-INTEGRITY;
-when every slot of a worker holds an authenticated connection a new one is
-refused (full). A request signed with an expired credential does not
-make its connection authenticated (attacker8 finding 1)."""
+when every slot of a worker holds an authenticated connection without an
+allocation a new one makes the oldest of them give way (evicted: only an
+allocation protects, test_turn_tcp_quota). A request signed with an
+expired credential does not make its connection authenticated (attacker8
+finding 1)."""
 
 import collections
 import os
@@ -224,17 +226,22 @@ def test(ctx):
                  interval=0.05)
     e.close()
 
-    # Every slot of a worker authenticated: a new connection there is
-    # refused (full); the authenticated ones stay.
+    # Every slot of a worker authenticated, none with an allocation: a new
+    # connection there makes the oldest (a) give way; the others stay.
     w = worker("127.0.0.2")
     mine = [ip for ip in (H.spread_ip(i) for i in range(100, 400)) if worker(ip) == w]
     auth = [a] + [authenticated(mine[k // PER_IP], port) for k in range(CAP - 1)]
+    evicted = T.value(m(), "etrelay_turn_tcp_dropped_total", reason="evicted")
     extra = silent(mine[CAP], port)
-    H.wait_until(lambda: closed_by_server(extra), 2 * H.SLOW, "a connection beyond CAP closed")
+    H.wait_until(lambda: closed_by_server(a), 2 * H.SLOW,
+                 "the oldest authenticated connection without an allocation to give way")
     s = m()
-    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 1,
-                "refused as full with every slot authenticated")
-    H.check(not any(closed_by_server(c) for c in auth), "an authenticated connection was closed")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="evicted"), evicted + 1,
+                "evicted with every slot authenticated, none allocated")
+    H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 0,
+                "refused as full while one without an allocation could give way")
+    H.check(not any(closed_by_server(c) for c in auth[1:] + [extra]),
+            "a connection other than the oldest was closed")
     H.expect_eq(open_now(s), CAP, "connections open with every slot authenticated")
     for c in auth + [extra]:
         c.close()
