@@ -289,7 +289,7 @@ struct turn_conf {
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
 	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst; /* TLS handshakes */
 	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
-	uint32_t tcp_max_conns;	 /* TCP and TLS connections per worker */
+	uint32_t tcp_max_conns;	 /* TCP and TLS connections in all, split across workers */
 	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */
 	uint64_t max_lifetime_ms;
 	uint64_t nonce_lifetime_ms;
