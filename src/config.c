@@ -1706,6 +1706,44 @@ static void check_master_family(const struct etr_conf *c, const struct relay_con
 			conf_addr_family(&r->listen) == AF_INET ? "IPv4" : "IPv6");
 }
 
+/* A relay whose upstream is its own listen address (or, listening on a
+ * wildcard, an address of this host on the same port: loopback, or one of
+ * local[0..nlocal)) sends its players' packets to itself, and they get no
+ * answer. up: the resolved upstream, or NULL for a numeric one (a name is
+ * not checked then). Returns whether it loops (the error is added). */
+static bool relay_loops(const struct etr_conf *c, const struct relay_conf *r,
+			const union etr_sockaddr *up, const union etr_sockaddr *local,
+			size_t nlocal, const char *where, struct conf_errors *e)
+{
+	union etr_sockaddr num;
+	char hp[ADDR_HOSTLEN + 8], a[ADDR_STRLEN], o[CONF_NAME_MAX + 300];
+
+	addr_hostport(r->upstream_host, r->upstream_port, hp);
+	if (!up) {
+		if (r->upstream_host[0] == '\0' || addr_parse_numeric(hp, &num) < 0)
+			return false;
+		up = &num;
+	}
+	if (!sni_route_loops(up, &r->listen, local, nlocal))
+		return false;
+	err_add(e, "%s: upstream %s (relay %s) is its own listen address %s: a loop, "
+		   "players would get no answer",
+		key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp, r->name,
+		addr_str(&r->listen.sa, a));
+	return true;
+}
+
+int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
+		     const union etr_sockaddr *local, size_t nlocal, struct conf_errors *e)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++)
+		if (relay_loops(c, &c->relays[i], up ? &up[i] : NULL, local, nlocal, "etrelay", e))
+			rc = -1;
+	return rc;
+}
+
 /* Tags from the game unless given, and the checks a relay must pass. */
 static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *where,
 			 struct conf_errors *e)
@@ -1727,6 +1765,7 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 			r->server_query_burst, r->name, RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
 	if (r->upstream_host[0] == '\0')
 		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
+	relay_loops(c, r, NULL, NULL, 0, where, e);
 	for (unsigned i = 0; i < r->nmasters; i++)
 		check_master_family(c, r, &r->masters[i], e);
 	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))

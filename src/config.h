@@ -392,6 +392,14 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e);
  * while neither the state directory's credential file nor the
  * environment's token (the ones read first) is there. Looks at the file
  * system and the environment. Returns the number of warnings. */
+/* A relay's upstream that is its own listen address, or, on a wildcard
+ * listen, an address of this host (loopback, local[0..nlocal)) on its port:
+ * each one added to e, naming the line or option. up: every relay's
+ * resolved upstream (c->relays order), or NULL to check numeric ones only.
+ * Returns 0 or -1. */
+int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
+		     const union etr_sockaddr *local, size_t nlocal, struct conf_errors *e);
+
 unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
 /* Warnings for TURN listeners in w, one line each naming FILE:LINE: an
  * allow-peer 0.0.0.0/0 or ::/0, which undoes every refused block. Returns

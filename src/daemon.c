@@ -140,7 +140,10 @@ void daemon_take_bans(struct daemon *d, struct worker *w)
 		worker_post(d->workers[0], WORKER_BANS_TAKEN);
 }
 
-/* Worker 0: free the list before once no worker reads it. */
+static int load_bans(struct daemon *d);
+
+/* Worker 0: free the list before once no worker reads it, then do a reload
+ * asked meanwhile. */
 void daemon_bans_taken(struct daemon *d)
 {
 	if (!d->bans_old)
@@ -152,6 +155,17 @@ void daemon_bans_taken(struct daemon *d)
 	banlist_free(d->bans_old);
 	free(d->bans_old);
 	d->bans_old = NULL;
+	/* A SIGHUP came while the list before was still read: its reload is
+	 * done now that the last worker let go (load_bans). */
+	if (d->bans_again) {
+		d->bans_again = false;
+		if (load_bans(d) < 0)
+			log_warnx("SIGHUP: keeping the previous ban list");
+		else
+			log_info("ban-file %s: the reload asked while the last was being taken "
+				 "in is done",
+				 d->conf->ban_file);
+	}
 }
 
 /* Read the ban file into a new list; the current one is replaced only
@@ -164,11 +178,12 @@ static int load_bans(struct daemon *d)
 
 	if (d->conf->ban_file[0] == '\0')
 		return 0;
-	/* A reload a moment after the last, before every worker took it. */
+	/* A reload a moment after the last, before every worker took it: the
+	 * list before is still read, so this one is done when the last worker
+	 * posts that it took the new list (daemon_bans_taken). */
 	if (d->bans_old) {
-		log_warnx("ban-file %s: a worker still reads the list before the last; try again",
-			  d->conf->ban_file);
-		return -1;
+		d->bans_again = true;
+		return 0;
 	}
 	fresh = calloc(1, sizeof(*fresh));
 	if (!fresh) {

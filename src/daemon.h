@@ -59,6 +59,9 @@ struct daemon {
 	 * new one (their bans_gen). */
 	struct banlist *bans, *bans_old;
 	uint64_t bans_gen;
+	/* A SIGHUP came while bans_old was still read: reload once it is
+	 * freed (worker 0 only). */
+	bool bans_again;
 	/* SIGHUP's "no ops tokens set" (or "nothing to reload") was logged
 	 * and still holds: said once per change, not per signal. */
 	bool hup_none_said;

@@ -209,6 +209,21 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 	return rc;
 }
 
+/* A relay whose upstream is itself (conf_relay_loops), with the host's
+ * addresses: up NULL checks the numeric upstreams (-t, before resolving).
+ * Returns 0 or -1 (written to stderr). */
+static int relay_loops(const struct etr_conf *c, const union etr_sockaddr *up)
+{
+	union etr_sockaddr local[SNI_LOCAL_MAX];
+	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
+	struct conf_errors e = { .len = 0 };
+
+	if (conf_relay_loops(c, up, local, nlocal, &e) == 0)
+		return 0;
+	fputs(e.text, stderr);
+	return -1;
+}
+
 /* Parse argv and the file; returns 0 or the exit status. */
 static int configure(struct etr_conf *c, int argc, char **argv)
 {
@@ -274,7 +289,7 @@ int main(int argc, char **argv)
 		log_warnx("ops plane: %s", err);
 		return EXIT_CONFIG;
 	}
-	if (sni_loops(&conf, NULL) < 0)
+	if (sni_loops(&conf, NULL) < 0 || relay_loops(&conf, NULL) < 0)
 		return EXIT_CONFIG;
 	if (conf.nturn) {
 		struct turn_secret_set *s = malloc(sizeof(*s));
@@ -317,6 +332,8 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
 			return EXIT_FAILURE;
+	if (relay_loops(&conf, upstream) < 0)
+		return EXIT_CONFIG;
 	if (resolve_sni(&conf, sni_routes) < 0) {
 		rc = EXIT_FAILURE;
 		goto out;

@@ -24,6 +24,13 @@ finding 4). One etrelay with a game relay, an echo-only port
              port are dropped (turn_dropped banned) and its permission is
              not renewed (403). 127.0.0.8 is still served everywhere.
 
+  burst      (attacker10 F3) a second etrelay, --workers 2, a game relay
+             and an SNI listener: 20 times the file is rewritten and SIGHUP
+             sent twice back to back (the second while a worker may still
+             read the list before the last); each time the last file's
+             bans are in force on both within a second, and no reload is
+             refused ("try again").
+
     python3 test_ban_listeners.py <etrelay-binary> <io_uring|epoll>
 """
 
@@ -342,6 +349,57 @@ def test(ctx):
                        capture_output=True, timeout=20)
     out = (p.stdout + p.stderr).decode("utf-8", "replace").strip()
     H.check(p.returncode == 0 and not out, f"promtool check metrics: {p.returncode}: {out[:2000]}")
+    burst(ctx, s.backend)
+
+
+def burst(ctx, backend):
+    """Two SIGHUPs back to back, 20 times: the second one's file is in
+    force each time (never refused while a worker still reads the list
+    before the last)."""
+    x, y, z = "127.0.0.10", "127.0.0.11", "127.0.0.12"
+    bans = os.path.join(ctx.tmpdir(), "bans")
+    write_file(bans, "# none\n")
+    gs = ctx.game_server()
+    master = ctx.master(challenge=False)
+    port_sni = H.free_tcp_port()
+    r = ctx.relay("--workers", "2", "--upstream", f"127.0.0.1:{gs.port}",
+                  "--master", f"127.0.0.1:{master.port}", "--sni-listen", f"127.0.0.1:{port_sni}",
+                  "--sni-route", f"{NAME}=127.0.0.1:{backend.port}", "--ban-file", bans)
+    r.wait_for_line(r"^server up: ", 10 * H.SLOW, what="the burst relay's first probe")
+    b = type("S", (), {"relay": r, "sni": port_sni})()
+
+    def quick_game(src):
+        p = b"\x07\x00\x00\x00" + os.urandom(10)  # a qport of its own
+        u = udp_from(src, timeout=0.25 * H.SLOW)
+        try:
+            u.sendto(p, ("127.0.0.1", r.port))
+            return u.recv(65536) == b"ECHO:" + p
+        except socket.timeout:
+            return False
+        finally:
+            u.close()
+
+    H.check(quick_game(y), f"{y} not served before the burst")
+    for i in range(20):
+        mark = r.mark()
+        write_file(bans, f"{x}\n")
+        os.kill(r.pid, signal.SIGHUP)
+        # the second a moment later, swept over the window in which the
+        # first reload's list is being taken in by the other worker
+        time.sleep((i % 5) * 0.0002)
+        write_file(bans, f"{y}\n{z}\n")
+        os.kill(r.pid, signal.SIGHUP)
+        t0 = time.monotonic()
+        r.wait_for_line(r"^ban-file .*: 2 entries", 1.0 * H.SLOW, start=mark,
+                        what=f"burst {i}: the second file read within a second")
+        # worker 0 logs it; the other worker takes it in a moment later
+        H.wait_until(lambda: not quick_game(y) and sni(b, y) == "closed",
+                     t0 + 1.0 * H.SLOW - time.monotonic(),
+                     f"burst {i}: banned {y} refused by the game relay and the SNI listener")
+    H.expect_eq(r.count(r"try again"), 0, "reloads refused (\"try again\")")
+    H.check(quick_game(x), f"{x} (banned only by the file before the last) not served")
+    again = r.count(r"the reload asked while the last was being taken in is done")
+    ctx.note(f"burst: 20 double reloads, {again} done after the list before was let go")
 
 
 if __name__ == "__main__":

@@ -3455,6 +3455,67 @@ static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 				       "60000 ms"));
 }
 
+/* attacker10 F4: a relay whose upstream is itself answers nobody. */
+static void test_config_relay_upstream_that_is_its_own_listen_is_an_error(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+	union etr_sockaddr local, up;
+
+	(void)state;
+	/* its own address, and loopback or the wildcard on a wildcard's port */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27960", "--listen",
+					  "127.0.0.1:27960")),
+			 -1);
+	assert_errors(&e, 1);
+	assert_err_line(&e, "etrelay: command line: upstream 127.0.0.1:27960 (relay default) is "
+			    "its own listen address 127.0.0.1:27960: a loop",
+			NULL, NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27960")), -1);
+	assert_non_null(strstr(e.text, "is its own listen address 0.0.0.0:27960: a loop"));
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "[::1]:27961", "--listen", "[::]:27961")),
+			 -1);
+	assert_non_null(strstr(e.text, "upstream [::1]:27961 (relay default) is its own"));
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "0.0.0.0:27962", "--listen",
+					  "127.0.0.1:27962")),
+			 -1);
+	assert_int_equal(run(&c, &e,
+			     "[relay a]\nlisten 0.0.0.0:27970\nupstream 127.0.0.2:27970\n"
+			     "[relay b]\nlisten 127.0.0.1:27971\nupstream 127.0.0.1:27971\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 2);
+	assert_err_line(&e, PATH ":3: upstream 127.0.0.2:27970 (relay a) is its own listen", NULL,
+			NULL);
+	assert_err_line(&e, PATH ":6: upstream 127.0.0.1:27971 (relay b) is its own listen", NULL,
+			NULL);
+
+	/* not loops: another port, another loopback address than a specific
+	 * listen, a name (checked once resolved) */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27961")), 0);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.2:27960", "--listen",
+					  "127.0.0.1:27960")),
+			 0);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "gs.example:27960")), 0);
+
+	/* the host's other addresses (main passes net_local_addrs), and a
+	 * resolved name */
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "192.0.2.5:27960")), 0);
+	assert_int_equal(addr_parse_numeric("192.0.2.5:1", &local), 0);
+	assert_int_equal(conf_relay_loops(&c, NULL, &local, 1, &e), -1);
+	assert_non_null(strstr(e.text, "upstream 192.0.2.5:27960 (relay default) is its own"));
+	assert_int_equal(addr_parse_numeric("192.0.2.6:1", &local), 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(conf_relay_loops(&c, NULL, &local, 1, &e), 0);
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "gs.example:27960")), 0);
+	assert_int_equal(addr_parse_numeric("127.0.0.1:27960", &up), 0);
+	assert_int_equal(conf_relay_loops(&c, &up, NULL, 0, &e), -1);
+	assert_non_null(strstr(e.text, "upstream gs.example:27960 (relay default) is its own"));
+	assert_int_equal(addr_parse_numeric("127.0.0.1:27961", &up), 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(conf_relay_loops(&c, &up, NULL, 0, &e), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3599,6 +3660,7 @@ int main(void)
 	    cmocka_unit_test(test_config_control_timeout_above_interval_is_a_warning),
 	    cmocka_unit_test(test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled),
 	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
+	    cmocka_unit_test(test_config_relay_upstream_that_is_its_own_listen_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
