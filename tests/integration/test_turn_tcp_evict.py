@@ -16,13 +16,13 @@ finding 1)."""
 import collections
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import tlsutil  # noqa: E402
 import turnutil as T  # noqa: E402
 
 CAP, PER_IP, AUTH_S = 32, 4, 3.0
@@ -30,16 +30,6 @@ CAP, PER_IP, AUTH_S = 32, 4, 3.0
 # fewer than CAP (each holds several, as an attack under the default caps
 # of 4096 and 64 does; a real client holds one).
 FILL_IPS = 12
-
-
-def make_pair(d):
-    cert, key = os.path.join(d, "t.crt"), os.path.join(d, "t.key")
-    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "2", "-subj", "/CN=turn.test"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
-    H.check(p.returncode == 0, f"openssl req: {p.stderr.decode()}")
-    return cert, key
 
 
 def silent(src, port):
@@ -52,17 +42,6 @@ def silent(src, port):
     except BlockingIOError:
         pass
     return s
-
-
-def closed_by_server(s):
-    """EOF or reset on s (a non-blocking peek)."""
-    s.setblocking(False)
-    try:
-        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
 
 
 def stun_tcp(s, data):
@@ -101,7 +80,7 @@ def authenticated(src, port):
 def test(ctx):
     T.require_coturn()
     H.require_tool("openssl")
-    cert, key = make_pair(ctx.tmpdir())
+    key, cert = tlsutil.make_cert(ctx.tmpdir(), "turn.test")
     port, tls_port, ops = T.free_port(), H.free_tcp_port(), H.free_tcp_port()
     peer = T.Peer()
     ctx.objs.append(peer)
@@ -198,12 +177,12 @@ def test(ctx):
     a = authenticated("127.0.0.2", port)
     t0 = time.monotonic()
     q = silent("127.0.0.3", port)
-    H.wait_until(lambda: closed_by_server(q), AUTH_S + 2 * H.SLOW,
+    H.wait_until(lambda: T.closed_by_server(q), AUTH_S + 2 * H.SLOW,
                  "the silent connection's auth timeout", interval=0.02)
     took = time.monotonic() - t0
     H.check(AUTH_S - 0.3 <= took <= AUTH_S + 1.0 * H.SLOW,
             f"a silent connection closed after {took:.2f} s (tcp-auth-timeout {AUTH_S:g} s)")
-    H.check(not closed_by_server(a), "the authenticated connection was closed")
+    H.check(not T.closed_by_server(a), "the authenticated connection was closed")
     q.close()
     H.wait_until(lambda: T.value(m(), "etrelay_turn_tcp_unauthenticated_connections") == 0,
                  AUTH_S + 2 * H.SLOW, "every unauthenticated connection to time out")
@@ -221,7 +200,7 @@ def test(ctx):
     H.check(code in (401, 437), f"a Refresh signed with an expired credential: {code}")
     H.expect_eq(T.value(m(), "etrelay_turn_tcp_unauthenticated_connections"), 1,
                 "unauthenticated connections after an expired credential's request")
-    H.wait_until(lambda: closed_by_server(e), AUTH_S + 2 * H.SLOW,
+    H.wait_until(lambda: T.closed_by_server(e), AUTH_S + 2 * H.SLOW,
                  "the expired credential's connection to reach its auth timeout",
                  interval=0.05)
     e.close()
@@ -233,14 +212,14 @@ def test(ctx):
     auth = [a] + [authenticated(mine[k // PER_IP], port) for k in range(CAP - 1)]
     evicted = T.value(m(), "etrelay_turn_tcp_dropped_total", reason="evicted")
     extra = silent(mine[CAP], port)
-    H.wait_until(lambda: closed_by_server(a), 2 * H.SLOW,
+    H.wait_until(lambda: T.closed_by_server(a), 2 * H.SLOW,
                  "the oldest authenticated connection without an allocation to give way")
     s = m()
     H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="evicted"), evicted + 1,
                 "evicted with every slot authenticated, none allocated")
     H.expect_eq(T.value(s, "etrelay_turn_tcp_dropped_total", reason="full"), 0,
                 "refused as full while one without an allocation could give way")
-    H.check(not any(closed_by_server(c) for c in auth[1:] + [extra]),
+    H.check(not any(T.closed_by_server(c) for c in auth[1:] + [extra]),
             "a connection other than the oldest was closed")
     H.expect_eq(open_now(s), CAP, "connections open with every slot authenticated")
     for c in auth + [extra]:

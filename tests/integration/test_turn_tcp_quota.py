@@ -20,17 +20,6 @@ import turnutil as T  # noqa: E402
 CAP, QUOTA = 12, 3
 
 
-def closed_by_server(s):
-    """EOF or reset on s (a non-blocking peek)."""
-    s.setblocking(False)
-    try:
-        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-
-
 def allocate(src, port, userid):
     """A TCP connection from src that sent an Allocate signed by userid's
     REST credential: (socket, its answer's class and error code)."""
@@ -92,11 +81,11 @@ def test(ctx):
         s, cls, code = allocate(mine[k], port, f"new{k}")
         newcomers.append(s)
         H.expect_eq((cls, code), (T.SUCCESS, None), f"newcomer {k}'s Allocate")
-    H.wait_until(lambda: all(closed_by_server(c) for c in held[QUOTA:]), 2 * H.SLOW,
+    H.wait_until(lambda: all(T.closed_by_server(c) for c in held[QUOTA:]), 2 * H.SLOW,
                  "the 486 connections to be closed", interval=0.02)
-    H.check(not any(closed_by_server(c) for c in held[:QUOTA]),
+    H.check(not any(T.closed_by_server(c) for c in held[:QUOTA]),
             "a connection with an allocation was evicted")
-    H.check(not any(closed_by_server(c) for c in newcomers), "a newcomer was closed")
+    H.check(not any(T.closed_by_server(c) for c in newcomers), "a newcomer was closed")
     s = m()
     H.expect_eq(dropped(s, "evicted"), CAP - QUOTA, "connections evicted by the newcomers")
     H.expect_eq(dropped(s, "full"), 0, "newcomers refused as full")
@@ -108,14 +97,14 @@ def test(ctx):
     extra.bind((mine[CAP], 0))
     extra.settimeout(3 * H.SLOW)
     extra.connect(("127.0.0.1", port))
-    H.wait_until(lambda: closed_by_server(extra), 2 * H.SLOW, "the connection beyond CAP closed",
+    H.wait_until(lambda: T.closed_by_server(extra), 2 * H.SLOW, "the connection beyond CAP closed",
                  interval=0.02)
     relay.wait_for_line(r"turn default: tcp-max-connections \d+ \(\d+ this worker\) all hold "
                         r"allocations: a connection from 127\.1\.\S+ refused \(full",
                         2 * H.SLOW, start=start, what="the full warning")
     s = m()
     H.expect_eq(dropped(s, "full"), 1, "refused as full with every slot allocated")
-    H.check(not any(closed_by_server(c) for c in held[:QUOTA] + newcomers),
+    H.check(not any(T.closed_by_server(c) for c in held[:QUOTA] + newcomers),
             "a connection with an allocation was closed")
     for c in held + newcomers + [extra]:
         c.close()

@@ -25,19 +25,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import tlsutil  # noqa: E402
 import turnutil as T  # noqa: E402
 
 RELOAD = "500ms"
 
 
 def make_pair(d, name):
-    """A self-signed EC certificate and its key: (cert path, key path)."""
-    cert, key = os.path.join(d, name + ".crt"), os.path.join(d, name + ".key")
-    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "2", "-subj", f"/CN={name}.test"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
-    H.check(p.returncode == 0, f"openssl req: {p.stderr.decode()}")
+    """A self-signed EC certificate for name.test and its key: (cert path,
+    key path)."""
+    key, cert = tlsutil.make_cert(d, name + ".test")
     return cert, key
 
 

@@ -17,28 +17,18 @@ import os
 import socket
 import ssl
 import struct
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import tlsutil  # noqa: E402
 import turnutil as T  # noqa: E402
 
 RATE, BURST, IP_RATE, IP_BURST = 20, 10, 2, 4
 FLOOD_S = 2.0
 LINGER0 = struct.pack("ii", 1, 0)
-
-
-def make_pair(d):
-    cert, key = os.path.join(d, "t.crt"), os.path.join(d, "t.key")
-    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "2", "-subj", "/CN=turn.test"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
-    H.check(p.returncode == 0, f"openssl req: {p.stderr.decode()}")
-    return cert, key
 
 
 def client_ctx():
@@ -132,7 +122,7 @@ def dropped(ops, reason):
 
 def test(ctx):
     H.require_tool("openssl")
-    cert, key = make_pair(ctx.tmpdir())
+    key, cert = tlsutil.make_cert(ctx.tmpdir(), "turn.test")
     port, tls_port, ops = T.free_port(), H.free_tcp_port(), H.free_tcp_port()
     relay = T.start_relay(ctx, port, "--turn-tls-listen", f"127.0.0.1:{tls_port}",
                   "--turn-tls-cert", cert, "--turn-tls-key", key,

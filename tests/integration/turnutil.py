@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -333,3 +334,14 @@ def tcp_bindings_bytewise(port, n=2, gap=0.002):
                 break
             got += d
     return sum(got.count(t) for t in tids)
+
+
+def closed_by_server(s):
+    """EOF or reset on s (a non-blocking peek)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
