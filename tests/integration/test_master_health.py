@@ -3,7 +3,7 @@
 """A master's health, as an operator sees it.
 
 Two masters: a live one that challenges every heartbeat, and a dead one
-(nothing listens on its port). The dead one is reported quiet once, after
+(a socket that never reads holds its port, so no other test draws it). The dead one is reported quiet once, after
 two heartbeat intervals without a challenge (log line, gauge 0, no
 last-confirmed timestamp, /lifecycle "quiet": true) while the live one stays
 confirmed through the same time. When something starts answering on the
@@ -11,6 +11,7 @@ dead one's port, it is reported back once and its gauge goes to 1."""
 
 import os
 import re
+import socket
 import sys
 import time
 
@@ -24,6 +25,10 @@ def test(ctx):
     gs = ctx.game_server()
     live = ctx.master()
     dead_port = H.free_udp_port()
+    # Held until the master comes to life on it: once, drawn free and left
+    # unbound, it was another test's by then (Address already in use).
+    holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    holder.bind(("127.0.0.1", dead_port))
     ops = H.free_tcp_port()
     relay = H.relay_env(ctx, {}, "--heartbeat-interval", "1s", "--probe-timeout", "300ms",
                         "--master", f"127.0.0.1:{live.port}",
@@ -81,6 +86,7 @@ def test(ctx):
                 "/lifecycle dead master (listing_confirmed, quiet, last_confirmed)")
 
     # The dead master comes to life: reported back, once.
+    holder.close()
     ctx.master(port=dead_port)
     relay.wait_for_line(rf"^relay default: master {dd} challenges again: it lists this relay$",
                         (INTERVAL + 3.0) * H.SLOW)
