@@ -36,8 +36,8 @@ const char conf_usage[] =
 	"  --upstream HOST:PORT      the game server (required, unless --sni-listen,\n"
 	"                            --turn-listen or --prbe-listen gives a process\n"
 	"                            without a relay)\n"
-	"  --master HOST[:PORT]      master server, repeatable (default\n"
-	"                            etmaster.idsoftware.com:27950 and etmaster.net:27950;\n"
+	"  --master HOST[:PORT]      master server, repeatable (default: the game's own,\n"
+	"                            for et etmaster.idsoftware.com and etmaster.net;\n"
 	"                            port 27950 when omitted)\n"
 	"  --game et|rtcw|q3|dp      heartbeat and flatline tags (default et):\n"
 	"                            et EnemyTerritory-1/ETFlatline-1, rtcw Wolfenstein-1/\n"
@@ -222,13 +222,19 @@ const char conf_usage[] =
 	"  69  --backend io_uring, and io_uring is not available\n"
 	"  78  the configuration is invalid\n";
 
+/* Each game's tags and the masters its own servers heartbeat by default
+ * (ET's; iortcw's; ioquake3's and OpenArena's; DarkPlaces'), all on
+ * port CONF_MASTER_PORT. */
 static const struct {
 	const char *name, *short_name, *heartbeat, *flatline;
+	const char *masters[2];
 } games[] = {
-	{ "et", "ET", "EnemyTerritory-1", "ETFlatline-1" },
-	{ "rtcw", "RTCW", "Wolfenstein-1", "WolfFlatline-1" },
-	{ "q3", "Q3", "QuakeArena-1", "" },
-	{ "dp", "DP", "DarkPlaces", "" },
+	{ "et", "ET", "EnemyTerritory-1", "ETFlatline-1",
+	  { "etmaster.idsoftware.com", "etmaster.net" } },
+	{ "rtcw", "RTCW", "Wolfenstein-1", "WolfFlatline-1",
+	  { "wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com" } },
+	{ "q3", "Q3", "QuakeArena-1", "", { "master.ioquake3.org", "dpmaster.deathmask.net" } },
+	{ "dp", "DP", "DarkPlaces", "", { "dpmaster.deathmask.net", "dpmaster.tchr.no" } },
 };
 #define NGAMES (sizeof(games) / sizeof(games[0]))
 
@@ -237,11 +243,7 @@ static void base_defaults(struct relay_conf *r)
 	memset(r, 0, sizeof(*r));
 	strcpy(r->name, "default");
 	addr_parse_numeric(CONF_DEFAULT_LISTEN, &r->listen);
-	strcpy(r->masters[0].host, "etmaster.idsoftware.com");
-	r->masters[0].port = CONF_MASTER_PORT;
-	strcpy(r->masters[1].host, "etmaster.net");
-	r->masters[1].port = CONF_MASTER_PORT;
-	r->nmasters = 2;
+	/* The masters come from the game at relay_finish, unless given. */
 	strcpy(r->game, "ET");
 	r->heartbeat_interval_ms = CONF_HEARTBEAT_INTERVAL;
 	r->session_timeout_ms = CONF_SESSION_TIMEOUT;
@@ -705,6 +707,7 @@ static const char *set_master(struct etr_conf *c, struct relay_conf *r, const st
 		return "expected HOST or HOST:PORT";
 	if (!ly->masters_replaced)
 		r->nmasters = 0, ly->masters_replaced = true;
+	r->masters_set = true;
 	if (r->nmasters == CONF_MASTERS_MAX)
 		return "too many masters (at most " CONF_STR(CONF_MASTERS_MAX) ")";
 	m.line = ly->line;
@@ -1757,6 +1760,14 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 			strcpy(r->heartbeat, games[i].heartbeat);
 		if (!r->flatline_set)
 			strcpy(r->flatline, games[i].flatline);
+		if (!r->masters_set) {
+			for (unsigned m = 0; m < 2; m++) {
+				strcpy(r->masters[m].host, games[i].masters[m]);
+				r->masters[m].port = CONF_MASTER_PORT;
+				r->masters[m].line = 0;
+			}
+			r->nmasters = 2;
+		}
 	}
 	if (r->server_query_burst <= RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER)
 		err_add(e, "%s: server-query-burst %u (relay %s) must be above %u: that many tokens "
@@ -2286,6 +2297,48 @@ unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w)
 				   "every refused address (loopback, private networks, this host)",
 				where, c->turn[i].name, v4 ? "0.0.0.0" : "::");
 		}
+	return w->count - before;
+}
+
+/* The game whose default masters list host, or NULL. */
+static const char *master_game(const char *host)
+{
+	for (size_t i = 0; i < NGAMES; i++)
+		for (unsigned m = 0; m < 2; m++)
+			if (strcasecmp(host, games[i].masters[m]) == 0)
+				return games[i].short_name;
+	return NULL;
+}
+
+unsigned conf_master_warnings(const struct etr_conf *c, struct conf_errors *w)
+{
+	unsigned before = w->count;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *r = &c->relays[i];
+
+		for (unsigned m = 0; m < r->nmasters; m++) {
+			const char *g = master_game(r->masters[m].host);
+			char where[CONF_PATH_MAX + 32];
+			bool ours = false;
+
+			for (size_t k = 0; k < NGAMES && g; k++)
+				if (strcmp(games[k].short_name, r->game) == 0)
+					for (unsigned j = 0; j < 2; j++)
+						ours |= strcasecmp(r->masters[m].host,
+								   games[k].masters[j]) == 0;
+			if (!g || ours)
+				continue;
+			if (r->masters[m].line)
+				snprintf(where, sizeof(where), "%s:%u", c->path ? c->path : "",
+					 r->masters[m].line);
+			else
+				snprintf(where, sizeof(where), "etrelay: --master");
+			err_add(w, "%s: warning: relay %s: master %s lists %s servers, not %s ones "
+				   "(game %s): check game",
+				where, r->name, r->masters[m].host, g, r->game, r->game);
+		}
+	}
 	return w->count - before;
 }
 

@@ -204,6 +204,7 @@ struct relay_conf {
 	uint16_t upstream_port;
 	struct conf_master masters[CONF_MASTERS_MAX];
 	unsigned nmasters;
+	bool masters_set; /* given; else the game's own (relay_finish) */
 	char game[8]; /* short name for logs: ET, RTCW, Q3, DP */
 	char heartbeat[CONF_TAG_MAX];
 	char flatline[CONF_TAG_MAX]; /* empty: the game has none */
@@ -401,6 +402,9 @@ int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
 		     const union etr_sockaddr *local, size_t nlocal, struct conf_errors *e);
 
 unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
+/* Warnings for masters known to list another game's servers than their
+ * relay's game (a copied ET list under game q3, say). */
+unsigned conf_master_warnings(const struct etr_conf *c, struct conf_errors *w);
 /* Warnings for TURN listeners in w, one line each naming FILE:LINE: an
  * allow-peer 0.0.0.0/0 or ::/0, which undoes every refused block. Returns
  * the number of warnings. */

@@ -309,6 +309,7 @@ int main(int argc, char **argv)
 		unsigned n = conf_turn_warnings(&conf, &w);
 
 		n += conf_control_warnings(&conf, &w);
+		n += conf_master_warnings(&conf, &w);
 		if (n && conf.test)
 			fputs(w.text, stderr);
 		else

@@ -154,16 +154,77 @@ static void test_config_defaults_listen_on_any_ipv4_port_27960(void **state)
 	assert_v4(&c.base.listen, "0.0.0.0", 27960);
 }
 
-static void test_config_defaults_have_two_et_masters(void **state)
+static void test_config_defaults_leave_the_masters_to_the_game(void **state)
 {
 	struct etr_conf c;
 
 	(void)state;
 	memset(&c, 0x5a, sizeof(c));
 	conf_defaults(&c);
-	assert_int_equal(c.base.nmasters, 2);
-	assert_master(&c.base, 0, "etmaster.idsoftware.com", 27950);
-	assert_master(&c.base, 1, "etmaster.net", 27950);
+	assert_int_equal(c.base.nmasters, 0);
+	assert_false(c.base.masters_set);
+}
+
+static void test_config_default_masters_follow_the_game(void **state)
+{
+	static const struct {
+		const char *game, *m0, *m1;
+	} want[] = {
+		{ "et", "etmaster.idsoftware.com", "etmaster.net" },
+		{ "rtcw", "wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com" },
+		{ "q3", "master.ioquake3.org", "dpmaster.deathmask.net" },
+		{ "dp", "dpmaster.deathmask.net", "dpmaster.tchr.no" },
+	};
+	struct etr_conf c;
+	struct conf_errors e, w;
+	char text[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char game[8];
+
+		snprintf(game, sizeof(game), "%s", want[i].game);
+		assert_int_equal(
+			cli(&c, &e, ARGV("--upstream", "127.0.0.1:27961", "--game", game)),
+			0);
+		assert_int_equal(c.relays[0].nmasters, 2);
+		assert_master(&c.relays[0], 0, want[i].m0, 27950);
+		assert_master(&c.relays[0], 1, want[i].m1, 27950);
+		memset(&w, 0, sizeof(w));
+		assert_int_equal(conf_master_warnings(&c, &w), 0);
+		/* a relay section's game picks its list, the base's is ET */
+		snprintf(text, sizeof(text), "[relay a]\nupstream h:1\ngame %s\n", want[i].game);
+		assert_int_equal(run(&c, &e, text, NOARGS), 0);
+		assert_master(&c.relays[0], 0, want[i].m0, 27950);
+	}
+	/* given masters win over the game's */
+	assert_int_equal(run(&c, &e, "master m.example\n[relay a]\nupstream h:1\ngame q3\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.relays[0].nmasters, 1);
+	assert_master(&c.relays[0], 0, "m.example", 27950);
+}
+
+static void test_config_a_master_of_another_game_is_a_warning(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(run(&c, &e,
+			     "[relay oa]\nupstream h:1\ngame q3\nmaster etmaster.net\n"
+			     "master dpmaster.deathmask.net\nmaster m.example\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(conf_master_warnings(&c, &w), 1);
+	assert_err_line(&w, "t.conf:4: warning: relay oa: master etmaster.net", "ET", NULL);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--master", "master.ioquake3.org")),
+			 0);
+	assert_int_equal(conf_master_warnings(&c, &w), 1);
+	assert_err_line(&w, "etrelay: --master: warning: relay default: master master.ioquake3.org",
+			"Q3", NULL);
 }
 
 static void test_config_defaults_are_et_with_documented_values_and_no_relay(void **state)
@@ -3520,7 +3581,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config_defaults_listen_on_any_ipv4_port_27960),
-	    cmocka_unit_test(test_config_defaults_have_two_et_masters),
+	    cmocka_unit_test(test_config_defaults_leave_the_masters_to_the_game),
+	    cmocka_unit_test(test_config_default_masters_follow_the_game),
+	    cmocka_unit_test(test_config_a_master_of_another_game_is_a_warning),
 	    cmocka_unit_test(test_config_defaults_are_et_with_documented_values_and_no_relay),
 	    cmocka_unit_test(test_config_upstream_alone_makes_one_default_relay_with_defaults),
 	    cmocka_unit_test(test_config_upstream_takes_hostname_and_ipv6),
