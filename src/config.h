@@ -162,7 +162,7 @@
 /* TLS handshakes a TURN listener starts (tls-listen): each costs the
  * worker's thread, the one that also moves the game's packets, about
  * 0.3-0.5 ms of crypto for a ClientHello an attacker makes once and
- * replays (README, Abuse resistance, has the measurement). A new TLS
+ * replays (doc/abuse.md has the measurement). A new TLS
  * connection past its source's bucket (IPv4 address or IPv6 /64) or the
  * listener's (split across the workers) is closed before any crypto. A
  * TURN client makes one per call: 200/s is far above a real service and
