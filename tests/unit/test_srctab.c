@@ -274,6 +274,70 @@ static void test_srctab_heaviest_follows_leaves(void **state)
 	srctab_free(&t);
 }
 
+/* Random joins and leaves over a few sources (IPv4 and IPv6 /64s, several
+ * hosts each): the choice is always the one a scan of every member makes. */
+static void test_srctab_heaviest_matches_a_scan(void **state)
+{
+	enum { N = 64, SOURCES = 9 };
+	struct srctab t;
+	union etr_sockaddr addr[N];
+	unsigned src[N];
+	uint64_t seq[N], next = 0;
+	bool in[N] = {false};
+	uint32_t rnd = 12345;
+
+	(void)state;
+	assert_int_equal(srctab_init(&t, N, 0, N), 0);
+	for (unsigned step = 0; step < 20000; step++) {
+		uint32_t id, count[SOURCES] = {0}, want = SRCTAB_NONE;
+		uint64_t oldest[SOURCES];
+
+		rnd = rnd * 1103515245u + 12345u;
+		id = (rnd >> 8) % N;
+		if (in[id]) {
+			srctab_leave(&t, id);
+			in[id] = false;
+		} else {
+			char b[64];
+
+			rnd = rnd * 1103515245u + 12345u;
+			src[id] = (rnd >> 8) % SOURCES;
+			if (src[id] < 4)
+				snprintf(b, sizeof(b), "192.0.2.%u:%u", src[id], 1000 + id);
+			else
+				snprintf(b, sizeof(b), "[2001:db8:7:%x::%x]:1", src[id], id);
+			addr[id] = sa(b);
+			assert_true(srctab_join(&t, id, &addr[id]));
+			in[id] = true;
+			seq[id] = next++;
+		}
+		for (unsigned k = 0; k < SOURCES; k++)
+			oldest[k] = UINT64_MAX;
+		for (uint32_t m = 0; m < N; m++) {
+			if (!in[m])
+				continue;
+			count[src[m]]++;
+			if (seq[m] < oldest[src[m]])
+				oldest[src[m]] = seq[m];
+		}
+		for (uint32_t m = 0; m < N; m++) {
+			unsigned k = src[m], w;
+
+			if (!in[m] || seq[m] != oldest[k])
+				continue;
+			if (want == SRCTAB_NONE) {
+				want = m;
+				continue;
+			}
+			w = src[want];
+			if (count[k] > count[w] || (count[k] == count[w] && oldest[k] < oldest[w]))
+				want = m;
+		}
+		assert_int_equal(srctab_heaviest(&t), want);
+	}
+	srctab_free(&t);
+}
+
 /* The max-preread churn: the table full of members, each event evicts the
  * heaviest's oldest and a newcomer joins. The work of one event (probes
  * and heap steps) does not grow with the members: about the same at 100
@@ -331,6 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_srctab_probes_stay_short),
 	    cmocka_unit_test(test_srctab_heaviest_is_the_oldest_of_the_address_holding_the_most),
 	    cmocka_unit_test(test_srctab_heaviest_follows_leaves),
+	    cmocka_unit_test(test_srctab_heaviest_matches_a_scan),
 	    cmocka_unit_test(test_srctab_eviction_work_stays_flat),
 	};
 
