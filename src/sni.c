@@ -70,7 +70,6 @@ struct sni_conn {
 	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
 	uint32_t next_free;
-	uint32_t pre_prev, pre_next; /* the prereads' list, while in_preread */
 	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
 	uint32_t linger_chunks;
 	union etr_sockaddr peer, upstream;
@@ -143,7 +142,8 @@ static void free_pre(struct sni_listener *l, struct sni_conn *c)
 	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
 }
 
-/* Into the listener's prereads (the newest) and their shared count. */
+/* Into the listener's prereads (the newest of its source) and their
+ * shared count. */
 static bool preread_enter(struct sni_listener *l, struct sni_conn *c)
 {
 	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
@@ -152,13 +152,7 @@ static bool preread_enter(struct sni_listener *l, struct sni_conn *c)
 	}
 	c->in_preread = true;
 	ADD(l->stats.preread, 1);
-	c->pre_next = SNI_NONE;
-	c->pre_prev = l->pre_tail;
-	if (l->pre_tail == SNI_NONE)
-		l->pre_head = idx_of(l, c);
-	else
-		l->conns[l->pre_tail].pre_next = idx_of(l, c);
-	l->pre_tail = idx_of(l, c);
+	srctab_join(&l->pre_src, idx_of(l, c), &c->peer);
 	return true;
 }
 
@@ -169,14 +163,7 @@ static void preread_leave(struct sni_listener *l, struct sni_conn *c)
 	SUB(l->sh->preread, 1);
 	SUB(l->stats.preread, 1);
 	c->in_preread = false;
-	if (c->pre_prev == SNI_NONE)
-		l->pre_head = c->pre_next;
-	else
-		l->conns[c->pre_prev].pre_next = c->pre_next;
-	if (c->pre_next == SNI_NONE)
-		l->pre_tail = c->pre_prev;
-	else
-		l->conns[c->pre_next].pre_prev = c->pre_prev;
+	srctab_leave(&l->pre_src, idx_of(l, c));
 }
 
 /* Give back what the connection holds of the caps; its source's count
@@ -660,22 +647,20 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 
 
 /* max-preread (or this worker's share of it) is reached: close, without
- * a byte, the oldest preread connection of the address that holds the most
- * of this worker's. False when the worker holds none. */
+ * a byte, the oldest preread connection of the address (IPv4, IPv6 /64)
+ * that holds the most of this worker's, ties to the address whose oldest
+ * is the oldest (srctab_heaviest: no walk of the prereads). Many silent
+ * connections from many addresses, each under the per-address cap, are
+ * churned, while a real client, whose hello takes a round trip, gets
+ * through. False when the worker holds none. */
 static bool evict_one(struct sni_listener *l)
 {
-	uint32_t n = 0;
-	int32_t v;
+	uint32_t v = srctab_heaviest(&l->pre_src);
 
-	for (uint32_t k = l->pre_head; k != SNI_NONE && n < l->evict.max; k = l->conns[k].pre_next) {
-		addrclass_key(&l->conns[k].peer, l->evict_keys[n]);
-		l->evict_idx[n++] = k;
-	}
-	v = conn_evict_pick(&l->evict, (const uint8_t(*)[ADDRCLASS_KEY_LEN])l->evict_keys, n);
-	if (v < 0)
+	if (v == SRCTAB_NONE)
 		return false;
-	preread_done(l, &l->conns[l->evict_idx[v]]);
-	refuse_now(l, &l->conns[l->evict_idx[v]], SNI_PREREAD_EVICTED);
+	preread_done(l, &l->conns[v]);
+	refuse_now(l, &l->conns[v], SNI_PREREAD_EVICTED);
 	return true;
 }
 
@@ -798,10 +783,8 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 		return l->fd;
 	}
 	l->conns = calloc(n, sizeof(*l->conns));
-	l->evict_keys = calloc(conf->max_preread, sizeof(*l->evict_keys));
-	l->evict_idx = calloc(conf->max_preread, sizeof(*l->evict_idx));
-	if (!l->conns || !l->evict_keys || !l->evict_idx ||
-	    conn_evict_init(&l->evict, conf->max_preread) < 0) {
+	/* Prereads are at most max-preread across the workers. */
+	if (!l->conns || srctab_init(&l->pre_src, conf->max_preread, 0, n) < 0) {
 		log_warn("sni %s: %u connections", conf->name, n);
 		return -ENOMEM;
 	}
@@ -813,7 +796,6 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	}
 	l->free_head = 0;
 	l->free_tail = n - 1;
-	l->pre_head = l->pre_tail = SNI_NONE;
 	return 0;
 }
 
@@ -908,11 +890,7 @@ void sni_listener_close(struct sni_listener *l)
 		free(l->conns[k].pre);
 	free(l->conns);
 	l->conns = NULL;
-	free(l->evict_keys);
-	free(l->evict_idx);
-	l->evict_keys = NULL;
-	l->evict_idx = NULL;
-	conn_evict_free(&l->evict);
+	srctab_free(&l->pre_src);
 	l->nconns = 0;
 	if (l->fd >= 0)
 		close(l->fd);

@@ -23,8 +23,8 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
-#include "conn_evict.h"
 #include "sni_routes.h"
+#include "srctab.h"
 #include "tls_hello.h"
 
 /* How a connection ended up: spliced, or refused (closed without a byte)
@@ -41,7 +41,7 @@ enum sni_result {
 	SNI_PREREAD_TIMEOUT,   /* no whole ClientHello within preread-timeout */
 	SNI_PREREAD_CLOSED,    /* the client left before its ClientHello ended */
 	SNI_CAP_CONNECTIONS,   /* max-connections reached */
-	SNI_CAP_PER_IP,	       /* max-connections-per-ip reached */
+	SNI_CAP_PER_IP,	       /* max-connections-per-ip reached (/64, /56, /48) */
 	SNI_CAP_PREREAD,       /* max-preread reached, this worker prereading none */
 	SNI_PREREAD_EVICTED,   /* closed at max-preread to admit a newcomer */
 	SNI_DRAINING,	       /* the process is draining */
@@ -122,11 +122,7 @@ struct sni_lshared {
 	/* Caps across the workers. */
 	_Atomic uint32_t active, preread;
 	_Atomic uint32_t lingering; /* refused connections lingering (SNI_LINGER_MAX) */
-	struct {
-		uint8_t key[16];
-		uint32_t count; /* 0: free */
-	} *ips;		    /* per source (IPv4, IPv6 /64), open addressing */
-	uint32_t ips_mask;
+	struct srctab ips; /* open connections per source (max-connections-per-ip) */
 	struct sni_stats *stats[CONF_WORKERS_MAX]; /* each worker's */
 };
 
@@ -188,9 +184,10 @@ uint32_t sni_active_total(const struct sni_shared *sh);
 void sni_shared_free(struct sni_shared *sh);
 
 /* For sni.c, on a worker's thread: the table in force now (its generation
- * in *gen, marked as taken by worker); and the per-source count (IPv4
- * address, IPv6 /64): take one unless at max-connections-per-ip, give one
- * back. */
+ * in *gen, marked as taken by worker); and the per-source counts (srctab:
+ * IPv4 address, IPv6 /64 at max-connections-per-ip, /56 and /48 at its
+ * multiples), under the listener's lock: take one unless a level is at
+ * its cap, give one back. */
 const struct sni_routes *sni_shared_take(struct sni_shared *sh, struct sni_lshared *l,
 					 unsigned worker, uint64_t *gen);
 bool sni_shared_ip_take(struct sni_lshared *l, const union etr_sockaddr *a);
@@ -216,12 +213,9 @@ struct sni_listener {
 	uint64_t gen;
 	struct sni_conn *conns;
 	uint32_t nconns, free_head, free_tail; /* free slots, oldest first */
-	/* Its prereading connections, oldest first, and what picks the one
-	 * that gives way at max-preread (conn_evict). */
-	uint32_t pre_head, pre_tail;
-	struct conn_evict evict;
-	uint8_t (*evict_keys)[ADDRCLASS_KEY_LEN];
-	uint32_t *evict_idx;
+	/* Its prereading connections by source (members: connection
+	 * indexes), whose heaviest gives way at max-preread. */
+	struct srctab pre_src;
 	uint64_t log_next; /* rate limit of the accept error log */
 };
 

@@ -67,23 +67,13 @@ unsigned sni_preread_bucket(uint64_t ns)
 	return b;
 }
 
-/* The per-source table holds at most max-connections sources: twice that
- * many slots keeps probes short. */
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 16;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 		    const struct sni_route *file, size_t n, unsigned nworkers, char *err,
 		    size_t errlen)
 {
 	struct sni_lshared *l = &sh->l[i];
 	struct sni_routes *t = NULL;
+	int rc;
 
 	memset(l, 0, sizeof(*l));
 	pthread_mutex_init(&l->lock, NULL);
@@ -105,10 +95,14 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 		memcpy(l->file, file, n * sizeof(*file));
 		l->nfile = n;
 	}
-	l->ips_mask = pow2_at_least(2 * c->max_connections) - 1;
-	l->ips = calloc((size_t)l->ips_mask + 1, sizeof(*l->ips));
-	if (!l->ips) {
-		snprintf(err, errlen, "out of memory");
+	/* A source's count is held by its open connections (max-connections
+	 * across the workers), its lingering ones (SNI_LINGER_MAX) and
+	 * those each worker is accepting (a margin). */
+	rc = srctab_init(&l->ips,
+			 c->max_connections + SNI_LINGER_MAX(c->max_connections) + 16 * nworkers,
+			 c->max_per_ip, 0);
+	if (rc < 0) {
+		snprintf(err, errlen, "per-source table: %s", strerror(-rc));
 		return -1;
 	}
 	return 0;
@@ -353,7 +347,7 @@ void sni_shared_free(struct sni_shared *sh)
 		sni_routes_free(l->cur);
 		free(l->file);
 		free(l->ctl);
-		free(l->ips);
+		srctab_free(&l->ips);
 		pthread_mutex_destroy(&l->lock);
 	}
 	sh->n = 0;
@@ -373,59 +367,21 @@ const struct sni_routes *sni_shared_take(struct sni_shared *sh, struct sni_lshar
 	return t;
 }
 
-/* Per-source counts (IPv4 address, IPv6 /64): take one if below max. */
-static uint32_t ip_slot(const struct sni_lshared *l, const uint8_t key[16])
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (unsigned i = 0; i < 16; i++)
-		h = (h ^ key[i]) * 0x100000001b3ull;
-	return (uint32_t)(h ^ h >> 29) & l->ips_mask;
-}
-
+/* Per-source counts (srctab: IPv4 address, IPv6 /64, /56, /48): take
+ * one unless a level is at its cap. */
 bool sni_shared_ip_take(struct sni_lshared *l, const union etr_sockaddr *a)
 {
-	uint8_t key[16];
-	uint32_t s;
-	bool ok = false;
+	bool ok;
 
-	if (!addrclass_key(a, key))
-		return true; /* not IP: nothing to count by */
 	pthread_mutex_lock(&l->lock);
-	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
-		if (memcmp(l->ips[s].key, key, 16) == 0)
-			break;
-	if (l->ips[s].count < l->conf->max_per_ip) {
-		memcpy(l->ips[s].key, key, 16);
-		l->ips[s].count++;
-		ok = true;
-	}
+	ok = srctab_take(&l->ips, a);
 	pthread_mutex_unlock(&l->lock);
 	return ok;
 }
 
 void sni_shared_ip_put(struct sni_lshared *l, const union etr_sockaddr *a)
 {
-	uint8_t key[16];
-	uint32_t s, hole, want;
-
-	if (!addrclass_key(a, key))
-		return;
 	pthread_mutex_lock(&l->lock);
-	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
-		if (memcmp(l->ips[s].key, key, 16) == 0)
-			break;
-	if (l->ips[s].count && --l->ips[s].count == 0) {
-		/* Backward-shift deletion keeps every probe chain whole. */
-		hole = s;
-		for (s = (s + 1) & l->ips_mask; l->ips[s].count; s = (s + 1) & l->ips_mask) {
-			want = ip_slot(l, l->ips[s].key);
-			if (((s - want) & l->ips_mask) >= ((s - hole) & l->ips_mask)) {
-				l->ips[hole] = l->ips[s];
-				l->ips[s].count = 0;
-				hole = s;
-			}
-		}
-	}
+	srctab_put(&l->ips, a);
 	pthread_mutex_unlock(&l->lock);
 }

@@ -1576,63 +1576,18 @@ static void relay_recv_error(void *obj, uint32_t ref, int err)
 
 /* TCP */
 
-/* Connections per source (IPv4 address, IPv6 /64) on this worker: one
- * address lands on one worker (the reuseport program), so the cap is
- * exact. Open addressing, twice the connections' slots. */
-static uint32_t ip_slot(const struct turn_listener *l, const uint8_t key[16])
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (unsigned i = 0; i < 16; i++)
-		h = (h ^ key[i]) * 0x100000001b3ull;
-	return (uint32_t)(h ^ h >> 29) & l->ips_mask;
-}
-
-static uint32_t ip_find(const struct turn_listener *l, const uint8_t key[16])
-{
-	uint32_t s;
-
-	for (s = ip_slot(l, key); l->ips[s].count; s = (s + 1) & l->ips_mask)
-		if (memcmp(l->ips[s].key, key, 16) == 0)
-			break;
-	return s;
-}
-
+/* Connections per source on this worker (srctab: IPv4 address and IPv6
+ * /64 at tcp-max-per-ip, /56 and /48 at its multiples): one address, one
+ * /64, lands on one worker (the reuseport program), so the first level is
+ * exact; a /56 or /48 spread over the workers is capped on each. */
 static bool ip_take(struct turn_listener *l, const union etr_sockaddr *a)
 {
-	uint8_t key[16];
-	uint32_t s;
-
-	if (!addrclass_key(a, key))
-		return true;
-	s = ip_find(l, key);
-	if (l->ips[s].count >= l->sh->conf->tcp_max_per_ip)
-		return false;
-	memcpy(l->ips[s].key, key, 16);
-	l->ips[s].count++;
-	return true;
+	return srctab_take(&l->ips, a);
 }
 
 static void ip_put(struct turn_listener *l, const union etr_sockaddr *a)
 {
-	uint8_t key[16];
-	uint32_t s, hole, want;
-
-	if (!addrclass_key(a, key))
-		return;
-	s = ip_find(l, key);
-	if (!l->ips[s].count || --l->ips[s].count)
-		return;
-	/* Backward-shift deletion keeps every probe chain whole. */
-	hole = s;
-	for (s = (s + 1) & l->ips_mask; l->ips[s].count; s = (s + 1) & l->ips_mask) {
-		want = ip_slot(l, l->ips[s].key);
-		if (((s - want) & l->ips_mask) >= ((s - hole) & l->ips_mask)) {
-			l->ips[hole] = l->ips[s];
-			l->ips[s].count = 0;
-			hole = s;
-		}
-	}
+	srctab_put(&l->ips, a);
 }
 
 static void conn_read(struct turn_listener *l, uint32_t i)
@@ -2306,25 +2261,20 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 		/* tcp-max-connections is the listener's total, split evenly
 		 * as the rates are: the descriptors it takes do not grow with
 		 * the CPU count (a config checked on 2 CPUs starts on 64). */
-		uint32_t slots, ips = 16;
+		uint32_t slots;
 
 		l->tcp_cap = rl_worker_part(c->tcp_max_conns, all->nworkers);
 		slots = TURN_CONN_SLOTS(l->tcp_cap);
-
-		while (ips < 2 * slots)
-			ips *= 2;
 		l->conns = calloc(slots, sizeof(*l->conns));
 		if (!l->conns) {
 			log_warnx("turn %s: out of memory", c->name);
 			return -1;
 		}
 		l->nconns = slots;
-		l->ips = calloc(ips, sizeof(*l->ips));
-		if (!l->ips) {
+		if (srctab_init(&l->ips, slots, c->tcp_max_per_ip, 0) < 0) {
 			log_warnx("turn %s: out of memory", c->name);
 			return -1;
 		}
-		l->ips_mask = ips - 1;
 		for (uint32_t k = slots; k-- > 0;) {
 			l->conns[k].fd = -1;
 			l->conns[k].alloc = TURN_ALLOC_NONE;
@@ -2541,8 +2491,7 @@ void turn_listener_free(struct turn_listener *l)
 		free(t);
 	}
 	l->tx_ncache = 0;
-	free(l->ips);
-	l->ips = NULL;
+	srctab_free(&l->ips);
 	l->nconns = 0;
 	for (uint32_t i = 0; l->relay_fd && i < l->t.cap; i++)
 		if (l->relay_fd[i] >= 0)

@@ -22,6 +22,7 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "ratelimit.h"
+#include "srctab.h"
 #include "tls_reload.h"
 #include "tls_server.h"
 #include "turn_alloc.h"
@@ -293,11 +294,7 @@ struct turn_listener {
 	 * 508 or 403, a Refresh to 0, an expiry), in the order they became
 	 * so: evictable as the unauthenticated are (turn.c). */
 	uint32_t na_head, na_tail;
-	struct turn_ipcount {
-		uint8_t key[16]; /* addrclass_key: IPv4, IPv6 /64 */
-		uint32_t count;
-	} *ips;			/* open connections per source, open addressing */
-	uint32_t ips_mask;
+	struct srctab ips; /* open connections per source (tcp-max-per-ip) */
 	size_t rx_bytes;	/* frame assembly buffers, all connections */
 	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn.c) */
 	uint32_t tx_ncache;
