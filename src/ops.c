@@ -830,6 +830,34 @@ static void conn_cut(struct ops *op, int i)
 	shutdown(op->conns.c[i].fd, SHUT_RDWR);
 }
 
+/* Whether a whole request waits in fd's receive queue: MHD reads it on its
+ * next turn, after the accepts of that turn. */
+static bool request_waiting(int fd)
+{
+	char buf[2048];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	return n > 0 && memmem(buf, (size_t)n, "\r\n\r\n", 4);
+}
+
+/* With every slot taken, a reserve connection whose request is in already
+ * counts as asked: a burst of newcomers accepted before MHD reads it must
+ * not push a health check out between its handshake and its answer. At
+ * most OPS_CONN_RESERVE peeks, at the cap only. */
+static void reserve_mark_waiting(struct ops *op)
+{
+	struct ops_conns *t = &op->conns;
+
+	if (t->live - t->reserved < OPS_CONN_MAX || t->reserved < OPS_CONN_RESERVE)
+		return;
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		struct ops_conn *c = &t->c[i];
+
+		if (c->used && !c->closing && c->reserve && !c->asked && request_waiting(c->fd))
+			ops_conn_asked(t, i, true);
+	}
+}
+
 static enum MHD_Result conn_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct ops *op = cls;
@@ -840,6 +868,7 @@ static enum MHD_Result conn_accept(void *cls, const struct sockaddr *sa, socklen
 
 	if (!addr_from(&from, sa, len))
 		return MHD_NO;
+	reserve_mark_waiting(op);
 	switch (ops_conn_admit(&op->conns, &from, mono_ns(), &victim)) {
 	case OPS_CONN_ACCEPT:
 		return MHD_YES;
