@@ -367,9 +367,10 @@ int check_run(const struct etr_conf *c)
 		printf("prbe-listen %s\n", addr_str(&c->prbe.listen[i].sa, a));
 	}
 	if (c->prbe.nports)
-		printf("prbe echo on %u port%s: max-size %u, rate %u/s, burst %u\n", c->prbe.nports,
-		       c->prbe.nports == 1 ? "" : "s", c->prbe.max_size, c->prbe.rate,
-		       c->prbe.burst);
+		printf("prbe echo on %u port%s: max-size %u, rate %u/s, burst %u, each port %u/s, "
+		       "burst %u\n",
+		       c->prbe.nports, c->prbe.nports == 1 ? "" : "s", c->prbe.max_size,
+		       c->prbe.rate, c->prbe.burst, c->prbe.listener_rate, c->prbe.listener_burst);
 	for (unsigned i = 0; i < c->nsni; i++) {
 		const struct sni_conf *s = &c->sni[i];
 		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];

@@ -84,14 +84,18 @@ const char conf_usage[] =
 	"  --query-cache-max-reply N largest answer served from the cache (4096 bytes)\n"
 	"\n"
 	"PRBE echo (a gateway's UDP path test: a datagram that starts with PRBE goes\n"
-	"back to its source as it came; never to a source port below 1024 or an echo\n"
-	"port, never larger, at a rate per source IP):\n"
+	"back to its source as it came; never to a source port below 1024, an echo\n"
+	"port or a known reflector's, never larger, never the same bytes twice to one\n"
+	"source within 0.5 s, at a rate per source IP and per echo port):\n"
 	"  --prbe yes|no             echo on the relay's port, for sources without a\n"
 	"                            session (per relay; no)\n"
 	"  --prbe-listen ADDR:PORT   an echo-only UDP port, repeatable (at most " CONF_STR(CONF_PRBE_LISTEN_MAX) ")\n"
 	"  --prbe-max-size N         largest probe echoed (1472 bytes)\n"
 	"  --prbe-rate N             probes per second per source IP, IPv6 per /64 (10)\n"
 	"  --prbe-burst N            ... and at once (20)\n"
+	"  --prbe-listener-rate N    probes per second per echo port, every source\n"
+	"                            together, split across the workers (" CONF_STR(CONF_PRBE_LISTENER_RATE) ")\n"
+	"  --prbe-listener-burst N   ... and at once (" CONF_STR(CONF_PRBE_LISTENER_BURST) ")\n"
 	"TLS services (SNI relay; a [sni NAME] section in a config file):\n"
 	"  --sni-listen ADDR:PORT    TCP address whose TLS connections are spliced, by\n"
 	"                            the server name of their ClientHello, unread\n"
@@ -276,6 +280,8 @@ void conf_defaults(struct etr_conf *c)
 	c->prbe.max_size = CONF_PRBE_MAX_SIZE;
 	c->prbe.rate = CONF_PRBE_RATE;
 	c->prbe.burst = CONF_PRBE_BURST;
+	c->prbe.listener_rate = CONF_PRBE_LISTENER_RATE;
+	c->prbe.listener_burst = CONF_PRBE_LISTENER_BURST;
 	strcpy(c->state_dir, CONF_STATE_DIR);
 	c->control_interval_ms = CONF_CONTROL_INTERVAL;
 	c->control_timeout_ms = CONF_CONTROL_TIMEOUT;
@@ -932,7 +938,7 @@ static const char *set_prbe_listen(struct etr_conf *c, struct relay_conf *r, con
 	return NULL;
 }
 
-/* prbe-max-size, prbe-rate, prbe-burst. */
+/* prbe-max-size, prbe-rate, prbe-burst, prbe-listener-rate, prbe-listener-burst. */
 static const char *set_prbe_number(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 				   const char *v, struct layer *ly)
 {
@@ -1080,6 +1086,8 @@ static const struct key keys[] = {
 	{ "prbe-max-size", SCOPE_GLOBAL, false, GK(prbe.max_size), set_prbe_number },
 	{ "prbe-rate", SCOPE_GLOBAL, false, GK(prbe.rate), set_prbe_number },
 	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
+	{ "prbe-listener-rate", SCOPE_GLOBAL, false, GK(prbe.listener_rate), set_prbe_number },
+	{ "prbe-listener-burst", SCOPE_GLOBAL, false, GK(prbe.listener_burst), set_prbe_number },
 	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
 	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
 	{ "turn-listen", SCOPE_GLOBAL, false, 0, set_turn },

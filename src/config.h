@@ -88,6 +88,11 @@
 #define CONF_PRBE_MAX_SIZE 1472 /* bytes: an Ethernet frame's IPv4 UDP payload */
 #define CONF_PRBE_RATE 10       /* probes per second per source IP (IPv6 /64) */
 #define CONF_PRBE_BURST 20      /* ... and at once */
+/* Echoes per second on one echo port, every source together (split across
+ * the workers): forged sources each come with a fresh bucket of their own.
+ * 200 a second of 1472 bytes is 2.4 Mbit/s. */
+#define CONF_PRBE_LISTENER_RATE 200
+#define CONF_PRBE_LISTENER_BURST 400 /* ... and at once */
 /* The control plane (control.c): off until control-url is set. */
 #define CONF_URL_MAX 1024
 #define CONF_PATH_MAX 4096
@@ -231,6 +236,7 @@ struct relay_conf {
 /* The PRBE echo's rules, for every echo port, and the echo-only ports. */
 struct conf_prbe {
 	uint32_t max_size, rate, burst;
+	uint32_t listener_rate, listener_burst; /* each echo port, every source together */
 	union etr_sockaddr listen[CONF_PRBE_LISTEN_MAX];
 	unsigned listen_line[CONF_PRBE_LISTEN_MAX]; /* in the file; 0: command line */
 	unsigned nlisten;

@@ -566,7 +566,8 @@ static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *up
  * workers' program: the echo needs no affinity, but a source's rate bucket
  * is per worker, and the hash of the source address sends each source to
  * one worker (the kernel's own 4-tuple hash would spread one IP's ports
- * over all of them, multiplying its rate by the workers). */
+ * over all of them, multiplying its rate by the workers). The port's
+ * bucket for every source is split across the workers. */
 static int open_prbe_port(struct daemon *d, unsigned i)
 {
 	const struct conf_prbe *cp = &d->conf->prbe;
@@ -575,6 +576,8 @@ static int open_prbe_port(struct daemon *d, unsigned i)
 	    .rl_entries = rl_worker_entries(PRBE_PORT_RL_ENTRIES, d->nworkers),
 	    .burst = cp->burst,
 	    .rate = cp->rate,
+	    .listener_burst = rl_worker_part(cp->listener_burst, d->nworkers),
+	    .listener_rate = rl_worker_part(cp->listener_rate, d->nworkers),
 	    .len_max = (uint16_t)cp->max_size,
 	    .ports = cp->ports,
 	    .nports = cp->nports,

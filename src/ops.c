@@ -736,7 +736,16 @@ static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const ch
 	const struct ops_route *rt = NULL;
 	size_t bytes = strlen(method) + strlen(url) + strlen(version) + 4;
 	unsigned configured, grants;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	bool health = strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0;
 
+	/* A reserve slot (ops_conn.h) serves health checks only: anything
+	 * else there would take the room they are kept. */
+	if (ci && ci->socket_context &&
+	    !ops_conn_asked(&op->conns, (int)((intptr_t)ci->socket_context - 1), health))
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, MHD_HTTP_HEADER_CONNECTION,
+				  "close", "busy: only /healthz and /readyz for now\n");
 	MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_bytes,
 				  &bytes);
 	if (bytes > OPS_REQUEST_MAX)
@@ -821,16 +830,45 @@ static void conn_cut(struct ops *op, int i)
 	shutdown(op->conns.c[i].fd, SHUT_RDWR);
 }
 
+/* Whether a whole request waits in fd's receive queue: MHD reads it on its
+ * next turn, after the accepts of that turn. */
+static bool request_waiting(int fd)
+{
+	char buf[2048];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	return n > 0 && memmem(buf, (size_t)n, "\r\n\r\n", 4);
+}
+
+/* With every slot taken, a reserve connection whose request is in already
+ * counts as asked: a burst of newcomers accepted before MHD reads it must
+ * not push a health check out between its handshake and its answer. At
+ * most OPS_CONN_RESERVE peeks, at the cap only. */
+static void reserve_mark_waiting(struct ops *op)
+{
+	struct ops_conns *t = &op->conns;
+
+	if (t->live - t->reserved < OPS_CONN_MAX || t->reserved < OPS_CONN_RESERVE)
+		return;
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		struct ops_conn *c = &t->c[i];
+
+		if (c->used && !c->closing && c->reserve && !c->asked && request_waiting(c->fd))
+			ops_conn_asked(t, i, true);
+	}
+}
+
 static enum MHD_Result conn_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct ops *op = cls;
 	union etr_sockaddr from;
 	char who[ADDR_STRLEN] = "?";
-	char line[160];
+	char line[200];
 	int victim;
 
 	if (!addr_from(&from, sa, len))
 		return MHD_NO;
+	reserve_mark_waiting(op);
 	switch (ops_conn_admit(&op->conns, &from, mono_ns(), &victim)) {
 	case OPS_CONN_ACCEPT:
 		return MHD_YES;
@@ -846,9 +884,9 @@ static enum MHD_Result conn_accept(void *cls, const struct sockaddr *sa, socklen
 	case OPS_CONN_REFUSE_FULL:
 		addr_str(&from.sa, who);
 		snprintf(line, sizeof(line),
-			 "refused a connection from %s: all %d connections are busy, none for "
-			 "%d ms yet",
-			 who, OPS_CONN_MAX, OPS_CONN_SLOW_MS);
+			 "refused a connection from %s: all %d connections are busy (none for "
+			 "%d ms yet), and so are the %d kept for health checks",
+			 who, OPS_CONN_MAX, OPS_CONN_SLOW_MS, OPS_CONN_RESERVE);
 		break;
 	}
 	log_limited(op, line);

@@ -2,7 +2,8 @@
 /* The ops listener's connection slots. libmicrohttpd's own timeout counts
  * idle time only, so a client that trickles a byte every few seconds would
  * keep a slot for ever: here every request has an absolute deadline, each
- * source address a share, and a full table makes room for the newcomer. */
+ * source address a share, and a full table makes room for the newcomer, or
+ * lets it ask for health only. */
 #include "ops_conn.h"
 
 #include <string.h>
@@ -43,6 +44,25 @@ static int victim_of(const struct ops_conns *t, unsigned same, uint64_t now)
 	return pick;
 }
 
+/* The reserve connection that gives way when the reserve is full too: the
+ * oldest that has not sent a whole request. A health check sends its
+ * request with the handshake's last packet, so it is served long before
+ * OPS_CONN_RESERVE newer connections push it out. */
+static int reserve_victim(const struct ops_conns *t)
+{
+	int pick = -1;
+
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		const struct ops_conn *c = &t->c[i];
+
+		if (!c->used || c->closing || !c->reserve || c->asked)
+			continue;
+		if (pick < 0 || c->deadline < t->c[pick].deadline)
+			pick = i;
+	}
+	return pick;
+}
+
 enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockaddr *sa,
 				     uint64_t now, int *victim)
 {
@@ -68,14 +88,23 @@ enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockad
 		t->refused++;
 		return OPS_CONN_REFUSE_IP;
 	}
-	if (t->live < OPS_CONN_MAX && used < OPS_CONN_SLOTS)
-		return OPS_CONN_ACCEPT;
-	if (used >= OPS_CONN_SLOTS || (v = victim_of(t, same, now)) < 0) {
+	if (used >= OPS_CONN_SLOTS) {
 		t->refused++;
 		return OPS_CONN_REFUSE_FULL;
 	}
+	if (t->live - t->reserved < OPS_CONN_MAX)
+		return OPS_CONN_ACCEPT;
+	if ((v = victim_of(t, same, now)) < 0) {
+		if (t->reserved < OPS_CONN_RESERVE)
+			return OPS_CONN_ACCEPT;
+		if ((v = reserve_victim(t)) < 0) {
+			t->refused++;
+			return OPS_CONN_REFUSE_FULL;
+		}
+	}
 	t->c[v].closing = true;
 	t->live--;
+	t->reserved -= t->c[v].reserve;
 	t->evicted++;
 	*victim = v;
 	return OPS_CONN_EVICT;
@@ -96,21 +125,32 @@ int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void
 		if (c->used)
 			continue;
 		*c = (struct ops_conn){.used = true,
+				       .reserve = t->live - t->reserved >= OPS_CONN_MAX,
 				       .fd = fd,
 				       .handle = handle,
 				       .deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC};
 		memcpy(c->ip, ip, 16);
 		t->live++;
+		t->reserved += c->reserve;
 		return i;
 	}
 	t->refused++;
 	return -1;
 }
 
+bool ops_conn_asked(struct ops_conns *t, int i, bool health)
+{
+	if (i < 0 || i >= OPS_CONN_SLOTS || !t->c[i].used)
+		return true;
+	t->c[i].asked = true;
+	return health || !t->c[i].reserve;
+}
+
 void ops_conn_answered(struct ops_conns *t, int i, uint64_t now)
 {
 	if (i < 0 || i >= OPS_CONN_SLOTS || !t->c[i].used)
 		return;
+	t->c[i].asked = false;
 	t->c[i].deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC;
 }
 
@@ -118,8 +158,10 @@ void ops_conn_remove(struct ops_conns *t, int i)
 {
 	if (i < 0 || i >= OPS_CONN_SLOTS || !t->c[i].used)
 		return;
-	if (!t->c[i].closing)
+	if (!t->c[i].closing) {
 		t->live--;
+		t->reserved -= t->c[i].reserve;
+	}
 	memset(&t->c[i], 0, sizeof(t->c[i]));
 }
 
@@ -132,6 +174,7 @@ int ops_conn_next_expired(struct ops_conns *t, uint64_t now)
 			continue;
 		c->closing = true;
 		t->live--;
+		t->reserved -= c->reserve;
 		t->expired++;
 		return i;
 	}

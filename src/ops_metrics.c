@@ -297,7 +297,10 @@ static void prbe_ports(FILE *f, const struct etr_stats *st)
 	       "the reply), send_error, or why it was dropped: not_probe (no PRBE at its start, "
 	       "echo-only ports), source (cannot be real), low_port (source port below 1024), "
 	       "loop (source port is an echo port), size (over prbe-max-size), rate (over the "
-	       "source's prbe-rate), banned (its source is in ban-file).");
+	       "source's prbe-rate), reflector_port (source port is a well-known reflector's or "
+	       "echo port), listener_rate (over the port's prbe-listener-rate, every source "
+	       "together), bounce (the bytes just echoed to this source, back within 0.5 s), "
+	       "banned (its source is in ban-file).");
 	for (unsigned i = 0; i < nr; i++) {
 		const struct relay_stats *r = st->relay[i];
 

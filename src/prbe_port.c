@@ -24,6 +24,8 @@ int prbe_port_rules(struct prbe *p, struct rl_table *rl, const struct prbe_port_
 	err = prbe_init(p, rl, c->len_max, c->ports, c->nports, c->listener_loopback);
 	if (err < 0)
 		rl_table_free(rl);
+	else if (c->listener_burst)
+		prbe_budget(p, c->listener_burst, c->listener_rate);
 	return err;
 }
 

@@ -26,6 +26,9 @@
 struct prbe_port_conf {
 	uint32_t rl_entries;  /* sources tracked (0: PRBE_PORT_RL_ENTRIES) */
 	unsigned burst, rate; /* per source IP (IPv6 /64) */
+	/* This socket's part of the listener's, every source together (0:
+	 * no such bound): prbe_budget. */
+	unsigned listener_burst, listener_rate;
 	uint16_t len_max;
 	const uint16_t *ports; /* every echo port, refused as source ports */
 	unsigned nports;

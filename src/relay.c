@@ -81,7 +81,8 @@ static const struct masters_hooks relay_masters_hooks = {
 
 /* prbe yes: per worker, the rate table holds this worker's share of the
  * sources (the reuseport program picks a worker by source address, so a
- * source's bucket is whole). */
+ * source's bucket is whole), and the port's bucket for every source is
+ * split across the workers. */
 static int relay_prbe_open(struct relay *r, bool loopback)
 {
 	const struct conf_prbe *cp = r->shared->prbe;
@@ -89,6 +90,8 @@ static int relay_prbe_open(struct relay *r, bool loopback)
 	    .rl_entries = rl_worker_entries(PRBE_PORT_RL_ENTRIES, r->shared->workers),
 	    .burst = cp->burst,
 	    .rate = cp->rate,
+	    .listener_burst = rl_worker_part(cp->listener_burst, r->shared->workers),
+	    .listener_rate = rl_worker_part(cp->listener_rate, r->shared->workers),
 	    .len_max = (uint16_t)cp->max_size,
 	    .ports = cp->ports,
 	    .nports = cp->nports,

@@ -16,7 +16,7 @@
   both.
 - Under `prlimit --nofile=200:200`, --max-sessions 5000 is a startup error
   about file descriptors, and --max-sessions 150 starts and holds 150
-  sessions; with --ops-listen the listener's 80 descriptors count too:
+  sessions; with --ops-listen the listener's 88 descriptors count too:
   150 sessions are refused at startup, 60 sessions and 64 ops connections
   fit at once."""
 
@@ -212,7 +212,7 @@ def fd_limit(ctx):
             and relay.count(r"^stats default: .*\bsocket [1-9]") == 0,
             f"stats line at exit: {relay.text_lines()[-1:]}")
 
-    # the ops plane's connections (64, and 16 closing) count too: 150
+    # the ops plane's connections (64, 8 for health checks and 16 closing) count too: 150
     # sessions and the listener do not fit in 200
     ops = ["--ops-listen", f"127.0.0.1:{H.free_tcp_port()}"]
     rc, out, err = H.run_etrelay(ctx, args[:-1] + ["150"] + ops, timeout=5, wrapper=wrapper)

@@ -3172,6 +3172,8 @@ static void test_config_prbe_is_per_relay_and_its_ports_are_echo_ports(void **st
 			     "prbe-max-size 1200\n"
 			     "prbe-rate 5\n"
 			     "prbe-burst 7\n"
+			     "prbe-listener-rate 50\n"
+			     "prbe-listener-burst 60\n"
 			     "[relay a]\nupstream h:1\nlisten 0.0.0.0:27960\nprbe yes\n"
 			     "[relay b]\nupstream h:2\nlisten 0.0.0.0:27961\n",
 			     NOARGS),
@@ -3182,6 +3184,8 @@ static void test_config_prbe_is_per_relay_and_its_ports_are_echo_ports(void **st
 	assert_int_equal(c.prbe.max_size, 1200);
 	assert_int_equal(c.prbe.rate, 5);
 	assert_int_equal(c.prbe.burst, 7);
+	assert_int_equal(c.prbe.listener_rate, 50);
+	assert_int_equal(c.prbe.listener_burst, 60);
 	/* Every echo port once: the two echo-only ports, relay a's. */
 	assert_int_equal(c.prbe.nports, 3);
 	assert_int_equal(c.prbe.ports[0], 51821);
@@ -3211,6 +3215,9 @@ static void test_config_prbe_on_the_command_line(void **state)
 	assert_true(c.relays[1].prbe);
 	assert_int_equal(c.prbe.rate, 3);
 	assert_int_equal(c.prbe.nports, 4);
+	/* the listener's bucket by default */
+	assert_int_equal(c.prbe.listener_rate, CONF_PRBE_LISTENER_RATE);
+	assert_int_equal(c.prbe.listener_burst, CONF_PRBE_LISTENER_BURST);
 }
 
 static void test_config_any_listener_makes_a_process_echo_ports_alone_too(void **state)
@@ -3260,11 +3267,19 @@ static void test_config_prbe_bad_values_name_the_key(void **state)
 	assert_err_names(&e, "--prbe-rate", "0");
 	assert_int_equal(args(&c, &e, ARGV("--prbe-burst", "x")), -1);
 	assert_err_names(&e, "--prbe-burst", "x");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-listener-rate", "0")), -1);
+	assert_err_names(&e, "--prbe-listener-rate", "0");
+	assert_int_equal(args(&c, &e, ARGV("--prbe-listener-burst", "100001")), -1);
+	assert_err_names(&e, "--prbe-listener-burst", "100001");
 	conf_defaults(&c);
 	memset(&e, 0, sizeof(e));
-	assert_int_equal(load(&c, &e, "prbe-max-size 70000\n[relay a]\nprbe-rate 2\n"), -1);
+	assert_int_equal(load(&c, &e,
+			      "prbe-max-size 70000\n[relay a]\nprbe-rate 2\n"
+			      "prbe-listener-rate 5\n"),
+			 -1);
 	assert_err_line(&e, PATH ":1: prbe-max-size", "70000", NULL);
 	assert_err_line(&e, PATH ":3: prbe-rate", "process-wide", NULL);
+	assert_err_line(&e, PATH ":4: prbe-listener-rate", "process-wide", NULL);
 }
 
 static void test_config_prbe_listen_at_most_8_and_not_on_a_relays_port(void **state)

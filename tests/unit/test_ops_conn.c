@@ -146,28 +146,84 @@ static void test_ops_conn_an_answer_starts_the_next_deadline(void **state)
 }
 
 /* 64 addresses with one fresh request each: nobody has more than a fair
- * share, nobody is slow. */
-static void test_ops_conn_a_full_table_refuses_while_every_request_is_fresh(void **state)
+ * share, nobody is slow, nobody gives way; a newcomer gets a reserve slot,
+ * for a health check only. */
+static void test_ops_conn_a_full_table_keeps_a_reserve_for_health_checks(void **state)
 {
 	static struct ops_conns t;
 	union etr_sockaddr prober = sa("127.0.0.1:6000");
-	int victim;
+	uint64_t fresh = T0 + OPS_CONN_SLOW_MS * 1000000ull - 1;
+	int victim, i;
 
 	memset(&t, 0, sizeof(t));
-	for (int i = 0; i < OPS_CONN_MAX; i++) {
+	for (int k = 0; k < OPS_CONN_MAX; k++) {
 		char s[64];
 
-		snprintf(s, sizeof(s), "10.1.0.%d:4000", 1 + i);
-		connect_from(&t, s, T0);
+		snprintf(s, sizeof(s), "10.1.0.%d:4000", 1 + k);
+		i = connect_from(&t, s, T0);
+		assert_false(t.c[i].reserve);
+		assert_true(ops_conn_asked(&t, i, false));
 	}
 	assert_int_equal(t.live, OPS_CONN_MAX);
 	/* a burst of good requests is not cut short for a newcomer */
-	assert_int_equal(
-	    ops_conn_admit(&t, &prober, T0 + OPS_CONN_SLOW_MS * 1000000ull - 1, &victim),
-	    OPS_CONN_REFUSE_FULL);
+	assert_int_equal(ops_conn_admit(&t, &prober, fresh, &victim), OPS_CONN_ACCEPT);
 	assert_int_equal(victim, -1);
+	i = ops_conn_add(&t, &prober, 7, NULL, fresh);
+	assert_true(t.c[i].reserve);
+	assert_int_equal(t.reserved, 1);
+	assert_false(ops_conn_asked(&t, i, false));
+	assert_true(ops_conn_asked(&t, i, true));
 	assert_int_equal(t.evicted, 0);
+	assert_int_equal(t.refused, 0);
+	/* a general slot freed is general again */
+	ops_conn_remove(&t, 0);
+	assert_int_equal(t.live, OPS_CONN_MAX);
+	assert_int_equal(t.reserved, 1);
+	assert_false(t.c[connect_from(&t, "10.2.0.1:4000", fresh)].reserve);
+}
+
+/* Every general slot taken by fresh connections, and the reserve by
+ * connections that ask for nothing: the oldest of those gives way to a
+ * newcomer, never one whose request is being answered. */
+static void test_ops_conn_a_full_reserve_evicts_its_oldest_silent_one(void **state)
+{
+	static struct ops_conns t;
+	union etr_sockaddr prober = sa("127.0.0.1:6000");
+	int victim, first = -1, second = -1, i;
+
+	memset(&t, 0, sizeof(t));
+	for (int k = 0; k < OPS_CONN_MAX + OPS_CONN_RESERVE; k++) {
+		char s[64];
+
+		snprintf(s, sizeof(s), "10.1.%d.%d:4000", k / 200, 1 + k % 200);
+		i = connect_from(&t, s, T0 + (uint64_t)k);
+		if (k == OPS_CONN_MAX)
+			first = i;
+		if (k == OPS_CONN_MAX + 1)
+			second = i;
+	}
+	assert_int_equal(t.reserved, OPS_CONN_RESERVE);
+	/* the oldest reserve connection asked: the next oldest goes */
+	assert_true(ops_conn_asked(&t, first, true));
+	assert_int_equal(ops_conn_admit(&t, &prober, T0 + 100, &victim), OPS_CONN_EVICT);
+	assert_int_equal(victim, second);
+	assert_true(t.c[second].closing);
+	assert_int_equal(t.reserved, OPS_CONN_RESERVE - 1);
+	i = ops_conn_add(&t, &prober, 7, NULL, T0 + 100);
+	assert_true(t.c[i].reserve);
+	assert_int_equal(t.reserved, OPS_CONN_RESERVE);
+	ops_conn_remove(&t, second);
+	assert_int_equal(t.reserved, OPS_CONN_RESERVE);
+	/* every reserve connection asked: refused */
+	for (int k = 0; k < OPS_CONN_SLOTS; k++)
+		if (t.c[k].used && t.c[k].reserve)
+			ops_conn_asked(&t, k, true);
+	assert_int_equal(ops_conn_admit(&t, &prober, T0 + 200, &victim), OPS_CONN_REFUSE_FULL);
 	assert_int_equal(t.refused, 1);
+	/* an answer makes the prober's connection silent again: it may go */
+	ops_conn_answered(&t, i, T0 + 300);
+	assert_int_equal(ops_conn_admit(&t, &prober, T0 + 300, &victim), OPS_CONN_EVICT);
+	assert_true(t.c[victim].reserve);
 }
 
 static void test_ops_conn_a_full_table_evicts_a_slow_one_of_the_busiest_address(void **state)
@@ -208,14 +264,20 @@ static void test_ops_conn_the_busiest_address_gives_way_to_a_fair_share(void **s
 {
 	static struct ops_conns t;
 	union etr_sockaddr prober = sa("127.0.0.1:6000"), seven = sa("10.0.0.1:4000");
-	int victim;
+	int victim, i;
 
 	memset(&t, 0, sizeof(t));
 	fill(&t, T0);
 	assert_int_equal(ops_conn_admit(&t, &prober, T0, &victim), OPS_CONN_EVICT);
-	assert_true(ops_conn_add(&t, &prober, 7, NULL, T0) >= 0);
-	/* 10.0.0.1 now holds 7 against 8 elsewhere: not two fewer, refused */
-	assert_int_equal(ops_conn_admit(&t, &seven, T0, &victim), OPS_CONN_REFUSE_FULL);
+	i = ops_conn_add(&t, &prober, 7, NULL, T0);
+	assert_true(i >= 0);
+	assert_false(t.c[i].reserve);
+	/* 10.0.0.1 now holds 7 against 8 elsewhere: not two fewer, nobody
+	 * gives way; it gets a reserve slot, for health checks only */
+	assert_int_equal(ops_conn_admit(&t, &seven, T0, &victim), OPS_CONN_ACCEPT);
+	i = ops_conn_add(&t, &seven, 8, NULL, T0);
+	assert_true(t.c[i].reserve);
+	assert_int_equal(t.evicted, 1);
 }
 
 static void test_ops_conn_refuses_when_every_slot_is_closing_or_live(void **state)
@@ -229,7 +291,7 @@ static void test_ops_conn_refuses_when_every_slot_is_closing_or_live(void **stat
 	memset(&t, 0, sizeof(t));
 	fill(&t, T0);
 	/* the listener has not closed any victim yet */
-	for (int i = 0; i < OPS_CONN_CLOSING; i++) {
+	for (int i = 0; i < OPS_CONN_SLOTS - OPS_CONN_MAX; i++) {
 		snprintf(s, sizeof(s), "10.9.%d.1:4000", i);
 		a = sa(s);
 		assert_int_equal(ops_conn_admit(&t, &a, later, &victim), OPS_CONN_EVICT);
@@ -270,7 +332,8 @@ int main(void)
 	    cmocka_unit_test(test_ops_conn_ipv4_mapped_counts_as_ipv4),
 	    cmocka_unit_test(test_ops_conn_a_trickling_request_expires_at_its_deadline),
 	    cmocka_unit_test(test_ops_conn_an_answer_starts_the_next_deadline),
-	    cmocka_unit_test(test_ops_conn_a_full_table_refuses_while_every_request_is_fresh),
+	    cmocka_unit_test(test_ops_conn_a_full_table_keeps_a_reserve_for_health_checks),
+	    cmocka_unit_test(test_ops_conn_a_full_reserve_evicts_its_oldest_silent_one),
 	    cmocka_unit_test(test_ops_conn_a_full_table_evicts_a_slow_one_of_the_busiest_address),
 	    cmocka_unit_test(test_ops_conn_the_busiest_address_gives_way_to_a_fair_share),
 	    cmocka_unit_test(test_ops_conn_refuses_when_every_slot_is_closing_or_live),
