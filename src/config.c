@@ -2358,6 +2358,17 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
 			conf_key_where(c, "control-timeout", o, sizeof(o)),
 			(unsigned long long)c->control_timeout_ms,
 			(unsigned long long)c->control_interval_ms);
+	for (unsigned i = 0; i < c->ncontrol_allow; i++) {
+		const struct conf_cidr *b = &c->control_allow[i];
+
+		if (b->bits != 0)
+			continue;
+		err_add(w, "%s: warning: control-allow-upstream %s/0 lets the control plane route "
+			   "to every private network and link-local address (the cloud's metadata "
+			   "service); list the tunnels your backends are in",
+			line_origin(c, b->line, o, sizeof(o)),
+			b->addr.sa.sa_family == AF_INET ? "0.0.0.0" : "::");
+	}
 	snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
 	if (f[0] && access(f, F_OK) < 0) {
 		int err = errno;

@@ -398,7 +398,8 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e);
 
 /* What is legal but likely a mistake in the control plane's keys, as
  * warnings naming FILE:LINE in w (one line each): control-timeout above
- * control-interval; a control-bootstrap-token-file that does not exist
+ * control-interval; a control-allow-upstream 0.0.0.0/0 or ::/0; a
+ * control-bootstrap-token-file that does not exist
  * while neither the state directory's credential file nor the
  * environment's token (the ones read first) is there. Looks at the file
  * system and the environment. Returns the number of warnings. */

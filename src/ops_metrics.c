@@ -708,7 +708,8 @@ static void control(FILE *f, struct control_stats *cs)
 		sample(f, "etrelay_control_enrolments_total", LABELS("result", ctl_result_name(r)),
 		       s.enrolments[r]);
 	family(f, "etrelay_control_routes", "gauge",
-	       "SNI routes in the set of the last good heartbeat answer.");
+	       "SNI routes in the set of the last good heartbeat answer, less those refused "
+	       "for their upstream.");
 	sample(f, "etrelay_control_routes", NO_LABELS, s.routes);
 	family(f, "etrelay_control_routes_refused", "gauge",
 	       "Routes of the last good heartbeat answer dropped for their upstream, by reason "

@@ -3449,6 +3449,22 @@ static void test_config_control_timeout_above_interval_is_a_warning(void **state
 	assert_int_equal(conf_control_warnings(&c, &w), 0);
 }
 
+static void test_config_control_allow_upstream_of_everything_is_a_warning(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(run(&c, &e,
+			     "control-url https://cp.example\ncontrol-allow-upstream 10.8.0.0/16\n"
+			     "control-allow-upstream ::/0\n[relay a]\nupstream h:1\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(conf_control_warnings(&c, &w), 1);
+	assert_err_line(&w, "t.conf:3: warning: control-allow-upstream ::/0", "metadata", NULL);
+}
+
 static void test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled(void **state)
 {
 	char dir[] = "/tmp/etrelay-test-cfg-XXXXXX", cred[64];
@@ -3697,6 +3713,7 @@ int main(void)
 	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),
 	    cmocka_unit_test(test_config_control_bad_values_are_errors_naming_the_key),
 	    cmocka_unit_test(test_config_control_max_answer_and_allow_upstream),
+	    cmocka_unit_test(test_config_control_allow_upstream_of_everything_is_a_warning),
 	    cmocka_unit_test(test_config_control_url_without_a_host_is_an_error_naming_the_line),
 	    cmocka_unit_test(test_config_errors_of_two_keys_name_the_file_and_line),
 	    cmocka_unit_test(test_config_state_directory_must_be_absolute),
