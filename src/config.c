@@ -183,6 +183,13 @@ const char conf_usage[] =
 	"                            above --control-interval)\n"
 	"  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n"
 	"  --control-backoff-max DUR ... up to this (30m)\n"
+	"  --control-max-answer BYTES  longest answer read (2M, 4k to 64M); a longer one\n"
+	"                            is cut off and the heartbeat fails (too_large)\n"
+	"  --control-allow-upstream CIDR\n"
+	"                            a block the control plane's routes may reach\n"
+	"                            although private (your tunnel, e.g. 10.8.0.0/16);\n"
+	"                            repeatable; an address of this host only when\n"
+	"                            given alone (/32); never the daemon's own ports\n"
 	"\n"
 	"Process options:\n"
 	"  --backend auto|io_uring|epoll\n"
@@ -287,6 +294,7 @@ void conf_defaults(struct etr_conf *c)
 	c->control_timeout_ms = CONF_CONTROL_TIMEOUT;
 	c->control_backoff_min_ms = CONF_CONTROL_BACKOFF_MIN;
 	c->control_backoff_max_ms = CONF_CONTROL_BACKOFF_MAX;
+	c->control_max_answer = CONF_CONTROL_MAX_ANSWER;
 	base_defaults(&c->base);
 	conf_sni_defaults(&c->sni_cli);
 	snprintf(c->sni_cli.name, sizeof(c->sni_cli.name), "%s", CONF_SNI_QUICK_NAME);
@@ -649,6 +657,7 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
 struct layer {
 	bool masters_replaced;
 	bool prbe_replaced; /* the same for prbe-listen */
+	bool control_allow_replaced; /* ... and control-allow-upstream */
 	unsigned line; /* of the key being applied; 0: command line */
 };
 
@@ -1015,6 +1024,47 @@ static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
 	return NULL;
 }
 
+/* control-max-answer: bytes, with k or M. */
+static const char *set_control_max_answer(struct etr_conf *c, struct relay_conf *r,
+					  const struct key *k, const char *v, struct layer *ly)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*end == 'k' && end[1] == '\0')
+		n <<= 10, end++;
+	else if (*end == 'M' && end[1] == '\0')
+		n <<= 20, end++;
+	if (*v < '0' || *v > '9' || *end || errno || n < CONF_CONTROL_MAX_ANSWER_MIN ||
+	    n > CONF_CONTROL_MAX_ANSWER_MAX)
+		return "expected a number of bytes from 4k to 64M, such as 2M";
+	c->control_max_answer = (uint32_t)n;
+	return NULL;
+}
+
+/* control-allow-upstream: a block, repeatable (a layer replaces the list
+ * of the one before). */
+static const char *set_control_allow(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				     const char *v, struct layer *ly)
+{
+	static char buf[128];
+	struct conf_cidr b;
+
+	if (conf_cidr_parse(v, &b) < 0)
+		return "expected an address or a CIDR block such as 10.8.0.0/16";
+	if (cidr_host_bits(&b, buf, sizeof(buf)))
+		return buf;
+	if (!ly->control_allow_replaced)
+		c->ncontrol_allow = 0, ly->control_allow_replaced = true;
+	if (c->ncontrol_allow == CONF_CONTROL_ALLOW_MAX)
+		return "too many blocks (at most " CONF_STR(CONF_CONTROL_ALLOW_MAX) ")";
+	b.line = ly->line;
+	c->control_allow[c->ncontrol_allow++] = b;
+	return NULL;
+}
+
 /* A path into the CONF_PATH_MAX array at k->off of struct etr_conf. */
 static const char *set_gpath(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			     const char *v, struct layer *ly)
@@ -1126,6 +1176,8 @@ static const struct key keys[] = {
 	{ "control-timeout", SCOPE_GLOBAL, false, GK(control_timeout_ms), set_gduration },
 	{ "control-backoff-min", SCOPE_GLOBAL, false, GK(control_backoff_min_ms), set_gduration },
 	{ "control-backoff-max", SCOPE_GLOBAL, false, GK(control_backoff_max_ms), set_gduration },
+	{ "control-max-answer", SCOPE_GLOBAL, false, 0, set_control_max_answer },
+	{ "control-allow-upstream", SCOPE_GLOBAL, false, 0, set_control_allow },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
@@ -2369,6 +2421,17 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
 			conf_key_where(c, "control-timeout", o, sizeof(o)),
 			(unsigned long long)c->control_timeout_ms,
 			(unsigned long long)c->control_interval_ms);
+	for (unsigned i = 0; i < c->ncontrol_allow; i++) {
+		const struct conf_cidr *b = &c->control_allow[i];
+
+		if (b->bits != 0)
+			continue;
+		err_add(w, "%s: warning: control-allow-upstream %s/0 lets the control plane route "
+			   "to every private network and link-local address (the cloud's metadata "
+			   "service); list the tunnels your backends are in",
+			line_origin(c, b->line, o, sizeof(o)),
+			b->addr.sa.sa_family == AF_INET ? "0.0.0.0" : "::");
+	}
 	snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
 	if (f[0] && access(f, F_OK) < 0) {
 		int err = errno;

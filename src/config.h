@@ -101,6 +101,12 @@
 #define CONF_CONTROL_TIMEOUT (10 * 1000ull)         /* ms per request */
 #define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)     /* ms, first enrolment retry */
 #define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
+/* The largest answer read (bytes): about 10 000 routes of 200 bytes. */
+#define CONF_CONTROL_MAX_ANSWER	    (2u << 20)
+#define CONF_CONTROL_MAX_ANSWER_MIN (4u << 10)
+#define CONF_CONTROL_MAX_ANSWER_MAX (64u << 20)
+/* control-allow-upstream blocks. */
+#define CONF_CONTROL_ALLOW_MAX 32
 /* The credential's environment variable (and its _FILE form), and its file
  * in the state directory (control.c reads them; -t looks). */
 #define CONF_CONTROL_ENV_TOKEN "ETRELAY_CONTROL_TOKEN"
@@ -327,6 +333,10 @@ struct etr_conf {
 	char state_dir[CONF_PATH_MAX];
 	uint64_t control_interval_ms, control_timeout_ms;
 	uint64_t control_backoff_min_ms, control_backoff_max_ms;
+	uint32_t control_max_answer; /* bytes */
+	/* Private and host blocks the control plane's routes may reach. */
+	struct conf_cidr control_allow[CONF_CONTROL_ALLOW_MAX];
+	unsigned ncontrol_allow;
 	/* Command-line only. */
 	const char *path; /* config file, NULL: none */
 	bool path_given, test, probe, help, version;
@@ -395,7 +405,8 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e);
 
 /* What is legal but likely a mistake in the control plane's keys, as
  * warnings naming FILE:LINE in w (one line each): control-timeout above
- * control-interval; a control-bootstrap-token-file that does not exist
+ * control-interval; a control-allow-upstream 0.0.0.0/0 or ::/0; a
+ * control-bootstrap-token-file that does not exist
  * while neither the state directory's credential file nor the
  * environment's token (the ones read first) is there. Looks at the file
  * system and the environment. Returns the number of warnings. */

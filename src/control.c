@@ -35,6 +35,8 @@ struct control {
 	pthread_cond_t wake;
 	bool stop;
 	_Atomic bool stopping; /* read by libcurl's progress callback */
+	_Atomic bool enrolling; /* an Enroll is under way: stop waits for it */
+	bool started;		/* the thread runs */
 	CURL *curl;
 	char hostname[256];
 	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
@@ -48,6 +50,8 @@ struct control {
 	struct ctl_sched sched;
 	struct ctl_logstate log_enrol, log_hb;
 	size_t routes; /* in force */
+	struct ctl_upstream_policy upstream;
+	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
 };
 
 static uint64_t mono_ns(void)
@@ -289,15 +293,37 @@ out:
 struct answer {
 	char *buf;
 	size_t len, cap;
+	size_t max;	/* control-max-answer */
+	CURL *curl;	/* for the status, in on_data */
+	bool checked;	/* the status was read */
+	bool error;	/* not 2xx: CONTROL_ERROR_BODY_MAX bytes kept, no more read */
+	bool cut;	/* the transfer was cut off (error: after what was kept) */
+	bool too_large; /* a 2xx past max: cut off */
 };
 
+/* Returning less than it was given ends the transfer (CURLE_WRITE_ERROR):
+ * nothing past the cap is read, let alone kept. */
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
 {
 	struct answer *a = arg;
-	size_t add = size * n;
+	size_t add = size * n, limit;
 
-	if (add > CONTROL_ANSWER_MAX - a->len)
-		return 0; /* CURLE_WRITE_ERROR */
+	if (!a->checked) {
+		long st = 0;
+
+		curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &st);
+		a->error = st < 200 || st > 299;
+		a->checked = true;
+	}
+	limit = a->error ? CONTROL_ERROR_BODY_MAX : a->max;
+	if (add > limit - a->len) {
+		if (!a->error) {
+			a->too_large = true;
+			return 0;
+		}
+		add = limit - a->len;
+		a->cut = true;
+	}
 	if (a->len + add + 1 > a->cap) {
 		size_t cap = a->cap ? a->cap : 4096;
 		char *b;
@@ -312,14 +338,22 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	memcpy(a->buf + a->len, p, add);
 	a->len += add;
 	a->buf[a->len] = '\0';
-	return add;
+	return a->cut ? 0 : add;
 }
 
+/* A stop cuts a call short, but not an Enroll once any of it was sent:
+ * the control plane may spend the bootstrap token on it, and then its
+ * answer is the only credential there will be. */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct control *c = arg;
 
-	return atomic_load(&c->stopping) ? 1 : 0;
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	if (!atomic_load(&c->stopping))
+		return 0;
+	return atomic_load(&c->enrolling) && un > 0 ? 0 : 1;
 }
 
 /* POST body to url + path with the token; the answer in a (the caller
@@ -330,13 +364,15 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 			    size_t errlen)
 {
 	char url[CONF_URL_MAX + 64], auth[1100], cerr[CURL_ERROR_SIZE] = "";
-	char ua[64], msg[200];
+	char ua[64], msg[CONTROL_ERROR_BODY_MAX + 4];
 	struct curl_slist *h = NULL, *t;
 	enum ctl_result r;
 	CURLcode cc;
 
 	*status = 0;
 	memset(a, 0, sizeof(*a));
+	a->max = c->cfg.max_answer;
+	a->curl = c->curl;
 	snprintf(url, sizeof(url), "%s%s", c->cfg.url, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 	snprintf(ua, sizeof(ua), "etrelay/%s", c->cfg.version);
@@ -370,6 +406,11 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	/* A Content-Length past the cap fails before the body; a chunked or
+	 * unsized body is cut by on_data. No decoding: what arrives is what
+	 * is counted. */
+	curl_easy_setopt(c->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->cfg.max_answer);
+	curl_easy_setopt(c->curl, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, a);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
@@ -385,21 +426,36 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	explicit_bzero(auth, sizeof(auth));
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+	/* An error answer cut off after its first bytes, or one whose
+	 * Content-Length is past the cap, is still that error. */
+	if ((cc == CURLE_WRITE_ERROR && a->error) ||
+	    (cc == CURLE_FILESIZE_EXCEEDED && *status && (*status < 200 || *status > 299)))
+		cc = CURLE_OK;
 	switch (cc) {
 	case CURLE_OK:
 		r = ctl_result_of_status(*status);
 		if (r != CTL_OK) {
-			ctl_msg_error(a->buf ? a->buf : "", a->len, msg, sizeof(msg));
-			snprintf(err, errlen, "HTTP %ld%s%s", *status, msg[0] ? ", " : "", msg);
+			ctl_msg_error_text(a->buf ? a->buf : "", a->len, a->cut, msg, sizeof(msg));
+			snprintf(err, errlen, "HTTP %ld%s%s", *status, msg[0] ? ": " : "", msg);
 		}
 		return r;
+	case CURLE_FILESIZE_EXCEEDED:
+		snprintf(err, errlen,
+			 "answer of a Content-Length over %u bytes (control-max-answer)",
+			 (unsigned)c->cfg.max_answer);
+		return CTL_TOO_LARGE;
 	case CURLE_OPERATION_TIMEDOUT:
 		snprintf(err, errlen, "no answer within %llu ms",
 			 (unsigned long long)c->cfg.timeout_ms);
 		return CTL_TIMEOUT;
 	case CURLE_WRITE_ERROR:
-		snprintf(err, errlen, "answer over %u bytes", CONTROL_ANSWER_MAX);
-		return CTL_BAD_ANSWER;
+		if (!a->too_large) {
+			snprintf(err, errlen, "out of memory for the answer");
+			return CTL_NETWORK;
+		}
+		snprintf(err, errlen, "answer over %u bytes (control-max-answer), cut off",
+			 (unsigned)c->cfg.max_answer);
+		return CTL_TOO_LARGE;
 	default:
 		snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(cc));
 		return CTL_NETWORK;
@@ -436,9 +492,11 @@ static void enrol(struct control *c)
 	uint64_t now;
 	int werr = 0;
 
-	if (body)
+	if (body) {
+		atomic_store(&c->enrolling, true);
 		r = post(c, CONTROL_PATH_ENROLL, c->bootstrap, body, &a, &status, err, sizeof(err));
-	else
+		atomic_store(&c->enrolling, false);
+	} else
 		snprintf(err, sizeof(err), "out of memory");
 	if (r == CTL_OK &&
 	    ctl_msg_credential(a.buf ? a.buf : "", a.len, &c->cred, err, sizeof(err)) < 0)
@@ -481,8 +539,66 @@ static void enrol(struct control *c)
 			  err, (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
 }
 
+/* Lines for the refused routes of one answer: the rest in the count. */
+#define CONTROL_REFUSED_LOGGED 8
+
+/* Drop the routes whose upstream the policy refuses (the others apply),
+ * count them by why in refused, and log them when the refused set differs
+ * from the one logged last (else at debug level). Returns how many are
+ * left in list. */
+static size_t routes_filter(struct control *c, struct sni_route *list, size_t n,
+			    uint64_t refused[CTL_UPSTREAM_WHYS])
+{
+	uint64_t sig = 1469598103934665603ull; /* FNV-1a over the refused */
+	size_t m = 0, nrefused = 0, logged = 0;
+	char why[256], a[ADDR_STRLEN];
+	bool log;
+
+	memset(refused, 0, CTL_UPSTREAM_WHYS * sizeof(refused[0]));
+	for (size_t i = 0; i < n; i++) {
+		enum ctl_upstream_why w =
+		    ctl_upstream_check(&c->upstream, &list[i].upstream, why, sizeof(why));
+
+		if (ctl_upstream_ok(w))
+			continue;
+		refused[w]++;
+		nrefused++;
+		for (const unsigned char *p = (const unsigned char *)list[i].name; *p; p++)
+			sig = (sig ^ *p) * 1099511628211ull;
+		for (size_t k = 0; k < sizeof(list[i].upstream); k++)
+			sig = (sig ^ ((const unsigned char *)&list[i].upstream)[k]) *
+			      1099511628211ull;
+	}
+	if (!nrefused)
+		sig = 0;
+	log = sig != c->refused_sig;
+	c->refused_sig = sig;
+	for (size_t i = 0; i < n; i++) {
+		enum ctl_upstream_why w =
+		    ctl_upstream_check(&c->upstream, &list[i].upstream, why, sizeof(why));
+
+		if (ctl_upstream_ok(w)) {
+			list[m++] = list[i];
+			continue;
+		}
+		addr_str(&list[i].upstream.sa, a);
+		if (log && logged++ < CONTROL_REFUSED_LOGGED)
+			log_warnx("control: route %s: upstream %s refused (%s): %s; the other "
+				  "routes apply",
+				  list[i].name, a, ctl_upstream_why_name(w), why);
+		else
+			log_debug("control: route %s: upstream %s refused (%s): %s", list[i].name,
+				  a, ctl_upstream_why_name(w), why);
+	}
+	if (log && nrefused > CONTROL_REFUSED_LOGGED)
+		log_warnx("control: %zu more routes refused (debug shows each)",
+			  nrefused - CONTROL_REFUSED_LOGGED);
+	return m;
+}
+
 static void heartbeat(struct control *c)
 {
+	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
 	struct control_report rep;
 	struct sni_route *list = NULL;
 	struct answer a = {0};
@@ -505,6 +621,8 @@ static void heartbeat(struct control *c)
 	if (r == CTL_OK &&
 	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
+	if (r == CTL_OK)
+		n = routes_filter(c, list, n, refused);
 	if (r == CTL_OK && c->cfg.routes &&
 	    c->cfg.routes(c->cfg.arg, list, n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
@@ -524,8 +642,10 @@ static void heartbeat(struct control *c)
 	c->st->any_heartbeat = true;
 	c->st->last_result = r;
 	c->st->last_heartbeat = (uint64_t)time(NULL);
-	if (r == CTL_OK)
+	if (r == CTL_OK) {
 		c->st->last_success = c->st->last_heartbeat;
+		memcpy(c->st->routes_refused, refused, sizeof(refused));
+	}
 	pthread_mutex_unlock(&c->st->lock);
 	publish(c, now);
 	if (!ctl_log_changed(&c->log_hb, r, c->routes))
@@ -621,14 +741,13 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen)
+int control_open(struct control **out, const struct control_config *cfg, char *err, size_t errlen)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_condattr_t ca;
 	char host[256], shown[CONF_URL_MAX];
-	sigset_t all, old;
 	struct control *c;
-	int rc;
+	unsigned lost;
 
 	*out = NULL;
 	/* curl_global_init is not thread-safe: here, before the thread. */
@@ -654,6 +773,11 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 		snprintf(err, errlen, "control: libcurl did not start");
 		goto fail;
 	}
+	if (cfg->conf &&
+	    (lost = ctl_upstream_from_conf(&c->upstream, cfg->conf, cfg->local, cfg->nlocal)))
+		log_warnx("control: %u of the host's addresses and listeners past the route "
+			  "check's lists (%u, %u) are not refused as such",
+			  lost, CTL_UPSTREAM_HOST_MAX, CTL_UPSTREAM_LISTENERS_MAX);
 	memset(c->st, 0, sizeof(*c->st));
 	pthread_mutex_init(&c->st->lock, NULL);
 	ctl_sched_init(&c->sched, cfg->interval_ms * NS_PER_MS_, cfg->backoff_min_ms * NS_PER_MS_,
@@ -670,15 +794,6 @@ int control_start(struct control **out, const struct control_config *cfg, char *
 			  "the bootstrap and API tokens and the route set cross the network in "
 			  "clear, for anyone on the path to read and change; use https://",
 			  shown, host);
-	/* Signals stay with the packet loop. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&c->thread, NULL, control_thread, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		snprintf(err, errlen, "control: thread: %s", strerror(rc));
-		goto fail;
-	}
 	*out = c;
 	return 0;
 fail:
@@ -686,15 +801,37 @@ fail:
 	return -1;
 }
 
+int control_run(struct control *c)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* Signals stay with the packet loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&c->thread, NULL, control_thread, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	c->started = true;
+	return 0;
+}
+
 void control_stop(struct control *c)
 {
 	if (!c)
 		return;
-	atomic_store(&c->stopping, true);
-	pthread_mutex_lock(&c->lock);
-	c->stop = true;
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->thread, NULL);
+	if (c->started) {
+		atomic_store(&c->stopping, true);
+		pthread_mutex_lock(&c->lock);
+		c->stop = true;
+		pthread_cond_signal(&c->wake);
+		pthread_mutex_unlock(&c->lock);
+		if (atomic_load(&c->enrolling))
+			log_info("control: waiting for the enrolment under way (at most %llu ms): "
+				 "its answer is the credential",
+				 (unsigned long long)c->cfg.timeout_ms);
+		pthread_join(c->thread, NULL);
+	}
 	control_free(c);
 }

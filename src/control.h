@@ -22,8 +22,9 @@
 /* The services' paths under control-url. */
 #define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
 #define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"
-/* Largest answer read. */
-#define CONTROL_ANSWER_MAX (64u << 20)
+/* The bytes of an error answer (not 2xx) kept for the log; the rest is
+ * not read. */
+#define CONTROL_ERROR_BODY_MAX 256
 
 struct control;
 
@@ -32,6 +33,12 @@ struct control_config {
 	const char *bootstrap_file; /* "" or NULL: none */
 	const char *state_dir;
 	uint64_t interval_ms, timeout_ms, backoff_min_ms, backoff_max_ms;
+	uint32_t max_answer; /* bytes: a longer answer is cut off */
+	/* The route check's: control-allow-upstream and every listener of
+	 * conf, and the host's addresses local[0..nlocal). */
+	const struct etr_conf *conf;
+	const union etr_sockaddr *local;
+	size_t nlocal;
 	const char *version;
 	/* Fill the heartbeat's report (on the control thread). */
 	void (*report)(void *arg, struct control_report *r);
@@ -48,11 +55,18 @@ struct control_config {
  * the credential (the environment, else the state file: a regular file of
  * the same owner, no group or other bits, a valid credential, or the start
  * is refused; else the bootstrap token file for an enrolment), warn when
- * an http:// URL leaves the host, and start the thread. Returns 0, or -1
- * with a message naming the fix in err. */
-int control_start(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
+ * an http:// URL leaves the host, and initialise cfg->stats. Nothing is
+ * sent yet. Returns 0, or -1 with a message naming the fix in err. */
+int control_open(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
 
-/* Stop the thread (an HTTP call under way is cut short) and free. */
+/* Start the thread, once every listener is up: a start that fails later
+ * must not have spent the bootstrap token. Returns 0 or -errno. */
+int control_run(struct control *c);
+
+/* Stop the thread and free. An HTTP call under way is cut short, but for
+ * an enrolment already sent: the control plane may have spent the
+ * bootstrap token on it, so its answer is awaited (at most timeout_ms)
+ * and the credential kept. */
 void control_stop(struct control *c);
 
 #endif

@@ -85,8 +85,14 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 static json_t *load_object(const char *body, size_t len, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *root = json_loadb(body, len, CTL_JSON_FLAGS, &je);
+	json_t *root;
 
+	if (ctl_msg_values(body, len, CTL_ANSWER_VALUES_MAX) > CTL_ANSWER_VALUES_MAX) {
+		snprintf(err, errlen, "more than %u JSON values, refused unparsed",
+			 CTL_ANSWER_VALUES_MAX);
+		return NULL;
+	}
+	root = json_loadb(body, len, CTL_JSON_FLAGS, &je);
 	if (!root) {
 		snprintf(err, errlen, "not JSON (line %d, column %d: %s)", je.line, je.column,
 			 je.text);
@@ -221,21 +227,42 @@ fail:
 	return -1;
 }
 
-void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen)
+void ctl_msg_error_text(const char *body, size_t len, bool cut, char *out, size_t outlen)
 {
-	json_t *root = json_loadb(body, len, CTL_JSON_FLAGS, NULL);
-	const char *code = json_string_value(json_object_get(root, "code"));
-	const char *msg = json_string_value(json_object_get(root, "message"));
+	size_t n = 0;
 
-	if (outlen)
-		out[0] = '\0';
-	if (code && outlen) {
-		snprintf(out, outlen, "%s%s%s", code, msg ? ": " : "", msg ? msg : "");
-		for (char *s = out; *s; s++)
-			if ((unsigned char)*s < 0x20 || *s == 0x7f)
-				*s = ' ';
+	if (outlen < 5) {
+		if (outlen)
+			out[0] = '\0';
+		return;
 	}
-	json_decref(root);
+	for (; n < len && n < outlen - 4; n++)
+		out[n] = body[n] >= 0x20 && body[n] < 0x7f ? body[n] : '?';
+	if (n && (cut || n < len))
+		memcpy(out + n, "...", 3), n += 3;
+	out[n] = '\0';
+}
+
+size_t ctl_msg_values(const char *body, size_t len, size_t limit)
+{
+	size_t n = 1;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len && n <= limit; i++) {
+		char ch = body[i];
+
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == ',' || ch == ':' || ch == '{' || ch == '[') {
+			n++;
+		}
+	}
+	return n;
 }
 
 /* The host is url_host's; a URL without one (config refuses it) is not

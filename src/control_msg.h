@@ -68,9 +68,21 @@ char *ctl_msg_credential_json(const struct ctl_credential *c);
 int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
 		   size_t errlen);
 
-/* A Connect error answer ({"code":..., "message":...}) as "code: message"
- * (control characters dropped) in out; "" when body is not one. */
-void ctl_msg_error(const char *body, size_t len, char *out, size_t outlen);
+/* The JSON values an answer may hold (objects, arrays, members, elements):
+ * a good answer has a few per route. jansson spends up to 80 times an
+ * answer's size on its tree when every value is an empty object; past this
+ * count the answer is refused before it is parsed. */
+#define CTL_ANSWER_VALUES_MAX (16u * SNI_CONTROL_ROUTES_MAX + 1024u)
+
+/* The JSON values in body, strings skipped: an upper bound of what jansson
+ * would build (commas, colons and openings outside strings, plus one).
+ * Stops counting past limit (returns limit + 1). */
+size_t ctl_msg_values(const char *body, size_t len, size_t limit);
+
+/* The first bytes of an error answer, for the log and never parsed: at
+ * most outlen - 4 of them, control and non-ASCII bytes as '?', "..." after
+ * when cut (the body was longer, or cut says it was cut off). "" when empty. */
+void ctl_msg_error_text(const char *body, size_t len, bool cut, char *out, size_t outlen);
 
 /* True when url is http:// and its host is not a loopback address
  * (127.0.0.0/8, ::1, localhost, *.localhost): the tokens would cross a

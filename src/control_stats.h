@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "control_upstream.h"
+
 /* The result of one enrolment or heartbeat (a metric label each). */
 enum ctl_result {
 	CTL_OK,		 /* 2xx and a good answer */
@@ -18,6 +20,7 @@ enum ctl_result {
 	CTL_NETWORK,	 /* no connection (refused, unreachable, name, TLS) */
 	CTL_BAD_ANSWER,	 /* 2xx with malformed JSON or a bad route */
 	CTL_STATE_ERROR, /* enrolled, but the credential could not be written */
+	CTL_TOO_LARGE,	 /* an answer past control-max-answer, cut off unread */
 	CTL_RESULT_COUNT
 };
 
@@ -32,6 +35,7 @@ static inline const char *ctl_result_name(enum ctl_result r)
 	    [CTL_NETWORK] = "network_error",
 	    [CTL_BAD_ANSWER] = "bad_answer",
 	    [CTL_STATE_ERROR] = "state_error",
+	    [CTL_TOO_LARGE] = "too_large",
 	};
 	return (unsigned)r < CTL_RESULT_COUNT ? names[r] : "unknown";
 }
@@ -47,6 +51,8 @@ struct control_stats {
 	uint64_t next_attempt;	 /* unix seconds of the next enrolment or heartbeat */
 	uint32_t failures;	 /* consecutive failed heartbeats (or enrolments, before) */
 	uint64_t routes;	 /* routes in the set in force */
+	/* Routes of the last good answer dropped, by why (the refused ones). */
+	uint64_t routes_refused[CTL_UPSTREAM_WHYS];
 	uint64_t heartbeats[CTL_RESULT_COUNT];
 	uint64_t enrolments[CTL_RESULT_COUNT];
 };

@@ -852,7 +852,8 @@ static int control_routes(void *arg, const struct sni_route *list, size_t n, cha
 	return sni_set_control_routes(&d->sni, list, n, err, errlen);
 }
 
-/* The control-plane client, when control-url is set. Returns 0 or the exit
+/* The control-plane client, when control-url is set; its thread starts
+ * with control_run, once every listener is up. Returns 0 or the exit
  * status. */
 static int open_control(struct daemon *d)
 {
@@ -864,6 +865,10 @@ static int open_control(struct daemon *d)
 				     .timeout_ms = conf->control_timeout_ms,
 				     .backoff_min_ms = conf->control_backoff_min_ms,
 				     .backoff_max_ms = conf->control_backoff_max_ms,
+				     .max_answer = conf->control_max_answer,
+				     .conf = conf,
+				     .local = d->sni.local,
+				     .nlocal = d->sni.nlocal,
 				     .version = ETRELAY_VERSION,
 				     .report = control_report,
 				     .routes = control_routes,
@@ -873,7 +878,7 @@ static int open_control(struct daemon *d)
 
 	if (!conf->control_url[0])
 		return 0;
-	if (control_start(&d->control, &cc, err, sizeof(err)) < 0) {
+	if (control_open(&d->control, &cc, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return EXIT_CONFIG;
 	}
@@ -971,6 +976,12 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 			log_warnx("ops plane: %s", err);
 			return EXIT_CONFIG;
 		}
+	}
+	/* Last: an enrolment spends the bootstrap token, so none is sent by a
+	 * start that could still fail. */
+	if (d->control && (rc = control_run(d->control)) < 0) {
+		log_warnx("control: thread: %s", strerror(-rc));
+		return EXIT_FAILURE;
 	}
 	d->watchdog_period = sdnotify_watchdog_ns();
 	if (getenv("NOTIFY_SOCKET"))

@@ -698,7 +698,8 @@ static void control(FILE *f, struct control_stats *cs)
 	pthread_mutex_unlock(&cs->lock);
 	family(f, "etrelay_control_heartbeats_total", "counter",
 	       "Heartbeats to the control plane, by result (ok, refused: a 4xx other than 429, "
-	       "http_error, timeout, network_error, bad_answer: malformed JSON or a bad route).");
+	       "http_error, timeout, network_error, bad_answer: malformed JSON or a bad route, "
+	       "too_large: an answer past control-max-answer, cut off unread).");
 	for (unsigned r = 0; r < CTL_RESULT_COUNT; r++)
 		if (r != CTL_STATE_ERROR)
 			sample(f, "etrelay_control_heartbeats_total",
@@ -710,8 +711,19 @@ static void control(FILE *f, struct control_stats *cs)
 		sample(f, "etrelay_control_enrolments_total", LABELS("result", ctl_result_name(r)),
 		       s.enrolments[r]);
 	family(f, "etrelay_control_routes", "gauge",
-	       "SNI routes in the set of the last good heartbeat answer.");
+	       "SNI routes in the set of the last good heartbeat answer, less those refused "
+	       "for their upstream.");
 	sample(f, "etrelay_control_routes", NO_LABELS, s.routes);
+	family(f, "etrelay_control_routes_refused", "gauge",
+	       "Routes of the last good heartbeat answer dropped for their upstream, by reason "
+	       "(listener: one of the relay's own; host: this host, not allowed alone; private: "
+	       "private or link-local, in no control-allow-upstream block; reserved: not global "
+	       "unicast); the other routes apply.");
+	for (unsigned w = 0; w < CTL_UPSTREAM_WHYS; w++)
+		if (!ctl_upstream_ok((enum ctl_upstream_why)w))
+			sample(f, "etrelay_control_routes_refused",
+			       LABELS("reason", ctl_upstream_why_name((enum ctl_upstream_why)w)),
+			       s.routes_refused[w]);
 	family(f, "etrelay_control_last_success_timestamp_seconds", "gauge",
 	       "Unix time of the last good heartbeat; 0 before the first.");
 	sample(f, "etrelay_control_last_success_timestamp_seconds", NO_LABELS, s.last_success);

@@ -1694,9 +1694,12 @@ CONTROL_NO_PROXY = {"no_proxy": "*", "NO_PROXY": "*", "http_proxy": None, "HTTP_
 class ControlPlane:
     """The stand-in. enroll and heartbeat are the scripted answers:
     "ok", a status number, "hang" (answered after hang seconds, longer
-    than the client waits), "bad_json", "bad_route", or "redirect" (a 307
-    to location). routes is the set
-    a good heartbeat is answered with (dicts as the JSON has them)."""
+    than the client waits), "bad_json", "bad_route", "redirect" (a 307
+    to location), or "huge" (huge_bytes of valid JSON, every value an
+    empty object, with status huge_status, framed as huge_framing: "length"
+    (Content-Length), "chunked" or "close" (neither: the body ends with the
+    connection), streamed). routes is the set a good heartbeat is answered
+    with (dicts as the JSON has them)."""
 
     def __init__(self, hang=2.5):
         self.lock = threading.Lock()
@@ -1707,6 +1710,9 @@ class ControlPlane:
         self.stop = threading.Event()
         self.hang = hang
         self.location = None
+        self.huge_bytes = 64 << 20
+        self.huge_status = 200
+        self.huge_framing = "length"
         cp = self
 
         class Handler(_http_server.BaseHTTPRequestHandler):
@@ -1726,6 +1732,7 @@ class ControlPlane:
                     mode = cp.enroll if path == CONTROL_ENROLL else cp.heartbeat
                     location = cp.location
                     sets = list(cp.routes)
+                    huge = (cp.huge_bytes, cp.huge_status, cp.huge_framing)
                 if mode == "hang":
                     cp.stop.wait(cp.hang)
                     mode = "ok"
@@ -1741,6 +1748,8 @@ class ControlPlane:
                         self.end_headers()
                     except OSError:
                         pass
+                elif mode == "huge":
+                    self.stream_huge(*huge)
                 elif mode == "bad_json":
                     self.answer(200, b'{"sniRoutes": [')
                 elif mode == "bad_route":
@@ -1749,6 +1758,39 @@ class ControlPlane:
                         {"name": "bad.example.com", "upstream": "backend.internal:443"}]})
                 else:
                     self.answer(int(mode), {"code": "unavailable", "message": "scripted"})
+
+            def stream_huge(self, size, status, framing):
+                head = b'{"sniRoutes":[],"x":['
+                piece = b"{}," * 21845  # 65535 bytes
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    if framing == "length":
+                        self.send_header("Content-Length", str(size))
+                    elif framing == "chunked":
+                        self.send_header("Transfer-Encoding", "chunked")
+                    else:
+                        self.send_header("Connection", "close")
+                        self.close_connection = True
+                    self.end_headers()
+
+                    def out(b):
+                        if framing == "chunked":
+                            self.wfile.write(b"%x\r\n" % len(b) + b + b"\r\n")
+                        else:
+                            self.wfile.write(b)
+                    out(head)
+                    left = size - len(head) - 3
+                    while left > 0 and not cp.stop.is_set():
+                        b = piece[:left - left % 3] if left < len(piece) else piece
+                        b = b or b" " * left
+                        out(b)
+                        left -= len(b)
+                    out(b"0]}")
+                    if framing == "chunked":
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the client cut it off
 
             def answer(self, status, obj):
                 data = obj if isinstance(obj, bytes) else _json.dumps(obj).encode()
@@ -1761,7 +1803,16 @@ class ControlPlane:
                 except OSError:
                     pass  # the client gave up (a hang past its timeout)
 
-        self.server = _http_server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        # a drawn port below the ephemeral range (bind(0) would hand out
+        # one a client socket of a test beside this one may take next)
+        for attempt in range(20):
+            try:
+                self.server = _http_server.ThreadingHTTPServer((LOOPBACK, free_tcp_port()),
+                                                               Handler)
+                break
+            except OSError:
+                if attempt == 19:
+                    raise
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://{LOOPBACK}:{self.port}"

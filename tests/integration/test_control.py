@@ -70,7 +70,9 @@ def metrics(port, tok):
 def start(ctx, cp, gs, state, extra=(), env=None, ops=None):
     args = ["--upstream", f"127.0.0.1:{gs.port}", "--master", "127.0.0.1:9",
             "--control-url", cp.url, "--state-directory", state,
-            "--control-interval", "500ms", "--control-timeout", "1s"] + list(extra)
+            "--control-interval", "500ms", "--control-timeout", "1s",
+            # the routes' upstreams are in 10.0.0.0/24: private, allowed
+            "--control-allow-upstream", "10.0.0.0/24"] + list(extra)
     if ops:
         args += ["--ops-listen", f"127.0.0.1:{ops}"]
     e = dict(NO_PROXY)
@@ -167,8 +169,8 @@ def enrol_once_and_route_sets(ctx):
     # failures keep the last good set; the relay goes on (bad_route after
     # another result: the same result twice in a row is not logged again)
     for mode, rx, result in (
-            ("503", r"^control: heartbeat failed \(HTTP 503, unavailable: scripted\); keeping "
-                    r"the last 1 route", "http_error"),
+            ("503", r'^control: heartbeat failed \(HTTP 503: \{"code": "unavailable", '
+                    r'"message": "scripted"\}\); keeping the last 1 route', "http_error"),
             ("bad_json", r"^control: heartbeat failed \(not JSON .*\); keeping the last 1 route",
              "bad_answer"),
             ("401", r"^control: heartbeat refused \(HTTP 401.*the control plane refused the "

@@ -12,7 +12,10 @@ connection gets zero bytes then EOF. a.test moved in place to backend 2
 closes its open session and new ones reach backend 2; b.test's session
 (route unchanged) stays. A control-plane route named like the file's route:
 on edge the file's wins, logged once across heartbeats; on other the control
-plane's is in force. A 503 and a hanging control plane keep set B in force.
+plane's is in force. Routes to the relay's own listeners, this host, a
+private or link-local network or a multicast address are dropped (logged
+once, counted by reason), the rest of their set applies. A 503 and a
+hanging control plane keep set B in force.
 /lifecycle and the metrics (etrelay_sni_routes, etrelay_control_routes)
 count both kinds of routes throughout."""
 
@@ -92,7 +95,9 @@ def routes_follow_the_control_plane(ctx):
     with open(conf, "w") as f:
         # other has no route of its own: only the control plane's (the
         # smaller max-connections keep two listeners within 20000 fds)
-        f.write(f"[sni edge]\nlisten {H.LOOPBACK}:{port}\n"
+        # the backends are on loopback: allowed, that address alone
+        f.write(f"control-allow-upstream {H.LOOPBACK}\n"
+                f"[sni edge]\nlisten {H.LOOPBACK}:{port}\n"
                 f"route file.test {H.LOOPBACK}:{bf.port}\nmax-connections 1024\n"
                 f"[sni other]\nlisten {H.LOOPBACK}:{port2}\nmax-connections 1024\n")
     tokf = os.path.join(tmp, "token")
@@ -187,6 +192,42 @@ def routes_follow_the_control_plane(ctx):
     curl(port2, "file.test", b1, "file.test on listener other")
     expect_counts(ops, 3, 3, 3, "file.test shadowed")
 
+    # Routes whose upstream is the relay itself, this host, a private or
+    # link-local network (the cloud's metadata service) or no unicast
+    # address are dropped, each logged once with its reason and counted;
+    # the rest of the set applies.
+    m = relay.mark()
+    bad = [("ops.test", f"{H.LOOPBACK}:{ops}", "listener", "the relay's own ops listener"),
+           ("self.test", f"{H.LOOPBACK}:{port2}", "listener",
+            "the relay's own SNI listener other"),
+           ("redis.test", "[::ffff:127.0.0.2]:6379", "host", "an address of this host"),
+           ("lo6.test", "[::1]:6379", "host", "an address of this host"),
+           ("meta.test", "169.254.169.254:80", "private", "a private or link-local"),
+           ("lan.test", "10.1.2.3:443", "private", "a private or link-local"),
+           ("mcast.test", "224.0.0.1:443", "reserved", "not a globally reachable")]
+    cp.set(routes=[route("a.test", b2)] + [{"name": n, "upstream": u} for n, u, _, _ in bad]
+           + [route("b.test", b2)])
+    relay.wait_for_line(r"^control: heartbeat ok, 2 routes$", T(3), start=m)
+    for name, up, reason, why in bad:
+        rx = (rf"^control: route {name}: upstream {H.re.escape(up)} refused \({reason}\): "
+              rf".*{H.re.escape(why)}.*; the other routes apply$")
+        relay.wait_for_line(rx, T(1), start=m, what=name)
+    n = len(cp.of(H.CONTROL_HEARTBEAT))
+    H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 3, T(3), "three more heartbeats")
+    H.expect_eq(relay.count(r"^control: route \S+: upstream .* refused", m), len(bad),
+                "log lines for the refused routes over 3+ heartbeats")
+    s = H.parse_metrics(H.http_request(ops, "GET", "/metrics").text)
+    H.expect_eq({r: H.metric_value(s, "etrelay_control_routes_refused", reason=r)
+                 for r in ("listener", "host", "private", "reserved")},
+                {"listener": 2, "host": 2, "private": 2, "reserved": 1},
+                "etrelay_control_routes_refused by reason")
+    expect_counts(ops, 3, 2, 2, "refused routes dropped")
+    still_open([sa, sb, sf], "refused routes dropped")
+    curl(port, "a.test", b2, "refused routes dropped")
+    curl(port2, "b.test", b2, "refused routes dropped, listener other")
+    for name, _, _, _ in bad:
+        refused(port2, hello(name), f"refused route {name}")
+
     # Set B again, then a 503 and a hanging control plane keep it in force.
     m = relay.mark()
     cp.set(routes=set_b)
@@ -210,10 +251,11 @@ def routes_follow_the_control_plane(ctx):
     for t in (sb, sf):
         t.close()
     # Each refusal above was for the name: c.test and three of a.test on
-    # edge; file.test and three of a.test on other.
+    # edge; file.test, the refused routes' names and three of a.test on other.
     s = H.parse_metrics(H.http_request(ops, "GET", "/metrics").text)
     H.expect_eq([H.metric_value(s, "etrelay_sni_connections_total", listener=x,
-                                result="unknown_name") for x in ("edge", "other")], [4, 4],
+                                result="unknown_name") for x in ("edge", "other")],
+                [4, 4 + len(bad)],
                 "etrelay_sni_connections_total{result=unknown_name} of edge and other")
     ctx.check_relays_alive()
 

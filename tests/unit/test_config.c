@@ -3405,6 +3405,48 @@ static void test_config_control_bad_values_are_errors_naming_the_key(void **stat
 	assert_non_null(strstr(e.text, "t.conf:6: control-interval: a process-wide key"));
 }
 
+static void test_config_control_max_answer_and_allow_upstream(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1")), 0);
+	assert_int_equal(c.control_max_answer, 2u << 20);
+	assert_int_equal(c.ncontrol_allow, 0);
+	/* the command line's list replaces the file's */
+	assert_int_equal(run(&c, &e,
+			     "control-max-answer 512k\n"
+			     "control-allow-upstream 10.8.0.0/16\ncontrol-allow-upstream fd00::/8\n"
+			     "[relay a]\nupstream h:1\n",
+			     ARGV("--control-allow-upstream", "127.0.0.1")),
+			 0);
+	assert_int_equal(c.control_max_answer, 512u << 10);
+	assert_int_equal(c.ncontrol_allow, 1);
+	assert_int_equal(c.control_allow[0].bits, 32);
+	assert_int_equal(run(&c, &e,
+			     "control-allow-upstream 10.8.0.0/16\ncontrol-allow-upstream fd00::/8\n"
+			     "[relay a]\nupstream h:1\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.ncontrol_allow, 2);
+	assert_int_equal(c.control_allow[1].line, 2);
+	/* out of range, not a block, host bits: errors naming the line */
+	conf_defaults(&c);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(
+	    load(&c, &e,
+		 "control-max-answer 1k\ncontrol-max-answer 65M\n"
+		 "control-allow-upstream 10.8.0.1/16\ncontrol-allow-upstream cp.lan\n"),
+	    -1);
+	assert_errors(&e, 4);
+	assert_non_null(strstr(e.text, "t.conf:1: control-max-answer: invalid value '1k'"));
+	assert_non_null(strstr(e.text, "t.conf:2: control-max-answer: invalid value '65M'"));
+	assert_non_null(strstr(e.text, "did you mean 10.8.0.0/16?"));
+	assert_non_null(strstr(e.text, "t.conf:4: control-allow-upstream: invalid value"));
+	assert_int_equal(args(&c, &e, ARGV("--control-max-answer", "2x")), -1);
+}
+
 static void test_config_control_url_without_a_host_is_an_error_naming_the_line(void **state)
 {
 	struct etr_conf c;
@@ -3481,6 +3523,22 @@ static void test_config_control_timeout_above_interval_is_a_warning(void **state
 	c.control_timeout_ms = c.control_interval_ms + 1;
 	c.control_url[0] = '\0';
 	assert_int_equal(conf_control_warnings(&c, &w), 0);
+}
+
+static void test_config_control_allow_upstream_of_everything_is_a_warning(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(run(&c, &e,
+			     "control-url https://cp.example\ncontrol-allow-upstream 10.8.0.0/16\n"
+			     "control-allow-upstream ::/0\n[relay a]\nupstream h:1\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(conf_control_warnings(&c, &w), 1);
+	assert_err_line(&w, "t.conf:3: warning: control-allow-upstream ::/0", "metadata", NULL);
 }
 
 static void test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled(void **state)
@@ -3732,6 +3790,8 @@ int main(void)
 	    cmocka_unit_test(test_config_control_keys_default_off_with_documented_defaults),
 	    cmocka_unit_test(test_config_control_keys_from_the_file_and_the_command_line),
 	    cmocka_unit_test(test_config_control_bad_values_are_errors_naming_the_key),
+	    cmocka_unit_test(test_config_control_max_answer_and_allow_upstream),
+	    cmocka_unit_test(test_config_control_allow_upstream_of_everything_is_a_warning),
 	    cmocka_unit_test(test_config_control_url_without_a_host_is_an_error_naming_the_line),
 	    cmocka_unit_test(test_config_errors_of_two_keys_name_the_file_and_line),
 	    cmocka_unit_test(test_config_state_directory_must_be_absolute),

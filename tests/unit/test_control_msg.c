@@ -275,20 +275,56 @@ static void test_control_msg_one_bad_route_refuses_the_whole_set(void **state)
 			      "a.com");
 }
 
-static void test_control_msg_connect_error_is_named(void **state)
+static void test_control_msg_error_body_is_shown_not_parsed(void **state)
 {
-	const char *e = "{\"code\":\"unavailable\",\"message\":\"try\\nlater\"}";
-	char out[64];
+	const char *e = "{\"code\":\"unavailable\",\"message\":\"try\nlater\"}";
+	char out[64], small[12];
 
 	(void)state;
-	ctl_msg_error(e, strlen(e), out, sizeof(out));
-	assert_string_equal(out, "unavailable: try later");
-	ctl_msg_error("{\"code\":\"unauthenticated\"}", 26, out, sizeof(out));
-	assert_string_equal(out, "unauthenticated");
-	ctl_msg_error("<html>", 6, out, sizeof(out));
+	ctl_msg_error_text(e, strlen(e), false, out, sizeof(out));
+	assert_string_equal(out, "{\"code\":\"unavailable\",\"message\":\"try?later\"}");
+	/* longer than out: the first bytes, marked as cut */
+	ctl_msg_error_text(e, strlen(e), false, small, sizeof(small));
+	assert_string_equal(small, "{\"code\":...");
+	/* the transfer was cut off after what was kept */
+	ctl_msg_error_text("<html>", 6, true, out, sizeof(out));
+	assert_string_equal(out, "<html>...");
+	ctl_msg_error_text("\xff\x01ok", 4, false, out, sizeof(out));
+	assert_string_equal(out, "??ok");
+	ctl_msg_error_text("", 0, true, out, sizeof(out));
 	assert_string_equal(out, "");
-	ctl_msg_error("", 0, out, sizeof(out));
-	assert_string_equal(out, "");
+}
+
+static void test_control_msg_values_are_counted_outside_strings(void **state)
+{
+	const char *a = "{\"sniRoutes\":[{\"name\":\"a,b:{[\\\"\",\"upstream\":\"1.2.3.4:5\"}]}";
+
+	(void)state;
+	/* { : [ { : , : outside the strings, plus one */
+	assert_int_equal(ctl_msg_values(a, strlen(a), 100), 8);
+	assert_int_equal(ctl_msg_values("1", 1, 100), 1);
+	/* stops past the limit */
+	assert_int_equal(ctl_msg_values("[{},{},{},{},{}]", 16, 3), 4);
+}
+
+static void test_control_msg_an_answer_of_empty_objects_is_refused_unparsed(void **state)
+{
+	size_t n = 3 * (size_t)CTL_ANSWER_VALUES_MAX, o = 0;
+	char *body = malloc(n + 64), err[200] = "";
+	struct sni_route *list = NULL;
+	size_t count = 7;
+
+	(void)state;
+	assert_non_null(body);
+	o += (size_t)sprintf(body, "{\"sniRoutes\":[],\"x\":[");
+	while (o + 4 < n)
+		memcpy(body + o, "{},", 3), o += 3;
+	memcpy(body + o, "0]}", 3), o += 3;
+	assert_int_equal(ctl_msg_routes(body, o, &list, &count, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "JSON values, refused unparsed"));
+	assert_null(list);
+	assert_int_equal(count, 0);
+	free(body);
 }
 
 static void test_control_msg_cleartext_url_to_another_host_is_named(void **state)
@@ -378,7 +414,9 @@ int main(void)
 	    cmocka_unit_test(test_control_msg_an_empty_or_absent_route_list_is_no_route),
 	    cmocka_unit_test(test_control_msg_a_malformed_answer_is_refused),
 	    cmocka_unit_test(test_control_msg_one_bad_route_refuses_the_whole_set),
-	    cmocka_unit_test(test_control_msg_connect_error_is_named),
+	    cmocka_unit_test(test_control_msg_error_body_is_shown_not_parsed),
+	    cmocka_unit_test(test_control_msg_values_are_counted_outside_strings),
+	    cmocka_unit_test(test_control_msg_an_answer_of_empty_objects_is_refused_unparsed),
 	    cmocka_unit_test(test_control_msg_cleartext_url_to_another_host_is_named),
 	    cmocka_unit_test(test_control_msg_url_password_is_hidden_for_the_log),
 	    cmocka_unit_test(test_control_msg_url_without_a_host_has_none),

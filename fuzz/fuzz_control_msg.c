@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: ISC */
+/* libFuzzer harness for the control plane's answers: ctl_msg_routes,
+ * ctl_msg_credential, the value count that guards jansson, and the error
+ * text. Input: an answer body, as the control plane sends it. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control_msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *body = (const char *)data;
+	struct ctl_credential cred;
+	struct sni_route *list = NULL;
+	char err[512], text[64];
+	size_t n = 7, v;
+
+	memset(err, 'x', sizeof(err));
+	if (ctl_msg_routes(body, size, &list, &n, err, sizeof(err)) == 0) {
+		if (n > SNI_CONTROL_ROUTES_MAX || (n == 0) != (list == NULL))
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (!sni_routes_name_valid(list[i].name) ||
+			    (list[i].upstream.sa.sa_family != AF_INET &&
+			     list[i].upstream.sa.sa_family != AF_INET6))
+				abort();
+	} else if (list != NULL || n != 0 || memchr(err, '\0', sizeof(err)) == NULL) {
+		abort();
+	}
+	free(list);
+	memset(err, 'x', sizeof(err));
+	if (ctl_msg_credential(body, size, &cred, err, sizeof(err)) == 0) {
+		if (!cred.relay_id[0] || !cred.api_token[0])
+			abort();
+	} else if (memchr(err, '\0', sizeof(err)) == NULL) {
+		abort();
+	}
+	/* The count stops just past its limit, and only grows with the input. */
+	v = ctl_msg_values(body, size, 100);
+	if (v < 1 || v > 101 || (size && ctl_msg_values(body, size - 1, 100) > v))
+		abort();
+	ctl_msg_error_text(body, size, size & 1, text, sizeof(text));
+	if (strlen(text) > sizeof(text) - 1)
+		abort();
+	for (const char *s = text; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			abort();
+	return 0;
+}
