@@ -394,6 +394,17 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 	family(f, "etrelay_stream_read_stalls_total", "counter",
 	       "Stream reads that waited for a free chunk.");
 	sample(f, "etrelay_stream_read_stalls_total", NO_LABELS, LOOP_SUM(stream_stalls));
+	family(f, "etrelay_stream_pool_chunks", "gauge",
+	       "Stream read chunks in the pools, summed over the workers; of them, "
+	       "etrelay_stream_reserve_chunks are kept for reads that are not spliced bytes "
+	       "(ClientHellos, TURN over TCP and TLS).");
+	sample(f, "etrelay_stream_pool_chunks", NO_LABELS, LOOP_SUM(stream_pool));
+	family(f, "etrelay_stream_reserve_chunks", "gauge",
+	       "Stream read chunks that spliced bytes never take, summed over the workers.");
+	sample(f, "etrelay_stream_reserve_chunks", NO_LABELS, LOOP_SUM(stream_reserve));
+	family(f, "etrelay_stream_reserve_waits_total", "counter",
+	       "Reads of spliced bytes that waited because only the reserve was free.");
+	sample(f, "etrelay_stream_reserve_waits_total", NO_LABELS, LOOP_SUM(stream_reserve_waits));
 	family(f, "etrelay_accept_pauses_total", "counter",
 	       "Times a TCP listener stopped accepting for 100 ms: out of file descriptors or "
 	       "memory (EMFILE, ENFILE...).");

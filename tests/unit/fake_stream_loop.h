@@ -103,6 +103,7 @@ static const struct loop_ops fake_stream_ops = {
 	.listen = fake_listen,
 	.connect = fake_connect,
 	.stream_read = fake_stream_read,
+	.stream_read_bulk = fake_stream_read,
 	.stream_forward = fake_stream_forward,
 	.stream_send = fake_stream_send,
 };
