@@ -624,11 +624,18 @@ static void sni_listeners(FILE *f, struct sni_shared *sh)
 	family(f, "etrelay_sni_connections_ended_total", "counter",
 	       "Spliced connections closed, by reason: done (both sides closed), idle "
 	       "(idle-timeout), reset (a side reset or failed), revoked (its route was removed "
-	       "or changed), shutdown, banned (a ban-file reload banned its source).");
+	       "or changed), shutdown, banned (a ban-file reload banned its source), stalled (a "
+	       "side took no byte for send-timeout: both reset).");
 	EACH_SNI
 	for (unsigned e = 0; e < SNI_ENDS; e++)
 		sample(f, "etrelay_sni_connections_ended_total",
 		       LABELS("listener", NAME, "reason", sni_end_name(e)), t[i].ended[e]);
+
+	family(f, "etrelay_sni_reads_deferred_total", "counter",
+	       "Reads of spliced bytes put off because their source (an IPv4 address, an IPv6 "
+	       "/64, /56 or /48) held its share of the worker's stream chunks.");
+	EACH_SNI
+	sample(f, "etrelay_sni_reads_deferred_total", LABELS("listener", NAME), t[i].deferred);
 
 	family(f, "etrelay_sni_bytes_total", "counter",
 	       "Bytes spliced: up = client to upstream (the ClientHello included, a PROXY "
