@@ -32,7 +32,7 @@ struct fx {
 	struct loop loop;
 	struct endpoint_table ep;
 	struct sni_route routes[2];
-	int clients[8];
+	int clients[16];
 	unsigned nclients;
 };
 
