@@ -841,6 +841,34 @@ static void test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset(void **
 	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
 }
 
+/* While the worker's pool runs short (fewer than an eighth free outside
+ * the reserve), a side that takes nothing is reset after 5 s, not after
+ * send-timeout. */
+static void test_sni_a_short_pool_resets_a_stalled_side_sooner(void **state)
+{
+	struct fx *f = *state;
+	uint32_t timer;
+	int fd, ufd;
+
+	f->conf.send_timeout_ms = 60000;
+	atomic_store(&f->loop.st.stream_pool, 256);
+	atomic_store(&f->loop.st.stream_reserve, 32);
+	start(state);
+	fd = accept_one(f);
+	ufd = spliced(f, fd);
+	timer = endpoint_ref_id(f->l.slot_conns, 0);
+	deliver(f, ufd, "download", 8);
+	/* A pool with room: 6 s is not enough. */
+	atomic_store(&f->loop.st.stream_chunks, 100);
+	assert_true(endpoint_timer(&f->ep, timer, loop_now() + 6 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	/* 200 of 256 in use, 24 free outside the reserve: it is. */
+	atomic_store(&f->loop.st.stream_chunks, 200);
+	assert_true(endpoint_timer(&f->ep, timer, loop_now() + 6 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_STALLED]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+}
+
 /* Connect a.test on the newest connection fd and send its preread. */
 static int spliced_last(struct fx *f, int fd)
 {
@@ -974,6 +1002,7 @@ int main(void)
 		T(test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing),
 		T(test_sni_an_idle_splice_is_closed),
 		T(test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset),
+		T(test_sni_a_short_pool_resets_a_stalled_side_sooner),
 		T(test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back),
 		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
 		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
