@@ -15,6 +15,13 @@ through the relay to a TLS echo backend, tls.test) gets through 8 times of
 8 within seconds, and a TURN Binding request over TCP is answered, while
 the 192 connections still hang on (send-timeout is 60 s).
 
+many_sources: 18 addresses (127.0.3.x) with 16 such clients each (per
+worker), each address under its cap, pin the pool but its reserve: spliced
+reads wait (etrelay_stream_reserve_waits_total), yet a TURN Binding over
+TCP is answered and a ClientHello for an unknown name is read and refused
+(not preread_timeout), and with the pool short, stalled sides are reset
+after 5 s although send-timeout is 60 s.
+
 stalled: 8 such clients with send-timeout 1s: each is reset (ended
 stalled) within seconds, and the listener's memory goes back to 0.
 
@@ -26,6 +33,7 @@ before the next) at max-preread 8 at most 8 are open and the memory held
 is 8 prereads' worth (finding 9; the old relay held all 20, 1.2 MB)."""
 
 import os
+import resource
 import socket
 import sys
 import threading
@@ -179,6 +187,63 @@ def pinned(ctx):
     tls.close()
 
 
+def many_sources(ctx):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 3000:
+        raise H.TestSkip("the test needs 3000 file descriptors of its own")
+    flood = Flood(ctx)
+    tmp = ctx.tmpdir()
+    port, ops, tport = H.free_tcp_port(), H.free_tcp_port(), TU.free_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[sni stall]\nlisten {H.LOOPBACK}:{port}\n"
+                f"route big.test {H.LOOPBACK}:{flood.port}\n")
+    H.relay_env(ctx, TU.env(), "-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}",
+                "--turn-listen", f"127.0.0.1:{tport}", "--turn-tcp-listen",
+                f"127.0.0.1:{tport}", listen=False, open_limits=False,
+                ready_re=r"^sni stall listening on ")
+    H.wait_until(lambda: turn_binding(tport) is True, 5 * H.SLOW, "TURN over TCP answers")
+    held = []
+    try:
+        for i in range(16 * int(H.WORKERS)):
+            for a in range(18):
+                held.append(attacker(f"127.0.3.{a + 1}", port))
+
+        def m(name, **kw):
+            return H.metric_value(S.metrics(ops)[1], name, **kw) or 0
+        pool = 256 * int(H.WORKERS)
+        H.wait_until(lambda: m("etrelay_stream_chunks") >= pool - pool // 8, 10 * H.SLOW,
+                     "the pool pinned but for its reserve")
+        t0 = time.monotonic()
+        turn = turn_binding(tport)
+        c = socket.create_connection((H.LOOPBACK, port), timeout=5)
+        c.sendall(S.hello("nosuch.test"))
+        H.wait_until(lambda: m("etrelay_sni_connections_total", listener="stall",
+                               result="unknown_name") >= 1, 5 * H.SLOW,
+                     "a ClientHello read (and refused) while the pool is pinned")
+        c.close()
+        H.wait_until(lambda: m("etrelay_sni_connections_ended_total", listener="stall",
+                               reason="stalled") >= 1, 20 * H.SLOW,
+                     "stalled sides reset while the pool runs short (send-timeout 60s)")
+        took = time.monotonic() - t0
+        ctx.note(f"many_sources: {len(held)} clients from 18 addresses: "
+                 f"{m('etrelay_stream_chunks'):.0f} chunks in use, reserve waits "
+                 f"{m('etrelay_stream_reserve_waits_total'):.0f}; TURN over TCP: {turn}; "
+                 f"a hello read and refused; the first stalled reset after {took:.1f} s")
+        H.check(turn is True, f"TURN over TCP while the pool outside its reserve is pinned: "
+                f"{turn}")
+        H.check(m("etrelay_stream_reserve_waits_total") > 0, "spliced reads at the reserve")
+        H.expect_eq(m("etrelay_sni_connections_total", listener="stall",
+                      result="preread_timeout"), 0, "preread timeouts")
+    finally:
+        for c in held:
+            c.close()
+        flood.close()
+    ctx.check_relays_alive()
+
+
 def stalled(ctx):
     """send-timeout resets a side that takes nothing."""
     flood = Flood(ctx)
@@ -284,7 +349,7 @@ def connecting(ctx):
 
 
 def test(ctx):
-    H.run_parts(ctx, [pinned, stalled, connecting])
+    H.run_parts(ctx, [pinned, many_sources, stalled, connecting])
 
 
 if __name__ == "__main__":
