@@ -104,11 +104,13 @@ const char conf_usage[] =
 	"                            sends a PROXY v2 header first; repeatable\n"
 	"  In a [sni NAME] section:  listen ADDR:PORT, route NAME HOST:PORT [proxy-v2],\n"
 	"                            preread-timeout DUR (10s), connect-timeout DUR\n"
-	"                            (5s), idle-timeout DUR (300s), max-connections N\n"
-	"                            (4096), max-connections-per-ip N (64, per IPv4\n"
-	"                            address or IPv6 /64; 4x per /56, 8x per /48),\n"
-	"                            max-preread N (1024); a refused connection is\n"
-	"                            closed without a byte\n"
+	"                            (5s), idle-timeout DUR (300s), send-timeout DUR\n"
+	"                            (60s; a side that takes no spliced byte so long\n"
+	"                            is reset), max-connections N (4096),\n"
+	"                            max-connections-per-ip N (64, per IPv4 address or\n"
+	"                            IPv6 /64; 4x per /56, 8x per /48), max-preread N\n"
+	"                            (1024); a refused connection is closed without a\n"
+	"                            byte\n"
 	"TURN relay (RFC 8656; a [turn NAME] section in a config file, whose keys are\n"
 	"these without turn-):\n"
 	"  --turn-listen ADDR[:PORT] UDP address of a TURN listener (port 3478)\n"
@@ -576,6 +578,7 @@ void conf_sni_defaults(struct sni_conf *s)
 	s->preread_timeout_ms = CONF_SNI_PREREAD_TIMEOUT;
 	s->connect_timeout_ms = CONF_SNI_CONNECT_TIMEOUT;
 	s->idle_timeout_ms = CONF_SNI_IDLE_TIMEOUT;
+	s->send_timeout_ms = CONF_SNI_SEND_TIMEOUT;
 	s->max_connections = CONF_SNI_MAX_CONNECTIONS;
 	s->max_per_ip = CONF_SNI_MAX_PER_IP;
 	s->max_preread = CONF_SNI_MAX_PREREAD;
@@ -1564,6 +1567,8 @@ static void sni_key(struct etr_conf *c, struct sni_conf *s, const char *key, con
 		why = conf_parse_duration(v, &s->connect_timeout_ms, false) < 0 ? dur : NULL;
 	} else if (strcmp(key, "idle-timeout") == 0) {
 		why = conf_parse_duration(v, &s->idle_timeout_ms, false) < 0 ? dur : NULL;
+	} else if (strcmp(key, "send-timeout") == 0) {
+		why = conf_parse_duration(v, &s->send_timeout_ms, false) < 0 ? dur : NULL;
 	} else if (strcmp(key, "max-connections") == 0) {
 		why = sni_count(v, &s->max_connections);
 	} else if (strcmp(key, "max-connections-per-ip") == 0) {
@@ -1572,8 +1577,8 @@ static void sni_key(struct etr_conf *c, struct sni_conf *s, const char *key, con
 		why = sni_count(v, &s->max_preread);
 	} else {
 		err_add(e, "%s:%u: unknown key '%s' in an [sni] section (listen, route, "
-			   "preread-timeout, connect-timeout, idle-timeout, max-connections, "
-			   "max-connections-per-ip, max-preread)",
+			   "preread-timeout, connect-timeout, idle-timeout, send-timeout, "
+			   "max-connections, max-connections-per-ip, max-preread)",
 			path, lineno, key);
 		return;
 	}

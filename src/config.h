@@ -126,6 +126,7 @@
 #define CONF_SNI_PREREAD_TIMEOUT (10 * 1000ull) /* ms */
 #define CONF_SNI_CONNECT_TIMEOUT (5 * 1000ull)  /* ms */
 #define CONF_SNI_IDLE_TIMEOUT (300 * 1000ull)   /* ms */
+#define CONF_SNI_SEND_TIMEOUT (60 * 1000ull)    /* ms */
 #define CONF_SNI_MAX_CONNECTIONS 4096
 #define CONF_SNI_MAX_PER_IP 64
 #define CONF_SNI_MAX_PREREAD 1024
@@ -268,6 +269,7 @@ struct sni_conf {
 	bool listen_set;
 	union etr_sockaddr listen;
 	uint64_t preread_timeout_ms, connect_timeout_ms, idle_timeout_ms;
+	uint64_t send_timeout_ms; /* a side that takes no spliced byte this long is reset */
 	uint32_t max_connections; /* in all, across the workers */
 	uint32_t max_per_ip;      /* from one IPv4 address or IPv6 /64 */
 	uint32_t max_preread;     /* still reading their ClientHello */

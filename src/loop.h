@@ -102,6 +102,9 @@ struct loop_stats {
 	_Atomic uint64_t stream_rx_bytes;    /* bytes handed up by on_stream */
 	_Atomic uint64_t stream_tx_bytes;    /* bytes stream sends put with the kernel */
 	_Atomic uint64_t accept_pauses;      /* listeners paused: out of fds or memory */
+	_Atomic uint64_t stream_pool;        /* chunks in the stream pool (a constant) */
+	_Atomic uint64_t stream_reserve;     /* of them, those bulk reads never take */
+	_Atomic uint64_t stream_reserve_waits; /* bulk reads that waited: only the reserve free */
 };
 
 struct loop_conf {
@@ -166,6 +169,7 @@ struct loop_ops {
 	int (*connect)(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
 		       uint32_t id);
 	int (*stream_read)(struct loop *l, int fd, uint32_t id);
+	int (*stream_read_bulk)(struct loop *l, int fd, uint32_t id);
 	int (*stream_forward)(struct loop *l, int fd, struct loop_dgram *d, uint32_t id);
 	int (*stream_send)(struct loop *l, int fd, const void *buf, size_t len, uint32_t id);
 };
@@ -208,6 +212,14 @@ struct loop_ops {
  *                        that races with data already on its way, and the
  *                        per-connection bound would be lost). An idle
  *                        connection holds no buffer.
+ *   stream_read_bulk(l, fd, id)  the same, for bytes a relay passes on
+ *                        (spliced data, which a peer that stops reading
+ *                        can pin): it never takes the pool's reserve
+ *                        (LOOP_STREAM_RESERVE), and waits, counted in
+ *                        stream_reserve_waits, while only the reserve is
+ *                        free. stream_read (a ClientHello, a TURN frame)
+ *                        takes any free chunk, the reserve last: a pool
+ *                        pinned by bulk data still reads those.
  *   stream_forward(l, fd, d, id)  send all of d (received by on_stream, of
  *                        any stream) on fd, without a copy: the loop keeps
  *                        d's buffer, resends the unsent tail of a short
@@ -260,6 +272,11 @@ struct loop_ops {
  * and nginx's buffers: a receive and a send per chunk are most of what a
  * spliced GB costs besides the kernel's copies (bench/results/sni.md). */
 #define LOOP_STREAM_CHUNKS 256
+/* The pool's reserve for stream_read: an eighth (32 chunks, 2 MiB, of the
+ * default pool; none in a pool under 8 chunks). On io_uring it is a
+ * provided-buffer ring of its own, which a read tries when the main one
+ * is empty; on epoll a count of the free list. */
+#define LOOP_STREAM_RESERVE(chunks) ((chunks) / 8)
 
 extern const struct loop_ops loop_uring_ops;
 extern const struct loop_ops loop_epoll_ops;

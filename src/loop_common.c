@@ -15,6 +15,8 @@ int loop_base_init(struct loop_base *b, const struct loop_handler *h, const stru
 	b->armed = UINT64_MAX;
 	b->gro = c->gso && gso_supported();
 	b->stream_chunks = c->stream_chunks ? c->stream_chunks : LOOP_STREAM_CHUNKS;
+	STAT_SET(b->st.stream_pool, b->stream_chunks);
+	STAT_SET(b->st.stream_reserve, LOOP_STREAM_RESERVE(b->stream_chunks));
 	timers_init(&b->timers);
 	timer_init(&b->accept_timer, 0);
 	return fdtab_init(&b->fds, c->max_sockets, b->gro ? GSO_ANY : 0);
@@ -123,6 +125,7 @@ int streams_ready(struct loop_base *b, void (*recycle)(struct loop *l, uint32_t 
 	if (!x)
 		return -ENOMEM;
 	x->nread = b->stream_chunks;
+	x->nreserve = LOOP_STREAM_RESERVE(x->nread);
 	x->nuser = LOOP_STREAM_USER_MIN;
 	/* Untouched chunks cost no memory: an idle pool is address space. */
 	x->arena = mmap(NULL, (size_t)x->nread * STREAM_STRIDE, PROT_READ | PROT_WRITE,
@@ -445,15 +448,22 @@ void stream_stall(struct loop_base *b, struct lstream *s)
 	x->stalled[x->nstalled++] = s->slot;
 }
 
-struct lstream *stream_unstall(struct loop_base *b)
+struct lstream *stream_unstall(struct loop_base *b, bool bulk)
 {
 	struct loop_streams *x = b->sx;
-	struct lstream *s;
+	struct lstream *s = NULL;
+	unsigned i;
 
-	if (!x || x->nstalled == 0)
+	if (!x)
 		return NULL;
-	s = x->sv[x->stalled[0]];
-	memmove(x->stalled, x->stalled + 1, (x->nstalled - 1) * sizeof(*x->stalled));
+	for (i = 0; i < x->nstalled; i++) {
+		s = x->sv[x->stalled[i]];
+		if (bulk || !s->bulk)
+			break;
+	}
+	if (i == x->nstalled)
+		return NULL;
+	memmove(x->stalled + i, x->stalled + i + 1, (x->nstalled - i - 1) * sizeof(*x->stalled));
 	x->nstalled--;
 	s->flags &= (uint8_t)~SF_STALLED;
 	return s;

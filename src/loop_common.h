@@ -119,6 +119,8 @@ struct lstream {
 	uint8_t flags;
 	uint8_t inflight;   /* io_uring: requests the kernel holds */
 	uint32_t events;    /* epoll: the interest registered, 0 for none */
+	bool bulk;          /* the read asked for is stream_read_bulk's */
+	uint8_t group;      /* io_uring: the buffer group the read is armed on */
 	int conn_res;       /* epoll: connect(2)'s own answer when not EINPROGRESS */
 	uint32_t acc_id, read_id, conn_id;
 	uint32_t qhead, qtail; /* sends, oldest first (chunks) */
@@ -138,6 +140,7 @@ struct lchunk {
 struct loop_streams {
 	uint8_t *arena;
 	unsigned nread, nuser; /* c holds nread + nuser entries */
+	unsigned nreserve;     /* the last nreserve read chunks: LOOP_STREAM_RESERVE */
 	struct lchunk *c;
 	uint32_t *rfree, *ufree; /* free read chunks (epoll), free user sends */
 	unsigned nrfree, nufree;
@@ -196,9 +199,11 @@ void streams_complete(struct loop *l);
  * goes back unless it was forwarded. */
 void stream_deliver(struct loop *l, struct lstream *s, uint32_t c, size_t len, uint64_t now);
 
-/* s's read waits for a chunk / the oldest such stream (NULL: none). */
+/* s's read waits for a chunk / the oldest such stream (NULL: none); with
+ * bulk false, the oldest whose read is not a bulk one (only the reserve
+ * is free). */
 void stream_stall(struct loop_base *b, struct lstream *s);
-struct lstream *stream_unstall(struct loop_base *b);
+struct lstream *stream_unstall(struct loop_base *b, bool bulk);
 
 /* The ops every backend shares. */
 int loop_common_timer_set(struct loop *l, struct timer *t, uint64_t at);

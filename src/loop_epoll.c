@@ -489,7 +489,7 @@ static void s_recycle(struct loop *l, uint32_t c)
 	struct lstream *s;
 
 	x->rfree[x->nrfree++] = c;
-	if ((s = stream_unstall(&l->b)))
+	if ((s = stream_unstall(&l->b, x->nrfree > x->nreserve)))
 		s_sync(l, s);
 }
 
@@ -596,7 +596,9 @@ static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t eve
 	ssize_t n;
 	uint32_t c;
 
-	if (x->nrfree == 0) {
+	if (x->nrfree == 0 || (s->bulk && x->nrfree <= x->nreserve)) {
+		if (x->nrfree)
+			STAT_ADD(l->b.st.stream_reserve_waits, 1);
 		stream_stall(&l->b, s); /* s_sync drops EPOLLIN meanwhile */
 		return false;
 	}
@@ -756,7 +758,7 @@ static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int ep_stream_read(struct loop *l, int fd, uint32_t id)
+static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 {
 	int err;
 	struct lstream *s = s_get(l, fd, &err);
@@ -766,6 +768,7 @@ static int ep_stream_read(struct loop *l, int fd, uint32_t id)
 	if (s->flags & SF_READ)
 		return -EALREADY;
 	s->read_id = id;
+	s->bulk = bulk;
 	s->flags |= SF_READ;
 	if ((s->flags & (SF_MORE | SF_EOF)) && l->nready < EP_READY) {
 		l->ready[l->nready][0] = s->slot;
@@ -773,6 +776,16 @@ static int ep_stream_read(struct loop *l, int fd, uint32_t id)
 	}
 	s_sync(l, s);
 	return 0;
+}
+
+static int ep_stream_read(struct loop *l, int fd, uint32_t id)
+{
+	return s_read_ask(l, fd, id, false);
+}
+
+static int ep_stream_read_bulk(struct loop *l, int fd, uint32_t id)
+{
+	return s_read_ask(l, fd, id, true);
 }
 
 /* Sends on one fd leave in order: one written now when nothing waits
@@ -906,6 +919,7 @@ const struct loop_ops loop_epoll_ops = {
 	.listen = ep_listen,
 	.connect = ep_connect,
 	.stream_read = ep_stream_read,
+	.stream_read_bulk = ep_stream_read_bulk,
 	.stream_forward = ep_stream_forward,
 	.stream_send = ep_stream_send,
 };

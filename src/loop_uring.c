@@ -51,7 +51,7 @@ enum {
 	OP_SRECV,
 	OP_SSEND,
 };
-#define UR_SBGID 1 /* the stream pool's ring */
+#define UR_SBGID 1 /* the stream pool's ring; UR_SBGID + 1 its reserve's */
 #define UD(op, aux, id) ((uint64_t)(op) << 56 | (uint64_t)((aux)&0xffffff) << 32 | (id))
 #define UD_OP(u) ((unsigned)((u) >> 56))
 #define UD_AUX(u) ((unsigned)((u) >> 32 & 0xffffff))
@@ -99,10 +99,13 @@ struct loop {
 	struct __kernel_timespec ts;
 	unsigned timer_gen;
 
-	/* Streams (set up on first use): the read pool's own ring. */
-	struct io_uring_buf_ring *sbr;
-	unsigned sbr_entries; /* a power of two, >= the read chunks */
-	unsigned sring_free;  /* read chunks in the ring */
+	/* Streams (set up on first use): the read pool's own rings, [0] for
+	 * chunks [0, nread - nreserve), [1] for the reserve (the rest; no
+	 * ring when there is none). A read is armed on [0]; one that is not
+	 * bulk goes on to [1] when [0] is empty. */
+	struct io_uring_buf_ring *sbr[2];
+	unsigned sbr_entries[2]; /* a power of two, >= its chunks */
+	unsigned sring_free[2];  /* read chunks in each ring */
 	unsigned ssending;    /* stream sends the kernel holds */
 };
 
@@ -110,6 +113,7 @@ static void tx_flush(struct loop *l);
 static void on_ssend(struct loop *l, struct io_uring_cqe *cqe);
 static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now);
 static void s_unstall(struct loop *l);
+static void s_took(struct loop *l, uint32_t c);
 
 static struct io_uring_sqe *sqe_get(struct loop *l)
 {
@@ -281,8 +285,9 @@ static void ur_destroy(struct loop *l)
 	io_uring_queue_exit(&l->ring);
 	munmap(l->br, UR_NBUFS * sizeof(struct io_uring_buf));
 	munmap(l->bufs, (size_t)UR_NTX * UR_BUF_SIZE);
-	if (l->sbr)
-		munmap(l->sbr, l->sbr_entries * sizeof(struct io_uring_buf));
+	for (int g = 0; g < 2; g++)
+		if (l->sbr[g])
+			munmap(l->sbr[g], l->sbr_entries[g] * sizeof(struct io_uring_buf));
 	loop_base_free(&l->b);
 	free(l->stalled_fd);
 	free(l->stalled_id);
@@ -673,7 +678,7 @@ static int ur_run(struct loop *l)
 			arm_timer(l, at);
 		if (l->nstalled && l->free_bufs)
 			unstall(l);
-		if (l->b.sx && l->b.sx->nstalled && l->sring_free)
+		if (l->b.sx && l->b.sx->nstalled && (l->sring_free[0] || l->sring_free[1]))
 			s_unstall(l);
 		if (l->pend != TX_NONE)
 			tx_flush(l);
@@ -747,7 +752,7 @@ static void ur_flush(struct loop *l)
 			} else if (UD_OP(cqe->user_data) == OP_SRECV &&
 				   (cqe->flags & IORING_CQE_F_BUFFER)) {
 				/* Dropped, like datagrams. */
-				l->sring_free--;
+				s_took(l, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
 				chunk_take(&l->b, cqe->flags >> IORING_CQE_BUFFER_SHIFT, CH_USER);
 				chunk_put(&l->b, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
 			} else if (UD_OP(cqe->user_data) == OP_RECV &&
@@ -766,24 +771,65 @@ static void ur_flush(struct loop *l)
 	}
 }
 
-/* Streams. A read chunk goes back to the stream ring. */
+/* Streams. Which ring read chunk c belongs to. */
+static int s_group(const struct loop *l, uint32_t c)
+{
+	return c >= l->b.sx->nread - l->b.sx->nreserve;
+}
+
+/* A read chunk goes back to its stream ring. */
 static void s_recycle(struct loop *l, uint32_t c)
 {
 	struct loop_streams *x = l->b.sx;
+	int g = s_group(l, c);
 
-	io_uring_buf_ring_add(l->sbr, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK,
-			      (unsigned short)c, io_uring_buf_ring_mask(l->sbr_entries), 0);
-	io_uring_buf_ring_advance(l->sbr, 1);
+	io_uring_buf_ring_add(l->sbr[g], chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK,
+			      (unsigned short)c, io_uring_buf_ring_mask(l->sbr_entries[g]), 0);
+	io_uring_buf_ring_advance(l->sbr[g], 1);
 	x->c[c].state = CH_KERNEL;
-	l->sring_free++;
+	l->sring_free[g]++;
 }
 
-/* The stream pool and its ring, on first use: a daemon without streams
- * never registers it. */
-static int s_ready(struct loop *l)
+/* The kernel took read chunk c out of its ring. */
+static void s_took(struct loop *l, uint32_t c)
+{
+	l->sring_free[s_group(l, c)]--;
+}
+
+/* Stream ring g for n chunks: 0 or -errno. */
+static int s_ring(struct loop *l, int g, unsigned chunks)
 {
 	struct io_uring_buf_reg reg = { 0 };
 	unsigned n = 1;
+	int err;
+
+	while (n < chunks)
+		n <<= 1;
+	l->sbr[g] = mmap(NULL, n * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
+			 MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	if (l->sbr[g] == MAP_FAILED) {
+		l->sbr[g] = NULL;
+		return -ENOMEM;
+	}
+	reg.ring_addr = (uint64_t)(uintptr_t)l->sbr[g];
+	reg.ring_entries = n;
+	reg.bgid = (uint16_t)(UR_SBGID + g);
+	err = io_uring_register_buf_ring(&l->ring, &reg, 0);
+	if (err < 0) {
+		munmap(l->sbr[g], n * sizeof(struct io_uring_buf));
+		l->sbr[g] = NULL;
+		return err;
+	}
+	l->sbr_entries[g] = n;
+	io_uring_buf_ring_init(l->sbr[g]);
+	return 0;
+}
+
+/* The stream pool and its rings, on first use: a daemon without streams
+ * never registers them. */
+static int s_ready(struct loop *l)
+{
+	unsigned res;
 	int err;
 
 	if (l->b.sx)
@@ -793,27 +839,17 @@ static int s_ready(struct loop *l)
 	err = streams_ready(&l->b, s_recycle);
 	if (err)
 		return err;
-	while (n < l->b.sx->nread)
-		n <<= 1;
-	l->sbr = mmap(NULL, n * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
-		      MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	if (l->sbr == MAP_FAILED) {
-		l->sbr = NULL;
-		streams_free(&l->b);
-		return -ENOMEM;
+	res = l->b.sx->nreserve;
+	err = s_ring(l, 0, l->b.sx->nread - res);
+	if (!err && res && (err = s_ring(l, 1, res)) < 0) {
+		io_uring_unregister_buf_ring(&l->ring, UR_SBGID);
+		munmap(l->sbr[0], l->sbr_entries[0] * sizeof(struct io_uring_buf));
+		l->sbr[0] = NULL;
 	}
-	reg.ring_addr = (uint64_t)(uintptr_t)l->sbr;
-	reg.ring_entries = n;
-	reg.bgid = UR_SBGID;
-	err = io_uring_register_buf_ring(&l->ring, &reg, 0);
-	if (err < 0) {
-		munmap(l->sbr, n * sizeof(struct io_uring_buf));
-		l->sbr = NULL;
+	if (err) {
 		streams_free(&l->b);
 		return err;
 	}
-	l->sbr_entries = n;
-	io_uring_buf_ring_init(l->sbr);
 	for (unsigned i = 0; i < l->b.sx->nread; i++)
 		s_recycle(l, i);
 	return 0;
@@ -849,7 +885,8 @@ static int arm_accept(struct loop *l, struct lstream *s)
 	return 0;
 }
 
-static int arm_srecv(struct loop *l, struct lstream *s)
+/* A read on ring g (0: the main one, 1: the reserve). */
+static int arm_srecv(struct loop *l, struct lstream *s, int g)
 {
 	struct io_uring_sqe *sqe = sqe_get(l);
 
@@ -857,7 +894,8 @@ static int arm_srecv(struct loop *l, struct lstream *s)
 		return -EBUSY;
 	io_uring_prep_recv(sqe, s->fd, NULL, LOOP_STREAM_CHUNK, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = UR_SBGID;
+	sqe->buf_group = (uint16_t)(UR_SBGID + g);
+	s->group = (uint8_t)g;
 	io_uring_sqe_set_data64(sqe, UD(OP_SRECV, s->slot, 0));
 	s->inflight++;
 	return 0;
@@ -925,7 +963,7 @@ static int ur_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int ur_stream_read(struct loop *l, int fd, uint32_t id)
+static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 {
 	int err;
 	struct lstream *s = s_get(l, fd, &err);
@@ -935,10 +973,21 @@ static int ur_stream_read(struct loop *l, int fd, uint32_t id)
 	if (s->flags & SF_READ)
 		return -EALREADY;
 	s->read_id = id;
-	err = arm_srecv(l, s);
+	s->bulk = bulk;
+	err = arm_srecv(l, s, 0);
 	if (!err)
 		s->flags |= SF_READ;
 	return err;
+}
+
+static int ur_stream_read(struct loop *l, int fd, uint32_t id)
+{
+	return s_read_ask(l, fd, id, false);
+}
+
+static int ur_stream_read_bulk(struct loop *l, int fd, uint32_t id)
+{
+	return s_read_ask(l, fd, id, true);
 }
 
 /* Sends on one fd leave one at a time, in the order queued: the next goes
@@ -1038,7 +1087,7 @@ static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe
 	s->inflight--;
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		c = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-		l->sring_free--;
+		s_took(l, c);
 		chunk_take(&l->b, c, CH_USER);
 	}
 	if (s->flags & SF_DEAD) {
@@ -1048,8 +1097,13 @@ static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe
 		return;
 	}
 	if (res == -ENOBUFS) {
-		/* The pool is empty: the bytes wait in the socket until a
-		 * chunk comes back (run re-arms the oldest first). */
+		/* The main ring is empty: a read that is not bulk tries the
+		 * reserve; else the bytes wait in the socket until a chunk
+		 * comes back (run re-arms the oldest first). */
+		if (s->group == 0 && l->sbr[1] && !s->bulk && arm_srecv(l, s, 1) == 0)
+			return;
+		if (s->bulk && l->sring_free[1])
+			STAT_ADD(l->b.st.stream_reserve_waits, 1);
 		stream_stall(&l->b, s);
 		return;
 	}
@@ -1099,15 +1153,23 @@ static void on_ssend(struct loop *l, struct io_uring_cqe *cqe)
 	streams_complete(l);
 }
 
+/* Reads waiting for a chunk go on, oldest first, one per free chunk: on
+ * the main ring any of them, on the reserve's those that are not bulk. */
 static void s_unstall(struct loop *l)
 {
+	unsigned n[2] = { l->sring_free[0], l->sring_free[1] };
 	struct lstream *s;
 
-	for (unsigned n = l->sring_free; n > 0 && (s = stream_unstall(&l->b)); n--) {
-		if (arm_srecv(l, s) < 0) {
+	for (;;) {
+		int g = n[0] ? 0 : 1;
+
+		if (!n[g] || !(s = stream_unstall(&l->b, g == 0)))
+			return;
+		if (arm_srecv(l, s, g) < 0) {
 			stream_stall(&l->b, s);
-			break;
+			return;
 		}
+		n[g]--;
 	}
 }
 
@@ -1154,6 +1216,7 @@ const struct loop_ops loop_uring_ops = {
 	.listen = ur_listen,
 	.connect = ur_connect,
 	.stream_read = ur_stream_read,
+	.stream_read_bulk = ur_stream_read_bulk,
 	.stream_forward = ur_stream_forward,
 	.stream_send = ur_stream_send,
 };

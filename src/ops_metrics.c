@@ -397,6 +397,17 @@ static void loop_counters(FILE *f, const struct etr_stats *st)
 	family(f, "etrelay_stream_read_stalls_total", "counter",
 	       "Stream reads that waited for a free chunk.");
 	sample(f, "etrelay_stream_read_stalls_total", NO_LABELS, LOOP_SUM(stream_stalls));
+	family(f, "etrelay_stream_pool_chunks", "gauge",
+	       "Stream read chunks in the pools, summed over the workers; of them, "
+	       "etrelay_stream_reserve_chunks are kept for reads that are not spliced bytes "
+	       "(ClientHellos, TURN over TCP and TLS).");
+	sample(f, "etrelay_stream_pool_chunks", NO_LABELS, LOOP_SUM(stream_pool));
+	family(f, "etrelay_stream_reserve_chunks", "gauge",
+	       "Stream read chunks that spliced bytes never take, summed over the workers.");
+	sample(f, "etrelay_stream_reserve_chunks", NO_LABELS, LOOP_SUM(stream_reserve));
+	family(f, "etrelay_stream_reserve_waits_total", "counter",
+	       "Reads of spliced bytes that waited because only the reserve was free.");
+	sample(f, "etrelay_stream_reserve_waits_total", NO_LABELS, LOOP_SUM(stream_reserve_waits));
 	family(f, "etrelay_accept_pauses_total", "counter",
 	       "Times a TCP listener stopped accepting for 100 ms: out of file descriptors or "
 	       "memory (EMFILE, ENFILE...).");
@@ -616,11 +627,18 @@ static void sni_listeners(FILE *f, struct sni_shared *sh)
 	family(f, "etrelay_sni_connections_ended_total", "counter",
 	       "Spliced connections closed, by reason: done (both sides closed), idle "
 	       "(idle-timeout), reset (a side reset or failed), revoked (its route was removed "
-	       "or changed), shutdown, banned (a ban-file reload banned its source).");
+	       "or changed), shutdown, banned (a ban-file reload banned its source), stalled (a "
+	       "side took no byte for send-timeout: both reset).");
 	EACH_SNI
 	for (unsigned e = 0; e < SNI_ENDS; e++)
 		sample(f, "etrelay_sni_connections_ended_total",
 		       LABELS("listener", NAME, "reason", sni_end_name(e)), t[i].ended[e]);
+
+	family(f, "etrelay_sni_reads_deferred_total", "counter",
+	       "Reads of spliced bytes put off because their source (an IPv4 address, an IPv6 "
+	       "/64, /56 or /48) held its share of the worker's stream chunks.");
+	EACH_SNI
+	sample(f, "etrelay_sni_reads_deferred_total", LABELS("listener", NAME), t[i].deferred);
 
 	family(f, "etrelay_sni_bytes_total", "counter",
 	       "Bytes spliced: up = client to upstream (the ClientHello included, a PROXY "

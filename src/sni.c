@@ -16,7 +16,17 @@
  * Back-pressure is the loop's one-shot stream_read: a side is read again
  * while fewer than SNI_AHEAD of its chunks are on their way through the
  * other (a read-ahead of one chunk, so that receive and send overlap), so
- * a connection holds at most SNI_AHEAD chunks per direction. */
+ * a connection holds at most SNI_AHEAD chunks per direction. A peer that
+ * stops reading pins them; what bounds that (finding 1 of the attack round
+ * on the stream pool):
+ *   - spliced bytes are read with stream_read_bulk, which never takes the
+ *     pool's reserve: prereads and TURN over TCP/TLS still read;
+ *   - a source holds at most its cap of chunks (sni_pin.h), its further
+ *     bulk reads wait for one of them to come back;
+ *   - a side whose send makes no progress for send-timeout (SNI_PRESSED
+ *     when the pool runs short) is reset, ended stalled.
+ * A connection counts under max-preread until its upstream answered: what
+ * it read holds its memory while it connects too. */
 #include "sni.h"
 
 #include <errno.h>
@@ -30,6 +40,7 @@
 #include "log.h"
 #include "net.h"
 #include "proxy_v2.h"
+#include "sni_pin.h"
 
 /* A refused connection's linger: at most this long and this many chunks. */
 #define SNI_LINGER (2 * NS_PER_SEC)
@@ -39,6 +50,13 @@
  * sent; 4 * LOOP_STREAM_CHUNK (4 * 64 KiB) per connection while both
  * directions stream. */
 #define SNI_AHEAD 2
+/* send-timeout while the worker's stream pool runs short (an eighth of it
+ * free outside the reserve), when that is shorter; and how often a side
+ * with chunks in flight is looked at, so that the shorter limit applies
+ * soon after the pool runs short. */
+#define SNI_PRESSED (5 * NS_PER_SEC)
+/* Connections one returned chunk may wake (sni_pin_put). */
+#define SNI_WAKE_MAX 64
 /* A connection ref: index (16 bits), generation (7), side (1). */
 #define SNI_IDX_BITS 16
 #define SNI_IDX_MASK ((1u << SNI_IDX_BITS) - 1)
@@ -61,6 +79,7 @@ enum { SIDE_C = 0, SIDE_U = 1 };
 #define D_READING 1u /* a stream_read is out on this side */
 #define D_EOF 2u     /* it shut its side (no more reads) */
 #define D_SHUT 4u    /* and we shut the other's write side, all sent */
+#define D_DEFER 8u   /* its bulk read waits: its source holds its cap of chunks */
 
 struct sni_conn {
 	uint8_t state, gen;
@@ -75,6 +94,7 @@ struct sni_conn {
 	union etr_sockaddr peer, upstream;
 	struct timer timer;
 	uint64_t start, last;
+	uint64_t moved[2]; /* a direction's last progress (chunks in flight), by side read from */
 	/* Preread bytes at pre + PROXY_V2_MAX (the header goes in front);
 	 * pre_off..pre_end is what is left to send upstream. */
 	uint8_t *pre;
@@ -130,6 +150,120 @@ static int read_side(struct sni_listener *l, struct sni_conn *c, int side)
 	if (rc == 0)
 		c->dir[side] |= D_READING;
 	return rc;
+}
+
+static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why);
+
+/* Side s's next read of the splice: a bulk one (the pool's reserve is not
+ * for it), unless the source holds its cap of chunks; then the connection
+ * waits for one of them to come back (D_DEFER, woken by pin_gave). */
+static int splice_read(struct sni_listener *l, struct sni_conn *c, int side)
+{
+	struct sni_pin_key k[SNI_PIN_KEYS];
+	unsigned nk = sni_pin_keys(&c->peer, k);
+	int rc;
+
+	if (c->dir[side] & (D_READING | D_EOF | D_DEFER))
+		return 0;
+	if (!sni_pin_admit(&l->pin, k, nk, idx_of(l, c))) {
+		uint64_t at = loop_now() + SNI_PRESSED;
+
+		c->dir[side] |= D_DEFER;
+		ADD(l->stats.deferred, 1);
+		/* Tried again by conn_timer too, should no chunk come back. */
+		if (timer_sooner(&c->timer, at))
+			arm(l, c, at);
+		return 0;
+	}
+	rc = (l->ops->stream_read_bulk ? l->ops->stream_read_bulk : l->ops->stream_read)(
+	    l->loop, c->fd[side], conn_id(l, c, side));
+	if (rc == 0)
+		c->dir[side] |= D_READING;
+	return rc;
+}
+
+/* A connection whose source got a chunk back (or that waited long) reads
+ * its waiting sides. */
+static void pin_wake(struct sni_listener *l, uint32_t i)
+{
+	struct sni_conn *c = &l->conns[i];
+	uint64_t at = loop_now() + SNI_PRESSED;
+
+	if (c->state != C_SPLICE)
+		return;
+	/* Its place goes at conn_timer if its read brings nothing by then. */
+	if (sni_pin_woken(&l->pin, i) && timer_sooner(&c->timer, at))
+		arm(l, c, at);
+	for (int s = 0; s < 2; s++) {
+		if (!(c->dir[s] & D_DEFER))
+			continue;
+		c->dir[s] &= (uint8_t)~D_DEFER;
+		if (c->ahead[s] < SNI_AHEAD && splice_read(l, c, s) < 0) {
+			end(l, c, SNI_END_RESET);
+			return;
+		}
+	}
+}
+
+/* c's source took a chunk (its place, if it was woken into one). */
+static void pin_took(struct sni_listener *l, struct sni_conn *c)
+{
+	struct sni_pin_key k[SNI_PIN_KEYS];
+
+	sni_pin_take(&l->pin, k, sni_pin_keys(&c->peer, k), idx_of(l, c));
+}
+
+/* c's source gave n chunks back: wake who waits for them. */
+static void pin_gave(struct sni_listener *l, struct sni_conn *c, unsigned n)
+{
+	struct sni_pin_key k[SNI_PIN_KEYS];
+	unsigned nk = sni_pin_keys(&c->peer, k);
+
+	while (n--) {
+		uint32_t wake[SNI_WAKE_MAX];
+		unsigned nw = sni_pin_put(&l->pin, k, nk, wake, SNI_WAKE_MAX);
+
+		for (unsigned i = 0; i < nw; i++)
+			pin_wake(l, wake[i]);
+	}
+}
+
+/* c gives up the place it was woken into: who waits may have it. */
+static void pin_let_go(struct sni_listener *l, struct sni_conn *c)
+{
+	struct sni_pin_key k[SNI_PIN_KEYS];
+	uint32_t wake[SNI_WAKE_MAX];
+	unsigned nw;
+
+	if (!sni_pin_woken(&l->pin, idx_of(l, c)))
+		return;
+	sni_pin_keys(&c->peer, k);
+	nw = sni_pin_release(&l->pin, k, idx_of(l, c), wake, SNI_WAKE_MAX);
+	for (unsigned i = 0; i < nw; i++)
+		pin_wake(l, wake[i]);
+}
+
+/* Whether the worker's stream pool runs short: less than an eighth of it
+ * free outside the reserve. */
+static bool pool_pressed(const struct sni_listener *l)
+{
+	uint64_t pool, used, res;
+
+	if (!l->lst)
+		return false;
+	pool = atomic_load_explicit(&l->lst->stream_pool, memory_order_relaxed);
+	res = atomic_load_explicit(&l->lst->stream_reserve, memory_order_relaxed);
+	used = atomic_load_explicit(&l->lst->stream_chunks, memory_order_relaxed);
+	return used + pool / 8 >= pool - res;
+}
+
+/* How long a side may take no spliced byte: send-timeout, SNI_PRESSED if
+ * shorter while the pool runs short. */
+static uint64_t send_limit(const struct sni_listener *l)
+{
+	uint64_t t = l->conf->send_timeout_ms * NS_PER_MS;
+
+	return pool_pressed(l) && t > SNI_PRESSED ? SNI_PRESSED : t;
 }
 
 static void free_pre(struct sni_listener *l, struct sni_conn *c)
@@ -196,15 +330,26 @@ static void close_side(struct sni_listener *l, struct sni_conn *c, int side)
 /* The one way a connection's slot is freed. */
 static void conn_free(struct sni_listener *l, struct sni_conn *c)
 {
+	unsigned held = (unsigned)c->ahead[0] + c->ahead[1];
+	struct sni_pin_key k[SNI_PIN_KEYS];
+
 	l->ops->timer_cancel(l->loop, &c->timer);
 	close_side(l, c, SIDE_C);
 	close_side(l, c, SIDE_U);
 	uncount(l, c, true);
+	if (sni_pin_waiting(&l->pin, idx_of(l, c)) || sni_pin_woken(&l->pin, idx_of(l, c))) {
+		sni_pin_keys(&c->peer, k);
+		sni_pin_cancel(&l->pin, k, idx_of(l, c));
+	}
 	for (int s = 0; s < 2; s++) {
 		SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
 		c->ahead[s] = 0;
 	}
+	/* Its chunks go back to the pool once their sends are cancelled:
+	 * for its source they are back now. */
+	if (held)
+		pin_gave(l, c, held);
 	if (c->state == C_LINGER) {
 		SUB(l->stats.lingering, 1);
 		SUB(l->sh->lingering, 1);
@@ -260,7 +405,7 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 	/* A reset passes on as a reset: a client whose upstream reset
 	 * mid-transfer must not read a clean end (a truncated download
 	 * looking whole), nor the upstream a client's. */
-	if (why == SNI_END_RESET) {
+	if (why == SNI_END_RESET || why == SNI_END_STALLED) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 		for (int s = 0; s < 2; s++)
@@ -273,13 +418,21 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 /* The preread's time, on the clock its start was read from (loop_now in
  * listen_accept): a loop turn's now is read before the turn's events, so
  * a read answered in its accept's turn would end before it started. */
-static void preread_done(struct sni_listener *l, struct sni_conn *c)
+static void preread_timed(struct sni_listener *l, struct sni_conn *c)
 {
 	uint64_t now = loop_now(), ns = now > c->start ? now - c->start : 0;
 
 	ADD(l->stats.preread_ns, ns);
 	ADD(l->stats.preread_count, 1);
 	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
+}
+
+/* The preread is over (timed, unless it ended already: a connecting
+ * connection is still among the prereads) and leaves their list. */
+static void preread_done(struct sni_listener *l, struct sni_conn *c)
+{
+	if (c->state == C_PREREAD)
+		preread_timed(l, c);
 	preread_leave(l, c);
 }
 
@@ -390,11 +543,15 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 			conn_free(l, c);
 		return;
 	}
-	preread_done(l, c);
 	if (res != TLS_HELLO_NAME) {
+		preread_done(l, c);
 		refuse(l, c, hello_result(res), d->now);
 		return;
 	}
+	/* Timed, but still among the prereads (max-preread) until the
+	 * upstream answers: connecting, it holds what it read (up to
+	 * SNI_PRE_MAX) as a preread does, for up to connect-timeout. */
+	preread_timed(l, c);
 	/* Again now: a drain that began while the hello was read (the
 	 * process's lifecycle, not a copy) splices nothing new. */
 	if (draining(l)) {
@@ -451,6 +608,7 @@ static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint6
 		memcpy(c->pre + c->pre_off, hdr, (size_t)n);
 	}
 	setsockopt(c->fd[SIDE_C], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	preread_leave(l, c);
 	ADD(l->stats.result[SNI_SPLICED], 1);
 	ADD(l->stats.bytes_in, c->pre_len);
 	c->state = C_SENDPRE;
@@ -463,7 +621,7 @@ static void splice_start(struct sni_listener *l, struct sni_conn *c)
 {
 	free_pre(l, c);
 	c->state = C_SPLICE;
-	if (read_side(l, c, SIDE_C) < 0 || read_side(l, c, SIDE_U) < 0)
+	if (splice_read(l, c, SIDE_C) < 0 || splice_read(l, c, SIDE_U) < 0)
 		end(l, c, SNI_END_RESET);
 }
 
@@ -514,6 +672,9 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		/* The shutdown only behind the chunks still queued: the last
 		 * one's on_sent sends it then. */
 		c->dir[s] |= D_EOF;
+		pin_let_go(l, c);
+		if (c->state != C_SPLICE)
+			return;
 		if (c->ahead[s] == 0)
 			shut_dir(l, c, s);
 		return;
@@ -523,12 +684,23 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		end(l, c, SNI_END_RESET);
 		return;
 	}
-	c->ahead[s]++;
+	if (c->ahead[s]++ == 0) {
+		/* Chunks in flight: looked at within SNI_PRESSED (send-timeout,
+		 * conn_timer), one timer move per burst, not per chunk. */
+		uint64_t at = d->now + l->conf->send_timeout_ms * NS_PER_MS;
+
+		c->moved[s] = d->now;
+		if (at > d->now + SNI_PRESSED)
+			at = d->now + SNI_PRESSED;
+		if (timer_sooner(&c->timer, at))
+			arm(l, c, at);
+	}
+	pin_took(l, c);
 	c->fwd_len[s] += (uint32_t)d->len;
 	ADD(l->stats.memory, (int64_t)d->len);
 	ADD(*(s == SIDE_C ? &l->stats.bytes_in : &l->stats.bytes_out), d->len);
 	/* Read ahead: the next chunk comes while this one is sent. */
-	if (c->ahead[s] < SNI_AHEAD && read_side(l, c, s) < 0)
+	if (c->ahead[s] < SNI_AHEAD && splice_read(l, c, s) < 0)
 		end(l, c, SNI_END_RESET);
 }
 
@@ -562,16 +734,22 @@ static void conn_sent(void *obj, uint32_t ref, int res)
 	}
 	/* A whole chunk (res is its length); sends of one fd end in order. */
 	c->ahead[s]--;
+	c->moved[s] = loop_now();
 	if ((uint32_t)res > c->fwd_len[s])
 		res = (int)c->fwd_len[s];
 	SUB(l->stats.memory, (int64_t)res);
 	c->fwd_len[s] -= (uint32_t)res;
+	/* Back for its source too: who waited for it reads now (this
+	 * connection's other side among them, or one that ends). */
+	pin_gave(l, c, 1);
+	if (c->state != C_SPLICE)
+		return;
 	if (c->dir[s] & D_EOF) {
 		if (c->ahead[s] == 0)
 			shut_dir(l, c, s);
 		return;
 	}
-	if (!(c->dir[s] & D_READING) && read_side(l, c, s) < 0)
+	if (splice_read(l, c, s) < 0)
 		end(l, c, SNI_END_RESET);
 }
 
@@ -631,12 +809,44 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 		refuse(l, c, SNI_CONNECT_TIMEOUT, now);
 		return;
 	case C_SENDPRE:
-	case C_SPLICE:
-		if (now - c->last >= idle)
+	case C_SPLICE: {
+		uint64_t limit = send_limit(l), at = c->last + idle;
+
+		if (now - c->last >= idle) {
 			end(l, c, SNI_END_IDLE);
-		else
-			arm(l, c, c->last + idle);
+			return;
+		}
+		/* A place it was woken into and did not use goes to the next;
+		 * a side still waiting tries again (a wake-up may have been
+		 * missed: room left by a connection that closed). */
+		if (c->state == C_SPLICE) {
+			pin_let_go(l, c);
+			if (c->state == C_SPLICE && (c->dir[0] | c->dir[1]) & D_DEFER)
+				pin_wake(l, idx_of(l, c));
+			if (c->state != C_SPLICE)
+				return;
+			if ((c->dir[0] | c->dir[1]) & D_DEFER ||
+			    sni_pin_woken(&l->pin, idx_of(l, c)))
+				at = at < now + SNI_PRESSED ? at : now + SNI_PRESSED;
+		}
+		for (int d = 0; d < 2; d++) {
+			if (!c->ahead[d])
+				continue;
+			if (now - c->moved[d] >= limit) {
+				log_debug("sni %s: %s: a side took nothing for %llu ms, reset",
+					  l->conf->name, c->hello.name,
+					  (unsigned long long)((now - c->moved[d]) / NS_PER_MS));
+				end(l, c, SNI_END_STALLED);
+				return;
+			}
+			if (at > c->moved[d] + limit)
+				at = c->moved[d] + limit;
+			if (at > now + SNI_PRESSED)
+				at = now + SNI_PRESSED;
+		}
+		arm(l, c, at);
 		return;
+	}
 	case C_LINGER:
 		conn_free(l, c);
 		return;
@@ -802,6 +1012,8 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, struct loop *loop,
 			struct endpoint_table *ep)
 {
+	uint64_t sip[2] = { net_random64(), net_random64() };
+	uint32_t pool = LOOP_STREAM_CHUNKS;
 	int a;
 
 	if (!ops->listen || !ops->stream_read)
@@ -809,6 +1021,11 @@ int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, stru
 	l->ops = ops;
 	l->loop = loop;
 	l->ep = ep;
+	l->lst = ops->stats ? ops->stats(loop) : NULL;
+	if (l->lst && atomic_load_explicit(&l->lst->stream_pool, memory_order_relaxed))
+		pool = (uint32_t)atomic_load_explicit(&l->lst->stream_pool, memory_order_relaxed);
+	if (sni_pin_init(&l->pin, pool, l->nconns, (const uint8_t *)sip) < 0)
+		return -ENOMEM;
 	if ((a = endpoint_add(ep, &conn_ops, l)) < 0)
 		return a;
 	l->slot_conns = (unsigned)a;
@@ -891,6 +1108,7 @@ void sni_listener_close(struct sni_listener *l)
 	free(l->conns);
 	l->conns = NULL;
 	srctab_free(&l->pre_src);
+	sni_pin_free(&l->pin);
 	l->nconns = 0;
 	if (l->fd >= 0)
 		close(l->fd);

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
+#include "sni_pin.h"
 #include "sni_routes.h"
 #include "srctab.h"
 #include "tls_hello.h"
@@ -61,6 +62,7 @@ enum sni_end {
 	SNI_END_REVOKED,  /* its route was removed or changed */
 	SNI_END_SHUTDOWN, /* the process left */
 	SNI_END_BANNED,	  /* a ban-file reload banned its source */
+	SNI_END_STALLED,  /* a side took no spliced byte for send-timeout: both reset */
 	SNI_ENDS
 };
 
@@ -84,6 +86,7 @@ struct sni_stats {
 	_Atomic uint64_t bytes_out; /* upstream to client */
 	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
 	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
+	_Atomic uint64_t deferred; /* bulk reads put off: their source held its cap of chunks */
 	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight
 				    * (at most 2 of 64 KiB per direction) */
 	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
@@ -173,6 +176,7 @@ struct sni_totals {
 	uint64_t result[SNI_RESULTS], ended[SNI_ENDS];
 	uint64_t bytes_in, bytes_out;
 	uint64_t preread_ns, preread_count, preread_hist[SNI_PREREAD_BUCKETS + 1];
+	uint64_t deferred;
 	int64_t memory;
 	uint32_t active, preread, lingering;
 };
@@ -216,6 +220,10 @@ struct sni_listener {
 	/* Its prereading connections by source (members: connection
 	 * indexes), whose heaviest gives way at max-preread. */
 	struct srctab pre_src;
+	/* The loop's stream chunks each source holds (sni_pin), and the
+	 * loop's pool they come from. */
+	struct sni_pin pin;
+	const struct loop_stats *lst; /* NULL: a loop without counters */
 	uint64_t log_next; /* rate limit of the accept error log */
 };
 

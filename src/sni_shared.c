@@ -39,6 +39,7 @@ static const char *const result_names[SNI_RESULTS] = {
 static const char *const end_names[SNI_ENDS] = {
 	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
 	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
+	[SNI_END_STALLED] = "stalled",
 	[SNI_END_SHUTDOWN] = "shutdown",
 	[SNI_END_BANNED] = "banned",
 };
@@ -315,6 +316,7 @@ void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_tot
 			t->result[r] += GET(s->result[r]);
 		for (unsigned e = 0; e < SNI_ENDS; e++)
 			t->ended[e] += GET(s->ended[e]);
+		t->deferred += GET(s->deferred);
 		for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++)
 			t->preread_hist[b] += GET(s->preread_hist[b]);
 		t->bytes_in += GET(s->bytes_in);

@@ -24,6 +24,7 @@ struct loop {
 	unsigned nlistens, nconnects, nreads, nsends, ndels;
 	int result; /* what the stream calls return */
 	unsigned timer_sets;
+	struct loop_stats st; /* what a test sets: the stream pool's counts */
 };
 
 static void fake_rec(struct fake_call *a, unsigned *n, int fd, uint32_t id, const void *p,
@@ -95,7 +96,13 @@ static void fake_timer_cancel(struct loop *l, struct timer *t)
 	t->pos = TIMER_IDLE;
 }
 
+static const struct loop_stats *fake_stats(const struct loop *l)
+{
+	return &l->st;
+}
+
 static const struct loop_ops fake_stream_ops = {
+	.stats = fake_stats,
 	.name = "fake",
 	.del_socket = fake_del_socket,
 	.timer_set = fake_timer_set,
@@ -103,6 +110,7 @@ static const struct loop_ops fake_stream_ops = {
 	.listen = fake_listen,
 	.connect = fake_connect,
 	.stream_read = fake_stream_read,
+	.stream_read_bulk = fake_stream_read,
 	.stream_forward = fake_stream_forward,
 	.stream_send = fake_stream_send,
 };

@@ -2512,6 +2512,7 @@ static void test_config_sni_section_sets_every_key_and_needs_no_relay(void **sta
 			     "preread-timeout 2s\n"
 			     "connect-timeout 500ms\n"
 			     "idle-timeout 1m\n"
+			     "send-timeout 15s\n"
 			     "max-connections 100\n"
 			     "max-connections-per-ip 5\n"
 			     "max-preread 7\n",
@@ -2533,6 +2534,7 @@ static void test_config_sni_section_sets_every_key_and_needs_no_relay(void **sta
 	assert_int_equal(c.sni[0].preread_timeout_ms, 2000);
 	assert_int_equal(c.sni[0].connect_timeout_ms, 500);
 	assert_int_equal(c.sni[0].idle_timeout_ms, 60000);
+	assert_int_equal(c.sni[0].send_timeout_ms, 15000);
 	assert_int_equal(c.sni[0].max_connections, 100);
 	assert_int_equal(c.sni[0].max_per_ip, 5);
 	assert_int_equal(c.sni[0].max_preread, 7);
@@ -2547,6 +2549,7 @@ static void test_config_sni_defaults_are_the_documented_ones(void **state)
 	assert_int_equal(s.preread_timeout_ms, 10000);
 	assert_int_equal(s.connect_timeout_ms, 5000);
 	assert_int_equal(s.idle_timeout_ms, 300000);
+	assert_int_equal(s.send_timeout_ms, 60000);
 	assert_int_equal(s.max_connections, 4096);
 	assert_int_equal(s.max_per_ip, 64);
 	assert_int_equal(s.max_preread, 1024);
@@ -2572,10 +2575,11 @@ static void test_config_sni_bad_values_name_their_line(void **state)
 			     "max-preread 0\n"
 			     "connect-timeout soon\n"
 			     "idle-timeout -1\n"
-			     "upstream 1.2.3.4:5\n",
+			     "upstream 1.2.3.4:5\n"
+			     "send-timeout 0\n",
 			     NOARGS),
 			 -1);
-	for (unsigned line = 3; line <= 14; line++) {
+	for (unsigned line = 3; line <= 15; line++) {
 		char want[32];
 
 		if (line == 6) /* the first c.example: fine */

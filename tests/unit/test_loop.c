@@ -1248,6 +1248,73 @@ static void test_stream_reads_wait_for_an_empty_pool_and_resume(void **state)
 	s_teardown(f);
 }
 
+/* P's chunks go to a sink whose far end never reads (they stay queued
+ * there), each bulk read asked again; Q's plain read is asked once only
+ * the reserve is free. */
+static void pin_the_pool(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	if (id == SID_A) {
+		assert_true(d->len > 0);
+		assert_int_equal(ops->stream_forward(f->l, f->fd[5], d, SID_C), 0);
+		assert_int_equal(ops->stream_read_bulk(f->l, f->fd[1], SID_A), 0);
+		return;
+	}
+	assert_int_equal(id, SID_B);
+	assert_int_equal(d->len, 4);
+	assert_memory_equal(d->data, "late", 4);
+	f->n[0]++;
+	ops->stop(f->l);
+}
+
+static void ask_q_at_the_reserve(struct sfix *f)
+{
+	if (f->n[1] || STAT_GET(ops->stats(f->l)->stream_reserve_waits) == 0)
+		return;
+	f->n[1] = 1;
+	assert_int_equal(ops->stream_read(f->l, f->fd[3], SID_B), 0);
+}
+
+/* A pool of 8 chunks keeps 1 (LOOP_STREAM_RESERVE): bulk reads whose
+ * chunks are pinned by a sink that does not read take 7, then wait
+ * (counted); a plain read still gets the eighth. */
+static void test_stream_bulk_reads_leave_the_reserve_to_plain_reads(void **state)
+{
+	struct sfix *f = s_setup(8, 5);
+	static uint8_t buf[16 * LOOP_STREAM_CHUNK];
+	size_t queued = 0;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(LOOP_STREAM_RESERVE(8), 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_pool), 8);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_reserve), 1);
+	tcp_pair(&f->fd[1], &f->fd[2], 0, 0); /* P */
+	set_bufs(f->fd[1], 0, 4 << 20);
+	set_bufs(f->fd[2], 4 << 20, 0);
+	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);       /* Q */
+	tcp_pair(&f->fd[5], &f->fd[6], 4096, 4096); /* the sink */
+	memset(buf, 'p', sizeof(buf));
+	while (queued < sizeof(buf) &&
+	       (n = send(f->fd[2], buf + queued, sizeof(buf) - queued, MSG_DONTWAIT)) > 0)
+		queued += (size_t)n;
+	assert_true(queued >= 9 * LOOP_STREAM_CHUNK);
+	assert_int_equal(send(f->fd[4], "late", 4, 0), 4);
+	usleep(10 * 1000); /* in the loop's sockets */
+	f->stream_cb = pin_the_pool;
+	f->tick_cb = ask_q_at_the_reserve;
+	assert_int_equal(ops->stream_read_bulk(f->l, f->fd[1], SID_A), 0);
+	assert_int_equal(ops->timer_set(f->l, &f->tick, loop_now() + 10 * NS_PER_MS), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->n[0], 1); /* Q's bytes came */
+	assert_true(STAT_GET(ops->stats(f->l)->stream_reserve_waits) >= 1);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks_peak), 8);
+	ops->del_socket(f->l, f->fd[1], SID_A);
+	ops->del_socket(f->l, f->fd[3], SID_B);
+	ops->del_socket(f->l, f->fd[5], SID_C);
+	s_teardown(f);
+}
+
 /* Reads asked from each on_stream until EOF; f->n[0] counts the bytes,
  * which must follow pattern(). */
 static void read_to_eof(struct sfix *f, uint32_t id, struct loop_dgram *d)
@@ -1445,6 +1512,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
 	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),
 	    cmocka_unit_test(test_stream_reads_wait_for_an_empty_pool_and_resume),
+	    cmocka_unit_test(test_stream_bulk_reads_leave_the_reserve_to_plain_reads),
 	    cmocka_unit_test(test_stream_reads_asked_while_bytes_wait_answer_once_each),
 	    cmocka_unit_test(test_stream_eof_after_the_peers_fin_with_chunks_queued),
 	    cmocka_unit_test(test_stream_urgent_data_before_the_fin_does_not_cut_the_stream),

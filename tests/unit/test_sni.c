@@ -32,7 +32,7 @@ struct fx {
 	struct loop loop;
 	struct endpoint_table ep;
 	struct sni_route routes[2];
-	int clients[8];
+	int clients[16];
 	unsigned nclients;
 };
 
@@ -197,9 +197,14 @@ static void test_sni_a_known_name_is_connected_sent_unchanged_and_spliced(void *
 	assert_int_equal(f->loop.nconnects, 0);
 	deliver(f, fd, h + 10, n - 10);
 	assert_int_equal(f->loop.nconnects, 1);
-	assert_int_equal(atomic_load(&f->l.stats.preread), 0);
+	/* Connecting, it still counts under max-preread (what it read is
+	 * held until the upstream answers); no longer once connected. */
+	assert_int_equal(atomic_load(&f->l.stats.preread), 1);
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 1);
 	ufd = f->loop.connects[0].fd;
 	assert_true(endpoint_connected(&f->ep, f->loop.connects[0].id, 0));
+	assert_int_equal(atomic_load(&f->l.stats.preread), 0);
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 1);
 	assert_int_equal(result(f, SNI_SPLICED), 1);
 	s = last(f->loop.sends, f->loop.nsends);
 	assert_int_equal(s->fd, ufd);
@@ -509,6 +514,40 @@ static void test_sni_over_max_preread_the_oldest_of_the_most_gives_way(void **st
 	assert_int_equal(atomic_load(&f->sh.l[0].preread), 3);
 }
 
+/* Finding 9: a connection waiting for its upstream holds what it read
+ * (up to a ClientHello and a chunk) for up to connect-timeout; it counts
+ * under max-preread until the upstream answers, so max-preread bounds
+ * that memory too, and a newcomer at the cap evicts one of them. */
+static void test_sni_connecting_connections_count_under_max_preread(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h[512];
+	size_t n = hello(h, "a.test");
+	int a, b;
+	int64_t mem;
+
+	f->conf.max_preread = 2;
+	f->conf.max_connections = 16;
+	start(state);
+	a = accept_from(f, "127.0.0.2");
+	b = accept_from(f, "127.0.0.3");
+	deliver(f, a, h, n);
+	deliver(f, b, h, n);
+	assert_int_equal(f->loop.nconnects, 2);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 2);
+	mem = atomic_load(&f->l.stats.memory);
+	assert_true(mem > 0 && mem <= 2 * (int64_t)(PROXY_V2_MAX + n));
+	/* A third: one of the connecting ones gives way, its upstream
+	 * socket closed; the memory stays that of max-preread connections. */
+	accept_from(f, "127.0.0.4");
+	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 1);
+	assert_int_equal(result(f, SNI_CAP_PREREAD), 0);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 2);
+	assert_int_equal(atomic_load(&f->l.stats.active), 2);
+	assert_true(atomic_load(&f->l.stats.memory) <= 2 * (int64_t)(PROXY_V2_MAX + n));
+	assert_int_equal(atomic_load(&f->l.stats.preread_count), 2); /* timed once each */
+}
+
 static void test_sni_over_max_preread_none_here_is_refused(void **state)
 {
 	struct fx *f = *state;
@@ -780,6 +819,106 @@ static void test_sni_an_idle_splice_is_closed(void **state)
 	assert_int_equal(atomic_load(&f->l.stats.active), 0);
 }
 
+/* A side that takes no spliced byte for send-timeout (its chunk's send
+ * never ends: a client that stopped reading) gets both sides reset. */
+static void test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset(void **state)
+{
+	struct fx *f = *state;
+	uint32_t timer = 0;
+	int fd, ufd;
+
+	f->conf.send_timeout_ms = 1000;
+	start(state);
+	fd = accept_one(f);
+	ufd = spliced(f, fd);
+	timer = endpoint_ref_id(f->l.slot_conns, 0);
+	deliver(f, ufd, "download", 8); /* forwarded to fd, never sent */
+	assert_true(endpoint_timer(&f->ep, timer, loop_now()));
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	assert_true(endpoint_timer(&f->ep, timer, loop_now() + 2 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_STALLED]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+}
+
+/* While the worker's pool runs short (fewer than an eighth free outside
+ * the reserve), a side that takes nothing is reset after 5 s, not after
+ * send-timeout. */
+static void test_sni_a_short_pool_resets_a_stalled_side_sooner(void **state)
+{
+	struct fx *f = *state;
+	uint32_t timer;
+	int fd, ufd;
+
+	f->conf.send_timeout_ms = 60000;
+	atomic_store(&f->loop.st.stream_pool, 256);
+	atomic_store(&f->loop.st.stream_reserve, 32);
+	start(state);
+	fd = accept_one(f);
+	ufd = spliced(f, fd);
+	timer = endpoint_ref_id(f->l.slot_conns, 0);
+	deliver(f, ufd, "download", 8);
+	/* A pool with room: 6 s is not enough. */
+	atomic_store(&f->loop.st.stream_chunks, 100);
+	assert_true(endpoint_timer(&f->ep, timer, loop_now() + 6 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.active), 1);
+	/* 200 of 256 in use, 24 free outside the reserve: it is. */
+	atomic_store(&f->loop.st.stream_chunks, 200);
+	assert_true(endpoint_timer(&f->ep, timer, loop_now() + 6 * NS_PER_SEC));
+	assert_int_equal(atomic_load(&f->l.stats.ended[SNI_END_STALLED]), 1);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+}
+
+/* Connect a.test on the newest connection fd and send its preread. */
+static int spliced_last(struct fx *f, int fd)
+{
+	uint8_t h[512];
+	size_t n = hello(h, "a.test");
+	struct fake_call *c, *s;
+
+	deliver(f, fd, h, n);
+	c = last(f->loop.connects, f->loop.nconnects);
+	assert_true(endpoint_connected(&f->ep, c->id, 0));
+	s = last(f->loop.sends, f->loop.nsends);
+	assert_true(endpoint_sent(&f->ep, s->id, (int)n));
+	return c->fd;
+}
+
+/* One source holds at most SNI_PIN_CAP of the pool's chunks (16 of the
+ * default 256): 8 connections with 2 chunks each in flight (clients that
+ * do not read), and the 9th's reads wait until one comes back. */
+static void test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back(void **state)
+{
+	struct fx *f = *state;
+	int fd[9], ufd[9];
+	struct fake_call *first = NULL;
+	unsigned r;
+
+	f->conf.max_connections = 16;
+	f->conf.max_per_ip = 16;
+	start(state);
+	assert_int_equal(f->l.pin.cap, 16);
+	for (int i = 0; i < 8; i++) {
+		fd[i] = accept_one(f);
+		ufd[i] = spliced_last(f, fd[i]);
+		deliver(f, ufd[i], "one", 3);
+		if (i == 0)
+			first = last(f->loop.sends, f->loop.nsends);
+		deliver(f, ufd[i], "two", 3);
+	}
+	assert_int_equal(atomic_load(&f->l.stats.deferred), 0);
+	fd[8] = accept_one(f);
+	r = f->loop.nreads;
+	ufd[8] = spliced_last(f, fd[8]);
+	assert_int_equal(f->loop.nreads, r); /* neither side read */
+	assert_int_equal(atomic_load(&f->l.stats.deferred), 2);
+	assert_int_equal(reads_of(f, ufd[8]), 0);
+	/* The first connection's first chunk is sent: the 9th reads. */
+	assert_true(endpoint_sent(&f->ep, first->id, 3));
+	assert_int_equal(reads_of(f, ufd[8]), 1);
+	assert_true(f->loop.nreads >= r + 2);
+}
+
 /* A read answered in the loop turn of its accept carries that turn's now,
  * read before the accept's own clock: the preread's time is still a small
  * one, in a finite bucket (it once wrapped to 1.8e10 s). */
@@ -853,6 +992,7 @@ int main(void)
 	T(test_sni_lingering_connections_are_capped),
 	T(test_sni_over_max_preread_the_oldest_of_the_most_gives_way),
 	    T(test_sni_over_max_preread_none_here_is_refused),
+	T(test_sni_connecting_connections_count_under_max_preread),
 	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
 	T(test_sni_a_drain_during_the_preread_refuses),
 		T(test_sni_draining_refuses_new_connections),
@@ -861,6 +1001,9 @@ int main(void)
 		T(test_sni_a_control_route_never_beats_the_files),
 		T(test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing),
 		T(test_sni_an_idle_splice_is_closed),
+		T(test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset),
+		T(test_sni_a_short_pool_resets_a_stalled_side_sooner),
+		T(test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back),
 		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
 		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
 	};
