@@ -117,7 +117,7 @@ def test(ctx):
     # a TURN listener: counted as TURN (not echo ports), its own knobs
     # named, and -t says what the start refuses
     turn = ["--turn-listen", f"127.0.0.1:{H.free_udp_port()}", "--turn-tcp-listen",
-            f"127.0.0.1:{H.free_tcp_port()}", "--turn-ports", "40000-40099",
+            f"127.0.0.1:{H.free_tcp_port()}", "--turn-ports", "20000-20099",
             "--turn-max-allocations", "100", "--backend", ctx.backend, "--log-time", "no"]
     tenv = {"ETRELAY_TURN_SECRET": "s" * 40}
     for t in ([], ["-t"]):
