@@ -961,6 +961,39 @@ def slow_dns_wrapper(tmpdir, dns_host="127.0.0.2", timeout_s=3):
     return wrapper
 
 
+def hosts_file_wrapper(tmpdir, hosts="127.0.0.1 localhost\n::1 localhost ip6-localhost\n"):
+    """argv prefix that runs a command in a private mount namespace where
+    host names come from an /etc/hosts holding hosts alone (a private
+    nsswitch.conf: "hosts: files"): no resolver is asked, so a name is
+    found or not found the same with DNS, without it (a namespace without
+    DNS said "Temporary failure in name resolution") or slow. None when
+    that cannot be done here (not root, no unshare, no mount namespaces)."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        return None
+    path = os.path.join(tmpdir, "hosts")
+    with open(path, "w") as f:
+        f.write(hosts)
+    nss = os.path.join(tmpdir, "nsswitch.conf")
+    try:
+        with open("/etc/nsswitch.conf") as f:
+            lines = [l for l in f.read().splitlines() if not l.strip().startswith("hosts:")]
+    except OSError:
+        lines = []
+    with open(nss, "w") as f:
+        f.write("\n".join(lines + ["hosts: files", ""]))
+    script = ('mount --bind "$0" /etc/hosts && mount --bind "$1" /etc/nsswitch.conf && '
+              'shift && exec "$@"')
+    wrapper = [unshare, "--mount", "--propagation", "private", "sh", "-c", script, path, nss]
+    try:
+        # getent exits 2 for a name not found: the files' answer, no resolver's
+        r = subprocess.run(wrapper + ["getent", "hosts", "no-such-name.invalid"],
+                           capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return wrapper if r.returncode == 2 else None
+
+
 class Client:
     """A UDP socket on 127.0.0.1 talking to the relay. Every reply must come
     from the relay's public address."""
