@@ -371,7 +371,7 @@ static int check_control_credential(const struct etr_conf *c)
 	return EXIT_CONFIG;
 }
 
-int check_run(const struct etr_conf *c)
+int check_run(const struct etr_conf *c, bool nofile_ok)
 {
 	int bad = check_bans(c);
 
@@ -383,6 +383,8 @@ int check_run(const struct etr_conf *c)
 		return bad;
 	if ((bad = check_turn_ports(c)) != 0)
 		return bad;
+	if (!nofile_ok)
+		return EXIT_CONFIG;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {
 		const struct relay_conf *r = &c->relays[i];
