@@ -50,6 +50,8 @@ def test(ctx):
         ("--heartbeat-interval -1", argv(extra=["--heartbeat-interval", "-1"]),
          ["--heartbeat-interval", "'-1'"]),
         ("--game quake9", argv(extra=["--game", "quake9"]), ["--game", "'quake9'"]),
+        ("--heartbeat of 64 characters", argv(extra=["--heartbeat", "h" * 64]),
+         ["--heartbeat", "at most 63 printable characters"]),
         ("--backend foo", argv({"--backend": "foo"}), ["--backend", "'foo'"]),
         ("--max-sessions 0", argv(extra=["--max-sessions", "0"]), ["--max-sessions", "'0'"]),
         ("missing --upstream", argv(drop=["--upstream"]), ["--upstream"]),
