@@ -16,6 +16,7 @@ time and count, nothing is left running after the script exits.
 """
 
 import atexit
+import fcntl
 import shlex
 import os
 import random
@@ -178,7 +179,6 @@ def _reserve(lo, n):
     """Reserve ports lo..lo+n-1 for this process: False when another test
     process (or this one) holds one of them."""
     global _reserve_fd
-    import fcntl
     with _reserve_lock:
         if any(p in _reserved for p in range(lo, lo + n)):
             return False
@@ -278,7 +278,7 @@ def _conf_ports(path):
     """(settings, turn sections without ports, turn-listen, turn-ports) of
     a configuration file."""
     found, sections = [], {}
-    section, turn_listen, turn_ports = None, False, False
+    section, has_listen, has_ports = None, False, False
     try:
         with open(path) as f:
             lines = f.read().splitlines()
@@ -300,10 +300,10 @@ def _conf_ports(path):
             found.append((f"{path}:{n}: {key} {v}",) + r)
         if section in sections and key == "ports":
             sections[section] = True
-        turn_listen |= section is None and key == "turn-listen"
-        turn_ports |= section is None and key == "turn-ports"
+        has_listen |= section is None and key == "turn-listen"
+        has_ports |= section is None and key == "turn-ports"
     return found, [f"{path}: [{s}]" for s, ranged in sections.items() if not ranged], \
-        turn_listen, turn_ports
+        has_listen, has_ports
 
 
 def _port_settings(args):
@@ -312,7 +312,7 @@ def _port_settings(args):
     (what, lo, hi)."""
     args = [str(a) for a in args]
     found, unranged = [], []
-    turn_listen = turn_ports = False
+    has_listen = has_ports = False
     i = 0
     while i < len(args):
         key, eq, v = args[i].partition("=")
@@ -328,15 +328,15 @@ def _port_settings(args):
             f, u, tl, tp = _conf_ports(v)
             found += f
             unranged += u
-            turn_listen |= tl
-            turn_ports |= tp
+            has_listen |= tl
+            has_ports |= tp
             continue
         r = _port_setting(key, v)
         if r:
             found.append((f"{key} {v}",) + r)
-        turn_listen |= key == "--turn-listen"
-        turn_ports |= key == "--turn-ports"
-    if turn_listen and not turn_ports:
+        has_listen |= key == "--turn-listen"
+        has_ports |= key == "--turn-ports"
+    if has_listen and not has_ports:
         unranged.append("turn-listen")
     return found, unranged
 
