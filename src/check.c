@@ -20,6 +20,7 @@
 #include "log.h"
 #include "loop.h"
 #include "net.h"
+#include "ops.h"
 #include "q3proto.h"
 #include "resolver.h"
 #include "tls_reload.h"
@@ -341,16 +342,49 @@ static int check_turn_ports(const struct etr_conf *c)
 	return bad;
 }
 
-int check_run(const struct etr_conf *c)
+/* The control-plane credential a start would take, read and checked by
+ * the functions the start calls (ops_token_from_env, ops_token_from_file:
+ * the ops tokens' rules for mode and length): the variable, else (without
+ * a credential file in state-dir) the bootstrap token file. A missing
+ * bootstrap file is conf_control_warnings' warning. */
+static int check_control_credential(const struct etr_conf *c)
+{
+	char tok[1024], err[512], cred[CONF_PATH_MAX + sizeof(CONF_CONTROL_STATE_FILE) + 1];
+	const char *f = c->control_bootstrap_file;
+	size_t len;
+	int rc;
+
+	if (!c->control_url[0])
+		return 0;
+	rc = ops_token_from_env(CONF_CONTROL_ENV_TOKEN, tok, sizeof(tok), &len, err, sizeof(err));
+	if (rc == 0) {
+		snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
+		if (!f[0] || access(cred, F_OK) == 0 || access(f, F_OK) < 0)
+			return 0;
+		rc = ops_token_from_file("control-bootstrap-token-file", f, tok, sizeof(tok), &len,
+					 err, sizeof(err));
+	}
+	explicit_bzero(tok, sizeof(tok));
+	if (rc >= 0)
+		return 0;
+	log_warnx("%s", err);
+	return EXIT_CONFIG;
+}
+
+int check_run(const struct etr_conf *c, bool nofile_ok)
 {
 	int bad = check_bans(c);
 
 	if (bad)
 		return bad;
+	if ((bad = check_control_credential(c)) != 0)
+		return bad;
 	if ((bad = check_turn_tls(c)) != 0)
 		return bad;
 	if ((bad = check_turn_ports(c)) != 0)
 		return bad;
+	if (!nofile_ok)
+		return EXIT_CONFIG;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {
 		const struct relay_conf *r = &c->relays[i];

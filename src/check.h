@@ -7,7 +7,10 @@
 
 #include "config.h"
 
-/* Returns the exit status: 0 when every check passed, 1 otherwise. */
-int check_run(const struct etr_conf *c);
+/* Returns the exit status: 0 when every check passed, else 78 for an
+ * invalid configuration (nofile_ok false: more descriptors needed than the
+ * hard limit allows, said by the caller; refused after the other checks,
+ * so that they all speak) or 1 for a failed probe. */
+int check_run(const struct etr_conf *c, bool nofile_ok);
 
 #endif

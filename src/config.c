@@ -678,7 +678,10 @@ struct key {
 	key_set_fn set; /* returns NULL, or why the value is wrong */
 };
 
-/* A tag goes into "heartbeat <tag>\n": printable, no spaces or backslashes. */
+/* A tag goes into "heartbeat <tag>\n": printable, no spaces or backslashes.
+ * TAG_LEN_MAX spells CONF_TAG_MAX - 1 for the message. */
+#define TAG_LEN_MAX 63
+_Static_assert(TAG_LEN_MAX == CONF_TAG_MAX - 1, "the tag's length in the message");
 static bool valid_tag(const char *s, bool may_be_empty)
 {
 	size_t n = strlen(s);
@@ -750,10 +753,12 @@ static const char *set_game(struct etr_conf *c, struct relay_conf *r, const stru
 static const char *set_tag(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			   const char *v, struct layer *ly)
 {
+	static const char why[] = "expected a tag of at most " CONF_STR(
+	    TAG_LEN_MAX) " printable characters, without spaces, backslashes or double quotes";
 	bool flat = k->off == offsetof(struct relay_conf, flatline);
 
 	if (!valid_tag(v, flat))
-		return "expected a tag of printable characters without spaces";
+		return why;
 	strcpy((char *)r + k->off, v);
 	if (flat)
 		r->flatline_set = true;

@@ -972,9 +972,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 					 .sessions_arg = d };
 		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
-		if (ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err)) < 0) {
+		/* A port in use is the host's state, as for every other
+		 * listener (exit 1); a refused address or token the file's. */
+		if ((rc = ops_start(&d->ops_plane, &oc, &d->stats, err, sizeof(err))) < 0) {
 			log_warnx("ops plane: %s", err);
-			return EXIT_CONFIG;
+			return rc == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
 		}
 	}
 	/* Last: an enrolment spends the bootstrap token, so none is sent by a

@@ -269,6 +269,7 @@ int main(int argc, char **argv)
 	struct sni_route *sni_routes[CONF_SNI_MAX] = { NULL };
 	char err[512];
 	rlim_t nofile;
+	bool nofile_ok;
 	int rc;
 
 	conf_defaults(&conf);
@@ -319,17 +320,20 @@ int main(int argc, char **argv)
 				log_warnx("%s", l);
 			}
 	}
-	/* -t checks the descriptors too, as a warning: it may run in a shell
-	 * whose limit is not the service's (the unit sets LimitNOFILE=). */
+	/* -t refuses what a start under this hard limit refuses: a "valid"
+	 * the start then contradicts is worse than a refusal that names the
+	 * unit's setting (the service's limit is its LimitNOFILE=, not this
+	 * shell's). */
 	nofile = raise_nofile();
-	if (check_nofile(&conf, nofile) < 0) {
-		if (!conf.test)
-			return EXIT_CONFIG;
-		log_warnx("-t: a start under this limit refuses the configuration (a warning "
-			  "here: the service's limit may be higher)");
-	}
+	nofile_ok = check_nofile(&conf, nofile) == 0;
+	if (!nofile_ok && !conf.test)
+		return EXIT_CONFIG;
+	if (!nofile_ok)
+		log_warnx("-t: refused, as a start under this limit (%llu) refuses it; "
+			  "the service's limit is its unit's LimitNOFILE=: raise that",
+			  (unsigned long long)nofile);
 	if (conf.test)
-		return check_run(&conf);
+		return check_run(&conf, nofile_ok);
 	for (unsigned i = 0; i < conf.nrelays; i++)
 		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
 			return EXIT_FAILURE;

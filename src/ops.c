@@ -977,12 +977,12 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 	sigset_t all, old;
 	struct ops *op;
 	bool any = false;
-	int rc;
+	int rc, ret = -EIO;
 
 	*opp = NULL;
 	if (!addr_len(&cfg->listen)) {
 		snprintf(err, errlen, "--ops-listen: not an IPv4 or IPv6 address");
-		return -1;
+		return -EINVAL;
 	}
 	addr_str(&cfg->listen.sa, where);
 	if (!cfg->allow_public && !ops_addr_is_private(&cfg->listen)) {
@@ -991,18 +991,20 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 			 "ULA, link-local): bind one, or pass --ops-allow-public to serve the "
 			 "ops plane on it anyway",
 			 where);
-		return -1;
+		return -EINVAL;
 	}
 	if (!(op = calloc(1, sizeof(*op)))) {
 		snprintf(err, errlen, "ops: %s", strerror(errno));
-		return -1;
+		return -ENOMEM;
 	}
 	op->st = st;
 	op->cfg = *cfg;
 	op->wake = -1;
 	pthread_mutex_init(&op->lock, NULL);
-	if (tokens_read(op->tok, true, err, errlen) < 0)
+	if (tokens_read(op->tok, true, err, errlen) < 0) {
+		ret = -EINVAL;
 		goto fail;
+	}
 	if ((op->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		snprintf(err, errlen, "ops: eventfd: %s", strerror(errno));
 		goto fail;
@@ -1068,7 +1070,7 @@ fail:
 	explicit_bzero(op->tok, sizeof(op->tok));
 	pthread_mutex_destroy(&op->lock);
 	free(op);
-	return -1;
+	return ret;
 }
 
 int ops_port(const struct ops *op)

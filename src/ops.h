@@ -58,8 +58,10 @@ int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char
 int ops_token_from_file(const char *what, const char *path, char *out, size_t cap, size_t *len,
 			char *err, size_t errlen);
 
-/* Bind and start the listener thread. Returns 0, or -1 with a message in
- * err (public address refused, bind failure, bad token). */
+/* Bind and start the listener thread. Returns 0, or with a message in err
+ * -EINVAL for a fault of the configuration (public address refused, bad
+ * token), another -errno for one of the system (bind failure, as a port in
+ * use: -EIO, resources). */
 int ops_start(struct ops **op, const struct ops_config *cfg, struct etr_stats *st, char *err,
 	      size_t errlen);
 

@@ -141,6 +141,11 @@ def per_ip_sessions(ctx):
     # getchallenge, not getinfo: a getinfo may be answered from the query
     # cache, which needs no session (the probe's answer is there now)
     n = refused(cs[3], gs, 4, "a 4th port of 127.0.0.21", kinds=("game", "getchallenge"))
+    # the drops are counted as the relay reads them: waited for, not read once
+    H.wait_until(lambda: H.drops(H.get_metrics(port, tok), "ip_sessions")
+                 - H.drops(before, "ip_sessions") >= n, 3 * H.SLOW,
+                 f"dropped{{reason=\"ip_sessions\"}} to count the 4th port's {n} datagrams",
+                 interval=0.05)
     after = H.get_metrics(port, tok)
     d = H.drops(after, "ip_sessions") - H.drops(before, "ip_sessions")
     other = H.client_on(ctx, relay, "127.0.0.22")
@@ -369,7 +374,8 @@ def qport_collision(ctx):
         ingame(c1, seq, 31337)
         refused.append(ingame(c2, seq, 31337, answered=False))
         ingame(c3, seq, 31338)
-    time.sleep(0.2)
+    H.wait_until(lambda: H.counter(H.get_metrics(port, tok), "etrelay_qport_collisions_total")
+                 >= 4, 3 * H.SLOW, "four qport collisions counted", interval=0.05)
     s = H.get_metrics(port, tok)
     n = H.counter(s, "etrelay_qport_collisions_total")
     lines = relay.find_lines(r"sent qport \d+, which", mark)

@@ -49,7 +49,6 @@ import tlsutil  # noqa: E402
 import turnutil as T  # noqa: E402
 
 BANNED, OK, LATER = "127.0.0.7", "127.0.0.8", "127.0.0.9"
-TURN_PORTS = "44600-44619"  # no other test's (they run alone: meson.build)
 NAME = "echo.test"
 
 
@@ -88,7 +87,7 @@ def start(ctx):
         "--sni-listen", f"127.0.0.1:{s.sni}", "--sni-route", f"{NAME}=127.0.0.1:{s.backend.port}",
         "--turn-listen", f"127.0.0.1:{s.turn}", "--turn-tcp-listen", f"127.0.0.1:{s.turn}",
         "--turn-tls-listen", f"127.0.0.1:{s.tls}", "--turn-tls-cert", crt, "--turn-tls-key", key,
-        "--turn-ports", TURN_PORTS, "--turn-max-allocations", "10",
+        *H.turn_ports(20, allocations=False), "--turn-max-allocations", "10",
         "--turn-tcp-max-connections", "64", "--max-sessions", "100",  # fds within the limit
         # a host address is a peer only when allowed alone: the 403 for
         # BANNED is then the ban's, not the policy's

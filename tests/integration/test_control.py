@@ -107,7 +107,8 @@ def enrol_once_and_route_sets(ctx):
     port = H.free_tcp_port()
     # a TURN listener too: the heartbeat reports its allocations
     relay = start(ctx, cp, gs, state, ["--control-bootstrap-token-file", boot,
-                                       "--turn-listen", f"127.0.0.1:{H.free_udp_port()}"],
+                                       "--turn-listen", f"127.0.0.1:{H.free_udp_port()}",
+                                       *H.turn_ports(16)],
                   env={"ETRELAY_TURN_SECRET": "s" * 32}, ops=port)
     relay.wait_for_line(r"^control: enrolled as relay relay-7; credential kept in ", T(5.0))
     relay.wait_for_line(r"^control: heartbeat ok, 3 routes$", T(5.0))
@@ -144,7 +145,7 @@ def enrol_once_and_route_sets(ctx):
     H.expect_eq([(g["name"], g["maxSessions"]) for g in b.get("gameRelays", [])],
                 [("default", 4000)], "gameRelays")
     H.expect_eq([(t["name"], t["allocations"], t["maxAllocations"])
-                 for t in b.get("turnListeners", [])], [("default", 0, 4000)], "turnListeners")
+                 for t in b.get("turnListeners", [])], [("default", 0, 16)], "turnListeners")
 
     # the set is in force, and shown
     c = lifecycle(port, tok)

@@ -12,7 +12,7 @@
   drawn at random below the kernel's ephemeral ports: the three copies of
   this test that run at once took the same fixed range, 41000-41009, and
   one of them found every port taken.)
-- --session-ports 41000-41004 --max-sessions 10 is a startup error naming
+- --session-ports 21000-21004 --max-sessions 10 is a startup error naming
   both.
 - Under `prlimit --nofile=200:200`, --max-sessions 5000 is a startup error
   about file descriptors, and --max-sessions 150 starts and holds 150
@@ -166,19 +166,19 @@ def ports_too_few(ctx):
     up = f"127.0.0.1:{H.free_udp_port()}"
     args = ["--listen", f"127.0.0.1:{H.free_udp_port()}", "--upstream", up,
             "--master", f"127.0.0.1:{H.free_udp_port()}", "--backend", ctx.backend,
-            "--session-ports", "41000-41004", "--max-sessions", "10"]
+            "--session-ports", "21000-21004", "--max-sessions", "10"]
     rc, out, err = H.run_etrelay(ctx, args, timeout=5)
-    H.check(rc in (64, 78), f"--session-ports 41000-41004 --max-sessions 10: exit {rc}, expected 64 "
+    H.check(rc in (64, 78), f"--session-ports 21000-21004 --max-sessions 10: exit {rc}, expected 64 "
             f"or 78; stderr {err.strip()!r}")
     lines = [l for l in err.splitlines() if l.strip()]
-    H.expect_eq(len(lines), 1, f"stderr lines for --session-ports 41000-41004 --max-sessions 10 ({lines})")
-    for w in ("max-sessions", "10", "session-ports", "41000-41004"):
+    H.expect_eq(len(lines), 1, f"stderr lines for --session-ports 21000-21004 --max-sessions 10 ({lines})")
+    for w in ("max-sessions", "10", "session-ports", "21000-21004"):
         H.check(w in lines[0], f"the error {lines[0]!r} does not mention {w!r}")
     H.check("listening on" not in err, "etrelay started anyway")
     ctx.note(f"session-ports too small: exit {rc}: {lines[0]}")
     # the same range with --max-sessions 5 is fine (positive control)
     rc, out, err = H.run_etrelay(ctx, args[:-1] + ["5", "-t"], timeout=5)
-    H.expect_eq(rc, 0, f"-t with --session-ports 41000-41004 --max-sessions 5 (stderr {err.strip()!r})")
+    H.expect_eq(rc, 0, f"-t with --session-ports 21000-21004 --max-sessions 5 (stderr {err.strip()!r})")
 
 
 def fd_limit(ctx):

@@ -448,7 +448,7 @@ def public_address(ctx):
                 f"--ops-allow-public, seen exit {rc}, {err.strip()!r}")
     # a port somebody else holds: an error naming it, not a silent relay
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    holder.bind((H.LOOPBACK, 0))
+    holder.bind((H.LOOPBACK, H.free_tcp_port()))  # drawn: below the ephemeral ports
     holder.listen(1)
     busy = holder.getsockname()[1]
     try:
@@ -471,12 +471,12 @@ def public_address(ctx):
     # IPv6 loopback is private: served without --ops-allow-public
     try:
         probe = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-        probe.bind(("::1", 0))
-        port6 = probe.getsockname()[1]
+        probe.bind(("::1", 0))  # is there an IPv6 loopback? (the port is not used)
         probe.close()
     except OSError:
         ctx.note("no IPv6 loopback here: --ops-listen [::1] not tried")
         return
+    port6 = H.free_tcp_port()  # drawn below the ephemeral ports, not one bind(0) gave
     relay = H.relay_env(ctx, {}, "--master", f"127.0.0.1:{master.port}",
                         "--upstream", f"127.0.0.1:{gs.port}", "--ops-listen", f"[::1]:{port6}")
     r = expect_status(H.http_request(port6, "GET", "/healthz", host="::1"), 200,

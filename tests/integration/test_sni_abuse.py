@@ -254,7 +254,7 @@ def port_taken(ctx):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    s.bind((H.LOOPBACK, 0))
+    s.bind((H.LOOPBACK, H.free_tcp_port()))  # drawn: below the ephemeral ports
     s.listen(16)
     try:
         for workers in (2, 1):

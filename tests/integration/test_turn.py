@@ -49,12 +49,10 @@ def test(ctx):
     port_b, ops_b = H.free_udp_port(), H.free_tcp_port()
     peer = T.Peer()
     ctx.objs.append(peer)
-    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
-                          "41000-41399", "--turn-max-allocations", "400", "--ops-listen",
-                          f"127.0.0.1:{ops}")
-    strict = start_relay(ctx, port_b, "--turn-ports", "41400-41499",
-                           "--turn-max-allocations", "100", "--ops-listen",
-                           f"127.0.0.1:{ops_b}", tcp=False)
+    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(400),
+                        "--ops-listen", f"127.0.0.1:{ops}")
+    strict = start_relay(ctx, port_b, *H.turn_ports(100), "--ops-listen", f"127.0.0.1:{ops_b}",
+                         tcp=False)
 
     # Everything at once: the clients do not share a user (the quota is
     # per userid) and the peer echoes whoever sends.
@@ -130,8 +128,8 @@ def test(ctx):
 
 def drain_part(ctx, peer):
     # SIGTERM with nothing to drain: at once, whatever --drain-timeout.
-    idle = start_relay(ctx, H.free_udp_port(), "--turn-ports", "41500-41509",
-                         "--turn-max-allocations", "10", "--drain-timeout", "20s", tcp=False)
+    idle = start_relay(ctx, H.free_udp_port(), *H.turn_ports(10), "--drain-timeout", "20s",
+                       tcp=False)
     t0 = time.monotonic()
     idle.expect_exit = True
     idle.signal(signal.SIGTERM)
@@ -143,9 +141,8 @@ def drain_part(ctx, peer):
     # never deleted, so it lasts to the end).
     ops_d = H.free_tcp_port()
     drain = start_relay(ctx, H.free_udp_port(), "--turn-allow-peer", "127.0.0.1/32",
-                          "--turn-ports", "41510-41529", "--turn-max-allocations", "20",
-                          "--drain-timeout", "3s", "--ops-listen", f"127.0.0.1:{ops_d}",
-                          tcp=False)
+                        *H.turn_ports(20), "--drain-timeout", "3s", "--ops-listen",
+                        f"127.0.0.1:{ops_d}", tcp=False)
     first = T.uclient(drain_port(drain), "d1", peer_port=peer.port, n=3)
     H.check(first.ok(3), f"before the drain: {first!r}")
     drain.expect_exit = True
@@ -181,9 +178,8 @@ def rotation_part(ctx, peer):
     write(cur, T.SECRET)
     write(nxt, "x" * 40)
     port = H.free_udp_port()
-    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", "--turn-ports",
-                          "41700-41719", "--turn-max-allocations", "20", tcp=False,
-                          secrets={"ETRELAY_TURN_SECRET_FILE": cur,
+    relay = start_relay(ctx, port, "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(20),
+                        tcp=False, secrets={"ETRELAY_TURN_SECRET_FILE": cur,
                                    "ETRELAY_TURN_SECRET_NEXT_FILE": nxt})
     before = T.uclient(port, "r1", secret=T.SECRET_NEXT, peer_port=peer.port, n=2, timeout=20)
     H.check("Cannot complete Allocation" in before.out,
@@ -213,14 +209,12 @@ def limits_part(ctx, peer):
     common = ["--turn-allow-peer", "127.0.0.1/32"]
     # Ten ports, five of them even (uclient asks for EVEN-PORT), two
     # allocations: the cap is what refuses.
-    capped = start_relay(ctx, ports[0], *common, "--turn-ports", "41800-41809",
+    capped = start_relay(ctx, ports[0], *common, *H.turn_ports(10, allocations=False),
                            "--turn-max-allocations", "2", "--ops-listen", f"127.0.0.1:{ops[0]}",
                            tcp=False)
-    quota = start_relay(ctx, ports[1], *common, "--turn-ports", "41810-41819",
-                          "--turn-max-allocations", "10", "--turn-user-quota", "1",
+    quota = start_relay(ctx, ports[1], *common, *H.turn_ports(10), "--turn-user-quota", "1",
                           "--ops-listen", f"127.0.0.1:{ops[1]}", tcp=False)
-    short = start_relay(ctx, ports[2], *common, "--turn-ports", "41820-41829",
-                          "--turn-max-allocations", "10", "--turn-max-lifetime", "2s",
+    short = start_relay(ctx, ports[2], *common, *H.turn_ports(10), "--turn-max-lifetime", "2s",
                           "--ops-listen", f"127.0.0.1:{ops[2]}", tcp=False)
     runs = T.parallel([
         lambda: T.uclient(ports[0], "c1", peer_port=peer.port, m=2, n=2, timeout=20),
@@ -255,10 +249,9 @@ def protocol_part(ctx):
     without strict-expiry; with it, the allocation ends at the expiry)."""
     ops, ops_s = H.free_tcp_port(), H.free_tcp_port()
     port, port_s = H.free_udp_port(), H.free_udp_port()
-    start_relay(ctx, port, "--turn-ports", "41900-41909", "--turn-max-allocations", "10",
-                  "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
-    start_relay(ctx, port_s, "--turn-ports", "41910-41919", "--turn-max-allocations", "10",
-                  "--turn-strict-expiry", "yes", "--ops-listen", f"127.0.0.1:{ops_s}", tcp=False)
+    start_relay(ctx, port, *H.turn_ports(10), "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
+    start_relay(ctx, port_s, *H.turn_ports(10), "--turn-strict-expiry", "yes",
+                "--ops-listen", f"127.0.0.1:{ops_s}", tcp=False)
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
 
     c = T.StunClient(port)

@@ -92,8 +92,8 @@ def test(ctx):
                           "--turn-tcp-max-connections", str(CAP * asked),
                           "--turn-tcp-max-per-ip", str(PER_IP),
                           "--turn-tcp-auth-timeout", f"{AUTH_S:g}s",
-                          "--turn-allow-peer", "127.0.0.1/32", "--turn-ports", "43200-43299",
-                          "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}")
+                          "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(100),
+                          "--ops-listen", f"127.0.0.1:{ops}")
     nw, rkey = H.relay_workers(relay)
     H.expect_eq(nw, asked, "workers")
     worker = lambda ip: H.reuseport_worker(rkey, ip, nw)  # noqa: E731

@@ -43,8 +43,8 @@ def test(ctx):
     asked = int(H.WORKERS) if H.WORKERS.isdigit() else 1
     relay = T.start_relay(ctx, port, "--turn-tcp-max-connections", str(CAP * asked),
                           "--turn-tcp-max-per-ip", "64", "--turn-user-quota", str(QUOTA),
-                          "--turn-allow-peer", "127.0.0.1/32", "--turn-ports", "43500-43599",
-                          "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}")
+                          "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(100),
+                          "--ops-listen", f"127.0.0.1:{ops}")
     nw, rkey = H.relay_workers(relay)
     H.expect_eq(nw, asked, "workers")
     worker = lambda ip: H.reuseport_worker(rkey, ip, nw)  # noqa: E731

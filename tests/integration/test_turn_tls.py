@@ -101,8 +101,8 @@ def check_refuses_what_start_refuses(ctx, d):
     os.mkdir(keydir)
     missing = os.path.join(d, "missing.pem")
     port, tls_port = T.free_port(), H.free_tcp_port()
-    base = ["--turn-listen", f"127.0.0.1:{port}", "--turn-ports", "43200-43209",
-            "--turn-max-allocations", "10", "--turn-tls-listen", f"127.0.0.1:{tls_port}"]
+    base = ["--turn-listen", f"127.0.0.1:{port}", *H.turn_ports(10),
+            "--turn-tls-listen", f"127.0.0.1:{tls_port}"]
     for what, c, k, want in (
             ("missing cert", missing, key, f"{missing}: No such file or directory"),
             ("missing key", cert, missing, f"{missing}: No such file or directory"),
@@ -121,15 +121,16 @@ def check_refuses_what_start_refuses(ctx, d):
 
     # Config errors, naming the key and its line, in -t and at start.
     ops = H.free_tcp_port()
+    lo, hi = H.free_udp_range(10)
     conf = os.path.join(d, "unused.conf")
     with open(conf, "w") as f:
-        f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\n"
+        f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports {lo}-{hi}\n"
                 f"max-allocations 10\ntls-cert {cert}\ntls-key {key}\n")
     refused_alike(ctx, ["-c", conf], f"{conf}:5: turn t: tls-cert: given without tls-listen",
                   "tls-cert without tls-listen")
     with open(conf, "w") as f:
         f.write(f"ops-listen 127.0.0.1:{ops}\n[turn t]\nlisten 127.0.0.1:{port}\n"
-                f"ports 43200-43209\nmax-allocations 10\ntls-listen 127.0.0.1:{ops}\n"
+                f"ports {lo}-{hi}\nmax-allocations 10\ntls-listen 127.0.0.1:{ops}\n"
                 f"tls-cert {cert}\ntls-key {key}\n")
     refused_alike(ctx, ["-c", conf],
                   f"{conf}:2: turn t: tls-listen 127.0.0.1:{ops}: the ops-listen address",
@@ -143,7 +144,7 @@ def check_refuses_what_start_refuses(ctx, d):
              f"{other_key} does not match the certificate in {cert}"),
             ("half-written cert in a file", half, key, 6, f"{half}: ")):
         with open(conf, "w") as f:
-            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports {lo}-{hi}\nmax-allocations 10\n"
                     f"tls-listen 127.0.0.1:{tls}\ntls-cert {c}\ntls-key {k}\n")
         refused_alike(ctx, ["-c", conf], f"{conf}:{line}: turn t: {want}", what)
 
@@ -151,7 +152,7 @@ def check_refuses_what_start_refuses(ctx, d):
     # cannot: -t says so (a warning), and nothing for a group-readable key.
     if os.geteuid() == 0:
         with open(conf, "w") as f:
-            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports 43200-43209\nmax-allocations 10\n"
+            f.write(f"[turn t]\nlisten 127.0.0.1:{port}\nports {lo}-{hi}\nmax-allocations 10\n"
                     f"tls-listen 127.0.0.1:{tls}\ntls-cert {cert}\ntls-key {key}\n")
         for mode, warned in ((0o600, True), (0o640, False)):
             os.chmod(key, mode)
@@ -193,8 +194,7 @@ def test(ctx):
     relay = T.start_relay(ctx, port, "--turn-tls-listen", f"127.0.0.1:{tls_port}",
                           "--turn-tls-cert", cert, "--turn-tls-key", key,
                           "--turn-tls-reload-interval", RELOAD, "--turn-allow-peer",
-                          "127.0.0.1/32", "--turn-ports", "43000-43099",
-                          "--turn-max-allocations", "100", "--ops-listen", f"127.0.0.1:{ops}",
+                          "127.0.0.1/32", *H.turn_ports(100), "--ops-listen", f"127.0.0.1:{ops}",
                           tcp=False)
     fp = [fingerprint_of_file(p[0]) for p in (first, second, third)]
     H.check(fp[0] and fp[0] != fp[1], f"fingerprints {fp}")
@@ -295,8 +295,7 @@ def test(ctx):
     hport, htls = H.free_udp_port(), H.free_tcp_port()
     hup = T.start_relay(ctx, hport, "--turn-tls-listen", f"127.0.0.1:{htls}",
                         "--turn-tls-cert", hcert, "--turn-tls-key", hkey,
-                        "--turn-tls-reload-interval", "1h", "--turn-ports", "43110-43119",
-                        "--turn-max-allocations", "10", tcp=False)
+                        "--turn-tls-reload-interval", "1h", *H.turn_ports(10), tcp=False)
     H.expect_eq(served_fingerprint(htls), fp[0], "the certificate served before SIGHUP")
     install(second[1], hkey)
     install(second[0], hcert)
@@ -327,8 +326,7 @@ def test(ctx):
     port2, tls2, ops2 = H.free_udp_port(), H.free_tcp_port(), H.free_tcp_port()
     T.start_relay(ctx, port2, "--turn-tls-listen", f"127.0.0.1:{tls2}", "--turn-tls-cert",
                   first[0], "--turn-tls-key", first[1], "--turn-tcp-max-per-ip", "3",
-                  "--turn-ports", "43100-43109", "--turn-max-allocations", "10",
-                  "--ops-listen", f"127.0.0.1:{ops2}", tcp=False)
+                  *H.turn_ports(10), "--ops-listen", f"127.0.0.1:{ops2}", tcp=False)
     conns = [socket.create_connection(("127.0.0.1", tls2), timeout=2) for _ in range(10)]
     try:
         H.wait_until(lambda: value(metrics(ops2)[1], "etrelay_turn_tcp_dropped_total",

@@ -130,8 +130,7 @@ def test(ctx):
                   "--turn-tls-handshake-burst", str(BURST),
                   "--turn-tls-handshake-ip-rate", str(IP_RATE),
                   "--turn-tls-handshake-ip-burst", str(IP_BURST),
-                  "--turn-ports", "43400-43409", "--turn-max-allocations", "10",
-                  "--ops-listen", f"127.0.0.1:{ops}")
+                  *H.turn_ports(10), "--ops-listen", f"127.0.0.1:{ops}")
     hello = canned_hello()
     H.check(hello[:1] == b"\x16", f"not a TLS handshake record: {hello[:8]!r}")
 

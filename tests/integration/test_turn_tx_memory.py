@@ -50,7 +50,7 @@ def test(ctx):
     port, ops = T.free_port(), H.free_tcp_port()
     relay = T.start_relay(ctx, port, "--turn-tcp-max-connections", str(CAP),
                           "--turn-tcp-max-per-ip", "64", "--turn-tcp-auth-timeout", "20s",
-                          "--turn-allow-peer", "127.0.0.1/32", "--turn-ports", "43300-43339",
+                          "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(40, allocations=False),
                           "--turn-max-allocations", "20", "--ops-listen", f"127.0.0.1:{ops}")
 
     nw, rkey = H.relay_workers(relay)

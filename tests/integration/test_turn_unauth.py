@@ -155,8 +155,8 @@ def log_508(ctx):
     H.expect_eq(relay.count(r"answered 508", start=mark), 1,
                 f"508 log lines (one a minute): {relay.text_lines(mark)!r}")
     port = T.free_port()
-    relay = T.start_relay(ctx, port, "--turn-ports", "42200-42209", "--turn-max-allocations",
-                          "1", "--drain-timeout", "20s", tcp=False)
+    relay = T.start_relay(ctx, port, *H.turn_ports(10, allocations=False),
+                          "--turn-max-allocations", "1", "--drain-timeout", "20s", tcp=False)
     mark = relay.mark()
     H.expect_eq(allocate(T.StunClient(port), "ok"), (T.SUCCESS, None), "the first Allocate")
     for i in range(3):
@@ -185,7 +185,8 @@ def reason_508(ctx):
     label, not "ports"; a 508 before that (a client whose worker's slice is
     full while the other has room) is the ports'."""
     port, ops = T.free_port(), H.free_tcp_port()
-    relay = T.start_relay(ctx, port, "--workers", "2", "--turn-ports", "42300-42303",
+    lo, hi = H.free_udp_range(4)
+    relay = T.start_relay(ctx, port, "--workers", "2", "--turn-ports", f"{lo}-{hi}",
                           "--turn-max-allocations", "4", "--ops-listen", f"127.0.0.1:{ops}",
                           tcp=False)
     transport = T.u32(T.A_TRANSPORT, 17 << 24)
@@ -223,8 +224,9 @@ def reason_508(ctx):
     relay.wait_for_line(r"turn default: Allocate answered 508: max-allocations 4 reached",
                         5 * H.SLOW, start=mark, what="the cap's 508 log line")
     if before:
-        relay.wait_for_line(r"turn default: Allocate answered 508: worker \d's ports "
-                            r"4230\d-4230\d are all in use", 5 * H.SLOW, start=mark,
+        ports = "|".join(str(p) for p in range(lo, hi + 1))
+        relay.wait_for_line(rf"turn default: Allocate answered 508: worker \d's ports "
+                            rf"({ports})-({ports}) are all in use", 5 * H.SLOW, start=mark,
                             what="the ports' 508 log line")
 
 
@@ -248,10 +250,10 @@ def test(ctx):
     port, ops = T.free_port(), H.free_tcp_port()
     port_d, ops_d = T.free_port(), H.free_tcp_port()
     T.start_relay(ctx, port, "--turn-unauth-rate", "100", "--turn-unauth-burst", "200",
-                  "--turn-ports", "42000-42099", "--turn-max-allocations", "50",
+                  *H.turn_ports(100, allocations=False), "--turn-max-allocations", "50",
                   "--ops-listen", f"127.0.0.1:{ops}")
-    T.start_relay(ctx, port_d, "--turn-ports", "42100-42199", "--turn-max-allocations", "50",
-                  "--ops-listen", f"127.0.0.1:{ops_d}", tcp=False)
+    T.start_relay(ctx, port_d, *H.turn_ports(100, allocations=False),
+                  "--turn-max-allocations", "50", "--ops-listen", f"127.0.0.1:{ops_d}", tcp=False)
 
     # 3000 sources, one request each: the per-IP buckets never empty, the
     # listener's does.

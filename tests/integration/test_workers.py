@@ -284,6 +284,8 @@ def qport_across(ctx):
         victim.request(victim.game(b"still mine", seq=i + 2), what="the victim's echo")
     H.check(thief.try_recv(0.3) is None, f"{thief_ip} (worker 0) took {victim_ip}'s qport "
             f"{victim.qport} (worker 1)")
+    H.wait_until(lambda: H.drops(H.get_metrics(port, tok), "qport_owned") - before >= 5,
+                 3 * H.SLOW, "the thief's five datagrams counted", interval=0.05)
     owned = H.drops(H.get_metrics(port, tok), "qport_owned") - before
     H.expect_eq(owned, 5, "dropped{reason=\"qport_owned\"} growth")
     relay.wait_for_line(rf"^relay default: {re.escape(thief_ip)}:\d+ sent qport "
@@ -312,6 +314,8 @@ def bans(ctx):
     ca.send(ca.game(b"y"))
     H.check(ca.try_recv(0.5) is None, f"{a} (banned, on worker 1) still got an echo")
     cb.request(cb.game(b"z"), what=f"an echo for {b} (not banned, on worker 1)")
+    H.wait_until(lambda: H.drops(H.get_metrics(port, tok), "banned") > before, 3 * H.SLOW,
+                 "the banned datagram counted", interval=0.05)
     after = H.drops(H.get_metrics(port, tok), "banned")
     H.expect_eq(after - before, 1, "dropped{reason=\"banned\"} growth")
     stop(relay)

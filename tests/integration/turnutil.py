@@ -44,8 +44,8 @@ def require_coturn():
 
 def free_port():
     """A port free for UDP and TCP on 127.0.0.1 (a listener takes both),
-    below the default relayed ports 49152-65535 (the harness draws below
-    the ephemeral range)."""
+    below the ephemeral range, as the harness draws; the relayed ports come
+    from H.turn_ports()."""
     return H.free_udp_tcp_port()
 
 

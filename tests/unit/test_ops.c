@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,12 +336,12 @@ static void test_ops_start_refuses_a_public_address(void **state)
 	struct etr_stats st = { 0 };
 	char err[512] = "";
 
-	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -EINVAL);
 	assert_null(op);
 	assert_non_null(strstr(err, "8.8.8.8:9091"));
 	assert_non_null(strstr(err, "--ops-allow-public"));
 	cfg.listen = sa("0.0.0.0:9091");
-	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "--ops-allow-public"));
 }
 
@@ -352,7 +353,7 @@ static void test_ops_start_refuses_a_short_token(void **state)
 	char err[512] = "";
 
 	setenv(OPS_ENV_LIFECYCLE, TOKEN_31, 1);
-	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -EINVAL);
 	assert_null(op);
 	assert_non_null(strstr(err, OPS_ENV_LIFECYCLE));
 	assert_null(strstr(err, "0123456789"));

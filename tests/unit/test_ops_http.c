@@ -535,7 +535,7 @@ static void test_http_start_refuses_a_short_token(void **state)
 	cfg.listen.in.sin_family = AF_INET;
 	cfg.listen.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	setenv(OPS_ENV_READ, "0123456789abcdef0123456789abcde", 1);
-	assert_int_equal(ops_start(&other, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&other, &cfg, &st, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, OPS_ENV_READ));
 	assert_null(strstr(err, "0123456789"));
 	unsetenv(OPS_ENV_READ);
@@ -721,7 +721,7 @@ static void test_http_a_taken_port_is_named_in_the_error(void **state)
 	cfg.listen.in.sin_family = AF_INET;
 	cfg.listen.in.sin_port = htons((uint16_t)port);
 	cfg.listen.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(ops_start(&other, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&other, &cfg, &st, err, sizeof(err)), -EIO);
 	if (!strstr(err, "in use") || !strstr(err, "127.0.0.1"))
 		fail_msg("error does not say the address is in use: %s", err);
 }
@@ -757,7 +757,7 @@ static void test_http_public_address_is_refused(void **state)
 	char err[512] = "";
 
 	cfg.listen.in.sin_family = AF_INET; /* 0.0.0.0 */
-	assert_int_equal(ops_start(&pub, &cfg, &st, err, sizeof(err)), -1);
+	assert_int_equal(ops_start(&pub, &cfg, &st, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "--ops-allow-public"));
 }
 
