@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
 """The README and doc/ pages hold together: every relative link names a
-file of the tree (and, with #anchor, a heading of that page); the README's
-copy of the one-file front host is contrib/etrelay-turn.conf.example without
-its comments; the README stays short (it leads, doc/ and the man pages are
-the reference). Usage: docs_links.py SOURCE_ROOT"""
+file of the tree (and, with #anchor, a heading of that page); the README
+stays short (it leads, doc/ and the man pages are the reference). The
+copies of contrib/ examples are test_docs_sync.py's. Usage: docs_links.py SOURCE_ROOT"""
 
 import os
 import re
@@ -47,16 +46,6 @@ def main():
     n = readme.count("\n")
     if n > MAX_README_LINES:
         bad.append(f"README.md: {n} lines, more than {MAX_README_LINES}: move reference to doc/")
-    example = os.path.join(root, "contrib", "etrelay-turn.conf.example")
-    keys = [l for l in open(example).read().split("\n") if l and not l.startswith("#")]
-    blocks = re.findall(r"```\n(.*?)```", readme, flags=re.S)
-    copy = [b for b in blocks if "[turn " in b]
-    if len(copy) != 1:
-        bad.append(f"README.md: {len(copy)} blocks with a [turn] section, want the one copy "
-                   "of contrib/etrelay-turn.conf.example")
-    elif [l for l in copy[0].split("\n") if l] != keys:
-        bad.append("README.md: the front host's file differs from "
-                   "contrib/etrelay-turn.conf.example without its comments")
     for b in bad:
         print(b)
     print(f"{len(pages)} pages checked, {len(bad)} problems")

@@ -3,9 +3,10 @@
 """What the documentation copies stays what it copies.
 
   test_docs_sync.py readme SRCDIR
-      each code block of README.md introduced by "(`contrib/FILE`, with
-      comments):" is FILE without its comment lines (a key added to the
-      example and not to the README, or the reverse, fails);
+      each code block of README.md and doc/*.md introduced by
+      "(`contrib/FILE`, with comments):" or "`contrib/FILE` without its
+      comments" is FILE without its comment and blank lines (a key added
+      to the example and not to the copy, or the reverse, fails);
   test_docs_sync.py flags ETRELAY MAN
       every option `ETRELAY --help` lists has an entry or a mention
       (Fl \\-name) in the man page MAN (man/etrelay.8).
@@ -19,24 +20,29 @@ import sys
 
 
 def readme(src):
-    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
-        text = f.read()
+    pages = ["README.md"] + sorted(os.path.join("doc", p) for p in os.listdir(os.path.join(src, "doc"))
+                                   if p.endswith(".md"))
     bad, n = [], 0
-    for m in re.finditer(r"\(`(contrib/[^`]+)`, with comments\):\s*\n```\n(.*?)```", text, re.S):
-        n += 1
-        path, block = m.group(1), m.group(2)
-        with open(os.path.join(src, path), encoding="utf-8") as f:
-            want = "\n".join(l for l in f.read().splitlines() if not l.startswith("#")).strip()
-        got = block.strip()
-        if got != want:
-            import difflib
-            diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(),
-                                                  path, "README.md", lineterm="", n=1))
-            bad.append(f"README.md's copy of {path} differs from the file (comments "
-                       f"aside):\n{diff}")
+    intro = (r"(?:\(`(contrib/[^`]+)`, with comments\):|`(contrib/[^`]+)` without its\s+comments"
+             r"[^\n]*\n(?:[^\n]+\n)*?)\s*\n```\n(.*?)```")
+    for page in pages:
+        with open(os.path.join(src, page), encoding="utf-8") as f:
+            text = f.read()
+        for m in re.finditer(intro, text, re.S):
+            n += 1
+            path, block = m.group(1) or m.group(2), m.group(3)
+            with open(os.path.join(src, path), encoding="utf-8") as f:
+                want = [l for l in f.read().splitlines() if l and not l.startswith("#")]
+            got = [l for l in block.splitlines() if l]
+            if got != want:
+                import difflib
+                diff = "\n".join(difflib.unified_diff(want, got, path, page, lineterm="", n=1))
+                bad.append(f"{page}'s copy of {path} differs from the file (comments and "
+                           f"blank lines aside):\n{diff}")
     if n == 0:
-        bad.append("README.md: no block introduced by (`contrib/FILE`, with comments):")
-    return bad, f"{n} README block(s) equal to their files"
+        bad.append("README.md, doc/: no block introduced by (`contrib/FILE`, with comments): "
+                   "or `contrib/FILE` without its comments")
+    return bad, f"{n} block(s) of README.md and doc/ equal to their files"
 
 
 def flags(binary, man):
