@@ -80,6 +80,7 @@ enum { SIDE_C = 0, SIDE_U = 1 };
 #define D_EOF 2u     /* it shut its side (no more reads) */
 #define D_SHUT 4u    /* and we shut the other's write side, all sent */
 #define D_DEFER 8u   /* its bulk read waits: its source holds its cap of chunks */
+#define D_DATA 16u   /* it sent at least one byte */
 
 struct sni_conn {
 	uint8_t state, gen;
@@ -580,6 +581,22 @@ static void send_pre(struct sni_listener *l, struct sni_conn *c)
 	c->pre_sending = true;
 }
 
+/* --debug: an upstream that ends a spliced connection before its first
+ * byte is counted as spliced, yet nobody was served: most often a
+ * proxy-v2 route to a server that does not expect the header, or a
+ * backend refusing the name. Said here, as the refusals are (the debug
+ * log's own cap bounds it). */
+static void upstream_gone(struct sni_listener *l, struct sni_conn *c, const char *how)
+{
+	char a[ADDR_STRLEN];
+
+	if (!log_debug_on || (c->dir[SIDE_U] & D_DATA))
+		return;
+	log_debug("sni %s: %s from %s: upstream %s before sending a byte%s", l->conf->name,
+		  c->hello.name, addr_str(&c->peer.sa, a), how,
+		  c->proxy ? " (a proxy-v2 route: does the upstream expect the PROXY header?)" : "");
+}
+
 static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint64_t now)
 {
 	int one = 1;
@@ -669,6 +686,8 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		return;
 	}
 	if (d->len == 0) {
+		if (s == SIDE_U)
+			upstream_gone(l, c, "closed");
 		/* The shutdown only behind the chunks still queued: the last
 		 * one's on_sent sends it then. */
 		c->dir[s] |= D_EOF;
@@ -680,6 +699,7 @@ static void conn_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		return;
 	}
 	c->last = d->now;
+	c->dir[s] |= D_DATA;
 	if (l->ops->stream_forward(l->loop, c->fd[o], d, conn_id(l, c, o)) < 0) {
 		end(l, c, SNI_END_RESET);
 		return;
@@ -759,7 +779,6 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 	int s;
 	struct sni_conn *c = deref(l, ref, &s);
 
-	(void)err;
 	if (!c)
 		return;
 	c->dir[s] &= ~D_READING;
@@ -774,6 +793,8 @@ static void conn_recv_error(void *obj, uint32_t ref, int err)
 		return;
 	case C_SENDPRE:
 	case C_SPLICE:
+		if (s == SIDE_U)
+			upstream_gone(l, c, strerror(-err));
 		end(l, c, SNI_END_RESET);
 		return;
 	default:

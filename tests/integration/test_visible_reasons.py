@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""What the counters alone used to show is said in the --debug log.
+
+sni_upstream_gone: an SNI connection whose upstream closes (or resets)
+before sending a byte is counted as spliced, yet nobody was served (most
+often a proxy-v2 route to a server that does not expect the header).
+With --debug the relay says so, naming the listener, the name, the
+client and, for a proxy-v2 route, the likely cause; an upstream that
+answers before it closes is not reported. The old code logged nothing."""
+
+import os
+import socket
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import tlsutil as T  # noqa: E402
+
+
+class Closer(threading.Thread):
+    """A TCP upstream that reads what comes, then closes (reset: RST, else
+    FIN), or first answers `answer`. Serves up to `n` connections."""
+
+    def __init__(self, n, reset=False, answer=b""):
+        super().__init__(daemon=True)
+        self.port = H.free_tcp_port()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((H.LOOPBACK, self.port))
+        self.sock.listen(16)
+        self.sock.settimeout(10)
+        self.n, self.reset, self.answer, self.served = n, reset, answer, 0
+
+    def run(self):
+        for _ in range(self.n):
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            c.settimeout(5)
+            try:
+                c.recv(65536)
+                if self.answer:
+                    c.sendall(self.answer)
+                if self.reset:
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            except OSError:
+                pass
+            c.close()
+            self.served += 1
+
+
+def client(port, name):
+    """Send a hello for name and read to the end: the bytes that came."""
+    s = socket.create_connection((H.LOOPBACK, port), timeout=5)
+    try:
+        s.sendall(T.hello(name))
+        got = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            got += b
+        return got
+    finally:
+        s.close()
+
+
+def sni_upstream_gone(ctx):
+    pp, rst, ok = Closer(1), Closer(1, reset=True), Closer(1, answer=b"hello")
+    for c in (pp, rst, ok):
+        c.start()
+    port = H.free_tcp_port()
+    relay = ctx.relay("--sni-listen", f"{H.LOOPBACK}:{port}",
+                      "--sni-route", f"pp.test={H.LOOPBACK}:{pp.port},proxy-v2",
+                      "--sni-route", f"rst.test={H.LOOPBACK}:{rst.port}",
+                      "--sni-route", f"ok.test={H.LOOPBACK}:{ok.port}",
+                      debug=True, listen=False, wait_ready=False, open_limits=False)
+    relay.READY_RE = r"^sni default listening on "
+    relay.wait_ready()
+    start = len(relay.lines)
+    H.expect_eq(client(port, "ok.test"), b"hello", "ok.test: the upstream's answer")
+    H.expect_eq(client(port, "pp.test"), b"", "pp.test: the upstream closed at once")
+    relay.wait_for_line(r"sni default: pp\.test from 127\.0\.0\.1:\d+: upstream closed before "
+                        r"sending a byte \(a proxy-v2 route: does the upstream expect the PROXY "
+                        r"header\?\)", 5 * H.SLOW, start=start, what="the proxy-v2 route's line")
+    H.expect_eq(client(port, "rst.test"), b"", "rst.test: the upstream reset")
+    relay.wait_for_line(r"sni default: rst\.test from 127\.0\.0\.1:\d+: upstream (closed|"
+                        r"Connection reset by peer) before sending a byte$", 5 * H.SLOW,
+                        start=start, what="the resetting upstream's line")
+    H.wait_until(lambda: ok.served and pp.served and rst.served, 5, "every upstream served")
+    said = [l for _, l in relay.lines[start:] if "ok.test" in l and "before sending" in l]
+    H.expect_eq(said, [], "an upstream that answered is not reported")
+    ctx.check_relays_alive()
+
+
+def test(ctx):
+    H.run_parts(ctx, [sni_upstream_gone])
+
+
+if __name__ == "__main__":
+    H.main(test)
