@@ -176,6 +176,7 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	if (c->public_ip.sa.sa_family == AF_INET || c->public_ip.sa.sa_family == AF_INET6)
 		turn_peer_own(&l->policy, &c->public_ip);
 	turn_peer_ports(&l->policy, c->port_min, c->port_max);
+	turn_peer_live_ports(&l->policy, l->live_ports);
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		for (unsigned k = 0; k < 4; k++) {
 			uint64_t v = net_random64();
@@ -810,6 +811,7 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 	}
 	l->relay_fd[idx] = -1;
 	l->relay_conn[idx] = 0;
+	turn_peer_port_set(l->sh->live_ports, l->t.a[idx].port, false);
 	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
 		l->conns[conn - 1].since = loop_now();
@@ -1116,6 +1118,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	}
 	l->relay_fd[idx] = fd;
 	l->relay_conn[idx] = x->conn;
+	turn_peer_port_set(l->sh->live_ports, port, true);
 	if (x->conn) {
 		l->conns[x->conn - 1].alloc = idx;
 		na_leave(l, x->conn - 1);
@@ -1195,12 +1198,29 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 	arm(l);
 }
 
+/* How often a worker reads the host's addresses again (when it judges a
+ * peer): an address added at run time is the host's within a second. */
+#define TURN_HOSTS_EVERY_MS 1000ull
+
 /* Whether the relay may send to peer (turn_peer_check: the relay's own
- * address only on its relayed ports, never another service of the host).
- * ip_only: a CreatePermission's, port ignored. */
-static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
+ * address only on relayed ports with a live allocation, never another
+ * service of the host). ip_only: a CreatePermission's, port ignored. */
+static bool peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only)
 {
-	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
+	struct turn_listener *l = x->l;
+
+	if (x->now - l->hosts_at >= TURN_HOSTS_EVERY_MS * NS_PER_MS) {
+		union etr_sockaddr local[TURN_PEER_HOST_MAX];
+		size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
+
+		l->hosts_at = x->now;
+		if (n) { /* getifaddrs failed: the last list stays */
+			turn_peer_hosts_clear(&l->policy);
+			for (size_t k = 0; k < n; k++)
+				turn_peer_host(&l->policy, &local[k]);
+		}
+	}
+	return turn_peer_ok(turn_peer_check(&l->policy, peer, ip_only));
 }
 
 /* Whether ban-file holds a (a client or a peer). */
@@ -1233,7 +1253,7 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 		/* The policy before the family: a refused IPv6 form (::1,
 		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
 		 * as such, not merely a mismatch (443). */
-		if (!peer_ok(l, &peers[i], true) || banned(l, &peers[i])) {
+		if (!peer_ok(x, &peers[i], true) || banned(l, &peers[i])) {
 			STAT_ADD(l->stats.peer_rejected, 1);
 			answer_error(x, m, 403, au.key);
 			return;
@@ -1273,7 +1293,7 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		answer_error(x, m, 400, au.key);
 		return;
 	}
-	if (!peer_ok(l, &peer, false) || banned(l, &peer)) { /* before the family, as above */
+	if (!peer_ok(x, &peer, false) || banned(l, &peer)) { /* before the family, as above */
 		STAT_ADD(l->stats.peer_rejected, 1);
 		answer_error(x, m, 403, au.key);
 		return;
@@ -1345,7 +1365,7 @@ static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dg
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
 		return;
 	}
-	if (!peer_ok(l, &peer, false)) {
+	if (!peer_ok(x, &peer, false)) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
 		return;
 	}
@@ -2385,6 +2405,10 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 	l->ops = ops;
 	l->loop = loop;
 	l->ep = ep;
+	/* The daemon has added the host's addresses and its sockets by now;
+	 * the worker reads the former again (peer_ok). */
+	l->policy = l->sh->policy;
+	l->hosts_at = loop_now();
 	if ((s = endpoint_add(ep, &turn_udp_ops, l)) < 0)
 		return s;
 	l->slot_udp = (unsigned)s;

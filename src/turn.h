@@ -191,6 +191,9 @@ struct turn_lshared {
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
 	_Atomic uint64_t log_at[5]; /* ms: next log line of a kind (turn.c: 508s, TLS, full) */
+	/* Its relayed ports with a live allocation, every worker's: own
+	 * addresses are peers on those alone (policy.live points here). */
+	_Atomic uint64_t live_ports[TURN_PEER_LIVE_WORDS];
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
 	/* tls-listen: the context new sessions take, and its reload (checked
@@ -317,6 +320,10 @@ struct turn_listener {
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	struct rl_table tls_ip_rl;  /* TLS handshakes per source IP (tls-listen only) */
 	struct rl_bucket tls_rl;    /* ... and in all (this worker's part) */
+	/* This worker's copy of the peer policy, whose host addresses it
+	 * reads again at most every TURN_HOSTS_EVERY_MS (hosts_at: ns). */
+	struct turn_peer_policy policy;
+	uint64_t hosts_at;
 	struct turn_stats stats;
 };
 

@@ -229,7 +229,8 @@ def host_guard(ctx):
     other = res["g2"]["relayed"][1]
     for i, (method, ip, port, want, why) in enumerate((
             ("CHANNEL_BIND", "45.0.0.1", other, 0, "relay-address, a relayed port"),
-            ("CHANNEL_BIND", "45.0.0.1", 50099, 0, "relay-address, the last relayed port"),
+            ("CHANNEL_BIND", "45.0.0.1", 50099, 403,
+             "relay-address, a relayed port without an allocation (a WireGuard port there)"),
             ("CHANNEL_BIND", "45.0.0.1", 22, 403, "relay-address, another port"),
             ("CHANNEL_BIND", "45.0.0.1", 27960, 403, "the game relay's port"),
             ("CHANNEL_BIND", "45.0.0.1", 3478, 403, "TURN's own port"),

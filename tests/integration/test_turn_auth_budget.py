@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""What an outside attacker costs a TURN listener before it authenticates
+(attacker9 findings 3, 4 and 8).
+
+Own address (finding 8): the relay's address is a peer on relayed ports
+with a live allocation only: a ChannelBind to a port of the range where
+another service listens (WireGuard's 51820 in the default range) gets 403,
+and a Send indication there is dropped; to another client's relayed port
+both go through."""
+
+import collections
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import turnutil as T  # noqa: E402
+
+A_DATA, SEND, DATA, A_CHANNEL = 0x0013, 0x006, 0x007, 0x000C
+INDICATION = 1
+
+
+def m_value(ops, name, **labels):
+    return T.value(T.metrics(ops)[1], name, **labels)
+
+
+def tcp_dropped(ops, reason):
+    return m_value(ops, "etrelay_turn_tcp_dropped_total", reason=reason)
+
+
+def connect(src, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.settimeout(3 * H.SLOW)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def read_msg(s):
+    """One whole STUN message from stream s: parse()'s tuple."""
+    got = b""
+    deadline = time.monotonic() + 3 * H.SLOW
+    while time.monotonic() < deadline:
+        if len(got) >= 20 and len(got) >= 20 + int.from_bytes(got[2:4], "big"):
+            return T.parse(got)
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    H.fail(f"no STUN answer on TCP: {got!r}")
+
+
+def ask_split(s, data):
+    """Send a request in two segments (its first 10 bytes, 30 ms, the
+    rest) and read the answer."""
+    s.sendall(data[:10])
+    time.sleep(0.03)
+    s.sendall(data[10:])
+    return read_msg(s)
+
+
+def xor_addr(v):
+    port = struct.unpack("!H", v[2:4])[0] ^ (T.COOKIE >> 16)
+    ip = struct.unpack("!I", v[4:8])[0] ^ T.COOKIE
+    return socket.inet_ntoa(struct.pack("!I", ip)), port
+
+
+UDP = [T.u32(T.A_TRANSPORT, 17 << 24)]
+
+
+def allocate_tcp(s, userid, split=False):
+    """An Allocate on TCP connection s (401, then signed): the answer's
+    (class, error code, attrs)."""
+    ask = (lambda d: ask_split(s, d)) if split else (lambda d: T.stun_tcp(s, d))
+    cls, _, _, a = ask(T.message(T.ALLOCATE, os.urandom(12), UDP))
+    H.expect_eq((cls, T.error_code(a)), (T.ERROR, 401), "an unsigned Allocate over TCP")
+    realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+    user, pw = T.rest_credentials(T.SECRET, userid)
+    cls, _, _, a = ask(T.message(T.ALLOCATE, os.urandom(12), UDP + T.signed(user, realm, nonce),
+                                 key=T.longterm_key(user, pw, realm.decode())))
+    return cls, T.error_code(a), a
+
+
+# --------------------------------------------------------------------------
+
+
+def udp_allocate(c, userid):
+    """An allocation over UDP StunClient c: (key, realm, nonce, relayed port)."""
+    realm, nonce = c.challenge()
+    user, pw = T.rest_credentials(T.SECRET, userid)
+    key = T.longterm_key(user, pw, realm.decode())
+    _, (cls, _, _, a) = c.request(T.ALLOCATE, UDP + T.signed(user, realm, nonce), key=key)
+    H.expect_eq(cls, T.SUCCESS, f"Allocate of {userid}: {a}")
+    return key, T.signed(user, realm, nonce), xor_addr(a[T.A_RELAYED][0])[1]
+
+
+def own_address(ctx):
+    """Finding 8."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    lo, hi = H.free_udp_range(8)
+    # A service of the host inside the relayed range (WireGuard's 51820 in
+    # the default 49152-65535): the relay cannot bind its port.
+    wg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    wg.bind(("127.0.0.1", hi))
+    wg.settimeout(0.5)
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{lo}-{hi}", "--turn-max-allocations", str(hi - lo + 1), "--turn-relay-address",
+                          "127.0.0.1", "--ops-listen", f"127.0.0.1:{ops}", tcp=False)
+    a, b = T.StunClient(port), T.StunClient(port)
+    ka, sa, _ = udp_allocate(a, "alice")
+    kb, sb, pb = udp_allocate(b, "bob")
+    H.check(pb != hi, "an allocation on the port another service holds")
+    for c, k, s in ((a, ka, sa), (b, kb, sb)):
+        _, (cls, _, _, r) = c.request(T.CREATE_PERMISSION, [T.xor_peer("127.0.0.1", 1)] + s,
+                                      key=k)
+        H.expect_eq(cls, T.SUCCESS, f"CreatePermission for the relay's address: {r}")
+    # ChannelBind: to bob's relayed port yes, to the service's port no.
+    _, (cls, _, _, r) = a.request(T.CHANNEL_BIND, [T.u32(A_CHANNEL, 0x4000 << 16),
+                                                   T.xor_peer("127.0.0.1", pb)] + sa, key=ka)
+    H.expect_eq(cls, T.SUCCESS, f"ChannelBind to a live relayed port: {r}")
+    _, (cls, _, _, r) = a.request(T.CHANNEL_BIND, [T.u32(A_CHANNEL, 0x4001 << 16),
+                                                   T.xor_peer("127.0.0.1", hi)] + sa, key=ka)
+    H.expect_eq((cls, T.error_code(r)), (T.ERROR, 403),
+                "ChannelBind to a relayed port without an allocation")
+    # Send indications: to bob's port relayed (a Data indication), to the
+    # service's port dropped.
+    refused = m_value(ops, "etrelay_turn_dropped_total", reason="peer_refused")
+    for port_to, payload in ((hi, b"to-the-service"), (pb, b"to-bob")):
+        a.s.sendto(T.message(SEND, os.urandom(12), [T.xor_peer("127.0.0.1", port_to),
+                                                    T.attr(A_DATA, payload)],
+                             cls=INDICATION, fingerprint=False), a.addr)
+    got = b""
+    deadline = time.monotonic() + 3 * H.SLOW
+    while time.monotonic() < deadline and b"to-bob" not in got:
+        try:
+            got += b.s.recv(2048)
+        except socket.timeout:
+            pass
+    H.check(b"to-bob" in got, "a Send to a live relayed port of the relay's address")
+    try:
+        leaked = wg.recv(2048)
+    except socket.timeout:
+        leaked = b""
+    H.expect_eq(leaked, b"", "what the service on a relayed port received")
+    H.wait_until(lambda: m_value(ops, "etrelay_turn_dropped_total", reason="peer_refused")
+                 >= refused + 1, 2 * H.SLOW, "the Send to the service's port counted refused")
+    wg.close()
+    H.check(relay.alive(), "etrelay died")
+    relay.expect_exit = True
+    relay.close()
+
+
+def test(ctx):
+    own_address(ctx)
+
+
+if __name__ == "__main__":
+    H.main(test)
