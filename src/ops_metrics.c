@@ -535,7 +535,8 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	       "authenticated request within tcp-auth-timeout), banned (its source is in ban-file: "
 	       "at accept, or open when a reload banned it), or refused before any crypto: "
 	       "tls_rate_ip (a TLS connection over its source's tls-handshake-ip-rate), tls_rate "
-	       "(over the listener's tls-handshake-rate).");
+	       "(over the listener's tls-handshake-rate); before an authenticated request: "
+	       "unauth_channel (ChannelData), unauth_large (a frame over 1500 bytes).");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",

@@ -82,6 +82,8 @@ enum turn_tcp_drop {
 	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
 	TURN_TCP_TLS_RATE_IP,  /* a TLS connection over its source's tls-handshake-ip-rate */
 	TURN_TCP_TLS_RATE,     /* ... over the listener's tls-handshake-rate */
+	TURN_TCP_UNAUTH_CHANNEL, /* ChannelData before an authenticated request */
+	TURN_TCP_UNAUTH_LARGE,	 /* a frame over TURN_CONN_UNAUTH_FRAME before one */
 	TURN_TCP_DROPS
 };
 
@@ -123,10 +125,18 @@ struct turn_stats {
 #define TURN_CONN_SLOTS(cap) ((cap) + (cap) / 4 + 16)
 /* Bytes of frames cut by a chunk's end, per listener and worker: a frame is
  * 65539 bytes at most, its buffer exists only while it is incomplete (up
- * to TURN_CONN_RX_KEEP stays), and a connection that would go past this
- * total is closed (tcp_dropped frame_memory). */
+ * to TURN_CONN_RX_KEEP stays) and grows with the bytes that came (at most
+ * twice them, 512 at least: the length a header announces costs nothing
+ * until its bytes arrive), and a connection that would go past this total
+ * is closed (tcp_dropped frame_memory). */
 #define TURN_CONN_RX_TOTAL (16u << 20)
 #define TURN_CONN_RX_KEEP  2048u
+/* The largest frame of a connection without an authenticated request: a
+ * STUN request before authentication is a few hundred bytes (an Allocate
+ * with USERNAME, REALM, NONCE, SOFTWARE and integrity); ChannelData then
+ * has no channel to go to. Either closes it (tcp_dropped unauth_large,
+ * unauth_channel), so a silent connection holds at most this. */
+#define TURN_CONN_UNAUTH_FRAME 1500u
 /* TCP send blocks: frames up to TURN_TX_SMALL bytes reuse blocks kept per
  * listener and worker, at most TURN_TX_CACHE of them (2 MiB). */
 #define TURN_TX_SMALL 2000u

@@ -192,6 +192,8 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_BANNED] = "banned",
     [TURN_TCP_TLS_RATE_IP] = "tls_rate_ip",
     [TURN_TCP_TLS_RATE] = "tls_rate",
+    [TURN_TCP_UNAUTH_CHANNEL] = "unauth_channel",
+    [TURN_TCP_UNAUTH_LARGE] = "unauth_large",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {

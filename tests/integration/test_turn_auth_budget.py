@@ -3,6 +3,14 @@
 """What an outside attacker costs a TURN listener before it authenticates
 (attacker9 findings 3, 4 and 8).
 
+Half frames (finding 3): 300 connections per worker each send the 4 bytes
+of a header announcing 64 KiB (ChannelData, or a STUN message) and hold,
+150 more announce 512 bytes. They used to spend the worker's 16 MiB of
+frame memory (counted by the length announced), and a real client whose
+frames came in two segments was closed. Now an unauthenticated connection may send neither ChannelData
+nor a frame over 1500 bytes (closed, tcp_dropped unauth_channel and
+unauth_large) and memory counts the bytes that came: the client allocates.
+
 Own address (finding 8): the relay's address is a peer on relayed ports
 with a live allocation only: a ChannelBind to a port of the range where
 another service listens (WireGuard's 51820 in the default range) gets 403,
@@ -90,6 +98,82 @@ def allocate_tcp(s, userid, split=False):
 # --------------------------------------------------------------------------
 
 
+def half_frames(ctx):
+    """Finding 3."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    lo, hi = H.free_udp_range(20)
+    asked = int(H.WORKERS) if H.WORKERS.isdigit() else 1
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{lo}-{hi}", "--turn-max-allocations", str(hi - lo + 1),
+                          "--turn-tcp-max-connections", str(1200 * asked),
+                          "--turn-tcp-max-per-ip", "64", "--turn-tcp-auth-timeout", "30s",
+                          "--ops-listen", f"127.0.0.1:{ops}")
+    nw, key = H.relay_workers(relay)
+    per_worker, ips = collections.Counter(), []
+    for ip in (H.spread_ip(i) for i in range(2000)):
+        w = H.reuseport_worker(key, ip, nw)
+        if per_worker[w] < 10:  # 10 x 45 = 450 connections a worker
+            per_worker[w] += 1
+            ips.append(ip)
+    H.expect_eq(len(ips), 10 * nw, f"addresses per worker {per_worker}")
+    # 300 a worker announce 64 KiB: ChannelData, or an Allocate. Then 150
+    # announce 512 bytes (a request's size), which used to fill what the
+    # large ones left of the 16 MiB to the last 512 bytes.
+    headers = (struct.pack("!HH", 0x4000, 0xFFFF), struct.pack("!HH", 0x0003, 0xFFFC),
+               struct.pack("!HH", 0x0001, 512 - 20))
+    held, small = [], []
+    for k in range(45):
+        for ip in ips:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((ip, 0))
+            s.settimeout(3 * H.SLOW)
+            s.connect(("127.0.0.1", port))
+            s.sendall(headers[2 if k >= 30 else (k + len(held)) % 2])
+            (small if k >= 30 else held).append(s)
+    n = len(held)
+    H.check(n >= 300 * nw, f"only {n} connections")
+
+    def seen():
+        """Half frames the relay has taken in: held open, or closed."""
+        s = T.metrics(ops)[1]
+        v = [H.metric_value(s, "etrelay_turn_tcp_connections", listener="default",
+                            transport="tcp"),
+             H.metric_value(s, "etrelay_turn_tcp_dropped_total", listener="default",
+                            reason="unauth_channel"),
+             H.metric_value(s, "etrelay_turn_tcp_dropped_total", listener="default",
+                            reason="unauth_large"),
+             H.metric_value(s, "etrelay_turn_tcp_dropped_total", listener="default",
+                            reason="frame_memory")]
+        return sum(x or 0 for x in v) >= n + len(small)
+    H.wait_until(seen, 10 * H.SLOW, "every half frame's connection to be taken in")
+    # A real client (from an address of its own, on every worker), whose
+    # every frame arrives in two segments, allocates.
+    for w in range(nw):
+        src = next(ip for ip in (H.spread_ip(i) for i in range(3000, 4000))
+                   if H.reuseport_worker(key, ip, nw) == w)
+        c = connect(src, port)
+        cls, code, a = allocate_tcp(c, f"split{w}", split=True)
+        H.expect_eq((cls, code), (T.SUCCESS, None), f"worker {w}: Allocate in two segments")
+        H.check(T.A_RELAYED in a, "no XOR-RELAYED-ADDRESS")
+        c.close()
+    H.expect_eq(tcp_dropped(ops, "frame_memory"), 0, "connections closed for frame memory")
+    H.wait_until(lambda: tcp_dropped(ops, "unauth_channel") + tcp_dropped(ops, "unauth_large")
+                 >= n, 10 * H.SLOW, "every unauthenticated half frame to be refused")
+    H.check(tcp_dropped(ops, "unauth_channel") >= n // 3, "ChannelData before authentication")
+    H.check(tcp_dropped(ops, "unauth_large") >= n // 3, "a large frame before authentication")
+    H.wait_until(lambda: all(T.closed_by_server(s) for s in held), 5 * H.SLOW,
+                 "the half frames' connections to be closed")
+    H.check(not any(T.closed_by_server(s) for s in small),
+            "a connection that announced a request's size was closed")
+    for s in held + small:
+        s.close()
+    H.check(relay.alive(), "etrelay died")
+    relay.expect_exit = True
+    relay.close()
+
+
+# --------------------------------------------------------------------------
+
+
 def udp_allocate(c, userid):
     """An allocation over UDP StunClient c: (key, realm, nonce, relayed port)."""
     realm, nonce = c.challenge()
@@ -157,6 +241,7 @@ def own_address(ctx):
 
 def test(ctx):
     own_address(ctx)
+    half_frames(ctx)
 
 
 if __name__ == "__main__":

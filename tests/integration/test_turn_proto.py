@@ -253,6 +253,20 @@ def host_guard(ctx):
     ns.close()
 
 
+def authenticate_tcp(s):
+    """A signed Refresh on TCP connection s (after the Allocate's 401): it
+    passes MESSAGE-INTEGRITY, 437 without an allocation."""
+    s.settimeout(5 * h.SLOW)
+    _, _, _, a = T.stun_tcp(s, T.message(T.ALLOCATE, os.urandom(12),
+                                         [T.u32(T.A_TRANSPORT, 17 << 24)]))
+    realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+    user, pw = T.rest_credentials(SECRET, "half")
+    _, _, _, a = T.stun_tcp(s, T.message(T.REFRESH, os.urandom(12),
+                                         T.signed(user, realm, nonce),
+                                         key=T.longterm_key(user, pw, realm.decode())))
+    h.expect_eq(T.error_code(a), 437, "a signed Refresh over TCP without an allocation")
+
+
 def tcp_limits(ctx):
     """TURN over TCP (issue 15, H2): tcp-max-per-ip refuses one address's
     connections past the cap (the others' still come in, and with two
@@ -278,16 +292,22 @@ def tcp_limits(ctx):
         other.sendall(struct.pack("!HHI12s", 0x0001, 0, 0x2112A442, os.urandom(12)))
         other.settimeout(5 * h.SLOW)
         h.check(len(other.recv(100)) >= 20, "a Binding from another address over TCP")
-        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(60000)
+        # Half frames count once their bytes are there, and only an
+        # authenticated connection may send ChannelData or a large frame:
+        # each passes a signed request first (437: no allocation).
+        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(65000)
         for s in conns[:cap]:
             try:
+                authenticate_tcp(s)
                 s.sendall(half)
-            except OSError:
+            except (OSError, h.TestFailure):
                 pass  # refused or closed already
-        h.wait_until(lambda: t.value("tcp_dropped_total", reason="frame_memory") >= 1,
+        # Each is counted as its bytes are read: wait for all of them.
+        h.wait_until(lambda: cap - t.value("tcp_dropped_total", reason="frame_memory")
+                     <= 16 * 1024 * 1024 // 65000 + 1,
                      5 * h.SLOW, "half frames past the worker's 16 MiB closed")
         closed = t.value("tcp_dropped_total", reason="frame_memory")
-        h.check(cap - closed <= 16 * 1024 * 1024 // 65540 + 1,
+        h.check(cap - closed <= 16 * 1024 * 1024 // 65000 + 1,
                 f"{cap - closed} half frames of 64 KiB held at once (16 MiB per worker)")
         peak = h.rss_kib(pid)
         ctx.note(f"half frames: RSS {base} KiB before, {peak} KiB with {cap - closed} held, "
@@ -298,7 +318,7 @@ def tcp_limits(ctx):
     if not h.WRAPPER:  # valgrind's RSS is its own
         # What the half frames held comes back (the loop's stream buffers,
         # touched by then, are a pool of fixed size and stay).
-        held = (cap - closed) * 65540 // 1024
+        held = (cap - closed) * 65000 // 1024
         try:
             h.wait_until(lambda: peak - h.rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
                          "the half frames' memory given back when their connections closed")
