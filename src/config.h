@@ -171,6 +171,19 @@
 #define CONF_TURN_TLS_BURST 100
 #define CONF_TURN_TLS_IP_RATE 20
 #define CONF_TURN_TLS_IP_BURST 40
+/* Failed authentication (a forged nonce over TCP or TLS, a username that
+ * is not "<expiry>:<userid>", a MAC no secret matches): each costs the
+ * worker's thread, which moves the game's packets too, up to six HMAC and
+ * digest passes (the derivation of the key under each secret, then the
+ * MAC). Per source (IPv4 address or IPv6 /64) and per listener (split
+ * across the workers, as the other rates): past its source's bucket a
+ * signed request gets no HMAC work (UDP: dropped; TCP, TLS: closed); past
+ * the listener's, only one whose username's key is kept from a success.
+ * The listener's burst is the most such work one loop turn can do. */
+#define CONF_TURN_AUTH_FAIL_RATE 100
+#define CONF_TURN_AUTH_FAIL_BURST 20
+#define CONF_TURN_AUTH_FAIL_IP_RATE 2
+#define CONF_TURN_AUTH_FAIL_IP_BURST 10
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
 #define CONF_TURN_REALM "etrelay"
@@ -288,6 +301,7 @@ struct turn_conf {
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
 	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst; /* TLS handshakes */
+	uint32_t authf_rate, authf_burst, authf_ip_rate, authf_ip_burst; /* failed auth */
 	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
 	uint32_t tcp_max_conns;	 /* TCP and TLS connections in all, split across workers */
 	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */

@@ -270,6 +270,7 @@ int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 	if (set > 0) {
 		pthread_rwlock_wrlock(&sh->lock);
 		memcpy(&sh->secrets, fresh, sizeof(*fresh));
+		sh->secrets_gen++;
 		pthread_rwlock_unlock(&sh->lock);
 	}
 	explicit_bzero(fresh, sizeof(*fresh));
@@ -682,6 +683,56 @@ static bool signed_as_owner(struct turn_ctx *x, const struct stun_msg *m, uint32
 	return true;
 }
 
+/* Log lines of the failed-authentication budget (after those of log_due's
+ * enum below). */
+enum { TURN_LOG_AUTH_IP = 5, TURN_LOG_AUTH_ALL = 6 };
+static bool log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms);
+
+/* A signed request over a failed-authentication budget (auth-fail-ip-rate
+ * when ip, else auth-fail-rate with its username's key not kept): no HMAC
+ * work for it. Over UDP it is dropped (an answer would feed a reflector);
+ * a TCP or TLS connection is closed. Counted, and logged once a minute. */
+static void auth_refused(struct turn_ctx *x, bool ip)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *c = l->sh->conf;
+	char a[ADDR_STRLEN];
+
+	if (ip && log_due(l, TURN_LOG_AUTH_IP, x->now_ms))
+		log_warnx("turn %s: %s fails authentication faster than auth-fail-ip-rate %u/s: "
+			  "its signed requests get no check (auth_rate_ip; the first source a "
+			  "minute is named)",
+			  c->name, addr_str(&x->client.sa, a), c->authf_ip_rate);
+	else if (!ip && log_due(l, TURN_LOG_AUTH_ALL, x->now_ms))
+		log_warnx("turn %s: failed authentications over auth-fail-rate %u/s: only "
+			  "usernames that passed before are checked (auth_rate; once a minute)",
+			  c->name, c->authf_rate);
+	if (x->conn) {
+		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_AUTH_RATE_IP : TURN_TCP_AUTH_RATE], 1);
+		conn_close(l, x->conn - 1);
+	} else {
+		STAT_ADD(l->stats.dropped[ip ? TURN_DROP_AUTH_RATE_IP : TURN_DROP_AUTH_RATE], 1);
+	}
+}
+
+/* A failed authentication costs its source a token and the listener one. */
+static void auth_failed(struct turn_ctx *x)
+{
+	rl_table_allow(&x->l->authf_ip_rl, &x->client, x->now);
+	rl_take(&x->l->authf_rl, x->now);
+}
+
+/* The secrets' generation (keys kept under another are not used). */
+static uint64_t secrets_gen(struct turn_listener *l)
+{
+	uint64_t gen;
+
+	pthread_rwlock_rdlock(&l->all->lock);
+	gen = l->all->secrets_gen;
+	pthread_rwlock_unlock(&l->all->lock);
+	return gen;
+}
+
 /* Authentication (RFC 8489 9.2.4). 0 with au filled (*expired set for a
  * genuine but expired credential), or -1 when the request was answered.
  * idx: the allocation of the request's 5-tuple (TURN_ALLOC_NONE: none),
@@ -694,6 +745,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	struct turn_secrets sec;
 	enum turn_auth_result r;
 	enum turn_nonce_result nr;
+	bool cached_only;
+	uint64_t gen;
 
 	*expired = false;
 	if (!stun_has(m->mi) && !stun_has(m->mi256)) {
@@ -703,6 +756,22 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	if (!stun_has(m->username) || !stun_has(m->realm) || !stun_has(m->nonce)) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_MISSING], 1);
 		answer_error(x, m, 400, NULL);
+		return -1;
+	}
+	/* The HMAC work of failed checks is budgeted, so that a flood of
+	 * forged MACs (over TCP as cheap as over UDP) cannot take the
+	 * thread from the game: a source over its budget gets none; with
+	 * the listener's spent, a client whose key is kept from a success
+	 * (or the allocation's own) still gets its one MAC. */
+	if (!rl_table_has(&l->authf_ip_rl, &x->client, x->now)) {
+		auth_refused(x, true);
+		return -1;
+	}
+	cached_only = rl_available(&l->authf_rl, x->now) == 0;
+	if (cached_only && idx == TURN_ALLOC_NONE &&
+	    !turn_key_cache_has(&l->keys, (const char *)stun_attr_ptr(m, m->username),
+				m->username.len, secrets_gen(l))) {
+		auth_refused(x, false);
 		return -1;
 	}
 	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
@@ -715,6 +784,10 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		STAT_ADD(l->stats.auth_failures[nr == TURN_NONCE_STALE ? TURN_AF_STALE_NONCE
 								       : TURN_AF_BAD_NONCE],
 			 1);
+		/* A forged nonce fails over TCP, whose source is proven; over
+		 * UDP a forger would spend its victim's budget. */
+		if (nr == TURN_NONCE_BAD && x->conn)
+			auth_failed(x);
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
@@ -727,7 +800,9 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		sec.secret[i] = l->all->secrets.s[i];
 		sec.len[i] = l->all->secrets.len[i];
 	}
-	r = turn_auth_check(&sec, m, realm, strlen(realm), (uint64_t)time(NULL), au);
+	gen = l->all->secrets_gen;
+	r = turn_auth_check_cached(&sec, gen, &l->keys, cached_only, m, realm, strlen(realm),
+				   (uint64_t)time(NULL), au);
 	pthread_rwlock_unlock(&l->all->lock);
 	switch (r) {
 	case TURN_AUTH_OK:
@@ -741,11 +816,16 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		 * connection with an allocation is authenticated by it. */
 		*expired = true;
 		return 0;
+	case TURN_AUTH_UNCACHED:
+		auth_refused(x, false);
+		return -1;
 	case TURN_AUTH_BAD_USERNAME:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
+		auth_failed(x);
 		break;
 	default:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_INTEGRITY], 1);
+		auth_failed(x);
 		break;
 	}
 	challenge(x, m);
@@ -2342,6 +2422,19 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	rl_bucket_init(&l->unauth_rl, rl_worker_part(c->unauth_burst, all->nworkers),
 		       rl_worker_part(c->unauth_rate, all->nworkers), 0);
+	rl_random_key(net_random64, key);
+	err = rl_table_init(&l->authf_ip_rl, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+			    c->authf_ip_burst, c->authf_ip_rate, key);
+	if (err == 0) {
+		rl_random_key(net_random64, key);
+		err = turn_key_cache_init(&l->keys, TURN_KEY_CACHE, key);
+	}
+	if (err < 0) {
+		log_warnx("turn %s: failed-authentication tables: %s", c->name, strerror(-err));
+		return -1;
+	}
+	rl_bucket_init(&l->authf_rl, rl_worker_part(c->authf_burst, all->nworkers),
+		       rl_worker_part(c->authf_rate, all->nworkers), 0);
 	addr_str(&c->listen.sa, a);
 	/* As for a relay: the first socket must not join a group another
 	 * process holds. */
@@ -2617,4 +2710,6 @@ void turn_listener_free(struct turn_listener *l)
 		turn_alloc_free(&l->t);
 	rl_table_free(&l->rl401);
 	rl_table_free(&l->tls_ip_rl);
+	rl_table_free(&l->authf_ip_rl);
+	turn_key_cache_free(&l->keys);
 }

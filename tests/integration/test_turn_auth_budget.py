@@ -11,6 +11,14 @@ frames came in two segments was closed. Now an unauthenticated connection may se
 nor a frame over 1500 bytes (closed, tcp_dropped unauth_channel and
 unauth_large) and memory counts the bytes that came: the client allocates.
 
+Forged MACs (finding 4): connections from one address sending requests
+with a wrong MESSAGE-INTEGRITY were checked without limit over TCP; now
+that source's failures pass auth-fail-ip-burst and the connections are
+closed (tcp_dropped auth_rate_ip) while a valid client allocates. With the
+listener's auth-fail budget spent by failures from many addresses, a
+username that passed before is still checked (its key is kept) while a new
+one is refused without HMAC work (auth_rate).
+
 Own address (finding 8): the relay's address is a peer on relayed ports
 with a live allocation only: a ChannelBind to a port of the range where
 another service listens (WireGuard's 51820 in the default range) gets 403,
@@ -174,6 +182,175 @@ def half_frames(ctx):
 # --------------------------------------------------------------------------
 
 
+def forged_flood(port, src, stop, userid="forger", conns=4, sent=None):
+    """conns connections from src sending Refreshes signed with a wrong
+    password, about 200 bytes each, as fast as they are answered, again on
+    a new connection when closed; until stop is set (at most 30 s)."""
+    user, _ = T.rest_credentials(T.SECRET, userid)
+    wrong = T.longterm_key(user, "not-the-password")
+    pad = T.attr(0x8022, b"x" * 40)  # SOFTWARE: a 200-byte request
+
+    def one():
+        t_end = time.monotonic() + 30
+        while not stop.is_set() and time.monotonic() < t_end:
+            try:
+                s = connect(src, port)
+                _, _, _, a = T.stun_tcp(s, T.message(T.ALLOCATE, os.urandom(12), UDP))
+                realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+                for _ in range(100000):
+                    if stop.is_set() or time.monotonic() > t_end:
+                        break
+                    s.sendall(T.message(T.REFRESH, os.urandom(12),
+                                        [pad] + T.signed(user, realm, nonce), key=wrong))
+                    if sent is not None:
+                        sent[0] += 1
+                    read_msg(s)
+            except (OSError, H.TestFailure):
+                pass
+            finally:
+                try:
+                    s.close()
+                except (OSError, UnboundLocalError):
+                    pass
+            time.sleep(0.01)
+
+    ts = [threading.Thread(target=one, daemon=True) for _ in range(conns)]
+    for t in ts:
+        t.start()
+    return ts
+
+
+def binding_rtt(port, n=200):
+    """Median round trip (ms) of n Bindings over UDP to the listener."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(2 * H.SLOW)
+    rtts = []
+    for _ in range(n):
+        tid = os.urandom(12)
+        t0 = time.perf_counter()
+        s.sendto(T.message(T.BINDING, tid, [], fingerprint=False), ("127.0.0.1", port))
+        try:
+            while s.recv(2048)[8:20] != tid:
+                pass
+        except socket.timeout:
+            continue
+        rtts.append((time.perf_counter() - t0) * 1000)
+        time.sleep(0.002)
+    s.close()
+    rtts.sort()
+    return rtts[len(rtts) // 2] if rtts else float("inf")
+
+
+def forged_macs(ctx):
+    """Finding 4: one source's failures."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    lo, hi = H.free_udp_range(10)
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{lo}-{hi}", "--turn-max-allocations", str(hi - lo + 1), "--turn-unauth-ip-rate",
+                          "100000", "--turn-unauth-ip-burst", "100000",
+                          "--ops-listen", f"127.0.0.1:{ops}")
+    base = binding_rtt(port)
+    stop = threading.Event()
+    sent = [0]
+    t0 = time.monotonic()
+    ts = forged_flood(port, "127.0.0.5", stop, sent=sent)
+    try:
+        H.wait_until(lambda: sent[0] >= 300, 20 * H.SLOW, "300 forged requests sent")
+        during = binding_rtt(port)
+        c = connect("127.0.0.1", port)
+        cls, code, _ = allocate_tcp(c, "valid")
+        H.expect_eq((cls, code), (T.SUCCESS, None), "a valid client's Allocate during the flood")
+        c.close()
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(10)
+    took = time.monotonic() - t0
+    s = T.metrics(ops)[1]
+    failures = T.value(s, "etrelay_turn_auth_failures_total", reason="bad_integrity")
+    closed = H.metric_value(s, "etrelay_turn_tcp_dropped_total", listener="default",
+                            reason="auth_rate_ip")
+    ctx.note(f"forged MACs: {sent[0]} sent in {took:.1f} s, {failures:.0f} checked, {closed} "
+             f"connections closed; Binding p50 {base:.3f} ms before, {during:.3f} ms during")
+    # Past auth-fail-ip-burst (10) the source gets 2 checks a second
+    # (auth-fail-ip-rate): the rest were closed unchecked.
+    H.check(failures <= 10 + 2 * took + 5, f"{failures:.0f} of {sent[0]} forged MACs checked "
+            f"in {took:.1f} s")
+    H.check(closed is not None and closed >= 4, f"forger's connections closed: {closed}")
+    # The thread the game shares: a ratio in the same run, with room for a
+    # loaded machine (the finding: 0.24 ms to 6.5 ms, 27 times).
+    H.check(during < 5 * base + 1.0, f"Binding p50 {base:.3f} ms before the flood, "
+            f"{during:.3f} ms during")
+    H.check(relay.alive(), "etrelay died")
+    relay.expect_exit = True
+    relay.close()
+
+
+def listener_budget(ctx):
+    """Finding 4: the listener's failures, from many sources."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    lo, hi = H.free_udp_range(10)
+    relay = T.start_relay(ctx, port, "--turn-ports", f"{lo}-{hi}", "--turn-max-allocations", str(hi - lo + 1),
+                          "--turn-auth-fail-rate", "2", "--turn-auth-fail-burst", "2",
+                          "--turn-auth-fail-ip-rate", "1000", "--turn-auth-fail-ip-burst",
+                          "1000", "--ops-listen", f"127.0.0.1:{ops}")
+    nw, key = H.relay_workers(relay)
+    # Everything from one address: one worker, the listener's part there.
+    src = "127.0.0.6"
+    known = connect(src, port)
+    cls, code, a = allocate_tcp(known, "known")
+    H.expect_eq((cls, code), (T.SUCCESS, None), "the known client's Allocate")
+    stop = threading.Event()
+    ts = forged_flood(port, src, stop, conns=2)
+    try:
+        H.wait_until(lambda: tcp_dropped(ops, "auth_rate") >= 2, 5 * H.SLOW,
+                     "failures past the listener's auth-fail-burst to be refused")
+        # The known username's key is kept: its Refresh (a new connection,
+        # no allocation there: 437) is checked. A new username is refused
+        # unchecked while the flood goes on.
+        def known_ok():
+            c = connect(src, port)
+            try:
+                _, _, _, a = T.stun_tcp(c, T.message(T.ALLOCATE, os.urandom(12), UDP))
+                realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+                user, pw = T.rest_credentials(T.SECRET, "known")
+                _, _, _, a = T.stun_tcp(c, T.message(T.REFRESH, os.urandom(12),
+                                                     T.signed(user, realm, nonce),
+                                                     key=T.longterm_key(user, pw,
+                                                                        realm.decode())))
+                return T.error_code(a) == 437
+            except (OSError, H.TestFailure):
+                return False
+            finally:
+                c.close()
+        for i in range(5):
+            H.check(known_ok(), f"a request of a known username during the flood ({i})")
+        before = tcp_dropped(ops, "auth_rate")
+
+        def new_refused():
+            c = connect(src, port)
+            try:
+                cls, code, _ = allocate_tcp(c, f"new{os.urandom(3).hex()}")
+                return False
+            except (OSError, H.TestFailure):
+                return T.closed_by_server(c)
+            finally:
+                c.close()
+        H.wait_until(new_refused, 5 * H.SLOW, "a new username to be refused unchecked")
+        H.check(tcp_dropped(ops, "auth_rate") > before, "auth_rate did not count it")
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(10)
+    known.close()
+    H.check(relay.alive(), "etrelay died")
+    relay.expect_exit = True
+    relay.close()
+
+
+# --------------------------------------------------------------------------
+
+
 def udp_allocate(c, userid):
     """An allocation over UDP StunClient c: (key, realm, nonce, relayed port)."""
     realm, nonce = c.challenge()
@@ -242,6 +419,8 @@ def own_address(ctx):
 def test(ctx):
     own_address(ctx)
     half_frames(ctx)
+    forged_macs(ctx)
+    listener_budget(ctx)
 
 
 if __name__ == "__main__":
