@@ -163,8 +163,7 @@ bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
 	/* SIIT's IPv4-translated ::ffff:0:a.b.c.d (RFC 2765), and the
 	 * local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) as translators
 	 * use it, a /96 of it with the IPv4 in the last 32 bits. */
-	if (memcmp(b, translated, 12) == 0 ||
-	    (memcmp(b, nat64_local, 6) == 0 && b[8] == 0)) {
+	if (memcmp(b, translated, 12) == 0 || (memcmp(b, nat64_local, 6) == 0 && b[8] == 0)) {
 		*v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
 		return true;
 	}

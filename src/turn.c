@@ -2084,8 +2084,7 @@ static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need,
  * only: ChannelData (no channel can be bound yet) or a frame over
  * TURN_CONN_UNAUTH_FRAME closes it, counted. p: the frame's first n bytes
  * (n >= 1), flen its length (0: not known yet). False when closed. */
-static bool conn_frame_ok(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n,
-			  int flen)
+static bool conn_frame_ok(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n, int flen)
 {
 	enum turn_tcp_drop why;
 

@@ -92,7 +92,7 @@ struct turn_key_entry {
 
 struct turn_key_cache {
 	struct turn_key_entry *e;
-	uint32_t mask;	/* entries - 1 */
+	uint32_t mask; /* entries - 1 */
 	uint8_t hkey[16];
 	uint64_t hits;	  /* MACs checked with a kept key */
 	uint64_t derived; /* keys derived */

@@ -202,8 +202,8 @@ void turn_peer_port_set(_Atomic uint64_t *live, uint16_t port, bool on)
 
 bool turn_peer_port_live(const struct turn_peer_policy *p, uint16_t port)
 {
-	return !p->live || (atomic_load_explicit(&p->live[port / 64], memory_order_relaxed) >>
-			    (port % 64) & 1);
+	return !p->live ||
+	       (atomic_load_explicit(&p->live[port / 64], memory_order_relaxed) >> (port % 64) & 1);
 }
 
 int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a)

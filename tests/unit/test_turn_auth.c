@@ -283,9 +283,9 @@ static void test_cache_keeps_a_key_only_after_its_mac_matched(void **state)
 	assert_int_equal(c.derived, 3);
 	assert_true(turn_key_cache_has(&c, user, strlen(user), 0));
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(turn_auth_check_cached(&s, 0, &c, i == 2, &m, realm,
-							strlen(realm), 1, &a),
-				 TURN_AUTH_OK);
+		assert_int_equal(
+		    turn_auth_check_cached(&s, 0, &c, i == 2, &m, realm, strlen(realm), 1, &a),
+		    TURN_AUTH_OK);
 		assert_int_equal(a.secret, 0);
 	}
 	assert_int_equal(c.derived, 3);
@@ -312,9 +312,9 @@ static void test_cache_keeps_a_key_only_after_its_mac_matched(void **state)
 	/* Expired but genuine: EXPIRED, from the cache too. */
 	n = signed_request(msg, sizeof(msg), user, pw_cur, false);
 	assert_int_equal(stun_parse(msg, n, &m), 0);
-	assert_int_equal(turn_auth_check_cached(&s, 0, &c, true, &m, realm, strlen(realm),
-						1700000001u, &a),
-			 TURN_AUTH_EXPIRED);
+	assert_int_equal(
+	    turn_auth_check_cached(&s, 0, &c, true, &m, realm, strlen(realm), 1700000001u, &a),
+	    TURN_AUTH_EXPIRED);
 	turn_key_cache_free(&c);
 }
 

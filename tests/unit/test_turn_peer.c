@@ -373,10 +373,11 @@ static void test_host_addresses_follow_the_host(void **state)
 static void test_new_ranges_and_forms_are_refused(void **state)
 {
 	static const char *const refused[] = {
-	    "168.63.129.16",	       "::ffff:168.63.129.16",	 "64:ff9b::a83f:8110",
-	    "2001::1",		       "2001:0:4136:e378::1",	 "::ffff:0:10.0.0.1",
-	    "::ffff:0:127.0.0.1",      "::ffff:0:169.254.169.254", "64:ff9b:1::8.8.8.8",
-	    "64:ff9b:1::10.0.0.1",
+	    "168.63.129.16",	   "::ffff:168.63.129.16",
+	    "64:ff9b::a83f:8110",  "2001::1",
+	    "2001:0:4136:e378::1", "::ffff:0:10.0.0.1",
+	    "::ffff:0:127.0.0.1",  "::ffff:0:169.254.169.254",
+	    "64:ff9b:1::8.8.8.8",  "64:ff9b:1::10.0.0.1",
 	};
 	struct turn_peer_policy p;
 
