@@ -177,8 +177,10 @@
  * digest passes (the derivation of the key under each secret, then the
  * MAC). Per source (IPv4 address or IPv6 /64) and per listener (split
  * across the workers, as the other rates): past its source's bucket a
- * signed request gets no HMAC work (UDP: dropped; TCP, TLS: closed); past
- * the listener's, only one whose username's key is kept from a success.
+ * signed request gets no HMAC work (UDP: dropped; TCP, TLS: closed) but
+ * for its 5-tuple's allocation (one MAC: players behind that NAT address
+ * keep their calls); past the listener's, only one whose username's key
+ * is kept from a success, or an allocation's.
  * The listener's burst is the most such work one loop turn can do. */
 #define CONF_TURN_AUTH_FAIL_RATE 100
 #define CONF_TURN_AUTH_FAIL_BURST 20

@@ -745,7 +745,7 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	struct turn_secrets sec;
 	enum turn_auth_result r;
 	enum turn_nonce_result nr;
-	bool cached_only;
+	bool cached_only, over_ip;
 	uint64_t gen;
 
 	*expired = false;
@@ -760,10 +760,12 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	}
 	/* The HMAC work of failed checks is budgeted, so that a flood of
 	 * forged MACs (over TCP as cheap as over UDP) cannot take the
-	 * thread from the game: a source over its budget gets none; with
-	 * the listener's spent, a client whose key is kept from a success
-	 * (or the allocation's own) still gets its one MAC. */
-	if (!rl_table_has(&l->authf_ip_rl, &x->client, x->now)) {
+	 * thread from the game. A source over its budget gets none, but for
+	 * the allocation of its 5-tuple (one MAC: the calls of players
+	 * behind the same NAT address go on); with the listener's spent, a
+	 * client whose key is kept from a success still gets its one MAC. */
+	over_ip = !rl_table_has(&l->authf_ip_rl, &x->client, x->now);
+	if (over_ip && idx == TURN_ALLOC_NONE) {
 		auth_refused(x, true);
 		return -1;
 	}
@@ -794,6 +796,10 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	if (signed_as_owner(x, m, idx, au, expired)) {
 		conn_authed(l, x->conn);
 		return 0;
+	}
+	if (over_ip) {
+		auth_refused(x, true);
+		return -1;
 	}
 	pthread_rwlock_rdlock(&l->all->lock);
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {

@@ -14,7 +14,9 @@ unauth_large) and memory counts the bytes that came: the client allocates.
 Forged MACs (finding 4): connections from one address sending requests
 with a wrong MESSAGE-INTEGRITY were checked without limit over TCP; now
 that source's failures pass auth-fail-ip-burst and the connections are
-closed (tcp_dropped auth_rate_ip) while a valid client allocates. With the
+closed (tcp_dropped auth_rate_ip) while a valid client allocates; a player
+behind the same address keeps refreshing its allocation (its own key, one
+MAC), a new allocation from there is dropped unchecked. With the
 listener's auth-fail budget spent by failures from many addresses, a
 username that passed before is still checked (its key is kept) while a new
 one is refused without HMAC work (auth_rate).
@@ -250,6 +252,9 @@ def forged_macs(ctx):
                           "100000", "--turn-unauth-ip-burst", "100000",
                           "--ops-listen", f"127.0.0.1:{ops}")
     base = binding_rtt(port)
+    # A player behind the forger's NAT address, with an allocation.
+    neighbour = udp_client(port, "127.0.0.5")
+    key, attrs, _ = udp_allocate(neighbour, "neighbour")
     stop = threading.Event()
     sent = [0]
     t0 = time.monotonic()
@@ -261,6 +266,22 @@ def forged_macs(ctx):
         cls, code, _ = allocate_tcp(c, "valid")
         H.expect_eq((cls, code), (T.SUCCESS, None), "a valid client's Allocate during the flood")
         c.close()
+        # The neighbour's allocation is checked with its own key (one MAC)
+        # while the address is over its budget: its Refresh passes.
+        _, (cls, _, _, a) = neighbour.request(T.REFRESH, attrs, key=key)
+        H.expect_eq(cls, T.SUCCESS, f"the neighbour's Refresh during the flood: {a}")
+        # A new allocation from that address gets no check (dropped).
+        dropped = m_value(ops, "etrelay_turn_dropped_total", reason="auth_rate_ip")
+        newcomer = udp_client(port, "127.0.0.5")
+        realm, nonce = newcomer.challenge()
+        user, pw = T.rest_credentials(T.SECRET, "newcomer")
+        got = newcomer.send_raw(T.message(T.ALLOCATE, os.urandom(12),
+                                          UDP + T.signed(user, realm, nonce),
+                                          key=T.longterm_key(user, pw, realm.decode())),
+                                tries=1)
+        H.check(got is None, "a new allocation from the flooding address was checked")
+        H.check(m_value(ops, "etrelay_turn_dropped_total", reason="auth_rate_ip") > dropped,
+                "its drop was not counted")
     finally:
         stop.set()
         for t in ts:
@@ -349,6 +370,16 @@ def listener_budget(ctx):
 
 
 # --------------------------------------------------------------------------
+
+
+def udp_client(port, src):
+    """A StunClient sending from src."""
+    c = T.StunClient(port)
+    c.s.close()
+    c.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.s.bind((src, 0))
+    c.s.settimeout(1.0)
+    return c
 
 
 def udp_allocate(c, userid):
