@@ -1479,6 +1479,12 @@ static void on_channel_data(struct turn_ctx *x, const uint8_t *p, size_t n, stru
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_CHANNEL], 1);
 		return;
 	}
+	/* Bound to another client's relayed port whose allocation has
+	 * ended since: another service may hold that port now. */
+	if (turn_peer_own_dead(&l->policy, &peer)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
+		return;
+	}
 	to_peer(x, idx, &peer, data, len, d);
 }
 

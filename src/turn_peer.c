@@ -238,6 +238,15 @@ static bool in_addrs(const uint8_t (*l)[16], unsigned n, const uint8_t ip[16])
 	return false;
 }
 
+bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockaddr *peer)
+{
+	uint16_t port = ntohs(peer->in.sin_port);
+	uint8_t ip[16];
+
+	return p->live && port >= p->port_min && port <= p->port_max && reduced(peer, ip) &&
+	       in_addrs(p->own, p->nown, ip) && !turn_peer_port_live(p, port);
+}
+
 /* ip (reduced) is the host: an interface address, an own address, or one
  * every host answers on (loopback, 0.0.0.0, ::). */
 static bool is_host(const struct turn_peer_policy *p, const uint8_t ip[16])

@@ -104,6 +104,12 @@ void turn_peer_port_set(_Atomic uint64_t *live, uint16_t port, bool on);
 /* Whether own-address peers may use port: its bit in the live bitmap. */
 bool turn_peer_port_live(const struct turn_peer_policy *p, uint16_t port);
 
+/* Whether peer is an own address on a relayed port without a live
+ * allocation: what a channel bound while that port's allocation lived
+ * must no longer reach (cheap enough for each ChannelData: the own
+ * addresses are one or two). */
+bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockaddr *peer);
+
 /* Forget the host's addresses, before they are added again as the host
  * has them now (an address added or removed at run time). */
 void turn_peer_hosts_clear(struct turn_peer_policy *p);

@@ -25,7 +25,8 @@ Own address (finding 8): the relay's address is a peer on relayed ports
 with a live allocation only: a ChannelBind to a port of the range where
 another service listens (WireGuard's 51820 in the default range) gets 403,
 and a Send indication there is dropped; to another client's relayed port
-both go through."""
+both go through, and a channel bound there carries until that allocation
+ends, then nothing."""
 
 import collections
 import os
@@ -392,6 +393,14 @@ def udp_allocate(c, userid):
     return key, T.signed(user, realm, nonce), xor_addr(a[T.A_RELAYED][0])[1]
 
 
+def _try_bind(s, port):
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+
+
 def own_address(ctx):
     """Finding 8."""
     port, ops = T.free_port(), H.free_tcp_port()
@@ -441,6 +450,32 @@ def own_address(ctx):
     H.expect_eq(leaked, b"", "what the service on a relayed port received")
     H.wait_until(lambda: m_value(ops, "etrelay_turn_dropped_total", reason="peer_refused")
                  >= refused + 1, 2 * H.SLOW, "the Send to the service's port counted refused")
+    # The channel to bob's port carries while bob's allocation lives...
+    a.s.sendto(struct.pack("!HH", 0x4000, 8) + b"chan-bob", a.addr)
+    got = b""
+    deadline = time.monotonic() + 3 * H.SLOW
+    while time.monotonic() < deadline and b"chan-bob" not in got:
+        try:
+            got += b.s.recv(2048)
+        except socket.timeout:
+            pass
+    H.check(b"chan-bob" in got, "ChannelData to a live relayed port of the relay's address")
+    # ...and no more once it ended, whatever holds the port then.
+    _, (cls, _, _, r) = b.request(T.REFRESH, [T.u32(T.A_LIFETIME, 0)] + sb, key=kb)
+    H.expect_eq(cls, T.SUCCESS, f"bob's Refresh to 0: {r}")
+    later = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    H.wait_until(lambda: _try_bind(later, pb), 2 * H.SLOW, "bob's relayed port to be free")
+    later.settimeout(0.5)
+    refused = m_value(ops, "etrelay_turn_dropped_total", reason="peer_refused")
+    a.s.sendto(struct.pack("!HH", 0x4000, 10) + b"after-end!", a.addr)
+    H.wait_until(lambda: m_value(ops, "etrelay_turn_dropped_total", reason="peer_refused")
+                 >= refused + 1, 2 * H.SLOW, "ChannelData to an ended allocation's port refused")
+    try:
+        leaked = later.recv(2048)
+    except socket.timeout:
+        leaked = b""
+    H.expect_eq(leaked, b"", "what a service on an ended allocation's port received")
+    later.close()
     wg.close()
     H.check(relay.alive(), "etrelay died")
     relay.expect_exit = True

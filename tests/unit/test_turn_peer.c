@@ -347,6 +347,15 @@ static void test_own_address_is_open_only_on_ports_of_live_allocations(void **st
 	/* A live port outside the range is no relayed port. */
 	turn_peer_port_set(live, 22, true);
 	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_HOST);
+	/* A channel bound while 50000 was live reaches it no more. */
+	a = peer("45.0.0.1", 50000);
+	assert_true(turn_peer_own_dead(&p, &a));
+	a = peer("::ffff:45.0.0.1", 50001);
+	assert_false(turn_peer_own_dead(&p, &a));
+	a = peer("45.0.0.2", 50000);
+	assert_false(turn_peer_own_dead(&p, &a));
+	a = peer("45.0.0.1", 22); /* not a relayed port: the policy's business */
+	assert_false(turn_peer_own_dead(&p, &a));
 	/* A CreatePermission names the address alone: allowed, its
 	 * ChannelBind or Send then decides on the port. */
 	a = peer("45.0.0.1", 51820);
