@@ -151,10 +151,13 @@
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
 #define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
 #define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
-/* Answers to unauthenticated requests over UDP (Binding, 401, 438, 420,
- * 400): each is larger than the request, and the source may be forged, so
- * they are limited per source IP (IPv6 /64) and per listener in all (split
- * across the workers). A client needs one or two per allocation. */
+/* Answers to unauthenticated requests (Binding, 401, 438, 420, 400): each
+ * is larger than the request, the source may be forged (UDP), and each
+ * costs the worker's thread (a 401 or 438 its nonce's HMAC; over TCP they
+ * come pipelined), so they are limited per source IP (IPv6 /64) and per
+ * listener in all (split across the workers): over UDP dropped, over TCP
+ * and TLS the connection closed. A client needs one or two per
+ * allocation. */
 #define CONF_TURN_UNAUTH_RATE 2000
 #define CONF_TURN_UNAUTH_BURST 4000
 #define CONF_TURN_UNAUTH_IP_RATE 10

@@ -541,7 +541,8 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	       "unauth_channel (ChannelData), unauth_large (a frame over 1500 bytes); a signed "
 	       "request with no HMAC work left: auth_rate_ip (its source over "
 	       "auth-fail-ip-rate), auth_rate (the listener over auth-fail-rate, its username's "
-	       "key not kept).");
+	       "key not kept); an unauthenticated request past its source's unauth-ip-rate: "
+	       "unauth_rate_ip, past the listener's unauth-rate: unauth_rate.");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",

@@ -603,26 +603,33 @@ static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
 }
 
 /* May an answer to an unauthenticated request go out? Each is larger than
- * the request, whose source may be forged (a reflector), so over UDP it
- * needs a token of the source IP's bucket (unauth-ip-rate) and one of the
+ * the request, whose source may be forged (a reflector), and costs the
+ * thread the game shares (a 401 or 438 its nonce's HMAC), so it needs a
+ * token of the source IP's bucket (unauth-ip-rate) and one of the
  * listener's (unauth-rate: 60000 forged sources get no more than it). Over
- * TCP the handshake proved the address, and a client does not retransmit
- * there, so a withheld answer would leave it waiting for good. */
+ * UDP the answer is withheld. Over TCP and TLS, where requests come
+ * pipelined (4 connections of unsigned Allocates moved a UDP Binding's
+ * median from 0.07 to 52 ms), the connection is closed instead: a client
+ * does not retransmit there, and a withheld answer would leave it waiting
+ * for good. A connection authenticated already is not limited. */
 static bool unauth_ok(struct turn_ctx *x)
 {
 	struct turn_listener *l = x->l;
+	bool ip;
 
-	if (x->conn)
+	if (x->conn && l->conns[x->conn - 1].authed)
 		return true;
-	if (!rl_table_allow(&l->rl401, &x->client, x->now)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED], 1);
-		return false;
+	ip = !rl_table_allow(&l->rl401, &x->client, x->now);
+	if (!ip && rl_take(&l->unauth_rl, x->now))
+		return true;
+	if (x->conn) {
+		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_UNAUTH_RATE_IP : TURN_TCP_UNAUTH_RATE],
+			 1);
+		conn_close(l, x->conn - 1);
+	} else {
+		STAT_ADD(l->stats.dropped[ip ? TURN_DROP_THROTTLED : TURN_DROP_THROTTLED_TOTAL], 1);
 	}
-	if (!rl_take(&l->unauth_rl, x->now)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED_TOTAL], 1);
-		return false;
-	}
-	return true;
+	return false;
 }
 
 /* An error answer; key signs it (NULL: unauthenticated, and limited). */

@@ -88,6 +88,8 @@ enum turn_tcp_drop {
 	TURN_TCP_UNAUTH_LARGE,	 /* a frame over TURN_CONN_UNAUTH_FRAME before one */
 	TURN_TCP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate */
 	TURN_TCP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
+	TURN_TCP_UNAUTH_RATE_IP, /* an unauthenticated request over unauth-ip-rate */
+	TURN_TCP_UNAUTH_RATE,	 /* ... over the listener's unauth-rate */
 	TURN_TCP_DROPS
 };
 

@@ -198,6 +198,8 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_UNAUTH_LARGE] = "unauth_large",
     [TURN_TCP_AUTH_RATE_IP] = "auth_rate_ip",
     [TURN_TCP_AUTH_RATE] = "auth_rate",
+    [TURN_TCP_UNAUTH_RATE_IP] = "unauth_rate_ip",
+    [TURN_TCP_UNAUTH_RATE] = "unauth_rate",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {
