@@ -150,6 +150,8 @@ bool addrclass_private(const union etr_sockaddr *a)
 bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
 {
 	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
+	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
 	static const uint8_t zero[12] = { 0 };
 	const uint8_t *b;
 
@@ -158,6 +160,13 @@ bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
 	if (a->sa.sa_family != AF_INET6)
 		return false;
 	b = a->in6.sin6_addr.s6_addr;
+	/* SIIT's IPv4-translated ::ffff:0:a.b.c.d (RFC 2765), and the
+	 * local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) as translators
+	 * use it, a /96 of it with the IPv4 in the last 32 bits. */
+	if (memcmp(b, translated, 12) == 0 || (memcmp(b, nat64_local, 6) == 0 && b[8] == 0)) {
+		*v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+		return true;
+	}
 	if (b[0] == 0x20 && b[1] == 0x02) { /* 6to4: the IPv4 in bits 16-47 */
 		*v4 = (uint32_t)b[2] << 24 | (uint32_t)b[3] << 16 | (uint32_t)b[4] << 8 | b[5];
 		return true;
@@ -179,7 +188,8 @@ static bool reserved_v4(uint32_t a)
 	       (a >> 8) == (192u << 16 | 88 << 8 | 99) ||  /* 6to4 relay anycast */
 	       (a >> 17) == (198u << 7 | 18 >> 1) ||	   /* 198.18/15 benchmarking */
 	       (a >> 8) == (198u << 16 | 51 << 8 | 100) || /* TEST-NET-2 */
-	       (a >> 8) == (203u << 16 | 0 << 8 | 113);	   /* TEST-NET-3 */
+	       (a >> 8) == (203u << 16 | 0 << 8 | 113) ||  /* TEST-NET-3 */
+	       a == (168u << 24 | 63u << 16 | 129u << 8 | 16); /* Azure's WireServer */
 }
 
 bool addrclass_reserved(const union etr_sockaddr *a)
@@ -198,6 +208,7 @@ bool addrclass_reserved(const union etr_sockaddr *a)
 	return addrclass_private(a) || b[0] == 0xff ||		      /* multicast */
 	       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) ||	      /* fec0::/10 */
 	       (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) || /* 2001:db8::/32 */
+	       (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) || /* Teredo 2001::/32 */
 	       (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 &&
 		b[5] == 1) || /* 64:ff9b:1::/48 */
 	       (b[0] == 0x01 && memcmp(b + 1, zero, 7) == 0); /* 100::/64 */

@@ -63,10 +63,13 @@ bool addrclass_loopback(const union etr_sockaddr *a);
 bool addrclass_private(const union etr_sockaddr *a);
 
 /* The IPv4 address (host byte order) an IPv6 address stands for: the
- * IPv4-mapped ::ffff:0:0/96, IPv4-compatible ::a.b.c.d (any but :: and ::1),
- * NAT64 64:ff9b::/96 and 6to4 2002:aabb:ccdd::/48 forms, or AF_INET itself.
- * False for other addresses. A relay reduces a peer this way before it
- * judges it: each form reaches that IPv4 address. */
+ * IPv4-mapped ::ffff:0:0/96, IPv4-translated ::ffff:0:0:0/96 (SIIT),
+ * IPv4-compatible ::a.b.c.d (any but :: and ::1), NAT64 64:ff9b::/96, the
+ * local-use NAT64 64:ff9b:1::/48 read as translators use it (a /96 of it,
+ * the IPv4 in the last 32 bits, bits 64-71 zero) and 6to4
+ * 2002:aabb:ccdd::/48 forms, or AF_INET itself. False for other
+ * addresses. A relay reduces a peer this way before it judges it: each
+ * form reaches that IPv4 address. */
 bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4);
 
 /* True for an address that is not globally reachable unicast: the bogon
@@ -74,7 +77,10 @@ bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4);
  * ones (RFC 1918, CGNAT, link-local, ULA), IETF protocol assignments
  * 192.0.0/24, documentation 192.0.2/24, 198.51.100/24, 203.0.113/24 and
  * 2001:db8::/32, the 6to4 relay anycast 192.88.99/24, benchmarking
- * 198.18/15, local-use NAT64 64:ff9b:1::/48, discard-only 100::/64 and
+ * 198.18/15, Azure's WireServer 168.63.129.16 (a metadata service, as
+ * 169.254.169.254 elsewhere), local-use NAT64 64:ff9b:1::/48 (where it
+ * leads is the local translator's choice), Teredo 2001::/32 (a relay
+ * carries it to whatever IPv4 it names), discard-only 100::/64 and
  * site-local fec0::/10. IPv4-mapped addresses are judged as IPv4; other
  * embedded forms are not reduced here (addrclass_v4_embedded does that).
  * Port and scope play no part. */

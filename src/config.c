@@ -140,9 +140,9 @@ const char conf_usage[] =
 	"  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
 	"                            authenticated request (TLS handshake included)\n"
 	"                            is closed after this (10s, at most 30s)\n"
-	"  --turn-unauth-ip-burst N  answers to unauthenticated requests over UDP\n"
-	"                            (Binding, 401, 438, 420, 400) per source IP at\n"
-	"                            once (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) ")\n"
+	"  --turn-unauth-ip-burst N  answers to unauthenticated requests (Binding,\n"
+	"                            401, 438, 420, 400) per source IP at once\n"
+	"                            (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) "; UDP: dropped past it, TCP, TLS: closed)\n"
 	"  --turn-unauth-ip-rate N   ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_IP_RATE) ")\n"
 	"  --turn-unauth-burst N     such answers per listener in all, at once\n"
 	"                            (" CONF_STR(CONF_TURN_UNAUTH_BURST) ", split across the workers)\n"
@@ -154,6 +154,14 @@ const char conf_usage[] =
 	"  --turn-tls-handshake-burst N  TLS handshakes per listener at once\n"
 	"                            (" CONF_STR(CONF_TURN_TLS_BURST) ", split across the workers)\n"
 	"  --turn-tls-handshake-rate N  ... and per second after that (" CONF_STR(CONF_TURN_TLS_RATE) ")\n"
+	"  --turn-auth-fail-ip-burst N  failed authentications per source IP at\n"
+	"                            once (" CONF_STR(CONF_TURN_AUTH_FAIL_IP_BURST) "); past it a signed request gets no\n"
+	"                            HMAC work (UDP: dropped; TCP, TLS: closed)\n"
+	"  --turn-auth-fail-ip-rate N  ... and per second after that (" CONF_STR(CONF_TURN_AUTH_FAIL_IP_RATE) ")\n"
+	"  --turn-auth-fail-burst N  failed authentications per listener at once\n"
+	"                            (" CONF_STR(CONF_TURN_AUTH_FAIL_BURST) ", split across the workers); past it only\n"
+	"                            usernames that passed before are checked\n"
+	"  --turn-auth-fail-rate N   ... and per second after that (" CONF_STR(CONF_TURN_AUTH_FAIL_RATE) ")\n"
 	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
 	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
 	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
@@ -323,6 +331,10 @@ void conf_turn_defaults(struct turn_conf *t)
 	t->tls_burst = CONF_TURN_TLS_BURST;
 	t->tls_ip_rate = CONF_TURN_TLS_IP_RATE;
 	t->tls_ip_burst = CONF_TURN_TLS_IP_BURST;
+	t->authf_rate = CONF_TURN_AUTH_FAIL_RATE;
+	t->authf_burst = CONF_TURN_AUTH_FAIL_BURST;
+	t->authf_ip_rate = CONF_TURN_AUTH_FAIL_IP_RATE;
+	t->authf_ip_burst = CONF_TURN_AUTH_FAIL_IP_BURST;
 	t->tcp_max_per_ip = CONF_TURN_TCP_MAX_PER_IP;
 	t->tcp_max_conns = CONF_TURN_TCP_MAX_CONNECTIONS;
 	t->tcp_auth_timeout_ms = CONF_TURN_TCP_AUTH_TIMEOUT;
@@ -533,6 +545,14 @@ const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, c
 		return turn_count(v, 1, 1000000, &t->tls_ip_rate, buf, n);
 	} else if (strcmp(key, "tls-handshake-ip-burst") == 0) {
 		return turn_count(v, 1, 1000000, &t->tls_ip_burst, buf, n);
+	} else if (strcmp(key, "auth-fail-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->authf_rate, buf, n);
+	} else if (strcmp(key, "auth-fail-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->authf_burst, buf, n);
+	} else if (strcmp(key, "auth-fail-ip-rate") == 0) {
+		return turn_count(v, 1, 1000000, &t->authf_ip_rate, buf, n);
+	} else if (strcmp(key, "auth-fail-ip-burst") == 0) {
+		return turn_count(v, 1, 1000000, &t->authf_ip_burst, buf, n);
 	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
 		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
 	} else if (strcmp(key, "tcp-max-connections") == 0) {
@@ -1168,6 +1188,10 @@ static const struct key keys[] = {
 	{ "turn-tls-handshake-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tls-handshake-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tls-handshake-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-auth-fail-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-auth-fail-burst", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-auth-fail-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
+	{ "turn-auth-fail-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-max-connections", SCOPE_GLOBAL, false, 0, set_turn },
 	{ "turn-tcp-auth-timeout", SCOPE_GLOBAL, false, 0, set_turn },
@@ -1501,7 +1525,8 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 			   "relay-address, public-ip, ports, max-allocations, user-quota, "
 			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, "
 			   "tls-handshake-rate, tls-handshake-burst, tls-handshake-ip-rate, "
-			   "tls-handshake-ip-burst, tcp-max-per-ip, "
+			   "tls-handshake-ip-burst, auth-fail-rate, auth-fail-burst, "
+			   "auth-fail-ip-rate, auth-fail-ip-burst, tcp-max-per-ip, "
 			   "tcp-max-connections, tcp-auth-timeout, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
 			path, lineno, key);
 	else if (why)

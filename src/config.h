@@ -163,10 +163,13 @@
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
 #define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
 #define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
-/* Answers to unauthenticated requests over UDP (Binding, 401, 438, 420,
- * 400): each is larger than the request, and the source may be forged, so
- * they are limited per source IP (IPv6 /64) and per listener in all (split
- * across the workers). A client needs one or two per allocation. */
+/* Answers to unauthenticated requests (Binding, 401, 438, 420, 400): each
+ * is larger than the request, the source may be forged (UDP), and each
+ * costs the worker's thread (a 401 or 438 its nonce's HMAC; over TCP they
+ * come pipelined), so they are limited per source IP (IPv6 /64) and per
+ * listener in all (split across the workers): over UDP dropped, over TCP
+ * and TLS the connection closed. A client needs one or two per
+ * allocation. */
 #define CONF_TURN_UNAUTH_RATE 2000
 #define CONF_TURN_UNAUTH_BURST 4000
 #define CONF_TURN_UNAUTH_IP_RATE 10
@@ -183,6 +186,21 @@
 #define CONF_TURN_TLS_BURST 100
 #define CONF_TURN_TLS_IP_RATE 20
 #define CONF_TURN_TLS_IP_BURST 40
+/* Failed authentication (a forged nonce over TCP or TLS, a username that
+ * is not "<expiry>:<userid>", a MAC no secret matches): each costs the
+ * worker's thread, which moves the game's packets too, up to six HMAC and
+ * digest passes (the derivation of the key under each secret, then the
+ * MAC). Per source (IPv4 address or IPv6 /64) and per listener (split
+ * across the workers, as the other rates): past its source's bucket a
+ * signed request gets no HMAC work (UDP: dropped; TCP, TLS: closed) but
+ * for its 5-tuple's allocation (one MAC: players behind that NAT address
+ * keep their calls); past the listener's, only one whose username's key
+ * is kept from a success, or an allocation's.
+ * The listener's burst is the most such work one loop turn can do. */
+#define CONF_TURN_AUTH_FAIL_RATE 100
+#define CONF_TURN_AUTH_FAIL_BURST 20
+#define CONF_TURN_AUTH_FAIL_IP_RATE 2
+#define CONF_TURN_AUTH_FAIL_IP_BURST 10
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
 #define CONF_TURN_REALM "etrelay"
@@ -303,6 +321,7 @@ struct turn_conf {
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
 	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst; /* TLS handshakes */
+	uint32_t authf_rate, authf_burst, authf_ip_rate, authf_ip_burst; /* failed auth */
 	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
 	uint32_t tcp_max_conns;	 /* TCP and TLS connections in all, split across workers */
 	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */

@@ -513,7 +513,9 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 		       LABELS("listener", TNAME, "direction", "to_client"), TSUM(bytes_to_client));
 	}
 	family(f, "etrelay_turn_dropped_total", "counter",
-	       "Datagrams and frames a TURN listener dropped without an answer, by reason.");
+	       "Datagrams and frames a TURN listener dropped without an answer, by reason "
+	       "(auth_rate_ip, auth_rate: a signed request over UDP past the failed-authentication "
+	       "budget of its source or of the listener, given no HMAC work).");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_DROPS; r++)
 		sample(f, "etrelay_turn_dropped_total",
@@ -549,7 +551,12 @@ static void turn_listeners(FILE *f, const struct etr_stats *st)
 	       "authenticated request within tcp-auth-timeout), banned (its source is in ban-file: "
 	       "at accept, or open when a reload banned it), or refused before any crypto: "
 	       "tls_rate_ip (a TLS connection over its source's tls-handshake-ip-rate), tls_rate "
-	       "(over the listener's tls-handshake-rate).");
+	       "(over the listener's tls-handshake-rate); before an authenticated request: "
+	       "unauth_channel (ChannelData), unauth_large (a frame over 1500 bytes); a signed "
+	       "request with no HMAC work left: auth_rate_ip (its source over "
+	       "auth-fail-ip-rate), auth_rate (the listener over auth-fail-rate, its username's "
+	       "key not kept); an unauthenticated request past its source's unauth-ip-rate: "
+	       "unauth_rate_ip, past the listener's unauth-rate: unauth_rate.");
 	EACH_TURN
 	for (unsigned r = 0; r < TURN_TCP_DROPS; r++)
 		sample(f, "etrelay_turn_tcp_dropped_total",

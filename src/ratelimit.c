@@ -210,6 +210,25 @@ bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t 
 	return true;
 }
 
+bool rl_table_has(const struct rl_table *t, const union etr_sockaddr *src, uint64_t now)
+{
+	struct rl_entry *set, *e;
+	unsigned used;
+	uint64_t hi, lo, h;
+
+	if (!rl_key(src, &hi, &lo))
+		return false;
+	h = rl_hash(t->key, hi, lo);
+	for (int s = 0; s < 2; s++) {
+		set =
+		    &t->slot[(size_t)((uint32_t)(s ? h >> 32 : h) & t->sets_mask) * RL_TABLE_WAYS];
+		e = set_find(set, hi, lo, &used);
+		if (e)
+			return refill(t->burst, t->rate, e->tokens, e->last, now) >= RL_ONE;
+	}
+	return true;
+}
+
 void rl_table_free(struct rl_table *t)
 {
 	free(t->slot);

@@ -97,6 +97,11 @@ int rl_table_init(struct rl_table *t, uint32_t entries, unsigned burst, unsigned
  * source is over its limit or of an unknown family. */
 bool rl_table_allow(struct rl_table *t, const union etr_sockaddr *src, uint64_t now);
 
+/* Whether src's bucket holds a token now (one never seen does), without
+ * taking it: for a budget charged only when the work it pays for failed.
+ * False for an unknown family. */
+bool rl_table_has(const struct rl_table *t, const union etr_sockaddr *src, uint64_t now);
+
 /* Release the slots; t can be initialised again. */
 void rl_table_free(struct rl_table *t);
 

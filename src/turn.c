@@ -176,6 +176,7 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	if (c->public_ip.sa.sa_family == AF_INET || c->public_ip.sa.sa_family == AF_INET6)
 		turn_peer_own(&l->policy, &c->public_ip);
 	turn_peer_ports(&l->policy, c->port_min, c->port_max);
+	turn_peer_live_ports(&l->policy, l->live_ports);
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		for (unsigned k = 0; k < 4; k++) {
 			uint64_t v = net_random64();
@@ -269,6 +270,7 @@ int turn_shared_reload(struct turn_shared *sh, char *err, size_t errlen)
 	if (set > 0) {
 		pthread_rwlock_wrlock(&sh->lock);
 		memcpy(&sh->secrets, fresh, sizeof(*fresh));
+		sh->secrets_gen++;
 		pthread_rwlock_unlock(&sh->lock);
 	}
 	explicit_bzero(fresh, sizeof(*fresh));
@@ -601,26 +603,33 @@ static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
 }
 
 /* May an answer to an unauthenticated request go out? Each is larger than
- * the request, whose source may be forged (a reflector), so over UDP it
- * needs a token of the source IP's bucket (unauth-ip-rate) and one of the
+ * the request, whose source may be forged (a reflector), and costs the
+ * thread the game shares (a 401 or 438 its nonce's HMAC), so it needs a
+ * token of the source IP's bucket (unauth-ip-rate) and one of the
  * listener's (unauth-rate: 60000 forged sources get no more than it). Over
- * TCP the handshake proved the address, and a client does not retransmit
- * there, so a withheld answer would leave it waiting for good. */
+ * UDP the answer is withheld. Over TCP and TLS, where requests come
+ * pipelined (4 connections of unsigned Allocates moved a UDP Binding's
+ * median from 0.07 to 52 ms), the connection is closed instead: a client
+ * does not retransmit there, and a withheld answer would leave it waiting
+ * for good. A connection authenticated already is not limited. */
 static bool unauth_ok(struct turn_ctx *x)
 {
 	struct turn_listener *l = x->l;
+	bool ip;
 
-	if (x->conn)
+	if (x->conn && l->conns[x->conn - 1].authed)
 		return true;
-	if (!rl_table_allow(&l->rl401, &x->client, x->now)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED], 1);
-		return false;
+	ip = !rl_table_allow(&l->rl401, &x->client, x->now);
+	if (!ip && rl_take(&l->unauth_rl, x->now))
+		return true;
+	if (x->conn) {
+		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_UNAUTH_RATE_IP : TURN_TCP_UNAUTH_RATE],
+			 1);
+		conn_close(l, x->conn - 1);
+	} else {
+		STAT_ADD(l->stats.dropped[ip ? TURN_DROP_THROTTLED : TURN_DROP_THROTTLED_TOTAL], 1);
 	}
-	if (!rl_take(&l->unauth_rl, x->now)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_THROTTLED_TOTAL], 1);
-		return false;
-	}
-	return true;
+	return false;
 }
 
 /* An error answer; key signs it (NULL: unauthenticated, and limited). */
@@ -681,6 +690,56 @@ static bool signed_as_owner(struct turn_ctx *x, const struct stun_msg *m, uint32
 	return true;
 }
 
+/* Log lines of the failed-authentication budget (after those of log_due's
+ * enum below). */
+enum { TURN_LOG_AUTH_IP = 5, TURN_LOG_AUTH_ALL = 6 };
+static bool log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms);
+
+/* A signed request over a failed-authentication budget (auth-fail-ip-rate
+ * when ip, else auth-fail-rate with its username's key not kept): no HMAC
+ * work for it. Over UDP it is dropped (an answer would feed a reflector);
+ * a TCP or TLS connection is closed. Counted, and logged once a minute. */
+static void auth_refused(struct turn_ctx *x, bool ip)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *c = l->sh->conf;
+	char a[ADDR_STRLEN];
+
+	if (ip && log_due(l, TURN_LOG_AUTH_IP, x->now_ms))
+		log_warnx("turn %s: %s fails authentication faster than auth-fail-ip-rate %u/s: "
+			  "its signed requests get no check (auth_rate_ip; the first source a "
+			  "minute is named)",
+			  c->name, addr_str(&x->client.sa, a), c->authf_ip_rate);
+	else if (!ip && log_due(l, TURN_LOG_AUTH_ALL, x->now_ms))
+		log_warnx("turn %s: failed authentications over auth-fail-rate %u/s: only "
+			  "usernames that passed before are checked (auth_rate; once a minute)",
+			  c->name, c->authf_rate);
+	if (x->conn) {
+		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_AUTH_RATE_IP : TURN_TCP_AUTH_RATE], 1);
+		conn_close(l, x->conn - 1);
+	} else {
+		STAT_ADD(l->stats.dropped[ip ? TURN_DROP_AUTH_RATE_IP : TURN_DROP_AUTH_RATE], 1);
+	}
+}
+
+/* A failed authentication costs its source a token and the listener one. */
+static void auth_failed(struct turn_ctx *x)
+{
+	rl_table_allow(&x->l->authf_ip_rl, &x->client, x->now);
+	rl_take(&x->l->authf_rl, x->now);
+}
+
+/* The secrets' generation (keys kept under another are not used). */
+static uint64_t secrets_gen(struct turn_listener *l)
+{
+	uint64_t gen;
+
+	pthread_rwlock_rdlock(&l->all->lock);
+	gen = l->all->secrets_gen;
+	pthread_rwlock_unlock(&l->all->lock);
+	return gen;
+}
+
 /* Authentication (RFC 8489 9.2.4). 0 with au filled (*expired set for a
  * genuine but expired credential), or -1 when the request was answered.
  * idx: the allocation of the request's 5-tuple (TURN_ALLOC_NONE: none),
@@ -693,6 +752,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	struct turn_secrets sec;
 	enum turn_auth_result r;
 	enum turn_nonce_result nr;
+	bool cached_only, over_ip;
+	uint64_t gen;
 
 	*expired = false;
 	if (!stun_has(m->mi) && !stun_has(m->mi256)) {
@@ -702,6 +763,24 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	if (!stun_has(m->username) || !stun_has(m->realm) || !stun_has(m->nonce)) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_MISSING], 1);
 		answer_error(x, m, 400, NULL);
+		return -1;
+	}
+	/* The HMAC work of failed checks is budgeted, so that a flood of
+	 * forged MACs (over TCP as cheap as over UDP) cannot take the
+	 * thread from the game. A source over its budget gets none, but for
+	 * the allocation of its 5-tuple (one MAC: the calls of players
+	 * behind the same NAT address go on); with the listener's spent, a
+	 * client whose key is kept from a success still gets its one MAC. */
+	over_ip = !rl_table_has(&l->authf_ip_rl, &x->client, x->now);
+	if (over_ip && idx == TURN_ALLOC_NONE) {
+		auth_refused(x, true);
+		return -1;
+	}
+	cached_only = rl_available(&l->authf_rl, x->now) == 0;
+	if (cached_only && idx == TURN_ALLOC_NONE &&
+	    !turn_key_cache_has(&l->keys, (const char *)stun_attr_ptr(m, m->username),
+				m->username.len, secrets_gen(l))) {
+		auth_refused(x, false);
 		return -1;
 	}
 	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
@@ -714,6 +793,10 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		STAT_ADD(l->stats.auth_failures[nr == TURN_NONCE_STALE ? TURN_AF_STALE_NONCE
 								       : TURN_AF_BAD_NONCE],
 			 1);
+		/* A forged nonce fails over TCP, whose source is proven; over
+		 * UDP a forger would spend its victim's budget. */
+		if (nr == TURN_NONCE_BAD && x->conn)
+			auth_failed(x);
 		answer_error(x, m, 438, NULL);
 		return -1;
 	}
@@ -721,12 +804,18 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		conn_authed(l, x->conn);
 		return 0;
 	}
+	if (over_ip) {
+		auth_refused(x, true);
+		return -1;
+	}
 	pthread_rwlock_rdlock(&l->all->lock);
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
 		sec.secret[i] = l->all->secrets.s[i];
 		sec.len[i] = l->all->secrets.len[i];
 	}
-	r = turn_auth_check(&sec, m, realm, strlen(realm), (uint64_t)time(NULL), au);
+	gen = l->all->secrets_gen;
+	r = turn_auth_check_cached(&sec, gen, &l->keys, cached_only, m, realm, strlen(realm),
+				   (uint64_t)time(NULL), au);
 	pthread_rwlock_unlock(&l->all->lock);
 	switch (r) {
 	case TURN_AUTH_OK:
@@ -740,11 +829,16 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		 * connection with an allocation is authenticated by it. */
 		*expired = true;
 		return 0;
+	case TURN_AUTH_UNCACHED:
+		auth_refused(x, false);
+		return -1;
 	case TURN_AUTH_BAD_USERNAME:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
+		auth_failed(x);
 		break;
 	default:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_INTEGRITY], 1);
+		auth_failed(x);
 		break;
 	}
 	challenge(x, m);
@@ -810,6 +904,7 @@ static void alloc_end(struct turn_listener *l, uint32_t idx)
 	}
 	l->relay_fd[idx] = -1;
 	l->relay_conn[idx] = 0;
+	turn_peer_port_set(l->sh->live_ports, l->t.a[idx].port, false);
 	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
 		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
 		l->conns[conn - 1].since = loop_now();
@@ -1116,6 +1211,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 	}
 	l->relay_fd[idx] = fd;
 	l->relay_conn[idx] = x->conn;
+	turn_peer_port_set(l->sh->live_ports, port, true);
 	if (x->conn) {
 		l->conns[x->conn - 1].alloc = idx;
 		na_leave(l, x->conn - 1);
@@ -1195,12 +1291,29 @@ static void on_refresh(struct turn_ctx *x, const struct stun_msg *m)
 	arm(l);
 }
 
+/* How often a worker reads the host's addresses again (when it judges a
+ * peer): an address added at run time is the host's within a second. */
+#define TURN_HOSTS_EVERY_MS 1000ull
+
 /* Whether the relay may send to peer (turn_peer_check: the relay's own
- * address only on its relayed ports, never another service of the host).
- * ip_only: a CreatePermission's, port ignored. */
-static bool peer_ok(const struct turn_listener *l, const union etr_sockaddr *peer, bool ip_only)
+ * address only on relayed ports with a live allocation, never another
+ * service of the host). ip_only: a CreatePermission's, port ignored. */
+static bool peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only)
 {
-	return turn_peer_ok(turn_peer_check(&l->sh->policy, peer, ip_only));
+	struct turn_listener *l = x->l;
+
+	if (x->now - l->hosts_at >= TURN_HOSTS_EVERY_MS * NS_PER_MS) {
+		union etr_sockaddr local[TURN_PEER_HOST_MAX];
+		size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
+
+		l->hosts_at = x->now;
+		if (n) { /* getifaddrs failed: the last list stays */
+			turn_peer_hosts_clear(&l->policy);
+			for (size_t k = 0; k < n; k++)
+				turn_peer_host(&l->policy, &local[k]);
+		}
+	}
+	return turn_peer_ok(turn_peer_check(&l->policy, peer, ip_only));
 }
 
 /* Whether ban-file holds a (a client or a peer). */
@@ -1233,7 +1346,7 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 		/* The policy before the family: a refused IPv6 form (::1,
 		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
 		 * as such, not merely a mismatch (443). */
-		if (!peer_ok(l, &peers[i], true) || banned(l, &peers[i])) {
+		if (!peer_ok(x, &peers[i], true) || banned(l, &peers[i])) {
 			STAT_ADD(l->stats.peer_rejected, 1);
 			answer_error(x, m, 403, au.key);
 			return;
@@ -1273,7 +1386,7 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		answer_error(x, m, 400, au.key);
 		return;
 	}
-	if (!peer_ok(l, &peer, false) || banned(l, &peer)) { /* before the family, as above */
+	if (!peer_ok(x, &peer, false) || banned(l, &peer)) { /* before the family, as above */
 		STAT_ADD(l->stats.peer_rejected, 1);
 		answer_error(x, m, 403, au.key);
 		return;
@@ -1345,7 +1458,7 @@ static void on_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dg
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
 		return;
 	}
-	if (!peer_ok(l, &peer, false)) {
+	if (!peer_ok(x, &peer, false)) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
 		return;
 	}
@@ -1371,6 +1484,12 @@ static void on_channel_data(struct turn_ctx *x, const uint8_t *p, size_t n, stru
 	}
 	if (!turn_alloc_chan_peer(&l->t, idx, ch, x->now_ms, &peer)) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_CHANNEL], 1);
+		return;
+	}
+	/* Bound to another client's relayed port whose allocation has
+	 * ended since: another service may hold that port now. */
+	if (turn_peer_own_dead(&l->policy, &peer)) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
 		return;
 	}
 	to_peer(x, idx, &peer, data, len, d);
@@ -1899,9 +2018,13 @@ static void tls_accept(void *obj, uint32_t ref, int fd)
 	conn_accept(obj, fd, true);
 }
 
-/* Room for need bytes of a partial frame (at most TURN_CONN_RX_MAX), within
- * the worker's TURN_CONN_RX_TOTAL. False closes the connection. */
-static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need)
+/* Room for need bytes of a partial frame of frame bytes (0: its length not
+ * known yet), within the worker's TURN_CONN_RX_TOTAL. The buffer grows
+ * with the bytes that came, doubling (the copies stay linear in the
+ * frame), never past the frame: what a header announces costs nothing
+ * until it arrives (334 headers of 64 KiB, 1.3 KB sent, spent 16 MiB).
+ * False closes the connection. */
+static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need, size_t frame)
 {
 	uint8_t *p;
 
@@ -1909,8 +2032,12 @@ static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need)
 		return true;
 	if (need > TURN_CONN_RX_MAX)
 		return false;
+	if (need < 2 * c->rxcap)
+		need = 2 * c->rxcap;
 	if (need < 512)
 		need = 512;
+	if (frame && need > frame)
+		need = frame;
 	if (l->rx_bytes - c->rxcap + need > TURN_CONN_RX_TOTAL) {
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FRAME_MEMORY], 1);
 		return false;
@@ -1925,6 +2052,27 @@ static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need)
 	c->rx = p;
 	c->rxcap = need;
 	return true;
+}
+
+/* Before an authenticated request a connection sends small STUN requests
+ * only: ChannelData (no channel can be bound yet) or a frame over
+ * TURN_CONN_UNAUTH_FRAME closes it, counted. p: the frame's first n bytes
+ * (n >= 1), flen its length (0: not known yet). False when closed. */
+static bool conn_frame_ok(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n, int flen)
+{
+	enum turn_tcp_drop why;
+
+	if (l->conns[i].authed)
+		return true;
+	if (stun_demux(p, n) == STUN_DEMUX_CHANNEL)
+		why = TURN_TCP_UNAUTH_CHANNEL;
+	else if (flen > (int)TURN_CONN_UNAUTH_FRAME)
+		why = TURN_TCP_UNAUTH_LARGE;
+	else
+		return true;
+	STAT_ADD(l->stats.tcp_dropped[why], 1);
+	conn_close(l, i);
+	return false;
 }
 
 static void conn_frame(struct turn_listener *l, uint32_t i, const uint8_t *p, size_t n,
@@ -1954,9 +2102,11 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 		flen = stun_frame_len(c->rx, c->rxlen);
 		if (flen < 0)
 			goto garbage;
+		if (!conn_frame_ok(l, i, c->rx, c->rxlen, flen))
+			return false;
 		want = flen ? (size_t)flen : 4;
 		take = want - c->rxlen < n ? want - c->rxlen : n;
-		if (!conn_room(l, c, want)) {
+		if (!conn_room(l, c, c->rxlen + take, (size_t)flen)) {
 			conn_close(l, i);
 			return false;
 		}
@@ -1975,8 +2125,10 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 		flen = stun_frame_len(p, n);
 		if (flen < 0)
 			goto garbage;
+		if (!conn_frame_ok(l, i, p, n, flen))
+			return false;
 		if (flen == 0 || (size_t)flen > n) {
-			if (!conn_room(l, c, flen ? (size_t)flen : 4)) {
+			if (!conn_room(l, c, n, (size_t)flen)) {
 				conn_close(l, i);
 				return false;
 			}
@@ -2243,6 +2395,19 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	rl_bucket_init(&l->unauth_rl, rl_worker_part(c->unauth_burst, all->nworkers),
 		       rl_worker_part(c->unauth_rate, all->nworkers), 0);
+	rl_random_key(net_random64, key);
+	err = rl_table_init(&l->authf_ip_rl, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+			    c->authf_ip_burst, c->authf_ip_rate, key);
+	if (err == 0) {
+		rl_random_key(net_random64, key);
+		err = turn_key_cache_init(&l->keys, TURN_KEY_CACHE, key);
+	}
+	if (err < 0) {
+		log_warnx("turn %s: failed-authentication tables: %s", c->name, strerror(-err));
+		return -1;
+	}
+	rl_bucket_init(&l->authf_rl, rl_worker_part(c->authf_burst, all->nworkers),
+		       rl_worker_part(c->authf_rate, all->nworkers), 0);
 	addr_str(&c->listen.sa, a);
 	/* As for a relay: the first socket must not join a group another
 	 * process holds. */
@@ -2335,6 +2500,10 @@ int turn_listener_attach(struct turn_listener *l, const struct loop_ops *ops, st
 	l->ops = ops;
 	l->loop = loop;
 	l->ep = ep;
+	/* The daemon has added the host's addresses and its sockets by now;
+	 * the worker reads the former again (peer_ok). */
+	l->policy = l->sh->policy;
+	l->hosts_at = loop_now();
 	if ((s = endpoint_add(ep, &turn_udp_ops, l)) < 0)
 		return s;
 	l->slot_udp = (unsigned)s;
@@ -2508,4 +2677,6 @@ void turn_listener_free(struct turn_listener *l)
 		turn_alloc_free(&l->t);
 	rl_table_free(&l->rl401);
 	rl_table_free(&l->tls_ip_rl);
+	rl_table_free(&l->authf_ip_rl);
+	turn_key_cache_free(&l->keys);
 }

@@ -69,6 +69,8 @@ enum turn_drop {
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
 	TURN_DROP_BANNED,	 /* from a ban-file source: a client, or a peer to a relayed port */
+	TURN_DROP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate (UDP) */
+	TURN_DROP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
 	TURN_DROPS
 };
 
@@ -83,6 +85,12 @@ enum turn_tcp_drop {
 	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
 	TURN_TCP_TLS_RATE_IP,  /* a TLS connection over its source's tls-handshake-ip-rate */
 	TURN_TCP_TLS_RATE,     /* ... over the listener's tls-handshake-rate */
+	TURN_TCP_UNAUTH_CHANNEL, /* ChannelData before an authenticated request */
+	TURN_TCP_UNAUTH_LARGE,	 /* a frame over TURN_CONN_UNAUTH_FRAME before one */
+	TURN_TCP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate */
+	TURN_TCP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
+	TURN_TCP_UNAUTH_RATE_IP, /* an unauthenticated request over unauth-ip-rate */
+	TURN_TCP_UNAUTH_RATE,	 /* ... over the listener's unauth-rate */
 	TURN_TCP_DROPS
 };
 
@@ -124,10 +132,18 @@ struct turn_stats {
 #define TURN_CONN_SLOTS(cap) ((cap) + (cap) / 4 + 16)
 /* Bytes of frames cut by a chunk's end, per listener and worker: a frame is
  * 65539 bytes at most, its buffer exists only while it is incomplete (up
- * to TURN_CONN_RX_KEEP stays), and a connection that would go past this
- * total is closed (tcp_dropped frame_memory). */
+ * to TURN_CONN_RX_KEEP stays) and grows with the bytes that came (at most
+ * twice them, 512 at least: the length a header announces costs nothing
+ * until its bytes arrive), and a connection that would go past this total
+ * is closed (tcp_dropped frame_memory). */
 #define TURN_CONN_RX_TOTAL (16u << 20)
 #define TURN_CONN_RX_KEEP  2048u
+/* The largest frame of a connection without an authenticated request: a
+ * STUN request before authentication is a few hundred bytes (an Allocate
+ * with USERNAME, REALM, NONCE, SOFTWARE and integrity); ChannelData then
+ * has no channel to go to. Either closes it (tcp_dropped unauth_large,
+ * unauth_channel), so a silent connection holds at most this. */
+#define TURN_CONN_UNAUTH_FRAME 1500u
 /* TCP send blocks: frames up to TURN_TX_SMALL bytes reuse blocks kept per
  * listener and worker, at most TURN_TX_CACHE of them (2 MiB). */
 #define TURN_TX_SMALL 2000u
@@ -136,6 +152,8 @@ struct turn_stats {
 /* Sources tracked for the rate of unauthenticated answers (unauth-ip-rate),
  * per listener and worker. */
 #define TURN_RL_ENTRIES 4096
+/* Usernames whose long-term keys are kept, per listener and worker. */
+#define TURN_KEY_CACHE 4096
 
 /* The secrets, replaced on SIGHUP under the lock (requests read them). */
 struct turn_secret_set {
@@ -191,7 +209,10 @@ struct turn_lshared {
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
-	_Atomic uint64_t log_at[5]; /* ms: next log line of a kind (turn.c: 508s, TLS, full) */
+	_Atomic uint64_t log_at[7]; /* ms: next log line of a kind (turn.c: 508s, TLS, full, auth) */
+	/* Its relayed ports with a live allocation, every worker's: own
+	 * addresses are peers on those alone (policy.live points here). */
+	_Atomic uint64_t live_ports[TURN_PEER_LIVE_WORDS];
 	struct turn_stats *stats[CONF_WORKERS_MAX];
 	uint16_t worker_min[CONF_WORKERS_MAX], worker_max[CONF_WORKERS_MAX];
 	/* tls-listen: the context new sessions take, and its reload (checked
@@ -222,6 +243,7 @@ struct turn_shared {
 	struct turn_lshared l[CONF_TURN_MAX];
 	pthread_rwlock_t lock; /* secrets */
 	struct turn_secret_set secrets;
+	uint64_t secrets_gen; /* under lock: one more at each reload (keys kept go) */
 	const _Atomic int *lifecycle; /* anything but 0 refuses Allocate */
 };
 
@@ -314,6 +336,15 @@ struct turn_listener {
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	struct rl_table tls_ip_rl;  /* TLS handshakes per source IP (tls-listen only) */
 	struct rl_bucket tls_rl;    /* ... and in all (this worker's part) */
+	/* Failed authentication per source (auth-fail-ip-rate) and in all
+	 * (auth-fail-rate, this worker's part): over either, no HMAC work. */
+	struct rl_table authf_ip_rl;
+	struct rl_bucket authf_rl;
+	struct turn_key_cache keys; /* long-term keys of usernames that passed */
+	/* This worker's copy of the peer policy, whose host addresses it
+	 * reads again at most every TURN_HOSTS_EVERY_MS (hosts_at: ns). */
+	struct turn_peer_policy policy;
+	uint64_t hosts_at;
 	struct turn_stats stats;
 };
 

@@ -3,6 +3,8 @@
  * EVP_Q_mac for the HMACs, EVP_Digest for MD5, EVP_EncodeBlock for base64). */
 #include "turn_auth.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -76,10 +78,67 @@ int turn_longterm_key(const char *user, size_t user_len, const char *realm, size
 	return rc;
 }
 
-enum turn_auth_result turn_auth_check(const struct turn_secrets *s, const struct stun_msg *m,
-				      const char *realm, size_t realm_len, uint64_t now,
-				      struct turn_auth *out)
+int turn_key_cache_init(struct turn_key_cache *c, uint32_t entries, const uint8_t hkey[16])
 {
+	uint32_t n = 2;
+
+	memset(c, 0, sizeof(*c));
+	if (entries == 0 || entries > (1u << 20))
+		return -EINVAL;
+	while (n < entries)
+		n *= 2;
+	c->e = calloc(n, sizeof(*c->e));
+	if (!c->e)
+		return -ENOMEM;
+	c->mask = n - 1;
+	memcpy(c->hkey, hkey, sizeof(c->hkey));
+	return 0;
+}
+
+void turn_key_cache_free(struct turn_key_cache *c)
+{
+	if (c->e)
+		explicit_bzero(c->e, (size_t)(c->mask + 1) * sizeof(*c->e));
+	free(c->e);
+	c->e = NULL;
+}
+
+/* user's entry, or NULL; *slot is where it would go (an empty or stale one
+ * of its two, else the second: the older by insertion, roughly). */
+static struct turn_key_entry *cache_find(const struct turn_key_cache *c, const char *user,
+					 size_t len, uint64_t gen, struct turn_key_entry **slot)
+{
+	uint64_t h;
+	struct turn_key_entry *e[2];
+
+	*slot = NULL;
+	if (!c || !c->e || len > TURN_KEY_CACHE_USER_MAX)
+		return NULL;
+	h = addr_siphash(user, len, c->hkey);
+	e[0] = &c->e[h & c->mask];
+	e[1] = &c->e[(h >> 32) & c->mask];
+	for (int k = 0; k < 2; k++)
+		if (e[k]->gen == gen + 1 && e[k]->len == len && memcmp(e[k]->user, user, len) == 0)
+			return e[k];
+	*slot = e[0]->gen != gen + 1 ? e[0] : e[1]->gen != gen + 1 ? e[1] : e[(h >> 63) & 1];
+	return NULL;
+}
+
+bool turn_key_cache_has(const struct turn_key_cache *c, const char *user, size_t len, uint64_t gen)
+{
+	struct turn_key_entry *slot;
+
+	return cache_find(c, user, len, gen, &slot) != NULL;
+}
+
+enum turn_auth_result turn_auth_check_cached(const struct turn_secrets *s, uint64_t gen,
+					     struct turn_key_cache *c, bool cached_only,
+					     const struct stun_msg *m, const char *realm,
+					     size_t realm_len, uint64_t now, struct turn_auth *out)
+{
+	struct turn_key_entry *e, *slot;
+	uint8_t keys[TURN_SECRETS_MAX][TURN_KEY_LEN];
+	uint8_t have = 0;
 	const char *user;
 	size_t ulen;
 
@@ -93,23 +152,60 @@ enum turn_auth_result turn_auth_check(const struct turn_secrets *s, const struct
 		return TURN_AUTH_BAD_USERNAME;
 	if (!stun_has(m->mi) && !stun_has(m->mi256))
 		return TURN_AUTH_NO_INTEGRITY;
+	memset(keys, 0, sizeof(keys));
+	e = cache_find(c, user, ulen, gen, &slot);
+	if (e) {
+		have = e->have;
+		memcpy(keys, e->key, sizeof(keys));
+	} else if (cached_only) {
+		return TURN_AUTH_UNCACHED;
+	}
 	for (int i = 0; i < TURN_SECRETS_MAX; i++) {
 		char pw[TURN_PASSWORD_SIZE];
 		int pwlen;
 
 		if (!s->len[i])
 			continue;
-		pwlen = turn_rest_password(s->secret[i], s->len[i], user, ulen, pw);
-		if (pwlen < 0 || turn_longterm_key(user, ulen, realm, realm_len, pw, (size_t)pwlen,
-						   out->key) != 0)
-			continue;
-		if (stun_check_integrity(m, out->key, TURN_KEY_LEN)) {
-			out->secret = i;
-			return now > out->expiry ? TURN_AUTH_EXPIRED : TURN_AUTH_OK;
+		if (have & (1u << i)) {
+			c->hits++;
+		} else {
+			/* A username kept under the other secret only: derive
+			 * this one's too, unless nothing may be derived now. */
+			if (cached_only)
+				continue;
+			pwlen = turn_rest_password(s->secret[i], s->len[i], user, ulen, pw);
+			if (pwlen < 0 || turn_longterm_key(user, ulen, realm, realm_len, pw,
+							   (size_t)pwlen, keys[i]) != 0)
+				continue;
+			have |= (uint8_t)(1u << i);
+			if (c)
+				c->derived++;
 		}
+		if (!stun_check_integrity(m, keys[i], TURN_KEY_LEN))
+			continue;
+		memcpy(out->key, keys[i], TURN_KEY_LEN);
+		out->secret = i;
+		if (!e)
+			e = slot;
+		if (e) {
+			e->gen = gen + 1;
+			e->len = (uint8_t)ulen;
+			memcpy(e->user, user, ulen);
+			e->have = have;
+			memcpy(e->key, keys, sizeof(keys));
+		}
+		explicit_bzero(keys, sizeof(keys));
+		return now > out->expiry ? TURN_AUTH_EXPIRED : TURN_AUTH_OK;
 	}
-	memset(out->key, 0, sizeof(out->key));
+	explicit_bzero(keys, sizeof(keys));
 	return TURN_AUTH_BAD_INTEGRITY;
+}
+
+enum turn_auth_result turn_auth_check(const struct turn_secrets *s, const struct stun_msg *m,
+				      const char *realm, size_t realm_len, uint64_t now,
+				      struct turn_auth *out)
+{
+	return turn_auth_check_cached(s, 0, NULL, false, m, realm, realm_len, now, out);
 }
 
 void turn_nonce_key_init(struct turn_nonce_key *key, const uint8_t random[32])

@@ -59,6 +59,7 @@ enum turn_auth_result {
 	TURN_AUTH_BAD_USERNAME,	 /* no USERNAME, too long, or not "<expiry>:<userid>" */
 	TURN_AUTH_NO_INTEGRITY,	 /* no MESSAGE-INTEGRITY(-SHA256) */
 	TURN_AUTH_BAD_INTEGRITY, /* no configured secret makes the MAC match */
+	TURN_AUTH_UNCACHED,	 /* cached_only, and no key kept for the username */
 };
 
 /* What a check found. secret: which one matched (0 current, 1 next; -1
@@ -71,6 +72,47 @@ struct turn_auth {
 	size_t userid_len;
 	uint8_t key[TURN_KEY_LEN];
 };
+
+/* Long-term keys derived for usernames that passed a check, so that a
+ * client's next request costs one MAC, not the HMAC-SHA1, base64 and MD5 of
+ * a derivation per secret. One cache per realm (a listener's, on one
+ * worker: no lock). A username enters only after its MAC matched, so a
+ * flood of made-up names evicts nothing; an entry holds until a later one
+ * takes its place or the secrets change (gen). Usernames longer than
+ * TURN_KEY_CACHE_USER_MAX are not kept. */
+#define TURN_KEY_CACHE_USER_MAX 128
+
+struct turn_key_entry {
+	uint64_t gen; /* the secrets' generation + 1; 0: empty */
+	uint8_t have; /* bit i: key[i] derived under secret i */
+	uint8_t len;
+	char user[TURN_KEY_CACHE_USER_MAX];
+	uint8_t key[TURN_SECRETS_MAX][TURN_KEY_LEN];
+};
+
+struct turn_key_cache {
+	struct turn_key_entry *e;
+	uint32_t mask; /* entries - 1 */
+	uint8_t hkey[16];
+	uint64_t hits;	  /* MACs checked with a kept key */
+	uint64_t derived; /* keys derived */
+};
+
+/* Room for entries usernames (rounded up to a power of two, at least 2),
+ * hashed under hkey (random). 0, -EINVAL or -ENOMEM. */
+int turn_key_cache_init(struct turn_key_cache *c, uint32_t entries, const uint8_t hkey[16]);
+void turn_key_cache_free(struct turn_key_cache *c);
+
+/* Whether the cache holds user's key under the secrets of generation gen. */
+bool turn_key_cache_has(const struct turn_key_cache *c, const char *user, size_t len, uint64_t gen);
+
+/* turn_auth_check with a cache (NULL: none) for the secrets of generation
+ * gen (which changes whenever they do). cached_only: derive nothing; a
+ * username without a kept key gets TURN_AUTH_UNCACHED. */
+enum turn_auth_result turn_auth_check_cached(const struct turn_secrets *s, uint64_t gen,
+					     struct turn_key_cache *c, bool cached_only,
+					     const struct stun_msg *m, const char *realm,
+					     size_t realm_len, uint64_t now, struct turn_auth *out);
 
 /* Check a request's USERNAME and integrity (MESSAGE-INTEGRITY-SHA256 when
  * present, else MESSAGE-INTEGRITY, see stun_check_integrity) with the

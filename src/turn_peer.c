@@ -180,6 +180,32 @@ int turn_peer_host(struct turn_peer_policy *p, const union etr_sockaddr *a)
 	return 0;
 }
 
+void turn_peer_hosts_clear(struct turn_peer_policy *p)
+{
+	p->nhost = 0;
+}
+
+void turn_peer_live_ports(struct turn_peer_policy *p, _Atomic uint64_t *live)
+{
+	p->live = live;
+}
+
+void turn_peer_port_set(_Atomic uint64_t *live, uint16_t port, bool on)
+{
+	uint64_t bit = 1ull << (port % 64);
+
+	if (on)
+		atomic_fetch_or_explicit(&live[port / 64], bit, memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(&live[port / 64], ~bit, memory_order_relaxed);
+}
+
+bool turn_peer_port_live(const struct turn_peer_policy *p, uint16_t port)
+{
+	return !p->live ||
+	       (atomic_load_explicit(&p->live[port / 64], memory_order_relaxed) >> (port % 64) & 1);
+}
+
 int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a)
 {
 	static const uint8_t any4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -210,6 +236,15 @@ static bool in_addrs(const uint8_t (*l)[16], unsigned n, const uint8_t ip[16])
 		if (memcmp(l[i], ip, 16) == 0)
 			return true;
 	return false;
+}
+
+bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockaddr *peer)
+{
+	uint16_t port = ntohs(peer->in.sin_port);
+	uint8_t ip[16];
+
+	return p->live && port >= p->port_min && port <= p->port_max && reduced(peer, ip) &&
+	       in_addrs(p->own, p->nown, ip) && !turn_peer_port_live(p, port);
 }
 
 /* ip (reduced) is the host: an interface address, an own address, or one
@@ -268,17 +303,19 @@ enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union
 	if (!ip_only && is_plumbing(p, ip, port, host))
 		return TURN_PEER_PLUMBING;
 	if (in_addrs(p->own, p->nown, ip) &&
-	    (ip_only || (port >= p->port_min && port <= p->port_max && p->port_max)))
+	    (ip_only || (port >= p->port_min && port <= p->port_max && p->port_max &&
+			 turn_peer_port_live(p, port))))
 		return TURN_PEER_OWN;
 	if (host && allowed_alone(p, ip))
 		return TURN_PEER_ALLOWED;
 	if (!host && in_list(p->allow, p->nallow, ip))
 		return TURN_PEER_ALLOWED;
-	if (addrclass_key_is_v4(ip)) {
+	/* The form as sent counts too: the local-use NAT64 prefix is
+	 * refused whatever IPv4 it carries. */
+	reserved = addrclass_reserved(peer);
+	if (!reserved && addrclass_key_is_v4(ip)) {
 		memcpy(&v4.in.sin_addr, ip + 12, 4);
 		reserved = addrclass_reserved(&v4);
-	} else {
-		reserved = addrclass_reserved(peer);
 	}
 	/* The host refused by the default set anyway keeps that reason. */
 	return reserved ? TURN_PEER_RESERVED : host ? TURN_PEER_HOST : TURN_PEER_OK;

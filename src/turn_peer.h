@@ -2,12 +2,14 @@
 /* Which peers a TURN relay sends to on a client's behalf: the default
  * refused set (addrclass_reserved, after IPv4 embeddings are reduced), the
  * operator's turn-deny-peer and turn-allow-peer CIDR lists, the relay's
- * own public addresses (open on the relayed ports only: client to client),
+ * own public addresses (open on the relayed ports of live allocations
+ * only: client to client),
  * the host's other addresses (closed unless allow-peer names one alone) and
  * the daemon's own sockets (closed, whatever allow-peer says). Pure. */
 #ifndef ETR_TURN_PEER_H
 #define ETR_TURN_PEER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +39,10 @@ struct turn_peer_policy {
 		uint16_t port;	/* host order */
 	} plumb[TURN_PEER_PLUMB_MAX];
 	uint16_t port_min, port_max; /* the relayed ports; 0-0: none */
+	/* The relayed ports with a live allocation, a bit each (65536 bits,
+	 * written by the workers that own them); NULL: every relayed port
+	 * counts as live. */
+	const _Atomic uint64_t *live;
 	unsigned nallow, ndeny, nown, nhost, nplumb;
 };
 
@@ -44,7 +50,7 @@ struct turn_peer_policy {
 enum turn_peer_why {
 	TURN_PEER_OK = 0,   /* the default: a global unicast address */
 	TURN_PEER_ALLOWED,  /* in a turn-allow-peer block */
-	TURN_PEER_OWN,	    /* a relayed port of the relay's own address */
+	TURN_PEER_OWN,	    /* a live relayed port of the relay's own address */
 	TURN_PEER_DENIED,   /* in a turn-deny-peer block */
 	TURN_PEER_HOST,	    /* the host itself, outside the relayed ports */
 	TURN_PEER_PLUMBING, /* one of the daemon's own sockets */
@@ -85,6 +91,29 @@ int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a);
 /* The relayed ports of the own addresses: [min, max]. */
 void turn_peer_ports(struct turn_peer_policy *p, uint16_t min, uint16_t max);
 
+/* Relayed ports: own addresses are open on those with a live allocation,
+ * as bitmap live (TURN_PEER_LIVE_WORDS words, shared by the workers) says.
+ * Without one (NULL, the default) on every port of the range. */
+#define TURN_PEER_LIVE_WORDS (65536 / 64)
+void turn_peer_live_ports(struct turn_peer_policy *p, _Atomic uint64_t *live);
+
+/* Mark port live (on) or not in a bitmap of TURN_PEER_LIVE_WORDS words:
+ * an allocation made or ended on it. Any thread. */
+void turn_peer_port_set(_Atomic uint64_t *live, uint16_t port, bool on);
+
+/* Whether own-address peers may use port: its bit in the live bitmap. */
+bool turn_peer_port_live(const struct turn_peer_policy *p, uint16_t port);
+
+/* Whether peer is an own address on a relayed port without a live
+ * allocation: what a channel bound while that port's allocation lived
+ * must no longer reach (cheap enough for each ChannelData: the own
+ * addresses are one or two). */
+bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockaddr *peer);
+
+/* Forget the host's addresses, before they are added again as the host
+ * has them now (an address added or removed at run time). */
+void turn_peer_hosts_clear(struct turn_peer_policy *p);
+
 /* Add an address of the host (port ignored; loopback, 0.0.0.0 and :: are
  * the host without being added). Returns 0, -EAFNOSUPPORT, or -ENOSPC past
  * TURN_PEER_HOST_MAX. */
@@ -101,7 +130,8 @@ int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a);
  * IPv4-compatible, NAT64 and 6to4 forms are reduced to their IPv4 address;
  * a turn-deny-peer block holding the address (as sent or reduced) refuses;
  * one of the daemon's sockets refuses (PLUMBING; not for ip_only); an own
- * address on a relayed port (any port for ip_only) allows; any other
+ * address on a relayed port with a live allocation (any port for ip_only)
+ * allows; any other
  * address of the host refuses (HOST) unless a turn-allow-peer entry is
  * that address alone (/32, /128); a turn-allow-peer block holding the
  * reduced address allows; else the default refused set decides. */

@@ -181,6 +181,8 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
     [TURN_DROP_OVERSIZE] = "oversize",
     [TURN_DROP_BANNED] = "banned",
+    [TURN_DROP_AUTH_RATE_IP] = "auth_rate_ip",
+    [TURN_DROP_AUTH_RATE] = "auth_rate",
 };
 
 static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
@@ -192,6 +194,12 @@ static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
     [TURN_TCP_BANNED] = "banned",
     [TURN_TCP_TLS_RATE_IP] = "tls_rate_ip",
     [TURN_TCP_TLS_RATE] = "tls_rate",
+    [TURN_TCP_UNAUTH_CHANNEL] = "unauth_channel",
+    [TURN_TCP_UNAUTH_LARGE] = "unauth_large",
+    [TURN_TCP_AUTH_RATE_IP] = "auth_rate_ip",
+    [TURN_TCP_AUTH_RATE] = "auth_rate",
+    [TURN_TCP_UNAUTH_RATE_IP] = "unauth_rate_ip",
+    [TURN_TCP_UNAUTH_RATE] = "unauth_rate",
 };
 
 const uint16_t turn_error_codes[TURN_ERROR_CODES] = {

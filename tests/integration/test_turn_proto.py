@@ -229,12 +229,13 @@ def host_guard(ctx):
                           auth=cred[sock])
         h.expect_eq(res[sock].get("cls"), "success", f"netns: Allocate {sock}: {res[sock]}")
     other = res["g2"]["relayed"][1]
-    # a range end g2 does not hold: a second channel to g2's port would be
-    # a conflict (400), not the range's answer
-    edge = 30099 if other != 30099 else 30000
+    # A relayed port no allocation holds (of the 100, two are taken).
+    unused = next(p for p in range(30099, 29999, -1)
+                  if p not in (other, res["g1"]["relayed"][1]))
     for i, (method, ip, port, want, why) in enumerate((
             ("CHANNEL_BIND", "45.0.0.1", other, 0, "relay-address, a relayed port"),
-            ("CHANNEL_BIND", "45.0.0.1", edge, 0, "relay-address, an end of the relayed ports"),
+            ("CHANNEL_BIND", "45.0.0.1", unused, 403,
+             "relay-address, a relayed port without an allocation (a WireGuard port there)"),
             ("CHANNEL_BIND", "45.0.0.1", 22, 403, "relay-address, another port"),
             ("CHANNEL_BIND", "45.0.0.1", 27960, 403, "the game relay's port"),
             ("CHANNEL_BIND", "45.0.0.1", 3478, 403, "TURN's own port"),
@@ -257,6 +258,20 @@ def host_guard(ctx):
     ns.close()
 
 
+def authenticate_tcp(s):
+    """A signed Refresh on TCP connection s (after the Allocate's 401): it
+    passes MESSAGE-INTEGRITY, 437 without an allocation."""
+    s.settimeout(5 * h.SLOW)
+    _, _, _, a = T.stun_tcp(s, T.message(T.ALLOCATE, os.urandom(12),
+                                         [T.u32(T.A_TRANSPORT, 17 << 24)]))
+    realm, nonce = a[T.A_REALM][0], a[T.A_NONCE][0]
+    user, pw = T.rest_credentials(SECRET, "half")
+    _, _, _, a = T.stun_tcp(s, T.message(T.REFRESH, os.urandom(12),
+                                         T.signed(user, realm, nonce),
+                                         key=T.longterm_key(user, pw, realm.decode())))
+    h.expect_eq(T.error_code(a), 437, "a signed Refresh over TCP without an allocation")
+
+
 def tcp_limits(ctx):
     """TURN over TCP (issue 15, H2): tcp-max-per-ip refuses one address's
     connections past the cap (the others' still come in, and with two
@@ -265,7 +280,10 @@ def tcp_limits(ctx):
     (16 MiB) per worker, past which the connection is closed; the memory
     goes back when they close."""
     cap, extra = 280, 2
-    t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap))
+    # Each connection's 401 takes a token of 127.0.0.1's unauthenticated
+    # answers: 280 of them from one address are raised out of the way.
+    t = Turn(ctx, "--turn-tcp-max-per-ip", str(cap), "--turn-unauth-ip-rate", "100000",
+             "--turn-unauth-ip-burst", "100000")
     pid = t.relay.proc.pid
     base = h.rss_kib(pid)
     conns = []
@@ -282,15 +300,19 @@ def tcp_limits(ctx):
         other.sendall(struct.pack("!HHI12s", 0x0001, 0, 0x2112A442, os.urandom(12)))
         other.settimeout(5 * h.SLOW)
         h.check(len(other.recv(100)) >= 20, "a Binding from another address over TCP")
-        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(60000)
+        # Half frames count once their bytes are there, and only an
+        # authenticated connection may send ChannelData or a large frame:
+        # each passes a signed request first (437: no allocation).
+        half = struct.pack("!HH", 0x4000, 0xFFFF) + bytes(65000)
         for s in conns[:cap]:
             try:
+                authenticate_tcp(s)
                 s.sendall(half)
-            except OSError:
+            except (OSError, h.TestFailure):
                 pass  # refused or closed already
         # The relay closes them as it reads them, after the first: wait
         # for the count to come down within the bound, not one read.
-        bound = 16 * 1024 * 1024 // 65540 + 1
+        bound = 16 * 1024 * 1024 // 65000 + 1
 
         def held():
             return cap - t.value("tcp_dropped_total", reason="frame_memory")
@@ -310,7 +332,7 @@ def tcp_limits(ctx):
     if not h.WRAPPER:  # valgrind's RSS is its own
         # What the half frames held comes back (the loop's stream buffers,
         # touched by then, are a pool of fixed size and stay).
-        held = (cap - closed) * 65540 // 1024
+        held = (cap - closed) * 65000 // 1024
         try:
             h.wait_until(lambda: peak - h.rss_kib(pid) >= held * 9 // 10, 5 * h.SLOW,
                          "the half frames' memory given back when their connections closed")

@@ -51,7 +51,13 @@ def test(ctx):
     relay = T.start_relay(ctx, port, "--turn-tcp-max-connections", str(CAP),
                           "--turn-tcp-max-per-ip", "64", "--turn-tcp-auth-timeout", "20s",
                           "--turn-allow-peer", "127.0.0.1/32", *H.turn_ports(40, allocations=False),
-                          "--turn-max-allocations", "20", "--ops-listen", f"127.0.0.1:{ops}")
+                          "--turn-max-allocations", "20", "--ops-listen", f"127.0.0.1:{ops}",
+                          # Thousands of Bindings a connection: past the
+                          # unauthenticated answers' budget a connection
+                          # is closed, and this is about the held ones.
+                          "--turn-unauth-ip-rate", "1000000", "--turn-unauth-ip-burst",
+                          "1000000", "--turn-unauth-rate", "1000000",
+                          "--turn-unauth-burst", "1000000")
 
     nw, rkey = H.relay_workers(relay)
     rss_says_nothing = ctx.asan

@@ -66,11 +66,14 @@ def value(samples, name, **labels):
 def start_relay(ctx, port, *args, secrets=None, tcp=True, shared_ip=False):
     """A TURN-only etrelay on 127.0.0.1:port (UDP, and TCP when tcp).
     shared_ip: many clients at once from 127.0.0.1, as players behind one
-    NAT, so the per-IP limit of unauthenticated answers (test_turn_unauth's
-    subject) is raised out of their way."""
+    NAT, so the per-IP limits of unauthenticated answers (test_turn_unauth's
+    subject) and of failed authentication (test_turn_auth_budget's: a client
+    with a wrong secret among them) are raised out of their way."""
     a = ["--turn-listen", f"127.0.0.1:{port}"]
     if shared_ip:
-        a += ["--turn-unauth-ip-rate", "10000", "--turn-unauth-ip-burst", "10000"]
+        a += ["--turn-unauth-ip-rate", "10000", "--turn-unauth-ip-burst", "10000",
+              "--turn-auth-fail-ip-rate", "10000", "--turn-auth-fail-ip-burst", "10000",
+              "--turn-auth-fail-rate", "10000", "--turn-auth-fail-burst", "10000"]
     if tcp:
         a += ["--turn-tcp-listen", f"127.0.0.1:{port}"]
     return H.relay_env(ctx, secrets if secrets is not None else env(), *a, *args,

@@ -200,9 +200,64 @@ static void test_addrclass_bogon_of_mapped_follows_ipv4(void **state)
 	assert_false(addrclass_bogon(&c, false));
 }
 
+static bool reserved(const char *s)
+{
+	union etr_sockaddr a = sa(s);
+
+	return addrclass_reserved(&a);
+}
+
+static void test_addrclass_reserved_has_azure_wireserver_and_teredo(void **state)
+{
+	(void)state;
+	assert_true(reserved("168.63.129.16:1"));
+	assert_true(reserved("[::ffff:168.63.129.16]:1"));
+	assert_false(reserved("168.63.129.15:1"));
+	assert_false(reserved("168.63.129.17:1"));
+	assert_true(reserved("[2001::1]:1"));
+	assert_true(reserved("[2001:0:4136:e378:8000:63bf:3fff:fdd2]:1"));
+	assert_true(reserved("[2001:0:ffff:ffff::1]:1"));
+	assert_false(reserved("[2001:1::1]:1"));
+	assert_false(reserved("[2001:4860:4860::8888]:1"));
+	/* The local-use NAT64 prefix, whatever it carries. */
+	assert_true(reserved("[64:ff9b:1::8.8.8.8]:1"));
+	assert_false(reserved("[64:ff9b::8.8.8.8]:1"));
+}
+
+/* The IPv4 address s stands for, or 0 when none. */
+static uint32_t embedded(const char *s)
+{
+	union etr_sockaddr a = sa(s);
+	uint32_t v4 = 0;
+
+	return addrclass_v4_embedded(&a, &v4) ? v4 : 0;
+}
+
+static void test_addrclass_v4_embedded_reduces_siit_and_nat64_forms(void **state)
+{
+	(void)state;
+	assert_int_equal(embedded("10.1.2.3:1"), 0x0a010203);
+	assert_int_equal(embedded("[::ffff:10.1.2.3]:1"), 0x0a010203);
+	assert_int_equal(embedded("[::ffff:0:10.1.2.3]:1"), 0x0a010203);   /* SIIT */
+	assert_int_equal(embedded("[::10.1.2.3]:1"), 0x0a010203);	   /* compatible */
+	assert_int_equal(embedded("[64:ff9b::10.1.2.3]:1"), 0x0a010203);   /* NAT64 */
+	assert_int_equal(embedded("[64:ff9b:1::10.1.2.3]:1"), 0x0a010203); /* local-use */
+	assert_int_equal(embedded("[64:ff9b:1:abcd:0:12:a9fe:a9fe]:1"), 0xa9fea9fe);
+	assert_int_equal(embedded("[2002:a01:203::1]:1"), 0x0a010203); /* 6to4 */
+	/* Not embeddings: another prefix, the u-octet set, :: and ::1. */
+	assert_int_equal(embedded("[64:ff9b:2::10.1.2.3]:1"), 0);
+	assert_int_equal(embedded("[64:ff9b:1:0:ff00::a01:203]:1"), 0);
+	assert_int_equal(embedded("[::ffff:1:10.1.2.3]:1"), 0);
+	assert_int_equal(embedded("[::]:1"), 0);
+	assert_int_equal(embedded("[::1]:1"), 0);
+	assert_int_equal(embedded("[2001::1]:1"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_addrclass_reserved_has_azure_wireserver_and_teredo),
+		cmocka_unit_test(test_addrclass_v4_embedded_reduces_siit_and_nat64_forms),
 		cmocka_unit_test(test_addrclass_key_of_ipv4_is_its_mapped_form),
 		cmocka_unit_test(test_addrclass_key_of_ipv4_and_mapped_ipv6_are_one),
 		cmocka_unit_test(test_addrclass_key_ignores_the_port),

@@ -184,6 +184,33 @@ static void test_rl_table_limits_each_source_to_its_burst(void **state)
 	rl_table_free(&t);
 }
 
+static bool has(struct rl_table *t, const char *s, uint64_t now)
+{
+	union etr_sockaddr a = sa(s);
+
+	return rl_table_has(t, &a, now);
+}
+
+static void test_rl_table_has_looks_without_taking(void **state)
+{
+	struct rl_table t;
+
+	(void)state;
+	assert_int_equal(rl_table_init(&t, 1024, 3, 1, key), 0);
+	/* Never seen: a full bucket, and looking adds no entry. */
+	for (int i = 0; i < 10; i++)
+		assert_true(has(&t, "1.2.3.4:1", T0));
+	assert_int_equal(drain(&t, "1.2.3.4:1", T0), 3);
+	assert_false(has(&t, "1.2.3.4:2", T0)); /* the port plays no part */
+	assert_true(has(&t, "1.2.3.5:1", T0));
+	assert_false(has(&t, "1.2.3.4:1", T0 + 999 * MS));
+	assert_true(has(&t, "1.2.3.4:1", T0 + SEC));
+	assert_true(has(&t, "1.2.3.4:1", T0 + SEC)); /* still there: not taken */
+	assert_true(allow(&t, "1.2.3.4:1", T0 + SEC));
+	assert_false(has(&t, "1.2.3.4:1", T0 + SEC));
+	rl_table_free(&t);
+}
+
 static void test_rl_table_refills_a_source_once_per_second(void **state)
 {
 	struct rl_table t;
@@ -800,6 +827,7 @@ int main(void)
 	    cmocka_unit_test(test_rl_table_init_rejects_zero_burst_and_huge_tables),
 	    cmocka_unit_test(test_rl_table_init_rounds_entries_up_to_a_power_of_two),
 	    cmocka_unit_test(test_rl_table_limits_each_source_to_its_burst),
+	    cmocka_unit_test(test_rl_table_has_looks_without_taking),
 	    cmocka_unit_test(test_rl_table_refills_a_source_once_per_second),
 	    cmocka_unit_test(test_rl_table_ignores_the_source_port),
 	    cmocka_unit_test(test_rl_table_keys_ipv4_mapped_ipv6_as_the_ipv4_address),

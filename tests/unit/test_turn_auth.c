@@ -253,6 +253,71 @@ static void test_expiry_is_checked_against_now_after_the_mac(void **state)
 			 TURN_AUTH_BAD_INTEGRITY);
 }
 
+static void test_cache_keeps_a_key_only_after_its_mac_matched(void **state)
+{
+	struct turn_secrets s = both();
+	struct turn_key_cache c;
+	struct turn_auth a;
+	struct stun_msg m;
+	uint8_t msg[512], hkey[16] = {1, 2, 3}, key[16];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(turn_key_cache_init(&c, 8, hkey), 0);
+	/* A wrong password: keys derived, none kept. */
+	n = signed_request(msg, sizeof(msg), user, "not-the-password", false);
+	assert_int_equal(stun_parse(msg, n, &m), 0);
+	assert_int_equal(turn_auth_check_cached(&s, 0, &c, false, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_BAD_INTEGRITY);
+	assert_int_equal(c.derived, 2);
+	assert_false(turn_key_cache_has(&c, user, strlen(user), 0));
+	/* ...and with nothing kept, cached_only derives nothing. */
+	assert_int_equal(turn_auth_check_cached(&s, 0, &c, true, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_UNCACHED);
+	assert_int_equal(c.derived, 2);
+	/* The right one: derived once, then each request costs its MAC only. */
+	n = signed_request(msg, sizeof(msg), user, pw_cur, false);
+	assert_int_equal(stun_parse(msg, n, &m), 0);
+	assert_int_equal(turn_auth_check_cached(&s, 0, &c, false, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_OK);
+	assert_int_equal(c.derived, 3);
+	assert_true(turn_key_cache_has(&c, user, strlen(user), 0));
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(
+		    turn_auth_check_cached(&s, 0, &c, i == 2, &m, realm, strlen(realm), 1, &a),
+		    TURN_AUTH_OK);
+		assert_int_equal(a.secret, 0);
+	}
+	assert_int_equal(c.derived, 3);
+	assert_int_equal(c.hits, 3);
+	turn_longterm_key(user, strlen(user), realm, strlen(realm), pw_cur, strlen(pw_cur), key);
+	assert_memory_equal(a.key, key, 16);
+	/* Signed under the next secret: that key is derived and kept too. */
+	n = signed_request(msg, sizeof(msg), user, pw_next, false);
+	assert_int_equal(stun_parse(msg, n, &m), 0);
+	assert_int_equal(turn_auth_check_cached(&s, 0, &c, false, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_OK);
+	assert_int_equal(a.secret, 1);
+	assert_int_equal(c.derived, 4);
+	assert_int_equal(turn_auth_check_cached(&s, 0, &c, true, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_OK);
+	assert_int_equal(c.derived, 4);
+	/* New secrets (another generation): nothing kept counts. */
+	assert_false(turn_key_cache_has(&c, user, strlen(user), 1));
+	assert_int_equal(turn_auth_check_cached(&s, 1, &c, true, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_UNCACHED);
+	s.len[1] = 0;
+	assert_int_equal(turn_auth_check_cached(&s, 1, &c, false, &m, realm, strlen(realm), 1, &a),
+			 TURN_AUTH_BAD_INTEGRITY);
+	/* Expired but genuine: EXPIRED, from the cache too. */
+	n = signed_request(msg, sizeof(msg), user, pw_cur, false);
+	assert_int_equal(stun_parse(msg, n, &m), 0);
+	assert_int_equal(
+	    turn_auth_check_cached(&s, 0, &c, true, &m, realm, strlen(realm), 1700000001u, &a),
+	    TURN_AUTH_EXPIRED);
+	turn_key_cache_free(&c);
+}
+
 static struct turn_nonce_key test_key(uint8_t seed)
 {
 	struct turn_nonce_key k;
@@ -368,6 +433,7 @@ int main(void)
 	    cmocka_unit_test(test_check_finds_which_secret_matched),
 	    cmocka_unit_test(test_check_refuses_wrong_password_realm_and_shapes),
 	    cmocka_unit_test(test_expiry_is_checked_against_now_after_the_mac),
+	    cmocka_unit_test(test_cache_keeps_a_key_only_after_its_mac_matched),
 	    cmocka_unit_test(test_nonce_ok_then_stale),
 	    cmocka_unit_test(test_nonce_of_another_client_or_key_is_bad),
 	    cmocka_unit_test(test_nonce_tampered_is_bad),

@@ -322,6 +322,86 @@ static void test_own_address_is_refused_outside_the_relayed_ports(void **state)
 	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_ALLOWED);
 }
 
+static void test_own_address_is_open_only_on_ports_of_live_allocations(void **state)
+{
+	static _Atomic uint64_t live[TURN_PEER_LIVE_WORDS];
+	struct turn_peer_policy p;
+	union etr_sockaddr own = peer("45.0.0.1", 0), a;
+
+	(void)state;
+	turn_peer_init(&p);
+	assert_int_equal(turn_peer_own(&p, &own), 0);
+	turn_peer_ports(&p, 50000, 52000);
+	turn_peer_live_ports(&p, live);
+	/* A WireGuard port inside the range, no allocation on it. */
+	assert_int_equal(at(&p, "45.0.0.1", 51820), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "45.0.0.1", 50000), TURN_PEER_HOST);
+	turn_peer_port_set(live, 50000, true);
+	turn_peer_port_set(live, 50001, true);
+	assert_int_equal(at(&p, "45.0.0.1", 50000), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "::ffff:45.0.0.1", 50001), TURN_PEER_OWN);
+	assert_int_equal(at(&p, "45.0.0.1", 51820), TURN_PEER_HOST);
+	turn_peer_port_set(live, 50000, false);
+	assert_int_equal(at(&p, "45.0.0.1", 50000), TURN_PEER_HOST);
+	assert_int_equal(at(&p, "45.0.0.1", 50001), TURN_PEER_OWN);
+	/* A live port outside the range is no relayed port. */
+	turn_peer_port_set(live, 22, true);
+	assert_int_equal(at(&p, "45.0.0.1", 22), TURN_PEER_HOST);
+	/* A channel bound while 50000 was live reaches it no more. */
+	a = peer("45.0.0.1", 50000);
+	assert_true(turn_peer_own_dead(&p, &a));
+	a = peer("::ffff:45.0.0.1", 50001);
+	assert_false(turn_peer_own_dead(&p, &a));
+	a = peer("45.0.0.2", 50000);
+	assert_false(turn_peer_own_dead(&p, &a));
+	a = peer("45.0.0.1", 22); /* not a relayed port: the policy's business */
+	assert_false(turn_peer_own_dead(&p, &a));
+	/* A CreatePermission names the address alone: allowed, its
+	 * ChannelBind or Send then decides on the port. */
+	a = peer("45.0.0.1", 51820);
+	assert_int_equal(turn_peer_check(&p, &a, true), TURN_PEER_OWN);
+}
+
+static void test_host_addresses_follow_the_host(void **state)
+{
+	struct turn_peer_policy p;
+	union etr_sockaddr h1 = peer("45.0.0.2", 0), h2 = peer("45.0.0.3", 0);
+
+	(void)state;
+	turn_peer_init(&p);
+	assert_int_equal(turn_peer_host(&p, &h1), 0);
+	assert_int_equal(check(&p, "45.0.0.2"), TURN_PEER_HOST);
+	assert_int_equal(check(&p, "45.0.0.3"), TURN_PEER_OK);
+	/* The host's addresses read again: one gone, one added. */
+	turn_peer_hosts_clear(&p);
+	assert_int_equal(turn_peer_host(&p, &h2), 0);
+	assert_int_equal(check(&p, "45.0.0.2"), TURN_PEER_OK);
+	assert_int_equal(check(&p, "45.0.0.3"), TURN_PEER_HOST);
+}
+
+static void test_new_ranges_and_forms_are_refused(void **state)
+{
+	static const char *const refused[] = {
+	    "168.63.129.16",	   "::ffff:168.63.129.16",
+	    "64:ff9b::a83f:8110",  "2001::1",
+	    "2001:0:4136:e378::1", "::ffff:0:10.0.0.1",
+	    "::ffff:0:127.0.0.1",  "::ffff:0:169.254.169.254",
+	    "64:ff9b:1::8.8.8.8",  "64:ff9b:1::10.0.0.1",
+	};
+	struct turn_peer_policy p;
+
+	(void)state;
+	turn_peer_init(&p);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (check(&p, refused[i]) != TURN_PEER_RESERVED)
+			fail_msg("%s was not refused", refused[i]);
+	assert_int_equal(check(&p, "::ffff:0:8.8.8.8"), TURN_PEER_OK);
+	/* The reduced form meets the operator's lists. */
+	add(&p, false, "8.8.8.0/24");
+	assert_int_equal(check(&p, "::ffff:0:8.8.8.8"), TURN_PEER_DENIED);
+	assert_int_equal(check(&p, "64:ff9b:1::8.8.8.8"), TURN_PEER_DENIED);
+}
+
 static void test_every_host_address_is_closed_unless_allowed_alone(void **state)
 {
 	struct turn_peer_policy p;
@@ -498,6 +578,9 @@ int main(void)
 	    cmocka_unit_test(test_default_set_refuses_every_listed_range),
 	    cmocka_unit_test(test_default_set_allows_neighbours_of_the_refused_ranges),
 	    cmocka_unit_test(test_embedded_ipv4_forms_are_judged_as_ipv4),
+	    cmocka_unit_test(test_own_address_is_open_only_on_ports_of_live_allocations),
+	    cmocka_unit_test(test_host_addresses_follow_the_host),
+	    cmocka_unit_test(test_new_ranges_and_forms_are_refused),
 	    cmocka_unit_test(test_port_zero_is_refused_unless_only_the_ip_counts),
 	    cmocka_unit_test(test_unknown_family_is_refused),
 	    cmocka_unit_test(test_allow_list_opens_a_refused_range),
