@@ -632,6 +632,30 @@ size_t stun_build_finish(const struct stun_builder *b)
 	return b->overflow ? 0 : b->len;
 }
 
+const char *stun_method_name(uint16_t method)
+{
+	static _Thread_local char other[16];
+
+	switch (method) {
+	case STUN_BINDING:
+		return "Binding";
+	case STUN_ALLOCATE:
+		return "Allocate";
+	case STUN_REFRESH:
+		return "Refresh";
+	case STUN_SEND:
+		return "Send";
+	case STUN_DATA:
+		return "Data";
+	case STUN_CREATE_PERMISSION:
+		return "CreatePermission";
+	case STUN_CHANNEL_BIND:
+		return "ChannelBind";
+	}
+	snprintf(other, sizeof(other), "method 0x%03x", method);
+	return other;
+}
+
 const char *stun_reason(int code)
 {
 	switch (code) {

@@ -235,6 +235,10 @@ size_t stun_build_finish(const struct stun_builder *b);
  * 420, 437, 438, 440, 441, 442, 486, 500, 508); "Error" for others. */
 const char *stun_reason(int code);
 
+/* A method's name ("Allocate", "ChannelBind"...), or "method 0x0NN". The
+ * unknown form is in a static buffer: for logs of one thread at a time. */
+const char *stun_method_name(uint16_t method);
+
 /* What the first bytes of a datagram or stream frame are (RFC 8656 12,
  * RFC 7983): 0x00-0x03 STUN, 0x40-0x7F ChannelData, else not ours. */
 enum stun_demux {

@@ -632,12 +632,29 @@ static bool unauth_ok(struct turn_ctx *x)
 	return false;
 }
 
-/* An error answer; key signs it (NULL: unauthenticated, and limited). */
-static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key)
+/* --debug: a request refused, with its code and why, so that an operator
+ * sees what the counters only count (the debug log's cap bounds it). */
+static void debug_refused(const struct turn_ctx *x, const struct stun_msg *m, int code,
+			  const char *why)
+{
+	char a[ADDR_STRLEN];
+
+	if (!log_debug_on)
+		return;
+	log_debug("turn %s: %s from %s%s: %d %s (%s)", x->l->sh->conf->name,
+		  stun_method_name(m->method), addr_str(&x->client.sa, a),
+		  x->conn ? " over TCP" : "", code, stun_reason(code), why);
+}
+
+/* An error answer; key signs it (NULL: unauthenticated, and limited); why
+ * for the debug log. */
+static void answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key,
+			 const char *why)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 
+	debug_refused(x, m, code, why);
 	if (!key && !unauth_ok(x))
 		return;
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(m->method, STUN_ERROR), m->tid);
@@ -714,6 +731,11 @@ static void auth_refused(struct turn_ctx *x, bool ip)
 		log_warnx("turn %s: failed authentications over auth-fail-rate %u/s: only "
 			  "usernames that passed before are checked (auth_rate; once a minute)",
 			  c->name, c->authf_rate);
+	if (log_debug_on)
+		log_debug("turn %s: a request from %s%s not checked: %s spent; %s", c->name,
+			  addr_str(&x->client.sa, a), x->conn ? " over TCP" : "",
+			  ip ? "auth-fail-ip-rate" : "auth-fail-rate",
+			  x->conn ? "connection closed" : "dropped");
 	if (x->conn) {
 		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_AUTH_RATE_IP : TURN_TCP_AUTH_RATE], 1);
 		conn_close(l, x->conn - 1);
@@ -762,7 +784,7 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	}
 	if (!stun_has(m->username) || !stun_has(m->realm) || !stun_has(m->nonce)) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_MISSING], 1);
-		answer_error(x, m, 400, NULL);
+		answer_error(x, m, 400, NULL, "USERNAME, REALM or NONCE missing");
 		return -1;
 	}
 	/* The HMAC work of failed checks is budgeted, so that a flood of
@@ -797,7 +819,7 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		 * UDP a forger would spend its victim's budget. */
 		if (nr == TURN_NONCE_BAD && x->conn)
 			auth_failed(x);
-		answer_error(x, m, 438, NULL);
+		answer_error(x, m, 438, NULL, nr == TURN_NONCE_STALE ? "stale nonce" : "a nonce never ours");
 		return -1;
 	}
 	if (signed_as_owner(x, m, idx, au, expired)) {
@@ -835,10 +857,12 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 	case TURN_AUTH_BAD_USERNAME:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_USERNAME], 1);
 		auth_failed(x);
+		debug_refused(x, m, 401, "a malformed USERNAME (not expiry:userid)");
 		break;
 	default:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_INTEGRITY], 1);
 		auth_failed(x);
+		debug_refused(x, m, 401, "wrong MESSAGE-INTEGRITY: another secret or password");
 		break;
 	}
 	challenge(x, m);
@@ -997,10 +1021,13 @@ static bool log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
 }
 
 static void reject(struct turn_ctx *x, const struct stun_msg *m, enum turn_reject why, int code,
-		   const uint8_t *key)
+		   const uint8_t *key, const char *detail)
 {
+	char text[128];
+
 	STAT_ADD(x->l->stats.rejected[why], 1);
-	answer_error(x, m, code, key);
+	snprintf(text, sizeof(text), "%s: %s", turn_reject_name(why), detail);
+	answer_error(x, m, code, key, text);
 }
 
 /* Remember a success answer for retransmissions of the transaction. */
@@ -1047,47 +1074,48 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		return;
 	if (idx != TURN_ALLOC_NONE) {
 		if (!resend(x, idx, m))
-			reject(x, m, TURN_REJ_EXISTS, 437, au.key);
+			reject(x, m, TURN_REJ_EXISTS, 437, au.key, "the 5-tuple has an allocation");
 		return;
 	}
 	if (expired) {
 		/* A genuine credential past its expiry gets no new allocation. */
 		STAT_ADD(l->stats.auth_failures[TURN_AF_EXPIRED], 1);
+		debug_refused(x, m, 401, "an expired credential gets no allocation");
 		challenge(x, m);
 		return;
 	}
 	if (atomic_load_explicit(l->all->lifecycle, memory_order_relaxed) != LIFECYCLE_ACTIVE) {
-		reject(x, m, TURN_REJ_DRAIN, 403, au.key);
+		reject(x, m, TURN_REJ_DRAIN, 403, au.key, "draining");
 		return;
 	}
 	if (!stun_get_requested_transport(m, &proto)) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "no REQUESTED-TRANSPORT");
 		return;
 	}
 	if (proto != STUN_TRANSPORT_UDP) {
-		reject(x, m, TURN_REJ_REQUEST, 442, au.key);
+		reject(x, m, TURN_REJ_REQUEST, 442, au.key, "a transport other than UDP");
 		return;
 	}
 	if (stun_has(m->requested_family) &&
 	    (!stun_get_requested_family(m, &fam) || fam != STUN_FAMILY_IPV4)) {
-		reject(x, m, TURN_REJ_REQUEST, 440, au.key);
+		reject(x, m, TURN_REJ_REQUEST, 440, au.key, "an address family other than IPv4");
 		return;
 	}
 	if (stun_has(m->even_port) && !stun_get_even_port(m, &reserve)) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "a malformed EVEN-PORT");
 		return;
 	}
 	even = stun_has(m->even_port);
 	if (stun_has(m->reservation_token) &&
 	    (even || m->reservation_token.len != 8 || stun_has(m->requested_family))) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key);
+		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "RESERVATION-TOKEN with EVEN-PORT or a family");
 		return;
 	}
 	switch (turn_alloc_admit(&l->t, &x->tuple)) {
 	case TURN_OK:
 		break;
 	case TURN_E_EXISTS:
-		reject(x, m, TURN_REJ_EXISTS, 437, au.key);
+		reject(x, m, TURN_REJ_EXISTS, 437, au.key, "the 5-tuple has an allocation");
 		return;
 	default:
 		/* The worker's table holds as many as its slice of the ports
@@ -1100,7 +1128,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 				log_warnx("turn %s: Allocate answered 508: max-allocations %u "
 					  "reached (more at most once a minute)",
 					  conf->name, conf->max_allocations);
-			reject(x, m, TURN_REJ_CAP, 508, au.key);
+			reject(x, m, TURN_REJ_CAP, 508, au.key, "max-allocations reached");
 		} else {
 			if (log_due(l, TURN_LOG508_PORTS, x->now_ms))
 				log_warnx("turn %s: Allocate answered 508: worker %u's ports "
@@ -1108,7 +1136,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 					  "more at most once a minute)",
 					  conf->name, l->worker, l->sh->worker_min[l->worker],
 					  l->sh->worker_max[l->worker]);
-			reject(x, m, TURN_REJ_PORTS, 508, au.key);
+			reject(x, m, TURN_REJ_PORTS, 508, au.key, "this worker's relayed ports are all in use");
 		}
 		return;
 	}
@@ -1120,7 +1148,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 			log_warnx("turn %s: Allocate answered 508: max-allocations %u reached "
 				  "(more at most once a minute)",
 				  conf->name, conf->max_allocations);
-		reject(x, m, TURN_REJ_CAP, 508, au.key);
+		reject(x, m, TURN_REJ_CAP, 508, au.key, "max-allocations reached");
 		return;
 	}
 	/* The quota holds across the workers too: counted under the cap's
@@ -1133,7 +1161,8 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
 		       : e == TURN_E_FULL ? TURN_REJ_CAP
 					  : TURN_REJ_REQUEST,
-		       turn_alloc_err_code(e), au.key);
+		       turn_alloc_err_code(e), au.key,
+		       e == TURN_E_QUOTA ? "user-quota reached" : "no room in the table");
 		return;
 	}
 	if (stun_has(m->reservation_token))
@@ -1178,7 +1207,9 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 					  "%s (more at most once a minute)",
 					  conf->name, addr_str(&relayed.sa, a), strerror(-bind_err));
 		}
-		reject(x, m, e == TURN_E_TOKEN ? TURN_REJ_REQUEST : TURN_REJ_PORTS, 508, au.key);
+		reject(x, m, e == TURN_E_TOKEN ? TURN_REJ_REQUEST : TURN_REJ_PORTS, 508, au.key,
+		       e == TURN_E_TOKEN ? "an unknown or expired RESERVATION-TOKEN"
+					 : "no relayed port could be bound");
 		return;
 	}
 	lifetime = lifetime_for(l, m, au.expiry);
@@ -1198,7 +1229,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		turn_quota_put(&l->sh->quota, qe);
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
 		reject(x, m, e == TURN_E_FULL ? TURN_REJ_CAP : TURN_REJ_REQUEST,
-		       turn_alloc_err_code(e), au.key);
+		       turn_alloc_err_code(e), au.key, "the allocation could not be made");
 		return;
 	}
 	ref = turn_alloc_ref(&l->t, idx);
@@ -1206,7 +1237,7 @@ static void on_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		close(fd);
 		l->relay_fd[idx] = -1;
 		alloc_end(l, idx);
-		reject(x, m, TURN_REJ_PORTS, 508, au.key);
+		reject(x, m, TURN_REJ_PORTS, 508, au.key, "the relayed socket could not join the loop");
 		return;
 	}
 	l->relay_fd[idx] = fd;
@@ -1243,18 +1274,19 @@ static uint32_t owned(struct turn_ctx *x, const struct stun_msg *m, struct turn_
 	if (authenticate(x, m, idx, au, expired) < 0)
 		return TURN_ALLOC_NONE;
 	if (idx == TURN_ALLOC_NONE) {
-		answer_error(x, m, 437, au->key);
+		answer_error(x, m, 437, au->key, "no allocation on this 5-tuple");
 		return TURN_ALLOC_NONE;
 	}
 	a = &l->t.a[idx];
 	if (a->username_len != m->username.len ||
 	    memcmp(a->username, stun_attr_ptr(m, m->username), m->username.len) != 0) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_WRONG_USER], 1);
-		answer_error(x, m, 441, au->key);
+		answer_error(x, m, 441, au->key, "not the allocation's username");
 		return TURN_ALLOC_NONE;
 	}
 	if (*expired && l->sh->conf->strict_expiry) {
 		STAT_ADD(l->stats.auth_failures[TURN_AF_EXPIRED], 1);
+		debug_refused(x, m, 401, "an expired credential under strict-expiry");
 		challenge(x, m);
 		return TURN_ALLOC_NONE;
 	}
@@ -1322,6 +1354,21 @@ static bool banned(const struct turn_listener *l, const union etr_sockaddr *a)
 	return l->bans && banlist_match(l->bans, a);
 }
 
+/* A 403 for a refused peer, naming the peer and the policy's reason. */
+static void refuse_peer(struct turn_ctx *x, const struct stun_msg *m, const union etr_sockaddr *peer,
+			bool ip_only, const uint8_t *key)
+{
+	char a[ADDR_STRLEN], why[ADDR_STRLEN + 40];
+
+	STAT_ADD(x->l->stats.peer_rejected, 1);
+	if (log_debug_on)
+		snprintf(why, sizeof(why), "peer %s: %s", addr_str(&peer->sa, a),
+			 banned(x->l, peer)
+				 ? "banned"
+				 : turn_peer_why_str(turn_peer_check(&x->l->policy, peer, ip_only)));
+	answer_error(x, m, 403, key, log_debug_on ? why : "");
+}
+
 static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 {
 	struct turn_listener *l = x->l;
@@ -1335,30 +1382,30 @@ static void on_permission(struct turn_ctx *x, const struct stun_msg *m)
 	if ((idx = owned(x, m, &au, &expired)) == TURN_ALLOC_NONE)
 		return;
 	if (m->n_peer == 0) {
-		answer_error(x, m, 400, au.key);
+		answer_error(x, m, 400, au.key, "no XOR-PEER-ADDRESS");
 		return;
 	}
 	for (unsigned i = 0; i < m->n_peer; i++) {
 		if (stun_get_xor_addr(m, m->peer[i], &peers[i]) < 0) {
-			answer_error(x, m, 400, au.key);
+			answer_error(x, m, 400, au.key, "a malformed XOR-PEER-ADDRESS");
 			return;
 		}
 		/* The policy before the family: a refused IPv6 form (::1,
 		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
 		 * as such, not merely a mismatch (443). */
 		if (!peer_ok(x, &peers[i], true) || banned(l, &peers[i])) {
-			STAT_ADD(l->stats.peer_rejected, 1);
-			answer_error(x, m, 403, au.key);
+			refuse_peer(x, m, &peers[i], true, au.key);
 			return;
 		}
 		if (peers[i].sa.sa_family != AF_INET) {
-			answer_error(x, m, 443, au.key);
+			answer_error(x, m, 443, au.key, "an IPv6 peer for an IPv4 allocation");
 			return;
 		}
 	}
 	/* All or none: a 508 leaves no permission of this request behind. */
 	if (turn_alloc_permit_all(&l->t, idx, peers, m->n_peer, x->now_ms) != TURN_OK) {
-		answer_error(x, m, turn_alloc_err_code(TURN_E_PERM_FULL), au.key);
+		answer_error(x, m, turn_alloc_err_code(TURN_E_PERM_FULL), au.key,
+			     "the allocation's permissions are all taken");
 		return;
 	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CREATE_PERMISSION, STUN_SUCCESS),
@@ -1383,21 +1430,20 @@ static void on_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		return;
 	if (m->n_peer != 1 || !stun_get_channel(m, &ch) ||
 	    stun_get_xor_addr(m, m->peer[0], &peer) < 0) {
-		answer_error(x, m, 400, au.key);
+		answer_error(x, m, 400, au.key, "a malformed CHANNEL-NUMBER or XOR-PEER-ADDRESS");
 		return;
 	}
 	if (!peer_ok(x, &peer, false) || banned(l, &peer)) { /* before the family, as above */
-		STAT_ADD(l->stats.peer_rejected, 1);
-		answer_error(x, m, 403, au.key);
+		refuse_peer(x, m, &peer, false, au.key);
 		return;
 	}
 	if (peer.sa.sa_family != AF_INET) {
-		answer_error(x, m, 443, au.key);
+		answer_error(x, m, 443, au.key, "an IPv6 peer for an IPv4 allocation");
 		return;
 	}
 	e = turn_alloc_bind(&l->t, idx, ch, &peer, x->now_ms);
 	if (e != TURN_OK) {
-		answer_error(x, m, turn_alloc_err_code(e), au.key);
+		answer_error(x, m, turn_alloc_err_code(e), au.key, turn_alloc_err_str(e));
 		return;
 	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CHANNEL_BIND, STUN_SUCCESS), m->tid);
@@ -1517,7 +1563,7 @@ static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 	if (rc == STUN_E_TOO_MANY && m.cls == STUN_REQUEST) {
 		/* More XOR-PEER-ADDRESS than the codec keeps: an answer, not
 		 * silence (the client would only retransmit). */
-		answer_error(x, &m, 400, NULL);
+		answer_error(x, &m, 400, NULL, "too many XOR-PEER-ADDRESS");
 		return;
 	}
 	if (rc < 0) {
@@ -1536,7 +1582,7 @@ static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 		return;
 	}
 	if (m.n_unknown) {
-		answer_error(x, &m, 420, NULL);
+		answer_error(x, &m, 420, NULL, "unknown comprehension-required attributes");
 		return;
 	}
 	switch (m.method) {
@@ -1556,7 +1602,7 @@ static void on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 		on_channel_bind(x, &m);
 		break;
 	default:
-		answer_error(x, &m, 400, NULL);
+		answer_error(x, &m, 400, NULL, "a method TURN does not serve");
 		break;
 	}
 }

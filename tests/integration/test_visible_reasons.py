@@ -7,7 +7,13 @@ before sending a byte is counted as spliced, yet nobody was served (most
 often a proxy-v2 route to a server that does not expect the header).
 With --debug the relay says so, naming the listener, the name, the
 client and, for a proxy-v2 route, the likely cause; an upstream that
-answers before it closes is not reported. The old code logged nothing."""
+answers before it closes is not reported.
+
+turn_refused: each TURN request refused says its method, client, code
+and why: an Allocate signed with another secret (401, wrong
+MESSAGE-INTEGRITY), a CreatePermission to a refused peer (403, naming
+the peer and the policy's reason), a ChannelBind without an allocation
+(437). The old code logged none of them, even with --debug."""
 
 import os
 import socket
@@ -17,6 +23,7 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import tlsutil as T  # noqa: E402
+import turnutil as U  # noqa: E402
 
 
 class Closer(threading.Thread):
@@ -99,8 +106,44 @@ def sni_upstream_gone(ctx):
     ctx.check_relays_alive()
 
 
+def turn_refused(ctx):
+    port = U.free_port()
+    relay = U.start_relay(ctx, port, *H.turn_ports(4), "--debug", tcp=False,
+                          shared_ip=True)
+    start = len(relay.lines)
+    transport = U.u32(U.A_TRANSPORT, 17 << 24)
+    c = U.StunClient(port)
+    realm, nonce = c.challenge()
+    user, password = U.rest_credentials(U.SECRET, "alice")
+    key = U.longterm_key(user, password, realm.decode())
+    wrong = U.longterm_key(user, "not-the-password", realm.decode())
+    _, (_, _, _, a) = c.request(U.ALLOCATE, [transport] + U.signed(user, realm, nonce), key=wrong)
+    H.expect_eq(U.error_code(a), 401, "an Allocate with another key")
+    relay.wait_for_line(r"^turn default: Allocate from 127\.0\.0\.1:\d+: 401 Unauthorized "
+                        r"\(wrong MESSAGE-INTEGRITY", 5 * H.SLOW, start=start,
+                        what="the wrong MAC's line")
+    # no allocation yet: ChannelBind is 437
+    ch = U.u32(0x000C, 0x4000 << 16)  # CHANNEL-NUMBER
+    _, (_, _, _, a) = c.request(U.CHANNEL_BIND, [ch, U.xor_peer("192.0.2.1", 9)]
+                                + U.signed(user, realm, nonce), key=key)
+    H.expect_eq(U.error_code(a), 437, "a ChannelBind without an allocation")
+    relay.wait_for_line(r"^turn default: ChannelBind from 127\.0\.0\.1:\d+: 437 .*\(no "
+                        r"allocation on this 5-tuple\)", 5 * H.SLOW, start=start,
+                        what="the 437's line")
+    _, (cls, _, _, a) = c.request(U.ALLOCATE, [transport] + U.signed(user, realm, nonce), key=key)
+    H.expect_eq(cls, U.SUCCESS, f"the Allocate with the right key ({U.error_code(a)})")
+    _, (_, _, _, a) = c.request(U.CREATE_PERMISSION, [U.xor_peer("169.254.169.254", 80)]
+                                + U.signed(user, realm, nonce), key=key)
+    H.expect_eq(U.error_code(a), 403, "a permission to the metadata address")
+    relay.wait_for_line(r"^turn default: CreatePermission from 127\.0\.0\.1:\d+: 403 Forbidden "
+                        r"\(peer 169\.254\.169\.254:80: reserved\)", 5 * H.SLOW, start=start,
+                        what="the refused peer's line")
+    c.close()
+    ctx.check_relays_alive()
+
+
 def test(ctx):
-    H.run_parts(ctx, [sni_upstream_gone])
+    H.run_parts(ctx, [sni_upstream_gone, turn_refused])
 
 
 if __name__ == "__main__":
