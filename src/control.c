@@ -529,7 +529,7 @@ static void enrol(struct control *c)
 			  "credential lives in memory only until a write succeeds (tried again "
 			  "each heartbeat); a restart before that cannot enrol again",
 			  c->cred.relay_id, c->state_path, strerror(-werr));
-	else if (ctl_log_changed(&c->log_enrol, r, 0))
+	else if (ctl_log_changed(&c->log_enrol, r, 0, err))
 		log_warnx("control: enrolment %s (%s)%s; next attempt in %llu ms",
 			  r == CTL_REFUSED ? "refused" : "failed", err,
 			  r == CTL_REFUSED ? ": the control plane refused the bootstrap token" : "",
@@ -648,9 +648,12 @@ static void heartbeat(struct control *c)
 	}
 	pthread_mutex_unlock(&c->st->lock);
 	publish(c, now);
-	if (!ctl_log_changed(&c->log_hb, r, c->routes))
-		log_debug("control: heartbeat %s, %zu route%s", ctl_result_name(r), c->routes,
-			  c->routes == 1 ? "" : "s");
+	/* A failure is logged again when its reason changes: two bad answers
+	 * in a row are two lines. */
+	if (!ctl_log_changed(&c->log_hb, r, c->routes, r == CTL_OK ? NULL : err))
+		log_debug("control: heartbeat %s%s%s%s, %zu route%s", ctl_result_name(r),
+			  r == CTL_OK ? "" : " (", r == CTL_OK ? "" : err, r == CTL_OK ? "" : ")",
+			  c->routes, c->routes == 1 ? "" : "s");
 	else if (r == CTL_OK)
 		log_info("control: heartbeat ok, %zu route%s", c->routes, c->routes == 1 ? "" : "s");
 	else
