@@ -65,9 +65,37 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 
 		ok = e && json_array_append_new(arr[k], e) == 0;
 	}
+	static const char *const health[] = {
+	    [CTL_HEALTH_READY] = "HEALTH_READY",
+	    [CTL_HEALTH_DEGRADED] = "HEALTH_DEGRADED",
+	    [CTL_HEALTH_DRAINING] = "HEALTH_DRAINING",
+	};
+	unsigned h = r->health <= CTL_HEALTH_DRAINING ? r->health : CTL_HEALTH_DEGRADED;
+	json_t *why = NULL;
+
 	if (ok)
 		o = json_pack("{s:s, s:s, s:s}", "version", version, "hostname", hostname, "health",
-			      r->draining ? "HEALTH_DRAINING" : "HEALTH_READY");
+			      health[h]);
+	/* The reasons only when there are some (proto3 JSON leaves an empty
+	 * repeated field out): a ready relay sends what it always sent. */
+	if (o && r->nreasons && h != CTL_HEALTH_READY) {
+		why = json_array();
+		for (unsigned i = 0; why && i < r->nreasons && i < CTL_REASONS_MAX; i++) {
+			char text[CTL_REASON_LEN];
+
+			/* json_pack, not jansson's json_string(): src/json.h has a
+			 * function of that name, and the link takes ours. */
+			snprintf(text, sizeof(text), "%s", r->reasons[i]);
+			if (json_array_append_new(why, json_pack("s", text)) < 0) {
+				json_decref(why);
+				why = NULL;
+			}
+		}
+		if (!why || json_object_set_new(o, "healthReasons", why) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
 	/* The TURN array only when there is a TURN listener: a control plane
 	 * that knows nothing of TURN sees the report it always saw. */
 	for (unsigned k = 0; o && k < 3; k++)

@@ -35,9 +35,20 @@ struct ctl_listener {
 	uint32_t active, max;
 };
 
+/* The heartbeat's health: what GET /readyz says (200: ready; 503 while
+ * draining: draining; any other 503: degraded, with its reasons). */
+enum ctl_health { CTL_HEALTH_READY, CTL_HEALTH_DEGRADED, CTL_HEALTH_DRAINING };
+
+/* Reasons one heartbeat carries (healthReasons), and the bytes of each. */
+#define CTL_REASONS_MAX 8
+#define CTL_REASON_LEN	160
+
 /* What a heartbeat reports; the daemon fills it (control_config.report). */
 struct control_report {
-	bool draining; /* health: draining, else ready */
+	enum ctl_health health;
+	/* Why not ready, in words (/readyz's); none when ready. */
+	char reasons[CTL_REASONS_MAX][CTL_REASON_LEN];
+	unsigned nreasons;
 	struct ctl_listener listeners[CTL_LISTENERS_MAX];
 	unsigned nlisteners;
 };

@@ -63,7 +63,7 @@ static void test_control_msg_enroll_request_carries_version_and_hostname(void **
 
 static void test_control_msg_heartbeat_request_reports_health_and_each_listener(void **state)
 {
-	struct control_report r = {.draining = false, .nlisteners = 4};
+	struct control_report r = {.health = CTL_HEALTH_READY, .nlisteners = 4};
 	json_t *o, *g, *sni, *turn;
 	char *s;
 
@@ -116,7 +116,7 @@ static void test_control_msg_heartbeat_request_reports_health_and_each_listener(
 	json_decref(o);
 	free(s);
 
-	r.draining = true;
+	r.health = CTL_HEALTH_DRAINING;
 	r.nlisteners = 0;
 	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
 	o = parse(s);
@@ -403,11 +403,57 @@ static void test_control_msg_url_without_a_host_has_none(void **state)
 	assert_int_equal(n, strlen("cp.example.com"));
 }
 
+static void test_control_msg_a_degraded_heartbeat_names_its_reasons(void **state)
+{
+	struct control_report r = {.health = CTL_HEALTH_DEGRADED, .nreasons = 2};
+	json_t *o, *why;
+	char *s;
+
+	(void)state;
+	snprintf(r.reasons[0], sizeof(r.reasons[0]), "relay et: the game server did not answer");
+	snprintf(r.reasons[1], sizeof(r.reasons[1]),
+		 "relay q3: the game server was not probed yet");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	assert_non_null(s);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_DEGRADED");
+	why = json_object_get(o, "healthReasons");
+	assert_int_equal(json_array_size(why), 2);
+	assert_string_equal(json_string_value(json_array_get(why, 0)),
+			    "relay et: the game server did not answer");
+	assert_string_equal(json_string_value(json_array_get(why, 1)),
+			    "relay q3: the game server was not probed yet");
+	json_decref(o);
+	free(s);
+
+	/* Ready: no reasons field, whatever the report holds. */
+	r.health = CTL_HEALTH_READY;
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_READY");
+	assert_null(json_object_get(o, "healthReasons"));
+	json_decref(o);
+	free(s);
+
+	/* Draining, with its reason. */
+	r.health = CTL_HEALTH_DRAINING;
+	r.nreasons = 1;
+	snprintf(r.reasons[0], sizeof(r.reasons[0]), "draining");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_DRAINING");
+	assert_string_equal(
+	    json_string_value(json_array_get(json_object_get(o, "healthReasons"), 0)), "draining");
+	json_decref(o);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
 	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
+	    cmocka_unit_test(test_control_msg_a_degraded_heartbeat_names_its_reasons),
 	    cmocka_unit_test(test_control_msg_credential_is_read_and_written_back_alike),
 	    cmocka_unit_test(test_control_msg_credential_without_a_usable_token_is_refused),
 	    cmocka_unit_test(test_control_msg_routes_are_read_whole),
