@@ -79,6 +79,15 @@ char *ctl_msg_credential_json(const struct ctl_credential *c);
 int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
 		   size_t errlen);
 
+/* The route file's text for a set (the shape of a Heartbeat answer, so
+ * ctl_msg_routes reads it back): {"sniRoutes":[{"name","upstream"
+ * [,"proxyV2":true]}, ...]} and a newline. malloc'd, or NULL. */
+char *ctl_msg_routes_json(const struct sni_route *list, size_t n);
+
+/* A 64-bit digest of a set (names, upstreams, proxyV2, in order): equal
+ * sets, equal digests. Never 0, which stands for "none". */
+uint64_t ctl_msg_routes_sig(const struct sni_route *list, size_t n);
+
 /* The JSON values an answer may hold (objects, arrays, members, elements):
  * a good answer has a few per route. jansson spends up to 80 times an
  * answer's size on its tree when every value is an empty object; past this

@@ -967,9 +967,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("signalfd");
 		return EXIT_FAILURE;
 	}
-	if ((rc = create_loops(d)) != 0)
-		return rc;
+	/* Before the loops: the route file's set is in force when the
+	 * listeners attach (the workers' loops run from create_loops on). */
 	if ((rc = open_control(d)) != 0)
+		return rc;
+	if ((rc = create_loops(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,

@@ -504,8 +504,8 @@ static void json_control(FILE *f, struct control_stats *cs)
 		fputs(",\"last_success\":null", f);
 	fprintf(f,
 		",\"consecutive_failures\":%" PRIu32 ",\"next_attempt\":%" PRIu64
-		",\"routes\":%" PRIu64 "}",
-		s.failures, s.next_attempt, s.routes);
+		",\"routes\":%" PRIu64 ",\"routes_stale\":%s}",
+		s.failures, s.next_attempt, s.routes, s.routes_stale ? "true" : "false");
 }
 
 static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
