@@ -40,6 +40,7 @@ struct control {
 	CURL *curl;
 	char hostname[256];
 	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
+	char routes_path[CONF_PATH_MAX + sizeof(CONTROL_ROUTES_FILE) + 1];
 	int dfd; /* the state directory, opened once at the start */
 	bool from_env;	    /* the credential came from ETRELAY_CONTROL_TOKEN */
 	bool write_pending; /* enrolled, the state file not written yet */
@@ -50,6 +51,9 @@ struct control {
 	struct ctl_sched sched;
 	struct ctl_logstate log_enrol, log_hb;
 	size_t routes; /* in force */
+	bool routes_stale; /* from the route file; no good heartbeat since */
+	uint64_t disk_sig; /* ctl_msg_routes_sig of the route file's set; 0: unknown */
+	int routes_werr;   /* the last route file write's error logged; 0: none */
 	struct ctl_upstream_policy upstream;
 	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
 };
@@ -91,8 +95,8 @@ static void uid_chown(uid_t uid, char *out, size_t outlen)
 /* Whoever owns the directory or the file, or may write either, can put a
  * credential of their choosing there and so point the relay at routes of
  * their choosing: both must belong to the user etrelay runs as. */
-static int owner_check(const char *what, const char *path, const struct stat *st, char *err,
-		       size_t errlen)
+static int owner_check(const char *what, const char *path, const char *planted,
+		       const struct stat *st, char *err, size_t errlen)
 {
 	char found[300], self[300], name[256];
 	uid_t me = geteuid();
@@ -103,9 +107,9 @@ static int owner_check(const char *what, const char *path, const struct stat *st
 	uid_name(me, self, sizeof(self));
 	uid_chown(me, name, sizeof(name));
 	snprintf(err, errlen,
-		 "%s %s: owned by %s, but etrelay runs as %s: its owner could plant the "
-		 "control-plane credential; check its content, then `chown %s %s`",
-		 what, path, found, self, name, path);
+		 "%s %s: owned by %s, but etrelay runs as %s: its owner could plant %s; "
+		 "check its content, then `chown %s %s`",
+		 what, path, found, self, planted, name, path);
 	return -1;
 }
 
@@ -151,7 +155,8 @@ static int state_dir_open(const char *dir, int *dfd, char *err, size_t errlen)
 		snprintf(err, errlen, "state-directory %s: %s", dir, strerror(errno));
 		goto fail;
 	}
-	if (owner_check("state-directory", dir, &st, err, errlen) < 0)
+	if (owner_check("state-directory", dir, "the control-plane credential", &st, err, errlen) <
+	    0)
 		goto fail;
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(err, errlen,
@@ -168,6 +173,52 @@ fail:
 	return -1;
 }
 
+/* Open name (path in messages) in the state directory to read it: a
+ * regular file, never reached through a symbolic link, that etrelay's user
+ * owns and no group or other may use (role names it: "credential", "route
+ * file"; planted, what its owner could plant). 1 with *fdp, 0 when there
+ * is none, -1 with why and the fix in err. */
+static int state_open(struct control *c, const char *name, const char *path, const char *role,
+		      const char *planted, int *fdp, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = openat(c->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+
+	*fdp = -1;
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && errno == ELOOP) {
+		snprintf(err, errlen, "%s: a symbolic link, refused: the %s must be a regular file",
+			 path, role);
+		return -1;
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	if (owner_check(role, path, planted, &st, err, errlen) < 0)
+		goto fail;
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen, "%s: mode %04o lets %s use %s; `chmod 600 %s`", path,
+			 (unsigned)(st.st_mode & 07777),
+			 st.st_mode & S_IRWXO ? "every user" : "its group", planted, path);
+		goto fail;
+	}
+	*fdp = fd;
+	return 1;
+fail:
+	close(fd);
+	return -1;
+}
+
 /* Read the credential file: 1 when read, 0 when there is none, -1 with err.
  * A file that is there but unusable (a link, another owner, readable by
  * others, not a credential) stops the start: enrolling again would spend
@@ -175,41 +226,18 @@ fail:
 static int state_read(struct control *c, char *err, size_t errlen)
 {
 	char buf[4096], why[256];
-	struct stat st;
 	ssize_t n;
-	int fd = openat(c->dfd, CONTROL_STATE_FILE,
-			O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	int fd, rc = state_open(c, CONTROL_STATE_FILE, c->state_path, "credential",
+				"the control-plane credential", &fd, err, errlen);
 
-	if (fd < 0 && errno == ENOENT)
-		return 0;
-	if (fd < 0 && errno == ELOOP) {
-		snprintf(err, errlen,
-			 "%s: a symbolic link, refused: the credential must be a regular file; "
-			 "`rm %s`, then put the credential file itself there or enrol again",
-			 c->state_path, c->state_path);
-		return -1;
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", c->state_path, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file; remove it (and enrol again)",
-			 c->state_path);
-		goto fail;
-	}
-	if (owner_check("credential", c->state_path, &st, err, errlen) < 0)
-		goto fail;
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		snprintf(err, errlen,
-			 "%s: mode %04o lets %s use the control-plane credential; `chmod 600 %s`",
-			 c->state_path, (unsigned)(st.st_mode & 07777),
-			 st.st_mode & S_IRWXO ? "every user" : "its group", c->state_path);
-		goto fail;
+	if (rc <= 0) {
+		/* The fix for a link or another kind of file. */
+		if (rc < 0 && (strstr(err, "symbolic link") || strstr(err, "not a regular file")))
+			snprintf(err + strlen(err), errlen - strlen(err),
+				 "; `rm %s`, then put the credential file itself there or enrol "
+				 "again",
+				 c->state_path);
+		return rc;
 	}
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
@@ -227,24 +255,20 @@ static int state_read(struct control *c, char *err, size_t errlen)
 	}
 	explicit_bzero(buf, sizeof(buf));
 	return 1;
-fail:
-	close(fd);
-	return -1;
 }
 
-/* Write the credential whole or not at all: a temporary file, fsync,
- * rename over the old, fsync of the directory, all relative to the
- * directory opened at the start. Returns 0 or -errno. */
-static int state_write(struct control *c)
+/* Write text to name in the state directory whole or not at all: a
+ * temporary file (mode 600), fsync, rename over the old, fsync of the
+ * directory, all relative to the directory opened at the start. Returns 0
+ * or -errno. */
+static int state_write_file(struct control *c, const char *name, const char *text)
 {
-	static const char tmp[] = CONTROL_STATE_FILE ".tmp";
-	char *text = ctl_msg_credential_json(&c->cred);
-	size_t len = text ? strlen(text) : 0, off = 0;
+	char tmp[64];
+	size_t len = strlen(text), off = 0;
 	int fd = -1, rc = 0;
 	bool made = false;
 
-	if (!text)
-		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	unlinkat(c->dfd, tmp, 0);
 	fd = openat(c->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
@@ -271,7 +295,7 @@ static int state_write(struct control *c)
 	fd = -1;
 	if (rc < 0)
 		goto out;
-	if (renameat(c->dfd, tmp, c->dfd, CONTROL_STATE_FILE) < 0) {
+	if (renameat(c->dfd, tmp, c->dfd, name) < 0) {
 		rc = -errno;
 		goto out;
 	}
@@ -283,7 +307,19 @@ out:
 		close(fd);
 	if (made)
 		unlinkat(c->dfd, tmp, 0);
-	explicit_bzero(text, len);
+	return rc;
+}
+
+/* The credential, as state_write_file writes it. Returns 0 or -errno. */
+static int state_write(struct control *c)
+{
+	char *text = ctl_msg_credential_json(&c->cred);
+	int rc;
+
+	if (!text)
+		return -ENOMEM;
+	rc = state_write_file(c, CONTROL_STATE_FILE, text);
+	explicit_bzero(text, strlen(text));
 	free(text);
 	return rc;
 }
@@ -480,6 +516,7 @@ static void publish(struct control *c, uint64_t now)
 	s->failures = c->sched.failures;
 	s->next_attempt = (uint64_t)time(NULL) + wait;
 	s->routes = c->routes;
+	s->routes_stale = c->routes_stale;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -529,7 +566,7 @@ static void enrol(struct control *c)
 			  "credential lives in memory only until a write succeeds (tried again "
 			  "each heartbeat); a restart before that cannot enrol again",
 			  c->cred.relay_id, c->state_path, strerror(-werr));
-	else if (ctl_log_changed(&c->log_enrol, r, 0))
+	else if (ctl_log_changed(&c->log_enrol, r, 0, err))
 		log_warnx("control: enrolment %s (%s)%s; next attempt in %llu ms",
 			  r == CTL_REFUSED ? "refused" : "failed", err,
 			  r == CTL_REFUSED ? ": the control plane refused the bootstrap token" : "",
@@ -596,6 +633,108 @@ static size_t routes_filter(struct control *c, struct sni_route *list, size_t n,
 	return m;
 }
 
+/* The route file */
+
+/* Write the set just put in force (text, its digest sig) to the route file,
+ * logging a failure once per error (tried again each heartbeat: the file's
+ * digest stays the old one). */
+static void routes_save(struct control *c, const char *text, uint64_t sig)
+{
+	int rc = text ? state_write_file(c, CONTROL_ROUTES_FILE, text) : -ENOMEM;
+
+	if (rc == 0) {
+		c->disk_sig = sig;
+		if (c->routes_werr)
+			log_info("control: route set written to %s", c->routes_path);
+		c->routes_werr = 0;
+		return;
+	}
+	if (rc != c->routes_werr)
+		log_warnx("control: writing %s: %s; a restart would not have this route set "
+			  "while the control plane is away (tried again each heartbeat)",
+			  c->routes_path, strerror(-rc));
+	else
+		log_debug("control: writing %s: %s", c->routes_path, strerror(-rc));
+	c->routes_werr = rc;
+}
+
+/* Put the route file's set in force, marked stale until a heartbeat
+ * succeeds: the services behind the relay stay reachable while the control
+ * plane is away at a start. The set goes through the route check a
+ * heartbeat's goes through, under the configuration of this start. A file
+ * that cannot be used is logged with the fix and left out (it is written
+ * again by the next good heartbeat): routes are not a secret, and the
+ * start without them is the start there was before the file. */
+static void routes_load(struct control *c)
+{
+	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
+	char err[sizeof(((struct control *)0)->routes_path) + 1024] = "", why[512];
+	struct sni_route *list = NULL;
+	size_t n = 0, len = 0;
+	char *buf = NULL;
+	struct stat st;
+	int fd = -1, rc = state_open(c, CONTROL_ROUTES_FILE, c->routes_path, "route file",
+				     "the route set", &fd, err, sizeof(err));
+
+	if (rc == 0)
+		return;
+	if (rc < 0)
+		goto bad;
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, sizeof(err), "%s: %s", c->routes_path, strerror(errno));
+		goto bad;
+	}
+	if ((uint64_t)st.st_size > CONTROL_ROUTES_FILE_MAX) {
+		snprintf(err, sizeof(err), "%s: %lld bytes, more than a route set takes (%u)",
+			 c->routes_path, (long long)st.st_size, CONTROL_ROUTES_FILE_MAX);
+		goto bad;
+	}
+	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		snprintf(err, sizeof(err), "%s: out of memory", c->routes_path);
+		goto bad;
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t got = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			snprintf(err, sizeof(err), "%s: %s", c->routes_path, strerror(errno));
+			goto bad;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (ctl_msg_routes(buf, len, &list, &n, why, sizeof(why)) < 0) {
+		snprintf(err, sizeof(err), "%s: not a route set: %s", c->routes_path, why);
+		goto bad;
+	}
+	c->disk_sig = ctl_msg_routes_sig(list, n);
+	n = routes_filter(c, list, n, refused);
+	if (c->cfg.routes && c->cfg.routes(c->cfg.arg, list, n, why, sizeof(why)) < 0) {
+		snprintf(err, sizeof(err), "%s: %s", c->routes_path, why);
+		goto bad;
+	}
+	c->routes = n;
+	c->routes_stale = true;
+	pthread_mutex_lock(&c->st->lock);
+	memcpy(c->st->routes_refused, refused, sizeof(refused));
+	pthread_mutex_unlock(&c->st->lock);
+	log_info("control: %zu route%s from %s in force, stale until a heartbeat succeeds", n,
+		 n == 1 ? "" : "s", c->routes_path);
+	goto out;
+bad:
+	log_warnx("control: %s; starting without the last route set (the next good heartbeat "
+		  "brings the routes and writes the file again)",
+		  err);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(list);
+}
+
 static void heartbeat(struct control *c)
 {
 	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
@@ -606,7 +745,8 @@ static void heartbeat(struct control *c)
 	char err[512] = "", *body;
 	long status = 0;
 	size_t n = 0;
-	uint64_t now;
+	uint64_t now, sig = 0;
+	char *saved = NULL;
 	int werr;
 
 	memset(&rep, 0, sizeof(rep));
@@ -621,13 +761,23 @@ static void heartbeat(struct control *c)
 	if (r == CTL_OK &&
 	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
+	/* The set as given (the route check runs again on it at a start,
+	 * under the configuration of then), for the route file when it
+	 * differs from the file's. */
+	if (r == CTL_OK && (sig = ctl_msg_routes_sig(list, n)) != c->disk_sig)
+		saved = ctl_msg_routes_json(list, n);
 	if (r == CTL_OK)
 		n = routes_filter(c, list, n, refused);
 	if (r == CTL_OK && c->cfg.routes &&
 	    c->cfg.routes(c->cfg.arg, list, n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
-	if (r == CTL_OK)
+	if (r == CTL_OK) {
 		c->routes = n;
+		c->routes_stale = false;
+		if (sig != c->disk_sig)
+			routes_save(c, saved, sig);
+	}
+	free(saved);
 	free(list);
 	free(a.buf);
 	free(body);
@@ -648,9 +798,12 @@ static void heartbeat(struct control *c)
 	}
 	pthread_mutex_unlock(&c->st->lock);
 	publish(c, now);
-	if (!ctl_log_changed(&c->log_hb, r, c->routes))
-		log_debug("control: heartbeat %s, %zu route%s", ctl_result_name(r), c->routes,
-			  c->routes == 1 ? "" : "s");
+	/* A failure is logged again when its reason changes: two bad answers
+	 * in a row are two lines. */
+	if (!ctl_log_changed(&c->log_hb, r, c->routes, r == CTL_OK ? NULL : err))
+		log_debug("control: heartbeat %s%s%s%s, %zu route%s", ctl_result_name(r),
+			  r == CTL_OK ? "" : " (", r == CTL_OK ? "" : err, r == CTL_OK ? "" : ")",
+			  c->routes, c->routes == 1 ? "" : "s");
 	else if (r == CTL_OK)
 		log_info("control: heartbeat ok, %zu route%s", c->routes, c->routes == 1 ? "" : "s");
 	else
@@ -765,6 +918,8 @@ int control_open(struct control **out, const struct control_config *cfg, char *e
 	pthread_cond_init(&c->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir, CONTROL_STATE_FILE);
+	snprintf(c->routes_path, sizeof(c->routes_path), "%s/%s", cfg->state_dir,
+		 CONTROL_ROUTES_FILE);
 	if (state_dir_open(cfg->state_dir, &c->dfd, err, errlen) < 0)
 		goto fail;
 	if (credential_take(c, err, errlen) < 0)
@@ -794,6 +949,9 @@ int control_open(struct control **out, const struct control_config *cfg, char *e
 			  "the bootstrap and API tokens and the route set cross the network in "
 			  "clear, for anyone on the path to read and change; use https://",
 			  shown, host);
+	/* Before any listener accepts: they start with the last set. */
+	routes_load(c);
+	publish(c, mono_ns());
 	*out = c;
 	return 0;
 fail:

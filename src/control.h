@@ -19,6 +19,13 @@
 #define CONTROL_ENV_TOKEN CONF_CONTROL_ENV_TOKEN
 /* The credential's file in the state directory. */
 #define CONTROL_STATE_FILE CONF_CONTROL_STATE_FILE
+/* The last good route set, in the state directory beside the credential
+ * (the same rules: written whole, mode 600, read only when etrelay's user
+ * owns it and no one else may read it). */
+#define CONTROL_ROUTES_FILE "control-routes.json"
+/* The route file's largest size: SNI_CONTROL_ROUTES_MAX routes of the
+ * longest names, as ctl_msg_routes_json writes them. */
+#define CONTROL_ROUTES_FILE_MAX (SNI_CONTROL_ROUTES_MAX * 384u + 64u)
 /* The services' paths under control-url. */
 #define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
 #define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"
@@ -43,8 +50,9 @@ struct control_config {
 	/* Fill the heartbeat's report (on the control thread). */
 	void (*report)(void *arg, struct control_report *r);
 	/* A good answer's whole route set replaces the one in force (on the
-	 * control thread). Returns 0, or -1 with why in err: the heartbeat
-	 * counts as failed and the set before stays. */
+	 * control thread; the route file's at control_open, on its caller's).
+	 * Returns 0, or -1 with why in err: the heartbeat counts as failed
+	 * and the set before stays. */
 	int (*routes)(void *arg, const struct sni_route *list, size_t n, char *err, size_t errlen);
 	void *arg;
 	struct control_stats *stats; /* initialised by control_start */
@@ -55,8 +63,12 @@ struct control_config {
  * the credential (the environment, else the state file: a regular file of
  * the same owner, no group or other bits, a valid credential, or the start
  * is refused; else the bootstrap token file for an enrolment), warn when
- * an http:// URL leaves the host, and initialise cfg->stats. Nothing is
- * sent yet. Returns 0, or -1 with a message naming the fix in err. */
+ * an http:// URL leaves the host, and initialise cfg->stats. The last
+ * good route set, when the route file holds one, goes through the route
+ * check and cfg->routes now (on the caller's thread), marked stale until
+ * a heartbeat succeeds; a route file that cannot be used is logged and
+ * left out. Nothing is sent yet. Returns 0, or -1 with a message naming
+ * the fix in err. */
 int control_open(struct control **out, const struct control_config *cfg, char *err, size_t errlen);
 
 /* Start the thread, once every listener is up: a start that fails later

@@ -65,9 +65,37 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 
 		ok = e && json_array_append_new(arr[k], e) == 0;
 	}
+	static const char *const health[] = {
+	    [CTL_HEALTH_READY] = "HEALTH_READY",
+	    [CTL_HEALTH_DEGRADED] = "HEALTH_DEGRADED",
+	    [CTL_HEALTH_DRAINING] = "HEALTH_DRAINING",
+	};
+	unsigned h = r->health <= CTL_HEALTH_DRAINING ? r->health : CTL_HEALTH_DEGRADED;
+	json_t *why = NULL;
+
 	if (ok)
 		o = json_pack("{s:s, s:s, s:s}", "version", version, "hostname", hostname, "health",
-			      r->draining ? "HEALTH_DRAINING" : "HEALTH_READY");
+			      health[h]);
+	/* The reasons only when there are some (proto3 JSON leaves an empty
+	 * repeated field out): a ready relay sends what it always sent. */
+	if (o && r->nreasons && h != CTL_HEALTH_READY) {
+		why = json_array();
+		for (unsigned i = 0; why && i < r->nreasons && i < CTL_REASONS_MAX; i++) {
+			char text[CTL_REASON_LEN];
+
+			/* json_pack, not jansson's json_string(): src/json.h has a
+			 * function of that name, and the link takes ours. */
+			snprintf(text, sizeof(text), "%s", r->reasons[i]);
+			if (json_array_append_new(why, json_pack("s", text)) < 0) {
+				json_decref(why);
+				why = NULL;
+			}
+		}
+		if (!why || json_object_set_new(o, "healthReasons", why) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
 	/* The TURN array only when there is a TURN listener: a control plane
 	 * that knows nothing of TURN sees the report it always saw. */
 	for (unsigned k = 0; o && k < 3; k++)
@@ -225,6 +253,54 @@ fail:
 	free(out);
 	json_decref(root);
 	return -1;
+}
+
+char *ctl_msg_routes_json(const struct sni_route *list, size_t n)
+{
+	json_t *arr = json_array(), *o = arr ? json_pack("{s:o}", "sniRoutes", arr) : NULL;
+	char up[ADDR_STRLEN], *s, *nl;
+
+	for (size_t i = 0; o && i < n; i++) {
+		json_t *e = json_pack("{s:s, s:s}", "name", list[i].name, "upstream",
+				      addr_str(&list[i].upstream.sa, up));
+
+		/* proto3 JSON leaves a false bool out, as an answer may. */
+		if (e && list[i].proxy_v2 && json_object_set_new(e, "proxyV2", json_true()) < 0) {
+			json_decref(e);
+			e = NULL;
+		}
+		if (!e || json_array_append_new(arr, e) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	s = dump(o);
+	if (s && (nl = realloc(s, strlen(s) + 2))) {
+		strcat(nl, "\n");
+		return nl;
+	}
+	free(s);
+	return NULL;
+}
+
+uint64_t ctl_msg_routes_sig(const struct sni_route *list, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	char up[ADDR_STRLEN];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *parts[2] = {list[i].name, addr_str(&list[i].upstream.sa, up)};
+
+		for (unsigned k = 0; k < 2; k++)
+			for (const unsigned char *p = (const unsigned char *)parts[k];; p++) {
+				h = (h ^ *p) * 1099511628211ull; /* the NUL ends each part */
+				if (!*p)
+					break;
+			}
+		h = (h ^ (list[i].proxy_v2 ? 2u : 1u)) * 1099511628211ull;
+	}
+	h = (h ^ (uint64_t)n) * 1099511628211ull;
+	return h ? h : 1;
 }
 
 void ctl_msg_error_text(const char *body, size_t len, bool cut, char *out, size_t outlen)

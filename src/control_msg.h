@@ -35,9 +35,20 @@ struct ctl_listener {
 	uint32_t active, max;
 };
 
+/* The heartbeat's health: what GET /readyz says (200: ready; 503 while
+ * draining: draining; any other 503: degraded, with its reasons). */
+enum ctl_health { CTL_HEALTH_READY, CTL_HEALTH_DEGRADED, CTL_HEALTH_DRAINING };
+
+/* Reasons one heartbeat carries (healthReasons), and the bytes of each. */
+#define CTL_REASONS_MAX 8
+#define CTL_REASON_LEN	160
+
 /* What a heartbeat reports; the daemon fills it (control_config.report). */
 struct control_report {
-	bool draining; /* health: draining, else ready */
+	enum ctl_health health;
+	/* Why not ready, in words (/readyz's); none when ready. */
+	char reasons[CTL_REASONS_MAX][CTL_REASON_LEN];
+	unsigned nreasons;
 	struct ctl_listener listeners[CTL_LISTENERS_MAX];
 	unsigned nlisteners;
 };
@@ -67,6 +78,15 @@ char *ctl_msg_credential_json(const struct ctl_credential *c);
  * the reason, naming the route, in err. */
 int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
 		   size_t errlen);
+
+/* The route file's text for a set (the shape of a Heartbeat answer, so
+ * ctl_msg_routes reads it back): {"sniRoutes":[{"name","upstream"
+ * [,"proxyV2":true]}, ...]} and a newline. malloc'd, or NULL. */
+char *ctl_msg_routes_json(const struct sni_route *list, size_t n);
+
+/* A 64-bit digest of a set (names, upstreams, proxyV2, in order): equal
+ * sets, equal digests. Never 0, which stands for "none". */
+uint64_t ctl_msg_routes_sig(const struct sni_route *list, size_t n);
 
 /* The JSON values an answer may hold (objects, arrays, members, elements):
  * a good answer has a few per route. jansson spends up to 80 times an

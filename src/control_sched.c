@@ -2,6 +2,8 @@
 /* The control-plane client's schedule and its log-once rule. */
 #include "control_sched.h"
 
+#include <string.h>
+
 uint64_t ctl_backoff_delay(uint64_t min, uint64_t max, uint32_t failures)
 {
 	uint64_t d = min;
@@ -65,12 +67,37 @@ enum ctl_result ctl_result_of_status(long status)
 	return CTL_HTTP_ERROR;
 }
 
-bool ctl_log_changed(struct ctl_logstate *l, enum ctl_result r, size_t routes)
+uint64_t ctl_reason_sig(const char *why)
 {
-	bool changed = !l->any || l->result != r || l->routes != routes;
+	static const char after[] = "after ";
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	const char *p = why;
+
+	if (!why || !*why)
+		return 0;
+	while (*p) {
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		if (strncmp(p, after, sizeof(after) - 1) == 0) {
+			for (unsigned k = 1; k < sizeof(after) - 1; k++)
+				h = (h ^ (unsigned char)p[k]) * 1099511628211ull;
+			p += sizeof(after) - 1;
+			while (*p >= '0' && *p <= '9')
+				p++;
+			continue;
+		}
+		p++;
+	}
+	return h ? h : 1;
+}
+
+bool ctl_log_changed(struct ctl_logstate *l, enum ctl_result r, size_t routes, const char *why)
+{
+	uint64_t sig = ctl_reason_sig(why);
+	bool changed = !l->any || l->result != r || l->routes != routes || l->why != sig;
 
 	l->any = true;
 	l->result = r;
 	l->routes = routes;
+	l->why = sig;
 	return changed;
 }

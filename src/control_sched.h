@@ -44,10 +44,17 @@ struct ctl_logstate {
 	bool any;
 	enum ctl_result result;
 	size_t routes;
+	uint64_t why; /* ctl_reason_sig of the reason */
 };
 
-/* True when this result or route count differs from the last logged (or
- * none was): log it. Records it either way. */
-bool ctl_log_changed(struct ctl_logstate *l, enum ctl_result r, size_t routes);
+/* A digest of a failure's reason, as the log compares them: the text,
+ * but for the number after "after " (libcurl's "Failed to connect ...
+ * after 3 ms": the time taken is not another reason). NULL or "": 0. */
+uint64_t ctl_reason_sig(const char *why);
+
+/* True when this result, route count or reason (why: NULL for none)
+ * differs from the last logged (or none was): log it. Records it either
+ * way. */
+bool ctl_log_changed(struct ctl_logstate *l, enum ctl_result r, size_t routes, const char *why);
 
 #endif

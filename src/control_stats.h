@@ -51,6 +51,9 @@ struct control_stats {
 	uint64_t next_attempt;	 /* unix seconds of the next enrolment or heartbeat */
 	uint32_t failures;	 /* consecutive failed heartbeats (or enrolments, before) */
 	uint64_t routes;	 /* routes in the set in force */
+	/* The set in force came from the route file at the start: no
+	 * heartbeat succeeded since. */
+	bool routes_stale;
 	/* Routes of the last good answer dropped, by why (the refused ones). */
 	uint64_t routes_refused[CTL_UPSTREAM_WHYS];
 	uint64_t heartbeats[CTL_RESULT_COUNT];

@@ -808,12 +808,18 @@ static int create_loops(struct daemon *d)
 }
 
 /* The control thread: the heartbeat's report, from the counters the ops
- * plane reads too. */
+ * plane reads too; its health is what /readyz answers. */
 static void control_report(void *arg, struct control_report *r)
 {
 	struct daemon *d = arg;
+	struct ops_readiness rd;
 
-	r->draining = STAT_GET(d->stats.lifecycle) != LIFECYCLE_ACTIVE;
+	ops_readiness(&d->stats, &rd);
+	r->health = rd.ready	  ? CTL_HEALTH_READY
+		    : rd.draining ? CTL_HEALTH_DRAINING
+				  : CTL_HEALTH_DEGRADED;
+	for (unsigned i = 0; i < rd.n && r->nreasons < CTL_REASONS_MAX; i++)
+		snprintf(r->reasons[r->nreasons++], sizeof(r->reasons[0]), "%s", rd.reason[i]);
 	for (unsigned i = 0; i < d->nrelays && r->nlisteners < CTL_LISTENERS_MAX; i++) {
 		struct ctl_listener *l = &r->listeners[r->nlisteners++];
 
@@ -961,9 +967,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("signalfd");
 		return EXIT_FAILURE;
 	}
-	if ((rc = create_loops(d)) != 0)
-		return rc;
+	/* Before the loops: the route file's set is in force when the
+	 * listeners attach (the workers' loops run from create_loops on). */
 	if ((rc = open_control(d)) != 0)
+		return rc;
+	if ((rc = create_loops(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = { .listen = conf->ops_listen,

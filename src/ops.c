@@ -391,16 +391,21 @@ static enum MHD_Result serve_healthz(struct ops *op, struct MHD_Connection *c)
 	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ok\n");
 }
 
-static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
+void ops_readiness(struct etr_stats *st, struct ops_readiness *out)
 {
-	struct etr_stats *st = op->st;
-	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
+	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX, down = 0;
 
-	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE)
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "draining\n");
+	memset(out, 0, sizeof(*out));
+	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE) {
+		out->draining = true;
+		snprintf(out->reason[out->n++], OPS_REASON_LEN, "draining");
+		return;
+	}
 	/* An echo-only process (prbe-listen alone) is ready while it runs. */
-	if (!n && !st->sni && !st->nprbe_ports && !st->turn)
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "no relay yet\n");
+	if (!n && !st->sni && !st->nprbe_ports && !st->turn) {
+		snprintf(out->reason[out->n++], OPS_REASON_LEN, "no relay yet");
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct relay_stats *r = st->relay[i];
 		int server;
@@ -409,12 +414,30 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 			continue;
 		/* No address here: /readyz needs no token, and the game server
 		 * behind the relay is what a relay hides. /lifecycle names it. */
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL,
-				  "relay %s: the game server %s\n", r->name,
-				  server == SERVER_DOWN ? "did not answer its last probe"
-							: "was not probed yet");
+		if (out->n < OPS_REASONS_MAX - 1)
+			snprintf(out->reason[out->n++], OPS_REASON_LEN,
+				 "relay %s: the game server %s", r->name,
+				 server == SERVER_DOWN ? "did not answer its last probe"
+						       : "was not probed yet");
+		else
+			down++;
 	}
-	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
+	if (down)
+		snprintf(out->reason[out->n++], OPS_REASON_LEN,
+			 "and %u more relay%s whose game server is not up", down,
+			 down == 1 ? "" : "s");
+	out->ready = out->n == 0;
+}
+
+static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
+{
+	struct ops_readiness r;
+
+	ops_readiness(op->st, &r);
+	if (r.ready)
+		return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
+	/* One line: the first reason. */
+	return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "%s\n", r.reason[0]);
 }
 
 static void json_relay(FILE *f, struct relay_stats *r, uint32_t active)
@@ -481,8 +504,8 @@ static void json_control(FILE *f, struct control_stats *cs)
 		fputs(",\"last_success\":null", f);
 	fprintf(f,
 		",\"consecutive_failures\":%" PRIu32 ",\"next_attempt\":%" PRIu64
-		",\"routes\":%" PRIu64 "}",
-		s.failures, s.next_attempt, s.routes);
+		",\"routes\":%" PRIu64 ",\"routes_stale\":%s}",
+		s.failures, s.next_attempt, s.routes, s.routes_stale ? "true" : "false");
 }
 
 static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)

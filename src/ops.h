@@ -28,6 +28,22 @@
 
 struct ops;
 
+/* Why the process is not ready, as GET /readyz says it (it answers with
+ * the first reason), and the heartbeat's health carries (every reason). */
+#define OPS_REASONS_MAX 8
+#define OPS_REASON_LEN	160
+struct ops_readiness {
+	bool ready;    /* /readyz answers 200 */
+	bool draining; /* not ready because the process drains */
+	unsigned n;    /* reasons in reason[], none when ready */
+	char reason[OPS_REASONS_MAX][OPS_REASON_LEN];
+};
+
+/* What /readyz answers, from st (any thread: atomics only): draining, no
+ * relay yet, or each relay whose game server did not answer its last probe
+ * round (up to OPS_REASONS_MAX reasons, the last saying how many more). */
+void ops_readiness(struct etr_stats *st, struct ops_readiness *out);
+
 struct ops_config {
 	union etr_sockaddr listen;
 	bool allow_public; /* bind an address that is not private */

@@ -736,9 +736,14 @@ static void control(FILE *f, struct control_stats *cs)
 		sample(f, "etrelay_control_enrolments_total", LABELS("result", ctl_result_name(r)),
 		       s.enrolments[r]);
 	family(f, "etrelay_control_routes", "gauge",
-	       "SNI routes in the set of the last good heartbeat answer, less those refused "
-	       "for their upstream.");
+	       "SNI routes in the set of the last good heartbeat answer (or, at a start, of the "
+	       "route file), less those refused for their upstream.");
 	sample(f, "etrelay_control_routes", NO_LABELS, s.routes);
+	family(f, "etrelay_control_routes_stale", "gauge",
+	       "1 while the routes in force came from the route file in the state directory at "
+	       "the start (the last good set before it) and no heartbeat has succeeded since; "
+	       "else 0.");
+	sample(f, "etrelay_control_routes_stale", NO_LABELS, s.routes_stale ? 1 : 0);
 	family(f, "etrelay_control_routes_refused", "gauge",
 	       "Routes of the last good heartbeat answer dropped for their upstream, by reason "
 	       "(listener: one of the relay's own; host: this host, not allowed alone; private: "

@@ -63,7 +63,7 @@ static void test_control_msg_enroll_request_carries_version_and_hostname(void **
 
 static void test_control_msg_heartbeat_request_reports_health_and_each_listener(void **state)
 {
-	struct control_report r = {.draining = false, .nlisteners = 4};
+	struct control_report r = {.health = CTL_HEALTH_READY, .nlisteners = 4};
 	json_t *o, *g, *sni, *turn;
 	char *s;
 
@@ -116,7 +116,7 @@ static void test_control_msg_heartbeat_request_reports_health_and_each_listener(
 	json_decref(o);
 	free(s);
 
-	r.draining = true;
+	r.health = CTL_HEALTH_DRAINING;
 	r.nlisteners = 0;
 	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
 	o = parse(s);
@@ -403,11 +403,132 @@ static void test_control_msg_url_without_a_host_has_none(void **state)
 	assert_int_equal(n, strlen("cp.example.com"));
 }
 
+static void test_control_msg_a_degraded_heartbeat_names_its_reasons(void **state)
+{
+	struct control_report r = {.health = CTL_HEALTH_DEGRADED, .nreasons = 2};
+	json_t *o, *why;
+	char *s;
+
+	(void)state;
+	snprintf(r.reasons[0], sizeof(r.reasons[0]), "relay et: the game server did not answer");
+	snprintf(r.reasons[1], sizeof(r.reasons[1]),
+		 "relay q3: the game server was not probed yet");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	assert_non_null(s);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_DEGRADED");
+	why = json_object_get(o, "healthReasons");
+	assert_int_equal(json_array_size(why), 2);
+	assert_string_equal(json_string_value(json_array_get(why, 0)),
+			    "relay et: the game server did not answer");
+	assert_string_equal(json_string_value(json_array_get(why, 1)),
+			    "relay q3: the game server was not probed yet");
+	json_decref(o);
+	free(s);
+
+	/* Ready: no reasons field, whatever the report holds. */
+	r.health = CTL_HEALTH_READY;
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_READY");
+	assert_null(json_object_get(o, "healthReasons"));
+	json_decref(o);
+	free(s);
+
+	/* Draining, with its reason. */
+	r.health = CTL_HEALTH_DRAINING;
+	r.nreasons = 1;
+	snprintf(r.reasons[0], sizeof(r.reasons[0]), "draining");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "health")), "HEALTH_DRAINING");
+	assert_string_equal(
+	    json_string_value(json_array_get(json_object_get(o, "healthReasons"), 0)), "draining");
+	json_decref(o);
+	free(s);
+}
+
+static void test_control_msg_route_file_reads_back_the_set_it_was_written_from(void **state)
+{
+	struct sni_route in[3], *out = NULL;
+	char err[256] = "", *text;
+	size_t n = 0;
+	json_t *o;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	snprintf(in[0].name, sizeof(in[0].name), "svc.example.com");
+	assert_int_equal(addr_parse_numeric("10.0.0.2:443", &in[0].upstream), 0);
+	snprintf(in[1].name, sizeof(in[1].name), "*.example.org");
+	assert_int_equal(addr_parse_numeric("[fd00::2]:8443", &in[1].upstream), 0);
+	in[1].proxy_v2 = true;
+	snprintf(in[2].name, sizeof(in[2].name), "a.test");
+	assert_int_equal(addr_parse_numeric("192.0.2.7:1", &in[2].upstream), 0);
+	text = ctl_msg_routes_json(in, 3);
+	assert_non_null(text);
+	assert_int_equal(text[strlen(text) - 1], '\n');
+	/* The answer's shape, proxyV2 only when true (as proto3 JSON has it). */
+	o = parse(text);
+	assert_int_equal(json_object_size(o), 1);
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(o, "sniRoutes"), 1), "upstream")),
+			    "[fd00::2]:8443");
+	assert_null(json_object_get(json_array_get(json_object_get(o, "sniRoutes"), 0), "proxyV2"));
+	json_decref(o);
+	if (ctl_msg_routes(text, strlen(text), &out, &n, err, sizeof(err)) < 0)
+		fail_msg("the route file does not read back: %s", err);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_string_equal(out[i].name, in[i].name);
+		assert_true(addr_equal(&out[i].upstream, &in[i].upstream));
+		assert_int_equal(out[i].proxy_v2, in[i].proxy_v2);
+	}
+	assert_int_equal(ctl_msg_routes_sig(out, n), ctl_msg_routes_sig(in, 3));
+	free(out);
+	free(text);
+
+	/* The empty set is a file too, and reads back empty. */
+	text = ctl_msg_routes_json(NULL, 0);
+	assert_non_null(text);
+	assert_int_equal(ctl_msg_routes(text, strlen(text), &out, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	free(text);
+}
+
+static void test_control_msg_route_set_digest_tells_sets_apart(void **state)
+{
+	struct sni_route a[2], b[2];
+
+	(void)state;
+	memset(a, 0, sizeof(a));
+	snprintf(a[0].name, sizeof(a[0].name), "a.test");
+	assert_int_equal(addr_parse_numeric("10.0.0.1:443", &a[0].upstream), 0);
+	snprintf(a[1].name, sizeof(a[1].name), "b.test");
+	assert_int_equal(addr_parse_numeric("10.0.0.2:443", &a[1].upstream), 0);
+	memcpy(b, a, sizeof(a));
+	assert_int_equal(ctl_msg_routes_sig(a, 2), ctl_msg_routes_sig(b, 2));
+	assert_int_not_equal(ctl_msg_routes_sig(NULL, 0), 0);
+	assert_int_not_equal(ctl_msg_routes_sig(a, 1), ctl_msg_routes_sig(a, 2));
+	assert_int_not_equal(ctl_msg_routes_sig(a, 0), ctl_msg_routes_sig(a, 1));
+	b[1].proxy_v2 = true;
+	assert_int_not_equal(ctl_msg_routes_sig(a, 2), ctl_msg_routes_sig(b, 2));
+	b[1].proxy_v2 = false;
+	assert_int_equal(addr_parse_numeric("10.0.0.2:444", &b[1].upstream), 0);
+	assert_int_not_equal(ctl_msg_routes_sig(a, 2), ctl_msg_routes_sig(b, 2));
+	/* The order is part of the set (the one in force is compared in order). */
+	b[0] = a[1];
+	b[1] = a[0];
+	assert_int_not_equal(ctl_msg_routes_sig(a, 2), ctl_msg_routes_sig(b, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
 	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
+	    cmocka_unit_test(test_control_msg_a_degraded_heartbeat_names_its_reasons),
+	    cmocka_unit_test(test_control_msg_route_file_reads_back_the_set_it_was_written_from),
+	    cmocka_unit_test(test_control_msg_route_set_digest_tells_sets_apart),
 	    cmocka_unit_test(test_control_msg_credential_is_read_and_written_back_alike),
 	    cmocka_unit_test(test_control_msg_credential_without_a_usable_token_is_refused),
 	    cmocka_unit_test(test_control_msg_routes_are_read_whole),

@@ -144,15 +144,46 @@ static void test_control_sched_a_result_is_logged_once_until_it_or_the_count_cha
 	struct ctl_logstate l = {0};
 
 	(void)state;
-	assert_true(ctl_log_changed(&l, CTL_OK, 3));
-	assert_false(ctl_log_changed(&l, CTL_OK, 3));
-	assert_false(ctl_log_changed(&l, CTL_OK, 3));
-	assert_true(ctl_log_changed(&l, CTL_OK, 2));
-	assert_true(ctl_log_changed(&l, CTL_HTTP_ERROR, 2));
-	assert_false(ctl_log_changed(&l, CTL_HTTP_ERROR, 2));
-	assert_true(ctl_log_changed(&l, CTL_TIMEOUT, 2));
-	assert_true(ctl_log_changed(&l, CTL_OK, 2));
-	assert_false(ctl_log_changed(&l, CTL_OK, 2));
+	assert_true(ctl_log_changed(&l, CTL_OK, 3, NULL));
+	assert_false(ctl_log_changed(&l, CTL_OK, 3, NULL));
+	assert_false(ctl_log_changed(&l, CTL_OK, 3, NULL));
+	assert_true(ctl_log_changed(&l, CTL_OK, 2, NULL));
+	assert_true(ctl_log_changed(&l, CTL_HTTP_ERROR, 2, NULL));
+	assert_false(ctl_log_changed(&l, CTL_HTTP_ERROR, 2, NULL));
+	assert_true(ctl_log_changed(&l, CTL_TIMEOUT, 2, NULL));
+	assert_true(ctl_log_changed(&l, CTL_OK, 2, NULL));
+	assert_false(ctl_log_changed(&l, CTL_OK, 2, NULL));
+}
+
+static void test_control_sched_a_failure_is_logged_again_when_its_reason_changes(void **state)
+{
+	struct ctl_logstate l = {0};
+
+	(void)state;
+	assert_true(ctl_log_changed(&l, CTL_BAD_ANSWER, 1, "route a.test twice"));
+	assert_false(ctl_log_changed(&l, CTL_BAD_ANSWER, 1, "route a.test twice"));
+	/* The same result, another reason: logged. */
+	assert_true(ctl_log_changed(&l, CTL_BAD_ANSWER, 1,
+				    "sniRoutes[1] (b.test).upstream: expected a numeric IP:PORT"));
+	assert_false(ctl_log_changed(&l, CTL_BAD_ANSWER, 1,
+				     "sniRoutes[1] (b.test).upstream: expected a numeric IP:PORT"));
+	assert_true(ctl_log_changed(&l, CTL_HTTP_ERROR, 1, "HTTP 503"));
+	assert_true(ctl_log_changed(&l, CTL_HTTP_ERROR, 1, "HTTP 502"));
+	/* The time libcurl took is not another reason. */
+	assert_true(ctl_log_changed(&l, CTL_NETWORK, 1,
+				    "Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't "
+				    "connect to server"));
+	assert_false(
+	    ctl_log_changed(&l, CTL_NETWORK, 1,
+			    "Failed to connect to 127.0.0.1 port 9 after 1234 ms: Couldn't "
+			    "connect to server"));
+	assert_true(ctl_log_changed(&l, CTL_NETWORK, 1,
+				    "Failed to connect to 127.0.0.1 port 10 after 0 ms: Couldn't "
+				    "connect to server"));
+	assert_true(ctl_log_changed(&l, CTL_OK, 1, NULL));
+	assert_int_equal(ctl_reason_sig(NULL), 0);
+	assert_int_equal(ctl_reason_sig(""), 0);
+	assert_int_not_equal(ctl_reason_sig("x"), 0);
 }
 
 static void test_control_sched_every_result_has_a_name(void **state)
@@ -178,6 +209,7 @@ int main(void)
 	    cmocka_unit_test(test_control_sched_status_classes),
 	    cmocka_unit_test(
 		test_control_sched_a_result_is_logged_once_until_it_or_the_count_changes),
+	    cmocka_unit_test(test_control_sched_a_failure_is_logged_again_when_its_reason_changes),
 	    cmocka_unit_test(test_control_sched_every_result_has_a_name),
 	};
 
