@@ -135,7 +135,7 @@ def pinned(ctx):
                 "max-connections-per-ip 512\n")
     H.relay_env(ctx, TU.env(), "-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}",
                 "--turn-listen", f"127.0.0.1:{tport}", "--turn-tcp-listen",
-                f"127.0.0.1:{tport}", listen=False, open_limits=False,
+                f"127.0.0.1:{tport}", *H.turn_ports(8), listen=False, open_limits=False,
                 ready_re=r"^sni stall listening on ")
     H.wait_until(lambda: turn_binding(tport) is True, 5 * H.SLOW, "TURN over TCP answers")
     held = []
@@ -202,7 +202,7 @@ def many_sources(ctx):
                 f"route big.test {H.LOOPBACK}:{flood.port}\n")
     H.relay_env(ctx, TU.env(), "-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}",
                 "--turn-listen", f"127.0.0.1:{tport}", "--turn-tcp-listen",
-                f"127.0.0.1:{tport}", listen=False, open_limits=False,
+                f"127.0.0.1:{tport}", *H.turn_ports(8), listen=False, open_limits=False,
                 ready_re=r"^sni stall listening on ")
     H.wait_until(lambda: turn_binding(tport) is True, 5 * H.SLOW, "TURN over TCP answers")
     held = []
