@@ -545,8 +545,8 @@ static void s_cancel(struct loop *l, struct lstream *s)
 
 static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
 {
-	/* Bounded: other sockets get their turn. */
-	for (unsigned i = 0; i < 256; i++) {
+	/* Bounded: other sockets get their turn (LOOP_ACCEPT_TURN). */
+	for (unsigned i = 0; i < LOOP_ACCEPT_TURN; i++) {
 		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))

@@ -670,7 +670,7 @@ static int ur_run(struct loop *l)
 {
 	while (!l->b.stop) {
 		struct io_uring_cqe *cqe;
-		unsigned head, seen = 0;
+		unsigned head, seen = 0, accepts = 0;
 		uint64_t now, at;
 		int err;
 
@@ -712,6 +712,8 @@ static int ur_run(struct loop *l)
 					l->b.armed = UINT64_MAX;
 				break;
 			case OP_ACCEPT:
+				accepts++;
+				/* fall through */
 			case OP_CONNECT:
 			case OP_SRECV:
 			case OP_SSEND:
@@ -720,6 +722,9 @@ static int ur_run(struct loop *l)
 			default:
 				break;
 			}
+			/* The turn ends here; the next takes the rest. */
+			if (accepts == LOOP_ACCEPT_TURN)
+				break;
 		}
 		io_uring_cq_advance(&l->ring, seen);
 		loop_turn_end(&l->b);
