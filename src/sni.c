@@ -63,6 +63,9 @@
 #define SNI_GEN_MASK 0x7fu
 #define SNI_SIDE_BIT (1u << 23)
 #define SNI_NONE UINT32_MAX
+/* A preread this old has had its time for a hello: the first to give way
+ * at max-preread (evict_one). */
+#define SNI_PREREAD_STALE (1000 * NS_PER_MS)
 /* The listening socket's ref: an index no connection has. */
 #define SNI_LISTEN_REF SNI_IDX_MASK
 /* The preread buffer: the most the reader consumes before answering, and
@@ -90,6 +93,7 @@ struct sni_conn {
 	bool pre_sending; /* the loop sends from pre until its on_sent */
 	int fd[2];
 	uint32_t next_free;
+	uint32_t pre_prev, pre_next; /* the prereads, oldest first, while in_preread */
 	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
 	uint32_t linger_chunks;
 	union etr_sockaddr peer, upstream;
@@ -288,6 +292,13 @@ static bool preread_enter(struct sni_listener *l, struct sni_conn *c)
 	c->in_preread = true;
 	ADD(l->stats.preread, 1);
 	srctab_join(&l->pre_src, idx_of(l, c), &c->peer);
+	c->pre_next = SNI_NONE;
+	c->pre_prev = l->pre_tail;
+	if (l->pre_tail == SNI_NONE)
+		l->pre_head = idx_of(l, c);
+	else
+		l->conns[l->pre_tail].pre_next = idx_of(l, c);
+	l->pre_tail = idx_of(l, c);
 	return true;
 }
 
@@ -299,6 +310,14 @@ static void preread_leave(struct sni_listener *l, struct sni_conn *c)
 	SUB(l->stats.preread, 1);
 	c->in_preread = false;
 	srctab_leave(&l->pre_src, idx_of(l, c));
+	if (c->pre_prev == SNI_NONE)
+		l->pre_head = c->pre_next;
+	else
+		l->conns[c->pre_prev].pre_next = c->pre_next;
+	if (c->pre_next == SNI_NONE)
+		l->pre_tail = c->pre_prev;
+	else
+		l->conns[c->pre_next].pre_prev = c->pre_prev;
 }
 
 /* Give back what the connection holds of the caps; its source's count
@@ -878,16 +897,25 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 
 
 /* max-preread (or this worker's share of it) is reached: close, without
- * a byte, the oldest preread connection of the address (IPv4, IPv6 /64)
- * that holds the most of this worker's, ties to the address whose oldest
- * is the oldest (srctab_heaviest: no walk of the prereads). Many silent
- * connections from many addresses, each under the per-address cap, are
- * churned, while a real client, whose hello takes a round trip, gets
- * through. False when the worker holds none. */
+ * a byte, the worker's oldest preread connection once it has had
+ * SNI_PREREAD_STALE for its hello (a real client's comes within a round
+ * trip); while every one is younger, the oldest of the address (IPv4,
+ * IPv6 /64) that holds the most, ties to the address whose oldest is the
+ * oldest (srctab_heaviest: no walk of the prereads). The first rule
+ * keeps silent connections from many addresses, one each, from making a
+ * real client's parallel connections (a browser's, a NAT's) the heaviest
+ * and closing them (attack round 11: 1100 addresses, one silent
+ * connection each, let a client keep 1 of its 6); the second churns many
+ * young connections from a few addresses. False when the worker holds
+ * none. */
 static bool evict_one(struct sni_listener *l)
 {
-	uint32_t v = srctab_heaviest(&l->pre_src);
+	uint32_t v = l->pre_head;
 
+	if (v == SNI_NONE)
+		return false;
+	if (loop_now() - l->conns[v].start < SNI_PREREAD_STALE)
+		v = srctab_heaviest(&l->pre_src);
 	if (v == SRCTAB_NONE)
 		return false;
 	preread_done(l, &l->conns[v]);
@@ -1027,6 +1055,7 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 	}
 	l->free_head = 0;
 	l->free_tail = n - 1;
+	l->pre_head = l->pre_tail = SNI_NONE;
 	return 0;
 }
 

@@ -220,6 +220,7 @@ struct sni_listener {
 	/* Its prereading connections by source (members: connection
 	 * indexes), whose heaviest gives way at max-preread. */
 	struct srctab pre_src;
+	uint32_t pre_head, pre_tail; /* the prereads, oldest first */
 	/* The loop's stream chunks each source holds (sni_pin), and the
 	 * loop's pool they come from. */
 	struct sni_pin pin;
