@@ -619,8 +619,8 @@ static bool unauth_ok(struct turn_ctx *x)
 
 	if (x->conn && l->conns[x->conn - 1].authed)
 		return true;
-	ip = !rl_table_allow(&l->rl401, &x->client, x->now);
-	if (!ip && rl_take(&l->unauth_rl, x->now))
+	ip = !rl_table_allow(&l->rl401[x->conn != 0], &x->client, x->now);
+	if (!ip && rl_take(&l->unauth_rl[x->conn != 0], x->now))
 		return true;
 	if (x->conn) {
 		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_UNAUTH_RATE_IP : TURN_TCP_UNAUTH_RATE],
@@ -749,6 +749,7 @@ static void auth_failed(struct turn_ctx *x)
 {
 	rl_table_allow(&x->l->authf_ip_rl, &x->client, x->now);
 	rl_take(&x->l->authf_rl, x->now);
+	rl_stamps_mark(&x->l->authf_net, &x->client, x->now, false);
 }
 
 /* The secrets' generation (keys kept under another are not used). */
@@ -798,7 +799,8 @@ static int authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t i
 		auth_refused(x, true);
 		return -1;
 	}
-	cached_only = rl_available(&l->authf_rl, x->now) == 0;
+	cached_only = rl_available(&l->authf_rl, x->now) == 0 &&
+		      rl_stamps_recent(&l->authf_net, &x->client, x->now);
 	if (cached_only && idx == TURN_ALLOC_NONE &&
 	    !turn_key_cache_has(&l->keys, (const char *)stun_attr_ptr(m, m->username),
 				m->username.len, secrets_gen(l))) {
@@ -2432,21 +2434,29 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	for (uint32_t k = 0; k < cap; k++)
 		l->relay_fd[k] = -1;
-	rl_random_key(net_random64, key);
-	err = rl_table_init(&l->rl401, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
-			    c->unauth_ip_burst, c->unauth_ip_rate, key);
-	if (err < 0) {
-		log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
-		return -1;
+	for (int k = 0; k < 2; k++) {
+		rl_random_key(net_random64, key);
+		err = rl_table_init(&l->rl401[k], rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+				    c->unauth_ip_burst, c->unauth_ip_rate, key);
+		if (err < 0) {
+			log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
+			return -1;
+		}
+		rl_bucket_init(&l->unauth_rl[k], rl_worker_part(c->unauth_burst, all->nworkers),
+			       rl_worker_part(c->unauth_rate, all->nworkers), 0);
 	}
-	rl_bucket_init(&l->unauth_rl, rl_worker_part(c->unauth_burst, all->nworkers),
-		       rl_worker_part(c->unauth_rate, all->nworkers), 0);
 	rl_random_key(net_random64, key);
 	err = rl_table_init(&l->authf_ip_rl, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
 			    c->authf_ip_burst, c->authf_ip_rate, key);
 	if (err == 0) {
 		rl_random_key(net_random64, key);
 		err = turn_key_cache_init(&l->keys, TURN_KEY_CACHE, key);
+	}
+	if (err == 0) {
+		rl_random_key(net_random64, key);
+		err = rl_stamps_init(&l->authf_net,
+				     rl_worker_entries(TURN_RL_ENTRIES, all->nworkers), 24, 48,
+				     TURN_AUTHF_NET_TTL, key);
 	}
 	if (err < 0) {
 		log_warnx("turn %s: failed-authentication tables: %s", c->name, strerror(-err));
@@ -2721,8 +2731,10 @@ void turn_listener_free(struct turn_listener *l)
 	l->relay_conn = NULL;
 	if (l->t.a)
 		turn_alloc_free(&l->t);
-	rl_table_free(&l->rl401);
+	rl_table_free(&l->rl401[0]);
+	rl_table_free(&l->rl401[1]);
 	rl_table_free(&l->tls_ip_rl);
 	rl_table_free(&l->authf_ip_rl);
+	rl_stamps_free(&l->authf_net);
 	turn_key_cache_free(&l->keys);
 }

@@ -152,6 +152,9 @@ struct turn_stats {
 /* Sources tracked for the rate of unauthenticated answers (unauth-ip-rate),
  * per listener and worker. */
 #define TURN_RL_ENTRIES 4096
+/* How long a failed authentication marks its network (IPv4 /24, IPv6 /48)
+ * as one whose requests wait for auth-fail-rate (ns). */
+#define TURN_AUTHF_NET_TTL (60ull * 1000000000ull)
 /* Usernames whose long-term keys are kept, per listener and worker. */
 #define TURN_KEY_CACHE 4096
 
@@ -331,8 +334,11 @@ struct turn_listener {
 	uint8_t *tls_rx, *tls_tx;
 	bool send_full; /* the last conn_send failed on a full queue */
 	struct timer reload_timer;
-	struct rl_table rl401;	   /* unauthenticated answers per source IP */
-	struct rl_bucket unauth_rl; /* ... and in all (this worker's part) */
+	/* Unauthenticated answers per source IP and in all (this worker's
+	 * part), [0] over UDP, [1] over TCP and TLS: a TCP source is proven,
+	 * so forged UDP in its name cannot spend its buckets. */
+	struct rl_table rl401[2];
+	struct rl_bucket unauth_rl[2];
 	const struct banlist *bans; /* the daemon's current list, NULL: none */
 	struct rl_table tls_ip_rl;  /* TLS handshakes per source IP (tls-listen only) */
 	struct rl_bucket tls_rl;    /* ... and in all (this worker's part) */
@@ -340,6 +346,11 @@ struct turn_listener {
 	 * (auth-fail-rate, this worker's part): over either, no HMAC work. */
 	struct rl_table authf_ip_rl;
 	struct rl_bucket authf_rl;
+	/* Networks (IPv4 /24, IPv6 /48) with a failure in the last
+	 * TURN_AUTHF_NET_TTL: past auth-fail-rate, a request from any other
+	 * is still checked, so that sources failing at their own rate do not
+	 * shut every new credential out. */
+	struct rl_stamps authf_net;
 	struct turn_key_cache keys; /* long-term keys of usernames that passed */
 	/* This worker's copy of the peer policy, whose host addresses it
 	 * reads again at most every TURN_HOSTS_EVERY_MS (hosts_at: ns). */

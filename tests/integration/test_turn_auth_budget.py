@@ -439,6 +439,17 @@ def listener_budget(ctx):
                 c.close()
         H.wait_until(new_refused, 5 * H.SLOW, "a new username to be refused unchecked")
         H.check(tcp_dropped(ops, "auth_rate") > before, "auth_rate did not count it")
+        # A new username from another network (IPv4 /24) with no failure
+        # of its own is still checked: sources failing at their own rate
+        # must not shut every new credential out (attack round 12: 500
+        # sources at 2/s let 0 of 10 new TCP clients in).
+        fresh = connect("127.1.0.9", port)
+        try:
+            cls, code, _ = allocate_tcp(fresh, "fresh")
+            H.expect_eq((cls, code), (T.SUCCESS, None),
+                        "a new username from another network during the flood")
+        finally:
+            fresh.close()
     finally:
         stop.set()
         for t in ts:
@@ -561,7 +572,35 @@ def own_address(ctx):
     relay.close()
 
 
+def udp_spends_not_tcp(ctx):
+    """Attack round 12: unsigned UDP requests in a client's name (forged
+    off-path: they need no answer) spent the per-source budget of
+    unauthenticated answers that its TCP and TLS connections use too, and
+    closed them. A TCP source is proven: its budget is its own."""
+    port, ops = T.free_port(), H.free_tcp_port()
+    relay = T.start_relay(ctx, port, *H.turn_ports(4), "--ops-listen", f"127.0.0.1:{ops}")
+    src = "127.0.0.7"
+    u = udp_client(port, src)
+    u.s.settimeout(0.05)
+    for _ in range(100):  # unauth-ip-burst 20: 80 past it
+        u.s.sendto(T.message(T.BINDING, os.urandom(12), []), u.addr)
+    u.close()
+    H.wait_until(lambda: (m_value(ops, "etrelay_turn_dropped_total", reason="throttled") or 0)
+                 >= 50, 5 * H.SLOW, "the UDP Bindings past the source's burst dropped")
+    c = connect(src, port)
+    try:
+        cls, code, _ = allocate_tcp(c, "victim")
+        H.expect_eq((cls, code), (T.SUCCESS, None), "the same address's Allocate over TCP")
+    finally:
+        c.close()
+    H.expect_eq(tcp_dropped(ops, "unauth_rate_ip") or 0, 0, "TCP connections closed unauth_rate_ip")
+    H.check(relay.alive(), "etrelay died")
+    relay.expect_exit = True
+    relay.close()
+
+
 def test(ctx):
+    udp_spends_not_tcp(ctx)
     own_address(ctx)
     half_frames(ctx)
     forged_macs(ctx)
