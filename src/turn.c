@@ -611,17 +611,22 @@ static void add_realm_nonce(struct turn_ctx *x, struct stun_builder *b)
  * pipelined (4 connections of unsigned Allocates moved a UDP Binding's
  * median from 0.07 to 52 ms), the connection is closed instead: a client
  * does not retransmit there, and a withheld answer would leave it waiting
- * for good. A connection authenticated already is not limited. */
+ * for good. A connection authenticated already takes the same tokens (one
+ * credential pipelining unsigned Allocates drew 300 000 401s a second and
+ * moved the game's p50 to 5-7 ms), but past them only the answer is
+ * withheld: its call goes on. */
 static bool unauth_ok(struct turn_ctx *x)
 {
 	struct turn_listener *l = x->l;
 	bool ip;
 
-	if (x->conn && l->conns[x->conn - 1].authed)
-		return true;
 	ip = !rl_table_allow(&l->rl401[x->conn != 0], &x->client, x->now);
 	if (!ip && rl_take(&l->unauth_rl[x->conn != 0], x->now))
 		return true;
+	if (x->conn && l->conns[x->conn - 1].authed) {
+		STAT_ADD(l->stats.dropped[ip ? TURN_DROP_THROTTLED : TURN_DROP_THROTTLED_TOTAL], 1);
+		return false;
+	}
 	if (x->conn) {
 		STAT_ADD(l->stats.tcp_dropped[ip ? TURN_TCP_UNAUTH_RATE_IP : TURN_TCP_UNAUTH_RATE],
 			 1);

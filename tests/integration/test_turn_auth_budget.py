@@ -382,6 +382,26 @@ def pipelined(ctx):
             f"{took:.1f} s")
     H.check(during < 5 * base + 1.0, f"Binding p50 {base:.3f} ms before, {during:.3f} ms "
             "during the pipelined flood")
+    # Attack round 12: a connection that authenticated got every 401 (one
+    # credential, 300 000 a second). It takes the same tokens; past them
+    # the answers are withheld and its connection stays.
+    c = connect("127.0.0.9", port)
+    try:
+        cls, code, _ = allocate_tcp(c, "authed")
+        H.expect_eq((cls, code), (T.SUCCESS, None), "the authenticated client's Allocate")
+        before = T.value(T.metrics(ops)[1], "etrelay_turn_challenges_total")
+        t0 = time.monotonic()
+        c.sendall(blob)
+        time.sleep(0.5)
+        took = time.monotonic() - t0
+        after = T.value(T.metrics(ops)[1], "etrelay_turn_challenges_total")
+        H.check(after - before <= 20 + 10 * took + 5, f"{after - before:.0f} 401s to an "
+                f"authenticated connection's {len(blob) // 20}-odd unsigned Allocates")
+        # still open: a Binding is answered once its source's bucket refills
+        H.wait_until(lambda: T.value(T.metrics(ops)[1], "etrelay_turn_tcp_connections",
+                                     transport="tcp") >= 1, 2, "the connection to stay open")
+    finally:
+        c.close()
     H.check(relay.alive(), "etrelay died")
     relay.expect_exit = True
     relay.close()
