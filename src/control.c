@@ -22,6 +22,7 @@
 
 #include "control_sched.h"
 #include "log.h"
+#include "net.h"
 #include "ops.h"
 #include "url.h"
 
@@ -56,6 +57,7 @@ struct control {
 	int routes_werr;   /* the last route file write's error logged; 0: none */
 	struct ctl_upstream_policy upstream;
 	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
+	bool hosts_warned;    /* the host list outgrew the policy, said once */
 };
 
 static uint64_t mono_ns(void)
@@ -583,6 +585,27 @@ static void enrol(struct control *c)
  * count them by why in refused, and log them when the refused set differs
  * from the one logged last (else at debug level). Returns how many are
  * left in list. */
+/* The host's addresses, read again (getifaddrs, on this thread) before a
+ * route set is judged: one added since the start (a tunnel's that came up
+ * after etrelay) is the host's too. A list past the policy's room is said
+ * once. */
+static void hosts_refresh(struct control *c)
+{
+	union etr_sockaddr *local = malloc((CTL_UPSTREAM_HOST_MAX + 1) * sizeof(*local));
+	size_t n;
+
+	if (!local)
+		return;
+	n = net_local_addrs(local, CTL_UPSTREAM_HOST_MAX + 1);
+	if (n && ctl_upstream_set_hosts(&c->upstream, local, n) && !c->hosts_warned) {
+		c->hosts_warned = true;
+		log_warnx("control: the host has more than %u addresses: routes to the others are "
+			  "not refused as the host's",
+			  CTL_UPSTREAM_HOST_MAX);
+	}
+	free(local);
+}
+
 static size_t routes_filter(struct control *c, struct sni_route *list, size_t n,
 			    uint64_t refused[CTL_UPSTREAM_WHYS])
 {
@@ -592,6 +615,7 @@ static size_t routes_filter(struct control *c, struct sni_route *list, size_t n,
 	bool log;
 
 	memset(refused, 0, CTL_UPSTREAM_WHYS * sizeof(refused[0]));
+	hosts_refresh(c);
 	for (size_t i = 0; i < n; i++) {
 		enum ctl_upstream_why w =
 		    ctl_upstream_check(&c->upstream, &list[i].upstream, why, sizeof(why));

@@ -60,6 +60,21 @@ static unsigned listener_add(struct ctl_upstream_policy *p, const union etr_sock
 	return 0;
 }
 
+unsigned ctl_upstream_set_hosts(struct ctl_upstream_policy *p, const union etr_sockaddr *local,
+				size_t nlocal)
+{
+	unsigned lost = 0;
+
+	p->nhost = 0;
+	for (size_t i = 0; i < nlocal; i++) {
+		if (p->nhost == CTL_UPSTREAM_HOST_MAX)
+			lost++;
+		else if (reduced(&local[i], p->host[p->nhost]))
+			p->nhost++;
+	}
+	return lost;
+}
+
 unsigned ctl_upstream_from_conf(struct ctl_upstream_policy *p, const struct etr_conf *c,
 				const union etr_sockaddr *local, size_t nlocal)
 {
@@ -68,12 +83,7 @@ unsigned ctl_upstream_from_conf(struct ctl_upstream_policy *p, const struct etr_
 	memset(p, 0, sizeof(*p));
 	for (unsigned i = 0; i < c->ncontrol_allow && i < CONF_CONTROL_ALLOW_MAX; i++)
 		cidr_of(&c->control_allow[i], &p->allow[p->nallow++]);
-	for (size_t i = 0; i < nlocal; i++) {
-		if (p->nhost == CTL_UPSTREAM_HOST_MAX)
-			lost++;
-		else if (reduced(&local[i], p->host[p->nhost]))
-			p->nhost++;
-	}
+	lost += ctl_upstream_set_hosts(p, local, nlocal);
 	for (unsigned i = 0; i < c->nrelays; i++)
 		lost += listener_add(p, &c->relays[i].listen, "game relay", c->relays[i].name);
 	for (unsigned i = 0; i < c->prbe.nlisten; i++)

@@ -18,7 +18,7 @@
 
 /* The daemon's listening sockets, and the host's addresses. */
 #define CTL_UPSTREAM_LISTENERS_MAX 64
-#define CTL_UPSTREAM_HOST_MAX	   64
+#define CTL_UPSTREAM_HOST_MAX	   256
 
 /* Why an upstream is taken or refused (a metric label each). */
 enum ctl_upstream_why {
@@ -62,6 +62,13 @@ static inline const char *ctl_upstream_why_name(enum ctl_upstream_why w)
 	};
 	return (unsigned)w < CTL_UPSTREAM_WHYS ? names[w] : "unknown";
 }
+
+/* The host's addresses are local[0..nlocal) now (the control thread reads
+ * them again before each route set: an address added after the start, a
+ * tunnel's, counts as the host's). Those past CTL_UPSTREAM_HOST_MAX are
+ * dropped and counted in the return value. */
+unsigned ctl_upstream_set_hosts(struct ctl_upstream_policy *p, const union etr_sockaddr *local,
+				size_t nlocal);
 
 /* The policy of a configuration: its control-allow-upstream blocks, every
  * listener (relays, echo ports, SNI, TURN UDP, TCP and TLS, ops) and the

@@ -113,6 +113,32 @@ static void test_control_upstream_this_host_needs_an_entry_of_its_own(void **sta
 	expect("198.51.100.7:22", CTL_UPSTREAM_HOST, NULL);
 }
 
+/* Attack round 11: the host's addresses were a snapshot of the start,
+ * cut at 64. An address that comes up later (the tunnel's) counts as the
+ * host's once the list is read again; a list past the room is counted. */
+static void test_control_upstream_hosts_follow_the_host(void **state)
+{
+	struct ctl_upstream_policy *p = policy();
+	union etr_sockaddr late = A("10.8.0.9:1"), up = A("10.8.0.9:8443");
+	static union etr_sockaddr many[CTL_UPSTREAM_HOST_MAX + 3];
+	char why[256];
+
+	(void)state;
+	assert_int_equal(ctl_upstream_check(p, &up, why, sizeof(why)), CTL_UPSTREAM_ALLOWED);
+	assert_int_equal(ctl_upstream_set_hosts(p, &late, 1), 0);
+	assert_int_equal(ctl_upstream_check(p, &up, why, sizeof(why)), CTL_UPSTREAM_HOST);
+	for (size_t i = 0; i < CTL_UPSTREAM_HOST_MAX + 3; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "10.9.%zu.%zu:1", i / 200, i % 200 + 1);
+		many[i] = A(s);
+	}
+	assert_int_equal(ctl_upstream_set_hosts(p, many, CTL_UPSTREAM_HOST_MAX + 3), 3);
+	/* the listeners stay whatever the host's list */
+	up = A("198.51.100.7:443");
+	assert_int_not_equal(ctl_upstream_check(p, &up, why, sizeof(why)), CTL_UPSTREAM_ALLOWED);
+}
+
 static void test_control_upstream_private_ranges_only_when_listed(void **state)
 {
 	(void)state;
@@ -162,6 +188,7 @@ int main(void)
 		test_control_upstream_the_relays_own_listeners_are_refused_whatever_is_allowed),
 	    cmocka_unit_test(test_control_upstream_this_host_needs_an_entry_of_its_own),
 	    cmocka_unit_test(test_control_upstream_private_ranges_only_when_listed),
+	    cmocka_unit_test(test_control_upstream_hosts_follow_the_host),
 	    cmocka_unit_test(test_control_upstream_other_reserved_ranges_are_refused),
 	    cmocka_unit_test(
 		test_control_upstream_without_an_allow_list_private_and_host_are_refused),
