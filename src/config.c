@@ -1824,13 +1824,65 @@ static bool relay_loops(const struct etr_conf *c, const struct relay_conf *r,
 			return false;
 		up = &num;
 	}
-	if (!sni_route_loops(up, &r->listen, local, nlocal))
-		return false;
-	err_add(e, "%s: upstream %s (relay %s) is its own listen address %s: a loop, "
-		   "players would get no answer",
-		key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp, r->name,
-		addr_str(&r->listen.sa, a));
-	return true;
+	if (sni_route_loops(up, &r->listen, local, nlocal)) {
+		err_add(e, "%s: upstream %s (relay %s) is its own listen address %s: a loop, "
+			   "players would get no answer",
+			key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp, r->name,
+			addr_str(&r->listen.sa, a));
+		return true;
+	}
+	return false;
+}
+
+/* Relay i's upstream: resolved (up), else numeric (in num), else NULL. */
+static const union etr_sockaddr *relay_up(const struct etr_conf *c, unsigned i,
+					  const union etr_sockaddr *up, union etr_sockaddr *num)
+{
+	char hp[ADDR_HOSTLEN + 8];
+
+	if (up)
+		return &up[i];
+	if (c->relays[i].upstream_host[0] == '\0')
+		return NULL;
+	addr_hostport(c->relays[i].upstream_host, c->relays[i].upstream_port, hp);
+	return addr_parse_numeric(hp, num) < 0 ? NULL : num;
+}
+
+/* Relays whose upstreams lead from one to the next and back (a to b, b to
+ * a): each passes the other's datagrams and no game server gets one. A
+ * chain that ends at a game server is left alone. */
+static bool relay_cycle(const struct etr_conf *c, unsigned i, const union etr_sockaddr *up,
+			const union etr_sockaddr *local, size_t nlocal, const char *where,
+			struct conf_errors *e)
+{
+	union etr_sockaddr num;
+	unsigned cur = i;
+	char hp[ADDR_HOSTLEN + 8], o[CONF_NAME_MAX + 300];
+
+	for (unsigned step = 0; step < c->nrelays; step++) {
+		const union etr_sockaddr *u = relay_up(c, cur, up, &num);
+		unsigned j;
+
+		if (!u)
+			return false;
+		for (j = 0; j < c->nrelays; j++)
+			if (j != cur && sni_route_loops(u, &c->relays[j].listen, local, nlocal))
+				break;
+		if (j == c->nrelays)
+			return false;
+		if (j == i) {
+			const struct relay_conf *r = &c->relays[i];
+
+			addr_hostport(r->upstream_host, r->upstream_port, hp);
+			err_add(e, "%s: upstream %s (relay %s) leads through relay %s back to it: "
+				   "a loop, the game server would get no datagram",
+				key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp,
+				r->name, c->relays[cur == i ? j : cur].name);
+			return true;
+		}
+		cur = j;
+	}
+	return false;
 }
 
 int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
@@ -1839,7 +1891,8 @@ int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
 	int rc = 0;
 
 	for (unsigned i = 0; i < c->nrelays; i++)
-		if (relay_loops(c, &c->relays[i], up ? &up[i] : NULL, local, nlocal, "etrelay", e))
+		if (relay_loops(c, &c->relays[i], up ? &up[i] : NULL, local, nlocal, "etrelay", e) ||
+		    relay_cycle(c, i, up, local, nlocal, "etrelay", e))
 			rc = -1;
 	return rc;
 }

@@ -3654,6 +3654,35 @@ static void test_config_relay_upstream_that_is_its_own_listen_is_an_error(void *
 	assert_int_equal(conf_relay_loops(&c, &up, NULL, 0, &e), 0);
 }
 
+/* Attack round 11: two relays whose upstreams are each other's ports
+ * passed -t and a start; a chain that ends at a game server is fine. */
+static void test_config_relays_upstreams_in_a_cycle_are_an_error(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[relay a]\nlisten 127.0.0.1:27960\nupstream 127.0.0.1:27961\n"
+			     "[relay b]\nlisten 127.0.0.1:27961\nupstream 127.0.0.1:27962\n"
+			     "[relay c]\nlisten 127.0.0.1:27962\nupstream 127.0.0.1:27999\n",
+			     NOARGS),
+			 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(conf_relay_loops(&c, NULL, NULL, 0, &e), 0);
+	assert_int_equal(run(&c, &e,
+			     "[relay a]\nlisten 127.0.0.1:27960\nupstream 127.0.0.1:27961\n"
+			     "[relay b]\nlisten 127.0.0.1:27961\nupstream 127.0.0.1:27962\n"
+			     "[relay c]\nlisten 127.0.0.1:27962\nupstream 127.0.0.1:27960\n",
+			     NOARGS),
+			 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(conf_relay_loops(&c, NULL, NULL, 0, &e), -1);
+	assert_errors(&e, 3);
+	assert_non_null(strstr(e.text, "upstream 127.0.0.1:27961 (relay a) leads through relay c "
+				       "back to it: a loop"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3803,6 +3832,7 @@ int main(void)
 	    cmocka_unit_test(test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled),
 	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
 	    cmocka_unit_test(test_config_relay_upstream_that_is_its_own_listen_is_an_error),
+	    cmocka_unit_test(test_config_relays_upstreams_in_a_cycle_are_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
