@@ -180,6 +180,23 @@ bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
 	return false;
 }
 
+bool addrclass_reduce(const union etr_sockaddr *a, uint8_t ip[16])
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint32_t v4;
+
+	if (addrclass_v4_embedded(a, &v4)) {
+		v4 = htonl(v4);
+		memcpy(ip, mapped, sizeof(mapped));
+		memcpy(ip + 12, &v4, 4);
+		return true;
+	}
+	if (a->sa.sa_family != AF_INET6)
+		return false;
+	memcpy(ip, a->in6.sin6_addr.s6_addr, 16);
+	return true;
+}
+
 /* v4 in host byte order: the ranges beyond bogons and private ones. */
 static bool reserved_v4(uint32_t a)
 {

@@ -72,6 +72,11 @@ bool addrclass_private(const union etr_sockaddr *a);
  * form reaches that IPv4 address. */
 bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4);
 
+/* a's address as 16 bytes, every IPv4 form (addrclass_v4_embedded) as
+ * ::ffff:a.b.c.d, for tables of addresses and blocks in one family. False
+ * for another family. */
+bool addrclass_reduce(const union etr_sockaddr *a, uint8_t ip[16]);
+
 /* True for an address that is not globally reachable unicast: the bogon
  * ranges above (0/8, 127/8, 224/4, 240/4, ::, ::1, ff00::/8), the private
  * ones (RFC 1918, CGNAT, link-local, ULA), IETF protocol assignments

@@ -12,23 +12,6 @@
 
 static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-/* a as 16 bytes, IPv4 and its embeddings as ::ffff:a.b.c.d. */
-static bool reduced(const union etr_sockaddr *a, uint8_t ip[16])
-{
-	uint32_t v4;
-
-	if (addrclass_v4_embedded(a, &v4)) {
-		v4 = htonl(v4);
-		memcpy(ip, mapped, sizeof(mapped));
-		memcpy(ip + 12, &v4, 4);
-		return true;
-	}
-	if (a->sa.sa_family != AF_INET6)
-		return false;
-	memcpy(ip, a->in6.sin6_addr.s6_addr, 16);
-	return true;
-}
-
 static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -49,7 +32,7 @@ static unsigned listener_add(struct ctl_upstream_policy *p, const union etr_sock
 
 	if (p->nlisteners == CTL_UPSTREAM_LISTENERS_MAX)
 		return 1;
-	if (!reduced(a, p->listener[p->nlisteners].ip))
+	if (!addrclass_reduce(a, p->listener[p->nlisteners].ip))
 		return 0;
 	if (memcmp(p->listener[p->nlisteners].ip, any4, 16) == 0)
 		memset(p->listener[p->nlisteners].ip, 0, 16);
@@ -69,7 +52,7 @@ unsigned ctl_upstream_set_hosts(struct ctl_upstream_policy *p, const union etr_s
 	for (size_t i = 0; i < nlocal; i++) {
 		if (p->nhost == CTL_UPSTREAM_HOST_MAX)
 			lost++;
-		else if (reduced(&local[i], p->host[p->nhost]))
+		else if (addrclass_reduce(&local[i], p->host[p->nhost]))
 			p->nhost++;
 	}
 	return lost;
@@ -142,7 +125,7 @@ enum ctl_upstream_why ctl_upstream_check(const struct ctl_upstream_policy *p,
 	if (whylen)
 		why[0] = '\0';
 	if ((up->sa.sa_family != AF_INET && up->sa.sa_family != AF_INET6) || port == 0 ||
-	    !reduced(up, ip)) {
+	    !addrclass_reduce(up, ip)) {
 		snprintf(why, whylen, "not an IPv4 or IPv6 address with a port");
 		return CTL_UPSTREAM_RESERVED;
 	}

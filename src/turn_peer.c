@@ -136,29 +136,11 @@ int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c)
 	return 0;
 }
 
-/* a's address as 16 bytes, with IPv4 embeddings reduced to ::ffff:a.b.c.d.
- * False for another family. */
-static bool reduced(const union etr_sockaddr *a, uint8_t ip[16])
-{
-	uint32_t v4;
-
-	if (addrclass_v4_embedded(a, &v4)) {
-		v4 = htonl(v4);
-		memcpy(ip, mapped_prefix, sizeof(mapped_prefix));
-		memcpy(ip + 12, &v4, 4);
-		return true;
-	}
-	if (a->sa.sa_family != AF_INET6)
-		return false;
-	memcpy(ip, a->in6.sin6_addr.s6_addr, 16);
-	return true;
-}
-
 int turn_peer_own(struct turn_peer_policy *p, const union etr_sockaddr *a)
 {
 	if (p->nown >= TURN_PEER_OWN_MAX)
 		return -ENOSPC;
-	if (!reduced(a, p->own[p->nown]))
+	if (!addrclass_reduce(a, p->own[p->nown]))
 		return -EAFNOSUPPORT;
 	p->nown++;
 	return 0;
@@ -174,7 +156,7 @@ int turn_peer_host(struct turn_peer_policy *p, const union etr_sockaddr *a)
 {
 	if (p->nhost >= TURN_PEER_HOST_MAX)
 		return -ENOSPC;
-	if (!reduced(a, p->host[p->nhost]))
+	if (!addrclass_reduce(a, p->host[p->nhost]))
 		return -EAFNOSUPPORT;
 	p->nhost++;
 	return 0;
@@ -214,7 +196,7 @@ int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a)
 	if (p->nplumb >= TURN_PEER_PLUMB_MAX)
 		return -ENOSPC;
 	ip = p->plumb[p->nplumb].ip;
-	if (!reduced(a, ip))
+	if (!addrclass_reduce(a, ip))
 		return -EAFNOSUPPORT;
 	if (memcmp(ip, any4, 16) == 0) /* 0.0.0.0: as :: */
 		memset(ip, 0, 16);
@@ -243,7 +225,7 @@ bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockad
 	uint16_t port = ntohs(peer->in.sin_port);
 	uint8_t ip[16];
 
-	return p->live && port >= p->port_min && port <= p->port_max && reduced(peer, ip) &&
+	return p->live && port >= p->port_min && port <= p->port_max && addrclass_reduce(peer, ip) &&
 	       in_addrs(p->own, p->nown, ip) && !turn_peer_port_live(p, port);
 }
 
@@ -296,7 +278,7 @@ enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union
 	if (!ip_only && peer->in.sin_port == 0)
 		return TURN_PEER_PORT;
 	addrclass_prefix(peer, 32, 128, raw);
-	reduced(peer, ip);
+	addrclass_reduce(peer, ip);
 	if (in_list(p->deny, p->ndeny, raw) || in_list(p->deny, p->ndeny, ip))
 		return TURN_PEER_DENIED;
 	host = is_host(p, ip);
