@@ -2071,6 +2071,22 @@ static void tls_accept(void *obj, uint32_t ref, int fd)
 	conn_accept(obj, fd, true);
 }
 
+/* The connection other than c holding the largest partial frame, larger
+ * than need, or UINT32_MAX: a scan, only when the worker's frame memory is
+ * spent (each such eviction cost its sender that many bytes). */
+static uint32_t rx_largest(const struct turn_listener *l, const struct turn_conn *c, size_t need)
+{
+	uint32_t v = UINT32_MAX;
+	size_t most = need;
+
+	for (uint32_t k = 0; k < l->nconns; k++)
+		if (&l->conns[k] != c && l->conns[k].fd >= 0 && l->conns[k].rxcap > most) {
+			most = l->conns[k].rxcap;
+			v = k;
+		}
+	return v;
+}
+
 /* Room for need bytes of a partial frame of frame bytes (0: its length not
  * known yet), within the worker's TURN_CONN_RX_TOTAL. The buffer grows
  * with the bytes that came, doubling (the copies stay linear in the
@@ -2091,9 +2107,18 @@ static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need,
 		need = 512;
 	if (frame && need > frame)
 		need = frame;
-	if (l->rx_bytes - c->rxcap + need > TURN_CONN_RX_TOTAL) {
+	/* The worker's room is spent: the connection holding the largest
+	 * partial frame, larger than this one's would be, gives way (attack
+	 * round 12: authenticated connections holding 65000 bytes of 65540
+	 * closed every client whose frame came in two segments); with none
+	 * larger, this one is closed. */
+	while (l->rx_bytes - c->rxcap + need > TURN_CONN_RX_TOTAL) {
+		uint32_t v = rx_largest(l, c, need);
+
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FRAME_MEMORY], 1);
-		return false;
+		if (v == UINT32_MAX)
+			return false;
+		conn_close(l, v);
 	}
 	p = rx_get(need);
 	if (!p)
