@@ -371,10 +371,59 @@ static int check_control_credential(const struct etr_conf *c)
 	return EXIT_CONFIG;
 }
 
+/* A warning for a listen address that is not this host's (EADDRNOTAVAIL
+ * on a bind to it, port 0): a start here exits 1 on it, but -t may check
+ * a file for another host. */
+static void warn_not_local(const char *what, const union etr_sockaddr *listen)
+{
+	union etr_sockaddr a = *listen;
+	char s[ADDR_STRLEN];
+	int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	a.in.sin_port = 0; /* the same offset in both families */
+	if (bind(fd, &a.sa, addr_len(&a)) < 0 && errno == EADDRNOTAVAIL)
+		fprintf(stderr,
+			"etrelay: warning: %s: listen %s: not an address of this host (a start "
+			"on this host exits 1 on it)\n",
+			what, addr_str(&listen->sa, s));
+	close(fd);
+}
+
+static void warn_listens(const struct etr_conf *c)
+{
+	char what[CONF_NAME_MAX + 32];
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		snprintf(what, sizeof(what), "relay %s", c->relays[i].name);
+		warn_not_local(what, &c->relays[i].listen);
+	}
+	for (unsigned i = 0; i < c->prbe.nlisten; i++)
+		warn_not_local("prbe-listen", &c->prbe.listen[i]);
+	for (unsigned i = 0; i < c->nsni; i++) {
+		snprintf(what, sizeof(what), "sni %s", c->sni[i].name);
+		warn_not_local(what, &c->sni[i].listen);
+	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+
+		snprintf(what, sizeof(what), "turn %s", t->name);
+		warn_not_local(what, &t->listen);
+		if (t->tcp_set)
+			warn_not_local(what, &t->tcp_listen);
+		if (t->tls_set)
+			warn_not_local(what, &t->tls_listen);
+	}
+	if (c->ops_enabled)
+		warn_not_local("ops-listen", &c->ops_listen);
+}
+
 int check_run(const struct etr_conf *c, bool nofile_ok)
 {
 	int bad = check_bans(c);
 
+	warn_listens(c);
 	if (bad)
 		return bad;
 	if ((bad = check_control_credential(c)) != 0)

@@ -9,7 +9,10 @@
   (78) with the start's message, as it does an ops-token or TURN-secret
   file; -t said "valid" and the start exited 78.
 - a port in use is exit 1 for every listener (relay, SNI, TURN, echo and
-  ops-listen; ops-listen was 78), a fault of the configuration 78."""
+  ops-listen; ops-listen was 78), a fault of the configuration 78.
+- a listen address that is not this host's: -t warns, naming the listener
+  (it may check a file for another host), where it said nothing; a start
+  exits 1 on it."""
 
 import os
 import socket
@@ -133,7 +136,22 @@ def ports_in_use(ctx):
     H.expect_eq(rc, 78, f"ops-listen on a public address: exit status ({err.strip()!r})")
 
 
+def listen_not_local(ctx):
+    port = H.free_udp_port()
+    for kind, args in (("relay default", ["--listen", f"192.0.2.77:{port}",
+                                          "--upstream", f"127.0.0.1:{H.free_udp_port()}"]),
+                       ("sni default", ["--sni-listen", f"192.0.2.77:{port}",
+                                        "--sni-route", "a.test=127.0.0.1:9"])):
+        rc, out, err = H.run_etrelay(ctx, ["-t"] + args, timeout=10)
+        H.expect_eq(rc, 0, f"-t, {kind} on 192.0.2.77 ({err.strip()!r})")
+        H.check(f"warning: {kind}: listen 192.0.2.77:{port}: not an address of this host"
+                in err, f"-t names the {kind} listener: {err.strip()!r}")
+        rc, out, err = H.run_etrelay(ctx, args + ["--backend", ctx.backend], timeout=10)
+        H.expect_eq(rc, 1, f"a start, {kind} on 192.0.2.77 ({err.strip()!r})")
+
+
 def test(ctx):
+    listen_not_local(ctx)
     nofile(ctx)
     bootstrap(ctx)
     ports_in_use(ctx)
