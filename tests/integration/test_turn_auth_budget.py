@@ -414,7 +414,11 @@ def listener_budget(ctx):
     relay = T.start_relay(ctx, port, "--turn-ports", f"{lo}-{hi}", "--turn-max-allocations", str(hi - lo + 1),
                           "--turn-auth-fail-rate", "2", "--turn-auth-fail-burst", "2",
                           "--turn-auth-fail-ip-rate", "1000", "--turn-auth-fail-ip-burst",
-                          "1000", "--ops-listen", f"127.0.0.1:{ops}")
+                          "1000", "--ops-listen", f"127.0.0.1:{ops}",
+                          # every 401 here is from one address, the flood's
+                          # reconnects too: this part is about failures
+                          "--turn-unauth-ip-rate", "100000", "--turn-unauth-ip-burst", "100000",
+                          "--turn-unauth-rate", "100000", "--turn-unauth-burst", "100000")
     nw, key = H.relay_workers(relay)
     # Everything from one address: one worker, the listener's part there.
     src = "127.0.0.6"
