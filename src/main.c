@@ -169,7 +169,8 @@ static int resolve_sni(const struct etr_conf *c, struct sni_route *out[CONF_SNI_
 
 /* A route whose upstream is one of the SNI listeners (or, on a wildcard
  * listener's port, an address of this host) would chain connections until
- * the caps run out: refused, naming its line. Without resolved (-t, and
+ * the caps run out, and one to the ops listener would publish it: refused,
+ * naming its line. Without resolved (-t, and
  * before the names are resolved) only numeric upstreams are checked.
  * Returns 0 or -1 (written to stderr). */
 static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved)
@@ -203,6 +204,17 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 					addr_str(&c->sni[k].listen.sa, a));
 				rc = -1;
 				break;
+			}
+			/* The ops plane is private (ops-listen refuses a public
+			 * address): a route would put it on the public port. A
+			 * control-plane route there is refused too. TURN's TCP
+			 * and TLS ports stay routable (TURNS behind 443). */
+			if (c->ops_enabled && sni_route_loops(&up, &c->ops_listen, local, nlocal)) {
+				fprintf(stderr,
+					"%s: route %s: upstream %s is the ops listener (%s): the "
+					"route would serve the private ops plane on a public port\n",
+					where, r->name, hp, addr_str(&c->ops_listen.sa, a));
+				rc = -1;
 			}
 		}
 	}

@@ -10,6 +10,8 @@
   file; -t said "valid" and the start exited 78.
 - a port in use is exit 1 for every listener (relay, SNI, TURN, echo and
   ops-listen; ops-listen was 78), a fault of the configuration 78.
+- an SNI route in the configuration to the ops listener: -t and a start
+  refuse it (78), as a control-plane route there is; both accepted it.
 - a listen address that is not this host's: -t warns, naming the listener
   (it may check a file for another host), where it said nothing; a start
   exits 1 on it."""
@@ -150,7 +152,19 @@ def listen_not_local(ctx):
         H.expect_eq(rc, 1, f"a start, {kind} on 192.0.2.77 ({err.strip()!r})")
 
 
+def route_to_ops(ctx):
+    ops = H.free_tcp_port()
+    args = ["--sni-listen", f"127.0.0.1:{H.free_tcp_port()}", "--sni-route",
+            f"a.test=127.0.0.1:{ops}", "--ops-listen", f"127.0.0.1:{ops}"]
+    for t in (["-t"], []):
+        rc, out, err = H.run_etrelay(ctx, t + args + ["--backend", ctx.backend], timeout=10)
+        H.expect_eq(rc, 78, f"{t} an SNI route to the ops listener ({err.strip()!r})")
+        H.check(f"upstream 127.0.0.1:{ops} is the ops listener" in err,
+                f"{t} names the route: {err.strip()!r}")
+
+
 def test(ctx):
+    route_to_ops(ctx)
     listen_not_local(ctx)
     nofile(ctx)
     bootstrap(ctx)
