@@ -1178,10 +1178,15 @@ def main(test_fn):
     except TestFailure as e:
         print(f"FAIL {name} [{backend}]: {e}")
         ctx.dump()
+        # Again after the processes' logs: meson keeps only the last 100
+        # lines of a long output, and the reason must be among them.
+        print(f"FAIL {name} [{backend}] (the reason, again): {str(e)[-2000:]}")
     except BaseException as e:  # a bug in the test itself, or SIGTERM
         print(f"FAIL {name} [{backend}]: unexpected {type(e).__name__}: {e}")
         traceback.print_exc(file=sys.stdout)
         ctx.dump()
+        print(f"FAIL {name} [{backend}] (the reason, again): unexpected "
+              f"{type(e).__name__}: {str(e)[-2000:]}")
     finally:
         ctx.cleanup()
         _kill_everything()
