@@ -448,8 +448,14 @@ def listener_budget(ctx):
                 return False
             finally:
                 c.close()
+        # Each within a bounded wait: the flood's own connections come and
+        # go from the same address (under valgrind or a loaded machine one
+        # try could meet a moment where its connection is refused at
+        # accept); a username the relay stopped checking never passes.
         for i in range(5):
-            H.check(known_ok(), f"a request of a known username during the flood ({i})")
+            H.wait_until(known_ok, 5 * H.SLOW,
+                         f"a request of a known username during the flood ({i})",
+                         interval=0.05)
         before = tcp_dropped(ops, "auth_rate")
 
         def new_refused():
