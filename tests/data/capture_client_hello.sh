@@ -13,7 +13,7 @@
 set -eu
 name=${1:?server name}
 out=${2:?output file}
-port=${PORT:-39443}
+port=${PORT:-29443}
 /usr/bin/python3 - "$port" "$out" <<'PY' &
 import socket, sys
 port, out = int(sys.argv[1]), sys.argv[2]
