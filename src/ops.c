@@ -19,6 +19,8 @@
 #include <strings.h>
 #include <limits.h>
 #include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -944,6 +946,11 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
 		shutdown(fd->connect_fd, SHUT_RDWR);
 		return;
 	}
+	/* The kernel hands over a connection once bytes came (ops_defer): a
+	 * health check's whole request is in already, and it is never the
+	 * one that gives way, however late MHD reads it. */
+	if (request_waiting(fd->connect_fd))
+		ops_conn_asked(&op->conns, i, true);
 	*ctx = (void *)(intptr_t)(i + 1);
 }
 
@@ -990,6 +997,22 @@ static void *ops_thread(void *arg)
 		MHD_run(op->mhd);
 	}
 	return NULL;
+}
+
+/* A connection that sends nothing is not accepted (the kernel keeps it
+ * until its first bytes, or for a deadline): idle connections take no
+ * slot, and a health check arrives with its request, so a burst of
+ * newcomers cannot push it out before it is read. Without it the slots
+ * still hold, only less well: a warning. */
+static void ops_defer(struct ops *op)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(op->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+	int secs = OPS_CONN_DEADLINE_SEC;
+
+	if (!di || setsockopt(di->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
+			      sizeof(secs)) < 0)
+		log_warnx("ops: TCP_DEFER_ACCEPT: %s: idle connections take slots",
+			  di ? strerror(errno) : "no listening socket");
 }
 
 int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *st, char *err,
@@ -1059,6 +1082,8 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 				   MHD_OPTION_NOTIFY_COMPLETED, conn_completed, op,
 				   MHD_OPTION_END);
 	atomic_store(&op->starting, false);
+	if (op->mhd)
+		ops_defer(op);
 	rc = op->mhd ? pthread_create(&op->thread, NULL, ops_thread, op) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!op->mhd) {

@@ -397,6 +397,8 @@ def test(ctx):
     time.sleep(1.0)
     one = H.spread_ip(200)
     held = [connect_from(one, port) for _ in range(PER_IP + 4)]
+    for c in held:
+        c.send(b"G")  # an idle connection is not accepted (TCP_DEFER_ACCEPT)
     time.sleep(0.5)
     closed = []
     for c in held:
