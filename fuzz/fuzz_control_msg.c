@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n > SNI_CONTROL_ROUTES_MAX || (n == 0) != (list == NULL))
 			abort();
 		for (size_t i = 0; i < n; i++)
-			if (!sni_routes_name_valid(list[i].name) ||
+			if (!addr_host_pattern_valid(list[i].name) ||
 			    (list[i].upstream.sa.sa_family != AF_INET &&
 			     list[i].upstream.sa.sa_family != AF_INET6))
 				abort();

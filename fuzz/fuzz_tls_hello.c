@@ -26,7 +26,7 @@ static void check(const struct tls_hello *h, enum tls_hello_result r, size_t siz
 	if (r == TLS_HELLO_MORE && h->wire != size)
 		abort();
 	if (r == TLS_HELLO_NAME) {
-		if (strlen(h->name) != h->name_len || !tls_hello_name_valid(h->name, h->name_len))
+		if (strlen(h->name) != h->name_len || !addr_host_name_valid(h->name, h->name_len))
 			abort();
 		for (size_t i = 0; i < h->name_len; i++)
 			if (h->name[i] >= 'A' && h->name[i] <= 'Z')
@@ -119,7 +119,7 @@ static enum ref_result ref_body(const uint8_t *b, size_t len, char name[TLS_NAME
 				have = true;
 				memcpy(name, b + p, nl);
 				name[nl] = '\0';
-				if (!tls_hello_name_valid(name, nl))
+				if (!addr_host_name_valid(name, nl))
 					return REF_REFUSED;
 				for (size_t i = 0; i < nl; i++)
 					if (name[i] >= 'A' && name[i] <= 'Z')

@@ -214,3 +214,49 @@ const char *addr_bind_hint(int err)
 {
 	return err == EACCES || err == -EACCES ? ADDR_BIND_HINT : "";
 }
+
+static bool is_ldh(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-';
+}
+
+bool addr_host_name_valid(const char *s, size_t len)
+{
+	size_t label = 0; /* start of the current label */
+	bool digits = true;
+
+	if (len == 0 || len > ADDR_NAME_MAX)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i == len || s[i] == '.') {
+			size_t n = i - label;
+
+			/* Empty labels: a leading, trailing or doubled dot. */
+			if (n == 0 || n > 63 || s[label] == '-' || s[i - 1] == '-')
+				return false;
+			if (i == len)
+				break;
+			label = i + 1;
+			digits = true;
+			continue;
+		}
+		if (!is_ldh(s[i]))
+			return false;
+		if (s[i] < '0' || s[i] > '9')
+			digits = false;
+	}
+	return !digits;
+}
+
+bool addr_host_pattern_valid(const char *s)
+{
+	size_t len = strnlen(s, ADDR_NAME_MAX + 1);
+
+	if (len > ADDR_NAME_MAX)
+		return false;
+	if (s[0] == '*')
+		return s[1] == '.' && len - 2 <= ADDR_NAME_MAX - 2 &&
+		       addr_host_name_valid(s + 2, len - 2);
+	return addr_host_name_valid(s, len);
+}

@@ -59,4 +59,21 @@ const char *addr_bind_hint(int err);
 	"unit in contrib/etrelay.service, which grants it, or setcap "                 \
 	"cap_net_bind_service=+ep on the binary, or use a port of 1024 or above)"
 
+/* Bytes a DNS host name may take (RFC 1035 2.3.4, without the root dot). */
+#define ADDR_NAME_MAX 253
+
+/* The name rule, shared by the reader and the route table: 1..253 bytes of
+ * dot-separated labels of 1..63 letters, digits and hyphens, no label
+ * starting or ending with a hyphen (RFC 1123 2.1; IDNs arrive as xn--
+ * A-labels, RFC 5890), and a last label that is not all digits (no IP
+ * literal, RFC 6066 3; no top-level domain is numeric, RFC 3696 2). Case is
+ * ignored (the reader lower-cases). Refused too: a trailing dot (RFC 6066
+ * says none), '*', '_', any other byte. An operator's route is checked by
+ * the same rule, so a name refused here is one no route could match. */
+bool addr_host_name_valid(const char *s, size_t len);
+
+/* A host name (addr_host_name_valid) or "*." followed by one, of at most
+ * ADDR_NAME_MAX bytes: a name a TLS route or a control-plane route names. */
+bool addr_host_pattern_valid(const char *s);
+
 #endif

@@ -230,3 +230,66 @@ bool addrclass_reserved(const union etr_sockaddr *a)
 		b[5] == 1) || /* 64:ff9b:1::/48 */
 	       (b[0] == 0x01 && memcmp(b + 1, zero, 7) == 0); /* 100::/64 */
 }
+
+static bool host_of(const union etr_sockaddr *a, uint8_t out[16], uint16_t *port)
+{
+	if (a->sa.sa_family == AF_INET) {
+		memset(out, 0, 10);
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &a->in.sin_addr, 4);
+		*port = ntohs(a->in.sin_port);
+		return true;
+	}
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(out, &a->in6.sin6_addr, 16);
+		*port = ntohs(a->in6.sin6_port);
+		return true;
+	}
+	return false;
+}
+
+static bool host_any(const uint8_t h[16])
+{
+	static const uint8_t v4any[16] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v6any[16] = { 0 };
+
+	return memcmp(h, v4any, 16) == 0 || memcmp(h, v6any, 16) == 0;
+}
+
+static bool host_loopback(const uint8_t h[16])
+{
+	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v6[16] = { [15] = 1 };
+
+	return (memcmp(h, v4, 12) == 0 && h[12] == 127) || memcmp(h, v6, 16) == 0;
+}
+
+bool addrclass_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
+		     const union etr_sockaddr *local, size_t nlocal)
+{
+	uint8_t u[16], l[16], x[16];
+	uint16_t up_port, listen_port, p;
+	bool up_local;
+
+	if (!host_of(up, u, &up_port) || !host_of(listen, l, &listen_port) ||
+	    up_port != listen_port)
+		return false;
+	if (memcmp(u, l, 16) == 0)
+		return true;
+	/* A connect to 0.0.0.0 or :: reaches the loopback. */
+	up_local = host_any(u) || host_loopback(u);
+	for (size_t i = 0; i < nlocal && !up_local; i++)
+		up_local = host_of(&local[i], x, &p) && memcmp(u, x, 16) == 0;
+	if (host_any(l))
+		return up_local;
+	return host_any(u) && host_loopback(l);
+}
+
+bool addr_cidr_match(const struct addr_cidr *c, const uint8_t ip[16])
+{
+	unsigned full = c->bits / 8, rest = c->bits % 8;
+
+	if (memcmp(c->net, ip, full) != 0)
+		return false;
+	return rest == 0 || ((c->net[full] ^ ip[full]) & (0xff << (8 - rest))) == 0;
+}

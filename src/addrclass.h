@@ -91,4 +91,22 @@ bool addrclass_reduce(const union etr_sockaddr *a, uint8_t ip[16]);
  * Port and scope play no part. */
 bool addrclass_reserved(const union etr_sockaddr *a);
 
+/* True when a connection to upstream up would come back to a listener
+ * bound to listen: the same port, and the same address, or listen is a
+ * wildcard (0.0.0.0, ::) and up an address of this host (loopback,
+ * unspecified, or one of local[0..nlocal), the host's interfaces). A route
+ * that loops would chain connections until the caps run out. */
+bool addrclass_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
+		     const union etr_sockaddr *local, size_t nlocal);
+
+/* A network: an address as addrclass_key makes it (IPv4 mapped) and a
+ * prefix length counted in those 128 bits. */
+struct addr_cidr {
+	uint8_t net[16];
+	uint8_t bits; /* 0..128 */
+};
+
+/* True when c holds the 16-byte address ip (IPv4 as ::ffff:a.b.c.d). */
+bool addr_cidr_match(const struct addr_cidr *c, const uint8_t ip[16]);
+
 #endif

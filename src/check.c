@@ -21,6 +21,7 @@
 #include "loop.h"
 #include "net.h"
 #include "ops.h"
+#include "secret.h"
 #include "q3proto.h"
 #include "resolver.h"
 #include "tls_reload.h"
@@ -343,7 +344,7 @@ static int check_turn_ports(const struct etr_conf *c)
 }
 
 /* The control-plane credential a start would take, read and checked by
- * the functions the start calls (ops_token_from_env, ops_token_from_file:
+ * the functions the start calls (secret_from_env, secret_from_file:
  * the ops tokens' rules for mode and length): the variable, else (without
  * a credential file in state-dir) the bootstrap token file. A missing
  * bootstrap file is conf_control_warnings' warning. */
@@ -356,12 +357,12 @@ static int check_control_credential(const struct etr_conf *c)
 
 	if (!c->control_url[0])
 		return 0;
-	rc = ops_token_from_env(CONF_CONTROL_ENV_TOKEN, tok, sizeof(tok), &len, err, sizeof(err));
+	rc = secret_from_env("control", CONF_CONTROL_ENV_TOKEN, tok, sizeof(tok), &len, err, sizeof(err));
 	if (rc == 0) {
 		snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
 		if (!f[0] || access(cred, F_OK) == 0 || access(f, F_OK) < 0)
 			return 0;
-		rc = ops_token_from_file("control-bootstrap-token-file", f, tok, sizeof(tok), &len,
+		rc = secret_from_file("control", "control-bootstrap-token-file", f, tok, sizeof(tok), &len,
 					 err, sizeof(err));
 	}
 	explicit_bzero(tok, sizeof(tok));

@@ -18,10 +18,9 @@
 #include <unistd.h>
 
 #include "addrclass.h"
-#include "sni_routes.h"
 #include "url.h"
 
-_Static_assert(CONF_SNI_NAME_MAX == SNI_ROUTE_NAME_MAX, "route names");
+_Static_assert(CONF_SNI_NAME_MAX == ADDR_NAME_MAX, "route names");
 
 const char conf_usage[] =
 	"usage: etrelay --upstream HOST:PORT [options]\n"
@@ -624,7 +623,7 @@ const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf 
 	for (char *p = r->name; *p; p++)
 		if (*p >= 'A' && *p <= 'Z')
 			*p = (char)(*p - 'A' + 'a');
-	if (!sni_routes_name_valid(r->name))
+	if (!addr_host_pattern_valid(r->name))
 		return "route name: expected a host name or *.suffix (letters, digits, '-', "
 		       "dots)";
 	v = e + 1;
@@ -1824,7 +1823,7 @@ static bool relay_loops(const struct etr_conf *c, const struct relay_conf *r,
 			return false;
 		up = &num;
 	}
-	if (sni_route_loops(up, &r->listen, local, nlocal)) {
+	if (addrclass_loops(up, &r->listen, local, nlocal)) {
 		err_add(e, "%s: upstream %s (relay %s) is its own listen address %s: a loop, "
 			   "players would get no answer",
 			key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp, r->name,
@@ -1866,7 +1865,7 @@ static bool relay_cycle(const struct etr_conf *c, unsigned i, const union etr_so
 		if (!u)
 			return false;
 		for (j = 0; j < c->nrelays; j++)
-			if (j != cur && sni_route_loops(u, &c->relays[j].listen, local, nlocal))
+			if (j != cur && addrclass_loops(u, &c->relays[j].listen, local, nlocal))
 				break;
 		if (j == c->nrelays)
 			return false;

@@ -23,7 +23,7 @@
 #include "control_sched.h"
 #include "log.h"
 #include "net.h"
-#include "ops.h"
+#include "secret.h"
 #include "url.h"
 
 #define NS_PER_MS_ 1000000ull
@@ -876,7 +876,7 @@ static int credential_take(struct control *c, char *err, size_t errlen)
 	size_t len;
 	int rc;
 
-	rc = ops_token_from_env(CONTROL_ENV_TOKEN, c->cred.api_token, sizeof(c->cred.api_token),
+	rc = secret_from_env("control", CONTROL_ENV_TOKEN, c->cred.api_token, sizeof(c->cred.api_token),
 				&len, err, errlen);
 	if (rc != 0) {
 		c->from_env = rc > 0;
@@ -896,7 +896,7 @@ static int credential_take(struct control *c, char *err, size_t errlen)
 		return -1;
 	}
 	rc =
-	    ops_token_from_file("control-bootstrap-token-file", c->cfg.bootstrap_file, c->bootstrap,
+	    secret_from_file("control", "control-bootstrap-token-file", c->cfg.bootstrap_file, c->bootstrap,
 				sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
 	return rc < 0 ? -1 : 0;
 }

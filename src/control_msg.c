@@ -187,7 +187,7 @@ static int route_parse(json_t *e, size_t i, struct sni_route *r, char *err, size
 	}
 	memset(r, 0, sizeof(*r));
 	n = json_string_value(name);
-	if (!n || !sni_routes_name_valid(n)) {
+	if (!n || !addr_host_pattern_valid(n)) {
 		snprintf(err, errlen, "sniRoutes[%zu].name: expected a host name or *.suffix", i);
 		return -1;
 	}

@@ -12,7 +12,7 @@
 
 static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
+static void cidr_of(const struct conf_cidr *c, struct addr_cidr *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (c->addr.sa.sa_family == AF_INET) {
@@ -149,7 +149,7 @@ enum ctl_upstream_why ctl_upstream_check(const struct ctl_upstream_policy *p,
 		return CTL_UPSTREAM_HOST;
 	}
 	for (unsigned i = 0; i < p->nallow; i++)
-		if (turn_cidr_match(&p->allow[i], ip))
+		if (addr_cidr_match(&p->allow[i], ip))
 			return CTL_UPSTREAM_ALLOWED;
 	if (memcmp(ip, mapped, sizeof(mapped)) == 0) {
 		memcpy(&v4.in.sin_addr, ip + 12, 4);

@@ -14,7 +14,7 @@
 
 #include "addr.h"
 #include "config.h"
-#include "turn_peer.h"
+#include "addrclass.h"
 
 /* The daemon's listening sockets, and the host's addresses. */
 #define CTL_UPSTREAM_LISTENERS_MAX 64
@@ -32,7 +32,7 @@ enum ctl_upstream_why {
 };
 
 struct ctl_upstream_policy {
-	struct turn_cidr allow[CONF_CONTROL_ALLOW_MAX];
+	struct addr_cidr allow[CONF_CONTROL_ALLOW_MAX];
 	uint8_t host[CTL_UPSTREAM_HOST_MAX][16]; /* IPv4 as ::ffff:a.b.c.d */
 	struct {
 		uint8_t ip[16]; /* all zero: a wildcard, every address of the host */

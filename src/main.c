@@ -195,7 +195,7 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 			else
 				snprintf(where, sizeof(where), "etrelay: sni-route");
 			for (unsigned k = 0; k < c->nsni; k++) {
-				if (!sni_route_loops(&up, &c->sni[k].listen, local, nlocal))
+				if (!addrclass_loops(&up, &c->sni[k].listen, local, nlocal))
 					continue;
 				fprintf(stderr,
 					"%s: route %s: upstream %s is the SNI listener %s (%s): a "
@@ -209,7 +209,7 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 			 * address): a route would put it on the public port. A
 			 * control-plane route there is refused too. TURN's TCP
 			 * and TLS ports stay routable (TURNS behind 443). */
-			if (c->ops_enabled && sni_route_loops(&up, &c->ops_listen, local, nlocal)) {
+			if (c->ops_enabled && addrclass_loops(&up, &c->ops_listen, local, nlocal)) {
 				fprintf(stderr,
 					"%s: route %s: upstream %s is the ops listener (%s): the "
 					"route would serve the private ops plane on a public port\n",

@@ -32,12 +32,12 @@
 #include "control_stats.h"
 #include "json.h"
 #include "log.h"
+#include "secret.h"
 #include "ops_metrics.h"
 #include "sni.h"
 #include "turn.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */
-#define OPS_TOKEN_CAP 1024
 /* MHD keeps a request's headers and its response headers in one pool per
  * connection; twice the request bound leaves room for both, and a request
  * that outgrows the pool is answered 431 and closed by MHD itself. */
@@ -63,17 +63,12 @@ static const struct {
 	[OPS_TOKEN_METRICS] = { OPS_ENV_METRICS, OPS_GRANT_METRICS },
 };
 
-struct ops_token {
-	size_t len; /* 0: not configured */
-	char s[OPS_TOKEN_CAP];
-};
-
 struct ops {
 	struct MHD_Daemon *mhd;
 	struct etr_stats *st;
 	struct ops_config cfg;
 	pthread_mutex_t lock; /* guards tok: SIGHUP replaces them under requests */
-	struct ops_token tok[OPS_TOKEN_KINDS];
+	struct secret tok[OPS_TOKEN_KINDS];
 	/* MHD's messages: kept for the error while starting, rate-limited after. */
 	_Atomic bool starting;
 	pthread_t starter;
@@ -96,149 +91,13 @@ bool ops_addr_is_private(const union etr_sockaddr *sa)
 
 /* Tokens */
 
-/* A Bearer header carries visible ASCII only, so a token with a space or a
- * control character could never match: say so at startup instead.
- * optional: unsetting it is a way out (an ops token; not a TURN secret). */
-static int token_check(const struct ops_token *t, const char *from, bool optional, char *err,
-		       size_t errlen)
-{
-	if (t->len < OPS_TOKEN_MIN) {
-		snprintf(err, errlen,
-			 "%s: %zu bytes, at least %d are needed (for example "
-			 "`openssl rand -hex 32`)%s",
-			 from, t->len, OPS_TOKEN_MIN, optional ? "; unset it to turn it off" : "");
-		return -1;
-	}
-	for (size_t i = 0; i < t->len; i++)
-		if (t->s[i] < 0x21 || t->s[i] > 0x7e) {
-			snprintf(err, errlen,
-				 "%s: byte %zu of the token is not visible ASCII; a Bearer "
-				 "header cannot carry it",
-				 from, i + 1);
-			return -1;
-		}
-	return 0;
-}
-
-/* As ssh does for its keys: a token file that every user may read (or that
- * others may write) is refused, naming the fix. The file read is the one
- * checked, through a symlink too (Kubernetes mounts secrets as symlinks;
- * systemd's credentials are plain files); a symlink is named in the log. */
-static int token_file_check(int fd, const char *var, const char *path, bool say, char *err,
-			    size_t errlen)
-{
-	char target[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s=%s: not a regular file", var, path);
-		return -1;
-	}
-	if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
-		snprintf(err, errlen,
-			 "%s=%s: mode %04o lets %s the token; `chmod 600 %s` (or 640 to let "
-			 "the file's group read it)",
-			 var, path, (unsigned)(st.st_mode & 07777),
-			 st.st_mode & S_IROTH   ? "every user read"
-			 : st.st_mode & S_IWOTH ? "every user write"
-						: "its group write",
-			 path);
-		return -1;
-	}
-	if (say && (n = readlink(path, target, sizeof(target) - 1)) > 0) {
-		target[n] = '\0';
-		log_info("ops: %s=%s is a symlink to %s; reading the file it points to", var, path,
-			 target);
-	}
-	return 0;
-}
-
-static int token_read_file(struct ops_token *t, const char *var, const char *path, bool say,
-			   char *err, size_t errlen)
-{
-	char buf[OPS_TOKEN_CAP + 2];
-	size_t n = 0;
-	ssize_t r;
-	int fd, rc = -1;
-
-	/* O_NONBLOCK: a FIFO in its place must not hang the start. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
-		snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
-		return -1;
-	}
-	if (token_file_check(fd, var, path, say, err, errlen) < 0)
-		goto out;
-	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(err, errlen, "%s=%s: %s", var, path, strerror(errno));
-			goto out;
-		}
-		n += (size_t)r;
-	}
-	/* Editors and `echo` end the file with a newline; it is not part of
-	 * the token. */
-	if (n && buf[n - 1] == '\n')
-		n--;
-	if (n && buf[n - 1] == '\r')
-		n--;
-	if (n >= OPS_TOKEN_CAP) {
-		snprintf(err, errlen, "%s=%s: longer than %d bytes", var, path, OPS_TOKEN_CAP - 1);
-		goto out;
-	}
-	memcpy(t->s, buf, n);
-	t->len = n;
-	rc = 0;
-out:
-	explicit_bzero(buf, sizeof(buf));
-	close(fd);
-	return rc;
-}
-
-static int token_read(struct ops_token *t, const char *var, bool say, bool optional, char *err,
-		      size_t errlen)
-{
-	char file_var[64], from[320];
-	const char *v, *path;
-
-	snprintf(file_var, sizeof(file_var), "%s_FILE", var);
-	v = getenv(var);
-	path = getenv(file_var);
-	t->len = 0;
-	if (v && path) {
-		snprintf(err, errlen, "%s and %s are both set: keep one", var, file_var);
-		return -1;
-	}
-	if (v) {
-		if (strlen(v) >= OPS_TOKEN_CAP) {
-			snprintf(err, errlen, "%s: longer than %d bytes", var, OPS_TOKEN_CAP - 1);
-			return -1;
-		}
-		t->len = strlen(v);
-		memcpy(t->s, v, t->len);
-		snprintf(from, sizeof(from), "%s", var);
-	} else if (path) {
-		if (token_read_file(t, file_var, path, say, err, errlen) < 0)
-			return -1;
-		snprintf(from, sizeof(from), "%s=%s", file_var, path);
-	} else {
-		return 0;
-	}
-	return token_check(t, from, optional, err, errlen);
-}
-
 /* All three or none: a half-read set is wiped. say: log what is worth
  * knowing about the files (not in the check before the start). */
-static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], bool say, char *err, size_t errlen)
+static int tokens_read(struct secret tok[OPS_TOKEN_KINDS], bool say, char *err, size_t errlen)
 {
 	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++)
-		if (token_read(&tok[k], token_kinds[k].env, say, true, err, errlen) < 0) {
+		if (secret_read(&tok[k], token_kinds[k].env, say ? "ops" : NULL, true, err,
+				errlen) < 0) {
 			explicit_bzero(tok, OPS_TOKEN_KINDS * sizeof(*tok));
 			return -1;
 		}
@@ -247,59 +106,16 @@ static int tokens_read(struct ops_token tok[OPS_TOKEN_KINDS], bool say, char *er
 
 int ops_tokens_check(char *err, size_t errlen)
 {
-	struct ops_token tok[OPS_TOKEN_KINDS];
+	struct secret tok[OPS_TOKEN_KINDS];
 	int rc = tokens_read(tok, false, err, errlen);
 
 	explicit_bzero(tok, sizeof(tok));
 	return rc;
 }
 
-/* The same reading and checks for another component's token (the control
- * plane's). */
-static int token_out(const struct ops_token *t, char *out, size_t cap, size_t *len, char *err,
-		     size_t errlen)
-{
-	if (t->len >= cap) {
-		snprintf(err, errlen, "token longer than %zu bytes", cap - 1);
-		return -1;
-	}
-	memcpy(out, t->s, t->len);
-	out[t->len] = '\0';
-	*len = t->len;
-	return 1;
-}
-
-int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char *err,
-		       size_t errlen)
-{
-	struct ops_token t;
-	int rc = token_read(&t, var, true, false, err, errlen);
-
-	if (rc == 0)
-		rc = t.len ? token_out(&t, out, cap, len, err, errlen) : 0;
-	explicit_bzero(&t, sizeof(t));
-	return rc;
-}
-
-int ops_token_from_file(const char *what, const char *path, char *out, size_t cap, size_t *len,
-			char *err, size_t errlen)
-{
-	struct ops_token t;
-	char from[320];
-	int rc = token_read_file(&t, what, path, true, err, errlen);
-
-	snprintf(from, sizeof(from), "%s %s", what, path);
-	if (rc == 0)
-		rc = token_check(&t, from, false, err, errlen);
-	if (rc == 0)
-		rc = token_out(&t, out, cap, len, err, errlen);
-	explicit_bzero(&t, sizeof(t));
-	return rc;
-}
-
 /* Runs over the whole configured token whatever was presented, so the
  * time taken says nothing about how much of a guess was right. */
-static bool token_equal(const struct ops_token *t, const char *given, size_t glen)
+static bool token_equal(const struct secret *t, const char *given, size_t glen)
 {
 	unsigned char diff = glen != t->len;
 
@@ -1130,7 +946,7 @@ int ops_port(const struct ops *op)
 
 int ops_reload_tokens(struct ops *op, char *err, size_t errlen)
 {
-	struct ops_token tok[OPS_TOKEN_KINDS];
+	struct secret tok[OPS_TOKEN_KINDS];
 	int set = 0;
 
 	if (tokens_read(tok, true, err, errlen) < 0)

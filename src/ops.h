@@ -10,13 +10,14 @@
 
 #include "addr.h"
 #include "ops_conn.h"
+#include "secret.h"
 #include "stats.h"
 
 /* Token environment variables; each also has a _FILE form naming a file. */
 #define OPS_ENV_LIFECYCLE "ETRELAY_LIFECYCLE_TOKEN"
 #define OPS_ENV_READ "ETRELAY_LIFECYCLE_READ_TOKEN"
 #define OPS_ENV_METRICS "ETRELAY_METRICS_TOKEN"
-#define OPS_TOKEN_MIN 32
+#define OPS_TOKEN_MIN SECRET_MIN
 
 #define OPS_REQUEST_MAX 8192      /* bytes of request line + headers */
 #define OPS_CONNECTIONS_MAX OPS_CONN_MAX
@@ -61,18 +62,6 @@ bool ops_addr_is_private(const union etr_sockaddr *sa);
  * with a message in err (a token shorter than OPS_TOKEN_MIN, an unreadable
  * file). Never puts a token into err. */
 int ops_tokens_check(char *err, size_t errlen);
-
-/* A token read and checked as the ops tokens are, for another component:
- * from the variable var, or the file var_FILE names (the same mode rule).
- * Returns 1 with the token in out (NUL-terminated, *len bytes), 0 when
- * neither is set, -1 with a message in err (never the token). */
-int ops_token_from_env(const char *var, char *out, size_t cap, size_t *len, char *err,
-		       size_t errlen);
-
-/* The same for a file named by the configuration; what names it in
- * messages ("control-bootstrap-token-file"). Returns 1 or -1. */
-int ops_token_from_file(const char *what, const char *path, char *out, size_t cap, size_t *len,
-			char *err, size_t errlen);
 
 /* Bind and start the listener thread. Returns 0, or with a message in err
  * -EINVAL for a fault of the configuration (public address refused, bad

@@ -391,7 +391,7 @@ static bool player_admit(struct q3policy *p, const union etr_sockaddr *client, e
 static bool admit_server_query(struct q3policy *p, const union etr_sockaddr *client,
 			       enum q3_cmd cmd, bool master, const struct loop_dgram *d)
 {
-	enum rl_class cls = rl_budget_class(cmd, master, p->connect_counts);
+	enum rl_class cls = q3_budget_class(cmd, master, p->connect_counts);
 	uint8_t out[LOOP_MAX_DGRAM];
 	size_t cap = p->cache.max_reply < sizeof(out) ? p->cache.max_reply : sizeof(out);
 	int n;
@@ -743,7 +743,7 @@ static unsigned client_dgram(void *obj, struct udprelay *u, uint32_t idx,
 		 * from the tokens kept for such; anything else (in-game
 		 * packets, unknown commands, an ioquake3 connect) only from
 		 * the rest. */
-		if (query_limited(cmd) && rl_budget_class(cmd, false, p->connect_counts) != RL_FREE)
+		if (query_limited(cmd) && q3_budget_class(cmd, false, p->connect_counts) != RL_FREE)
 			v |= UDPRELAY_ADMITTED;
 		if (cmd == Q3_GETINFO || cmd == Q3_GETSTATUS || cmd == Q3_GETCHALLENGE)
 			v |= UDPRELAY_ASKS;
@@ -888,3 +888,20 @@ const struct masters_events q3policy_masters_events = {
 	.round_failed = round_failed,
 	.invited = invited,
 };
+
+enum rl_class q3_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts)
+{
+	switch (cmd) {
+	case Q3_GETINFO:
+	case Q3_GETSTATUS:
+		return from_master ? RL_MASTER : RL_BROWSER;
+	case Q3_GETCHALLENGE:
+		return from_master ? RL_MASTER : RL_PLAYER;
+	case Q3_CONNECT:
+		return connect_counts ? RL_PLAYER : RL_FREE;
+	case Q3_RCON:
+		return RL_RCON;
+	default:
+		return RL_FREE;
+	}
+}

@@ -16,6 +16,7 @@
 #include "qcache.h"
 #include "ratelimit.h"
 #include "udprelay.h"
+#include "q3proto.h"
 
 /* How long a session holds its qport after its client's last packet to the
  * game server. A player in game sends 20 or more a second; a player whose
@@ -132,5 +133,15 @@ extern const struct masters_events q3policy_masters_events;
  * within Q3P_QPORT_GRACE; then *owner (if not NULL) is that session. */
 enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q,
 				    bool from_connect, uint64_t now, uint32_t *owner);
+
+/* The budget rule: the class of a packet to the game server. The engines
+ * (ioquake3 and ET: Legacy with sv_protect 1: SVC_Info, SVC_Status,
+ * SV_GetChallenge, SVC_RemoteCommand) spend one token of the sender's
+ * address bucket on getinfo, getstatus, getchallenge and rcon; ET: Legacy's
+ * SV_DirectConnect also on connect, ioquake3's does not. connect_counts
+ * says which kind of engine the game server is. rcon is RL_RCON: an rcon
+ * flood (its source is as easy to forge as any) takes no player's token.
+ * Anything else is RL_FREE. */
+enum rl_class q3_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts);
 
 #endif

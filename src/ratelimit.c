@@ -348,23 +348,6 @@ void rl_stamps_free(struct rl_stamps *t)
 	memset(t, 0, sizeof(*t));
 }
 
-enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts)
-{
-	switch (cmd) {
-	case Q3_GETINFO:
-	case Q3_GETSTATUS:
-		return from_master ? RL_MASTER : RL_BROWSER;
-	case Q3_GETCHALLENGE:
-		return from_master ? RL_MASTER : RL_PLAYER;
-	case Q3_CONNECT:
-		return connect_counts ? RL_PLAYER : RL_FREE;
-	case Q3_RCON:
-		return RL_RCON;
-	default:
-		return RL_FREE;
-	}
-}
-
 int rl_budget_init(struct rl_budget *b, unsigned burst, unsigned per_sec, unsigned reserve_master,
 		   unsigned reserve_player, uint64_t now)
 {

@@ -20,7 +20,6 @@
 
 #include "addr.h"
 #include "addrclass.h"
-#include "q3proto.h"
 
 /* One token in fixed point: tokens count in token-nanoseconds, so a rate of
  * N tokens per second adds exactly N units per nanosecond. */
@@ -145,21 +144,11 @@ enum rl_class {
 	RL_BROWSER, /* getinfo, getstatus from anyone else: a cache refresh or miss */
 	RL_FREE,    /* a packet the game server does not count: no token */
 	RL_RCON,    /* rcon: the shared tokens only, never the last one */
-	/* What the relay makes of an RL_PLAYER packet (rl_budget_class never
+	/* What the relay makes of an RL_PLAYER packet (q3_budget_class never
 	 * returns these): */
 	RL_PLAYER_AGAIN, /* from a prefix that took a player's token lately */
 	RL_PROVEN,	 /* from an IP the game server accepted as a player lately */
 };
-
-/* The budget rule: the class of a packet to the game server. The engines
- * (ioquake3 and ET: Legacy with sv_protect 1: SVC_Info, SVC_Status,
- * SV_GetChallenge, SVC_RemoteCommand) spend one token of the sender's
- * address bucket on getinfo, getstatus, getchallenge and rcon; ET: Legacy's
- * SV_DirectConnect also on connect, ioquake3's does not. connect_counts
- * says which kind of engine the game server is. rcon is RL_RCON: an rcon
- * flood (its source is as easy to forge as any) takes no player's token.
- * Anything else is RL_FREE. */
-enum rl_class rl_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts);
 
 /* The game server's budget as the relay spends it: one bucket of `burst`
  * tokens refilled at `rate`, split in three. A reserve for masters and one

@@ -61,18 +61,6 @@ static const struct sni_route *find(const struct sni_routes *t, bool wild, const
 	}
 }
 
-bool sni_routes_name_valid(const char *s)
-{
-	size_t len = strnlen(s, SNI_ROUTE_NAME_MAX + 1);
-
-	if (len > SNI_ROUTE_NAME_MAX)
-		return false;
-	if (s[0] == '*')
-		return s[1] == '.' && len - 2 <= TLS_NAME_MAX - 2 &&
-		       tls_hello_name_valid(s + 2, len - 2);
-	return tls_hello_name_valid(s, len);
-}
-
 int sni_routes_build(struct sni_routes **out, const struct sni_route *list, size_t n, char *err,
 		     size_t errlen)
 {
@@ -102,7 +90,7 @@ int sni_routes_build(struct sni_routes **out, const struct sni_route *list, size
 		size_t klen;
 		uint32_t j;
 
-		if (!sni_routes_name_valid(list[i].name)) {
+		if (!addr_host_pattern_valid(list[i].name)) {
 			snprintf(err, errlen, "route %zu \"%.*s\": not a host name or *.suffix",
 				 i + 1, SNI_ROUTE_NAME_MAX, list[i].name);
 			rc = -EINVAL;
@@ -164,56 +152,3 @@ void sni_routes_free(struct sni_routes *t)
 
 /* The address of a as 16 bytes (IPv4 as v4-mapped IPv6) and its port;
  * false for another family. */
-static bool host_of(const union etr_sockaddr *a, uint8_t out[16], uint16_t *port)
-{
-	if (a->sa.sa_family == AF_INET) {
-		memset(out, 0, 10);
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, &a->in.sin_addr, 4);
-		*port = ntohs(a->in.sin_port);
-		return true;
-	}
-	if (a->sa.sa_family == AF_INET6) {
-		memcpy(out, &a->in6.sin6_addr, 16);
-		*port = ntohs(a->in6.sin6_port);
-		return true;
-	}
-	return false;
-}
-
-static bool host_any(const uint8_t h[16])
-{
-	static const uint8_t v4any[16] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t v6any[16] = { 0 };
-
-	return memcmp(h, v4any, 16) == 0 || memcmp(h, v6any, 16) == 0;
-}
-
-static bool host_loopback(const uint8_t h[16])
-{
-	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t v6[16] = { [15] = 1 };
-
-	return (memcmp(h, v4, 12) == 0 && h[12] == 127) || memcmp(h, v6, 16) == 0;
-}
-
-bool sni_route_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
-		     const union etr_sockaddr *local, size_t nlocal)
-{
-	uint8_t u[16], l[16], x[16];
-	uint16_t up_port, listen_port, p;
-	bool up_local;
-
-	if (!host_of(up, u, &up_port) || !host_of(listen, l, &listen_port) ||
-	    up_port != listen_port)
-		return false;
-	if (memcmp(u, l, 16) == 0)
-		return true;
-	/* A connect to 0.0.0.0 or :: reaches the loopback. */
-	up_local = host_any(u) || host_loopback(u);
-	for (size_t i = 0; i < nlocal && !up_local; i++)
-		up_local = host_of(&local[i], x, &p) && memcmp(u, x, 16) == 0;
-	if (host_any(l))
-		return up_local;
-	return host_any(u) && host_loopback(l);
-}

@@ -12,7 +12,7 @@
  * "a.b.example.com"). HAProxy operators get the same from
  * `req.ssl_sni -m end .example.com` and an exact map first.
  *
- * Names follow tls_hello_name_valid, case folded: a route the reader could
+ * Names follow addr_host_name_valid, case folded: a route the reader could
  * never produce a name for is refused when the table is built, and so is
  * a '*' anywhere but a whole first label, and a name listed twice (which
  * upstream would win is not for the table to guess).
@@ -66,19 +66,7 @@ const struct sni_route *sni_routes_lookup(const struct sni_routes *t, const char
 /* Routes in the table. */
 size_t sni_routes_count(const struct sni_routes *t);
 
-/* True when a connection to upstream up would come back to a listener
- * bound to listen: the same port, and the same address, or listen is a
- * wildcard (0.0.0.0, ::) and up an address of this host (loopback,
- * unspecified, or one of local[0..nlocal), the host's interfaces). A route
- * that loops would chain connections until the caps run out. */
-bool sni_route_loops(const union etr_sockaddr *up, const union etr_sockaddr *listen,
-		     const union etr_sockaddr *local, size_t nlocal);
-
 /* Release a table (NULL is fine). */
 void sni_routes_free(struct sni_routes *t);
-
-/* True when s is a valid route name: a host name (tls_hello_name_valid) or
- * "*." followed by one, of at most SNI_ROUTE_NAME_MAX bytes. */
-bool sni_routes_name_valid(const char *s);
 
 #endif

@@ -205,7 +205,7 @@ static int build(struct sni_lshared *l, const struct sni_route *ctl, size_t n,
 int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up)
 {
 	for (unsigned i = 0; i < sh->n; i++)
-		if (sni_route_loops(up, &sh->l[i].conf->listen, sh->local, sh->nlocal))
+		if (addrclass_loops(up, &sh->l[i].conf->listen, sh->local, sh->nlocal))
 			return (int)i;
 	return -1;
 }

@@ -3,6 +3,8 @@
  * in order and however split, to a field-by-field parser of the message. */
 #include "tls_hello.h"
 
+#include "addr.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -64,40 +66,6 @@ int tls_hello_init(struct tls_hello *h, uint32_t cap)
 	h->result = TLS_HELLO_MORE;
 	h->state = S_TYPE;
 	return 0;
-}
-
-static bool is_ldh(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-';
-}
-
-bool tls_hello_name_valid(const char *s, size_t len)
-{
-	size_t label = 0; /* start of the current label */
-	bool digits = true;
-
-	if (len == 0 || len > TLS_NAME_MAX)
-		return false;
-	for (size_t i = 0; i <= len; i++) {
-		if (i == len || s[i] == '.') {
-			size_t n = i - label;
-
-			/* Empty labels: a leading, trailing or doubled dot. */
-			if (n == 0 || n > 63 || s[label] == '-' || s[i - 1] == '-')
-				return false;
-			if (i == len)
-				break;
-			label = i + 1;
-			digits = true;
-			continue;
-		}
-		if (!is_ldh(s[i]))
-			return false;
-		if (s[i] < '0' || s[i] > '9')
-			digits = false;
-	}
-	return !digits;
 }
 
 static bool fail(struct tls_hello *h, enum tls_hello_result r)
@@ -285,7 +253,7 @@ static void field_done(struct tls_hello *h)
 		return;
 	case S_SNI_NAME:
 		h->name[h->name_len] = '\0';
-		if (!tls_hello_name_valid(h->name, h->name_len)) {
+		if (!addr_host_name_valid(h->name, h->name_len)) {
 			fail(h, TLS_HELLO_BAD_NAME);
 			return;
 		}

@@ -19,7 +19,7 @@
  *   first record's version is not 3.1..3.4 (SSL 3.0 is dead, RFC 7568);
  * - not a ClientHello: the first handshake message is of another type;
  * - no SNI: no server_name extension, or one with no host_name (type 0);
- * - bad name: see tls_hello_name_valid; a name no route can match;
+ * - bad name: see addr_host_name_valid (addr.h); a name no route can match;
  * - malformed: a length that overruns its container, an empty or oversized
  *   record, a non-handshake record inside the hello, an extension block
  *   that does not end with the message, two server_name extensions or two
@@ -38,9 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
+
 /* Longest host name: 253 characters is the longest DNS name written
  * without its trailing dot (255 octets in wire form, RFC 1035 2.3.4). */
-#define TLS_NAME_MAX 253
+#define TLS_NAME_MAX ADDR_NAME_MAX
 
 /* The default cap: bytes of ClientHello handshake message, header included.
  * nginx's preread buffer and Envoy's max_client_hello_size are 16 KiB. */
@@ -110,15 +112,5 @@ enum tls_hello_result tls_hello_feed(struct tls_hello *h, const uint8_t *p, size
 
 /* A short fixed name for a result, for logs and metric labels. */
 const char *tls_hello_result_name(enum tls_hello_result r);
-
-/* The name rule, shared by the reader and the route table: 1..253 bytes of
- * dot-separated labels of 1..63 letters, digits and hyphens, no label
- * starting or ending with a hyphen (RFC 1123 2.1; IDNs arrive as xn--
- * A-labels, RFC 5890), and a last label that is not all digits (no IP
- * literal, RFC 6066 3; no top-level domain is numeric, RFC 3696 2). Case is
- * ignored (the reader lower-cases). Refused too: a trailing dot (RFC 6066
- * says none), '*', '_', any other byte. An operator's route is checked by
- * the same rule, so a name refused here is one no route could match. */
-bool tls_hello_name_valid(const char *s, size_t len);
 
 #endif

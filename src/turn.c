@@ -23,7 +23,7 @@
 #include "json.h"
 #include "log.h"
 #include "net.h"
-#include "ops.h"
+#include "secret.h"
 #include "reuseport.h"
 #include "stats.h"
 #include "stun.h"
@@ -61,11 +61,11 @@
 
 /* Shared state */
 
-static int secret_read(const char *var, uint8_t *out, size_t *len, char *err, size_t errlen)
+static int turn_secret_read(const char *var, uint8_t *out, size_t *len, char *err, size_t errlen)
 {
 	char buf[1024];
 	size_t n = 0;
-	int rc = ops_token_from_env(var, buf, sizeof(buf), &n, err, errlen);
+	int rc = secret_from_env("turn", var, buf, sizeof(buf), &n, err, errlen);
 
 	if (rc <= 0) {
 		*len = 0;
@@ -86,7 +86,7 @@ int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen)
 
 	memset(out, 0, sizeof(*out));
 	for (unsigned i = 0; i < TURN_SECRETS_MAX; i++) {
-		int rc = secret_read(vars[i], out->s[i], &out->len[i], err, errlen);
+		int rc = turn_secret_read(vars[i], out->s[i], &out->len[i], err, errlen);
 
 		if (rc < 0) {
 			explicit_bzero(out, sizeof(*out));
@@ -105,7 +105,7 @@ int turn_secrets_read(struct turn_secret_set *out, char *err, size_t errlen)
 	return set;
 }
 
-static void cidr_of(const struct conf_cidr *c, struct turn_cidr *out)
+static void cidr_of(const struct conf_cidr *c, struct addr_cidr *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (c->addr.sa.sa_family == AF_INET) {
@@ -158,13 +158,13 @@ int turn_shared_init(struct turn_shared *sh, unsigned i, const struct turn_conf 
 	l->conf = c;
 	turn_peer_init(&l->policy);
 	for (unsigned k = 0; k < c->ndeny; k++) {
-		struct turn_cidr b;
+		struct addr_cidr b;
 
 		cidr_of(&c->deny[k], &b);
 		turn_peer_deny(&l->policy, &b);
 	}
 	for (unsigned k = 0; k < c->nallow; k++) {
-		struct turn_cidr b;
+		struct addr_cidr b;
 
 		cidr_of(&c->allow[k], &b);
 		turn_peer_allow(&l->policy, &b);

@@ -44,16 +44,7 @@ void turn_peer_init(struct turn_peer_policy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-bool turn_cidr_match(const struct turn_cidr *c, const uint8_t ip[16])
-{
-	unsigned full = c->bits / 8, rest = c->bits % 8;
-
-	if (memcmp(c->net, ip, full) != 0)
-		return false;
-	return rest == 0 || ((c->net[full] ^ ip[full]) & (0xff << (8 - rest))) == 0;
-}
-
-int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char *err,
+int turn_cidr_parse(const char *key, const char *text, struct addr_cidr *c, char *err,
 		    size_t errlen)
 {
 	char buf[INET6_ADDRSTRLEN + 8], net[INET6_ADDRSTRLEN];
@@ -99,7 +90,7 @@ int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char
 	}
 	c->bits = (uint8_t)(base + bits);
 	{
-		struct turn_cidr m = *c;
+		struct addr_cidr m = *c;
 		unsigned full = c->bits / 8, rest = c->bits % 8;
 
 		if (full < 16) {
@@ -120,7 +111,7 @@ bad:
 	return -1;
 }
 
-int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c)
+int turn_peer_allow(struct turn_peer_policy *p, const struct addr_cidr *c)
 {
 	if (p->nallow >= TURN_PEER_LIST_MAX)
 		return -ENOSPC;
@@ -128,7 +119,7 @@ int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c)
 	return 0;
 }
 
-int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c)
+int turn_peer_deny(struct turn_peer_policy *p, const struct addr_cidr *c)
 {
 	if (p->ndeny >= TURN_PEER_LIST_MAX)
 		return -ENOSPC;
@@ -204,10 +195,10 @@ int turn_peer_plumbing(struct turn_peer_policy *p, const union etr_sockaddr *a)
 	return 0;
 }
 
-static bool in_list(const struct turn_cidr *l, unsigned n, const uint8_t ip[16])
+static bool in_list(const struct addr_cidr *l, unsigned n, const uint8_t ip[16])
 {
 	for (unsigned i = 0; i < n; i++)
-		if (turn_cidr_match(&l[i], ip))
+		if (addr_cidr_match(&l[i], ip))
 			return true;
 	return false;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "addrclass.h"
 
 /* Entries per list (turn-allow-peer, turn-deny-peer) and own addresses. */
 #define TURN_PEER_LIST_MAX 64
@@ -24,15 +25,10 @@
 #define TURN_PEER_PLUMB_MAX 256
 
 /* A CIDR block over 128 bits: IPv4 as ::ffff:a.b.c.d with bits + 96. */
-struct turn_cidr {
-	uint8_t net[16];
-	uint8_t bits; /* 0..128 */
-};
-
 struct turn_peer_policy {
-	struct turn_cidr allow[TURN_PEER_LIST_MAX];
-	struct turn_cidr deny[TURN_PEER_LIST_MAX];
-	uint8_t own[TURN_PEER_OWN_MAX][16]; /* as in turn_cidr, reduced */
+	struct addr_cidr allow[TURN_PEER_LIST_MAX];
+	struct addr_cidr deny[TURN_PEER_LIST_MAX];
+	uint8_t own[TURN_PEER_OWN_MAX][16]; /* as in addr_cidr, reduced */
 	uint8_t host[TURN_PEER_HOST_MAX][16];
 	struct {
 		uint8_t ip[16]; /* all zero: any address of the host */
@@ -75,13 +71,13 @@ void turn_peer_init(struct turn_peer_policy *p);
  * /128) into c. Returns 0, or -1 with err set to "KEY: 'TEXT': reason"
  * (e.g. "turn-allow-peer: '10.0.0.0/33': prefix longer than 32"; host bits
  * set are an error that names the block meant). key names the option. */
-int turn_cidr_parse(const char *key, const char *text, struct turn_cidr *c, char *err,
+int turn_cidr_parse(const char *key, const char *text, struct addr_cidr *c, char *err,
 		    size_t errlen);
 
 /* Add a block to the allow or deny list. Returns 0, or -ENOSPC past
  * TURN_PEER_LIST_MAX. */
-int turn_peer_allow(struct turn_peer_policy *p, const struct turn_cidr *c);
-int turn_peer_deny(struct turn_peer_policy *p, const struct turn_cidr *c);
+int turn_peer_allow(struct turn_peer_policy *p, const struct addr_cidr *c);
+int turn_peer_deny(struct turn_peer_policy *p, const struct addr_cidr *c);
 
 /* Add one of the relay's own public addresses (port ignored): its ports
  * in turn_peer_ports' range are open. Returns 0, -EAFNOSUPPORT, or
@@ -140,8 +136,5 @@ enum turn_peer_why turn_peer_check(const struct turn_peer_policy *p, const union
 
 /* turn_peer_ok(turn_peer_check(p, peer, false)). */
 bool turn_peer_allowed(const struct turn_peer_policy *p, const union etr_sockaddr *peer);
-
-/* True when c holds the 16-byte address ip (IPv4 as ::ffff:a.b.c.d). */
-bool turn_cidr_match(const struct turn_cidr *c, const uint8_t ip[16]);
 
 #endif

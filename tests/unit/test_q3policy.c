@@ -529,10 +529,34 @@ static void test_q3policy_qport_is_released_by_its_holder_only(void **state)
 	assert_int_equal(q3policy_qport_claim(&f->p, c, 7, false, now, NULL), Q3P_QPORT_OK);
 }
 
+static void test_q3_budget_class_follows_the_engines(void **state)
+{
+	(void)state;
+	/* Counted by both engines' per-address bucket. */
+	assert_int_equal(q3_budget_class(Q3_GETINFO, false, false), RL_BROWSER);
+	assert_int_equal(q3_budget_class(Q3_GETSTATUS, false, true), RL_BROWSER);
+	assert_int_equal(q3_budget_class(Q3_GETCHALLENGE, false, false), RL_PLAYER);
+	/* rcon: its own class, not a player's token. */
+	assert_int_equal(q3_budget_class(Q3_RCON, false, false), RL_RCON);
+	/* A master's challenge, whichever command it uses. */
+	assert_int_equal(q3_budget_class(Q3_GETINFO, true, false), RL_MASTER);
+	assert_int_equal(q3_budget_class(Q3_GETCHALLENGE, true, true), RL_MASTER);
+	assert_int_equal(q3_budget_class(Q3_GETSTATUS, true, true), RL_MASTER);
+	/* connect: ET: Legacy counts it (sv_protect 1), ioquake3 does not. */
+	assert_int_equal(q3_budget_class(Q3_CONNECT, false, true), RL_PLAYER);
+	assert_int_equal(q3_budget_class(Q3_CONNECT, false, false), RL_FREE);
+	assert_int_equal(q3_budget_class(Q3_CONNECT, true, true), RL_PLAYER);
+	/* Nothing else costs the server's bucket. */
+	assert_int_equal(q3_budget_class(Q3_UNKNOWN, false, true), RL_FREE);
+	assert_int_equal(q3_budget_class(Q3_GAME, false, true), RL_FREE);
+	assert_int_equal(q3_budget_class(Q3_DISCONNECT, false, true), RL_FREE);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_q3_budget_class_follows_the_engines),
 	    T(test_q3policy_connect_on_a_session_never_challenged_is_refused),
 	    T(test_q3policy_challenge_response_admits_the_connect_to_the_decoder),
 	    T(test_q3policy_connect_response_assures_the_session),

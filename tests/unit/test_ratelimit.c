@@ -502,29 +502,6 @@ static void test_rl_budget_free_packets_spend_nothing(void **state)
 	assert_int_equal(take_all(&b, RL_BROWSER, T0), 2);
 }
 
-static void test_rl_budget_class_follows_the_engines(void **state)
-{
-	(void)state;
-	/* Counted by both engines' per-address bucket. */
-	assert_int_equal(rl_budget_class(Q3_GETINFO, false, false), RL_BROWSER);
-	assert_int_equal(rl_budget_class(Q3_GETSTATUS, false, true), RL_BROWSER);
-	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, false, false), RL_PLAYER);
-	/* rcon: its own class, not a player's token. */
-	assert_int_equal(rl_budget_class(Q3_RCON, false, false), RL_RCON);
-	/* A master's challenge, whichever command it uses. */
-	assert_int_equal(rl_budget_class(Q3_GETINFO, true, false), RL_MASTER);
-	assert_int_equal(rl_budget_class(Q3_GETCHALLENGE, true, true), RL_MASTER);
-	assert_int_equal(rl_budget_class(Q3_GETSTATUS, true, true), RL_MASTER);
-	/* connect: ET: Legacy counts it (sv_protect 1), ioquake3 does not. */
-	assert_int_equal(rl_budget_class(Q3_CONNECT, false, true), RL_PLAYER);
-	assert_int_equal(rl_budget_class(Q3_CONNECT, false, false), RL_FREE);
-	assert_int_equal(rl_budget_class(Q3_CONNECT, true, true), RL_PLAYER);
-	/* Nothing else costs the server's bucket. */
-	assert_int_equal(rl_budget_class(Q3_UNKNOWN, false, true), RL_FREE);
-	assert_int_equal(rl_budget_class(Q3_GAME, false, true), RL_FREE);
-	assert_int_equal(rl_budget_class(Q3_DISCONNECT, false, true), RL_FREE);
-}
-
 /* The README's busy minute with the defaults (burst 9, 1/s; two masters:
  * 4 kept for them, 3 for players) on an ET server: the probe, then both
  * masters asking getChallenge then getinfo, a browser's cache refresh
@@ -845,7 +822,6 @@ int main(void)
 	    cmocka_unit_test(test_rl_budget_keeps_the_reserves_through_a_browser_storm),
 	    cmocka_unit_test(test_rl_budget_serves_browsers_again_after_a_refill),
 	    cmocka_unit_test(test_rl_budget_free_packets_spend_nothing),
-	    cmocka_unit_test(test_rl_budget_class_follows_the_engines),
 	    cmocka_unit_test(test_rl_budget_busy_minute_with_the_defaults),
 	    cmocka_unit_test(test_rl_take_n_takes_all_or_nothing),
 	    cmocka_unit_test(test_rl_stamps_init_rejects_prefixes_out_of_range),

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrclass.h"
 #include "sni_routes.h"
 
 static struct sni_route route(const char *name, const char *upstream, bool pp2)
@@ -150,10 +151,10 @@ static void test_sni_routes_refuses_names_no_hello_could_carry(void **state)
 			fail_msg("accepted \"%s\"", bad[i]);
 		assert_null(t);
 		assert_non_null(strstr(err, "route 1"));
-		assert_false(sni_routes_name_valid(bad[i]));
+		assert_false(addr_host_pattern_valid(bad[i]));
 	}
-	assert_true(sni_routes_name_valid("*.example.com"));
-	assert_true(sni_routes_name_valid("localhost"));
+	assert_true(addr_host_pattern_valid("*.example.com"));
+	assert_true(addr_host_pattern_valid("localhost"));
 }
 
 static void test_sni_routes_wildcard_suffix_leaves_room_for_a_label(void **state)
@@ -166,10 +167,10 @@ static void test_sni_routes_wildcard_suffix_leaves_room_for_a_label(void **state
 	for (size_t i = 40; i < sizeof(name); i += 40)
 		name[i] = '.';
 	name[2 + TLS_NAME_MAX - 2] = '\0';
-	assert_true(sni_routes_name_valid(name));
+	assert_true(addr_host_pattern_valid(name));
 	name[2 + TLS_NAME_MAX - 2] = 'a';
 	name[2 + TLS_NAME_MAX - 1] = '\0';
-	assert_false(sni_routes_name_valid(name));
+	assert_false(addr_host_pattern_valid(name));
 }
 
 static void test_sni_routes_a_name_twice_is_refused(void **state)
@@ -270,7 +271,7 @@ static bool loops(const char *up, const char *listen, const char *local)
 	assert_int_equal(addr_parse_numeric(listen, &l), 0);
 	if (local)
 		assert_int_equal(addr_parse_numeric(local, &x), 0);
-	return sni_route_loops(&u, &l, &x, local ? 1 : 0);
+	return addrclass_loops(&u, &l, &x, local ? 1 : 0);
 }
 
 static void test_sni_route_to_the_listener_itself_loops(void **state)

@@ -417,13 +417,13 @@ static void test_tls_hello_name_rule(void **state)
 	char label[70];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
-		assert_true(tls_hello_name_valid(good[i], strlen(good[i])));
+		assert_true(addr_host_name_valid(good[i], strlen(good[i])));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-		if (tls_hello_name_valid(bad[i], strlen(bad[i])))
+		if (addr_host_name_valid(bad[i], strlen(bad[i])))
 			fail_msg("accepted \"%s\"", bad[i]);
 	memset(label, 'a', sizeof(label));
-	assert_true(tls_hello_name_valid(label, 63));
-	assert_false(tls_hello_name_valid(label, 64));
+	assert_true(addr_host_name_valid(label, 63));
+	assert_false(addr_host_name_valid(label, 64));
 }
 
 static void test_tls_hello_malformed_framing_and_lengths(void **state)

@@ -42,7 +42,7 @@ static enum turn_peer_why check(const struct turn_peer_policy *p, const char *ip
 
 static void add(struct turn_peer_policy *p, bool allow, const char *cidr)
 {
-	struct turn_cidr c;
+	struct addr_cidr c;
 	char err[256];
 
 	assert_int_equal(turn_cidr_parse(allow ? "turn-allow-peer" : "turn-deny-peer", cidr, &c,
@@ -483,7 +483,7 @@ static void test_daemon_sockets_are_refused_even_when_allowed(void **state)
 static void test_lists_are_bounded(void **state)
 {
 	struct turn_peer_policy p;
-	struct turn_cidr c;
+	struct addr_cidr c;
 	char err[128];
 
 	(void)state;
@@ -528,7 +528,7 @@ static void test_cidr_parser_accepts_and_explains(void **state)
 	     "turn-allow-peer: '1111:2222:3333:4444:5555:6666:255.255.255.255/128 trailing': "
 	     "not an IPv4 or IPv6 address or CIDR block"},
 	};
-	struct turn_cidr c;
+	struct addr_cidr c;
 	char err[256];
 
 	(void)state;
@@ -549,7 +549,7 @@ static void test_cidr_parser_accepts_and_explains(void **state)
 
 static void test_cidr_match_covers_prefix_edges(void **state)
 {
-	struct turn_cidr c;
+	struct addr_cidr c;
 	char err[128];
 	uint8_t ip[16];
 
@@ -560,16 +560,16 @@ static void test_cidr_match_covers_prefix_edges(void **state)
 	ip[10] = ip[11] = 0xff;
 	ip[12] = 172;
 	ip[13] = 31;
-	assert_true(turn_cidr_match(&c, ip));
+	assert_true(addr_cidr_match(&c, ip));
 	ip[13] = 32;
-	assert_false(turn_cidr_match(&c, ip));
+	assert_false(addr_cidr_match(&c, ip));
 	assert_int_equal(turn_cidr_parse("k", "::/0", &c, err, sizeof(err)), 0);
-	assert_true(turn_cidr_match(&c, ip));
+	assert_true(addr_cidr_match(&c, ip));
 	/* An IPv4 block never holds a native IPv6 address. */
 	assert_int_equal(turn_cidr_parse("k", "0.0.0.0/0", &c, err, sizeof(err)), 0);
 	memset(ip, 0, sizeof(ip));
 	ip[0] = 0x20;
-	assert_false(turn_cidr_match(&c, ip));
+	assert_false(addr_cidr_match(&c, ip));
 }
 
 int main(void)
