@@ -71,7 +71,7 @@ int bench_raise_nofile(unsigned long need);
  * when allowed (root). */
 void bench_set_bufs(int fd, int bytes);
 
-/* GRO receive and GSO send share the relay's rules (src/loop_gso.h):
+/* GRO receive and GSO send share the relay's rules (src/loop/loop_gso.h):
  * gro_enable, gro_msg_size + gro_segment, gso_supported, gso_set_segment.
  * How many of the n >= 1 datagrams in iov can leave as one train (1: no
  * train): the first one's length is the segment size, every one but the

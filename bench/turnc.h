@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The TURN client side of etrelay-load (--turn): REST credentials, the
  * long-term key learned from a 401, Allocate / Refresh / ChannelBind built
- * with the relay's own codec (src/stun.h), answers matched and checked, and
+ * with the relay's own codec (src/turn/stun.h), answers matched and checked, and
  * a blocking open (Allocate, then ChannelBind to the peer) with bounded
  * waits. No clock reads but the caller's; one client per UDP socket. */
 #ifndef ETR_BENCH_TURNC_H

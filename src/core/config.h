@@ -20,7 +20,7 @@
 /* A limit's number as a string literal, for messages. */
 #define CONF_STR_(x) #x
 #define CONF_STR(x) CONF_STR_(x)
-/* Keys of the option table (src/config.c asserts it has no more). */
+/* Keys of the option table (src/core/config.c asserts it has no more). */
 #define CONF_KEYS_MAX 96
 /* key_line[] of a key set on the command line. */
 #define CONF_LINE_CLI ((unsigned)-1)

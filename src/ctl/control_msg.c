@@ -83,7 +83,7 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 		for (unsigned i = 0; why && i < r->nreasons && i < CTL_REASONS_MAX; i++) {
 			char text[CTL_REASON_LEN];
 
-			/* json_pack, not jansson's json_string(): src/json.h has a
+			/* json_pack, not jansson's json_string(): src/core/json.h has a
 			 * function of that name, and the link takes ours. */
 			snprintf(text, sizeof(text), "%s", r->reasons[i]);
 			if (json_array_append_new(why, json_pack("s", text)) < 0) {

@@ -1846,7 +1846,7 @@ WORKERS_RE = r"^workers (\d+): a client's address picks its worker \(reuseport k
 
 
 def reuseport_worker(key, ip, workers, steer=()):
-    """reuseport_pick() of src/reuseport.c for an IPv4 address: the worker
+    """reuseport_pick() of src/core/reuseport.c for an IPv4 address: the worker
     etrelay's reuseport program sends ip's datagrams to (addresses in steer,
     the masters', go to worker 0)."""
     if workers <= 1 or ip in steer:

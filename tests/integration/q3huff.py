@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: ISC
 """The adaptive Huffman coding of a Quake 3 family "connect" packet, encoder
 only, for tests that join a real game server: the same model as
-src/huffman.c (read it for the why of each step), in Python.
+src/game/huffman.c (read it for the why of each step), in Python.
 
     connect_packet('\\challenge\\123\\qport\\4711\\protocol\\71\\name\\p1')
 """

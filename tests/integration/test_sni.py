@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 from tlsutil import Backend, hello, refused, s_server  # noqa: E402
 
-# The loop's stream chunk and its pool per worker (src/loop.h).
+# The loop's stream chunk and its pool per worker (src/loop/loop.h).
 CHUNK = 65536
 POOL = 256
 

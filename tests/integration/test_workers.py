@@ -6,7 +6,7 @@
 
 Every part starts etrelay with --workers 2 and reads the reuseport
 program's key from its log line ("workers 2: ... (reuseport key 0x...)").
-MODEL below is the C model in src/reuseport.c (test_reuseport shows that the
+MODEL below is the C model in src/core/reuseport.c (test_reuseport shows that the
 BPF program computes it); here the kernel is shown to agree. Clients are
 distinct loopback addresses 127.1.x.y (harness.spread_ip); the stand-in
 master sits on 127.0.0.1, which the program steers to worker 0.
@@ -59,7 +59,7 @@ KEY_RE = H.WORKERS_RE
 
 
 def model(key, ip, workers=2, steer=("127.0.0.1",)):
-    """reuseport_pick() of src/reuseport.c for an IPv4 address."""
+    """reuseport_pick() of src/core/reuseport.c for an IPv4 address."""
     return H.reuseport_worker(key, ip, workers, steer)
 
 

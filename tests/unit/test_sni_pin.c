@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* Unit tests for the stream chunks each source may hold in an SNI
- * listener (src/sni_pin.c): the cap, the queue of connections waiting,
+ * listener (src/sni/sni_pin.c): the cap, the queue of connections waiting,
  * the places of the woken ones, and IPv6's /64, /56 and /48. */
 #include <stdarg.h>
 #include <stddef.h>

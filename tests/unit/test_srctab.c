@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* Unit tests for the per-source table (src/srctab.c): caps at each level,
+/* Unit tests for the per-source table (src/core/srctab.c): caps at each level,
  * the heaviest source's oldest member, and the work each step costs. */
 #include <stdarg.h>
 #include <stddef.h>
