@@ -125,8 +125,10 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 /* A worker's relays and listeners take the current ban list (on its own
  * thread): ban-file covers every listener, and a reload closes what the
  * SNI and TURN listeners hold open for a newly banned source. */
-void daemon_take_bans(struct daemon *d, struct worker *w)
+static void daemon_take_bans(void *owner, struct worker *w)
 {
+	struct daemon *d = owner;
+
 	for (unsigned i = 0; i < w->nrelays; i++)
 		relay_set_bans(&w->relays[i], d->bans);
 	for (unsigned i = 0; i < w->nprbe_ports; i++)
@@ -144,8 +146,10 @@ static int load_bans(struct daemon *d);
 
 /* Worker 0: free the list before once no worker reads it, then do a reload
  * asked meanwhile. */
-void daemon_bans_taken(struct daemon *d)
+static void daemon_bans_taken(void *owner)
 {
+	struct daemon *d = owner;
+
 	if (!d->bans_old)
 		return;
 	for (unsigned w = 0; w < d->nworkers; w++)
@@ -338,8 +342,9 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 }
 
 /* A worker's thread: render its sessions for the request under way. */
-void daemon_render_sessions(struct daemon *d, struct worker *w)
+static void daemon_render_sessions(void *owner, struct worker *w)
 {
+	struct daemon *d = owner;
 	uint64_t gen, now = loop_now();
 	bool first = true, afirst = true;
 	char *buf = NULL, *abuf = NULL;
@@ -384,11 +389,21 @@ void daemon_render_sessions(struct daemon *d, struct worker *w)
 	free(abuf);
 }
 
-void daemon_worker_failed(struct daemon *d)
+static void daemon_worker_failed(void *owner)
 {
+	struct daemon *d = owner;
+
 	atomic_store(&d->failed, true);
 	worker_post(d->workers[0], WORKER_STOP);
 }
+
+/* What the workers ask of the daemon, on their own threads. */
+static const struct worker_host daemon_worker_host = {
+	.take_bans = daemon_take_bans,
+	.bans_taken = daemon_bans_taken,
+	.render_sessions = daemon_render_sessions,
+	.failed = daemon_worker_failed,
+};
 
 static void signal_readable(void *obj, uint32_t ref)
 {
@@ -765,7 +780,7 @@ static int attach_relays(struct worker *w)
 		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
 	}
-	w->d->stats.worker_loop[w->index] = w->ops->stats(w->loop);
+	((struct daemon *)w->owner)->stats.worker_loop[w->index] = w->ops->stats(w->loop);
 	return 0;
 }
 
@@ -913,7 +928,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	if ((rc = choose_workers(d)) != 0)
 		return rc;
 	for (unsigned w = 0; w < d->nworkers; w++)
-		if (!(d->workers[w] = worker_new(d, w))) {
+		if (!(d->workers[w] = worker_new(d->conf, &daemon_worker_host, d, w))) {
 			d->nworkers = w;
 			return EXIT_FAILURE;
 		}

@@ -108,11 +108,4 @@ int daemon_run(struct daemon *d);
 
 void daemon_close(struct daemon *d);
 
-/* The requests a worker takes for the daemon (worker.c calls these on the
- * worker's own thread). */
-void daemon_take_bans(struct daemon *d, struct worker *w);
-void daemon_bans_taken(struct daemon *d);
-void daemon_render_sessions(struct daemon *d, struct worker *w);
-void daemon_worker_failed(struct daemon *d);
-
 #endif

@@ -10,7 +10,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "log.h"
 
 /* Loop events: through the endpoint table, to whoever registered the id. */
@@ -72,14 +71,14 @@ static void ctl_readable(void *obj, uint32_t ref)
 		for (unsigned i = 0; i < w->nrelays; i++)
 			relay_take_news(&w->relays[i], loop_now());
 	if (what & WORKER_BANS)
-		daemon_take_bans(w->d, w);
+		w->host->take_bans(w->owner, w);
 	if (what & WORKER_SNI)
 		for (unsigned i = 0; i < w->nsni; i++)
 			sni_listener_take_routes(&w->sni[i]);
 	if (what & WORKER_BANS_TAKEN)
-		daemon_bans_taken(w->d);
+		w->host->bans_taken(w->owner);
 	if (what & WORKER_SESSIONS)
-		daemon_render_sessions(w->d, w);
+		w->host->render_sessions(w->owner, w);
 	if (what & WORKER_STOP)
 		w->ops->stop(w->loop);
 }
@@ -89,7 +88,8 @@ static const struct endpoint_ops worker_ctl_ops = {
     .on_readable = ctl_readable,
 };
 
-struct worker *worker_new(struct daemon *d, unsigned index)
+struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host,
+			  void *owner, unsigned index)
 {
 	size_t size = (sizeof(struct worker) + 63) / 64 * 64;
 	struct worker *w = aligned_alloc(64, size);
@@ -102,7 +102,9 @@ struct worker *worker_new(struct daemon *d, unsigned index)
 	pthread_mutex_init(&w->boot.lock, NULL);
 	pthread_cond_init(&w->boot.cond, NULL);
 	w->index = index;
-	w->d = d;
+	w->conf = conf;
+	w->host = host;
+	w->owner = owner;
 	endpoint_table_init(&w->ep);
 	w->ctl_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->ctl_fd < 0) {
@@ -126,7 +128,7 @@ int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned ma
 	    .on_connected = h_connected,
 	    .on_stream = h_stream,
 	};
-	const struct etr_conf *conf = w->d->conf;
+	const struct etr_conf *conf = w->conf;
 	struct loop_conf lc = {.max_sockets = max_sockets, .gso = conf->gso};
 	char why[256] = "";
 	int rc, slot;
@@ -217,7 +219,7 @@ static void *thread_main(void *arg)
 	w->run_rc = worker_run(w);
 	/* A worker that failed takes the process down with it. */
 	if (w->run_rc < 0)
-		daemon_worker_failed(w->d);
+		w->host->failed(w->owner);
 	else
 		worker_shutdown(w);
 	return NULL;

@@ -20,7 +20,16 @@
 #include "sni.h"
 #include "turn.h"
 
-struct daemon;
+struct worker;
+
+/* What a worker asks of whoever owns it (the daemon), on the worker's own
+ * thread: the worker knows the owner through these only. */
+struct worker_host {
+	void (*take_bans)(void *owner, struct worker *w);  /* WORKER_BANS */
+	void (*bans_taken)(void *owner);		   /* WORKER_BANS_TAKEN */
+	void (*render_sessions)(void *owner, struct worker *w); /* WORKER_SESSIONS */
+	void (*failed)(void *owner); /* its loop failed: take the process down */
+};
 
 /* Requests a worker takes from other threads (worker_post). */
 #define WORKER_STOP	  1u  /* leave the loop */
@@ -32,7 +41,9 @@ struct daemon;
 
 struct worker {
 	unsigned index;
-	struct daemon *d;
+	const struct etr_conf *conf;
+	const struct worker_host *host;
+	void *owner;
 	const struct loop_ops *ops;
 	struct loop *loop;
 	struct endpoint_table ep; /* what its loop ids name */
@@ -77,7 +88,8 @@ struct worker {
 /* A worker (cache-line aligned, so that no counter shares a line with
  * another worker's), its control eventfd open, nothing else yet. NULL on
  * failure (logged). */
-struct worker *worker_new(struct daemon *d, unsigned index);
+struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host,
+			  void *owner, unsigned index);
 
 /* Create its loop on ops (NULL: the configured backend, with the fallback
  * from io_uring to epoll) and register its control eventfd. Returns 0, or

@@ -34,7 +34,7 @@
 #include "log.h"
 #include "secret.h"
 #include "ops_metrics.h"
-#include "sni.h"
+#include "sni_shared.h"
 #include "turn.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */

@@ -5,7 +5,7 @@
 #include "ops_metrics.h"
 #include "control_stats.h"
 #include "loop.h"
-#include "sni.h"
+#include "sni_shared.h"
 #include "turn.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 /* The SNI listeners' shared part: the route table in force per listener
  * (config file and control plane, rebuilt whole and swapped), the retired
  * tables kept until every worker let go, and the caps across workers. */
-#include "sni.h"
+#include "sni_shared.h"
 
 #include <errno.h>
 #include <stdio.h>
