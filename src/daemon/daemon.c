@@ -472,12 +472,18 @@ unsigned daemon_workers_wanted(const struct etr_conf *conf)
 static int attach_program(struct daemon *d, const struct relay *owner)
 {
 	struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
-	struct sock_filter prog[REUSEPORT_PROG_MAX];
-	int n;
 
 	p.nsteer = relay_master_addrs(owner, p.steer);
-	n = reuseport_build(&p, prog);
-	return n < 0 ? n : net_attach_reuseport(owner->fwd.pub_fd, prog, (unsigned)n);
+	return net_attach_plan(owner->fwd.pub_fd, &p);
+}
+
+/* The workers' program (a source address picks its worker) on fd, the
+ * first socket of its group. */
+static int attach_workers(struct daemon *d, int fd)
+{
+	const struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
+
+	return net_attach_plan(fd, &p);
 }
 
 /* Worker 0's thread, when the owner resolved a master to a new address. */
@@ -620,13 +626,8 @@ static int open_prbe_port(struct daemon *d, unsigned i)
 		rl_random_key(net_random64, key);
 		err = prbe_port_init(&wk->prbe_ports[i], fd, &pc, key, st);
 		wk->nprbe_ports = i + 1;
-		if (err == 0 && w == 0 && d->nworkers > 1) {
-			struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
-			struct sock_filter prog[REUSEPORT_PROG_MAX];
-			int n = reuseport_build(&p, prog);
-
-			err = n < 0 ? n : net_attach_reuseport(fd, prog, (unsigned)n);
-		}
+		if (err == 0 && w == 0 && d->nworkers > 1)
+			err = attach_workers(d, fd);
 		if (err < 0) {
 			log_warnx("prbe-listen %s: %s", a, strerror(-err));
 			return EXIT_FAILURE;
@@ -737,22 +738,14 @@ static int open_turn(struct daemon *d, unsigned i)
 		if (rc < 0)
 			return EXIT_FAILURE;
 		if (w == 0 && d->nworkers > 1) {
-			struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
-			struct sock_filter prog[REUSEPORT_PROG_MAX];
-			int n = reuseport_build(&p, prog);
-
-			rc = n < 0 ? n
-				   : net_attach_reuseport(turn_listener_fd(&wk->turn[i]), prog,
-							  (unsigned)n);
+			rc = attach_workers(d, turn_listener_fd(&wk->turn[i]));
 			/* The TCP and TLS groups too: a source address stays
 			 * on one worker, whose tcp-max-per-ip count is then
 			 * exact. */
 			if (rc == 0 && turn_listener_tcp_fd(&wk->turn[i]) >= 0)
-				rc = net_attach_reuseport(turn_listener_tcp_fd(&wk->turn[i]), prog,
-							  (unsigned)n);
+				rc = attach_workers(d, turn_listener_tcp_fd(&wk->turn[i]));
 			if (rc == 0 && turn_listener_tls_fd(&wk->turn[i]) >= 0)
-				rc = net_attach_reuseport(turn_listener_tls_fd(&wk->turn[i]), prog,
-							  (unsigned)n);
+				rc = attach_workers(d, turn_listener_tls_fd(&wk->turn[i]));
 			if (rc < 0) {
 				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
 				return EXIT_FAILURE;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* A worker's loop: routes its events through its own endpoint table, runs
+/* A worker's loop: its events go through its own endpoint table, it runs
  * its relays' timers, and takes requests from other threads through one
  * eventfd and a word of flags. */
 #include "worker.h"
@@ -11,49 +11,6 @@
 #include <unistd.h>
 
 #include "log.h"
-
-/* Loop events: through the endpoint table, to whoever registered the id. */
-static void h_dgram(void *arg, uint32_t id, struct loop_dgram *dg)
-{
-	endpoint_dgram(&((struct worker *)arg)->ep, id, dg);
-}
-
-static void h_recv_error(void *arg, uint32_t id, int err)
-{
-	endpoint_recv_error(&((struct worker *)arg)->ep, id, err);
-}
-
-static void h_sent(void *arg, uint32_t id, int res)
-{
-	endpoint_sent(&((struct worker *)arg)->ep, id, res);
-}
-
-static void h_readable(void *arg, uint32_t id)
-{
-	endpoint_readable(&((struct worker *)arg)->ep, id);
-}
-
-static void h_timer(void *arg, uint32_t id, uint64_t now)
-{
-	endpoint_timer(&((struct worker *)arg)->ep, id, now);
-}
-
-/* A connection nobody takes (its listener went this turn) is closed. */
-static void h_accept(void *arg, uint32_t id, int fd)
-{
-	if (!endpoint_accept(&((struct worker *)arg)->ep, id, fd) && fd >= 0)
-		close(fd);
-}
-
-static void h_connected(void *arg, uint32_t id, int res)
-{
-	endpoint_connected(&((struct worker *)arg)->ep, id, res);
-}
-
-static void h_stream(void *arg, uint32_t id, struct loop_dgram *d)
-{
-	endpoint_stream(&((struct worker *)arg)->ep, id, d);
-}
 
 /* Read the eventfd before taking the flags: a post after the exchange
  * writes the eventfd again, and so wakes the loop once more. */
@@ -117,17 +74,7 @@ struct worker *worker_new(const struct etr_conf *conf, const struct worker_host 
 
 int worker_create_loop(struct worker *w, const struct loop_ops *ops, unsigned max_sockets)
 {
-	const struct loop_handler h = {
-	    .arg = w,
-	    .on_dgram = h_dgram,
-	    .on_recv_error = h_recv_error,
-	    .on_sent = h_sent,
-	    .on_readable = h_readable,
-	    .on_timer = h_timer,
-	    .on_accept = h_accept,
-	    .on_connected = h_connected,
-	    .on_stream = h_stream,
-	};
+	const struct loop_handler h = endpoint_loop_handler(&w->ep);
 	const struct etr_conf *conf = w->conf;
 	struct loop_conf lc = {.max_sockets = max_sockets, .gso = conf->gso};
 	char why[256] = "";

@@ -186,4 +186,8 @@ static inline bool endpoint_stream(const struct endpoint_table *t, uint32_t id,
 	return true;
 }
 
+/* The loop's handler for table t: every loop event goes straight to the
+ * endpoint its id names (an accepted fd nobody takes is closed). */
+struct loop_handler endpoint_loop_handler(struct endpoint_table *t);
+
 #endif

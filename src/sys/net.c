@@ -109,6 +109,14 @@ int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
 	return 0;
 }
 
+int net_attach_plan(int fd, const struct reuseport_plan *p)
+{
+	struct sock_filter prog[REUSEPORT_PROG_MAX];
+	int n = reuseport_build(p, prog);
+
+	return n < 0 ? n : net_attach_reuseport(fd, prog, (unsigned)n);
+}
+
 int net_reuseport_check(const struct sock_filter *prog, unsigned len)
 {
 	int fd, one = 1, err;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "reuseport.h"
 
 struct sock_filter;
 
@@ -36,6 +37,10 @@ int net_tcp_port_free(const union etr_sockaddr *sa);
 /* Attach a classic BPF reuseport program (SO_ATTACH_REUSEPORT_CBPF) to
  * the group fd belongs to, replacing the one before. Returns 0 or -errno. */
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len);
+
+/* Build the program plan p describes (reuseport_build) and attach it to
+ * fd. Returns 0 or -errno. */
+int net_attach_plan(int fd, const struct reuseport_plan *p);
 
 /* Whether the kernel takes prog as a reuseport program, on a socket of
  * its own. Returns 0 or -errno. */
