@@ -129,14 +129,8 @@ static void daemon_take_bans(void *owner, struct worker *w)
 {
 	struct daemon *d = owner;
 
-	for (unsigned i = 0; i < w->nrelays; i++)
-		relay_set_bans(&w->relays[i], d->bans);
-	for (unsigned i = 0; i < w->nprbe_ports; i++)
-		w->prbe_ports[i].bans = d->bans;
-	for (unsigned i = 0; i < w->nsni; i++)
-		sni_listener_take_bans(&w->sni[i], d->bans);
-	for (unsigned i = 0; i < w->nturn; i++)
-		turn_listener_take_bans(&w->turn[i], d->bans);
+	WORKER_EACH(w, k, i)
+		kinds[k]->take_bans(worker_inst(w, k, i), d->bans);
 	atomic_store_explicit(&w->bans_gen, d->bans_gen, memory_order_release);
 	if (w->index != 0)
 		worker_post(d->workers[0], WORKER_BANS_TAKEN);
@@ -356,8 +350,8 @@ static void daemon_render_sessions(void *owner, struct worker *w)
 	pthread_mutex_unlock(&d->call.lock);
 	if (gen == 0 || w->call_gen == gen || !(f = open_memstream(&buf, &len)))
 		return;
-	for (unsigned i = 0; i < w->nrelays; i++)
-		relay_sessions_json(&w->relays[i], f, now, &first);
+	for (unsigned i = 0; i < w->kind[KIND_RELAY].n; i++)
+		relay_sessions_json(W_RELAY(w, i), f, now, &first);
 	if (fclose(f) != 0) {
 		free(buf);
 		buf = NULL;
@@ -366,8 +360,8 @@ static void daemon_render_sessions(void *owner, struct worker *w)
 	/* The TURN allocations (at most max-allocations per listener). A
 	 * render that fails leaves this worker's part out. */
 	if ((af = open_memstream(&abuf, &alen)) != NULL) {
-		for (unsigned i = 0; i < w->nturn; i++)
-			turn_allocations_json(&w->turn[i], af, now, &afirst);
+		for (unsigned i = 0; i < w->kind[KIND_TURN].n; i++)
+			turn_allocations_json(W_TURN(w, i), af, now, &afirst);
 		if (fclose(af) != 0) {
 			free(abuf);
 			abuf = NULL;
@@ -505,7 +499,7 @@ static void wake_owner(struct relay_shared *sh)
 {
 	struct daemon *d = sh->arg;
 
-	worker_post(d->workers[0], WORKER_NEWS);
+	worker_post(d->workers[0], WORKER_POKE(KIND_RELAY));
 }
 
 /* Whether the kernel takes the reuseport program (Linux 4.6 for UDP; some
@@ -567,18 +561,18 @@ static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *up
 		struct worker *wk = d->workers[w];
 		int err;
 
-		err = relay_open(&wk->relays[i], i, c, upstream, &d->stats, sh, w);
-		wk->nrelays = i + 1;
+		err = relay_open(W_RELAY(wk, i), i, c, upstream, &d->stats, sh, w);
+		wk->kind[KIND_RELAY].n = i + 1;
 		if (err < 0)
 			return EXIT_FAILURE;
-		if (w == 0 && d->nworkers > 1 && (err = attach_program(d, &wk->relays[i])) < 0) {
+		if (w == 0 && d->nworkers > 1 && (err = attach_program(d, W_RELAY(wk, i))) < 0) {
 			log_warnx("relay %s: reuseport program: %s", c->name, strerror(-err));
 			return EXIT_FAILURE;
 		}
 		if (w == 0)
-			d->stats.relay[i] = &wk->relays[i].stats;
+			d->stats.relay[i] = &W_RELAY(wk, i)->stats;
 		else
-			d->stats.worker_relay[w][i] = &wk->relays[i].stats;
+			d->stats.worker_relay[w][i] = &W_RELAY(wk, i)->stats;
 	}
 	return 0;
 }
@@ -624,8 +618,8 @@ static int open_prbe_port(struct daemon *d, unsigned i)
 		}
 		snprintf(st->port, sizeof(st->port), "%s", a);
 		rl_random_key(net_random64, key);
-		err = prbe_port_init(&wk->prbe_ports[i], fd, &pc, key, st);
-		wk->nprbe_ports = i + 1;
+		err = prbe_port_init(W_PRBE(wk, i), fd, &pc, key, st);
+		wk->kind[KIND_PRBE].n = i + 1;
 		if (err == 0 && w == 0 && d->nworkers > 1)
 			err = attach_workers(d, fd);
 		if (err < 0) {
@@ -644,7 +638,7 @@ static void sni_publish(struct sni_shared *sh)
 	struct daemon *d = sh->arg;
 
 	for (unsigned w = 0; w < d->nworkers; w++)
-		worker_post(d->workers[w], WORKER_SNI);
+		worker_post(d->workers[w], WORKER_POKE(KIND_SNI));
 }
 
 /* SNI listener i on every worker, each with its own socket in the port's
@@ -662,11 +656,11 @@ static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes
 	for (unsigned w = 0; w < d->nworkers; w++) {
 		struct worker *wk = d->workers[w];
 
-		if (sni_listener_open(&wk->sni[i], &d->sni, i, w, d->nworkers > 1) < 0) {
-			wk->nsni = i + 1;
+		if (sni_listener_open(W_SNI(wk, i), &d->sni, i, w, d->nworkers > 1) < 0) {
+			wk->kind[KIND_SNI].n = i + 1;
 			return EXIT_FAILURE;
 		}
-		wk->nsni = i + 1;
+		wk->kind[KIND_SNI].n = i + 1;
 	}
 	return 0;
 }
@@ -733,19 +727,19 @@ static int open_turn(struct daemon *d, unsigned i)
 		struct worker *wk = d->workers[w];
 		int rc;
 
-		rc = turn_listener_open(&wk->turn[i], &d->turn, i, w, d->nworkers > 1);
-		wk->nturn = i + 1;
+		rc = turn_listener_open(W_TURN(wk, i), &d->turn, i, w, d->nworkers > 1);
+		wk->kind[KIND_TURN].n = i + 1;
 		if (rc < 0)
 			return EXIT_FAILURE;
 		if (w == 0 && d->nworkers > 1) {
-			rc = attach_workers(d, turn_listener_fd(&wk->turn[i]));
+			rc = attach_workers(d, turn_listener_fd(W_TURN(wk, i)));
 			/* The TCP and TLS groups too: a source address stays
 			 * on one worker, whose tcp-max-per-ip count is then
 			 * exact. */
-			if (rc == 0 && turn_listener_tcp_fd(&wk->turn[i]) >= 0)
-				rc = attach_workers(d, turn_listener_tcp_fd(&wk->turn[i]));
-			if (rc == 0 && turn_listener_tls_fd(&wk->turn[i]) >= 0)
-				rc = attach_workers(d, turn_listener_tls_fd(&wk->turn[i]));
+			if (rc == 0 && turn_listener_tcp_fd(W_TURN(wk, i)) >= 0)
+				rc = attach_workers(d, turn_listener_tcp_fd(W_TURN(wk, i)));
+			if (rc == 0 && turn_listener_tls_fd(W_TURN(wk, i)) >= 0)
+				rc = attach_workers(d, turn_listener_tls_fd(W_TURN(wk, i)));
 			if (rc < 0) {
 				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
 				return EXIT_FAILURE;
@@ -755,23 +749,18 @@ static int open_turn(struct daemon *d, unsigned i)
 	return 0;
 }
 
-/* A worker's relays and SNI listeners register with its loop (on its own
+/* A worker's listeners of every kind register with its loop (on its own
  * thread). */
-static int attach_relays(struct worker *w)
+static int attach_listeners(struct worker *w)
 {
-	int rc = 0;
+	WORKER_EACH(w, k, i) {
+		int rc = kinds[k]->attach(worker_inst(w, k, i), w->ops, w->loop, &w->ep);
 
-	for (unsigned i = 0; i < w->nrelays && rc == 0; i++)
-		rc = relay_attach(&w->relays[i], w->ops, w->loop, &w->ep);
-	for (unsigned i = 0; i < w->nprbe_ports && rc == 0; i++)
-		rc = prbe_port_attach(&w->prbe_ports[i], w->ops, w->loop, &w->ep);
-	for (unsigned i = 0; i < w->nsni && rc == 0; i++)
-		rc = sni_listener_attach(&w->sni[i], w->ops, w->loop, &w->ep);
-	for (unsigned i = 0; i < w->nturn && rc == 0; i++)
-		rc = turn_listener_attach(&w->turn[i], w->ops, w->loop, &w->ep);
-	if (rc < 0) {
-		log_warnx("%s: registering sockets: %s", w->ops->name, strerror(-rc));
-		return EXIT_FAILURE;
+		if (rc < 0) {
+			log_warnx("%s: registering sockets of %s %u: %s", w->ops->name,
+				  kinds[k]->name, i, strerror(-rc));
+			return EXIT_FAILURE;
+		}
 	}
 	((struct daemon *)w->owner)->stats.worker_loop[w->index] = w->ops->stats(w->loop);
 	return 0;
@@ -806,11 +795,11 @@ static int create_loops(struct daemon *d)
 		log_warnx("%s: signalfd: %s", d->ops->name, strerror(-rc));
 		return EXIT_FAILURE;
 	}
-	if ((rc = attach_relays(d->workers[0])) != 0)
+	if ((rc = attach_listeners(d->workers[0])) != 0)
 		return rc;
 	d->stats.worker_loop[0] = NULL;
 	for (unsigned w = 1; w < d->nworkers; w++)
-		if ((rc = worker_spawn(d->workers[w], d->ops, hint, attach_relays)) != 0)
+		if ((rc = worker_spawn(d->workers[w], d->ops, hint, attach_listeners)) != 0)
 			return rc;
 	return 0;
 }
@@ -955,18 +944,9 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		log_warn("ban list");
 		return EXIT_FAILURE;
 	}
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		struct worker *wk = d->workers[w];
-
-		for (unsigned i = 0; i < d->nrelays; i++)
-			relay_set_bans(&wk->relays[i], d->bans);
-		for (unsigned i = 0; i < wk->nprbe_ports; i++)
-			wk->prbe_ports[i].bans = d->bans;
-		for (unsigned i = 0; i < wk->nsni; i++)
-			wk->sni[i].bans = d->bans;
-		for (unsigned i = 0; i < wk->nturn; i++)
-			wk->turn[i].bans = d->bans;
-	}
+	for (unsigned w = 0; w < d->nworkers; w++)
+		WORKER_EACH(d->workers[w], k, i)
+			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the first thread (the ops plane's, the workers'). */
@@ -1015,7 +995,7 @@ static void log_start(const struct daemon *d)
 		log_info("workers %u: a client's address picks its worker (reuseport key 0x%08x)",
 			 d->nworkers, d->reuseport_key);
 	for (unsigned i = 0; i < d->nrelays; i++) {
-		const struct relay *r = &d->workers[0]->relays[i];
+		const struct relay *r = W_RELAY(d->workers[0], i);
 		const struct relay_conf *c = r->conf;
 		char a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024], hp[ADDR_HOSTLEN + 8];
 		size_t o = 0;
@@ -1033,7 +1013,7 @@ static void log_start(const struct daemon *d)
 	}
 	for (unsigned i = 0; i < d->conf->nrelays; i++)
 		if (d->conf->relays[i].prbe)
-			log_info("PRBE echo on %s (relay %s)", d->workers[0]->relays[i].stats.public_addr,
+			log_info("PRBE echo on %s (relay %s)", W_RELAY(d->workers[0], i)->stats.public_addr,
 				 d->conf->relays[i].name);
 	for (unsigned i = 0; i < d->conf->prbe.nlisten; i++)
 		log_info("PRBE echo on %s", d->workers[0]->prbe_stats[i].port);
@@ -1194,7 +1174,7 @@ int daemon_run(struct daemon *d)
 
 		memset(&sum, 0, sizeof(sum));
 		for (unsigned w = 0; w < d->nworkers; w++)
-			stats_relay_add(&sum, &d->workers[w]->relays[i].stats);
+			stats_relay_add(&sum, &W_RELAY(d->workers[w], i)->stats);
 		relay_log_stats(d->conf->relays[i].name, &sum);
 	}
 	log_listener_stats(d);

@@ -24,14 +24,11 @@ static void ctl_readable(void *obj, uint32_t ref)
 	if (read(w->ctl_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("worker %u: control eventfd", w->index);
 	what = atomic_exchange_explicit(&w->ctl, 0, memory_order_acq_rel);
-	if (what & WORKER_NEWS)
-		for (unsigned i = 0; i < w->nrelays; i++)
-			relay_take_news(&w->relays[i], loop_now());
+	WORKER_EACH(w, k, i)
+		if ((what & WORKER_POKE(k)) && kinds[k]->poke)
+			kinds[k]->poke(worker_inst(w, k, i));
 	if (what & WORKER_BANS)
 		w->host->take_bans(w->owner, w);
-	if (what & WORKER_SNI)
-		for (unsigned i = 0; i < w->nsni; i++)
-			sni_listener_take_routes(&w->sni[i]);
 	if (what & WORKER_BANS_TAKEN)
 		w->host->bans_taken(w->owner);
 	if (what & WORKER_SESSIONS)
@@ -62,11 +59,21 @@ struct worker *worker_new(const struct etr_conf *conf, const struct worker_host 
 	w->conf = conf;
 	w->host = host;
 	w->owner = owner;
+	w->ctl_fd = -1;
 	endpoint_table_init(&w->ep);
+	for (unsigned k = 0; k < KINDS; k++) {
+		unsigned n = kinds[k]->count(conf);
+
+		if (n && !(w->kind[k].inst = calloc(n, kinds[k]->size))) {
+			log_warn("worker %u: %u %s instances", index, n, kinds[k]->name);
+			worker_free(w);
+			return NULL;
+		}
+	}
 	w->ctl_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->ctl_fd < 0) {
 		log_warn("worker %u: eventfd", index);
-		free(w);
+		worker_free(w);
 		return NULL;
 	}
 	return w;
@@ -135,12 +142,9 @@ int worker_run(struct worker *w)
 
 void worker_shutdown(struct worker *w)
 {
-	for (unsigned i = 0; i < w->nrelays; i++)
-		relay_shutdown(&w->relays[i]);
-	for (unsigned i = 0; i < w->nsni; i++)
-		sni_listener_shutdown(&w->sni[i]);
-	for (unsigned i = 0; i < w->nturn; i++)
-		turn_listener_shutdown(&w->turn[i]);
+	WORKER_EACH(w, k, i)
+		if (kinds[k]->shutdown)
+			kinds[k]->shutdown(worker_inst(w, k, i));
 	w->ops->flush(w->loop);
 }
 
@@ -213,16 +217,10 @@ void worker_free(struct worker *w)
 	}
 	if (w->loop)
 		w->ops->destroy(w->loop);
-	for (unsigned i = 0; i < w->nrelays; i++)
-		relay_close(&w->relays[i]);
-	for (unsigned i = 0; i < w->nprbe_ports; i++) {
-		prbe_port_free(&w->prbe_ports[i]);
-		close(w->prbe_ports[i].fd);
-	}
-	for (unsigned i = 0; i < w->nsni; i++)
-		sni_listener_close(&w->sni[i]);
-	for (unsigned i = 0; i < w->nturn; i++)
-		turn_listener_free(&w->turn[i]);
+	WORKER_EACH(w, k, i)
+		kinds[k]->close(worker_inst(w, k, i));
+	for (unsigned k = 0; k < KINDS; k++)
+		free(w->kind[k].inst);
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
 	free(w->call_buf);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /* One worker: a packet loop in a thread of its own, its endpoint table, and
- * its own instance of every relay (public socket in the port's reuseport
- * group, sessions, per-IP tables, counters). Other threads reach it only
- * through worker_post. */
+ * its own instance of every listener, by kind (kinds.h: a game relay's
+ * public socket in the port's reuseport group, sessions, per-IP tables,
+ * counters; an SNI or TURN listener's sockets and connections). Other
+ * threads reach it only through worker_post. */
 #ifndef ETR_WORKER_H
 #define ETR_WORKER_H
 
@@ -14,11 +15,9 @@
 
 #include "config.h"
 #include "endpoint.h"
+#include "kinds.h"
 #include "loop.h"
-#include "prbe_port.h"
-#include "relay.h"
-#include "sni.h"
-#include "turn.h"
+#include "stats.h"
 
 struct worker;
 
@@ -35,9 +34,10 @@ struct worker_host {
 #define WORKER_STOP	  1u  /* leave the loop */
 #define WORKER_SESSIONS	  2u  /* render its part of GET /sessions */
 #define WORKER_BANS	  4u  /* take the daemon's current ban list */
-#define WORKER_NEWS	  8u  /* the owner: news about a game server */
-#define WORKER_BANS_TAKEN 16u /* to worker 0: a worker took the new list */
-#define WORKER_SNI	  32u /* take the SNI listeners' route tables in force */
+#define WORKER_BANS_TAKEN 8u  /* to worker 0: a worker took the new list */
+/* Kind k's news: every instance of it takes them (struct kind's poke): a
+ * relay's owner about its game server, the SNI route tables in force. */
+#define WORKER_POKE(k)	  (16u << (k))
 
 struct worker {
 	unsigned index;
@@ -47,16 +47,14 @@ struct worker {
 	const struct loop_ops *ops;
 	struct loop *loop;
 	struct endpoint_table ep; /* what its loop ids name */
-	struct relay relays[CONF_RELAYS_MAX];
-	unsigned nrelays;
-	/* The echo-only ports (prbe-listen), this worker's sockets. */
-	struct prbe_port prbe_ports[CONF_PRBE_LISTEN_MAX];
+	/* Its instance of every listener, by kind (kinds.h): an array of
+	 * kinds[k]->count(conf) instances; n of them opened so far. */
+	struct {
+		void *inst;
+		unsigned n;
+	} kind[KINDS];
+	/* The echo-only ports' counters (prbe-listen). */
 	struct prbe_stats prbe_stats[CONF_PRBE_LISTEN_MAX];
-	unsigned nprbe_ports;
-	struct sni_listener sni[CONF_SNI_MAX]; /* its instance of each */
-	unsigned nsni;
-	struct turn_listener turn[CONF_TURN_MAX]; /* its instance of each */
-	unsigned nturn;
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;
@@ -117,5 +115,20 @@ void worker_join(struct worker *w);
 
 /* Close its relays, loop and fds, and free it. */
 void worker_free(struct worker *w);
+
+/* Instance i of kind k on worker w, typed for the daemon. */
+static inline void *worker_inst(const struct worker *w, enum kind_id k, unsigned i)
+{
+	return (char *)w->kind[k].inst + (size_t)i * kinds[k]->size;
+}
+#define W_RELAY(w, i) ((struct relay *)worker_inst((w), KIND_RELAY, (i)))
+#define W_PRBE(w, i)  ((struct prbe_port *)worker_inst((w), KIND_PRBE, (i)))
+#define W_SNI(w, i)   ((struct sni_listener *)worker_inst((w), KIND_SNI, (i)))
+#define W_TURN(w, i)  ((struct turn_listener *)worker_inst((w), KIND_TURN, (i)))
+
+/* Every opened instance of every kind, in the table's order. */
+#define WORKER_EACH(w, k, i)                                                                   \
+	for (unsigned k = 0; k < KINDS; k++)                                                   \
+		for (unsigned i = 0; i < (w)->kind[k].n; i++)
 
 #endif

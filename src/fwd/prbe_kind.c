@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: ISC */
+/* An echo-only PRBE port (prbe-listen) as a listener kind (loop/kind.h). */
+#include "prbe_kind.h"
+
+#include <unistd.h>
+
+#include "prbe_port.h"
+
+static unsigned count(const struct etr_conf *c)
+{
+	return c->prbe.nlisten;
+}
+
+static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
+		  struct endpoint_table *ep)
+{
+	return prbe_port_attach(inst, ops, loop, ep);
+}
+
+static void take_bans(void *inst, const struct banlist *b)
+{
+	((struct prbe_port *)inst)->bans = b;
+}
+
+static void close_(void *inst)
+{
+	struct prbe_port *e = inst;
+
+	prbe_port_free(e);
+	close(e->fd);
+}
+
+const struct kind prbe_kind = {
+	.name = "prbe-listen",
+	.size = sizeof(struct prbe_port),
+	.count = count,
+	.attach = attach,
+	.take_bans = take_bans,
+	.close = close_,
+};

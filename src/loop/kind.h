@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: ISC */
+/* A listener kind, as the workers see it: each worker holds, per kind, one
+ * instance per configured listener of that kind (an array sized to the
+ * configuration), and every step of their lives goes through this table,
+ * in the same order for every kind. A kind's folder defines its struct
+ * kind; daemon/kinds.c lists them. */
+#ifndef ETR_KIND_H
+#define ETR_KIND_H
+
+#include <stddef.h>
+
+#include "banlist.h"
+#include "config.h"
+#include "endpoint.h"
+#include "loop.h"
+
+struct kind {
+	const char *name; /* for logs: "relay", "prbe-listen", "sni", "turn" */
+	size_t size;	  /* one instance */
+	/* Listeners of this kind the configuration asks for. */
+	unsigned (*count)(const struct etr_conf *c);
+	/* Register with the worker's loop, on its thread. 0 or -errno. */
+	int (*attach)(void *inst, const struct loop_ops *ops, struct loop *loop,
+		      struct endpoint_table *ep);
+	/* Another thread posted news for the kind (worker_post); NULL: none. */
+	void (*poke)(void *inst);
+	/* Use ban list b for what comes next; once attached, also end what a
+	 * newly banned source holds. */
+	void (*take_bans)(void *inst, const struct banlist *b);
+	/* On the way out, on the worker's thread; NULL: nothing to say. */
+	void (*shutdown)(void *inst);
+	/* Close its sockets and free what it holds (not inst itself). */
+	void (*close)(void *inst);
+};
+
+#endif
