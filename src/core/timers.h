@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 /* pos value of a timer that is not in a heap. */
 #define TIMER_IDLE UINT32_MAX
@@ -61,5 +62,18 @@ static inline uint64_t timers_next(const struct timers *q)
 
 /* The earliest timer due at now (at <= now), disarmed; NULL if none. */
 struct timer *timers_pop(struct timers *q, uint64_t now);
+
+#define NS_PER_SEC 1000000000ull
+#define NS_PER_MS  1000000ull
+
+/* CLOCK_MONOTONIC in nanoseconds: the one clock of every deadline, rate
+ * and timer (the loop's loop_now is this clock too). */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
 
 #endif

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "net.h"
 #include "secret.h"
+#include "timers.h"
 #include "url.h"
 
 #define NS_PER_MS_ 1000000ull
@@ -59,14 +60,6 @@ struct control {
 	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
 	bool hosts_warned;    /* the host list outgrew the policy, said once */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* State directory and file */
 

@@ -770,15 +770,16 @@ static int attach_listeners(struct worker *w)
  * on the same backend, in its own thread. */
 static int create_loops(struct daemon *d)
 {
-	unsigned hint = 16;
+	uint64_t want = 16;
+	unsigned hint;
 	int rc;
 
-	for (unsigned i = 0; i < d->conf->nrelays; i++)
-		hint += d->conf->relays[i].max_sessions + 4;
-	for (unsigned i = 0; i < d->conf->nsni; i++)
-		hint += 2 * d->conf->sni[i].max_connections + 4;
-	for (unsigned i = 0; i < d->conf->nturn; i++)
-		hint += d->conf->turn[i].max_allocations + 4;
+	/* Each loop's fd table starts as large as the whole process may hold
+	 * (it grows past the hint if need be). */
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->count(d->conf))
+			want += kinds[k]->fds(d->conf, d->nworkers);
+	hint = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (unsigned)want;
 	if ((rc = worker_create_loop(d->workers[0], NULL, hint)) != 0)
 		return rc;
 	d->ops = d->workers[0]->ops;

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "config.h"
 #include "daemon.h"
+#include "kinds.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
@@ -36,92 +37,58 @@ static rlim_t raise_nofile(void)
 }
 
 /* The descriptors the configuration may hold at once, against the limit:
- * each listener kind named in the message, with the setting that lowers
- * it, so that an SNI-only or echo-only process is not told about relays. */
+ * each listener kind named in the message (kinds.h), with the setting that
+ * lowers it, so that an SNI-only or echo-only process is not told about
+ * relays. */
 static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 {
-	uint64_t workers = daemon_workers_wanted(conf), sessions = 0, sni = 0, own, echo, ops;
-	uint64_t need, turn = 0;
-	bool turn_tcp = false;
-	char parts[320], lower[128];
-	size_t o = 0;
+	unsigned workers = daemon_workers_wanted(conf);
+	uint64_t need, own, ops, part[KINDS];
+	char parts[400], lower[128];
+	size_t o = 0, l = 0;
+	unsigned nknob = 0, knobs = 0;
 
-	/* max-sessions is a total across the workers. */
-	for (unsigned i = 0; i < conf->nrelays; i++)
-		sessions += conf->relays[i].max_sessions + 4;
-	/* An SNI connection holds two sockets, a refused one lingering one
-	 * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count
-	 * across the workers, so this holds whatever the workers' tables:
-	 * a worker's slots are memory, its sockets come out of these; one
-	 * more per worker for a connection closed as it is accepted. */
-	for (unsigned i = 0; i < conf->nsni; i++)
-		sni += 2ull * (conf->sni[i].max_connections + conf->sni[i].max_connections / 4) +
-		       workers;
-	/* Each worker has its own public sockets, echo ports, loop and
-	 * control eventfd; a few more for the process (signalfd, logs). */
-	own = 16 + workers * (conf->nrelays + 4);
-	echo = workers * conf->prbe.nlisten;
-	/* A TURN allocation holds its relayed socket (max-allocations counts
-	 * across the workers), each worker a UDP, a TCP and a TLS listener;
-	 * tcp-max-connections counts across the workers too (each has its
-	 * share, at least 1), one more per worker for a connection closed as
-	 * it is accepted. */
-	for (unsigned i = 0; i < conf->nturn; i++) {
-		bool tcp = conf->turn[i].tcp_set || conf->turn[i].tls_set;
-
-		turn += conf->turn[i].max_allocations + 3 * workers +
-			(tcp ? conf->turn[i].tcp_max_conns + 2ull * workers : 0);
-		turn_tcp |= tcp;
-	}
-	/* The ops plane's connections come out of the same limit: a full
-	 * listener must not leave a session without its socket. */
+	/* Each worker has its own public sockets, loop and control
+	 * eventfd; a few more for the process (signalfd, logs). The ops
+	 * plane's connections come out of the same limit: a full listener
+	 * must not leave a session without its socket. */
+	own = 16 + (uint64_t)workers * (conf->nrelays + 4);
 	ops = conf->ops_enabled ? OPS_FDS_MAX : 0;
-	need = sessions + sni + own + echo + turn + ops;
+	need = own + ops;
+	for (unsigned k = 0; k < KINDS; k++) {
+		part[k] = kinds[k]->count(conf) ? kinds[k]->fds(conf, workers) : 0;
+		need += part[k];
+		knobs += part[k] && kinds[k]->fds_knob;
+	}
 	if (need <= nofile)
 		return 0;
 	parts[0] = lower[0] = '\0';
-	if (conf->nrelays)
-		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
-				      "%llu for the relays' sessions, ",
-				      (unsigned long long)sessions);
-	if (conf->nsni && o < sizeof(parts))
-		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
-				      "%llu for the SNI listeners' connections, ",
-				      (unsigned long long)sni);
-	if (echo && o < sizeof(parts))
-		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for echo ports, ",
-				      (unsigned long long)echo);
-	if (turn && o < sizeof(parts))
-		o += (size_t)snprintf(parts + o, sizeof(parts) - o,
-				      "%llu for the TURN listeners' allocations%s, ",
-				      (unsigned long long)turn,
-				      turn_tcp ? " and TCP connections" : "");
+	for (unsigned k = 0; k < KINDS; k++) {
+		if (!part[k])
+			continue;
+		if (o < sizeof(parts))
+			o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for %s, ",
+					      (unsigned long long)part[k], kinds[k]->fds_what(conf));
+		if (kinds[k]->fds_knob && l < sizeof(lower)) {
+			nknob++;
+			l += (size_t)snprintf(lower + l, sizeof(lower) - l, "%s%s",
+					      nknob == 1 ? "" : nknob == knobs ? " or " : ", ",
+					      kinds[k]->fds_knob);
+		}
+	}
 	if (ops && o < sizeof(parts))
 		o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for the ops plane, ",
 				      (unsigned long long)ops);
 	if (o < sizeof(parts))
 		snprintf(parts + o, sizeof(parts) - o, "%llu for the workers' own",
 			 (unsigned long long)own);
-	{
-		const char *knob[3];
-		unsigned n = 0;
-		size_t l = 0;
-
-		if (conf->nsni)
-			knob[n++] = "max-connections";
-		if (conf->nrelays)
-			knob[n++] = "max-sessions";
-		if (conf->nturn)
-			knob[n++] = "max-allocations";
-		for (unsigned i = 0; i < n && l < sizeof(lower); i++)
-			l += (size_t)snprintf(lower + l, sizeof(lower) - l, "%s%s",
-					      i == 0 ? "" : i + 1 == n ? " or " : ", ", knob[i]);
-	}
 	log_warnx("the configuration needs %llu file descriptors (%s), the limit is %llu: raise "
 		  "LimitNOFILE= (systemd) or ulimit -n%s%s%s",
 		  (unsigned long long)need, parts, (unsigned long long)nofile,
 		  lower[0] ? ", or lower " : "", lower,
-		  turn_tcp ? ", or lower the TURN tcp-max-connections" : "");
+		  part[KIND_TURN] && strstr(kinds[KIND_TURN]->fds_what(conf), "TCP")
+		      ? ", or lower the TURN tcp-max-connections"
+		      : "");
 	return -1;
 }
 

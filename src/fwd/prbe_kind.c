@@ -11,6 +11,18 @@ static unsigned count(const struct etr_conf *c)
 	return c->prbe.nlisten;
 }
 
+/* One socket per port and worker. */
+static uint64_t fds(const struct etr_conf *c, unsigned workers)
+{
+	return (uint64_t)workers * c->prbe.nlisten;
+}
+
+static const char *fds_what(const struct etr_conf *c)
+{
+	(void)c;
+	return "echo ports";
+}
+
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep)
 {
@@ -34,6 +46,8 @@ const struct kind prbe_kind = {
 	.name = "prbe-listen",
 	.size = sizeof(struct prbe_port),
 	.count = count,
+	.fds = fds,
+	.fds_what = fds_what,
 	.attach = attach,
 	.take_bans = take_bans,
 	.close = close_,

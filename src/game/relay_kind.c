@@ -10,6 +10,24 @@ static unsigned count(const struct etr_conf *c)
 	return c->nrelays;
 }
 
+/* max-sessions is a total across the workers; each relay's public
+ * sockets are the workers' own (main.c). */
+static uint64_t fds(const struct etr_conf *c, unsigned workers)
+{
+	uint64_t n = 0;
+
+	(void)workers;
+	for (unsigned i = 0; i < c->nrelays; i++)
+		n += c->relays[i].max_sessions + 4;
+	return n;
+}
+
+static const char *fds_what(const struct etr_conf *c)
+{
+	(void)c;
+	return "the relays' sessions";
+}
+
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep)
 {
@@ -40,6 +58,9 @@ const struct kind relay_kind = {
 	.name = "relay",
 	.size = sizeof(struct relay),
 	.count = count,
+	.fds = fds,
+	.fds_what = fds_what,
+	.fds_knob = "max-sessions",
 	.attach = attach,
 	.poke = poke,
 	.take_bans = take_bans,

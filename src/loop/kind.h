@@ -8,6 +8,7 @@
 #define ETR_KIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "banlist.h"
 #include "config.h"
@@ -19,6 +20,12 @@ struct kind {
 	size_t size;	  /* one instance */
 	/* Listeners of this kind the configuration asks for. */
 	unsigned (*count)(const struct etr_conf *c);
+	/* Descriptors they may hold at once, across all the workers; what
+	 * for ("the relays' sessions") and the setting that lowers it (NULL:
+	 * none), for the message when the limit is too low. */
+	uint64_t (*fds)(const struct etr_conf *c, unsigned workers);
+	const char *(*fds_what)(const struct etr_conf *c);
+	const char *fds_knob;
 	/* Register with the worker's loop, on its thread. 0 or -errno. */
 	int (*attach)(void *inst, const struct loop_ops *ops, struct loop *loop,
 		      struct endpoint_table *ep);

@@ -289,16 +289,10 @@ struct loop_ops {
 extern const struct loop_ops loop_uring_ops;
 extern const struct loop_ops loop_epoll_ops;
 
-#define NS_PER_SEC 1000000000ull
-#define NS_PER_MS 1000000ull
-
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* CLOCK_MONOTONIC in nanoseconds (timers.h's mono_ns). */
 static inline uint64_t loop_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 #endif

@@ -32,9 +32,10 @@
 #include "control_stats.h"
 #include "json.h"
 #include "log.h"
-#include "secret.h"
 #include "ops_metrics.h"
+#include "secret.h"
 #include "sni_shared.h"
+#include "timers.h"
 #include "turn.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */
@@ -654,14 +655,6 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 
 /* Connections: slots, deadlines, shares per address (ops_conn.c). Every
  * callback below runs in the listener's thread. */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Ends a connection MHD still holds: it sees end-of-file (or EPIPE) on its
  * next turn and closes the socket itself, in this same thread, so the

@@ -9,6 +9,27 @@ static unsigned count(const struct etr_conf *c)
 	return c->nsni;
 }
 
+/* A connection holds two sockets, a refused one lingering one
+ * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count across
+ * the workers, so this holds whatever the workers' tables: a worker's
+ * slots are memory, its sockets come out of these; one more per worker for
+ * a connection closed as it is accepted. */
+static uint64_t fds(const struct etr_conf *c, unsigned workers)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < c->nsni; i++)
+		n += 2ull * (c->sni[i].max_connections + SNI_LINGER_MAX(c->sni[i].max_connections)) +
+		     workers;
+	return n;
+}
+
+static const char *fds_what(const struct etr_conf *c)
+{
+	(void)c;
+	return "the SNI listeners' connections";
+}
+
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep)
 {
@@ -40,6 +61,9 @@ const struct kind sni_kind = {
 	.name = "sni",
 	.size = sizeof(struct sni_listener),
 	.count = count,
+	.fds = fds,
+	.fds_what = fds_what,
+	.fds_knob = "max-connections",
 	.attach = attach,
 	.poke = poke,
 	.take_bans = take_bans,

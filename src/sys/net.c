@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timers.h"
+
 /* Big enough to ride out a burst while the loop is busy elsewhere. */
 #define NET_PUBLIC_BUF (4 << 20)
 
@@ -210,11 +212,7 @@ uint64_t net_random64(void)
 	/* getrandom with GRND_NONBLOCK never blocks after boot; on failure a
 	 * clock-derived value still differs per call. */
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		v = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) *
-		    0x9e3779b97f4a7c15ull;
+		v = mono_ns() * 0x9e3779b97f4a7c15ull;
 	}
 	return v;
 }
