@@ -30,36 +30,52 @@
 /* While draining on the way out, how often to look for the last session. */
 #define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
-static uint32_t relay_sessions_active(const struct daemon *d)
+/* What every kind shares across the workers (struct kind's active). */
+static const void *kind_shared(const struct daemon *d, unsigned k)
 {
-	uint32_t n = 0;
+	switch (k) {
+	case KIND_RELAY:
+		return d->shared;
+	case KIND_SNI:
+		return &d->sni;
+	case KIND_TURN:
+		return &d->turn;
+	default:
+		return NULL;
+	}
+}
 
-	for (unsigned i = 0; i < d->nrelays; i++)
-		n += atomic_load_explicit(&d->shared[i].sessions, memory_order_relaxed);
-	return n;
+static uint32_t kind_active(const struct daemon *d, unsigned k)
+{
+	const struct kind *kd = kinds[k];
+
+	return kd->active && kd->count(d->conf) ? kd->active(kind_shared(d, k), kd->count(d->conf))
+						: 0;
 }
 
 static uint32_t sessions_active(const struct daemon *d)
 {
-	return relay_sessions_active(d) + sni_active_total(&d->sni) + turn_active_total(&d->turn);
+	uint32_t n = 0;
+
+	for (unsigned k = 0; k < KINDS; k++)
+		n += kind_active(d, k);
+	return n;
 }
 
 /* What a drain waits for, each kind by its name: "3 sessions, 1 SNI
  * connection, 2 TURN allocations" (the kinds with none left out). */
 static void draining_what(const struct daemon *d, char *out, size_t n)
 {
-	uint32_t v[3] = { relay_sessions_active(d), sni_active_total(&d->sni),
-			  turn_active_total(&d->turn) };
-	static const char *const name[3][2] = { { "session", "sessions" },
-						{ "SNI connection", "SNI connections" },
-						{ "TURN allocation", "TURN allocations" } };
 	size_t o = 0;
 
 	out[0] = '\0';
-	for (unsigned k = 0; k < 3 && o < n; k++)
-		if (v[k])
-			o += (size_t)snprintf(out + o, n - o, "%s%u %s", o ? ", " : "", v[k],
-					      name[k][v[k] != 1 || k == 0]);
+	for (unsigned k = 0; k < KINDS && o < n; k++) {
+		uint32_t v = kind_active(d, k);
+
+		if (v)
+			o += (size_t)snprintf(out + o, n - o, "%s%u %s", o ? ", " : "", v,
+					      v == 1 ? kinds[k]->active_one : kinds[k]->active_many);
+	}
 }
 
 static void notify_status(struct daemon *d)

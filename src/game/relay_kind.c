@@ -54,6 +54,17 @@ static void close_(void *inst)
 	relay_close(inst);
 }
 
+/* shared: the relays' struct relay_shared, n of them. */
+static uint32_t active(const void *shared, unsigned n)
+{
+	const struct relay_shared *sh = shared;
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v += atomic_load_explicit(&sh[i].sessions, memory_order_relaxed);
+	return v;
+}
+
 const struct kind relay_kind = {
 	.name = "relay",
 	.size = sizeof(struct relay),
@@ -66,4 +77,7 @@ const struct kind relay_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.active = active,
+	.active_one = "session",
+	.active_many = "sessions",
 };

@@ -38,6 +38,12 @@ struct kind {
 	void (*shutdown)(void *inst);
 	/* Close its sockets and free what it holds (not inst itself). */
 	void (*close)(void *inst);
+
+	/* What all workers' instances share (the daemon keeps it: shared, n
+	 * listeners): the work a drain waits for, any thread (atomics), and
+	 * its name ("session", "sessions"); NULL: none. */
+	uint32_t (*active)(const void *shared, unsigned n);
+	const char *active_one, *active_many;
 };
 
 #endif

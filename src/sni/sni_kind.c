@@ -57,6 +57,12 @@ static void close_(void *inst)
 	sni_listener_close(inst);
 }
 
+static uint32_t active(const void *shared, unsigned n)
+{
+	(void)n;
+	return sni_active_total(shared);
+}
+
 const struct kind sni_kind = {
 	.name = "sni",
 	.size = sizeof(struct sni_listener),
@@ -69,4 +75,7 @@ const struct kind sni_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.active = active,
+	.active_one = "SNI connection",
+	.active_many = "SNI connections",
 };

@@ -62,6 +62,12 @@ static void close_(void *inst)
 	turn_listener_free(inst);
 }
 
+static uint32_t active(const void *shared, unsigned n)
+{
+	(void)n;
+	return turn_active_total(shared);
+}
+
 const struct kind turn_kind = {
 	.name = "turn",
 	.size = sizeof(struct turn_listener),
@@ -73,4 +79,7 @@ const struct kind turn_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.active = active,
+	.active_one = "TURN allocation",
+	.active_many = "TURN allocations",
 };

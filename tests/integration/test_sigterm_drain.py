@@ -193,7 +193,7 @@ def resume_during_sigterm_drain(ctx):
     H.expect_eq(c.request(old), b"ECHO:" + old, "echo before SIGTERM")
     mark = relay.mark()
     relay.signal(signal.SIGTERM)
-    relay.wait_for_line(r"^(?:SIG)?TERM: draining 1 sessions for up to 30000 ms$", 1.0, mark)
+    relay.wait_for_line(r"^(?:SIG)?TERM: draining 1 session for up to 30000 ms$", 1.0, mark)
     r = H.http_request(port, "POST", "/lifecycle/resume", token=tok)
     ctx.note(f"POST /lifecycle/resume during the SIGTERM drain: HTTP {r.status} {H.short(r.body, 80)}")
     r = H.http_request(port, "GET", "/readyz")
