@@ -2,6 +2,8 @@
 /* An echo-only PRBE port (prbe-listen) as a listener kind (loop/kind.h). */
 #include "prbe_kind.h"
 
+#include <stdio.h>
+
 #include <unistd.h>
 
 #include "prbe_port.h"
@@ -42,6 +44,21 @@ static void close_(void *inst)
 	close(e->fd);
 }
 
+/* -t: each echo-only port, and the echo on every port. */
+static void report(const struct etr_conf *c)
+{
+	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
+		char a[ADDR_STRLEN];
+
+		printf("prbe-listen %s\n", addr_str(&c->prbe.listen[i].sa, a));
+	}
+	if (c->prbe.nports)
+		printf("prbe echo on %u port%s: max-size %u, rate %u/s, burst %u, each port %u/s, "
+		       "burst %u\n",
+		       c->prbe.nports, c->prbe.nports == 1 ? "" : "s", c->prbe.max_size,
+		       c->prbe.rate, c->prbe.burst, c->prbe.listener_rate, c->prbe.listener_burst);
+}
+
 const struct kind prbe_kind = {
 	.name = "prbe-listen",
 	.size = sizeof(struct prbe_port),
@@ -51,4 +68,7 @@ const struct kind prbe_kind = {
 	.attach = attach,
 	.take_bans = take_bans,
 	.close = close_,
+	.report = report,
+	.summary_one = "echo port",
+	.summary_many = "echo ports",
 };

@@ -2,6 +2,17 @@
 /* The game relay as a listener kind (loop/kind.h). */
 #include "relay_kind.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addrclass.h"
+#include "net.h"
+#include "q3proto.h"
+#include "resolver.h"
 #include "loop.h"
 #include "relay.h"
 
@@ -65,6 +76,182 @@ static uint32_t active(const void *shared, unsigned n)
 	return v;
 }
 
+/* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
+static bool bindv6only(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v == 1;
+}
+
+/* An IPv4-mapped address as the IPv4 address it is, for the output. */
+static const char *show(const union etr_sockaddr *a, char out[ADDR_STRLEN])
+{
+	union etr_sockaddr v = *a;
+	uint32_t v4;
+
+	if (a->sa.sa_family == AF_INET6 && addrclass_v4(a, &v4)) {
+		memset(&v, 0, sizeof(v));
+		v.in.sin_family = AF_INET;
+		v.in.sin_addr.s_addr = htonl(v4);
+		v.in.sin_port = a->in6.sin6_port;
+	}
+	return addr_str(&v.sa, out);
+}
+
+/* Resolve a master as the daemon's resolver does (in the listener's family,
+ * IPv4-mapped on IPv6) into *sa. Returns 0, 1 when its only addresses are
+ * of a family the listener cannot reach (one of them in *sa), or -1 with
+ * *why. */
+static int resolve_master(const struct relay_conf *r, const struct conf_master *m,
+			  union etr_sockaddr *sa, const char **why)
+{
+	struct resolver_result res;
+
+	resolver_lookup(m->host, m->port, r->listen.sa.sa_family, &res);
+	*sa = res.addr;
+	if (res.gai_err == 0 &&
+	    conf_listener_reaches(&r->listen, bindv6only(), conf_addr_family(&res.addr)))
+		return 0;
+	if (res.gai_err == 0 || res.wrong_family)
+		return 1;
+	*why = gai_strerror(res.gai_err);
+	return -1;
+}
+
+/* One probe round as the daemon does it: getinfo with a fresh challenge,
+ * CONF_PROBE_ATTEMPTS tries. Returns 0 and the infoResponse in info. */
+static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char *info,
+		 size_t infolen)
+{
+	char challenge[17], text[40];
+	uint8_t pkt[48], buf[LOOP_MAX_DGRAM];
+	int fd = net_connect_udp(up), n;
+
+	if (fd < 0)
+		return -1;
+	snprintf(challenge, sizeof(challenge), "%016llx", (unsigned long long)net_random64());
+	snprintf(text, sizeof(text), "getinfo %s", challenge);
+	n = q3_build(pkt, sizeof(pkt), text);
+	for (int a = 0; a < CONF_PROBE_ATTEMPTS; a++) {
+		uint64_t end = loop_now() + r->probe_timeout_ms * NS_PER_MS, now;
+
+		net_send_copy(fd, NULL, pkt, (size_t)n);
+		while ((now = loop_now()) < end) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			ssize_t got;
+
+			if (poll(&p, 1, (int)((end - now) / NS_PER_MS) + 1) <= 0)
+				continue;
+			got = recv(fd, buf, sizeof(buf), 0);
+			if (got > 0 && q3_info_response_matches(buf, (size_t)got, challenge)) {
+				size_t off = 4 + strlen("infoResponse");
+				size_t len;
+
+				/* The info string starts after the newline. */
+				while (off < (size_t)got && (buf[off] == '\n' || buf[off] == ' '))
+					off++;
+				len = (size_t)got > off ? (size_t)got - off : 0;
+
+				snprintf(info, infolen, "%.*s", (int)len, (const char *)buf + off);
+				close(fd);
+				return 0;
+			}
+		}
+	}
+	close(fd);
+	return -1;
+}
+
+static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
+{
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], info[2048], v1[64], v2[64];
+	struct resolver_result res;
+	union etr_sockaddr up, m;
+	const char *why;
+	int bad = 0;
+
+	addr_hostport(r->upstream_host, r->upstream_port, hp);
+	resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res);
+	up = res.addr;
+	if (res.gai_err != 0) {
+		printf("relay %s: upstream %s: FAILED to resolve (%s)\n", r->name, hp,
+		       gai_strerror(res.gai_err));
+		bad = 1;
+	} else if (probe(r, &up, info, sizeof(info)) < 0) {
+		printf("relay %s: upstream %s (%s): FAILED, no answer to getinfo in %d tries\n",
+		       r->name, hp, addr_str(&up.sa, a), CONF_PROBE_ATTEMPTS);
+		bad = 1;
+	} else {
+		if (q3_info_value(info, strlen(info), "hostname", v1, sizeof(v1)) < 0)
+			strcpy(v1, "?");
+		if (q3_info_value(info, strlen(info), "mapname", v2, sizeof(v2)) < 0)
+			strcpy(v2, "?");
+		printf("relay %s: upstream %s (%s): ok, answered getinfo (hostname '%s', map '%s')\n",
+		       r->name, hp, addr_str(&up.sa, a), v1, v2);
+	}
+	/* What is checked: the name resolves, to an address of a family the
+	 * listener can send to. Whether the master answers is not: only a
+	 * heartbeat would tell, and -t sends none. */
+	for (unsigned i = 0; i < r->nmasters; i++) {
+		const struct conf_master *cm = &r->masters[i];
+		char l[ADDR_STRLEN], where[300] = "";
+		int rc = resolve_master(r, cm, &m, &why);
+
+		addr_hostport(cm->host, cm->port, hp);
+		addr_str(&r->listen.sa, l);
+		if (cm->line)
+			snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "", cm->line);
+		if (rc < 0) {
+			printf("relay %s: master %s%s: FAILED to resolve (%s)\n", r->name, hp, where,
+			       why);
+			bad = 1;
+		} else if (rc > 0) {
+			printf("relay %s: master %s%s: FAILED, resolves only to %s addresses (%s), "
+			       "which the listener %s cannot reach\n",
+			       r->name, hp, where,
+			       conf_addr_family(&m) == AF_INET ? "IPv4" : "IPv6", show(&m, a), l);
+			bad = 1;
+		} else {
+			printf("relay %s: master %s: resolved to %s, which the listener %s can reach "
+			       "(whether it answers heartbeats is not checked)\n",
+			       r->name, hp, show(&m, a), l);
+		}
+	}
+	return bad;
+}
+
+/* -t: each relay as configured. */
+static void report(const struct etr_conf *c)
+{
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *r = &c->relays[i];
+		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
+
+		printf("relay %s: listen %s, upstream %s, game %s, %u masters, max-sessions %u\n",
+		       r->name, addr_str(&r->listen.sa, a),
+		       addr_hostport(r->upstream_host, r->upstream_port, hp), r->game, r->nmasters,
+		       r->max_sessions);
+	}
+}
+
+/* -t --probe: each relay's game server answers getinfo, and its masters
+ * resolve to addresses the listener can reach. */
+static int probe_all(const struct etr_conf *c)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++)
+		bad |= check_relay(c, &c->relays[i]);
+	return bad;
+}
+
 const struct kind relay_kind = {
 	.name = "relay",
 	.size = sizeof(struct relay),
@@ -77,6 +264,11 @@ const struct kind relay_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.report = report,
+	.probe = probe_all,
+	.summary_one = "relay",
+	.summary_many = "relays",
+	.summary_always = true,
 	.active = active,
 	.active_one = "session",
 	.active_many = "sessions",

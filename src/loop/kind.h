@@ -7,6 +7,7 @@
 #ifndef ETR_KIND_H
 #define ETR_KIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,17 @@ struct kind {
 	void (*shutdown)(void *inst);
 	/* Close its sockets and free what it holds (not inst itself). */
 	void (*close)(void *inst);
+
+	/* -t: what a start here (workers: as many as it would run) refuses,
+	 * said on stderr: EXIT_CONFIG, else 0; NULL: nothing. Then its
+	 * listeners, one line each on stdout (report), and with --probe what
+	 * they name, reached (probe: 1 when something failed). The summary
+	 * counts them as summary_one/_many (always: even with none). */
+	int (*check)(const struct etr_conf *c, unsigned workers);
+	void (*report)(const struct etr_conf *c);
+	int (*probe)(const struct etr_conf *c);
+	const char *summary_one, *summary_many;
+	bool summary_always;
 
 	/* What all workers' instances share (the daemon keeps it: shared, n
 	 * listeners): the work a drain waits for, any thread (atomics), and

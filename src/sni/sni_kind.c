@@ -2,6 +2,16 @@
 /* The SNI listener as a listener kind (loop/kind.h). */
 #include "sni_kind.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "resolver.h"
 #include "sni.h"
 
 static unsigned count(const struct etr_conf *c)
@@ -63,6 +73,84 @@ static uint32_t active(const void *shared, unsigned n)
 	return sni_active_total(shared);
 }
 
+/* A TCP connect to a within ms. Returns 0 or an errno value. */
+static int tcp_connect(const union etr_sockaddr *a, uint64_t ms)
+{
+	int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err = 0;
+	socklen_t len = sizeof(err);
+	struct pollfd p;
+
+	if (fd < 0)
+		return errno;
+	if (connect(fd, &a->sa, addr_len(a)) < 0 && errno != EINPROGRESS) {
+		err = errno;
+	} else {
+		p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		if (poll(&p, 1, (int)(ms < 60000 ? ms : 60000)) <= 0)
+			err = ETIMEDOUT;
+		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+	}
+	close(fd);
+	return err;
+}
+
+/* -t --probe: an SNI route's upstream resolves, as the daemon resolves it
+ * at start, and accepts a TCP connection within connect-timeout. */
+static int check_sni_route(const struct etr_conf *c, const struct sni_conf *s,
+			   const struct sni_route_conf *r)
+{
+	char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8], where[300] = "";
+	struct resolver_result res;
+	int err;
+
+	addr_hostport(r->host, r->port, hp);
+	if (r->line)
+		snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "", r->line);
+	if (resolver_lookup(r->host, r->port, AF_UNSPEC, &res) != 0) {
+		printf("sni %s: route %s: upstream %s%s: FAILED to resolve (%s)\n", s->name, r->name,
+		       hp, where, gai_strerror(res.gai_err));
+		return 1;
+	}
+	if ((err = tcp_connect(&res.addr, s->connect_timeout_ms)) != 0) {
+		printf("sni %s: route %s: upstream %s (%s): FAILED to connect (%s)\n", s->name,
+		       r->name, hp, addr_str(&res.addr.sa, a), strerror(err));
+		return 1;
+	}
+	printf("sni %s: route %s: upstream %s (%s): ok, accepts TCP connections\n", s->name,
+	       r->name, hp, addr_str(&res.addr.sa, a));
+	return 0;
+}
+
+/* -t: each SNI listener and its routes. */
+static void report(const struct etr_conf *c)
+{
+	for (unsigned i = 0; i < c->nsni; i++) {
+		const struct sni_conf *s = &c->sni[i];
+		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
+
+		printf("sni %s: listen %s (TCP), %u route%s, max-connections %" PRIu32
+		       ", max-connections-per-ip %" PRIu32 "\n",
+		       s->name, addr_str(&s->listen.sa, a), s->nroutes, s->nroutes == 1 ? "" : "s",
+		       s->max_connections, s->max_per_ip);
+		for (unsigned j = 0; j < s->nroutes; j++)
+			printf("sni %s: route %s -> %s%s\n", s->name, s->routes[j].name,
+			       addr_hostport(s->routes[j].host, s->routes[j].port, hp),
+			       s->routes[j].proxy_v2 ? " proxy-v2" : "");
+	}
+}
+
+/* -t --probe: every route's upstream. */
+static int probe_all(const struct etr_conf *c)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nsni; i++)
+		for (unsigned j = 0; j < c->sni[i].nroutes; j++)
+			bad |= check_sni_route(c, &c->sni[i], &c->sni[i].routes[j]);
+	return bad;
+}
+
 const struct kind sni_kind = {
 	.name = "sni",
 	.size = sizeof(struct sni_listener),
@@ -75,6 +163,10 @@ const struct kind sni_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.report = report,
+	.probe = probe_all,
+	.summary_one = "SNI listener",
+	.summary_many = "SNI listeners",
 	.active = active,
 	.active_one = "SNI connection",
 	.active_many = "SNI connections",

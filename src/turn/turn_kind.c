@@ -2,6 +2,14 @@
 /* The TURN listener as a listener kind (loop/kind.h). */
 #include "turn_kind.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tls_reload.h"
 #include "turn.h"
 
 static unsigned count(const struct etr_conf *c)
@@ -68,6 +76,137 @@ static uint32_t active(const void *shared, unsigned n)
 	return turn_active_total(shared);
 }
 
+/* -t as root reads any file; the service may not (the shipped unit runs
+ * as a DynamicUser). A file only root can read is refused at start by
+ * another user: said here, since "valid" would be false for that start. A
+ * file readable by a group may or may not be the service's: nothing said. */
+static void root_only_warning(const struct etr_conf *c, const struct turn_conf *t)
+{
+	const char *file[2] = { t->tls_cert, t->tls_key };
+	const char *key[2] = { "tls-cert", "tls-key" };
+	const unsigned line[2] = { t->tls_cert_line, t->tls_key_line };
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		if (stat(file[k], &st) < 0 || st.st_uid != 0 || (st.st_mode & 0044))
+			continue;
+		if (line[k])
+			fprintf(stderr, "%s:%u: ", c->path ? c->path : "", line[k]);
+		else
+			fputs("etrelay: ", stderr);
+		fprintf(stderr,
+			"warning: turn %s: %s %s: only root can read it (owner root, mode "
+			"%04o); read here as root, it is refused by a start as another user "
+			"(the shipped unit's DynamicUser): make it readable by a group the "
+			"service has (SupplementaryGroups=), or pass it with LoadCredential=; "
+			"see etrelay(8)\n",
+			t->name, key[k], file[k], (unsigned)(st.st_mode & 07777));
+	}
+}
+
+/* Each TURN listener's certificate and key, loaded as a start loads them
+ * (tls_reload_init, the function the start calls) and dropped: a pair the
+ * start refuses is refused here, in the start's words. */
+static int check_turn_tls(const struct etr_conf *c)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		struct tls_server s;
+		struct tls_reload r;
+		char err[512];
+		int rc;
+
+		if (!t->tls_set)
+			continue;
+		if ((rc = tls_server_init(&s)) < 0) {
+			log_warnx("turn %s: tls: %s", t->name, strerror(-rc));
+			bad = 1;
+			continue;
+		}
+		if (tls_reload_init(&r, &s, t->tls_cert, t->tls_key, loop_now(), err, sizeof(err)) <
+		    0) {
+			char where[CONF_PATH_MAX + 32];
+
+			if (conf_turn_tls_where(c, t, err, where, sizeof(where)))
+				log_warnx("%s: turn %s: %s", where, t->name, err);
+			else
+				log_warnx("turn %s: %s", t->name, err);
+			bad = 1;
+		} else {
+			tls_reload_free(&r);
+			root_only_warning(c, t);
+		}
+		tls_server_free(&s);
+	}
+	return bad ? EXIT_CONFIG : 0;
+}
+
+/* Each worker relays TURN from a slice of the ports of its own: a range
+ * narrower than the workers a start runs here is refused by it. */
+static int check_turn_ports(const struct etr_conf *c, unsigned workers)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		unsigned line = t->ports_line ? t->ports_line : t->line;
+
+		if ((unsigned)t->port_max - t->port_min + 1 >= workers)
+			continue;
+		if (line)
+			fprintf(stderr, "%s:%u: ", c->path ? c->path : "", line);
+		else
+			fputs("etrelay: ", stderr);
+		fprintf(stderr,
+			"turn %s: ports %u-%u: fewer ports than workers (%u%s): widen the range "
+			"or set workers\n",
+			t->name, t->port_min, t->port_max, workers,
+			c->workers == CONF_WORKERS_AUTO ? ", workers auto: one per CPU here" : "");
+		bad = EXIT_CONFIG;
+	}
+	return bad;
+}
+
+/* -t: what a start here refuses: a pair that does not load, a port range
+ * narrower than the workers. */
+static int check(const struct etr_conf *c, unsigned workers)
+{
+	int bad = check_turn_tls(c);
+
+	return bad ? bad : check_turn_ports(c, workers);
+}
+
+/* -t: each TURN listener as configured. */
+static void report(const struct etr_conf *c)
+{
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN], err[128];
+
+		/* A warning: -t may check a file for another host; a start
+		 * refuses it. */
+		if (turn_relay_addr_check(t, err, sizeof(err)) < 0)
+			fprintf(stderr, "etrelay: warning: turn %s: %s (a start on this host "
+					"refuses it)\n", t->name, err);
+		addr_str(&t->relay_addr.sa, r);
+		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
+			*strrchr(r, ':') = '\0';
+		printf("turn %s: listen %s (UDP)%s%s%s%s%s%s, relay-address %s, ports %u-%u, "
+		       "max-allocations %" PRIu32 ", user-quota %" PRIu32 ", realm %s%s\n",
+		       t->name, addr_str(&t->listen.sa, a), t->tcp_set ? ", tcp-listen " : "",
+		       t->tcp_set ? addr_str(&t->tcp_listen.sa, b) : "",
+		       t->tls_set ? ", tls-listen " : "",
+		       t->tls_set ? addr_str(&t->tls_listen.sa, s) : "", t->tls_set ? " cert " : "",
+		       t->tls_set ? t->tls_cert : "", r, t->port_min, t->port_max,
+		       t->max_allocations, t->user_quota, t->realm,
+		       t->strict_expiry ? ", strict-expiry" : "");
+	}
+}
+
 const struct kind turn_kind = {
 	.name = "turn",
 	.size = sizeof(struct turn_listener),
@@ -79,6 +218,10 @@ const struct kind turn_kind = {
 	.take_bans = take_bans,
 	.shutdown = shutdown_,
 	.close = close_,
+	.check = check,
+	.report = report,
+	.summary_one = "TURN listener",
+	.summary_many = "TURN listeners",
 	.active = active,
 	.active_one = "TURN allocation",
 	.active_many = "TURN allocations",
