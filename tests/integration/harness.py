@@ -1237,6 +1237,54 @@ def child_env(env=None):
     return out
 
 
+def run_with_journal_stream(ctx, gs, journal, extra=("--log-time", "no")):
+    """Start etrelay with stderr on a pipe, JOURNAL_STREAM naming that pipe
+    (journal=True) or another file; stop it after the server is up and a
+    warning was logged; return its stderr lines."""
+    r, w = os.pipe()
+    other = os.open(os.devnull, os.O_WRONLY)
+    st = os.fstat(w if journal else other)
+    env = child_env({"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"})
+    port = free_udp_port()
+    # An unresolvable master gives a warning line; --debug gives debug lines.
+    # the master's name is looked up in a hosts file alone where that can
+    # be done (no DNS query leaves the host; not found at once)
+    wrapper = hosts_file_wrapper(ctx.tmpdir()) or []
+    argv = wrapper + [ctx.binary, "--backend", ctx.backend, "--listen", f"127.0.0.1:{port}",
+            "--upstream", f"127.0.0.1:{gs.port}", "--master", "does-not-exist.invalid",
+            "--heartbeat-interval", "1s", "--debug", *extra]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=w, env=env)
+    os.close(w)
+    os.close(other)
+    out = b""
+    deadline = time.monotonic() + 10 * SLOW
+    os.set_blocking(r, False)
+    try:
+        while time.monotonic() < deadline and b"cannot resolve" not in out:
+            if p.poll() is not None:
+                break
+            try:
+                chunk = os.read(r, 65536)
+                out += chunk
+            except BlockingIOError:
+                time.sleep(0.05)
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10 * SLOW)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    os.set_blocking(r, True)
+    out += os.read(r, 1 << 20)
+    os.close(r)
+    if p.returncode == 69:
+        raise TestSkip("--backend io_uring unavailable here (exit 69)")
+    return out.decode("utf-8", "replace").splitlines()
+
+
 def relay_env(ctx, env, *args, wait_ready=True, ready_re=None, **kw):
     """ctx.relay(*args) with the child's environment child_env(env).
     ready_re replaces the 'listening on' regex wait_ready() looks for."""
@@ -1375,6 +1423,13 @@ def parse_metrics(text):
             fail(f"/metrics: duplicate sample {line!r}")
         out[key] = float(value)
     return out
+
+
+def metrics_page(port):
+    """GET /metrics on the ops port without a token: (text, parse_metrics(text))."""
+    r = http_request(port, "GET", "/metrics")
+    expect_eq(r.status, 200, "GET /metrics")
+    return r.text, parse_metrics(r.text)
 
 
 def metric_value(samples, name, **labels):
