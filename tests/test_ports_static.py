@@ -92,7 +92,7 @@ def main():
         print(b)
     if bad:
         print(f"{len(bad)} port(s) in the ephemeral range: draw them with the harness "
-              f"(tests/integration/harness.py: free_udp_port, free_udp_range, turn_ports)")
+              f"(tests/integration/harness_ports.py: free_udp_port, free_udp_range, turn_ports)")
         sys.exit(1)
     print(f"{len(paths)} files: no listen port or port range from {LOW} up")
 

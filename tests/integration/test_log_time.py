@@ -13,7 +13,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_journald import run  # noqa: E402
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d "
 
@@ -33,19 +32,19 @@ def stamped(lines, prefix=r"", what=""):
 def test(ctx):
     gs = ctx.game_server()
 
-    auto_plain = run(ctx, gs, journal=False, extra=())
+    auto_plain = H.run_with_journal_stream(ctx, gs, journal=False, extra=())
     stamped(auto_plain, what="--log-time auto, stderr not the journal")
     H.check(any(re.match("^" + STAMP + r"etrelay \S+ listening on ", l) for l in auto_plain),
             f"no stamped startup line: {auto_plain[:3]}")
 
-    auto_journal = run(ctx, gs, journal=True, extra=())
+    auto_journal = H.run_with_journal_stream(ctx, gs, journal=True, extra=())
     H.check(all(re.match(r"^<[467]>[a-z(]", l) for l in auto_journal),
             f"--log-time auto under the journal: a line with a time or no <N>: {auto_journal[:3]}")
 
-    yes_journal = run(ctx, gs, journal=True, extra=("--log-time", "yes"))
+    yes_journal = H.run_with_journal_stream(ctx, gs, journal=True, extra=("--log-time", "yes"))
     stamped(yes_journal, prefix=r"<[467]>", what="--log-time yes under the journal")
 
-    no_plain = run(ctx, gs, journal=False, extra=("--log-time", "no"))
+    no_plain = H.run_with_journal_stream(ctx, gs, journal=False, extra=("--log-time", "no"))
     H.check(any(l.startswith("etrelay ") for l in no_plain),
             f"--log-time no: no plain startup line: {no_plain[:3]}")
     H.check(not any(re.match(r"^\d{4}-", l) for l in no_plain), f"--log-time no: a stamped line")

@@ -43,7 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import q3huff  # noqa: E402
-from test_openarena import OA_SERVER, OpenArena  # noqa: E402
+from oa import OA_SERVER, OpenArena  # noqa: E402
 
 TEST_BUDGET = 60
 GAMENAME = "Quake3Arena"

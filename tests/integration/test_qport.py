@@ -5,7 +5,7 @@ address, and the game server tells players apart by qport alone.
 
     python3 test_qport.py <etrelay-binary> <io_uring|epoll>
 
-The real OpenArena server (ioquake3 1.36, as in test_openarena.py) behind
+The real OpenArena server (ioquake3 1.36, started by oa.py) behind
 etrelay --game q3 with its default abuse limits. ioq3's SV_PacketEvent gives
 an in-game packet to the client with the relay's address and that qport (bytes
 4-5, after the sequence) and "fixes up" that client's port to the sender's;
@@ -51,7 +51,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import q3huff  # noqa: E402
-from test_openarena import OA_SERVER, OpenArena  # noqa: E402
+from oa import OA_SERVER, OpenArena  # noqa: E402
 
 TEST_BUDGET = 50
 GAMENAME = "Quake3Arena"

@@ -6,7 +6,7 @@ need.
 
     python3 test_query_sources.py <etrelay-binary> <io_uring|epoll>
 
-The real OpenArena server (ioquake3 1.36, as in test_openarena.py) behind
+The real OpenArena server (ioquake3 1.36, started by oa.py) behind
 etrelay with its default abuse limits (open_limits=False), --game q3,
 --heartbeat-interval 3s --probe-timeout 1s (a round of 3 unanswered probes
 declares the server down within 3 s), --debug. OpenArena allows one source
@@ -54,7 +54,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_openarena import OA_SERVER, OpenArena  # noqa: E402
+from oa import OA_SERVER, OpenArena  # noqa: E402
 
 TEST_BUDGET = 60
 GAMENAME = "Quake3Arena"   # OpenArena's com_gamename

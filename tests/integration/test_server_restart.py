@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_openarena import OA_SERVER, OpenArena  # noqa: E402
+from oa import OA_SERVER, OpenArena  # noqa: E402
 
 DOWN_WITHIN = 8.0   # s from the crash to 'server down' (a round is 3 x 300 ms here)
 UP_WITHIN = 10.0    # s from the server's return to the master's new listing

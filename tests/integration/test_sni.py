@@ -95,12 +95,6 @@ class Sender(threading.Thread):
             self.error = e
 
 
-def metrics(port):
-    r = H.http_request(port, "GET", "/metrics")
-    H.expect_eq(r.status, 200, "GET /metrics")
-    return r.text, H.parse_metrics(r.text)
-
-
 def promtool_check(text, what):
     exe = H.require_tool("promtool")
     p = subprocess.run([exe, "check", "metrics"], input=text.encode(), capture_output=True,
@@ -291,7 +285,7 @@ preread-timeout 1s
     # chunks are being sent (a read-ahead of one), so the backend is held
     # back by the kernel's buffers, and the relay holds at most two 64 KiB
     # chunks of that direction (four for a connection streaming both ways).
-    H.wait_until(lambda: H.metric_value(metrics(ops)[1], "etrelay_sni_active_connections") == 0,
+    H.wait_until(lambda: H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_active_connections") == 0,
                  5, "no connection open before the slow reader")
     rss0 = H.rss_kib(relay.pid)
     c = socket.create_connection((H.LOOPBACK, port), timeout=20)
@@ -305,7 +299,7 @@ preread-timeout 1s
         if still >= 3 or now == len(bigdata):
             break
     rss1 = H.rss_kib(relay.pid)
-    mem = H.metric_value(metrics(ops)[1], "etrelay_sni_memory_bytes", listener="main")
+    mem = H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_memory_bytes", listener="main")
     H.check(sender.sent < len(bigdata) - (16 << 20),
             f"slow reader: the backend sent {sender.sent} of {len(bigdata)} bytes to a client "
             "that reads nothing (no back-pressure?)")
@@ -341,11 +335,11 @@ preread-timeout 1s
 
     # The metrics page: clean for promtool, and the counts of the above.
     def settled():
-        s = metrics(ops)[1]
+        s = H.metrics_page(ops)[1]
         return (H.metric_value(s, "etrelay_sni_active_connections") == 0 and
                 H.metric_value(s, "etrelay_sni_lingering_connections") == 0)
     H.wait_until(settled, 5 * H.SLOW, "every SNI connection closed")
-    text, s = metrics(ops)
+    text, s = H.metrics_page(ops)
     promtool_check(text, "the SNI relay's page")
 
     def conns(result):
@@ -414,14 +408,14 @@ max-connections-per-ip 2
     a, b = spliced_conn(), spliced_conn()
     refused(port, hello("echo.test"), "a third connection from one IP")
     echoes(a, "the first of two connections after the third was refused")
-    s = metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
     H.expect_eq(H.metric_value(s, "etrelay_sni_connections_total", result="cap_per_ip"), 1,
                 "cap_per_ip refusals")
     H.expect_eq(H.metric_value(s, "etrelay_sni_active_connections"), 2, "active connections")
     b.close()
     # b must be gone from its address's count before the drain's newcomer
     # comes, or (on a busy host) that one is refused by the per-IP cap first.
-    H.wait_until(lambda: H.metric_value(metrics(ops)[1], "etrelay_sni_active_connections") == 1,
+    H.wait_until(lambda: H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_active_connections") == 1,
                  5 * H.SLOW, "b's close seen by the relay")
 
     # Drain: the spliced connection goes on, a new one gets no byte.
@@ -431,7 +425,7 @@ max-connections-per-ip 2
                  "/readyz draining after SIGTERM")
     refused(port, hello("echo.test"), "a new connection while draining")
     echoes(a, "the spliced connection while draining")
-    s = metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
     H.expect_eq(H.metric_value(s, "etrelay_sni_connections_total", result="draining"), 1,
                 "draining refusals")
     H.check(relay.alive(), "etrelay left while a spliced connection was open")
@@ -587,7 +581,7 @@ preread-timeout {timeout_s}s
     relay.wait_ready()
 
     def gauges(active, preread):
-        s = metrics(ops)[1]
+        s = H.metrics_page(ops)[1]
         return (H.metric_value(s, "etrelay_sni_active_connections") == active and
                 H.metric_value(s, "etrelay_sni_preread_connections") == preread and
                 H.metric_value(s, "etrelay_sni_lingering_connections") == 0)
@@ -616,7 +610,7 @@ preread-timeout {timeout_s}s
             f"get their whole answer then EOF: (index, bytes back, end) {bad[:8]}")
     ctx.note(f"{n} connections in flight, then {m} while {k} closed: every one answered whole")
     H.wait_until(lambda: gauges(0, 0), 5 * H.SLOW, "every SNI connection closed")
-    s = metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
     H.expect_eq(H.metric_value(s, "etrelay_sni_connections_total", listener="many",
                                result="spliced"), n + m, "spliced connections")
     H.expect_eq(H.metric_value(s, "etrelay_sni_connections_ended_total", listener="many",

@@ -39,7 +39,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-import test_sni as S  # noqa: E402
 import tlsutil as T  # noqa: E402
 
 
@@ -47,7 +46,7 @@ def start(ctx, name, extra):
     """A relay with one SNI listener [name] routing echo.test to an echo
     backend. Returns (relay, port, ops port, backend)."""
     tmp = ctx.tmpdir()
-    echo = S.Backend()
+    echo = T.Backend()
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
@@ -63,7 +62,7 @@ def start(ctx, name, extra):
 def echoed(port, src, timeout=3.0):
     """A hello from src reaches the echo backend and comes back: True, or
     why not."""
-    h = S.hello("echo.test")
+    h = T.hello("echo.test")
     c = socket.socket()
     try:
         c.settimeout(timeout)
@@ -131,7 +130,7 @@ def flood(ctx):
     took = time.monotonic() - t0
     stop.set()
     t.join(10)
-    s = S.metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
 
     def conns(result):
         return H.metric_value(s, "etrelay_sni_connections_total", listener="flood", result=result)
@@ -162,7 +161,7 @@ def emfile(ctx):
     pid = relay.pid
     # The ops plane's first page, the backend's first connection: fds the
     # relay keeps or needs later are taken before the limit is lowered.
-    S.metrics(ops)
+    H.metrics_page(ops)
     H.check(echoed(port, H.LOOPBACK) is True, "a hello before the limit")
     time.sleep(0.3)
     nfd = len(os.listdir(f"/proc/{pid}/fd"))
@@ -196,7 +195,7 @@ def emfile(ctx):
             break
         time.sleep(0.2)
     H.check(ok is True, f"a new client once fds are free: {ok}")
-    s = S.metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
     pauses = H.metric_value(s, "etrelay_accept_pauses_total")
     # io_uring's multishot accept keeps the limit it was armed with.
     least = 1 if ctx.backend == "epoll" else 0
@@ -309,7 +308,7 @@ def slow_many(ctx):
 
     t = threading.Thread(target=attack, daemon=True)
     t.start()
-    H.wait_until(lambda: (H.metric_value(S.metrics(ops)[1], "etrelay_sni_preread_connections",
+    H.wait_until(lambda: (H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_preread_connections",
                                          listener="slow") or 0) >= 199, 10,
                  "the attack fills max-preread")
     ok, bad = 0, []
@@ -325,7 +324,7 @@ def slow_many(ctx):
         time.sleep(0.2)
     stop.set()
     t.join(20)
-    s = S.metrics(ops)[1]
+    s = H.metrics_page(ops)[1]
 
     def conns(result):
         return H.metric_value(s, "etrelay_sni_connections_total", listener="slow", result=result)
@@ -359,7 +358,7 @@ def reset(ctx):
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     c = socket.create_connection((H.LOOPBACK, port), timeout=10)
-    c.sendall(S.hello("rst.test"))
+    c.sendall(T.hello("rst.test"))
     got, how = 0, "timeout"
     try:
         while True:
@@ -378,7 +377,7 @@ def reset(ctx):
     ctx.note(f"reset: the client read {got} bytes, then {how}")
     H.expect_eq(how, "reset", f"the client's end after {got} bytes of a reset upstream")
     H.check(got > 0, "the bytes before the reset")
-    H.wait_until(lambda: H.metric_value(S.metrics(ops)[1], "etrelay_sni_connections_ended_total",
+    H.wait_until(lambda: H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_connections_ended_total",
                                         listener="rst", reason="reset") == 1, 5,
                  "one connection ended reset")
     ctx.check_relays_alive()

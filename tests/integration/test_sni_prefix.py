@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-import test_sni as S  # noqa: E402
+import tlsutil as T  # noqa: E402
 
 SOURCES, PER_SOURCE, PER_IP, MAX_CONNECTIONS = 70, 4, 4, 200
 SITE_CAP = 8 * PER_IP  # SRCTAB_P48_MULT
@@ -70,7 +70,7 @@ def site48(ctx):
     ip(ns, "-6", "route", "add", f"{site}::/48", "via", ns6, "dev", ns.host_if)
 
     tmp = ctx.tmpdir()
-    echo = S.Backend()
+    echo = T.Backend()
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
@@ -92,7 +92,7 @@ def site48(ctx):
         total = SOURCES * PER_SOURCE
 
         def decided():
-            s = S.metrics(ops)[1]
+            s = H.metrics_page(ops)[1]
             active = H.metric_value(s, "etrelay_sni_active_connections", listener="site") or 0
             refused = sum(H.metric_value(s, "etrelay_sni_connections_total", listener="site",
                                          result=why) or 0
@@ -102,7 +102,7 @@ def site48(ctx):
         H.wait_until(lambda: sum(decided()) >= total, 15,
                      f"each of the site's {total} connections held or refused")
         active, _ = decided()
-        s = S.metrics(ops)[1]
+        s = H.metrics_page(ops)[1]
         per_ip = H.metric_value(s, "etrelay_sni_connections_total", listener="site",
                                 result="cap_per_ip")
         H.log(f"site: {int(active)} held, {int(per_ip)} refused cap_per_ip")
@@ -123,7 +123,7 @@ def site48(ctx):
 def echoed6(port, addr, timeout=3.0):
     """A hello from the host's addr to the listener at [addr]:port comes
     back from the echo backend: True, or why not."""
-    h = S.hello("echo.test")
+    h = T.hello("echo.test")
     c = socket.socket(socket.AF_INET6)
     try:
         c.settimeout(timeout)

@@ -41,7 +41,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-import test_sni as S  # noqa: E402
 import tlsutil as T  # noqa: E402
 import turnutil as TU  # noqa: E402
 
@@ -99,7 +98,7 @@ def attacker(src, port):
     c.bind((src, 0))
     c.settimeout(5)
     c.connect((H.LOOPBACK, port))
-    c.sendall(S.hello("big.test"))
+    c.sendall(T.hello("big.test"))
     return c
 
 
@@ -118,7 +117,7 @@ def turn_binding(tport):
 
 
 def spliced(ops):
-    return H.metric_value(S.metrics(ops)[1], "etrelay_sni_connections_total",
+    return H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_connections_total",
                           listener="stall", result="spliced") or 0
 
 
@@ -149,7 +148,7 @@ def pinned(ctx):
         # stop growing.
         last, same, t_end = -1, 0, time.monotonic() + 10 * H.SLOW
         while same < 5 and time.monotonic() < t_end:
-            now = H.metric_value(S.metrics(ops)[1], "etrelay_stream_chunks") or 0
+            now = H.metric_value(H.metrics_page(ops)[1], "etrelay_stream_chunks") or 0
             same = same + 1 if now == last else 0
             last = now
             time.sleep(0.1)
@@ -164,7 +163,7 @@ def pinned(ctx):
                 bad.append(str(e)[:120])
         took = time.monotonic() - t0
         turn = turn_binding(tport)
-        m = S.metrics(ops)[1]
+        m = H.metrics_page(ops)[1]
         alive = H.metric_value(m, "etrelay_sni_active_connections", listener="stall")
         ctx.note(f"pinned: {n} clients that never read hold {last} stream chunks "
                  f"({H.WORKERS} worker(s)); the real client got through {ok} of 8 in "
@@ -212,14 +211,14 @@ def many_sources(ctx):
                 held.append(attacker(f"127.0.3.{a + 1}", port))
 
         def m(name, **kw):
-            return H.metric_value(S.metrics(ops)[1], name, **kw) or 0
+            return H.metric_value(H.metrics_page(ops)[1], name, **kw) or 0
         pool = 256 * int(H.WORKERS)
         H.wait_until(lambda: m("etrelay_stream_chunks") >= pool - pool // 8, 10 * H.SLOW,
                      "the pool pinned but for its reserve")
         t0 = time.monotonic()
         turn = turn_binding(tport)
         c = socket.create_connection((H.LOOPBACK, port), timeout=5)
-        c.sendall(S.hello("nosuch.test"))
+        c.sendall(T.hello("nosuch.test"))
         H.wait_until(lambda: m("etrelay_sni_connections_total", listener="stall",
                                result="unknown_name") >= 1, 5 * H.SLOW,
                      "a ClientHello read (and refused) while the pool is pinned")
@@ -260,12 +259,12 @@ def stalled(ctx):
     held = [attacker("127.0.0.2", port) for _ in range(8)]
     t0 = time.monotonic()
     try:
-        H.wait_until(lambda: (H.metric_value(S.metrics(ops)[1],
+        H.wait_until(lambda: (H.metric_value(H.metrics_page(ops)[1],
                                              "etrelay_sni_connections_ended_total",
                                              listener="stall", reason="stalled") or 0) >= 8,
                      15 * H.SLOW, "the 8 stalled connections reset by send-timeout 1s")
         took = time.monotonic() - t0
-        H.wait_until(lambda: H.metric_value(S.metrics(ops)[1], "etrelay_sni_memory_bytes",
+        H.wait_until(lambda: H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_memory_bytes",
                                             listener="stall") == 0, 5 * H.SLOW,
                      "the listener's memory back to 0")
         resets = 0
@@ -321,11 +320,11 @@ def connecting(ctx):
             c.bind((f"127.0.2.{i % 4 + 1}", 0))
             c.settimeout(5)
             c.connect((H.LOOPBACK, port))
-            c.sendall(S.hello("slow.test") + b"x" * 60000)
+            c.sendall(T.hello("slow.test") + b"x" * 60000)
             held.append(c)
             time.sleep(0.05)  # its hello read: connecting, not prereading
         time.sleep(0.5)
-        m = S.metrics(ops)[1]
+        m = H.metrics_page(ops)[1]
         pre = H.metric_value(m, "etrelay_sni_preread_connections", listener="conn")
         active = H.metric_value(m, "etrelay_sni_active_connections", listener="conn")
         mem = H.metric_value(m, "etrelay_sni_memory_bytes", listener="conn")

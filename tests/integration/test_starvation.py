@@ -5,7 +5,7 @@ listing nor keep players out.
 
     python3 test_starvation.py <etrelay-binary> <io_uring|epoll>
 
-The real OpenArena server (as in test_openarena.py) behind etrelay with its
+The real OpenArena server (started by oa.py) behind etrelay with its
 default abuse limits (--ip-query-burst 10 --ip-query-rate 1
 --server-query-burst 8 --server-query-rate 1 --query-cache 1s), a Master
 stand-in, --heartbeat-interval 10s so that the relay probes and heartbeats
@@ -48,7 +48,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_openarena import OA_SERVER, OpenArena  # noqa: E402
+from oa import OA_SERVER, OpenArena  # noqa: E402
 
 TEST_BUDGET = 58
 STORM_SOURCES = 50

@@ -11,14 +11,7 @@
 #include <string.h>
 
 #include "addrclass.h"
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
+#include "unit_util.h"
 
 static void key_of(const char *s, uint8_t k[ADDRCLASS_KEY_LEN])
 {

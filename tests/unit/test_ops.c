@@ -16,20 +16,13 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "unit_util.h"
 
 #define TOKEN_32 "0123456789abcdef0123456789abcdef"
 #define TOKEN_31 "0123456789abcdef0123456789abcde"
 
 static const char *const vars[] = { OPS_ENV_LIFECYCLE, OPS_ENV_READ, OPS_ENV_METRICS };
 static char dir[] = "/tmp/etrelay-test-ops-XXXXXX";
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
 
 /* Port 0 (the kernel picks one), which addr_parse_numeric refuses. */
 static union etr_sockaddr any_port(const char *s)

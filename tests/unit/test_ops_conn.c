@@ -11,17 +11,10 @@
 #include <string.h>
 
 #include "ops_conn.h"
+#include "unit_util.h"
 
 #define SEC 1000000000ull
 #define T0  (100 * SEC)
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
 
 /* Admit and add, as the listener does; returns the slot. */
 static int connect_from(struct ops_conns *t, const char *s, uint64_t now)

@@ -10,14 +10,7 @@
 #include <string.h>
 
 #include "proxy_v2.h"
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
+#include "unit_util.h"
 
 /* The signature, spelled out as the spec gives it. */
 static const uint8_t sig[12] = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,

@@ -16,6 +16,7 @@
 
 #include "q3policy.h"
 #include "q3proto.h"
+#include "unit_util.h"
 
 #include "fake_loop.h"
 
@@ -117,14 +118,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void addr_of(union etr_sockaddr *sa, const char *ip, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->in.sin_family = AF_INET;
-	sa->in.sin_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET, ip, &sa->in.sin_addr), 1);
-}
-
 static void client_bytes(struct fixture *f, const char *ip, uint16_t port, const void *data,
 			 size_t len, uint64_t now)
 {
@@ -133,7 +126,7 @@ static void client_bytes(struct fixture *f, const char *ip, uint16_t port, const
 	struct loop_dgram d = {.data = buf, .len = len, .now = now};
 
 	memcpy(buf, data, len);
-	addr_of(&sa, ip, port);
+	sa_v4(&sa, ip, port);
 	d.from = &sa.sa;
 	d.fromlen = addr_len(&sa);
 	assert_true(endpoint_dgram(&f->ep, endpoint_id(&f->ep, f->u.ep_public), &d));
@@ -163,7 +156,7 @@ static uint32_t session_of(struct fixture *f, const char *ip, uint16_t port)
 {
 	union etr_sockaddr sa;
 
-	addr_of(&sa, ip, port);
+	sa_v4(&sa, ip, port);
 	return session_lookup(udprelay_sessions(&f->u), &sa);
 }
 
@@ -440,7 +433,7 @@ static uint32_t insert(struct fixture *f, uint32_t i, uint64_t now)
 	char ip[32];
 
 	snprintf(ip, sizeof(ip), "10.0.0.%u", i);
-	addr_of(&sa, ip, 27960);
+	sa_v4(&sa, ip, 27960);
 	return session_insert(udprelay_sessions(&f->u), &sa, (int)(100 + i), now);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ratelimit.h"
+#include "unit_util.h"
 
 #define MS  1000000ull
 #define SEC 1000000000ull
@@ -19,14 +20,6 @@
 #define T0 (1000 * SEC)
 
 static const uint8_t key[16] = "0123456789abcdef";
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
 
 /* The i-th address of 10.0.0.0/8, port 27960. */
 static union etr_sockaddr nth_v4(uint32_t i)

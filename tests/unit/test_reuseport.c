@@ -15,14 +15,7 @@
 
 #include "addrclass.h"
 #include "reuseport.h"
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
+#include "unit_util.h"
 
 /* The network header of a datagram from src: only the fields the program
  * reads are filled in. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "unit_util.h"
 
 static const uint8_t key[16] = {
 	0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78,
@@ -28,22 +29,6 @@ static void client_v4(union etr_sockaddr *sa, uint32_t i)
 	sa->in.sin_family = AF_INET;
 	sa->in.sin_addr.s_addr = htonl(0x0a000000u | (i & 0xffffffu));
 	sa->in.sin_port = htons((uint16_t)(27960 + (i % 7)));
-}
-
-static void client_v6(union etr_sockaddr *sa, const char *ip, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->in6.sin6_family = AF_INET6;
-	sa->in6.sin6_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET6, ip, &sa->in6.sin6_addr), 1);
-}
-
-static void client_v4_ip(union etr_sockaddr *sa, const char *ip, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->in.sin_family = AF_INET;
-	sa->in.sin_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET, ip, &sa->in.sin_addr), 1);
 }
 
 static uint32_t insert_v4(struct session_table *t, uint32_t i, uint64_t now)
@@ -124,7 +109,7 @@ static void test_session_insert_then_lookup_returns_same_index(void **state)
 
 	(void)state;
 	assert_int_equal(session_table_init(&t, 16, key), 0);
-	client_v4_ip(&sa, "192.0.2.1", 27960);
+	sa_v4(&sa, "192.0.2.1", 27960);
 	idx = session_insert(&t, &sa, 42, 5 * SEC);
 	assert_int_not_equal(idx, SESSION_NONE);
 	assert_true(idx < 16);
@@ -140,7 +125,7 @@ static void test_session_insert_then_lookup_returns_same_index(void **state)
 	assert_true(addr_equal(&t.s[idx].client, &sa));
 
 	/* Same address, other port: a different client. */
-	client_v4_ip(&sa, "192.0.2.1", 27961);
+	sa_v4(&sa, "192.0.2.1", 27961);
 	assert_int_equal(session_lookup(&t, &sa), SESSION_NONE);
 	session_table_free(&t);
 }
@@ -153,7 +138,7 @@ static void test_session_remove_returns_fd_and_forgets_client(void **state)
 
 	(void)state;
 	assert_int_equal(session_table_init(&t, 16, key), 0);
-	client_v4_ip(&sa, "192.0.2.1", 27960);
+	sa_v4(&sa, "192.0.2.1", 27960);
 	idx = session_insert(&t, &sa, 42, 5 * SEC);
 	assert_int_not_equal(idx, SESSION_NONE);
 	assert_int_equal(session_remove(&t, idx), 42);
@@ -197,10 +182,10 @@ static void test_session_ipv4_and_ipv6_keys_sharing_bytes_do_not_collide(void **
 
 	(void)state;
 	assert_int_equal(session_table_init(&t, 16, key), 0);
-	client_v4_ip(&v4, "1.2.3.4", 27960);
-	client_v6(&v6compat, "::1.2.3.4", 27960);
-	client_v6(&v6mapped, "::ffff:1.2.3.4", 27960);
-	client_v6(&v6front, "102:304::", 27960);
+	sa_v4(&v4, "1.2.3.4", 27960);
+	sa_v6(&v6compat, "::1.2.3.4", 27960);
+	sa_v6(&v6mapped, "::ffff:1.2.3.4", 27960);
+	sa_v6(&v6front, "102:304::", 27960);
 
 	i4 = session_insert(&t, &v4, 10, SEC);
 	assert_int_not_equal(i4, SESSION_NONE);
@@ -730,10 +715,10 @@ static void test_session_ip_count_spans_ports_and_follows_removals(void **state)
 
 	(void)state;
 	assert_int_equal(session_table_init(&t, 8, key), 0);
-	client_v4_ip(&a1, "192.0.2.1", 1000);
-	client_v4_ip(&a2, "192.0.2.1", 2000);
-	client_v4_ip(&b1, "192.0.2.2", 1000);
-	client_v6(&m1, "::ffff:192.0.2.1", 3000);
+	sa_v4(&a1, "192.0.2.1", 1000);
+	sa_v4(&a2, "192.0.2.1", 2000);
+	sa_v4(&b1, "192.0.2.2", 1000);
+	sa_v6(&m1, "::ffff:192.0.2.1", 3000);
 	assert_int_equal(session_ip_count(&t, &a1), 0);
 	ia1 = session_insert(&t, &a1, 10, 0);
 	ia2 = session_insert(&t, &a2, 11, 0);
@@ -757,11 +742,11 @@ static void test_session_ipv6_clients_count_per_slash_64(void **state)
 
 	(void)state;
 	assert_int_equal(session_table_init(&t, 8, key), 0);
-	client_v6(&h1, "2001:db8:1:2::10", 1000);
-	client_v6(&h2, "2001:db8:1:2:ffff:1:2:3", 1000);
-	client_v6(&other, "2001:db8:1:3::10", 1000);
-	client_v6(&m1, "::ffff:192.0.2.1", 1000);
-	client_v6(&m2, "::ffff:192.0.2.2", 1000);
+	sa_v6(&h1, "2001:db8:1:2::10", 1000);
+	sa_v6(&h2, "2001:db8:1:2:ffff:1:2:3", 1000);
+	sa_v6(&other, "2001:db8:1:3::10", 1000);
+	sa_v6(&m1, "::ffff:192.0.2.1", 1000);
+	sa_v6(&m2, "::ffff:192.0.2.2", 1000);
 	session_insert(&t, &h1, 10, 0);
 	session_insert(&t, &h2, 11, 0);
 	session_insert(&t, &m1, 12, 0);
@@ -787,7 +772,7 @@ static void test_session_ip_counts_survive_churn_with_collisions(void **state)
 	for (uint32_t i = 0; i < 64; i++) {
 		char ip[32];
 		snprintf(ip, sizeof(ip), "10.0.0.%u", i % 16);
-		client_v4_ip(&sa, ip, (uint16_t)(1000 + i));
+		sa_v4(&sa, ip, (uint16_t)(1000 + i));
 		idx[i] = session_insert(&t, &sa, (int)i, 0);
 	}
 	for (uint32_t i = 0; i < 64; i += 2)
@@ -795,7 +780,7 @@ static void test_session_ip_counts_survive_churn_with_collisions(void **state)
 	for (uint32_t i = 0; i < 16; i++) {
 		char ip[32];
 		snprintf(ip, sizeof(ip), "10.0.0.%u", i);
-		client_v4_ip(&sa, ip, 1);
+		sa_v4(&sa, ip, 1);
 		assert_int_equal(session_ip_count(&t, &sa), i % 2 ? 4 : 0);
 	}
 	session_table_free(&t);

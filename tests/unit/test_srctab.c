@@ -11,14 +11,7 @@
 #include <string.h>
 
 #include "srctab.h"
-
-static union etr_sockaddr sa(const char *s)
-{
-	union etr_sockaddr a;
-
-	assert_int_equal(addr_parse_numeric(s, &a), 0);
-	return a;
-}
+#include "unit_util.h"
 
 /* An IPv6 source: 2001:db8:<site>:<subnet>::<host>, port 1000. */
 static union etr_sockaddr v6(unsigned site, unsigned subnet, unsigned host)

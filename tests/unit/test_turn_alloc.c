@@ -15,27 +15,12 @@
 #include <string.h>
 
 #include "turn_alloc.h"
+#include "unit_util.h"
 
 static const uint8_t hkey[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 static const uint8_t lkey[16] = {0xaa};
 
 #define S 1000ull /* now is in ms */
-
-static void v4(union etr_sockaddr *a, const char *ip, uint16_t port)
-{
-	memset(a, 0, sizeof(*a));
-	a->in.sin_family = AF_INET;
-	a->in.sin_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET, ip, &a->in.sin_addr), 1);
-}
-
-static void v6(union etr_sockaddr *a, const char *ip, uint16_t port)
-{
-	memset(a, 0, sizeof(*a));
-	a->in6.sin6_family = AF_INET6;
-	a->in6.sin6_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET6, ip, &a->in6.sin6_addr), 1);
-}
 
 /* Client i over UDP on listener 0. */
 static struct turn_5tuple udp(uint32_t i)
@@ -276,11 +261,11 @@ static void test_permissions_last_300_s_ip_only_and_refresh(void **state)
 	(void)state;
 	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
-	v4(&p1, "8.8.8.8", 1000);
-	v4(&p1b, "8.8.8.8", 2000);
-	v4(&p2, "8.8.4.4", 1000);
-	v6(&p6, "2001:4860::1", 1000);
-	v6(&p6m, "::ffff:8.8.8.8", 9);
+	sa_v4(&p1, "8.8.8.8", 1000);
+	sa_v4(&p1b, "8.8.8.8", 2000);
+	sa_v4(&p2, "8.8.4.4", 1000);
+	sa_v6(&p6, "2001:4860::1", 1000);
+	sa_v6(&p6m, "::ffff:8.8.8.8", 9);
 	assert_false(turn_alloc_permitted(&t, idx, &p1, 0));
 	assert_int_equal(turn_alloc_permit(&t, idx, &p1, 0), TURN_OK);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p6, 0), TURN_OK);
@@ -318,21 +303,21 @@ static void test_permissions_are_bounded_and_expired_ones_reused(void **state)
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_PERM_MAX; i++) {
 		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
-		v4(&p, ip, 1);
+		sa_v4(&p, ip, 1);
 		assert_int_equal(turn_alloc_permit(&t, idx, &p, (uint64_t)i * S), TURN_OK);
 	}
-	v4(&p, "9.9.9.9", 1);
+	sa_v4(&p, "9.9.9.9", 1);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p, 40 * S), TURN_E_PERM_FULL);
 	assert_int_equal(turn_alloc_err_code(TURN_E_PERM_FULL), 508);
 	/* Refreshing one that is there still works when full. */
-	v4(&p, "8.8.3.1", 1);
+	sa_v4(&p, "8.8.3.1", 1);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p, 40 * S), TURN_OK);
 	/* The first one (0 s) expires at 300 s: its place is free. */
-	v4(&p, "9.9.9.9", 1);
+	sa_v4(&p, "9.9.9.9", 1);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p, 300 * S), TURN_OK);
-	v4(&p, "8.8.0.1", 1);
+	sa_v4(&p, "8.8.0.1", 1);
 	assert_false(turn_alloc_permitted(&t, idx, &p, 300 * S));
-	v4(&p, "9.9.9.10", 1);
+	sa_v4(&p, "9.9.9.10", 1);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p, 300 * S), TURN_E_PERM_FULL);
 	turn_alloc_free(&t);
 }
@@ -350,24 +335,24 @@ static void test_create_permission_with_several_peers_is_all_or_nothing(void **s
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_PERM_MAX - 1; i++) {
 		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
-		v4(&p, ip, 1);
+		sa_v4(&p, ip, 1);
 		assert_int_equal(turn_alloc_permit(&t, idx, &p, 0), TURN_OK);
 	}
 	/* One place left, three new peers: refused, none of them installed,
 	 * and the one already there (8.8.0.1) not refreshed either. */
-	v4(&three[0], "9.9.9.1", 1);
-	v4(&three[1], "8.8.0.1", 1);
-	v4(&three[2], "9.9.9.2", 1);
+	sa_v4(&three[0], "9.9.9.1", 1);
+	sa_v4(&three[1], "8.8.0.1", 1);
+	sa_v4(&three[2], "9.9.9.2", 1);
 	assert_int_equal(turn_alloc_permit_all(&t, idx, three, 3, 10 * S), TURN_E_PERM_FULL);
 	assert_false(turn_alloc_permitted(&t, idx, &three[0], 10 * S));
 	assert_false(turn_alloc_permitted(&t, idx, &three[2], 10 * S));
 	assert_false(turn_alloc_permitted(&t, idx, &three[1], 300 * S));
 	/* One new IP named three times (other ports, the mapped form) and one
 	 * permitted: the duplicates count once, so it fits the last place. */
-	v4(&dups[0], "9.9.9.3", 1);
-	v4(&dups[1], "9.9.9.3", 2);
-	v6(&dups[2], "::ffff:9.9.9.3", 3);
-	v4(&dups[3], "8.8.5.1", 1);
+	sa_v4(&dups[0], "9.9.9.3", 1);
+	sa_v4(&dups[1], "9.9.9.3", 2);
+	sa_v6(&dups[2], "::ffff:9.9.9.3", 3);
+	sa_v4(&dups[3], "8.8.5.1", 1);
 	assert_int_equal(turn_alloc_permit_all(&t, idx, dups, 4, 10 * S), TURN_OK);
 	assert_true(turn_alloc_permitted(&t, idx, &dups[0], 10 * S));
 	assert_true(turn_alloc_permitted(&t, idx, &dups[3], 300 * S)); /* refreshed */
@@ -394,8 +379,8 @@ static void test_counts_are_of_live_permissions_and_channels(void **state)
 	turn_alloc_counts(&t, idx, 7 * S, &perms, &chans);
 	assert_int_equal(perms, 0);
 	assert_int_equal(chans, 0);
-	v4(&p1, "8.8.8.8", 1000);
-	v4(&p2, "8.8.4.4", 1000);
+	sa_v4(&p1, "8.8.8.8", 1000);
+	sa_v4(&p2, "8.8.4.4", 1000);
 	assert_int_equal(turn_alloc_permit(&t, idx, &p1, 10 * S), TURN_OK);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x4000, &p2, 10 * S), TURN_OK);
 	turn_alloc_counts(&t, idx, 10 * S, &perms, &chans);
@@ -429,8 +414,8 @@ static void test_channels_bind_refresh_and_install_permissions(void **state)
 	(void)state;
 	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
-	v4(&p1, "8.8.8.8", 5000);
-	v4(&p1other, "8.8.8.8", 5001);
+	sa_v4(&p1, "8.8.8.8", 5000);
+	sa_v4(&p1other, "8.8.8.8", 5001);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x4000, &p1, 0), TURN_OK);
 	assert_true(turn_alloc_permitted(&t, idx, &p1other, 0));
 	assert_int_equal(turn_alloc_chan_of(&t, idx, &p1, 0), 0x4000);
@@ -465,8 +450,8 @@ static void test_channel_range_and_conflicts_are_refused(void **state)
 	(void)state;
 	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
-	v4(&p1, "8.8.8.8", 5000);
-	v4(&p2, "8.8.4.4", 5000);
+	sa_v4(&p1, "8.8.8.8", 5000);
+	sa_v4(&p2, "8.8.4.4", 5000);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x3fff, &p1, 0), TURN_E_CHAN_RANGE);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x8000, &p1, 0), TURN_E_CHAN_RANGE);
 	assert_int_equal(turn_alloc_err_code(TURN_E_CHAN_RANGE), 400);
@@ -492,10 +477,10 @@ static void test_channels_are_bounded(void **state)
 	assert_int_equal(turn_alloc_init(&t, 4, 50000, 50099, hkey, 1), 0);
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_CHAN_MAX; i++) {
-		v4(&p, "8.8.8.8", (uint16_t)(1000 + i));
+		sa_v4(&p, "8.8.8.8", (uint16_t)(1000 + i));
 		assert_int_equal(turn_alloc_bind(&t, idx, (uint16_t)(0x4000 + i), &p, 0), TURN_OK);
 	}
-	v4(&p, "8.8.8.8", 999);
+	sa_v4(&p, "8.8.8.8", 999);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x5000, &p, 0), TURN_E_CHAN_FULL);
 	assert_int_equal(turn_alloc_err_code(TURN_E_CHAN_FULL), 508);
 	turn_alloc_free(&t);
@@ -514,14 +499,14 @@ static void test_channel_refused_when_its_permission_cannot_be_had(void **state)
 	assert_int_equal(alloc_as(&t, &k, "u", 3600, 0, &idx), TURN_OK);
 	for (int i = 0; i < TURN_PERM_MAX; i++) {
 		snprintf(ip, sizeof(ip), "8.8.%d.1", i);
-		v4(&p, ip, 1);
+		sa_v4(&p, ip, 1);
 		assert_int_equal(turn_alloc_permit(&t, idx, &p, 0), TURN_OK);
 	}
-	v4(&p, "9.9.9.9", 1);
+	sa_v4(&p, "9.9.9.9", 1);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x4000, &p, 0), TURN_E_PERM_FULL);
 	assert_int_equal(turn_alloc_chan_of(&t, idx, &p, 0), 0);
 	/* A peer with a permission binds. */
-	v4(&p, "8.8.7.1", 1);
+	sa_v4(&p, "8.8.7.1", 1);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x4000, &p, 0), TURN_OK);
 	turn_alloc_free(&t);
 }
@@ -546,7 +531,7 @@ static void test_ipv6_allocation_gets_ipv6_channel_peers(void **state)
 	r.family = AF_INET6;
 	r.port = port;
 	assert_int_equal(turn_alloc_create(&t, &k, &r, 0, &idx), TURN_OK);
-	v6(&p, "2001:4860::1", 7);
+	sa_v6(&p, "2001:4860::1", 7);
 	assert_int_equal(turn_alloc_bind(&t, idx, 0x4100, &p, 0), TURN_OK);
 	assert_true(turn_alloc_chan_peer(&t, idx, 0x4100, 0, &got));
 	assert_int_equal(got.sa.sa_family, AF_INET6);
@@ -830,7 +815,7 @@ static void test_random_operations_match_a_naive_model(void **state)
 		for (int i = 0; i < CLIENTS; i++) {
 			live += m[i].live;
 		}
-		v4(&peer, "8.8.8.8", 1);
+		sa_v4(&peer, "8.8.8.8", 1);
 		peer.in.sin_addr.s_addr = htonl(0x08080800u + (uint32_t)rnd(4));
 		if (op < 4) { /* Allocate */
 			uint32_t idx;
@@ -895,7 +880,7 @@ static void test_random_operations_match_a_naive_model(void **state)
 			assert_int_equal(idx, m[i].idx);
 			assert_int_equal(turn_alloc_by_port(&t, m[i].port), idx);
 			for (uint32_t p = 0; p < 4; p++) {
-				v4(&peer, "8.8.8.0", 1);
+				sa_v4(&peer, "8.8.8.0", 1);
 				peer.in.sin_addr.s_addr = htonl(0x08080800u + p);
 				assert_int_equal(turn_alloc_permitted(&t, idx, &peer, now),
 						 m[i].perm[p] > now);

@@ -17,6 +17,7 @@
 
 #include "prbe_port.h"
 #include "udprelay.h"
+#include "unit_util.h"
 
 #include "fake_loop.h"
 
@@ -150,14 +151,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void client_addr(union etr_sockaddr *sa, const char *ip, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->in.sin_family = AF_INET;
-	sa->in.sin_port = htons(port);
-	assert_int_equal(inet_pton(AF_INET, ip, &sa->in.sin_addr), 1);
-}
-
 /* A datagram from ip:port on the public socket, through the endpoint
  * table as the daemon dispatches it. */
 static void from_client(struct fixture *f, const char *ip, uint16_t port, uint64_t now)
@@ -167,7 +160,7 @@ static void from_client(struct fixture *f, const char *ip, uint16_t port, uint64
 		.data = f->buf, .len = 20, .now = now,
 	};
 
-	client_addr(&sa, ip, port);
+	sa_v4(&sa, ip, port);
 	d.from = &sa.sa;
 	d.fromlen = addr_len(&sa);
 	assert_true(endpoint_dgram(&f->ep, endpoint_id(&f->ep, f->u.ep_public), &d));
@@ -187,7 +180,7 @@ static uint32_t session_of(struct fixture *f, const char *ip, uint16_t port)
 {
 	union etr_sockaddr sa;
 
-	client_addr(&sa, ip, port);
+	sa_v4(&sa, ip, port);
 	return session_lookup(&f->u.st, &sa);
 }
 
@@ -241,7 +234,7 @@ static void test_udprelay_server_answer_goes_to_its_client_from_the_public_socke
 	assert_int_equal(f->l.nfwd, 1);
 	assert_int_equal(f->l.fwd[0].fd, PUB_FD);
 	assert_true(f->l.fwd[0].to_client);
-	client_addr(&b, "198.51.100.7", 6000);
+	sa_v4(&b, "198.51.100.7", 6000);
 	assert_true(addr_equal(&f->l.fwd[0].dst, &b));
 	assert_int_equal(f->l.fwd[0].id, udprelay_session_id(&f->u, ib));
 	assert_int_equal(STAT_GET(f->stats.down_pkts), 1);
@@ -585,7 +578,7 @@ static void test_udprelay_bogon_and_truncated_sources_never_reach_the_policy(voi
 
 	from_client(f, "0.1.2.3", 5000, SEC);
 	assert_int_equal(STAT_GET(f->stats.drops[DROP_BOGON]), 1);
-	client_addr(&sa, "192.0.2.1", 5000);
+	sa_v4(&sa, "192.0.2.1", 5000);
 	d.from = &sa.sa;
 	d.fromlen = addr_len(&sa);
 	d.truncated = true;
@@ -601,7 +594,7 @@ static void test_udprelay_reply_leaves_from_the_public_socket(void **state)
 	struct fixture *f = *state;
 	union etr_sockaddr sa;
 
-	client_addr(&sa, "192.0.2.1", 5000);
+	sa_v4(&sa, "192.0.2.1", 5000);
 	assert_int_equal(udprelay_reply(&f->u, &sa, "x", 1), 0);
 	assert_int_equal(f->l.nsent, 1);
 	assert_int_equal(f->l.last_fd, PUB_FD);
