@@ -174,7 +174,18 @@ def pinned(ctx):
                 f"pinned chunks: {bad[:2]}")
         H.check(turn is True, f"TURN over TCP while the pool was pinned: {turn}")
         H.check(took < 8 * 3 * H.SLOW, f"8 real sessions took {took:.1f} s")
-        H.expect_eq(alive, n, "the attackers' connections still open")
+        # The real client's last connection may still be closing (seen
+        # under ASan: 193): wait for the count to settle at the attackers'.
+        def attackers_open():
+            v = H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_active_connections",
+                               listener="stall")
+            seen.append(v)
+            return v == n
+        seen = [alive]
+        if alive != n:
+            H.wait_until(attackers_open, 5 * H.SLOW,
+                         f"the attackers' {n} connections still open, and only those "
+                         f"(seen {seen[-3:]})", interval=0.1)
         H.check((H.metric_value(m, "etrelay_sni_reads_deferred_total", listener="stall")
                  or 0) > 0, "reads deferred for the sources at their cap")
         H.check(last <= 256 * int(H.WORKERS) - 32, f"{last} chunks in use: no reserve left")
