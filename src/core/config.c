@@ -2568,3 +2568,43 @@ out:
 	errno = saved;
 	return buf;
 }
+
+void conf_each_listen(const struct etr_conf *c,
+		      void (*each)(void *arg, const struct conf_listen *l), void *arg)
+{
+	struct conf_listen l;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		l = (struct conf_listen){ "relay", "game relay", c->relays[i].name,
+					  &c->relays[i].listen };
+		each(arg, &l);
+	}
+	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
+		l = (struct conf_listen){ "prbe-listen", "PRBE echo port", "", &c->prbe.listen[i] };
+		each(arg, &l);
+	}
+	for (unsigned i = 0; i < c->nsni; i++) {
+		l = (struct conf_listen){ "sni", "SNI listener", c->sni[i].name, &c->sni[i].listen };
+		each(arg, &l);
+	}
+	for (unsigned i = 0; i < c->nturn; i++) {
+		const struct turn_conf *t = &c->turn[i];
+
+		l = (struct conf_listen){ "turn", "TURN listener", t->name, &t->listen };
+		each(arg, &l);
+		if (t->tcp_set) {
+			l = (struct conf_listen){ "turn", "TURN TCP listener", t->name,
+						  &t->tcp_listen };
+			each(arg, &l);
+		}
+		if (t->tls_set) {
+			l = (struct conf_listen){ "turn", "TURN TLS listener", t->name,
+						  &t->tls_listen };
+			each(arg, &l);
+		}
+	}
+	if (c->ops_enabled) {
+		l = (struct conf_listen){ "ops-listen", "ops listener", "", &c->ops_listen };
+		each(arg, &l);
+	}
+}

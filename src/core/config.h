@@ -478,4 +478,18 @@ int conf_addr_family(const union etr_sockaddr *a);
 /* The --help text. */
 extern const char conf_usage[];
 
+/* Every listening address the configuration names, each kind's, and the
+ * ops plane's: key is the config's word ("relay", "prbe-listen", "sni",
+ * "turn", "ops-listen"), what the prose ("game relay", "PRBE echo port",
+ * "SNI listener", "TURN listener", "TURN TCP listener", "TURN TLS
+ * listener", "ops listener"), name the listener's ("" when it has none).
+ * The one list that -t's warnings, the TURN peer policy and the control
+ * plane's upstream check read. */
+struct conf_listen {
+	const char *key, *what, *name;
+	const union etr_sockaddr *addr;
+};
+void conf_each_listen(const struct etr_conf *c,
+		      void (*each)(void *arg, const struct conf_listen *l), void *arg);
+
 #endif

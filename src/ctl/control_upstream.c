@@ -58,6 +58,18 @@ unsigned ctl_upstream_set_hosts(struct ctl_upstream_policy *p, const union etr_s
 	return lost;
 }
 
+struct listen_add {
+	struct ctl_upstream_policy *p;
+	unsigned lost;
+};
+
+static void listen_each(void *arg, const struct conf_listen *l)
+{
+	struct listen_add *a = arg;
+
+	a->lost += listener_add(a->p, l->addr, l->what, l->name);
+}
+
 unsigned ctl_upstream_from_conf(struct ctl_upstream_policy *p, const struct etr_conf *c,
 				const union etr_sockaddr *local, size_t nlocal)
 {
@@ -67,23 +79,12 @@ unsigned ctl_upstream_from_conf(struct ctl_upstream_policy *p, const struct etr_
 	for (unsigned i = 0; i < c->ncontrol_allow && i < CONF_CONTROL_ALLOW_MAX; i++)
 		cidr_of(&c->control_allow[i], &p->allow[p->nallow++]);
 	lost += ctl_upstream_set_hosts(p, local, nlocal);
-	for (unsigned i = 0; i < c->nrelays; i++)
-		lost += listener_add(p, &c->relays[i].listen, "game relay", c->relays[i].name);
-	for (unsigned i = 0; i < c->prbe.nlisten; i++)
-		lost += listener_add(p, &c->prbe.listen[i], "PRBE echo port", "");
-	for (unsigned i = 0; i < c->nsni; i++)
-		lost += listener_add(p, &c->sni[i].listen, "SNI listener", c->sni[i].name);
-	for (unsigned i = 0; i < c->nturn; i++) {
-		const struct turn_conf *t = &c->turn[i];
+	{
+		struct listen_add a = { p, 0 };
 
-		lost += listener_add(p, &t->listen, "TURN listener", t->name);
-		if (t->tcp_set)
-			lost += listener_add(p, &t->tcp_listen, "TURN TCP listener", t->name);
-		if (t->tls_set)
-			lost += listener_add(p, &t->tls_listen, "TURN TLS listener", t->name);
+		conf_each_listen(c, listen_each, &a);
+		lost += a.lost;
 	}
-	if (c->ops_enabled)
-		lost += listener_add(p, &c->ops_listen, "ops listener", "");
 	return lost;
 }
 

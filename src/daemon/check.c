@@ -99,32 +99,18 @@ static void warn_not_local(const char *what, const union etr_sockaddr *listen)
 	close(fd);
 }
 
-static void warn_listens(const struct etr_conf *c)
+static void warn_listen(void *arg, const struct conf_listen *l)
 {
 	char what[CONF_NAME_MAX + 32];
 
-	for (unsigned i = 0; i < c->nrelays; i++) {
-		snprintf(what, sizeof(what), "relay %s", c->relays[i].name);
-		warn_not_local(what, &c->relays[i].listen);
-	}
-	for (unsigned i = 0; i < c->prbe.nlisten; i++)
-		warn_not_local("prbe-listen", &c->prbe.listen[i]);
-	for (unsigned i = 0; i < c->nsni; i++) {
-		snprintf(what, sizeof(what), "sni %s", c->sni[i].name);
-		warn_not_local(what, &c->sni[i].listen);
-	}
-	for (unsigned i = 0; i < c->nturn; i++) {
-		const struct turn_conf *t = &c->turn[i];
+	(void)arg;
+	snprintf(what, sizeof(what), "%s%s%s", l->key, l->name[0] ? " " : "", l->name);
+	warn_not_local(what, l->addr);
+}
 
-		snprintf(what, sizeof(what), "turn %s", t->name);
-		warn_not_local(what, &t->listen);
-		if (t->tcp_set)
-			warn_not_local(what, &t->tcp_listen);
-		if (t->tls_set)
-			warn_not_local(what, &t->tls_listen);
-	}
-	if (c->ops_enabled)
-		warn_not_local("ops-listen", &c->ops_listen);
+static void warn_listens(const struct etr_conf *c)
+{
+	conf_each_listen(c, warn_listen, NULL);
 }
 
 int check_run(const struct etr_conf *c, bool nofile_ok)

@@ -681,6 +681,18 @@ static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes
 	return 0;
 }
 
+struct plumbing {
+	struct turn_peer_policy *p;
+	unsigned lost;
+};
+
+static void plumbing_each(void *arg, const struct conf_listen *l)
+{
+	struct plumbing *pl = arg;
+
+	pl->lost += turn_peer_plumbing(pl->p, l->addr) == -ENOSPC;
+}
+
 /* What no TURN peer reaches: the host's addresses (read once, at start;
  * an address added later is judged by the policy's other rules) and,
  * exactly, the daemon's own sockets. */
@@ -694,26 +706,17 @@ static void turn_guard(struct daemon *d, struct turn_peer_policy *p,
 
 	for (size_t k = 0; k < n; k++)
 		lost += turn_peer_host(p, &local[k]) == -ENOSPC;
-	for (unsigned i = 0; i < c->nrelays; i++) {
-		lost += turn_peer_plumbing(p, &c->relays[i].listen) == -ENOSPC;
-		lost += turn_peer_plumbing(p, &upstreams[i]) == -ENOSPC;
+	{
+		struct plumbing pl = { p, 0 };
+
+		conf_each_listen(c, plumbing_each, &pl);
+		lost += pl.lost;
 	}
-	for (unsigned i = 0; i < c->nsni; i++) {
-		lost += turn_peer_plumbing(p, &c->sni[i].listen) == -ENOSPC;
+	for (unsigned i = 0; i < c->nrelays; i++)
+		lost += turn_peer_plumbing(p, &upstreams[i]) == -ENOSPC;
+	for (unsigned i = 0; i < c->nsni; i++)
 		for (unsigned j = 0; j < c->sni[i].nroutes; j++)
 			lost += turn_peer_plumbing(p, &sni_routes[i][j].upstream) == -ENOSPC;
-	}
-	for (unsigned i = 0; i < c->nturn; i++) {
-		lost += turn_peer_plumbing(p, &c->turn[i].listen) == -ENOSPC;
-		if (c->turn[i].tcp_set)
-			lost += turn_peer_plumbing(p, &c->turn[i].tcp_listen) == -ENOSPC;
-		if (c->turn[i].tls_set)
-			lost += turn_peer_plumbing(p, &c->turn[i].tls_listen) == -ENOSPC;
-	}
-	for (unsigned i = 0; i < c->prbe.nlisten; i++)
-		lost += turn_peer_plumbing(p, &c->prbe.listen[i]) == -ENOSPC;
-	if (c->ops_enabled)
-		lost += turn_peer_plumbing(p, &c->ops_listen) == -ENOSPC;
 	if (lost)
 		log_warnx("turn: %u of the host's addresses and sockets past the peer policy's "
 			  "lists (%u, %u) are not refused as such",
