@@ -584,27 +584,25 @@ static const struct metric metrics[] = {
     {"process_max_fds", GAUGE, FDS, P(max_fds), .help = "Maximum number of open file descriptors."},
 };
 
-/* Label values escape backslash, double quote and newline (format 0.0.4). */
-static void put_label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-/* name{k1="v1",k2="v2"} ; kv holds key, value pairs ended by NULL. */
+/* name{k1="v1",k2="v2"} ; kv holds key, value pairs ended by NULL. Label
+ * values escape backslash, double quote and newline (format 0.0.4); the
+ * runs between them go out whole. */
 static void series(FILE *f, const char *name, const char *suffix, const char *const *kv)
 {
 	fputs(name, f);
 	fputs(suffix, f);
 	for (unsigned i = 0; kv[i]; i += 2) {
-		fprintf(f, "%s%s=\"", i ? "," : "{", kv[i]);
-		put_label_value(f, kv[i + 1]);
+		fputs(i ? "," : "{", f);
+		fputs(kv[i], f);
+		fputs("=\"", f);
+		for (const char *s = kv[i + 1]; *s; s++) {
+			size_t n = strcspn(s, "\\\"\n");
+
+			fwrite(s, 1, n, f);
+			if (!*(s += n))
+				break;
+			fputs(*s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", f);
+		}
 		fputc('"', f);
 	}
 	if (kv[0])
