@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control_stats.h"
 #include "loop.h"
 #include "ops_metrics.h"
 #include "sni.h"
+#include "turn.h"
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
@@ -564,28 +566,361 @@ static void test_ops_metrics_no_control_family_without_a_control_plane(void **st
 	free(t);
 }
 
-/* Pipe the full rendering through `promtool check metrics`: it must say
- * nothing and exit 0. 77 (skip) without promtool. */
-static int promtool_check(void)
+/* A whole world for the golden file and the timing: every relay, worker,
+ * master, reason and listener holds a distinct non-zero value (a
+ * sequence), so that a sample that reads the wrong field, worker or index
+ * shows in the text. The sizes are arguments: the golden file is small,
+ * the timing large. */
+#define W_WORKERS 8
+static struct etr_stats wst;
+static struct relay_stats w_relay[W_WORKERS][STATS_RELAYS_MAX];
+static struct prbe_stats w_prbe[W_WORKERS][CONF_PRBE_LISTEN_MAX];
+static struct loop_stats w_loop[W_WORKERS];
+static struct sni_conf w_sni_conf[CONF_SNI_MAX];
+static struct sni_shared w_sni;
+static struct sni_stats w_sni_stats[CONF_SNI_MAX][W_WORKERS];
+static struct turn_conf w_turn_conf[CONF_TURN_MAX];
+static struct turn_shared w_turn;
+static struct turn_stats w_turn_stats[CONF_TURN_MAX][W_WORKERS];
+static struct control_stats w_ctl;
+static uint64_t w_seq;
+
+static uint64_t next(void)
+{
+	return ++w_seq * 1009;
+}
+
+/* Every _Atomic uint64_t of a struct made of them alone. */
+static void fill_u64s(void *p, size_t size)
+{
+	_Atomic uint64_t *v = p;
+
+	for (size_t k = 0; k < size / sizeof(*v); k++)
+		STAT_SET(v[k], next());
+}
+
+static void fill_relay(struct relay_stats *r, unsigned i, unsigned w, unsigned nmasters)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	/* Names with the characters the format escapes, on one relay. */
+	if (i == 1)
+		strcpy(r->name, "r\"1\\x\ny");
+	else
+		snprintf(r->name, sizeof(r->name), "relay%u", i);
+	snprintf(r->public_addr, sizeof(r->public_addr), "203.0.113.%u:%u", i + 1, 27960 + i);
+	snprintf(r->upstream, sizeof(r->upstream), "10.8.0.%u:27960", i + 2);
+	snprintf(r->game, sizeof(r->game), "%s", i % 2 ? "Q3" : "ET");
+	STAT_SET(r->up_pkts, next());
+	STAT_SET(r->up_bytes, next());
+	STAT_SET(r->down_pkts, next());
+	STAT_SET(r->down_bytes, next());
+	for (unsigned d = 0; d < DROP_COUNT; d++)
+		STAT_SET(r->drops[d], next());
+	STAT_SET(r->refused, next());
+	STAT_SET(r->cache_answers, next());
+	STAT_SET(r->qport_collisions, next());
+	STAT_SET(r->sessions_opened, next());
+	for (unsigned c = 0; c < CLOSE_COUNT; c++)
+		STAT_SET(r->sessions_closed[c], next());
+	STAT_SET(r->sessions_active, (uint32_t)next());
+	STAT_SET(r->probes_sent, next());
+	STAT_SET(r->probe_rounds_ok, next());
+	STAT_SET(r->probe_rounds_failed, next());
+	STAT_SET(r->flatlines, next());
+	STAT_SET(r->server, i % 3 == 0 ? SERVER_UP : i % 3 == 1 ? SERVER_DOWN : SERVER_UNKNOWN);
+	r->prbe_on = i % 2 == 0;
+	strcpy(r->prbe.port, r->public_addr);
+	for (unsigned v = 0; v < STATS_PRBE_RESULTS; v++)
+		STAT_SET(r->prbe.result[v], next());
+	if (w)
+		return;
+	r->nmasters = nmasters;
+	for (unsigned j = 0; j < nmasters; j++) {
+		struct master_status *m = &r->masters[j];
+
+		snprintf(m->name, sizeof(m->name), "master%u.example:%u", j, 27950 + i);
+		snprintf(m->addr, sizeof(m->addr), "192.0.2.%u:27950", j + 1);
+		/* The third of each never heard: no timestamps. */
+		m->last_heartbeat = j % 3 == 2 ? 0 : 1764450000 + next();
+		m->last_result = (enum stats_hb_result)(j % HB_RESULT_COUNT);
+		m->listing_confirmed = j % 2 == 0;
+		m->last_confirmed = j % 3 == 2 ? 0 : 1764450000 + next();
+		for (unsigned h = 0; h < HB_RESULT_COUNT; h++)
+			m->heartbeats[h] = next();
+	}
+}
+
+static void fill_sni_stats(struct sni_stats *s)
+{
+	for (unsigned r = 0; r < SNI_RESULTS; r++)
+		STAT_SET(s->result[r], next());
+	for (unsigned e = 0; e < SNI_ENDS; e++)
+		STAT_SET(s->ended[e], next());
+	STAT_SET(s->bytes_in, next());
+	STAT_SET(s->bytes_out, next());
+	STAT_SET(s->preread_ns, next() * 1000);
+	STAT_SET(s->preread_count, next());
+	for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++)
+		STAT_SET(s->preread_hist[b], next());
+	STAT_SET(s->deferred, next());
+	STAT_SET(s->memory, (int64_t)next());
+	STAT_SET(s->active, (uint32_t)next());
+	STAT_SET(s->preread, (uint32_t)next());
+	STAT_SET(s->lingering, (uint32_t)next());
+}
+
+/* Outside cmocka's tests (--golden, --bench) an assert cannot fail. */
+static void must_parse(const char *s, union etr_sockaddr *a)
+{
+	if (addr_parse_numeric(s, a) != 0) {
+		fprintf(stderr, "bad address %s\n", s);
+		exit(1);
+	}
+}
+
+/* nrelays relays (the one at index 2 absent: a gap) with nmasters masters
+ * each, on nworkers workers, nprbe echo-only ports, nsni SNI listeners,
+ * nturn TURN listeners, a control plane; returns the stats. */
+static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nmasters,
+			       unsigned nprbe, unsigned nsni, unsigned nturn)
+{
+	struct etr_stats *s = &wst;
+
+	w_seq = 0;
+	memset(s, 0, sizeof(*s));
+	atomic_store(&s->lifecycle, LIFECYCLE_ACTIVE);
+	s->backend = "io_uring";
+	s->version = "1.2.3";
+	s->started_unix = 1764449000;
+	s->nrelays = nrelays;
+	s->nworkers = nworkers > 1 ? nworkers : 0;
+	for (unsigned w = 0; w < nworkers; w++) {
+		for (unsigned i = 0; i < nrelays; i++) {
+			fill_relay(&w_relay[w][i], i, w, nmasters);
+			if (i == 2 && nrelays > 3)
+				continue;
+			if (w == 0)
+				s->relay[i] = &w_relay[w][i];
+			else
+				s->worker_relay[w][i] = &w_relay[w][i];
+		}
+		for (unsigned p = 0; p < nprbe; p++) {
+			memset(&w_prbe[w][p], 0, sizeof(w_prbe[w][p]));
+			snprintf(w_prbe[w][p].port, sizeof(w_prbe[w][p].port), "0.0.0.0:%u",
+				 51820 + p);
+			for (unsigned v = 0; v < STATS_PRBE_RESULTS; v++)
+				STAT_SET(w_prbe[w][p].result[v], next());
+			s->prbe_port[w][p] = &w_prbe[w][p];
+		}
+		fill_u64s(&w_loop[w], sizeof(w_loop[w]));
+		if (w == 0)
+			s->loop = &w_loop[w];
+		else
+			s->worker_loop[w] = &w_loop[w];
+	}
+	s->nprbe_ports = nprbe;
+
+	memset(&w_sni, 0, sizeof(w_sni));
+	w_sni.n = nsni;
+	w_sni.nworkers = nworkers;
+	for (unsigned i = 0; i < nsni; i++) {
+		conf_sni_defaults(&w_sni_conf[i]);
+		snprintf(w_sni_conf[i].name, sizeof(w_sni_conf[i].name), "sni%u", i);
+		w_sni_conf[i].max_connections = 1000 + i;
+		must_parse(i % 2 ? "[::1]:8443" : "127.0.0.1:8443", &w_sni_conf[i].listen);
+		w_sni.l[i].conf = &w_sni_conf[i];
+		STAT_SET(w_sni.l[i].nroutes, (uint32_t)next());
+		for (unsigned w = 0; w < nworkers; w++) {
+			memset(&w_sni_stats[i][w], 0, sizeof(w_sni_stats[i][w]));
+			fill_sni_stats(&w_sni_stats[i][w]);
+			w_sni.l[i].stats[w] = &w_sni_stats[i][w];
+		}
+	}
+	s->sni = nsni ? &w_sni : NULL;
+
+	memset(&w_turn, 0, sizeof(w_turn));
+	w_turn.n = nturn;
+	w_turn.nworkers = nworkers;
+	for (unsigned i = 0; i < nturn; i++) {
+		struct turn_conf *c = &w_turn_conf[i];
+		struct turn_lshared *l = &w_turn.l[i];
+
+		conf_turn_defaults(c);
+		snprintf(c->name, sizeof(c->name), "turn%u", i);
+		c->max_allocations = 2000 + i;
+		must_parse("127.0.0.1:3478", &c->listen);
+		must_parse(i ? "[2001:db8::7]:1" : "198.51.100.7:1", &c->relay_addr);
+		/* The first with TCP and TLS, the second with TCP alone. */
+		c->tcp_set = true;
+		c->tls_set = i == 0;
+		l->conf = c;
+		l->tls_on = i == 0;
+		STAT_SET(l->active, (uint32_t)next());
+		STAT_SET(l->reload.counts.loaded, next());
+		STAT_SET(l->reload.counts.failed, next());
+		for (unsigned w = 0; w < nworkers; w++) {
+			fill_u64s(&w_turn_stats[i][w], sizeof(w_turn_stats[i][w]));
+			l->stats[w] = &w_turn_stats[i][w];
+		}
+	}
+	s->turn = nturn ? &w_turn : NULL;
+
+	memset(&w_ctl, 0, sizeof(w_ctl));
+	pthread_mutex_init(&w_ctl.lock, NULL);
+	w_ctl.enrolled = true;
+	w_ctl.routes = next();
+	w_ctl.routes_stale = true;
+	w_ctl.last_success = 1764450000 + next();
+	for (unsigned r = 0; r < CTL_RESULT_COUNT; r++) {
+		w_ctl.heartbeats[r] = next();
+		w_ctl.enrolments[r] = next();
+	}
+	for (unsigned r = 0; r < CTL_UPSTREAM_WHYS; r++)
+		w_ctl.routes_refused[r] = next();
+	s->control = &w_ctl;
+	return s;
+}
+
+static char *render_world(struct etr_stats *s, const struct ops_process *p, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f || ops_metrics_render(f, s, p) != 0 || fclose(f) != 0) {
+		fprintf(stderr, "render failed\n");
+		exit(1);
+	}
+	return buf;
+}
+
+/* The golden text: two worlds one after the other. The first: 4 relays
+ * (one absent) with 3 masters on 2 workers, 2 echo-only ports, 2 SNI and 2
+ * TURN listeners, the control plane, the process. The second, what the
+ * first has not: one worker, draining, no names, a TURN listener without
+ * TCP or TLS, no control plane, the process's fds alone. */
+static char *render_golden(size_t *len)
+{
+	static const struct ops_process fds_only = {.have_fds = true, .open_fds = 7, .max_fds = 9};
+	struct etr_stats *s;
+	size_t len2;
+	char *a, *b;
+
+	a = render_world(world(4, 2, 3, 2, 2, 2), &proc, len);
+	s = world(1, 1, 1, 0, 0, 1);
+	atomic_store(&s->lifecycle, LIFECYCLE_DRAINING);
+	s->backend = s->version = NULL;
+	s->control = NULL;
+	w_turn_conf[0].tcp_set = w_turn_conf[0].tls_set = false;
+	w_turn.l[0].tls_on = false;
+	b = render_world(s, &fds_only, &len2);
+	a = realloc(a, *len + len2 + 1);
+	memcpy(a + *len, b, len2 + 1);
+	*len += len2;
+	free(b);
+	return a;
+}
+
+/* The first world alone, for promtool (one family once). */
+static char *render_golden_first(size_t *len)
+{
+	return render_world(world(4, 2, 3, 2, 2, 2), &proc, len);
+}
+
+/* --write-golden FILE writes the rendering; --golden FILE compares with
+ * it byte for byte and names the first line that differs. */
+static int golden(const char *path, bool write)
+{
+	size_t len, glen;
+	char *t = render_golden(&len), *g;
+	FILE *f = fopen(path, write ? "w" : "r");
+	long n;
+
+	if (!f) {
+		perror(path);
+		return 1;
+	}
+	if (write) {
+		fwrite(t, 1, len, f);
+		free(t);
+		return fclose(f) ? 1 : 0;
+	}
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	g = malloc((size_t)n + 1);
+	glen = fread(g, 1, (size_t)n, f);
+	fclose(f);
+	if (glen == len && memcmp(g, t, len) == 0) {
+		printf("%s: %zu bytes, identical\n", path, len);
+		free(g);
+		free(t);
+		return 0;
+	}
+	for (size_t k = 0, line = 1, start = 0; k <= len && k <= glen; k++) {
+		if (k == len || k == glen || g[k] != t[k]) {
+			fprintf(stderr,
+				"%s: differs at line %zu (%zu bytes, golden %zu)\n"
+				"  golden: %.*s\n  now:    %.*s\n",
+				path, line, len, glen, (int)strcspn(g + start, "\n"), g + start,
+				(int)strcspn(t + start, "\n"), t + start);
+			break;
+		}
+		if (t[k] == '\n') {
+			line++;
+			start = k + 1;
+		}
+	}
+	free(g);
+	free(t);
+	return 1;
+}
+
+/* --bench: the CPU time of one rendering of the largest world (every
+ * relay with every master on 8 workers, every listener), best of a few
+ * rounds (CPU time: the machine that runs it is often busy). A
+ * measurement for the log, no assertion. */
+static int bench(void)
+{
+	struct etr_stats *s = world(STATS_RELAYS_MAX, W_WORKERS, STATS_MASTERS_MAX,
+				    CONF_PRBE_LISTEN_MAX, CONF_SNI_MAX, CONF_TURN_MAX);
+	double best = 1e9;
+	size_t len = 0;
+	enum { ROUNDS = 10, EACH = 10 };
+
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		struct timespec a, b;
+		double us;
+
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+		for (unsigned k = 0; k < EACH; k++)
+			free(render_world(s, &proc, &len));
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+		us = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 1e3 /
+		     EACH;
+		if (us < best)
+			best = us;
+	}
+	printf("render of %zu bytes: %.1f us CPU (best of %d rounds of %d)\n", len, best, ROUNDS, EACH);
+	return 0;
+}
+
+/* Pipe text through `promtool check metrics`: it must say nothing and
+ * exit 0. Returns 0 or 1. */
+static int promtool_lint(const char *what, const char *text)
 {
 	char out[] = "/tmp/etrelay-promtool-XXXXXX", cmd[256], said[4096];
 	size_t n;
-	char *t;
 	FILE *p, *f;
 	int fd, status;
 
-	if (system("command -v promtool >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "promtool not found (Debian: apt install prometheus): skipped\n");
-		return 77;
-	}
-	if (setup(NULL) != 0 || (fd = mkstemp(out)) < 0)
+	if ((fd = mkstemp(out)) < 0)
 		return 1;
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "promtool check metrics >%s 2>&1", out);
-	t = render(&proc);
 	if (!(p = popen(cmd, "w")))
 		return 1;
-	fputs(t, p);
+	fputs(text, p);
 	status = pclose(p);
 	f = fopen(out, "r");
 	n = f ? fread(said, 1, sizeof(said) - 1, f) : 0;
@@ -593,14 +928,36 @@ static int promtool_check(void)
 	if (f)
 		fclose(f);
 	unlink(out);
-	free(t);
-	teardown(NULL);
 	if (status != 0 || n) {
-		fprintf(stderr, "promtool check metrics (status %d):\n%s", status, said);
+		fprintf(stderr, "promtool check metrics, %s (status %d):\n%s", what, status, said);
 		return 1;
 	}
-	printf("promtool check metrics: clean\n");
+	printf("promtool check metrics, %s: clean\n", what);
 	return 0;
+}
+
+/* The full rendering of the test's world and of the golden world through
+ * promtool. 77 (skip) without promtool. */
+static int promtool_check(void)
+{
+	size_t n;
+	char *t;
+	int bad;
+
+	if (system("command -v promtool >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "promtool not found (Debian: apt install prometheus): skipped\n");
+		return 77;
+	}
+	if (setup(NULL) != 0)
+		return 1;
+	t = render(&proc);
+	bad = promtool_lint("the unit tests' world", t);
+	free(t);
+	teardown(NULL);
+	t = render_golden_first(&n);
+	bad |= promtool_lint("the golden world", t);
+	free(t);
+	return bad;
 }
 
 int main(int argc, char **argv)
@@ -646,5 +1003,11 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--promtool") == 0)
 		return promtool_check();
+	if (argc > 2 && strcmp(argv[1], "--golden") == 0)
+		return golden(argv[2], false);
+	if (argc > 2 && strcmp(argv[1], "--write-golden") == 0)
+		return golden(argv[2], true);
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+		return bench();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
