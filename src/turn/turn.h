@@ -60,7 +60,7 @@ enum turn_drop {
 	TURN_DROP_NO_ALLOCATION, /* indication or ChannelData, no allocation */
 	TURN_DROP_NO_PERMISSION, /* to or from a peer without a permission */
 	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
-	TURN_DROP_PEER_REFUSED,	 /* Send indication to a refused peer */
+	TURN_DROP_PEER_REFUSED,	 /* Send or ChannelData to a peer the policy refuses */
 	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
 	TURN_DROP_THROTTLED,	 /* an unauthenticated answer withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
@@ -68,7 +68,8 @@ enum turn_drop {
 	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
-	TURN_DROP_BANNED,	 /* from a ban-file source: a client, or a peer to a relayed port */
+	TURN_DROP_BANNED,	 /* from a ban-file source (a client, or a peer to a relayed
+				  * port), or a Send or ChannelData to a banned peer */
 	TURN_DROP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate (UDP) */
 	TURN_DROP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
 	TURN_DROPS
@@ -393,8 +394,9 @@ static inline int turn_listener_tls_fd(const struct turn_listener *l)
 /* On the worker's thread: use ban list b (NULL: none) for new datagrams,
  * connections and peers; close the TCP and TLS connections (tcp_dropped
  * banned) and end the UDP allocations of the clients it bans. Permissions
- * to a peer it bans stay until they lapse (a refresh is refused), but
- * nothing the peer sends is relayed. */
+ * and channels to a peer it bans stay until they lapse (a refresh is
+ * refused), but nothing is relayed to or from the peer from the next
+ * datagram on (turn_data.c judges each). */
 void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b);
 
 /* Its live allocations as JSON objects for GET /sessions, each preceded

@@ -16,13 +16,17 @@
  * peer): an address added at run time is the host's within a second. */
 #define TURN_HOSTS_EVERY_MS 1000ull
 
-/* Whether the relay may send to peer (turn_peer_check: the relay's own
- * address only on relayed ports with a live allocation, never another
- * service of the host). ip_only: a CreatePermission's, port ignored. */
-bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only)
+bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only,
+		       enum turn_drop *why)
 {
 	struct turn_listener *l = x->l;
 
+	/* The ban first: what a reload lists is refused from the next
+	 * datagram on, whatever permission or channel the peer had. */
+	if (turn_banned(l, peer)) {
+		*why = TURN_DROP_BANNED;
+		return false;
+	}
 	if (x->now - l->hosts_at >= TURN_HOSTS_EVERY_MS * NS_PER_MS) {
 		union etr_sockaddr local[TURN_PEER_HOST_MAX];
 		size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
@@ -34,17 +38,33 @@ bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool 
 				turn_peer_host(&l->policy, &local[k]);
 		}
 	}
-	return turn_peer_ok(turn_peer_check(&l->policy, peer, ip_only));
+	/* An own relayed port whose allocation has ended: another service
+	 * may hold that port now (the policy lets a public-ip through,
+	 * which is not the host's). */
+	if (!turn_peer_ok(turn_peer_check(&l->policy, peer, ip_only)) ||
+	    (!ip_only && turn_peer_own_dead(&l->policy, peer))) {
+		*why = TURN_DROP_PEER_REFUSED;
+		return false;
+	}
+	return true;
 }
 
 /* Send bytes to a peer from allocation idx's relayed socket: the received
- * buffer itself when there is one (d, narrowed to the payload), else a copy. */
+ * buffer itself when there is one (d, narrowed to the payload), else a copy.
+ * Every datagram to a peer comes here, and is judged here (a Send
+ * indication's and ChannelData's, over UDP, TCP or TLS). */
 static void to_peer(struct turn_ctx *x, uint32_t idx, const union etr_sockaddr *peer,
 		    const uint8_t *p, size_t n, struct loop_dgram *d)
 {
 	struct turn_listener *l = x->l;
 	int fd = l->relay_fd[idx], rc;
 	uint32_t id = endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx));
+	enum turn_drop why;
+
+	if (!turn_data_peer_ok(x, peer, false, &why)) {
+		STAT_ADD(l->stats.dropped[why], 1);
+		return;
+	}
 
 	/* A frame over TCP can hold more than a UDP datagram over IPv4 (the
 	 * relayed family) carries. */
@@ -90,10 +110,6 @@ void turn_data_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dg
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_PERMISSION], 1);
 		return;
 	}
-	if (!turn_data_peer_ok(x, &peer, false)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
-		return;
-	}
 	to_peer(x, idx, &peer, stun_attr_ptr(m, m->data), m->data.len, d);
 }
 
@@ -116,12 +132,6 @@ void turn_data_channel(struct turn_ctx *x, const uint8_t *p, size_t n, struct lo
 	}
 	if (!turn_alloc_chan_peer(&l->t, idx, ch, x->now_ms, &peer)) {
 		STAT_ADD(l->stats.dropped[TURN_DROP_NO_CHANNEL], 1);
-		return;
-	}
-	/* Bound to another client's relayed port whose allocation has
-	 * ended since: another service may hold that port now. */
-	if (turn_peer_own_dead(&l->policy, &peer)) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_PEER_REFUSED], 1);
 		return;
 	}
 	to_peer(x, idx, &peer, data, len, d);

@@ -138,10 +138,15 @@ void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m);
 
 /* turn_data.c: the data path, both ways */
 
-/* Whether the relay may send to peer (turn_peer_check, the host's
- * addresses read again at most every second). ip_only: a
- * CreatePermission's, port ignored. */
-bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only);
+/* The one check of a peer: every datagram sent to one (Send indications
+ * and ChannelData, over UDP, TCP and TLS) and every request naming one
+ * (CreatePermission, ChannelBind; ip_only: its port ignored) ask it. False
+ * with *why TURN_DROP_BANNED when ban-file holds the peer (the list in force
+ * now: a reload's from the next datagram), TURN_DROP_PEER_REFUSED when
+ * the peer policy does (turn_peer_check; the host's addresses read again
+ * at most every second; an own relayed port whose allocation ended). */
+bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only,
+		       enum turn_drop *why);
 /* A Send indication, and ChannelData, from a client. */
 void turn_data_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d);
 void turn_data_channel(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d);

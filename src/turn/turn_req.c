@@ -380,19 +380,20 @@ void turn_req_refresh(struct turn_ctx *x, const struct stun_msg *m)
 	turn_timer_arm(l);
 }
 
-/* A 403 for a refused peer, naming the peer and the policy's reason. */
+/* A 403 for a refused peer (why: banned, or the policy), naming the peer
+ * and the reason. */
 static void refuse_peer(struct turn_ctx *x, const struct stun_msg *m, const union etr_sockaddr *peer,
-			bool ip_only, const uint8_t *key)
+			bool ip_only, enum turn_drop why, const uint8_t *key)
 {
-	char a[ADDR_STRLEN], why[ADDR_STRLEN + 40];
+	char a[ADDR_STRLEN], text[ADDR_STRLEN + 40];
 
 	STAT_ADD(x->l->stats.peer_rejected, 1);
 	if (log_debug_on)
-		snprintf(why, sizeof(why), "peer %s: %s", addr_str(&peer->sa, a),
-			 turn_banned(x->l, peer)
+		snprintf(text, sizeof(text), "peer %s: %s", addr_str(&peer->sa, a),
+			 why == TURN_DROP_BANNED
 				 ? "banned"
 				 : turn_peer_why_str(turn_peer_check(&x->l->policy, peer, ip_only)));
-	turn_answer_error(x, m, 403, key, log_debug_on ? why : "");
+	turn_answer_error(x, m, 403, key, log_debug_on ? text : "");
 }
 
 void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m)
@@ -402,6 +403,7 @@ void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m)
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
 	struct turn_auth au;
+	enum turn_drop why;
 	bool expired;
 	uint32_t idx;
 
@@ -419,8 +421,8 @@ void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m)
 		/* The policy before the family: a refused IPv6 form (::1,
 		 * ::ffff:169.254.169.254, NAT64, 6to4) is refused and counted
 		 * as such, not merely a mismatch (443). */
-		if (!turn_data_peer_ok(x, &peers[i], true) || turn_banned(l, &peers[i])) {
-			refuse_peer(x, m, &peers[i], true, au.key);
+		if (!turn_data_peer_ok(x, &peers[i], true, &why)) {
+			refuse_peer(x, m, &peers[i], true, why, au.key);
 			return;
 		}
 		if (peers[i].sa.sa_family != AF_INET) {
@@ -448,6 +450,7 @@ void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 	struct stun_builder b;
 	struct turn_auth au;
 	enum turn_alloc_err e;
+	enum turn_drop why;
 	bool expired;
 	uint16_t ch;
 	uint32_t idx;
@@ -459,8 +462,9 @@ void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		turn_answer_error(x, m, 400, au.key, "a malformed CHANNEL-NUMBER or XOR-PEER-ADDRESS");
 		return;
 	}
-	if (!turn_data_peer_ok(x, &peer, false) || turn_banned(l, &peer)) { /* before the family, as above */
-		refuse_peer(x, m, &peer, false, au.key);
+	/* The peer before the family, as above. */
+	if (!turn_data_peer_ok(x, &peer, false, &why)) {
+		refuse_peer(x, m, &peer, false, why, au.key);
 		return;
 	}
 	if (peer.sa.sa_family != AF_INET) {
