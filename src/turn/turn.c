@@ -28,8 +28,8 @@ bool turn_log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
 	uint64_t at = atomic_load_explicit(&l->sh->log_at[kind], memory_order_relaxed);
 
 	return now_ms >= at && atomic_compare_exchange_strong_explicit(
-				       &l->sh->log_at[kind], &at, now_ms + TURN_LOG_EVERY_MS,
-				       memory_order_relaxed, memory_order_relaxed);
+				   &l->sh->log_at[kind], &at, now_ms + TURN_LOG_EVERY_MS,
+				   memory_order_relaxed, memory_order_relaxed);
 }
 
 void turn_timer_arm(struct turn_listener *l)
@@ -494,7 +494,8 @@ void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b)
 	if (!l->attached || !b)
 		return;
 	for (uint32_t i = 0; i < l->nconns; i++)
-		if (l->conns[i].used && l->conns[i].fd >= 0 && turn_banned(l, &l->conns[i].client)) {
+		if (l->conns[i].used && l->conns[i].fd >= 0 &&
+		    turn_banned(l, &l->conns[i].client)) {
 			STAT_ADD(l->stats.tcp_dropped[TURN_TCP_BANNED], 1);
 			turn_conn_close(l, i);
 		}

@@ -30,7 +30,7 @@ static bool has_fingerprint(const struct stun_msg *m)
 
 /* Sign (key non-NULL) and finish an answer, then send it. */
 size_t turn_answer_finish(struct turn_ctx *x, struct stun_builder *b, const struct stun_msg *m,
-		     const uint8_t *key)
+			  const uint8_t *key)
 {
 	size_t n;
 
@@ -103,7 +103,7 @@ bool turn_answer_unauth_ok(struct turn_ctx *x)
 /* --debug: a request refused, with its code and why, so that an operator
  * sees what the counters only count (the debug log's cap bounds it). */
 void turn_answer_debug_refused(const struct turn_ctx *x, const struct stun_msg *m, int code,
-			  const char *why)
+			       const char *why)
 {
 	char a[ADDR_STRLEN];
 
@@ -117,7 +117,7 @@ void turn_answer_debug_refused(const struct turn_ctx *x, const struct stun_msg *
 /* An error answer; key signs it (NULL: unauthenticated, and limited); why
  * for the debug log. */
 void turn_answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key,
-			 const char *why)
+		       const char *why)
 {
 	uint8_t buf[TURN_ANSWER_MAX];
 	struct stun_builder b;
@@ -231,7 +231,7 @@ static uint64_t secrets_gen(struct turn_listener *l)
  * idx: the allocation of the request's 5-tuple (TURN_ALLOC_NONE: none),
  * whose own key is tried before the secrets. */
 int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
-			struct turn_auth *au, bool *expired)
+		      struct turn_auth *au, bool *expired)
 {
 	struct turn_listener *l = x->l;
 	const char *realm = l->sh->conf->realm;
@@ -284,7 +284,8 @@ int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx
 		 * UDP a forger would spend its victim's budget. */
 		if (nr == TURN_NONCE_BAD && x->conn)
 			auth_failed(x);
-		turn_answer_error(x, m, 438, NULL, nr == TURN_NONCE_STALE ? "stale nonce" : "a nonce never ours");
+		turn_answer_error(x, m, 438, NULL,
+				  nr == TURN_NONCE_STALE ? "stale nonce" : "a nonce never ours");
 		return -1;
 	}
 	if (signed_as_owner(x, m, idx, au, expired)) {
@@ -327,7 +328,8 @@ int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx
 	default:
 		STAT_ADD(l->stats.auth_failures[TURN_AF_BAD_INTEGRITY], 1);
 		auth_failed(x);
-		turn_answer_debug_refused(x, m, 401, "wrong MESSAGE-INTEGRITY: another secret or password");
+		turn_answer_debug_refused(x, m, 401,
+					  "wrong MESSAGE-INTEGRITY: another secret or password");
 		break;
 	}
 	turn_answer_challenge(x, m);

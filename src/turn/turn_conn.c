@@ -142,8 +142,8 @@ static void tx_put(struct turn_listener *l, struct turn_tx *t)
 
 /* Queue len bytes (and pad zero bytes) on a TCP connection; the loop sends
  * them in order. False when the connection has too much queued. */
-bool turn_conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
-		      const void *b, size_t blen, size_t pad)
+bool turn_conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen, const void *b,
+		    size_t blen, size_t pad)
 {
 	struct turn_conn *c = &l->conns[i];
 	size_t len = alen + blen + pad;

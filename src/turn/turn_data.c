@@ -175,7 +175,7 @@ void turn_data_relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		stun_chan_header(hdr, ch, (uint16_t)n);
 		if (x.conn) {
 			if (!turn_conn_send(l, x.conn - 1, hdr, sizeof(hdr), d->data, n,
-				       stun_chan_pad(n)))
+					    stun_chan_pad(n)))
 				goto fail;
 		} else if ((p = loop_dgram_prepend(d, STUN_CHAN_HDR_LEN)) != NULL) {
 			memcpy(p, hdr, sizeof(hdr));

@@ -160,8 +160,8 @@ void turn_data_relay_recv_error(void *obj, uint32_t ref, int err);
 struct turn_conn *turn_conn_deref(struct turn_listener *l, uint32_t ref, uint32_t *idx);
 /* Queue a frame (a, b and pad zero bytes) on connection i; false when it
  * has too much queued (send_full) or is closing. */
-bool turn_conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen,
-		    const void *b, size_t blen, size_t pad);
+bool turn_conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t alen, const void *b,
+		    size_t blen, size_t pad);
 /* Hand a TLS session's next ciphertext to the loop. */
 void turn_conn_tls_kick(struct turn_listener *l, uint32_t i);
 /* Ask the loop for connection i's next bytes, unless its queue is full. */

@@ -108,23 +108,183 @@ static bool resend(struct turn_ctx *x, uint32_t idx, const struct stun_msg *m)
 	return true;
 }
 
+/* An Allocate's request itself (RFC 8656 7.2, steps 3 to 8): UDP, IPv4,
+ * EVEN-PORT well formed (*even, *reserve), RESERVATION-TOKEN alone. False
+ * when answered. */
+static bool allocate_request_ok(struct turn_ctx *x, const struct stun_msg *m, const uint8_t *key,
+				bool *even, bool *reserve)
+{
+	uint8_t proto, fam;
+
+	if (!stun_get_requested_transport(m, &proto)) {
+		reject(x, m, TURN_REJ_REQUEST, 400, key, "no REQUESTED-TRANSPORT");
+		return false;
+	}
+	if (proto != STUN_TRANSPORT_UDP) {
+		reject(x, m, TURN_REJ_REQUEST, 442, key, "a transport other than UDP");
+		return false;
+	}
+	if (stun_has(m->requested_family) &&
+	    (!stun_get_requested_family(m, &fam) || fam != STUN_FAMILY_IPV4)) {
+		reject(x, m, TURN_REJ_REQUEST, 440, key, "an address family other than IPv4");
+		return false;
+	}
+	if (stun_has(m->even_port) && !stun_get_even_port(m, reserve)) {
+		reject(x, m, TURN_REJ_REQUEST, 400, key, "a malformed EVEN-PORT");
+		return false;
+	}
+	*even = stun_has(m->even_port);
+	if (stun_has(m->reservation_token) &&
+	    (*even || m->reservation_token.len != 8 || stun_has(m->requested_family))) {
+		reject(x, m, TURN_REJ_REQUEST, 400, key,
+		       "RESERVATION-TOKEN with EVEN-PORT or a family");
+		return false;
+	}
+	return true;
+}
+
+/* The 508 of a full table or cap, logged once a minute: max-allocations
+ * reached across the workers when it is, else this worker's slice of the
+ * ports (more ports would not help the former). */
+static void allocate_full(struct turn_ctx *x, const struct stun_msg *m, const uint8_t *key,
+			  bool cap)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *conf = l->sh->conf;
+
+	if (cap) {
+		if (turn_log_due(l, TURN_LOG508_FULL, x->now_ms))
+			log_warnx("turn %s: Allocate answered 508: max-allocations %u "
+				  "reached (more at most once a minute)",
+				  conf->name, conf->max_allocations);
+		reject(x, m, TURN_REJ_CAP, 508, key, "max-allocations reached");
+		return;
+	}
+	if (turn_log_due(l, TURN_LOG508_PORTS, x->now_ms))
+		log_warnx("turn %s: Allocate answered 508: worker %u's ports "
+			  "%u-%u are all in use (ports split across the workers; "
+			  "more at most once a minute)",
+			  conf->name, l->worker, l->sh->worker_min[l->worker],
+			  l->sh->worker_max[l->worker]);
+	reject(x, m, TURN_REJ_PORTS, 508, key, "this worker's relayed ports are all in use");
+}
+
+/* A place for a new allocation: one in the worker's table, one under
+ * max-allocations across the workers, one of the userid's under user-quota
+ * (its entry in *qe). False when answered; else the caller gives back the
+ * last two on any way out (allocation_end once created). */
+static bool allocate_place(struct turn_ctx *x, const struct stun_msg *m, const struct turn_auth *au,
+			   uint32_t *qe)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *conf = l->sh->conf;
+	enum turn_alloc_err e;
+
+	switch (turn_alloc_admit(&l->t, &x->tuple)) {
+	case TURN_OK:
+		break;
+	case TURN_E_EXISTS:
+		reject(x, m, TURN_REJ_EXISTS, 437, au->key, "the 5-tuple has an allocation");
+		return false;
+	default:
+		/* The worker's table holds as many as its slice of the ports
+		 * (or max-allocations, when fewer). */
+		allocate_full(x, m, au->key,
+			      atomic_load_explicit(&l->sh->active, memory_order_relaxed) >=
+				  conf->max_allocations);
+		return false;
+	}
+	/* The cap holds across the workers. */
+	if (atomic_fetch_add_explicit(&l->sh->active, 1, memory_order_relaxed) >=
+	    conf->max_allocations) {
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		allocate_full(x, m, au->key, true);
+		return false;
+	}
+	/* The quota holds across the workers too: counted under the cap's
+	 * place, so the userids counted never outnumber max-allocations. */
+	e = turn_quota_take(&l->sh->quota, au->userid, au->userid_len, qe);
+	if (e != TURN_OK) {
+		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+		reject(x, m,
+		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
+		       : e == TURN_E_FULL ? TURN_REJ_CAP
+					  : TURN_REJ_REQUEST,
+		       turn_alloc_err_code(e), au->key,
+		       e == TURN_E_QUOTA ? "user-quota reached" : "no room in the table");
+		return false;
+	}
+	return true;
+}
+
+/* A relayed port and its socket (*port, the fd returned): up to
+ * TURN_BIND_TRIES ports of the worker's slice, EVEN-PORT and a
+ * RESERVATION-TOKEN as asked, new_token kept for a reservation. -1 when
+ * none (*e: why), logged once a minute but for a token's. */
+static int allocate_socket(struct turn_ctx *x, const struct stun_msg *m, bool even, bool reserve,
+			   const uint8_t new_token[8], uint16_t *port, enum turn_alloc_err *e)
+{
+	struct turn_listener *l = x->l;
+	const struct turn_conf *conf = l->sh->conf;
+	union etr_sockaddr relayed;
+	uint8_t token[8];
+	int fd = -1, bind_err = 0;
+
+	*e = TURN_OK;
+	if (stun_has(m->reservation_token))
+		memcpy(token, stun_attr_ptr(m, m->reservation_token), 8);
+	for (unsigned i = 0; i < TURN_BIND_TRIES; i++) {
+		*e = turn_alloc_port_take(&l->t, even, reserve,
+					  stun_has(m->reservation_token) ? token : NULL, new_token,
+					  x->now_ms, port);
+		if (*e != TURN_OK)
+			break;
+		fd = relay_socket(l, *port);
+		if (fd >= 0)
+			return fd;
+		bind_err = fd;
+		if (fd == -EADDRINUSE)
+			turn_alloc_port_unusable(&l->t, *port, x->now_ms);
+		else
+			turn_alloc_port_release(&l->t, *port, x->now_ms);
+		*e = TURN_E_NO_PORT;
+	}
+	if (*e != TURN_E_TOKEN && turn_log_due(l, TURN_LOG508_PORTS, x->now_ms)) {
+		char a[ADDR_STRLEN];
+
+		relayed = conf->relay_addr;
+		relayed.in.sin_port = htons(*port);
+		if (bind_err == 0)
+			log_warnx("turn %s: Allocate answered 508: no free relayed port in "
+				  "worker %u's slice %u-%u of ports (more at most once a "
+				  "minute)",
+				  conf->name, l->worker, l->sh->worker_min[l->worker],
+				  l->sh->worker_max[l->worker]);
+		else
+			log_warnx("turn %s: Allocate answered 508: relayed socket: bind %s: "
+				  "%s (more at most once a minute)",
+				  conf->name, addr_str(&relayed.sa, a), strerror(-bind_err));
+	}
+	return -1;
+}
+
 void turn_req_allocate(struct turn_ctx *x, const struct stun_msg *m)
 {
 	struct turn_listener *l = x->l;
 	const struct turn_conf *conf = l->sh->conf;
 	uint32_t idx = turn_alloc_lookup(&l->t, &x->tuple), lifetime, ref;
-	uint8_t buf[TURN_ANSWER_MAX], token[8], new_token[8];
+	uint8_t buf[TURN_ANSWER_MAX], new_token[8];
 	struct turn_alloc_req req;
 	struct stun_builder b;
 	struct turn_auth au;
-	enum turn_alloc_err e = TURN_OK;
+	enum turn_alloc_err e;
 	bool expired, reserve = false, even = false;
-	uint8_t proto, fam;
 	uint16_t port = 0;
 	union etr_sockaddr relayed;
-	int fd = -1, bind_err = 0;
+	uint64_t r;
 	uint32_t qe;
 	size_t n;
+	int fd;
 
 	/* A retransmission on a live 5-tuple is its allocation's (its key). */
 	if (turn_authenticate(x, m, idx, &au, &expired) < 0)
@@ -145,125 +305,14 @@ void turn_req_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		reject(x, m, TURN_REJ_DRAIN, 403, au.key, "draining");
 		return;
 	}
-	if (!stun_get_requested_transport(m, &proto)) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "no REQUESTED-TRANSPORT");
+	if (!allocate_request_ok(x, m, au.key, &even, &reserve) || !allocate_place(x, m, &au, &qe))
 		return;
-	}
-	if (proto != STUN_TRANSPORT_UDP) {
-		reject(x, m, TURN_REJ_REQUEST, 442, au.key, "a transport other than UDP");
-		return;
-	}
-	if (stun_has(m->requested_family) &&
-	    (!stun_get_requested_family(m, &fam) || fam != STUN_FAMILY_IPV4)) {
-		reject(x, m, TURN_REJ_REQUEST, 440, au.key, "an address family other than IPv4");
-		return;
-	}
-	if (stun_has(m->even_port) && !stun_get_even_port(m, &reserve)) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "a malformed EVEN-PORT");
-		return;
-	}
-	even = stun_has(m->even_port);
-	if (stun_has(m->reservation_token) &&
-	    (even || m->reservation_token.len != 8 || stun_has(m->requested_family))) {
-		reject(x, m, TURN_REJ_REQUEST, 400, au.key, "RESERVATION-TOKEN with EVEN-PORT or a family");
-		return;
-	}
-	switch (turn_alloc_admit(&l->t, &x->tuple)) {
-	case TURN_OK:
-		break;
-	case TURN_E_EXISTS:
-		reject(x, m, TURN_REJ_EXISTS, 437, au.key, "the 5-tuple has an allocation");
-		return;
-	default:
-		/* The worker's table holds as many as its slice of the ports
-		 * (or max-allocations, when fewer). With max-allocations
-		 * reached across the workers, that is the cause (more ports
-		 * would not help); below it, the worker's slice ran out. */
-		if (atomic_load_explicit(&l->sh->active, memory_order_relaxed) >=
-		    conf->max_allocations) {
-			if (turn_log_due(l, TURN_LOG508_FULL, x->now_ms))
-				log_warnx("turn %s: Allocate answered 508: max-allocations %u "
-					  "reached (more at most once a minute)",
-					  conf->name, conf->max_allocations);
-			reject(x, m, TURN_REJ_CAP, 508, au.key, "max-allocations reached");
-		} else {
-			if (turn_log_due(l, TURN_LOG508_PORTS, x->now_ms))
-				log_warnx("turn %s: Allocate answered 508: worker %u's ports "
-					  "%u-%u are all in use (ports split across the workers; "
-					  "more at most once a minute)",
-					  conf->name, l->worker, l->sh->worker_min[l->worker],
-					  l->sh->worker_max[l->worker]);
-			reject(x, m, TURN_REJ_PORTS, 508, au.key, "this worker's relayed ports are all in use");
-		}
-		return;
-	}
-	/* The cap holds across the workers. */
-	if (atomic_fetch_add_explicit(&l->sh->active, 1, memory_order_relaxed) >=
-	    conf->max_allocations) {
-		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		if (turn_log_due(l, TURN_LOG508_FULL, x->now_ms))
-			log_warnx("turn %s: Allocate answered 508: max-allocations %u reached "
-				  "(more at most once a minute)",
-				  conf->name, conf->max_allocations);
-		reject(x, m, TURN_REJ_CAP, 508, au.key, "max-allocations reached");
-		return;
-	}
-	/* The quota holds across the workers too: counted under the cap's
-	 * place, so the userids counted never outnumber max-allocations. From
-	 * here every way out gives both back (turn_allocation_end once created). */
-	e = turn_quota_take(&l->sh->quota, au.userid, au.userid_len, &qe);
-	if (e != TURN_OK) {
-		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		reject(x, m,
-		       e == TURN_E_QUOTA  ? TURN_REJ_QUOTA
-		       : e == TURN_E_FULL ? TURN_REJ_CAP
-					  : TURN_REJ_REQUEST,
-		       turn_alloc_err_code(e), au.key,
-		       e == TURN_E_QUOTA ? "user-quota reached" : "no room in the table");
-		return;
-	}
-	if (stun_has(m->reservation_token))
-		memcpy(token, stun_attr_ptr(m, m->reservation_token), 8);
-	{
-		uint64_t r = net_random64();
-
-		memcpy(new_token, &r, 8);
-	}
-	for (unsigned i = 0; i < TURN_BIND_TRIES; i++) {
-		e = turn_alloc_port_take(&l->t, even, reserve,
-					 stun_has(m->reservation_token) ? token : NULL, new_token,
-					 x->now_ms, &port);
-		if (e != TURN_OK)
-			break;
-		fd = relay_socket(l, port);
-		if (fd >= 0)
-			break;
-		bind_err = fd;
-		if (fd == -EADDRINUSE)
-			turn_alloc_port_unusable(&l->t, port, x->now_ms);
-		else
-			turn_alloc_port_release(&l->t, port, x->now_ms);
-		e = TURN_E_NO_PORT;
-	}
+	r = net_random64();
+	memcpy(new_token, &r, 8);
+	fd = allocate_socket(x, m, even, reserve, new_token, &port, &e);
 	if (fd < 0) {
 		turn_quota_put(&l->sh->quota, qe);
 		atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-		if (e != TURN_E_TOKEN && turn_log_due(l, TURN_LOG508_PORTS, x->now_ms)) {
-			char a[ADDR_STRLEN];
-
-			relayed = conf->relay_addr;
-			relayed.in.sin_port = htons(port);
-			if (bind_err == 0)
-				log_warnx("turn %s: Allocate answered 508: no free relayed port in "
-					  "worker %u's slice %u-%u of ports (more at most once a "
-					  "minute)",
-					  conf->name, l->worker, l->sh->worker_min[l->worker],
-					  l->sh->worker_max[l->worker]);
-			else
-				log_warnx("turn %s: Allocate answered 508: relayed socket: bind %s: "
-					  "%s (more at most once a minute)",
-					  conf->name, addr_str(&relayed.sa, a), strerror(-bind_err));
-		}
 		reject(x, m, e == TURN_E_TOKEN ? TURN_REJ_REQUEST : TURN_REJ_PORTS, 508, au.key,
 		       e == TURN_E_TOKEN ? "an unknown or expired RESERVATION-TOKEN"
 					 : "no relayed port could be bound");
@@ -294,7 +343,8 @@ void turn_req_allocate(struct turn_ctx *x, const struct stun_msg *m)
 		close(fd);
 		l->relay_fd[idx] = -1;
 		turn_allocation_end(l, idx);
-		reject(x, m, TURN_REJ_PORTS, 508, au.key, "the relayed socket could not join the loop");
+		reject(x, m, TURN_REJ_PORTS, 508, au.key,
+		       "the relayed socket could not join the loop");
 		return;
 	}
 	l->relay_fd[idx] = fd;
@@ -382,8 +432,9 @@ void turn_req_refresh(struct turn_ctx *x, const struct stun_msg *m)
 
 /* A 403 for a refused peer (why: banned, or the policy), naming the peer
  * and the reason. */
-static void refuse_peer(struct turn_ctx *x, const struct stun_msg *m, const union etr_sockaddr *peer,
-			bool ip_only, enum turn_drop why, const uint8_t *key)
+static void refuse_peer(struct turn_ctx *x, const struct stun_msg *m,
+			const union etr_sockaddr *peer, bool ip_only, enum turn_drop why,
+			const uint8_t *key)
 {
 	char a[ADDR_STRLEN], text[ADDR_STRLEN + 40];
 
@@ -433,7 +484,7 @@ void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m)
 	/* All or none: a 508 leaves no permission of this request behind. */
 	if (turn_alloc_permit_all(&l->t, idx, peers, m->n_peer, x->now_ms) != TURN_OK) {
 		turn_answer_error(x, m, turn_alloc_err_code(TURN_E_PERM_FULL), au.key,
-			     "the allocation's permissions are all taken");
+				  "the allocation's permissions are all taken");
 		return;
 	}
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CREATE_PERMISSION, STUN_SUCCESS),
@@ -459,7 +510,8 @@ void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 		return;
 	if (m->n_peer != 1 || !stun_get_channel(m, &ch) ||
 	    stun_get_xor_addr(m, m->peer[0], &peer) < 0) {
-		turn_answer_error(x, m, 400, au.key, "a malformed CHANNEL-NUMBER or XOR-PEER-ADDRESS");
+		turn_answer_error(x, m, 400, au.key,
+				  "a malformed CHANNEL-NUMBER or XOR-PEER-ADDRESS");
 		return;
 	}
 	/* The peer before the family, as above. */
