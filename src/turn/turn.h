@@ -3,8 +3,9 @@
  * reuseport group (and a TCP listener), the relayed sockets of its
  * allocations, and the handlers that glue the codec (stun.h), the
  * credentials (turn_auth.h), the allocation table (turn_alloc.h) and the
- * peer policy (turn_peer.h) to the loop. What the workers share (secrets,
- * the allocation cap, counters) is struct turn_shared. */
+ * peer policy (turn_peer.h) to the loop (turn.c and the files turn_int.h
+ * lists). What the workers share (secrets, the allocation cap, counters) is
+ * struct turn_shared. */
 #ifndef ETR_TURN_H
 #define ETR_TURN_H
 
@@ -60,7 +61,7 @@ enum turn_drop {
 	TURN_DROP_NO_ALLOCATION, /* indication or ChannelData, no allocation */
 	TURN_DROP_NO_PERMISSION, /* to or from a peer without a permission */
 	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
-	TURN_DROP_PEER_REFUSED,	 /* Send indication to a refused peer */
+	TURN_DROP_PEER_REFUSED,	 /* Send or ChannelData to a peer the policy refuses */
 	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
 	TURN_DROP_THROTTLED,	 /* an unauthenticated answer withheld by the per-IP rate */
 	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
@@ -68,7 +69,8 @@ enum turn_drop {
 	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
 	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
-	TURN_DROP_BANNED,	 /* from a ban-file source: a client, or a peer to a relayed port */
+	TURN_DROP_BANNED,	 /* from a ban-file source (a client, or a peer to a relayed
+				  * port), or a Send or ChannelData to a banned peer */
 	TURN_DROP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate (UDP) */
 	TURN_DROP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
 	TURN_DROPS
@@ -212,7 +214,7 @@ struct turn_lshared {
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
-	_Atomic uint64_t log_at[7]; /* ms: next log line of a kind (turn.c: 508s, TLS, full, auth) */
+	_Atomic uint64_t log_at[7]; /* ms: next log line of a kind (turn_int.h: 508s, TLS, full, auth) */
 	/* Its relayed ports with a live allocation, every worker's: own
 	 * addresses are peers on those alone (policy.live points here). */
 	_Atomic uint64_t live_ports[TURN_PEER_LIVE_WORDS];
@@ -300,7 +302,7 @@ struct turn_listener {
 	unsigned slot_udp, slot_relay, slot_tcp, slot_conn;
 	bool attached;
 	struct turn_alloc_table t;
-	uint8_t *scratch;	 /* a message built by copy (turn.c) */
+	uint8_t *scratch;	 /* a message built by copy (turn_data.c) */
 	/* Data indications' transaction ids: a random base drawn at open,
 	 * the count of indications sent mixed into it (no getrandom(2) per
 	 * datagram). */
@@ -313,15 +315,15 @@ struct turn_listener {
 	uint32_t tcp_cap;  /* this worker's share of tcp-max-connections */
 	/* Open connections without an authenticated request, oldest first:
 	 * the auth timeout's order, and the head gives way when nopen is at
-	 * the cap (turn.c). */
+	 * the cap (turn_conn.c). */
 	uint32_t ua_head, ua_tail;
 	/* Open connections authenticated but without an allocation (a 486,
 	 * 508 or 403, a Refresh to 0, an expiry), in the order they became
-	 * so: evictable as the unauthenticated are (turn.c). */
+	 * so: evictable as the unauthenticated are (turn_conn.c). */
 	uint32_t na_head, na_tail;
 	struct srctab ips; /* open connections per source (tcp-max-per-ip) */
 	size_t rx_bytes;	/* frame assembly buffers, all connections */
-	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn.c) */
+	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn_conn.c) */
 	uint32_t tx_ncache;
 	uint64_t sweep_at; /* ns: next look for idle connections */
 	struct timer timer;
@@ -393,8 +395,9 @@ static inline int turn_listener_tls_fd(const struct turn_listener *l)
 /* On the worker's thread: use ban list b (NULL: none) for new datagrams,
  * connections and peers; close the TCP and TLS connections (tcp_dropped
  * banned) and end the UDP allocations of the clients it bans. Permissions
- * to a peer it bans stay until they lapse (a refresh is refused), but
- * nothing the peer sends is relayed. */
+ * and channels to a peer it bans stay until they lapse (a refresh is
+ * refused), but nothing is relayed to or from the peer from the next
+ * datagram on (turn_data.c judges each). */
 void turn_listener_take_bans(struct turn_listener *l, const struct banlist *b);
 
 /* Its live allocations as JSON objects for GET /sessions, each preceded

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* A fake loop and a fake socket factory for the forwarder's unit tests:
  * they record what is asked of them and open nothing. Include after
- * cmocka.h and udprelay.h. */
+ * cmocka.h and loop.h (the factory after udprelay.h only: the TURN
+ * listener's tests, below the forwarder's layer, use the loop alone). */
 #ifndef ETR_TEST_FAKE_LOOP_H
 #define ETR_TEST_FAKE_LOOP_H
 
@@ -104,6 +105,7 @@ static const struct loop_ops fake_loop_ops = {
 	.timer_cancel = fake_timer_cancel,
 };
 
+#ifdef ETR_UDPRELAY_H
 /* The fake socket factory: fds FD_BASE, FD_BASE + 1... */
 struct fake_sock {
 	int next_fd;
@@ -138,5 +140,6 @@ static const struct udprelay_sockops fake_sockops = {
 	.open = fake_open,
 	.close = fake_close,
 };
+#endif
 
 #endif
