@@ -30,7 +30,7 @@ LAYERS = {
     "sys": ["sys", "core"],
     "loop": ["loop", "core"],
     "tls": ["tls", "core"],
-    "fwd": ["fwd", "loop", "core"],
+    "fwd": ["fwd", "loop", "sys", "core"],
     "game": ["game", "fwd", "loop", "sys", "core"],
     "sni": ["sni", "loop", "sys", "core"],
     "turn": ["turn", "tls", "loop", "sys", "core"],

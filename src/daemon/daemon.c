@@ -477,47 +477,6 @@ unsigned daemon_workers_wanted(const struct etr_conf *conf)
 	return n < 1 ? 1 : n > CONF_WORKERS_MAX ? CONF_WORKERS_MAX : (unsigned)n;
 }
 
-/* The program for relay i's reuseport group: its masters (the owner's
- * known addresses) steered to worker 0, everyone else by the hash. */
-static int attach_program(struct daemon *d, const struct relay *owner)
-{
-	struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
-
-	p.nsteer = relay_master_addrs(owner, p.steer);
-	return net_attach_plan(owner->fwd.pub_fd, &p);
-}
-
-/* The workers' program (a source address picks its worker) on fd, the
- * first socket of its group. */
-static int attach_workers(struct daemon *d, int fd)
-{
-	const struct reuseport_plan p = { .workers = d->nworkers, .key = d->reuseport_key };
-
-	return net_attach_plan(fd, &p);
-}
-
-/* Worker 0's thread, when the owner resolved a master to a new address. */
-static void steer_masters(struct relay_shared *sh, const struct relay *owner)
-{
-	struct daemon *d = sh->arg;
-	int err;
-
-	if (d->nworkers < 2)
-		return;
-	err = attach_program(d, owner);
-	if (err < 0)
-		log_warnx("relay %s: steering the masters' addresses to worker 0: %s; their "
-			  "challenges go by the hash", owner->conf->name, strerror(-err));
-}
-
-/* Another worker's thread: it has news about a game server for worker 0. */
-static void wake_owner(struct relay_shared *sh)
-{
-	struct daemon *d = sh->arg;
-
-	worker_post(d->workers[0], WORKER_POKE(KIND_RELAY));
-}
-
 /* Whether the kernel takes the reuseport program (Linux 4.6 for UDP; some
  * seccomp policies refuse it). */
 static int reuseport_probe(struct daemon *d)
@@ -559,213 +518,85 @@ static int choose_workers(struct daemon *d)
 	return EXIT_UNAVAILABLE;
 }
 
-/* Relay i on every worker: worker 0's socket first, with the program
- * attached before the others join the group (their index is their order). */
-static int open_relay(struct daemon *d, unsigned i, const union etr_sockaddr *upstream)
+/* A kind's view of the workers (struct kind_env's callbacks). */
+static void *env_inst(const struct kind_env *e, unsigned w, unsigned i)
 {
-	const struct relay_conf *c = &d->conf->relays[i];
-	struct relay_shared *sh = &d->shared[i];
+	const struct daemon *d = e->daemon;
 
-	if (relay_shared_init(sh, c, d->nworkers, i) < 0)
-		return EXIT_FAILURE;
-	sh->arg = d;
-	sh->prbe = &d->conf->prbe;
-	sh->wake_owner = wake_owner;
-	sh->masters_moved = steer_masters;
-	d->nrelays = i + 1;
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		struct worker *wk = d->workers[w];
-		int err;
-
-		err = relay_open(W_RELAY(wk, i), i, c, upstream, &d->stats, sh, w);
-		wk->kind[KIND_RELAY].n = i + 1;
-		if (err < 0)
-			return EXIT_FAILURE;
-		if (w == 0 && d->nworkers > 1 && (err = attach_program(d, W_RELAY(wk, i))) < 0) {
-			log_warnx("relay %s: reuseport program: %s", c->name, strerror(-err));
-			return EXIT_FAILURE;
-		}
-		if (w == 0)
-			d->stats.relay[i] = &W_RELAY(wk, i)->stats;
-		else
-			d->stats.worker_relay[w][i] = &W_RELAY(wk, i)->stats;
-	}
-	return 0;
+	return worker_inst(d->workers[w], e->id, i);
 }
 
-/* Echo-only port i on every worker, in one reuseport group with the
- * workers' program: the echo needs no affinity, but a source's rate bucket
- * is per worker, and the hash of the source address sends each source to
- * one worker (the kernel's own 4-tuple hash would spread one IP's ports
- * over all of them, multiplying its rate by the workers). The port's
- * bucket for every source is split across the workers. */
-static int open_prbe_port(struct daemon *d, unsigned i)
+static void env_opened(const struct kind_env *e, unsigned w, unsigned n)
 {
-	const struct conf_prbe *cp = &d->conf->prbe;
-	const union etr_sockaddr *l = &cp->listen[i];
-	struct prbe_port_conf pc = {
-	    .rl_entries = rl_worker_entries(PRBE_PORT_RL_ENTRIES, d->nworkers),
-	    .burst = cp->burst,
-	    .rate = cp->rate,
-	    .listener_burst = rl_worker_part(cp->listener_burst, d->nworkers),
-	    .listener_rate = rl_worker_part(cp->listener_rate, d->nworkers),
-	    .len_max = (uint16_t)cp->max_size,
-	    .ports = cp->ports,
-	    .nports = cp->nports,
-	    .listener_loopback = addrclass_bogon(l, false) && !addrclass_bogon(l, true),
-	};
-	char a[ADDR_STRLEN];
+	struct daemon *d = e->daemon;
 
-	addr_str(&l->sa, a);
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		struct worker *wk = d->workers[w];
-		struct prbe_stats *st = &wk->prbe_stats[i];
-		uint8_t key[16];
-		int fd, err;
-
-		/* As for a relay: the first socket must not join a group
-		 * another process holds. */
-		fd = d->nworkers > 1 && w == 0 ? net_port_free(l) : 0;
-		if (fd == 0)
-			fd = net_bind_public(l, d->nworkers > 1);
-		if (fd < 0) {
-			log_warnx("prbe-listen %s: bind: %s%s", a, strerror(-fd), addr_bind_hint(fd));
-			return EXIT_FAILURE;
-		}
-		snprintf(st->port, sizeof(st->port), "%s", a);
-		rl_random_key(net_random64, key);
-		err = prbe_port_init(W_PRBE(wk, i), fd, &pc, key, st);
-		wk->kind[KIND_PRBE].n = i + 1;
-		if (err == 0 && w == 0 && d->nworkers > 1)
-			err = attach_workers(d, fd);
-		if (err < 0) {
-			log_warnx("prbe-listen %s: %s", a, strerror(-err));
-			return EXIT_FAILURE;
-		}
-		d->stats.prbe_port[w][i] = st;
-	}
-	d->stats.nprbe_ports = i + 1;
-	return 0;
+	d->workers[w]->kind[e->id].n = n;
 }
 
-/* Any thread: the SNI route tables changed; every worker takes them. */
-static void sni_publish(struct sni_shared *sh)
+static void env_post(const struct kind_env *e, unsigned w)
 {
-	struct daemon *d = sh->arg;
+	const struct daemon *d = e->daemon;
 
-	for (unsigned w = 0; w < d->nworkers; w++)
-		worker_post(d->workers[w], WORKER_POKE(KIND_SNI));
+	worker_post(d->workers[w], WORKER_POKE(e->id));
 }
 
-/* SNI listener i on every worker, each with its own socket in the port's
- * SO_REUSEPORT group (the kernel spreads the connections). */
-static int open_sni(struct daemon *d, unsigned i, const struct sni_route *routes)
-{
-	const struct sni_conf *c = &d->conf->sni[i];
-	char err[512];
-
-	if (sni_shared_init(&d->sni, i, c, routes, c->nroutes, d->nworkers, err, sizeof(err)) <
-	    0) {
-		log_warnx("sni %s: %s", c->name, err);
-		return EXIT_CONFIG;
-	}
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		struct worker *wk = d->workers[w];
-
-		if (sni_listener_open(W_SNI(wk, i), &d->sni, i, w, d->nworkers > 1) < 0) {
-			wk->kind[KIND_SNI].n = i + 1;
-			return EXIT_FAILURE;
-		}
-		wk->kind[KIND_SNI].n = i + 1;
-	}
-	return 0;
-}
-
-struct plumbing {
-	struct turn_peer_policy *p;
-	unsigned lost;
-};
-
-static void plumbing_each(void *arg, const struct conf_listen *l)
-{
-	struct plumbing *pl = arg;
-
-	pl->lost += turn_peer_plumbing(pl->p, l->addr) == -ENOSPC;
-}
-
-/* What no TURN peer reaches: the host's addresses (read once, at start;
- * an address added later is judged by the policy's other rules) and,
- * exactly, the daemon's own sockets. */
-static void turn_guard(struct daemon *d, struct turn_peer_policy *p,
-		       const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
+/* Every kind's listeners on every worker, in the table's order. The game
+ * relays', SNI's and TURN's shared state is the daemon's (the control
+ * plane, SIGHUP and the ops plane read it); a kind may keep its own. */
+static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
+		      struct sni_route *const *sni_routes)
 {
 	const struct etr_conf *c = d->conf;
-	union etr_sockaddr local[TURN_PEER_HOST_MAX];
-	size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
-	unsigned lost = 0;
+	size_t ndials = c->nrelays;
+	int rc = 0;
 
-	for (size_t k = 0; k < n; k++)
-		lost += turn_peer_host(p, &local[k]) == -ENOSPC;
-	{
-		struct plumbing pl = { p, 0 };
-
-		conf_each_listen(c, plumbing_each, &pl);
-		lost += pl.lost;
+	for (unsigned i = 0; i < c->nsni; i++)
+		ndials += c->sni[i].nroutes;
+	if (ndials && !(d->dials = calloc(ndials, sizeof(*d->dials)))) {
+		log_warn("upstreams");
+		return EXIT_FAILURE;
 	}
+	ndials = 0;
 	for (unsigned i = 0; i < c->nrelays; i++)
-		lost += turn_peer_plumbing(p, &upstreams[i]) == -ENOSPC;
+		d->dials[ndials++] = upstreams[i];
 	for (unsigned i = 0; i < c->nsni; i++)
 		for (unsigned j = 0; j < c->sni[i].nroutes; j++)
-			lost += turn_peer_plumbing(p, &sni_routes[i][j].upstream) == -ENOSPC;
-	if (lost)
-		log_warnx("turn: %u of the host's addresses and sockets past the peer policy's "
-			  "lists (%u, %u) are not refused as such",
-			  lost, TURN_PEER_HOST_MAX, TURN_PEER_PLUMB_MAX);
-}
+			d->dials[ndials++] = sni_routes[i][j].upstream;
+	for (unsigned k = 0; k < KINDS && rc == 0; k++) {
+		struct kind_env *e = &d->kenv[k];
 
-/* TURN listener i on every worker: each UDP socket in the port's reuseport
- * group with the workers' program (a client's address picks its worker,
- * which holds its allocations), each TCP listener in its own group. */
-static int open_turn(struct daemon *d, unsigned i)
-{
-	const struct turn_conf *c = &d->conf->turn[i];
-	char err[512];
-
-	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
-	    turn_shared_init(&d->turn, i, c, d->nworkers, err, sizeof(err)) < 0) {
-		char where[CONF_PATH_MAX + 32];
-
-		/* A TLS pair that does not load: on its key's line, as -t. */
-		if (c->tls_set && conf_turn_tls_where(d->conf, c, err, where, sizeof(where)))
-			log_warnx("%s: turn %s: %s", where, c->name, err);
-		else
-			log_warnx("turn %s: %s", c->name, err);
-		return EXIT_CONFIG;
-	}
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		struct worker *wk = d->workers[w];
-		int rc;
-
-		rc = turn_listener_open(W_TURN(wk, i), &d->turn, i, w, d->nworkers > 1);
-		wk->kind[KIND_TURN].n = i + 1;
-		if (rc < 0)
-			return EXIT_FAILURE;
-		if (w == 0 && d->nworkers > 1) {
-			rc = attach_workers(d, turn_listener_fd(W_TURN(wk, i)));
-			/* The TCP and TLS groups too: a source address stays
-			 * on one worker, whose tcp-max-per-ip count is then
-			 * exact. */
-			if (rc == 0 && turn_listener_tcp_fd(W_TURN(wk, i)) >= 0)
-				rc = attach_workers(d, turn_listener_tcp_fd(W_TURN(wk, i)));
-			if (rc == 0 && turn_listener_tls_fd(W_TURN(wk, i)) >= 0)
-				rc = attach_workers(d, turn_listener_tls_fd(W_TURN(wk, i)));
-			if (rc < 0) {
-				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
-				return EXIT_FAILURE;
-			}
+		*e = (struct kind_env){ .conf = c,
+					.stats = &d->stats,
+					.nworkers = d->nworkers,
+					.reuseport_key = d->reuseport_key,
+					.dials = d->dials,
+					.ndials = ndials,
+					.inst = env_inst,
+					.opened = env_opened,
+					.post = env_post,
+					.daemon = d,
+					.id = k };
+		switch (k) {
+		case KIND_RELAY:
+			e->shared = d->shared;
+			e->resolved = upstreams;
+			break;
+		case KIND_SNI:
+			e->shared = &d->sni;
+			e->resolved = sni_routes;
+			break;
+		case KIND_TURN:
+			e->shared = &d->turn;
+			break;
+		default:
+			break;
 		}
+		if (kinds[k]->count(c))
+			rc = kinds[k]->open(e);
 	}
-	return 0;
+	/* The relays whose shared part was set up (and is freed at close). */
+	d->nrelays = d->workers[0]->kind[KIND_RELAY].n;
+	return rc;
 }
 
 /* A worker's listeners of every kind register with its loop (on its own
@@ -935,30 +766,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 			return EXIT_FAILURE;
 		}
 	d->stats.nworkers = d->nworkers;
-	for (unsigned i = 0; i < conf->nrelays; i++)
-		if ((rc = open_relay(d, i, &upstreams[i])) != 0)
-			return rc;
-	d->stats.nrelays = d->nrelays;
-	for (unsigned i = 0; i < conf->prbe.nlisten; i++)
-		if ((rc = open_prbe_port(d, i)) != 0)
-			return rc;
-	d->sni.lifecycle = &d->stats.lifecycle;
-	d->sni.nlocal = net_local_addrs(d->sni.local, SNI_LOCAL_MAX);
-	d->sni.publish = sni_publish;
-	d->sni.arg = d;
-	for (unsigned i = 0; i < conf->nsni; i++)
-		if ((rc = open_sni(d, i, sni_routes[i])) != 0)
-			return rc;
-	if (conf->nsni)
-		d->stats.sni = &d->sni;
-	d->turn.lifecycle = &d->stats.lifecycle;
-	for (unsigned i = 0; i < conf->nturn; i++)
-		if ((rc = open_turn(d, i)) != 0)
-			return rc;
-	if (conf->nturn)
-		d->stats.turn = &d->turn;
-	for (unsigned i = 0; i < conf->nturn; i++)
-		turn_guard(d, &d->turn.l[i].policy, upstreams, sni_routes);
+	if ((rc = open_kinds(d, upstreams, sni_routes)) != 0)
+		return rc;
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");
@@ -1036,7 +845,7 @@ static void log_start(const struct daemon *d)
 			log_info("PRBE echo on %s (relay %s)", W_RELAY(d->workers[0], i)->stats.public_addr,
 				 d->conf->relays[i].name);
 	for (unsigned i = 0; i < d->conf->prbe.nlisten; i++)
-		log_info("PRBE echo on %s", d->workers[0]->prbe_stats[i].port);
+		log_info("PRBE echo on %s", d->stats.prbe_port[0][i]->port);
 }
 
 static void log_start_sni(const struct daemon *d)
@@ -1214,6 +1023,10 @@ void daemon_close(struct daemon *d)
 		relay_shared_free(&d->shared[i]);
 	sni_shared_free(&d->sni);
 	turn_shared_free(&d->turn);
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->shared_free && d->kenv[k].daemon)
+			kinds[k]->shared_free(&d->kenv[k]);
+	free(d->dials);
 	if (d->bans)
 		banlist_free(d->bans);
 	free(d->bans);

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "control_stats.h"
 #include "endpoint.h"
+#include "kinds.h"
 #include "loop.h"
 #include "prbe_port.h"
 #include "relay.h"
@@ -88,6 +89,10 @@ struct daemon {
 	 * the route set of its last good heartbeat. */
 	struct control *control;
 	struct control_stats control_stats;
+	/* What each kind opened its listeners with (kinds.h); dials: every
+	 * upstream the process connects to, for the TURN peer policy. */
+	struct kind_env kenv[KINDS];
+	union etr_sockaddr *dials;
 };
 
 /* The workers --workers asks for: the count given, or for auto the CPUs

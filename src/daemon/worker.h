@@ -53,8 +53,6 @@ struct worker {
 		void *inst;
 		unsigned n;
 	} kind[KINDS];
-	/* The echo-only ports' counters (prbe-listen). */
-	struct prbe_stats prbe_stats[CONF_PRBE_LISTEN_MAX];
 	int ctl_fd; /* eventfd: worker_post wakes the loop */
 	pthread_t thread;
 	bool thread_started;

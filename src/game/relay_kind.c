@@ -6,10 +6,12 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "log.h"
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
@@ -37,6 +39,83 @@ static const char *fds_what(const struct etr_conf *c)
 {
 	(void)c;
 	return "the relays' sessions";
+}
+
+/* The program for a relay's reuseport group: its masters (the owner's
+ * known addresses) steered to worker 0, everyone else by the hash. */
+static int attach_program(const struct kind_env *e, const struct relay *owner)
+{
+	struct reuseport_plan p = { .workers = e->nworkers, .key = e->reuseport_key };
+
+	p.nsteer = relay_master_addrs(owner, p.steer);
+	return net_attach_plan(owner->fwd.pub_fd, &p);
+}
+
+/* Worker 0's thread, when the owner resolved a master to a new address. */
+static void steer_masters(struct relay_shared *sh, const struct relay *owner)
+{
+	const struct kind_env *e = sh->arg;
+	int err;
+
+	if (e->nworkers < 2)
+		return;
+	err = attach_program(e, owner);
+	if (err < 0)
+		log_warnx("relay %s: steering the masters' addresses to worker 0: %s; their "
+			  "challenges go by the hash", owner->conf->name, strerror(-err));
+}
+
+/* Another worker's thread: it has news about a game server for worker 0. */
+static void wake_owner(struct relay_shared *sh)
+{
+	const struct kind_env *e = sh->arg;
+
+	e->post(e, 0);
+}
+
+/* Relay i on every worker: worker 0's socket first, with the program
+ * attached before the others join the group (their index is their order).
+ * e->shared: the daemon's struct relay_shared, one per relay. */
+static int open_one(struct kind_env *e, unsigned i)
+{
+	const struct relay_conf *c = &e->conf->relays[i];
+	struct relay_shared *sh = (struct relay_shared *)e->shared + i;
+
+	if (relay_shared_init(sh, c, e->nworkers, i) < 0)
+		return EXIT_FAILURE;
+	sh->arg = e;
+	sh->prbe = &e->conf->prbe;
+	sh->wake_owner = wake_owner;
+	sh->masters_moved = steer_masters;
+	for (unsigned w = 0; w < e->nworkers; w++) {
+		struct relay *r = e->inst(e, w, i);
+		int err;
+
+		err = relay_open(r, i, c, (const union etr_sockaddr *)e->resolved + i, e->stats, sh,
+				 w);
+		e->opened(e, w, i + 1);
+		if (err < 0)
+			return EXIT_FAILURE;
+		if (w == 0 && e->nworkers > 1 && (err = attach_program(e, r)) < 0) {
+			log_warnx("relay %s: reuseport program: %s", c->name, strerror(-err));
+			return EXIT_FAILURE;
+		}
+		if (w == 0)
+			e->stats->relay[i] = &r->stats;
+		else
+			e->stats->worker_relay[w][i] = &r->stats;
+	}
+	return 0;
+}
+
+static int open_all(struct kind_env *e)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < e->conf->nrelays && rc == 0; i++)
+		rc = open_one(e, i);
+	e->stats->nrelays = e->conf->nrelays;
+	return rc;
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -256,6 +335,7 @@ const struct kind relay_kind = {
 	.name = "relay",
 	.size = sizeof(struct relay),
 	.count = count,
+	.open = open_all,
 	.fds = fds,
 	.fds_what = fds_what,
 	.fds_knob = "max-sessions",

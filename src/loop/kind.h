@@ -16,11 +16,20 @@
 #include "endpoint.h"
 #include "loop.h"
 
+struct kind_env;
+
 struct kind {
 	const char *name; /* for logs: "relay", "prbe-listen", "sni", "turn" */
 	size_t size;	  /* one instance */
 	/* Listeners of this kind the configuration asks for. */
 	unsigned (*count)(const struct etr_conf *c);
+	/* At start: set up what the workers share (e->shared) and open each
+	 * listener on every worker (kind_env_inst), in order, saying how far
+	 * it got (kind_env_opened) so that a failure closes what opened.
+	 * Returns 0 or the exit status to leave with (logged). */
+	int (*open)(struct kind_env *e);
+	/* Free what open allocated for itself in e->shared (NULL: nothing). */
+	void (*shared_free)(struct kind_env *e);
 	/* Descriptors they may hold at once, across all the workers; what
 	 * for ("the relays' sessions") and the setting that lowers it (NULL:
 	 * none), for the message when the limit is too low. */
@@ -56,6 +65,32 @@ struct kind {
 	 * its name ("session", "sessions"); NULL: none. */
 	uint32_t (*active)(const void *shared, unsigned n);
 	const char *active_one, *active_many;
+};
+
+/* What the daemon gives a kind to open its listeners with. */
+struct kind_env {
+	const struct etr_conf *conf;
+	struct etr_stats *stats;
+	unsigned nworkers;
+	uint32_t reuseport_key; /* the workers' program's (net_attach_plan) */
+	/* What the workers share: the daemon's for the kinds it reads
+	 * itself, else the kind's own (it allocates and frees it). */
+	void *shared;
+	/* What main resolved for this kind before the start (the game
+	 * relays: union etr_sockaddr upstream[i]; SNI: struct sni_route
+	 * *routes[i]), NULL: nothing; and every address the process
+	 * connects to, whatever the kind (the TURN peer policy refuses them). */
+	const void *resolved;
+	const union etr_sockaddr *dials;
+	size_t ndials;
+	/* Worker w's instance i of this kind; that w opened n of them. */
+	void *(*inst)(const struct kind_env *e, unsigned w, unsigned i);
+	void (*opened)(const struct kind_env *e, unsigned w, unsigned n);
+	/* Another thread: the kind has news for worker w's instances
+	 * (struct kind's poke). */
+	void (*post)(const struct kind_env *e, unsigned w);
+	void *daemon;
+	unsigned id; /* the kind's index in the table */
 };
 
 #endif

@@ -7,11 +7,15 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "net.h"
 #include "resolver.h"
+#include "stats.h"
 #include "sni.h"
 
 static unsigned count(const struct etr_conf *c)
@@ -38,6 +42,56 @@ static const char *fds_what(const struct etr_conf *c)
 {
 	(void)c;
 	return "the SNI listeners' connections";
+}
+
+/* Any thread: the SNI route tables changed; every worker takes them. */
+static void sni_publish(struct sni_shared *sh)
+{
+	const struct kind_env *e = sh->arg;
+
+	for (unsigned w = 0; w < e->nworkers; w++)
+		e->post(e, w);
+}
+
+/* SNI listener i on every worker, each with its own socket in the port's
+ * SO_REUSEPORT group (the kernel spreads the connections). */
+static int open_one(struct kind_env *e, unsigned i, const struct sni_route *routes)
+{
+	const struct sni_conf *c = &e->conf->sni[i];
+	struct sni_shared *sh = e->shared;
+	char err[512];
+
+	if (sni_shared_init(sh, i, c, routes, c->nroutes, e->nworkers, err, sizeof(err)) <
+	    0) {
+		log_warnx("sni %s: %s", c->name, err);
+		return EXIT_CONFIG;
+	}
+	for (unsigned w = 0; w < e->nworkers; w++) {
+		int rc = sni_listener_open(e->inst(e, w, i), sh, i, w, e->nworkers > 1);
+
+		e->opened(e, w, i + 1);
+		if (rc < 0)
+			return EXIT_FAILURE;
+	}
+	return 0;
+}
+
+/* e->shared: the daemon's struct sni_shared (the control plane sets its
+ * routes, the ops plane reads it). */
+static int open_all(struct kind_env *e)
+{
+	struct sni_shared *sh = e->shared;
+	int rc = 0;
+
+	sh->lifecycle = &e->stats->lifecycle;
+	sh->nlocal = net_local_addrs(sh->local, SNI_LOCAL_MAX);
+	sh->publish = sni_publish;
+	sh->arg = e;
+	for (unsigned i = 0; i < e->conf->nsni && rc == 0; i++)
+		rc = open_one(e, i, ((struct sni_route *const *)e->resolved)[i]);
+	if (e->conf->nsni)
+		e->stats->sni = sh;
+	return rc;
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -155,6 +209,7 @@ const struct kind sni_kind = {
 	.name = "sni",
 	.size = sizeof(struct sni_listener),
 	.count = count,
+	.open = open_all,
 	.fds = fds,
 	.fds_what = fds_what,
 	.fds_knob = "max-connections",

@@ -2,13 +2,17 @@
 /* The TURN listener as a listener kind (loop/kind.h). */
 #include "turn_kind.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "net.h"
+#include "stats.h"
 #include "tls_reload.h"
 #include "turn.h"
 
@@ -47,6 +51,117 @@ static const char *fds_what(const struct etr_conf *c)
 {
 	return any_tcp(c) ? "the TURN listeners' allocations and TCP connections"
 			  : "the TURN listeners' allocations";
+}
+
+/* The workers' program (a source address picks its worker) on fd, the
+ * first socket of its group. */
+static int attach_workers(const struct kind_env *e, int fd)
+{
+	const struct reuseport_plan p = { .workers = e->nworkers, .key = e->reuseport_key };
+
+	return net_attach_plan(fd, &p);
+}
+
+struct plumbing {
+	struct turn_peer_policy *p;
+	unsigned lost;
+};
+
+static void plumbing_each(void *arg, const struct conf_listen *l)
+{
+	struct plumbing *pl = arg;
+
+	pl->lost += turn_peer_plumbing(pl->p, l->addr) == -ENOSPC;
+}
+
+/* What no TURN peer reaches: the host's addresses (read once, at start;
+ * an address added later is judged by the policy's other rules) and,
+ * exactly, the daemon's own sockets. */
+static void turn_guard(const struct kind_env *e, struct turn_peer_policy *p)
+{
+	const struct etr_conf *c = e->conf;
+	union etr_sockaddr local[TURN_PEER_HOST_MAX];
+	size_t n = net_local_addrs(local, TURN_PEER_HOST_MAX);
+	unsigned lost = 0;
+
+	for (size_t k = 0; k < n; k++)
+		lost += turn_peer_host(p, &local[k]) == -ENOSPC;
+	{
+		struct plumbing pl = { p, 0 };
+
+		conf_each_listen(c, plumbing_each, &pl);
+		lost += pl.lost;
+	}
+	for (size_t i = 0; i < e->ndials; i++)
+		lost += turn_peer_plumbing(p, &e->dials[i]) == -ENOSPC;
+	if (lost)
+		log_warnx("turn: %u of the host's addresses and sockets past the peer policy's "
+			  "lists (%u, %u) are not refused as such",
+			  lost, TURN_PEER_HOST_MAX, TURN_PEER_PLUMB_MAX);
+}
+
+/* TURN listener i on every worker: each UDP socket in the port's reuseport
+ * group with the workers' program (a client's address picks its worker,
+ * which holds its allocations), each TCP listener in its own group. */
+static int open_one(struct kind_env *e, unsigned i)
+{
+	const struct turn_conf *c = &e->conf->turn[i];
+	struct turn_shared *sh = e->shared;
+	char err[512];
+
+	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
+	    turn_shared_init(sh, i, c, e->nworkers, err, sizeof(err)) < 0) {
+		char where[CONF_PATH_MAX + 32];
+
+		/* A TLS pair that does not load: on its key's line, as -t. */
+		if (c->tls_set && conf_turn_tls_where(e->conf, c, err, where, sizeof(where)))
+			log_warnx("%s: turn %s: %s", where, c->name, err);
+		else
+			log_warnx("turn %s: %s", c->name, err);
+		return EXIT_CONFIG;
+	}
+	for (unsigned w = 0; w < e->nworkers; w++) {
+		struct turn_listener *l = e->inst(e, w, i);
+		int rc;
+
+		rc = turn_listener_open(l, sh, i, w, e->nworkers > 1);
+		e->opened(e, w, i + 1);
+		if (rc < 0)
+			return EXIT_FAILURE;
+		if (w == 0 && e->nworkers > 1) {
+			rc = attach_workers(e, turn_listener_fd(l));
+			/* The TCP and TLS groups too: a source address stays
+			 * on one worker, whose tcp-max-per-ip count is then
+			 * exact. */
+			if (rc == 0 && turn_listener_tcp_fd(l) >= 0)
+				rc = attach_workers(e, turn_listener_tcp_fd(l));
+			if (rc == 0 && turn_listener_tls_fd(l) >= 0)
+				rc = attach_workers(e, turn_listener_tls_fd(l));
+			if (rc < 0) {
+				log_warnx("turn %s: reuseport program: %s", c->name, strerror(-rc));
+				return EXIT_FAILURE;
+			}
+		}
+	}
+	return 0;
+}
+
+/* e->shared: the daemon's struct turn_shared (SIGHUP reloads its secrets
+ * and certificates, the ops plane reads it). */
+static int open_all(struct kind_env *e)
+{
+	struct turn_shared *sh = e->shared;
+	int rc = 0;
+
+	sh->lifecycle = &e->stats->lifecycle;
+	for (unsigned i = 0; i < e->conf->nturn && rc == 0; i++)
+		rc = open_one(e, i);
+	if (rc != 0)
+		return rc;
+	e->stats->turn = sh;
+	for (unsigned i = 0; i < e->conf->nturn; i++)
+		turn_guard(e, &sh->l[i].policy);
+	return 0;
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -211,6 +326,7 @@ const struct kind turn_kind = {
 	.name = "turn",
 	.size = sizeof(struct turn_listener),
 	.count = count,
+	.open = open_all,
 	.fds = fds,
 	.fds_what = fds_what,
 	.fds_knob = "max-allocations",
