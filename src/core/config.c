@@ -449,146 +449,253 @@ static const char *turn_count(const char *v, uint32_t min, uint32_t max, uint32_
 	return NULL;
 }
 
+/* The values of a [turn NAME] section's keys (and of --turn-KEY) that are
+ * more than a number or a duration. Each returns NULL, or why v is wrong
+ * (a constant, or buf). */
+static const char turn_addr_why[] = "expected IP:PORT, [IPv6]:PORT, or an address alone for "
+				    "port " CONF_STR(CONF_TURN_PORT);
+static const char turn_port0_why[] = "port 0: expected a port from 1 to 65535";
+
+/* ADDR:0 is one error, about its port. */
+static bool port_zero(const char *v)
+{
+	size_t vlen = strlen(v);
+
+	return vlen > 2 && strcmp(v + vlen - 2, ":0") == 0;
+}
+
+/* listen: ADDR:0 counts as given (port 0, which turn_finish passes over)
+ * so that "listen: missing" and its consequences do not follow. */
+static const char *tk_listen(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (turn_listen_parse(v, &t->listen) < 0) {
+		if (!port_zero(v))
+			return turn_addr_why;
+		memset(&t->listen, 0, sizeof(t->listen));
+		t->listen_set = true;
+		return turn_port0_why;
+	}
+	t->listen_set = true;
+	return NULL;
+}
+
+static const char *tk_tcp_listen(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (turn_listen_parse(v, &t->tcp_listen) < 0)
+		return port_zero(v) ? turn_port0_why : turn_addr_why;
+	t->tcp_set = true;
+	return NULL;
+}
+
+static const char *tk_tls_listen(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (turn_listen_parse(v, &t->tls_listen) < 0)
+		return port_zero(v) ? turn_port0_why : turn_addr_why;
+	t->tls_set = true;
+	return NULL;
+}
+
+static const char *tk_path(char *dst, const char *v)
+{
+	if (strlen(v) >= CONF_PATH_MAX)
+		return "path too long";
+	strcpy(dst, v);
+	return NULL;
+}
+
+static const char *tk_tls_cert(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	return tk_path(t->tls_cert, v);
+}
+
+static const char *tk_tls_key(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	return tk_path(t->tls_key, v);
+}
+
+static const char *tk_tls_reload(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (conf_parse_duration(v, &t->tls_reload_ms, false) < 0)
+		return "expected a duration above 0 such as 60s or 5m";
+	t->tls_reload_set = true;
+	return NULL;
+}
+
+static const char *tk_realm(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	size_t len = strlen(v);
+
+	(void)buf, (void)n;
+	if (len == 0 || len >= CONF_TURN_REALM_MAX)
+		return "expected 1 to " CONF_STR(CONF_TURN_REALM_MAX) " characters less one";
+	for (const char *p = v; *p; p++)
+		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+			return "expected printable ASCII without '\"' or '\\'";
+	strcpy(t->realm, v);
+	return NULL;
+}
+
+static const char *tk_relay_address(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (parse_ip(v, &t->relay_addr) < 0)
+		return "expected an IP address";
+	t->relay_set = true;
+	return NULL;
+}
+
+static const char *tk_public_ip(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	if (parse_ip(v, &t->public_ip) < 0)
+		return "expected an IP address";
+	/* Clients would be told to send to 0.0.0.0. */
+	if (ip_wildcard(&t->public_ip))
+		return "expected the specific address clients reach, not 0.0.0.0 or ::";
+	t->public_set = true;
+	return NULL;
+}
+
+static const char *tk_ports(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	(void)buf, (void)n;
+	if (*v < '0' || *v > '9')
+		return "expected MIN-MAX such as 49152-65535";
+	lo = strtoul(v, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
+		return "expected MIN-MAX such as 49152-65535";
+	hi = strtoul(end + 1, &end, 10);
+	if (*end || lo < 1024 || hi > 65535 || lo > hi)
+		return "expected MIN-MAX within 1024-65535 with MIN <= MAX";
+	t->port_min = (uint16_t)lo;
+	t->port_max = (uint16_t)hi;
+	t->ports_set = true;
+	return NULL;
+}
+
+static const char *tk_peer(struct turn_conf *t, bool allow, const char *v, char *buf, size_t n)
+{
+	struct conf_cidr *list = allow ? t->allow : t->deny;
+	unsigned *cnt = allow ? &t->nallow : &t->ndeny;
+
+	if (*cnt == CONF_TURN_PEERS_MAX)
+		return "too many blocks (at most " CONF_STR(CONF_TURN_PEERS_MAX) ")";
+	if (conf_cidr_parse(v, &list[*cnt]) < 0)
+		return "expected an address or a CIDR block such as 10.0.0.0/8";
+	if (cidr_host_bits(&list[*cnt], buf, n))
+		return buf;
+	list[*cnt].line = 0;
+	(*cnt)++;
+	return NULL;
+}
+
+static const char *tk_allow_peer(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	return tk_peer(t, true, v, buf, n);
+}
+
+static const char *tk_deny_peer(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	return tk_peer(t, false, v, buf, n);
+}
+
+static const char *tk_strict_expiry(struct turn_conf *t, const char *v, char *buf, size_t n)
+{
+	(void)buf, (void)n;
+	return parse_bool(v, &t->strict_expiry) < 0 ? "expected yes or no" : NULL;
+}
+
+/* A [turn NAME] section's keys, in the order an unknown key's message
+ * lists them: a function, or a number (min..max) or a duration in ms
+ * (min..max, why) at off in struct turn_conf; line_off: where the line
+ * that set it is kept (0: nowhere). */
+#define TK_OFF(f) offsetof(struct turn_conf, f)
+static const struct turn_key_def {
+	const char *name;
+	const char *(*fn)(struct turn_conf *t, const char *v, char *buf, size_t n);
+	size_t off;
+	bool duration;
+	uint64_t min, max;
+	const char *why;
+	size_t line_off;
+} turn_keys[] = {
+	{ "listen", tk_listen },
+	{ "tcp-listen", tk_tcp_listen },
+	{ "tls-listen", tk_tls_listen },
+	{ "tls-cert", tk_tls_cert, .line_off = TK_OFF(tls_cert_line) },
+	{ "tls-key", tk_tls_key, .line_off = TK_OFF(tls_key_line) },
+	{ "tls-reload-interval", tk_tls_reload, .line_off = TK_OFF(tls_reload_line) },
+	{ "realm", tk_realm },
+	{ "relay-address", tk_relay_address },
+	{ "public-ip", tk_public_ip },
+	{ "ports", tk_ports, .line_off = TK_OFF(ports_line) },
+	{ "max-allocations", NULL, TK_OFF(max_allocations), false, 1, 65536 },
+	{ "user-quota", NULL, TK_OFF(user_quota), false, 1, 65536 },
+	{ "unauth-rate", NULL, TK_OFF(unauth_rate), false, 1, 1000000 },
+	{ "unauth-burst", NULL, TK_OFF(unauth_burst), false, 1, 1000000 },
+	{ "unauth-ip-rate", NULL, TK_OFF(unauth_ip_rate), false, 1, 1000000 },
+	{ "unauth-ip-burst", NULL, TK_OFF(unauth_ip_burst), false, 1, 1000000 },
+	{ "tls-handshake-rate", NULL, TK_OFF(tls_rate), false, 1, 1000000 },
+	{ "tls-handshake-burst", NULL, TK_OFF(tls_burst), false, 1, 1000000 },
+	{ "tls-handshake-ip-rate", NULL, TK_OFF(tls_ip_rate), false, 1, 1000000 },
+	{ "tls-handshake-ip-burst", NULL, TK_OFF(tls_ip_burst), false, 1, 1000000 },
+	{ "auth-fail-rate", NULL, TK_OFF(authf_rate), false, 1, 1000000 },
+	{ "auth-fail-burst", NULL, TK_OFF(authf_burst), false, 1, 1000000 },
+	{ "auth-fail-ip-rate", NULL, TK_OFF(authf_ip_rate), false, 1, 1000000 },
+	{ "auth-fail-ip-burst", NULL, TK_OFF(authf_ip_burst), false, 1, 1000000 },
+	{ "tcp-max-per-ip", NULL, TK_OFF(tcp_max_per_ip), false, 1, 65536 },
+	{ "tcp-max-connections", NULL, TK_OFF(tcp_max_conns), false, 1,
+	  CONF_TURN_TCP_MAX_CONNECTIONS_MAX },
+	{ "tcp-auth-timeout", NULL, TK_OFF(tcp_auth_timeout_ms), true, 100, 30000,
+	  "expected a duration from 100ms to 30s such as 10s" },
+	{ "max-lifetime", NULL, TK_OFF(max_lifetime_ms), true, 1000, 86400 * 1000ull,
+	  "expected a duration from 1s to 24h such as 3600 or 1h" },
+	{ "nonce-lifetime", NULL, TK_OFF(nonce_lifetime_ms), true, 1000, 86400 * 1000ull,
+	  "expected a duration from 1s to 24h such as 600 or 10m" },
+	{ "allow-peer", tk_allow_peer },
+	{ "deny-peer", tk_deny_peer },
+	{ "strict-expiry", tk_strict_expiry },
+};
+
+static const struct turn_key_def *turn_key_find(const char *key)
+{
+	for (size_t i = 0; i < sizeof(turn_keys) / sizeof(turn_keys[0]); i++)
+		if (strcmp(turn_keys[i].name, key) == 0)
+			return &turn_keys[i];
+	return NULL;
+}
+
 const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf,
 			  size_t n)
 {
-	static const char addr[] = "expected IP:PORT, [IPv6]:PORT, or an address alone for "
-				   "port " CONF_STR(CONF_TURN_PORT);
+	const struct turn_key_def *k = turn_key_find(key);
+	char *at;
 
-	static const char port0[] = "port 0: expected a port from 1 to 65535";
-	size_t vlen = strlen(v);
-	/* ADDR:0 is one error, about its port: listen counts as given (port 0,
-	 * which turn_finish passes over) so that "listen: missing" and its
-	 * consequences do not follow. */
-	bool zero = vlen > 2 && strcmp(v + vlen - 2, ":0") == 0;
-
-	if (strcmp(key, "listen") == 0) {
-		if (turn_listen_parse(v, &t->listen) < 0) {
-			if (zero) {
-				memset(&t->listen, 0, sizeof(t->listen));
-				t->listen_set = true;
-			}
-			return zero ? port0 : addr;
-		}
-		t->listen_set = true;
-	} else if (strcmp(key, "tcp-listen") == 0) {
-		if (turn_listen_parse(v, &t->tcp_listen) < 0)
-			return zero ? port0 : addr;
-		t->tcp_set = true;
-	} else if (strcmp(key, "tls-listen") == 0) {
-		if (turn_listen_parse(v, &t->tls_listen) < 0)
-			return zero ? port0 : addr;
-		t->tls_set = true;
-	} else if (strcmp(key, "tls-cert") == 0 || strcmp(key, "tls-key") == 0) {
-		char *dst = key[4] == 'c' ? t->tls_cert : t->tls_key;
-
-		if (strlen(v) >= CONF_PATH_MAX)
-			return "path too long";
-		strcpy(dst, v);
-	} else if (strcmp(key, "tls-reload-interval") == 0) {
-		if (conf_parse_duration(v, &t->tls_reload_ms, false) < 0)
-			return "expected a duration above 0 such as 60s or 5m";
-		t->tls_reload_set = true;
-	} else if (strcmp(key, "realm") == 0) {
-		size_t len = strlen(v);
-
-		if (len == 0 || len >= CONF_TURN_REALM_MAX)
-			return "expected 1 to " CONF_STR(CONF_TURN_REALM_MAX) " characters less one";
-		for (const char *p = v; *p; p++)
-			if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
-				return "expected printable ASCII without '\"' or '\\'";
-		strcpy(t->realm, v);
-	} else if (strcmp(key, "relay-address") == 0) {
-		if (parse_ip(v, &t->relay_addr) < 0)
-			return "expected an IP address";
-		t->relay_set = true;
-	} else if (strcmp(key, "public-ip") == 0) {
-		if (parse_ip(v, &t->public_ip) < 0)
-			return "expected an IP address";
-		/* Clients would be told to send to 0.0.0.0. */
-		if (ip_wildcard(&t->public_ip))
-			return "expected the specific address clients reach, not 0.0.0.0 or ::";
-		t->public_set = true;
-	} else if (strcmp(key, "ports") == 0) {
-		unsigned long lo, hi;
-		char *end;
-
-		if (*v < '0' || *v > '9')
-			return "expected MIN-MAX such as 49152-65535";
-		lo = strtoul(v, &end, 10);
-		if (*end != '-' || end[1] < '0' || end[1] > '9')
-			return "expected MIN-MAX such as 49152-65535";
-		hi = strtoul(end + 1, &end, 10);
-		if (*end || lo < 1024 || hi > 65535 || lo > hi)
-			return "expected MIN-MAX within 1024-65535 with MIN <= MAX";
-		t->port_min = (uint16_t)lo;
-		t->port_max = (uint16_t)hi;
-		t->ports_set = true;
-	} else if (strcmp(key, "max-allocations") == 0) {
-		return turn_count(v, 1, 65536, &t->max_allocations, buf, n);
-	} else if (strcmp(key, "user-quota") == 0) {
-		return turn_count(v, 1, 65536, &t->user_quota, buf, n);
-	} else if (strcmp(key, "unauth-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->unauth_rate, buf, n);
-	} else if (strcmp(key, "unauth-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->unauth_burst, buf, n);
-	} else if (strcmp(key, "unauth-ip-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->unauth_ip_rate, buf, n);
-	} else if (strcmp(key, "unauth-ip-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->unauth_ip_burst, buf, n);
-	} else if (strcmp(key, "tls-handshake-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->tls_rate, buf, n);
-	} else if (strcmp(key, "tls-handshake-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->tls_burst, buf, n);
-	} else if (strcmp(key, "tls-handshake-ip-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->tls_ip_rate, buf, n);
-	} else if (strcmp(key, "tls-handshake-ip-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->tls_ip_burst, buf, n);
-	} else if (strcmp(key, "auth-fail-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->authf_rate, buf, n);
-	} else if (strcmp(key, "auth-fail-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->authf_burst, buf, n);
-	} else if (strcmp(key, "auth-fail-ip-rate") == 0) {
-		return turn_count(v, 1, 1000000, &t->authf_ip_rate, buf, n);
-	} else if (strcmp(key, "auth-fail-ip-burst") == 0) {
-		return turn_count(v, 1, 1000000, &t->authf_ip_burst, buf, n);
-	} else if (strcmp(key, "tcp-max-per-ip") == 0) {
-		return turn_count(v, 1, 65536, &t->tcp_max_per_ip, buf, n);
-	} else if (strcmp(key, "tcp-max-connections") == 0) {
-		return turn_count(v, 1, CONF_TURN_TCP_MAX_CONNECTIONS_MAX, &t->tcp_max_conns, buf, n);
-	} else if (strcmp(key, "tcp-auth-timeout") == 0) {
-		if (conf_parse_duration(v, &t->tcp_auth_timeout_ms, false) < 0 ||
-		    t->tcp_auth_timeout_ms < 100 || t->tcp_auth_timeout_ms > 30000)
-			return "expected a duration from 100ms to 30s such as 10s";
-	} else if (strcmp(key, "max-lifetime") == 0) {
-		if (conf_parse_duration(v, &t->max_lifetime_ms, false) < 0 ||
-		    t->max_lifetime_ms < 1000 || t->max_lifetime_ms > 86400 * 1000ull)
-			return "expected a duration from 1s to 24h such as 3600 or 1h";
-	} else if (strcmp(key, "nonce-lifetime") == 0) {
-		if (conf_parse_duration(v, &t->nonce_lifetime_ms, false) < 0 ||
-		    t->nonce_lifetime_ms < 1000 || t->nonce_lifetime_ms > 86400 * 1000ull)
-			return "expected a duration from 1s to 24h such as 600 or 10m";
-	} else if (strcmp(key, "allow-peer") == 0 || strcmp(key, "deny-peer") == 0) {
-		bool allow = key[0] == 'a';
-		struct conf_cidr *list = allow ? t->allow : t->deny;
-		unsigned *cnt = allow ? &t->nallow : &t->ndeny;
-
-		if (*cnt == CONF_TURN_PEERS_MAX)
-			return "too many blocks (at most " CONF_STR(CONF_TURN_PEERS_MAX) ")";
-		if (conf_cidr_parse(v, &list[*cnt]) < 0)
-			return "expected an address or a CIDR block such as 10.0.0.0/8";
-		if (cidr_host_bits(&list[*cnt], buf, n))
-			return buf;
-		list[*cnt].line = 0;
-		(*cnt)++;
-	} else if (strcmp(key, "strict-expiry") == 0) {
-		if (parse_bool(v, &t->strict_expiry) < 0)
-			return "expected yes or no";
-	} else {
+	if (!k) {
 		snprintf(buf, n, "unknown key");
 		return buf;
 	}
-	return NULL;
+	if (k->fn)
+		return k->fn(t, v, buf, n);
+	at = (char *)t + k->off;
+	if (k->duration) {
+		uint64_t ms;
+
+		if (conf_parse_duration(v, &ms, false) < 0 || ms < k->min || ms > k->max)
+			return k->why;
+		memcpy(at, &ms, sizeof(ms));
+		return NULL;
+	}
+	return turn_count(v, (uint32_t)k->min, (uint32_t)k->max, (uint32_t *)(void *)at, buf, n);
 }
 
 void conf_sni_defaults(struct sni_conf *s)
@@ -1500,6 +1607,7 @@ static struct turn_conf *turn_section(struct etr_conf *c, const char *name, cons
 static void turn_key(struct turn_conf *t, const char *key, const char *v, const char *path,
 		     unsigned lineno, struct conf_errors *e)
 {
+	const struct turn_key_def *k;
 	char buf[128];
 	const char *why;
 
@@ -1508,28 +1616,24 @@ static void turn_key(struct turn_conf *t, const char *key, const char *v, const 
 		return;
 	}
 	why = conf_turn_key(t, key, v, buf, sizeof(buf));
+	k = turn_key_find(key);
+	if (!why && k && k->line_off)
+		memcpy((char *)t + k->line_off, &lineno, sizeof(lineno));
 	if (!why && strcmp(key, "allow-peer") == 0)
 		t->allow[t->nallow - 1].line = lineno;
-	if (!why && strcmp(key, "tls-cert") == 0)
-		t->tls_cert_line = lineno;
-	if (!why && strcmp(key, "tls-key") == 0)
-		t->tls_key_line = lineno;
-	if (!why && strcmp(key, "tls-reload-interval") == 0)
-		t->tls_reload_line = lineno;
-	if (!why && strcmp(key, "ports") == 0)
-		t->ports_line = lineno;
-	if (why == buf && strcmp(buf, "unknown key") == 0)
-		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (listen, tcp-listen, "
-			   "tls-listen, tls-cert, tls-key, tls-reload-interval, realm, "
-			   "relay-address, public-ip, ports, max-allocations, user-quota, "
-			   "unauth-rate, unauth-burst, unauth-ip-rate, unauth-ip-burst, "
-			   "tls-handshake-rate, tls-handshake-burst, tls-handshake-ip-rate, "
-			   "tls-handshake-ip-burst, auth-fail-rate, auth-fail-burst, "
-			   "auth-fail-ip-rate, auth-fail-ip-burst, tcp-max-per-ip, "
-			   "tcp-max-connections, tcp-auth-timeout, max-lifetime, nonce-lifetime, allow-peer, deny-peer, strict-expiry)",
-			path, lineno, key);
-	else if (why)
+	if (!k) {
+		char list[1024];
+		size_t o = 0;
+
+		for (size_t i = 0; i < sizeof(turn_keys) / sizeof(turn_keys[0]) && o < sizeof(list);
+		     i++)
+			o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "",
+					      turn_keys[i].name);
+		err_add(e, "%s:%u: unknown key '%s' in a [turn] section (%s)", path, lineno, key,
+			list);
+	} else if (why) {
 		err_add(e, "%s:%u: %s: invalid value '%s' (%s)", path, lineno, key, v, why);
+	}
 }
 
 /* Add route r to listener s unless its name is there already. */

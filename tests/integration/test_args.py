@@ -118,7 +118,10 @@ def test(ctx):
 
     # a TURN listener: counted as TURN (not echo ports), its own knobs
     # named, and -t refuses what the start refuses
-    turn = ["--turn-listen", f"127.0.0.1:{H.free_udp_port()}", "--turn-tcp-listen",
+    # the listener's port outside the relayed ports (a start refuses a
+    # listener inside them, exit 64, before the descriptor check)
+    lport = next(p for p in (H.free_udp_port() for _ in range(50)) if not 20000 <= p <= 20099)
+    turn = ["--turn-listen", f"127.0.0.1:{lport}", "--turn-tcp-listen",
             f"127.0.0.1:{H.free_tcp_port()}", "--turn-ports", "20000-20099",
             "--turn-max-allocations", "100", "--backend", ctx.backend, "--log-time", "no"]
     tenv = {"ETRELAY_TURN_SECRET": "s" * 40}
