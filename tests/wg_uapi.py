@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: ISC
 """The reconcile plan and the userspace API text (src/tun/wgpeers.c)
 against a real wireguard-go (Debian 12: 0.0.20220316) in a namespace of its
-own, through tests/wgp_apply.c: peers added, the same set written another
+own, through tests/wgp_apply.c: a key pair made by wgp_keypair and a
+listen port set (wg shows that public key and port), peers added, the same set written another
 way changes nothing (no request at all), a second set removes, updates and
 adds exactly what changed, an endpoint another tool set on an unchanged
 peer is still there; `wg show IF dump` (wireguard-tools) confirms each
@@ -99,6 +100,16 @@ def main():
             if time.monotonic() > deadline or wg.poll() is not None:
                 skip("wireguard-go did not open its socket within 10 s (no /dev/net/tun?)")
             time.sleep(0.05)
+
+        p = subprocess.run([APPLY, SOCK, "device", "21820"], capture_output=True, text=True,
+                           timeout=30)
+        if p.returncode != 0:
+            fail(f"wgp_apply device: exit {p.returncode}: {p.stderr.strip()}")
+        for what, want in (("public-key", p.stdout.strip()), ("listen-port", "21820")):
+            shown = subprocess.run(["ip", "netns", "exec", NS, "wg", "show", IF, what],
+                                   capture_output=True, text=True, timeout=30).stdout.strip()
+            if shown != want:
+                fail(f"wg show {what}: {shown!r}, wgp_apply set {want!r}")
 
         k1, k2, k3, k4, k5, psk = key(), key(), key(), key(), key(), key()
         a = [(k1, ["10.8.0.1/32"], None), (k2, ["10.8.0.2/32", "fd00::2/128"], psk),

@@ -2,8 +2,10 @@
 /* Test-only: reconcile a wireguard-go interface with a set of peers through
  * its userspace API socket, as the tunnel kind will (src/tun/wgpeers.c):
  * get=1, the plan, set=1 in requests of at most CHUNK bytes, errno read.
- * Prints "remove=R update=U add=A requests=N".
- *   wgp_apply SOCKET CHUNK [KEY_B64,CIDR[,CIDR...][,psk=PSK_B64]]... */
+ * Prints "remove=R update=U add=A requests=N". With "device PORT", gives the
+ * interface a new key pair and the port instead, and prints its public key.
+ *   wgp_apply SOCKET CHUNK [KEY_B64,CIDR[,CIDR...][,psk=PSK_B64]]...
+ *   wgp_apply SOCKET device PORT */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,23 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		return 64;
+	if (strcmp(argv[2], "device") == 0 && argc == 4) {
+		uint8_t priv[WGP_KEY_LEN], pub[WGP_KEY_LEN];
+		char b64[WGP_KEY_B64_LEN + 1];
+		int len;
+
+		if (wgp_keypair(priv, pub) != 0)
+			return 1;
+		len = wgp_uapi_device(req, sizeof(req), priv, (uint16_t)atoi(argv[3]));
+		if (len < 0 || ask(argv[1], req, (size_t)len, &got) != 0 ||
+		    wgp_uapi_errno(answer, got) != 0) {
+			fprintf(stderr, "wgp_apply: device set failed\n");
+			return 1;
+		}
+		wgp_key_to_b64(pub, b64);
+		printf("%s\n", b64);
+		return 0;
+	}
 	chunk = strtoul(argv[2], NULL, 10);
 	if (chunk < 256 || chunk > sizeof(req))
 		return 64;

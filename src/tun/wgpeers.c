@@ -8,8 +8,34 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
 #include "b64.h"
 #include "wgpeers.h"
+
+int wgp_public_key(const uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN])
+{
+	EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, priv, WGP_KEY_LEN);
+	size_t len = WGP_KEY_LEN;
+	int rc = -EIO;
+
+	if (k && EVP_PKEY_get_raw_public_key(k, pub, &len) == 1 && len == WGP_KEY_LEN)
+		rc = 0;
+	EVP_PKEY_free(k);
+	return rc;
+}
+
+int wgp_keypair(uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN])
+{
+	if (RAND_priv_bytes(priv, WGP_KEY_LEN) != 1)
+		return -EIO;
+	/* RFC 7748 5's clamping, as WireGuard's tools store a private key
+	 * (X25519 clamps again when it multiplies: the same public key). */
+	priv[0] &= 248;
+	priv[31] = (uint8_t)((priv[31] & 127) | 64);
+	return wgp_public_key(priv, pub);
+}
 
 bool wgp_key_from_b64(const char *s, size_t n, uint8_t key[WGP_KEY_LEN])
 {
@@ -249,6 +275,19 @@ int wgp_uapi_set(char *out, size_t cap, const struct wgp_op *ops, size_t nops, s
 	if (len < cap)
 		out[len] = '\0';
 	return (int)len;
+}
+
+int wgp_uapi_device(char *out, size_t cap, const uint8_t priv[WGP_KEY_LEN], uint16_t port)
+{
+	char hex[WGP_KEY_HEX_LEN + 1];
+	int len;
+
+	wgp_hex(hex, priv);
+	len = snprintf(out, cap, "set=1\nprivate_key=%s\nlisten_port=%u\n\n", hex, port);
+	OPENSSL_cleanse(hex, sizeof(hex));
+	if (len < 0 || (size_t)len >= cap)
+		return -ENOSPC;
+	return len;
 }
 
 static bool wgp_hex_key(const char *v, size_t n, uint8_t key[WGP_KEY_LEN])

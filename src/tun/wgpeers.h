@@ -74,6 +74,14 @@ struct wgp_op {
 	const struct wgp_peer *peer;
 };
 
+/* A new key pair for the interface (X25519 via libcrypto, the private key
+ * clamped as wg genkey writes it): kept in memory only, the public key
+ * reported in the heartbeat. Returns 0 or -EIO. */
+int wgp_keypair(uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN]);
+
+/* The public key of a private key. Returns 0 or -EIO. */
+int wgp_public_key(const uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN]);
+
 /* A key as the control plane sends it: the canonical base64 of 32 bytes. */
 bool wgp_key_from_b64(const char *s, size_t n, uint8_t key[WGP_KEY_LEN]);
 
@@ -106,6 +114,10 @@ int wgp_plan(struct wgp_peer *cur, size_t ncur, struct wgp_peer *want, size_t nw
  * fit, the empty line included; *done says how many (send the rest in the
  * next request). Returns its length, or -ENOSPC when not even one op fits. */
 int wgp_uapi_set(char *out, size_t cap, const struct wgp_op *ops, size_t nops, size_t *done);
+
+/* A `set=1` request for the device itself: its private key and listen
+ * port (peers untouched). Returns its length, or -ENOSPC. */
+int wgp_uapi_device(char *out, size_t cap, const uint8_t priv[WGP_KEY_LEN], uint16_t port);
 
 /* Read the answer to `get=1` (the text up to and with its empty line):
  * the device into dev, the peers into peers[0..cap), their number into

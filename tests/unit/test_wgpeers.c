@@ -50,6 +50,39 @@ static void test_wgp_keys_are_the_canonical_base64_of_32_bytes(void **state)
 	assert_false(wgp_key_from_b64("YQrmQd8B1sgXLyuBvT1EMaFNCuJmXAlptsSVU41dPX_=", 44, k));
 }
 
+static void test_wgp_public_key_is_x25519_of_rfc_7748(void **state)
+{
+	/* RFC 7748 6.1: Alice's private and public keys. */
+	const uint8_t priv[WGP_KEY_LEN] = {0x77, 0x07, 0x6d, 0x0a, 0x73, 0x18, 0xa5, 0x7d,
+					   0x3c, 0x16, 0xc1, 0x72, 0x51, 0xb2, 0x66, 0x45,
+					   0xdf, 0x4c, 0x2f, 0x87, 0xeb, 0xc0, 0x99, 0x2a,
+					   0xb1, 0x77, 0xfb, 0xa5, 0x1d, 0xb9, 0x2c, 0x2a};
+	const uint8_t want[WGP_KEY_LEN] = {0x85, 0x20, 0xf0, 0x09, 0x89, 0x30, 0xa7, 0x54,
+					   0x74, 0x8b, 0x7d, 0xdc, 0xb4, 0x3e, 0xf7, 0x5a,
+					   0x0d, 0xbf, 0x3a, 0x0d, 0x26, 0x38, 0x1a, 0xf4,
+					   0xeb, 0xa4, 0xa9, 0x8e, 0xaa, 0x9b, 0x4e, 0x6a};
+	uint8_t pub[WGP_KEY_LEN], a[WGP_KEY_LEN], b[WGP_KEY_LEN], pa[WGP_KEY_LEN];
+	char text[256];
+
+	assert_int_equal(wgp_public_key(priv, pub), 0);
+	assert_memory_equal(pub, want, WGP_KEY_LEN);
+	/* Two new pairs differ; each private key is clamped. */
+	assert_int_equal(wgp_keypair(a, pa), 0);
+	assert_int_equal(wgp_keypair(b, pub), 0);
+	assert_memory_not_equal(a, b, WGP_KEY_LEN);
+	assert_int_equal(a[0] & 7, 0);
+	assert_int_equal(a[31] & 0xc0, 0x40);
+	assert_int_equal(wgp_public_key(a, pub), 0);
+	assert_memory_equal(pub, pa, WGP_KEY_LEN);
+	assert_int_equal(wgp_uapi_device(text, sizeof(text), priv, 51820), 102);
+	assert_string_equal(
+	    text, "set=1\n"
+		  "private_key=77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a\n"
+		  "listen_port=51820\n"
+		  "\n");
+	assert_int_equal(wgp_uapi_device(text, 102, priv, 51820), -ENOSPC);
+}
+
 static struct wgp_cidr cidr(const char *s)
 {
 	struct wgp_cidr c;
@@ -326,6 +359,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_wgp_keys_are_the_canonical_base64_of_32_bytes),
 	    cmocka_unit_test(test_wgp_cidr_parse_clears_host_bits_and_writes_back),
+	    cmocka_unit_test(test_wgp_public_key_is_x25519_of_rfc_7748),
 	    cmocka_unit_test(test_wgp_plan_leaves_an_unchanged_set_alone),
 	    cmocka_unit_test(test_wgp_plan_removes_then_updates_then_adds),
 	    cmocka_unit_test(test_wgp_plan_refuses_a_set_naming_a_key_twice),
