@@ -30,6 +30,7 @@ LAYERS = {
     "sys": ["sys", "core"],
     "loop": ["loop", "core"],
     "tls": ["tls", "core"],
+    "tun": ["tun", "core"],
     "fwd": ["fwd", "loop", "sys", "core"],
     "game": ["game", "fwd", "loop", "sys", "core"],
     "sni": ["sni", "loop", "sys", "core"],
