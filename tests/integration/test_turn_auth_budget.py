@@ -380,7 +380,12 @@ def pipelined(ctx):
     # 2000/s, split across the workers).
     H.check(answered <= 20 + 10 * took + 5, f"{answered:.0f} unsigned Allocates answered in "
             f"{took:.1f} s")
-    H.check(during < 5 * base + 1.0, f"Binding p50 {base:.3f} ms before, {during:.3f} ms "
+    # The count above is what the old binary fails (501 644 answered); the
+    # latency bound is for a relay that answers within its buckets but
+    # works hard anyway: the old binary moved the median to 52 ms; 4 flood
+    # threads beside the measuring one in this process, on a machine loaded
+    # past 15, moved it to 4-6 ms (two fresh runs), so 10x + 8 ms.
+    H.check(during < 10 * base + 8.0, f"Binding p50 {base:.3f} ms before, {during:.3f} ms "
             "during the pipelined flood")
     # Attack round 12: a connection that authenticated got every 401 (one
     # credential, 300 000 a second). It takes the same tokens; past them
