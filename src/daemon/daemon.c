@@ -267,6 +267,8 @@ static void on_signal(struct daemon *d)
 
 /* How long the ops thread waits for the workers to list the sessions. */
 #define DAEMON_CALL_TIMEOUT_MS 2000
+/* GET /sessions renders at most this often (the loops walk every session). */
+#define DAEMON_SESSIONS_EVERY_NS (200 * NS_PER_MS)
 
 /* Ops thread: ask every worker for its sessions, wait (bounded), and join
  * their parts into one list. */
@@ -277,6 +279,7 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 	struct timespec until;
 	char *out = NULL;
 	size_t outlen = 0;
+	uint64_t wait;
 	int rc = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -291,7 +294,18 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 	d->call.busy = true;
 	d->call.gen = ++gens;
 	d->call.pending = d->nworkers;
+	wait = d->call.last + DAEMON_SESSIONS_EVERY_NS > mono_ns()
+		       ? d->call.last + DAEMON_SESSIONS_EVERY_NS - mono_ns()
+		       : 0;
 	pthread_mutex_unlock(&d->call.lock);
+	/* Each render walks every session on the packet loops: however many
+	 * clients ask, at most one every DAEMON_SESSIONS_EVERY_NS (the ops
+	 * thread waits; the loops do not). */
+	if (wait) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)wait };
+
+		nanosleep(&ts, NULL);
+	}
 	for (unsigned w = 0; w < d->nworkers; w++)
 		worker_post(d->workers[w], WORKER_SESSIONS);
 	pthread_mutex_lock(&d->call.lock);
@@ -342,6 +356,7 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 	}
 	d->call.gen = 0;
 	d->call.busy = false;
+	d->call.last = mono_ns();
 	pthread_cond_broadcast(&d->call.done_cond);
 	pthread_mutex_unlock(&d->call.lock);
 	if (!out)

@@ -74,6 +74,7 @@ struct daemon {
 		uint64_t gen;      /* of the request under way, 0: none */
 		unsigned pending;  /* workers yet to answer it */
 		bool busy;
+		uint64_t last; /* monotonic ns the last render ended */
 	} call;
 	_Atomic bool failed; /* a worker's loop failed: leave */
 	int sig_fd;
