@@ -63,6 +63,18 @@ static int reserve_victim(const struct ops_conns *t)
 	return pick;
 }
 
+/* The reserve connection source ip holds, or -1. */
+static int own_reserve(const struct ops_conns *t, const uint8_t ip[16])
+{
+	for (int i = 0; i < OPS_CONN_SLOTS; i++) {
+		const struct ops_conn *c = &t->c[i];
+
+		if (c->used && !c->closing && c->reserve && memcmp(c->ip, ip, 16) == 0)
+			return i;
+	}
+	return -1;
+}
+
 enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockaddr *sa,
 				     uint64_t now, int *victim)
 {
@@ -71,6 +83,7 @@ enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockad
 	int v;
 
 	*victim = -1;
+	t->next_reserve = false;
 	if (!addrclass_key(sa, ip)) {
 		t->refused++;
 		return OPS_CONN_REFUSE_IP;
@@ -85,8 +98,26 @@ enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockad
 			same++;
 	}
 	if (same >= OPS_CONN_PER_IP) {
-		t->refused++;
-		return OPS_CONN_REFUSE_IP;
+		/* Its share is full: the reserve, one connection of its own
+		 * there at a time (health only), its older one giving way
+		 * unless that one's request is in. */
+		if ((v = own_reserve(t, ip)) >= 0 && t->c[v].asked) {
+			t->refused++;
+			return OPS_CONN_REFUSE_IP;
+		}
+		if (used >= OPS_CONN_SLOTS) {
+			t->refused++;
+			return OPS_CONN_REFUSE_FULL;
+		}
+		t->next_reserve = true;
+		if (v < 0 && t->reserved < OPS_CONN_RESERVE)
+			return OPS_CONN_ACCEPT;
+		if (v < 0 && (v = reserve_victim(t)) < 0) {
+			t->next_reserve = false;
+			t->refused++;
+			return OPS_CONN_REFUSE_FULL;
+		}
+		goto evict;
 	}
 	if (used >= OPS_CONN_SLOTS) {
 		t->refused++;
@@ -102,6 +133,7 @@ enum ops_conn_verdict ops_conn_admit(struct ops_conns *t, const union etr_sockad
 			return OPS_CONN_REFUSE_FULL;
 		}
 	}
+evict:
 	t->c[v].closing = true;
 	t->live--;
 	t->reserved -= t->c[v].reserve;
@@ -125,11 +157,13 @@ int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void
 		if (c->used)
 			continue;
 		*c = (struct ops_conn){.used = true,
-				       .reserve = t->live - t->reserved >= OPS_CONN_MAX,
+				       .reserve = t->next_reserve ||
+						  t->live - t->reserved >= OPS_CONN_MAX,
 				       .fd = fd,
 				       .handle = handle,
 				       .deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC};
 		memcpy(c->ip, ip, 16);
+		t->next_reserve = false;
 		t->live++;
 		t->reserved += c->reserve;
 		return i;

@@ -51,6 +51,7 @@ struct ops_conns {
 	uint64_t evicted;  /* given way to a newer connection */
 	uint64_t expired;  /* past their deadline */
 	uint64_t refused;  /* over OPS_CONN_PER_IP, or no slot at all */
+	bool next_reserve; /* ops_conn_admit let the next one into the reserve */
 };
 
 enum ops_conn_verdict {
@@ -60,8 +61,12 @@ enum ops_conn_verdict {
 	OPS_CONN_REFUSE_FULL /* every slot is taken, none by a slow request */
 };
 
-/* Before accepting a connection from sa at `now`: may it have a slot? With
- * all OPS_CONN_MAX taken, the oldest connection of the address holding the
+/* Before accepting a connection from sa at `now`: may it have a slot? A
+ * source that holds its OPS_CONN_PER_IP already gets one of the reserve
+ * slots (health only), and its own older reserve connection that has not
+ * sent a whole request gives way to it: a health check from an address
+ * whose share a slow client holds still gets in. With all OPS_CONN_MAX
+ * taken, the oldest connection of the address holding the
  * most gives way if that address holds two more than sa's or the request
  * has waited OPS_CONN_SLOW_MS (*victim, already marked closing; the caller
  * closes its socket); else sa gets a reserve slot, and with all of those
