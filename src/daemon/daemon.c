@@ -773,6 +773,15 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	d->stats.version = ETRELAY_VERSION;
 	d->stats.started_unix = (uint64_t)time(NULL);
 	STAT_SET(d->stats.lifecycle, LIFECYCLE_ACTIVE);
+	/* Before the first listener and the first thread (the workers', the
+	 * ops plane's): a SIGHUP or SIGTERM while the start goes on waits in
+	 * the signalfd, read once the loops run (attack13 F4: a SIGHUP there
+	 * killed the process, status 129). */
+	d->sig_fd = signals_fd();
+	if (d->sig_fd < 0) {
+		log_warn("signalfd");
+		return EXIT_FAILURE;
+	}
 	if ((rc = choose_workers(d)) != 0)
 		return rc;
 	for (unsigned w = 0; w < d->nworkers; w++)
@@ -793,12 +802,6 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
-	/* Before the first thread (the ops plane's, the workers'). */
-	d->sig_fd = signals_fd();
-	if (d->sig_fd < 0) {
-		log_warn("signalfd");
-		return EXIT_FAILURE;
-	}
 	/* Before the loops: the route file's set is in force when the
 	 * listeners attach (the workers' loops run from create_loops on). */
 	if ((rc = open_control(d)) != 0)
