@@ -2511,8 +2511,12 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		for (unsigned j = 0; j < i; j++) {
 			const struct relay_conf *o = &c->relays[j];
 
-			if (addr_equal(&r->listen, &o->listen)) {
+			/* The same port on a wildcard and any address too: a
+			 * start cannot bind both (attack13 F3: -t passed
+			 * [::]:P beside 0.0.0.0:P, the start failed). */
+			if (listeners_overlap(&r->listen, &o->listen)) {
 				char a[ADDR_STRLEN];
+
 				err_add(e, "%s: listen %s: already used by relay %s", where,
 					addr_str(&r->listen.sa, a), o->name);
 			}

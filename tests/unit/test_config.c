@@ -3683,9 +3683,38 @@ static void test_config_relays_upstreams_in_a_cycle_are_an_error(void **state)
 				       "back to it: a loop"));
 }
 
+/* Two relays on one port, one of them on a wildcard: a start cannot bind
+ * both, so the check refuses it (attack13 F3). Different ports are fine. */
+static void test_config_relays_on_a_wildcard_and_an_address_of_one_port_clash(void **state)
+{
+	static const char *const pairs[][2] = { { "[::]:27960", "0.0.0.0:27960" },
+						{ "0.0.0.0:27960", "127.0.0.1:27960" },
+						{ "127.0.0.1:27960", "[::]:27960" } };
+	struct etr_conf c;
+	struct conf_errors e;
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "[relay a]\nupstream h:1\nlisten %s\n[relay b]\nupstream h:2\nlisten %s\n",
+			 pairs[i][0], pairs[i][1]);
+		conf_defaults(&c);
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(run(&c, &e, text, NOARGS), -1);
+		assert_non_null(strstr(e.text, "already used by relay a"));
+	}
+	assert_int_equal(run(&c, &e,
+			     "[relay a]\nupstream h:1\nlisten 0.0.0.0:27960\n"
+			     "[relay b]\nupstream h:2\nlisten 0.0.0.0:27961\n",
+			     NOARGS),
+			 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config_relays_on_a_wildcard_and_an_address_of_one_port_clash),
 	    cmocka_unit_test(test_config_defaults_listen_on_any_ipv4_port_27960),
 	    cmocka_unit_test(test_config_defaults_leave_the_masters_to_the_game),
 	    cmocka_unit_test(test_config_default_masters_follow_the_game),
