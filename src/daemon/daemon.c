@@ -24,6 +24,7 @@
 #include "sdnotify.h"
 #include "version.h"
 #include "worker.h"
+#include "xdp.h"
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
@@ -218,6 +219,7 @@ static int load_bans(struct daemon *d)
 	d->bans = fresh;
 	d->bans_gen++;
 	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans->entries);
+	xdp_bans(d->xdp, d->bans);
 	daemon_take_bans(d, d->workers[0]);
 	for (unsigned w = 1; w < d->nworkers; w++)
 		worker_post(d->workers[w], WORKER_BANS);
@@ -967,6 +969,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	for (unsigned w = 0; w < d->nworkers; w++)
 		WORKER_EACH(d->workers[w], k, i)
 			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
+	/* Before the bans, which it takes too. */
+	if (xdp_start(&d->xdp, conf) < 0)
+		return EXIT_CONFIG;
+	d->stats.xdp = d->xdp;
+	d->stats.xdp_counts = xdp_counts;
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the first thread (the ops plane's, the workers'). */
@@ -1205,6 +1212,7 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
+	xdp_stop(d->xdp); /* after the ops plane, which reads its counters */
 	control_stop(d->control);
 	if (d->nworkers && d->workers[0]->loop)
 		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);

@@ -88,6 +88,8 @@ struct daemon {
 	 * the route set of its last good heartbeat. */
 	struct control *control;
 	struct control_stats control_stats;
+	/* The XDP program on the xdp-interfaces; NULL: none (xdp.h). */
+	struct xdp *xdp;
 };
 
 /* The workers --workers asks for: the count given, or for auto the CPUs
