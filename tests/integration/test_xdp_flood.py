@@ -18,11 +18,13 @@ counts. Asserted with XDP: the program attached in native mode, every
 flood source past its bucket was dropped there (counted as rate, at
 least what the bucket cannot have passed), the players lost nothing
 (they are under their buckets), and a banned address's frames are
-dropped as banned. A kernel that refuses XDP is a skip with its reason.
+dropped as banned, and after a SIGHUP with another address in the ban
+file, the new one is dropped and the old one passes. A kernel that refuses XDP is a skip with its reason.
 On the old binary (no --xdp-interface) the XDP start fails: the test
 fails."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -191,15 +193,44 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
         return H.counter(m1, name, **labels) - H.counter(m0, name, **labels)
 
     relay_drops = grew("etrelay_dropped_datagrams_total")
-    xdp = {r: grew("etrelay_xdp_packets_total", result=r)
-           for r in ("passed", "known", "bogon", "banned", "rate")}
+    counts = {r: grew("etrelay_xdp_packets_total", result=r)
+              for r in ("passed", "known", "bogon", "banned", "rate")}
     ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
-             f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {xdp}")
+             f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
+    reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
     relay.expect_exit = True
     relay.close()
-    return dict(sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=xdp,
-                players=[len(p.sent) for p in players])
+    return dict(sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
+                players=[len(p.sent) for p in players], reload=reload)
+
+
+def reload_bans(ns, relay, bans, lport, ops_port, tok):
+    """SIGHUP with another address in the ban file: the program's banned
+    map follows (the old address passes, the new one is dropped)."""
+    new = "198.19.8.8"
+    with open(bans, "w") as f:
+        f.write(f"{new}/32\n")
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"^xdp: 1 banned prefixes", timeout=5, start=mark,
+                        what="the banned map reloaded")
+    m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+    for k in range(BAN_FRAMES):
+        for a in (BANNED, new):
+            ns.send_frame(H.ether_udp((a, 31000 + k), (ns.ns_ip, lport),
+                                      H.game_packet(9, b"reload", k), ns.host_mac, ns.ns_mac))
+
+    def grown():
+        m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+        return {r: H.counter(m1, "etrelay_xdp_packets_total", result=r) -
+                H.counter(m0, "etrelay_xdp_packets_total", result=r) for r in ("banned", "passed")}
+
+    H.wait_until(lambda: grown()["banned"] >= BAN_FRAMES and grown()["passed"] >= BAN_FRAMES, 5,
+                 "the reloaded bans applied by the program", interval=0.1)
+    g = grown()
+    H.expect_eq(g["banned"], BAN_FRAMES, f"XDP drops as banned after SIGHUP (only {new})")
+    return g
 
 
 def test(ctx):
@@ -240,6 +271,8 @@ def test(ctx):
              f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
              f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
              f"{x['rate']} rate, {x['banned']} banned, passed {x['passed']}")
+    H.check(with_xdp["reload"]["passed"] >= BAN_FRAMES,
+            f"the address unbanned by SIGHUP passes: {with_xdp['reload']}")
     ctx.check_relays_alive()
 
 
