@@ -54,6 +54,7 @@ struct daemon {
 	struct turn_shared turn;
 	struct etr_stats stats;
 	struct ops *ops_plane;
+	struct xdp *xdp; /* the XDP program on the xdp-interfaces; NULL: none (xdp.h) */
 	/* From ban-file (empty without one): every worker's relays read the
 	 * current list; the one before is freed once every worker took the
 	 * new one (their bans_gen). */
@@ -88,8 +89,6 @@ struct daemon {
 	 * the route set of its last good heartbeat. */
 	struct control *control;
 	struct control_stats control_stats;
-	/* The XDP program on the xdp-interfaces; NULL: none (xdp.h). */
-	struct xdp *xdp;
 };
 
 /* The workers --workers asks for: the count given, or for auto the CPUs
