@@ -47,6 +47,7 @@ int xdp_check(const struct etr_conf *c, char *err, size_t n)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -63,6 +64,8 @@ struct xdp {
 	struct xdp_lpm_key *ban;
 	size_t nban;
 	int ncpus;
+	uint64_t *vals; /* one counter's per-CPU values, read under lock */
+	pthread_mutex_t lock;
 };
 
 /* libbpf's own lines (the verifier's log among them) at debug level: our
@@ -142,7 +145,12 @@ int xdp_start(struct xdp **out, const struct etr_conf *c)
 	}
 	for (unsigned i = 0; i < CONF_XDP_IFACES_MAX; i++)
 		x->link[i] = -1;
+	pthread_mutex_init(&x->lock, NULL);
 	x->ncpus = libbpf_num_possible_cpus();
+	if (x->ncpus > 0 && !(x->vals = calloc((size_t)x->ncpus, sizeof(*x->vals)))) {
+		log_warn("xdp");
+		goto fail;
+	}
 	x->obj = bpf_object__open_mem(etrelay_bpf_o, sizeof(etrelay_bpf_o), &oo);
 	if (!x->obj || x->ncpus <= 0) {
 		rc = x->obj ? x->ncpus : -errno;
@@ -320,17 +328,18 @@ int xdp_known_del(struct xdp *x, const union etr_sockaddr *a)
 
 void xdp_counts(struct xdp *x, uint64_t out[XDP_COUNTS])
 {
-	uint64_t v[256];
-
 	memset(out, 0, XDP_COUNTS * sizeof(*out));
-	if (!x || x->ncpus > 256)
+	if (!x)
 		return;
+	pthread_mutex_lock(&x->lock);
 	for (uint32_t k = 0; k < XDP_RESULTS; k++) {
-		if (bpf_map_lookup_elem(x->counts, &k, v) < 0)
+		/* A per-CPU map's lookup fills one value per possible CPU. */
+		if (bpf_map_lookup_elem(x->counts, &k, x->vals) < 0)
 			continue;
 		for (int c = 0; c < x->ncpus; c++)
-			out[k] += v[c];
+			out[k] += x->vals[c];
 	}
+	pthread_mutex_unlock(&x->lock);
 }
 
 const char *xdp_mode(const struct xdp *x)
@@ -351,6 +360,8 @@ void xdp_stop(struct xdp *x)
 			close(x->link[i]);
 	bpf_object__close(x->obj);
 	free(x->ban);
+	free(x->vals);
+	pthread_mutex_destroy(&x->lock);
 	free(x);
 }
 
