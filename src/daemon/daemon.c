@@ -911,6 +911,16 @@ static int open_control(struct daemon *d)
 	return 0;
 }
 
+/* A game session assured, or an assured one ended (a worker's thread):
+ * the XDP program passes its source at once while it has one. */
+static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool on)
+{
+	if (on)
+		xdp_known_add(arg, client);
+	else
+		xdp_known_del(arg, client);
+}
+
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
 {
@@ -974,6 +984,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		return EXIT_CONFIG;
 	d->stats.xdp = d->xdp;
 	d->stats.xdp_counts = xdp_counts;
+	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)
+		for (unsigned i = 0; i < d->nrelays; i++) {
+			W_RELAY(d->workers[w], i)->fwd.st.known = daemon_xdp_known;
+			W_RELAY(d->workers[w], i)->fwd.st.known_arg = d->xdp;
+		}
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the first thread (the ops plane's, the workers'). */
@@ -1212,12 +1227,14 @@ void daemon_close(struct daemon *d)
 {
 	if (d->ops_plane)
 		ops_stop(d->ops_plane);
-	xdp_stop(d->xdp); /* after the ops plane, which reads its counters */
 	control_stop(d->control);
 	if (d->nworkers && d->workers[0]->loop)
 		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);
 	for (unsigned w = 0; w < d->nworkers; w++)
 		worker_free(d->workers[w]);
+	/* After the ops plane, which reads its counters, and the sessions,
+	 * which leave its known map. */
+	xdp_stop(d->xdp);
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_shared_free(&d->shared[i]);
 	sni_shared_free(&d->sni);

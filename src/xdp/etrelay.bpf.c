@@ -34,7 +34,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, XDP_KNOWN_MAX);
 	__type(key, struct xdp_addr);
-	__type(value, __u8);
+	__type(value, __u32); /* its sessions (the loader counts) */
 } etr_known SEC(".maps");
 
 struct {

@@ -305,25 +305,44 @@ static bool addr_key(const union etr_sockaddr *a, struct xdp_addr *k)
 	return true;
 }
 
+/* The map's value counts the source's sessions: it stays known until its
+ * last one ends. */
 int xdp_known_add(struct xdp *x, const union etr_sockaddr *a)
 {
 	struct xdp_addr k;
-	uint8_t one = 1;
+	uint32_t n = 0;
+	int rc = 0;
 
 	if (!x || !addr_key(a, &k))
 		return 0;
-	if (bpf_map_update_elem(x->known, &k, &one, BPF_ANY) < 0)
-		return errno == E2BIG ? -ENOSPC : -errno;
-	return 0;
+	pthread_mutex_lock(&x->lock);
+	(void)bpf_map_lookup_elem(x->known, &k, &n);
+	n++;
+	if (bpf_map_update_elem(x->known, &k, &n, BPF_ANY) < 0)
+		rc = errno == E2BIG ? -ENOSPC : -errno;
+	pthread_mutex_unlock(&x->lock);
+	return rc;
 }
 
 int xdp_known_del(struct xdp *x, const union etr_sockaddr *a)
 {
 	struct xdp_addr k;
+	uint32_t n = 0;
+	int rc = 0;
 
 	if (!x || !addr_key(a, &k))
 		return 0;
-	return bpf_map_delete_elem(x->known, &k) < 0 && errno != ENOENT ? -errno : 0;
+	pthread_mutex_lock(&x->lock);
+	if (bpf_map_lookup_elem(x->known, &k, &n) == 0) {
+		if (n > 1) {
+			n--;
+			rc = bpf_map_update_elem(x->known, &k, &n, BPF_EXIST);
+		} else {
+			rc = bpf_map_delete_elem(x->known, &k);
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	return rc < 0 ? -errno : 0;
 }
 
 void xdp_counts(struct xdp *x, uint64_t out[XDP_COUNTS])

@@ -37,8 +37,9 @@ int xdp_start(struct xdp **out, const struct etr_conf *c);
 /* The banned map from b (x NULL: nothing). 0 or -errno (logged). */
 int xdp_bans(struct xdp *x, const struct banlist *b);
 
-/* A source the program passes at once (a known session's), and its end.
- * 0 or -errno (-ENOSPC: the map is full). Any thread. */
+/* A source the program passes at once (a known session's), and its end:
+ * counted, it stays known until its last session ends. 0 or -errno
+ * (-ENOSPC: the map is full, the source goes by its bucket). Any thread. */
 int xdp_known_add(struct xdp *x, const union etr_sockaddr *a);
 int xdp_known_del(struct xdp *x, const union etr_sockaddr *a);
 
