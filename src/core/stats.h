@@ -168,6 +168,9 @@ struct etr_stats {
 	 * fills out[XDP_COUNTS] with its counters. */
 	struct xdp *xdp;
 	void (*xdp_counts)(struct xdp *x, uint64_t *out);
+	/* With xdp-interface: "native", "generic" or "mixed", or why it is
+	 * off; "" without. Set before the ops plane starts. */
+	char xdp_mode[192];
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */

@@ -925,6 +925,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
 {
 	pthread_condattr_t ca;
+	char why[160] = "";
 	int rc;
 
 	memset(d, 0, sizeof(*d));
@@ -980,8 +981,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		WORKER_EACH(d->workers[w], k, i)
 			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
 	/* Before the bans, which it takes too. */
-	if (xdp_start(&d->xdp, conf) < 0)
+	if (xdp_start(&d->xdp, conf, why, sizeof(why)) < 0)
 		return EXIT_CONFIG;
+	if (conf->xdp.n)
+		snprintf(d->stats.xdp_mode, sizeof(d->stats.xdp_mode), "%s%s",
+			 d->xdp ? xdp_mode(d->xdp) : "off: ", d->xdp ? "" : why);
 	d->stats.xdp = d->xdp;
 	d->stats.xdp_counts = xdp_counts;
 	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)

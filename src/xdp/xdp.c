@@ -121,7 +121,7 @@ static int attach(struct xdp *x, unsigned i, int prog, const char *name)
 	return 0;
 }
 
-int xdp_start(struct xdp **out, const struct etr_conf *c)
+int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "etrelay");
 	struct xdp_params p = { 0 };
@@ -139,6 +139,7 @@ int xdp_start(struct xdp **out, const struct etr_conf *c)
 		return -ENODEV;
 	}
 	libbpf_set_print(libbpf_log);
+	snprintf(why, n, "out of memory");
 	if (!(x = calloc(1, sizeof(*x)))) {
 		log_warn("xdp");
 		return 0;
@@ -155,12 +156,14 @@ int xdp_start(struct xdp **out, const struct etr_conf *c)
 	if (!x->obj || x->ncpus <= 0) {
 		rc = x->obj ? x->ncpus : -errno;
 		x->obj = NULL;
-		log_warnx("xdp: opening the program: %s; running without XDP", strerror(-rc));
+		snprintf(why, n, "opening the program: %s", strerror(-rc));
+		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
 	}
 	if ((rc = bpf_object__load(x->obj)) < 0) {
-		log_warnx("xdp: loading the program: %s%s; running without XDP", strerror(-rc),
-			  rc == -EPERM ? " (needs CAP_BPF and CAP_NET_ADMIN)" : "");
+		snprintf(why, n, "loading the program: %s%s", strerror(-rc),
+			 rc == -EPERM ? " (needs CAP_BPF and CAP_NET_ADMIN)" : "");
+		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
 	}
 	x->ports = map_fd(x, "etr_ports");
@@ -171,22 +174,24 @@ int xdp_start(struct xdp **out, const struct etr_conf *c)
 	prog = bpf_object__find_program_by_name(x->obj, "etrelay_xdp");
 	if (x->ports < 0 || x->bans < 0 || x->known < 0 || x->params < 0 || x->counts < 0 ||
 	    !prog) {
-		log_warnx("xdp: the program lacks a map or its entry; running without XDP");
+		snprintf(why, n, "the program lacks a map or its entry");
+		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
 	}
 	conf_each_listen(c, add_port, x);
 	p.interval_ns = 1000000000ull / c->xdp.rate;
 	p.tolerance_ns = p.interval_ns * (c->xdp.burst > 1 ? c->xdp.burst - 1 : 0);
 	if (bpf_map_update_elem(x->params, &zero, &p, BPF_ANY) < 0) {
-		log_warn("xdp: the bucket's parameters; running without XDP");
+		snprintf(why, n, "the bucket's parameters: %s", strerror(errno));
+		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
 	}
 	for (unsigned i = 0; i < c->xdp.n; i++) {
 		if ((rc = attach(x, i, bpf_program__fd(prog), c->xdp.iface[i])) < 0) {
-			log_warnx("xdp: attaching to %s: %s%s; running without XDP", c->xdp.iface[i],
-				  strerror(-rc),
-				  rc == -EBUSY || rc == -EEXIST ? " (another XDP program is there)"
-								: "");
+			snprintf(why, n, "attaching to %s: %s%s", c->xdp.iface[i], strerror(-rc),
+				 rc == -EBUSY || rc == -EEXIST ? " (another XDP program is there)"
+							       : "");
+			log_warnx("xdp: %s; running without XDP", why);
 			goto fail;
 		}
 		x->n = i + 1;
@@ -386,7 +391,7 @@ void xdp_stop(struct xdp *x)
 
 #else /* built without XDP (meson -Dxdp=disabled, or no clang or libbpf) */
 
-int xdp_start(struct xdp **out, const struct etr_conf *c)
+int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 {
 	char err[256];
 
@@ -397,7 +402,8 @@ int xdp_start(struct xdp **out, const struct etr_conf *c)
 		log_warnx("%s", err);
 		return -ENODEV;
 	}
-	log_warnx("xdp: this etrelay was built without XDP (meson -Dxdp); running without it");
+	snprintf(why, n, "this etrelay was built without XDP (meson -Dxdp)");
+	log_warnx("xdp: %s; running without it", why);
 	return 0;
 }
 

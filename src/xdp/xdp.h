@@ -30,9 +30,9 @@ int xdp_check(const struct etr_conf *c, char *err, size_t n);
 /* Load the program, fill its ports and bucket from c, attach it to every
  * xdp-interface (native mode where the driver has it, else generic; each
  * said in the log). *out is NULL when c names no interface or XDP cannot
- * run here (said once). 0, or -ENODEV for an interface xdp_check refuses
- * (logged). */
-int xdp_start(struct xdp **out, const struct etr_conf *c);
+ * run here (said once, and in why). 0, or -ENODEV for an interface
+ * xdp_check refuses (logged). */
+int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n);
 
 /* The banned map from b (x NULL: nothing). 0 or -errno (logged). */
 int xdp_bans(struct xdp *x, const struct banlist *b);

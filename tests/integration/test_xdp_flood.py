@@ -16,7 +16,8 @@ its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's
 the game server), the flood's sources by their buckets. Measured
 both times: each player's packets that did not reach the game server,
 the relay's CPU seconds, its drops by reason; with XDP, the program's
-counts. Asserted with XDP: the program attached in native mode, every
+counts. Asserted with XDP: the program attached in native mode (the log
+and /lifecycle say so; without, /lifecycle has no xdp), every
 flood source past its bucket was dropped there (counted as rate, at
 least what the bucket cannot have passed), the players lost nothing
 and every packet of theirs passed as known, and a banned address's frames are
@@ -25,6 +26,7 @@ file, the new one is dropped and the old one passes. A kernel that refuses XDP i
 On the old binary (no --xdp-interface) the XDP start fails: the test
 fails."""
 
+import json
 import os
 import signal
 import socket
@@ -138,7 +140,8 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     if xdp:
         args += ["--xdp-interface", ns.ns_if, "--xdp-rate", str(XDP_RATE),
                  "--xdp-burst", str(XDP_BURST)]
-    relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok}, *args, listen=False,
+    relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok, "ETRELAY_LIFECYCLE_READ_TOKEN": tok},
+                        *args, listen=False,
                         wrapper=ns.wrapper(), open_limits=False)
     tag = "xdp" if xdp else "plain"
     if xdp:
@@ -150,6 +153,10 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
         H.check(relay.find_lines(rf"^xdp: on {ns.ns_if} in native mode"),
                 f"XDP attached in native mode on {ns.ns_if} (log: {said or 'nothing'})")
     relay.wait_for_line(r"^server up: ", timeout=10, what="the probe answered across the veth")
+    life = H.http_request(ops_port, "GET", "/lifecycle", token=tok, host=ns.ns_ip)
+    H.expect_eq(life.status, 200, "GET /lifecycle")
+    H.expect_eq(json.loads(life.text).get("xdp"), {"mode": "native"} if xdp else None,
+                "/lifecycle's xdp")
     players = [Player(a, (ns.ns_ip, lport), i) for i, a in enumerate(players_ips)]
     for p in players:
         ctx.objs.append(p)
