@@ -1102,8 +1102,8 @@ static const char *set_control_allow(struct etr_conf *c, struct relay_conf *r, c
 
 /* xdp-interface: an interface name, repeatable (a layer replaces the list
  * it inherited). Whether it exists is the start's and -t's check. */
-static const char *set_xdp_interface(struct etr_conf *c, struct relay_conf *r,
-				     const struct key *k, const char *v, struct layer *ly)
+static const char *set_xdp_interface(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				     const char *v, struct layer *ly)
 {
 	size_t len = strlen(v);
 

@@ -90,8 +90,7 @@ static __always_inline int bogon_v6(const struct xdp_addr *s)
 	return z == 0 && b[15] <= 1; /* :: and ::1 */
 }
 
-static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v4,
-				 __u16 sport)
+static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v4, __u16 sport)
 {
 	struct xdp_lpm_key lk;
 	struct xdp_params *p;

@@ -20,8 +20,8 @@ _Static_assert(XDP_COUNTS == XDP_RESULTS, "xdp.h's XDP_COUNTS is xdp_maps.h's XD
 const char *xdp_result_name(unsigned k)
 {
 	static const char *const names[XDP_RESULTS] = {
-		[XDP_R_PASSED] = "passed", [XDP_R_KNOWN] = "known", [XDP_R_BOGON] = "bogon",
-		[XDP_R_BANNED] = "banned", [XDP_R_RATE] = "rate",
+	    [XDP_R_PASSED] = "passed", [XDP_R_KNOWN] = "known", [XDP_R_BOGON] = "bogon",
+	    [XDP_R_BANNED] = "banned", [XDP_R_RATE] = "rate",
 	};
 
 	return k < XDP_RESULTS ? names[k] : "?";
@@ -124,7 +124,7 @@ static int attach(struct xdp *x, unsigned i, int prog, const char *name)
 int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "etrelay");
-	struct xdp_params p = { 0 };
+	struct xdp_params p = {0};
 	struct bpf_program *prog;
 	struct xdp *x;
 	char err[256];
