@@ -28,6 +28,7 @@ import tempfile
 LAYERS = {
     "core": ["core"],
     "sys": ["sys", "core"],
+    "xdp": ["xdp", "sys", "core"],
     "loop": ["loop", "core"],
     "tls": ["tls", "core"],
     "tun": ["tun", "core"],
@@ -36,8 +37,8 @@ LAYERS = {
     "sni": ["sni", "loop", "sys", "core"],
     "turn": ["turn", "tls", "loop", "sys", "core"],
     "ctl": ["ctl", "sni", "loop", "sys", "core"],
-    "ops": ["ops", "ctl", "sni", "turn", "tls", "loop", "sys", "core"],
-    "daemon": ["daemon", "ops", "ctl", "turn", "sni", "game", "fwd", "tls", "loop", "sys",
+    "ops": ["ops", "ctl", "sni", "turn", "tls", "xdp", "loop", "sys", "core"],
+    "daemon": ["daemon", "ops", "ctl", "turn", "sni", "game", "fwd", "tls", "xdp", "loop", "sys",
                "core"],
 }
 # The file whose command stands for its folder's library (the daemon's

@@ -213,6 +213,11 @@ const char conf_usage[] =
 	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
 	"  --ban-file FILE           IPs and CIDRs refused on every listener, one per line\n"
 	"                            (reread on SIGHUP)\n"
+	"  --xdp-interface IFACE     drop floods to the UDP listeners in an XDP program\n"
+	"                            on IFACE, repeatable (needs CAP_BPF, CAP_NET_ADMIN)\n"
+	"  --xdp-rate N              ... packets a second per source it does not know\n"
+	"                            (an IPv4 address, an IPv6 /64) (" CONF_STR(CONF_XDP_RATE) ")\n"
+	"  --xdp-burst N             ... and at once (" CONF_STR(CONF_XDP_BURST) ")\n"
 	"  --debug                   log heartbeats, sessions and connectionless packets\n"
 	"                            (a refused one with the reason)\n"
 	"  --log-time yes|no|auto    start log lines with the ISO 8601 time (auto: unless\n"
@@ -298,6 +303,8 @@ void conf_defaults(struct etr_conf *c)
 	c->prbe.burst = CONF_PRBE_BURST;
 	c->prbe.listener_rate = CONF_PRBE_LISTENER_RATE;
 	c->prbe.listener_burst = CONF_PRBE_LISTENER_BURST;
+	c->xdp.rate = CONF_XDP_RATE;
+	c->xdp.burst = CONF_XDP_BURST;
 	strcpy(c->state_dir, CONF_STATE_DIR);
 	c->control_interval_ms = CONF_CONTROL_INTERVAL;
 	c->control_timeout_ms = CONF_CONTROL_TIMEOUT;
@@ -787,6 +794,7 @@ struct layer {
 	bool masters_replaced;
 	bool prbe_replaced; /* the same for prbe-listen */
 	bool control_allow_replaced; /* ... and control-allow-upstream */
+	bool xdp_replaced;	     /* ... and xdp-interface */
 	unsigned line; /* of the key being applied; 0: command line */
 };
 
@@ -1199,6 +1207,43 @@ static const char *set_control_allow(struct etr_conf *c, struct relay_conf *r, c
 	return NULL;
 }
 
+/* xdp-interface: an interface name, repeatable (a layer replaces the list
+ * it inherited). Whether it exists is the start's and -t's check. */
+static const char *set_xdp_interface(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				     const char *v, struct layer *ly)
+{
+	size_t len = strlen(v);
+
+	if (len == 0 || len >= CONF_XDP_IFNAME || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+	    strpbrk(v, "/: \t"))
+		return "expected an interface name such as eth0 (at most 15 characters)";
+	if (!ly->xdp_replaced)
+		c->xdp.n = 0, ly->xdp_replaced = true;
+	for (unsigned i = 0; i < c->xdp.n; i++)
+		if (strcmp(c->xdp.iface[i], v) == 0)
+			return "interface given twice";
+	if (c->xdp.n == CONF_XDP_IFACES_MAX)
+		return "too many interfaces (at most " CONF_STR(CONF_XDP_IFACES_MAX) ")";
+	memcpy(c->xdp.iface[c->xdp.n], v, len + 1);
+	c->xdp.line[c->xdp.n++] = ly->line;
+	return NULL;
+}
+
+/* xdp-rate, xdp-burst: packets, 1 to 1000000. */
+static const char *set_xdp_number(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				  const char *v, struct layer *ly)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > 1000000)
+		return "expected a number of packets from 1 to 1000000";
+	*(uint32_t *)(void *)((char *)c + k->off) = (uint32_t)n;
+	return NULL;
+}
+
 /* A path into the CONF_PATH_MAX array at k->off of struct etr_conf. */
 static const char *set_gpath(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			     const char *v, struct layer *ly)
@@ -1272,6 +1317,9 @@ static const struct key keys[] = {
 	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
 	{ "prbe-listener-rate", SCOPE_GLOBAL, false, GK(prbe.listener_rate), set_prbe_number },
 	{ "prbe-listener-burst", SCOPE_GLOBAL, false, GK(prbe.listener_burst), set_prbe_number },
+	{ "xdp-interface", SCOPE_GLOBAL, false, 0, set_xdp_interface },
+	{ "xdp-rate", SCOPE_GLOBAL, false, GK(xdp.rate), set_xdp_number },
+	{ "xdp-burst", SCOPE_GLOBAL, false, GK(xdp.burst), set_xdp_number },
 	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
 	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
 	{ "turn-listen", SCOPE_GLOBAL, false, 0, set_turn },

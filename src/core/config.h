@@ -332,6 +332,19 @@ struct turn_conf {
 	bool strict_expiry;
 };
 
+/* The XDP front door (xdp/): the interfaces it attaches to, and the
+ * bucket of each source it does not know. */
+#define CONF_XDP_IFACES_MAX 8
+#define CONF_XDP_IFNAME	    16 /* IFNAMSIZ */
+#define CONF_XDP_RATE	    250
+#define CONF_XDP_BURST	    500
+struct conf_xdp {
+	char iface[CONF_XDP_IFACES_MAX][CONF_XDP_IFNAME];
+	unsigned line[CONF_XDP_IFACES_MAX]; /* 0: the command line */
+	unsigned n;
+	uint32_t rate, burst; /* packets per second, and at once, per source */
+};
+
 struct conf_cli {
 	const char *key, *value; /* value NULL for flags */
 };
@@ -348,6 +361,7 @@ struct etr_conf {
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
 	char ban_file[4096];       /* "" : none */
 	struct conf_prbe prbe;
+	struct conf_xdp xdp;
 	/* The control plane; control_url "" : none. */
 	char control_url[CONF_URL_MAX]; /* no trailing '/' */
 	char control_bootstrap_file[CONF_PATH_MAX]; /* "" : none */

@@ -203,6 +203,8 @@ void session_assure(struct session_table *t, uint32_t idx)
 		return;
 	t->s[idx].assured = true;
 	un_unlink(t, idx);
+	if (t->known)
+		t->known(t->known_arg, &t->s[idx].client, true);
 }
 
 void session_grace(struct session_table *t, uint32_t idx, uint64_t until)
@@ -287,6 +289,8 @@ int session_remove(struct session_table *t, uint32_t idx)
 	lru_unlink(t, idx);
 	if (!s->assured)
 		un_unlink(t, idx);
+	else if (t->known)
+		t->known(t->known_arg, &s->client, false);
 	ip_dec(t, &s->client);
 	s->live = false;
 	s->fd = -1;

@@ -60,6 +60,10 @@ struct session_table {
 	uint32_t unassured;
 	struct session_ipcount *ipc; /* nslots entries, same probing as slot[] */
 	uint8_t key[16];
+	/* Told when a session is first assured (on) and when an assured one
+	 * ends (!on): the XDP program's known sources. NULL: nobody. */
+	void (*known)(void *arg, const union etr_sockaddr *client, bool on);
+	void *known_arg;
 };
 
 /* Allocate a table for `cap` sessions (slots: a power of two >= 2*cap).

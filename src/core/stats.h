@@ -164,6 +164,13 @@ struct etr_stats {
 	/* The TURN listeners (turn.h), NULL: none. */
 	struct turn_shared *turn;
 	struct control_stats *control; /* the control-plane client's; NULL without one */
+	/* The XDP program (xdp.h), NULL: not attached; xdp_counts(xdp, out)
+	 * fills out[XDP_COUNTS] with its counters. */
+	struct xdp *xdp;
+	void (*xdp_counts)(struct xdp *x, uint64_t *out);
+	/* With xdp-interface: "native", "generic" or "mixed", or why it is
+	 * off; "" without. Set before the ops plane starts. */
+	char xdp_mode[192];
 };
 
 /* Workers whose counters st holds (1 when nworkers is 0). */

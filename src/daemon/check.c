@@ -27,6 +27,7 @@
 #include "resolver.h"
 #include "tls_reload.h"
 #include "turn.h"
+#include "xdp.h"
 
 
 /* The ban file must load whole, as at startup. */
@@ -49,6 +50,22 @@ static int check_bans(const struct etr_conf *c)
 	return rc != 0 ? EXIT_CONFIG : 0;
 }
 
+
+/* The XDP interfaces must exist, as at startup (whether the program
+ * loads and attaches is the host's: a start without it runs without). */
+static int check_xdp(const struct etr_conf *c)
+{
+	char err[256];
+
+	if (xdp_check(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "etrelay: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	for (unsigned i = 0; i < c->xdp.n; i++)
+		printf("xdp-interface %s: %u packets/s per source, %u at once\n", c->xdp.iface[i],
+		       c->xdp.rate, c->xdp.burst);
+	return 0;
+}
 
 /* The control-plane credential a start would take, read and checked by
  * the functions the start calls (secret_from_env, secret_from_file:
@@ -119,6 +136,8 @@ int check_run(const struct etr_conf *c, bool nofile_ok)
 
 	warn_listens(c);
 	if (bad)
+		return bad;
+	if ((bad = check_xdp(c)) != 0)
 		return bad;
 	if ((bad = check_control_credential(c)) != 0)
 		return bad;

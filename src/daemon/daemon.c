@@ -24,6 +24,7 @@
 #include "sdnotify.h"
 #include "version.h"
 #include "worker.h"
+#include "xdp.h"
 
 /* How often STATUS= is refreshed when no watchdog asks for more. */
 #define DAEMON_STATUS_PERIOD (5 * NS_PER_SEC)
@@ -218,6 +219,7 @@ static int load_bans(struct daemon *d)
 	d->bans = fresh;
 	d->bans_gen++;
 	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans->entries);
+	xdp_bans(d->xdp, d->bans);
 	daemon_take_bans(d, d->workers[0]);
 	for (unsigned w = 1; w < d->nworkers; w++)
 		worker_post(d->workers[w], WORKER_BANS);
@@ -755,10 +757,21 @@ static int open_control(struct daemon *d)
 	return 0;
 }
 
+/* A game session assured, or an assured one ended (a worker's thread):
+ * the XDP program passes its source at once while it has one. */
+static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool on)
+{
+	if (on)
+		xdp_known_add(arg, client);
+	else
+		xdp_known_del(arg, client);
+}
+
 int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
 {
 	pthread_condattr_t ca;
+	char why[160] = "";
 	int rc;
 
 	memset(d, 0, sizeof(*d));
@@ -800,6 +813,19 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	for (unsigned w = 0; w < d->nworkers; w++)
 		WORKER_EACH(d->workers[w], k, i)
 			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
+	/* Before the bans, which it takes too. */
+	if (xdp_start(&d->xdp, conf, why, sizeof(why)) < 0)
+		return EXIT_CONFIG;
+	if (conf->xdp.n)
+		snprintf(d->stats.xdp_mode, sizeof(d->stats.xdp_mode), "%s%s",
+			 d->xdp ? xdp_mode(d->xdp) : "off: ", d->xdp ? "" : why);
+	d->stats.xdp = d->xdp;
+	d->stats.xdp_counts = xdp_counts;
+	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)
+		for (unsigned i = 0; i < d->nrelays; i++) {
+			W_RELAY(d->workers[w], i)->fwd.st.known = daemon_xdp_known;
+			W_RELAY(d->workers[w], i)->fwd.st.known_arg = d->xdp;
+		}
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the loops: the route file's set is in force when the
@@ -1037,6 +1063,9 @@ void daemon_close(struct daemon *d)
 		d->ops->timer_cancel(d->workers[0]->loop, &d->timer);
 	for (unsigned w = 0; w < d->nworkers; w++)
 		worker_free(d->workers[w]);
+	/* After the ops plane, which reads its counters, and the sessions,
+	 * which leave its known map. */
+	xdp_stop(d->xdp);
 	for (unsigned i = 0; i < d->nrelays; i++)
 		relay_shared_free(&d->shared[i]);
 	sni_shared_free(&d->sni);

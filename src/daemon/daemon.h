@@ -55,6 +55,7 @@ struct daemon {
 	struct turn_shared turn;
 	struct etr_stats stats;
 	struct ops *ops_plane;
+	struct xdp *xdp; /* the XDP program on the xdp-interfaces; NULL: none (xdp.h) */
 	/* From ban-file (empty without one): every worker's relays read the
 	 * current list; the one before is freed once every worker took the
 	 * new one (their bans_gen). */

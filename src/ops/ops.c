@@ -424,6 +424,18 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 	}
 	if (st->control)
 		json_control(f, st->control);
+	if (st->xdp_mode[0]) {
+		/* "native", "generic", "mixed", or "off: why". */
+		bool off = strncmp(st->xdp_mode, "off: ", 5) == 0;
+
+		fputs(",\"xdp\":{\"mode\":", f);
+		json_string(f, off ? "off" : st->xdp_mode);
+		if (off) {
+			fputs(",\"why\":", f);
+			json_string(f, st->xdp_mode + 5);
+		}
+		fputc('}', f);
+	}
 	fputs("}\n", f);
 	if (fclose(f) != 0) {
 		free(body);

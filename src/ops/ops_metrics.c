@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "sni_shared.h"
 #include "turn.h"
+#include "xdp.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ enum msrc {
 	TURN_L,
 	TURN_CONF,
 	CONTROL,
+	XDP,
 	LOOP,
 	PROC,
 	FDS,
@@ -69,6 +71,7 @@ struct mctx {
 	struct sni_totals sni[CONF_SNI_MAX];
 	struct turn_stats turn[CONF_TURN_MAX];
 	struct control_stats ctl;
+	uint64_t xdp[XDP_COUNTS]; /* the program's counters, summed over the CPUs */
 };
 
 #define LABEL_LEN  ADDR_STRLEN
@@ -110,6 +113,8 @@ static const void *part(const struct mctx *c, enum msrc s, unsigned i, unsigned 
 		return st->turn->l[i].conf;
 	case CONTROL:
 		return &c->ctl;
+	case XDP:
+		return c->xdp;
 	case LOOP:
 		return stats_loop_of(st, w);
 	default:
@@ -180,6 +185,7 @@ NAMES(turn_drop_name, enum turn_drop)
 NAMES(turn_tcp_drop_name, enum turn_tcp_drop)
 NAMES(ctl_result_name, enum ctl_result)
 NAMES(ctl_upstream_why_name, enum ctl_upstream_why)
+NAMES(xdp_result_name, unsigned)
 
 static const char *turn_code_k(unsigned k, char *buf)
 {
@@ -536,6 +542,14 @@ static const struct metric metrics[] = {
     {"etrelay_control_last_success_timestamp_seconds", GAUGE, CONTROL, C(last_success),
      .help = "Unix time of the last good heartbeat; 0 before the first."},
 
+    /* The XDP program's (xdp-interface), summed over the CPUs. */
+    {"etrelay_xdp_packets_total", COUNTER, XDP, 0, .label = LABEL_ENUM("result", XDP_COUNTS,
+								      xdp_result_name_k),
+     .help = "UDP packets to the relay's own ports that the XDP program judged, by result: "
+	     "passed (within its source's bucket, xdp-rate and xdp-burst), known (a known "
+	     "source's, passed at once), or dropped: bogon (a source that cannot be real), banned "
+	     "(in ban-file), rate (over its source's bucket)."},
+
     /* The loops', summed over the workers. */
     {"etrelay_gso_trains_total", COUNTER, LOOP, L(gso_trains),
      .help = "Sends that carried a run of datagrams to one destination as one UDP GSO train."},
@@ -776,6 +790,8 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		c->ctl = *st->control;
 		pthread_mutex_unlock(&st->control->lock);
 	}
+	if ((c->on[XDP] = st->xdp && st->xdp_counts))
+		st->xdp_counts(st->xdp, c->xdp);
 	c->on[LOOP] = st->loop;
 	c->on[PROC] = proc && proc->have_stat;
 	c->on[FDS] = proc && proc->have_fds;

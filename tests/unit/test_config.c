@@ -1091,6 +1091,48 @@ static void test_config_abuse_keys_from_the_file_and_the_command_line(void **sta
 	assert_int_equal(c.relays[1].query_cache_ms, 2000);
 }
 
+static void test_config_xdp_interfaces_from_the_file_or_the_command_line(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "xdp-interface eth0\nxdp-interface veth-game1\nxdp-rate 100\n"
+			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(c.xdp.n, 2);
+	assert_string_equal(c.xdp.iface[1], "veth-game1");
+	assert_int_equal(c.xdp.line[0], 1);
+	assert_int_equal(c.xdp.line[1], 2);
+	assert_int_equal(c.xdp.rate, 100);
+	assert_int_equal(c.xdp.burst, CONF_XDP_BURST);
+	/* The command line's list replaces the file's. */
+	assert_int_equal(run(&c, &e,
+			     "xdp-interface eth0\nxdp-interface eth1\n"
+			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n",
+			     ARGV("--xdp-interface", "bond0", "--xdp-burst", "7")),
+			 0);
+	assert_int_equal(c.xdp.n, 1);
+	assert_string_equal(c.xdp.iface[0], "bond0");
+	assert_int_equal(c.xdp.line[0], 0);
+	assert_int_equal(c.xdp.burst, 7);
+	assert_int_equal(run(&c, &e,
+			     "xdp-interface eth0\nxdp-interface eth0\n"
+			     "xdp-interface eth0/1\nxdp-interface abcdefghijklmnop\nxdp-rate 0\n"
+			     "[relay a]\nupstream h:1\nlisten 127.0.0.1:1\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, PATH ":2: xdp-interface"));
+	assert_non_null(strstr(e.text, "given twice"));
+	assert_non_null(strstr(e.text, PATH ":3: xdp-interface"));
+	assert_non_null(strstr(e.text, PATH ":4: xdp-interface"));
+	assert_non_null(strstr(e.text, PATH ":5: xdp-rate"));
+	assert_int_equal(args(&c, &e, ARGV("--xdp-burst", "1000001")), -1);
+	assert_non_null(strstr(e.text, "--xdp-burst"));
+}
+
 static void test_config_server_query_burst_must_leave_browsers_a_share(void **state)
 {
 	struct etr_conf c;
@@ -3770,6 +3812,7 @@ int main(void)
 	    cmocka_unit_test(test_config_abuse_keys_have_their_defaults),
 	    cmocka_unit_test(test_config_session_opening_and_master_limits),
 	    cmocka_unit_test(test_config_abuse_keys_from_the_file_and_the_command_line),
+	    cmocka_unit_test(test_config_xdp_interfaces_from_the_file_or_the_command_line),
 	    cmocka_unit_test(test_config_server_query_burst_must_leave_browsers_a_share),
 	    cmocka_unit_test(test_config_unknown_option_error_names_it),
 	    cmocka_unit_test(test_config_unknown_short_option_in_a_cluster_error_names_it),

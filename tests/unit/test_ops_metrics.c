@@ -19,6 +19,7 @@
 #include "ops_metrics.h"
 #include "sni.h"
 #include "turn.h"
+#include "xdp.h"
 
 static struct relay_stats et1, oa;
 static struct etr_stats st;
@@ -584,6 +585,13 @@ static struct turn_shared w_turn;
 static struct turn_stats w_turn_stats[CONF_TURN_MAX][W_WORKERS];
 static struct control_stats w_ctl;
 static uint64_t w_seq;
+static uint64_t w_xdp[XDP_COUNTS];
+
+/* The XDP program's counters as xdp_counts would sum them. */
+static void w_xdp_counts(struct xdp *x, uint64_t *out)
+{
+	memcpy(out, x, sizeof(w_xdp));
+}
 
 static uint64_t next(void)
 {
@@ -779,6 +787,10 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 	for (unsigned r = 0; r < CTL_UPSTREAM_WHYS; r++)
 		w_ctl.routes_refused[r] = next();
 	s->control = &w_ctl;
+	for (unsigned r = 0; r < XDP_COUNTS; r++)
+		w_xdp[r] = next();
+	s->xdp = (struct xdp *)w_xdp;
+	s->xdp_counts = w_xdp_counts;
 	return s;
 }
 

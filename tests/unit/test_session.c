@@ -151,6 +151,46 @@ static void test_session_remove_returns_fd_and_forgets_client(void **state)
 	session_table_free(&t);
 }
 
+/* What the known hook was told: +1 on, -1 off, for the last client. */
+static int known_net;
+static unsigned known_calls;
+
+static void known_hook(void *arg, const union etr_sockaddr *client, bool on)
+{
+	(void)arg;
+	(void)client;
+	known_net += on ? 1 : -1;
+	known_calls++;
+}
+
+static void test_session_known_hook_hears_the_first_assure_and_an_assured_end(void **state)
+{
+	struct session_table t;
+	union etr_sockaddr a, b;
+	uint32_t ia, ib;
+
+	(void)state;
+	assert_int_equal(session_table_init(&t, 16, key), 0);
+	t.known = known_hook;
+	known_net = 0;
+	known_calls = 0;
+	sa_v4(&a, "192.0.2.1", 27960);
+	sa_v4(&b, "192.0.2.2", 27960);
+	ia = session_insert(&t, &a, 42, 5 * SEC);
+	ib = session_insert(&t, &b, 43, 5 * SEC);
+	session_assure(&t, ia);
+	session_assure(&t, ia); /* once only */
+	assert_int_equal(known_calls, 1);
+	assert_int_equal(known_net, 1);
+	/* An unassured session's end is not told; an assured one's is. */
+	session_remove(&t, ib);
+	assert_int_equal(known_calls, 1);
+	session_remove(&t, ia);
+	assert_int_equal(known_calls, 2);
+	assert_int_equal(known_net, 0);
+	session_table_free(&t);
+}
+
 static void test_session_distinct_clients_get_distinct_indexes(void **state)
 {
 	struct session_table t;
@@ -807,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_session_lookup_finds_nothing_in_empty_table),
 		cmocka_unit_test(test_session_insert_then_lookup_returns_same_index),
 		cmocka_unit_test(test_session_remove_returns_fd_and_forgets_client),
+		cmocka_unit_test(test_session_known_hook_hears_the_first_assure_and_an_assured_end),
 		cmocka_unit_test(test_session_distinct_clients_get_distinct_indexes),
 		cmocka_unit_test(test_session_ipv4_and_ipv6_keys_sharing_bytes_do_not_collide),
 		cmocka_unit_test(test_session_insert_into_full_table_returns_none),

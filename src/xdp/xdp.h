@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: ISC */
+/* The XDP front door: the program (etrelay.bpf.c) loaded from the binary,
+ * attached to the interfaces xdp-interface names, its maps filled from the
+ * configuration and the ban file, its counters read for /metrics. Without
+ * the capability, kernel support or a build with it, etrelay runs as
+ * without it and says why once. */
+#ifndef ETR_XDP_H
+#define ETR_XDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "banlist.h"
+#include "config.h"
+
+struct xdp;
+
+/* The verdicts counted, in etrelay_xdp_packets_total{result}. */
+#define XDP_COUNTS 5
+
+/* Result k's label value: passed, known, bogon, banned, rate. */
+const char *xdp_result_name(unsigned k);
+
+/* What a start refuses: an interface that does not exist, said as
+ * "PATH:LINE: xdp-interface IF: no such interface" in err. 0, or -ENODEV. */
+int xdp_check(const struct etr_conf *c, char *err, size_t n);
+
+/* Load the program, fill its ports and bucket from c, attach it to every
+ * xdp-interface (native mode where the driver has it, else generic; each
+ * said in the log). *out is NULL when c names no interface or XDP cannot
+ * run here (said once, and in why). 0, or -ENODEV for an interface
+ * xdp_check refuses (logged). */
+int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n);
+
+/* The banned map from b (x NULL: nothing). 0 or -errno (logged). */
+int xdp_bans(struct xdp *x, const struct banlist *b);
+
+/* A source the program passes at once (a known session's), and its end:
+ * counted, it stays known until its last session ends. 0 or -errno
+ * (-ENOSPC: the map is full, the source goes by its bucket). Any thread. */
+int xdp_known_add(struct xdp *x, const union etr_sockaddr *a);
+int xdp_known_del(struct xdp *x, const union etr_sockaddr *a);
+
+/* The counters, summed over the CPUs, into out[XDP_COUNTS]. Any thread. */
+void xdp_counts(struct xdp *x, uint64_t out[XDP_COUNTS]);
+
+/* "native", "generic" or "mixed" over the attached interfaces. */
+const char *xdp_mode(const struct xdp *x);
+
+/* Detach from every interface and free x (NULL: nothing). */
+void xdp_stop(struct xdp *x);
+
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: ISC */
+/* What the XDP program (etrelay.bpf.c) and its loader (xdp.c) share: the
+ * maps' keys and values, their sizes, and the counters' reasons. */
+#ifndef ETR_XDP_MAPS_H
+#define ETR_XDP_MAPS_H
+
+#include <linux/types.h>
+
+#define XDP_PORTS_MAX	256
+#define XDP_BANS_MAX	65536
+#define XDP_KNOWN_MAX	65536
+#define XDP_BUCKETS_MAX 131072
+
+/* An address as 16 bytes, IPv4 as ::ffff:a.b.c.d (network order). */
+struct xdp_addr {
+	__u8 b[16];
+};
+
+/* The LPM trie's key: the prefix length over the 128 bits. */
+struct xdp_lpm_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+/* The token bucket, as GCRA: a packet every interval_ns, tolerance_ns of
+ * burst (interval_ns 0: no bucket). */
+struct xdp_params {
+	__u64 interval_ns;
+	__u64 tolerance_ns;
+};
+
+/* Each packet to a listener port, counted once by its verdict. */
+enum xdp_result {
+	XDP_R_PASSED, /* within its source's bucket */
+	XDP_R_KNOWN,  /* a known source: passed at once */
+	XDP_R_BOGON,
+	XDP_R_BANNED,
+	XDP_R_RATE, /* over its source's bucket */
+	XDP_RESULTS
+};
+
+#endif

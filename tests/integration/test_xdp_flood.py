@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""The XDP front door under a flood (issue 26). The relay runs in a
+network namespace on its end of a veth pair; the game-server stand-in,
+three players and the flood are on the other end (this namespace). The
+players each send 40 in-game packets a second from an address of their
+own; the flood is getstatus queries (the reflection flood a game server
+sees) in Ethernet frames from FLOOD_SOURCES spoofed addresses
+(198.18.0.0/16, benchmarking: not bogons), round-robin over the sources,
+FLOOD_PER_SOURCE each, put on the veth with an AF_PACKET socket by a
+child process, bounded in count and time.
+
+The same run twice: the relay without XDP, then with --xdp-interface on
+its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's
+40 packets a second pass only as a known source (its session assured by
+the game server), the flood's sources by their buckets. Measured
+both times: each player's packets that did not reach the game server,
+the relay's CPU seconds, its drops by reason; with XDP, the program's
+counts. Asserted with XDP: the program attached in native mode (the log
+and /lifecycle say so; without, /lifecycle has no xdp), every
+flood source past its bucket was dropped there (counted as rate, at
+least what the bucket cannot have passed), the players lost nothing
+and every packet of theirs passed as known, and a banned address's frames are
+dropped as banned, and after a SIGHUP with another address in the ban
+file, the new one is dropped and the old one passes. A kernel that refuses XDP is a skip with its reason.
+On the old binary (no --xdp-interface) the XDP start fails: the test
+fails."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+PLAYERS, PLAYER_PPS, PLAY_SECONDS = 3, 40, 5.0
+FLOOD_SOURCES, FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 256, 600, 12.0
+XDP_RATE, XDP_BURST = 5, 10
+BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
+
+# Runs as a child (its own CPU, not this process's GIL): the frames, round
+# robin over the sources, each source FLOOD_PER_SOURCE times; stops at the
+# count or after max seconds; prints "sent N in S".
+FLOODER = r"""
+import socket, sys, time
+sys.path.insert(0, sys.argv[1])
+from harness_udp import ether_udp
+ifname, dst_ip, dst_port = sys.argv[2], sys.argv[3], int(sys.argv[4])
+src_mac, dst_mac = bytes.fromhex(sys.argv[5]), bytes.fromhex(sys.argv[6])
+nsrc, per, limit = int(sys.argv[7]), int(sys.argv[8]), float(sys.argv[9])
+frames = []
+for i in range(nsrc):
+    src = (f"198.18.{i // 250}.{i % 250 + 1}", 20000 + i)
+    payload = b"\xff\xff\xff\xffgetstatus flood"
+    frames.append(ether_udp(src, (dst_ip, dst_port), payload, src_mac, dst_mac))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((ifname, 0))
+sent, full, t0 = 0, 0, time.monotonic()
+for r in range(per):
+    for f in frames:
+        try:
+            s.send(f)
+            sent += 1
+        except OSError as e:  # ENOBUFS: the veth's queue is full; a moment
+            if e.errno != 105:
+                raise
+            full += 1
+            time.sleep(0.0002)
+    if time.monotonic() - t0 > limit:
+        break
+print(f"sent {sent} in {time.monotonic() - t0:.2f} full {full}", flush=True)
+"""
+
+
+class Player:
+    """A player on its own address: PLAYER_PPS in-game packets a second,
+    each one unique, from a thread (ticks missed are skipped, never sent
+    in a burst)."""
+
+    def __init__(self, ip, relay_addr, n):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((ip, 0))
+        self.sock.settimeout(0.2)
+        self.relay_addr = relay_addr
+        self.qport = 4000 + n
+        self.sent = []
+        self.ip = ip
+        self.stop = threading.Event()
+        H._register(self)
+
+    def hello(self):
+        """The session opened: an echo within a bounded wait."""
+        p = H.game_packet(self.qport, b"hello", 1)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            self.sock.sendto(p, self.relay_addr)
+            try:
+                if self.sock.recv(2048) == b"ECHO:" + p:
+                    return
+            except socket.timeout:
+                pass
+        H.fail(f"player {self.ip}: no echo through the relay")
+
+    def run(self, seconds, tag):
+        period, t0 = 1.0 / PLAYER_PPS, time.monotonic()
+        n = int(seconds * PLAYER_PPS)
+        for k in range(n):
+            when = t0 + k * period
+            now = time.monotonic()
+            if when > now:
+                time.sleep(when - now)
+            p = H.game_packet(self.qport, f"{tag}-{self.ip}-{k}".encode(), k + 2)
+            self.sock.sendto(p, self.relay_addr)
+            self.sent.append(p)
+
+    def close(self):
+        self.sock.close()
+
+
+def ip(*args):
+    r = subprocess.run(["ip"] + list(args), capture_output=True, text=True, timeout=10)
+    if r.returncode:
+        H.fail(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+
+def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
+    lport, ops_port = H.free_udp_port(), H.free_tcp_port()
+    tok = os.urandom(24).hex()
+    bans = os.path.join(tmp, "bans")
+    with open(bans, "w") as f:
+        f.write(f"{BANNED}\n")
+    args = ["--listen", f"{ns.ns_ip}:{lport}", "--upstream", f"{ns.host_ip}:{gs.port}",
+            "--master", f"{ns.host_ip}:{master.port}", "--ops-listen", f"{ns.ns_ip}:{ops_port}",
+            "--ban-file", bans]
+    if xdp:
+        args += ["--xdp-interface", ns.ns_if, "--xdp-rate", str(XDP_RATE),
+                 "--xdp-burst", str(XDP_BURST)]
+    relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok, "ETRELAY_LIFECYCLE_READ_TOKEN": tok},
+                        *args, listen=False,
+                        wrapper=ns.wrapper(), open_limits=False)
+    tag = "xdp" if xdp else "plain"
+    if xdp:
+        lines = relay.find_lines(r"^xdp: ")
+        said = " / ".join(relay.text_lines()[i] for i, _ in lines)
+        if relay.find_lines(r"^xdp: (loading|opening) the program: ") or \
+                relay.find_lines(r"^xdp: attaching to "):
+            raise H.TestSkip(f"the kernel refuses the XDP program: {said}")
+        H.check(relay.find_lines(rf"^xdp: on {ns.ns_if} in native mode"),
+                f"XDP attached in native mode on {ns.ns_if} (log: {said or 'nothing'})")
+    relay.wait_for_line(r"^server up: ", timeout=10, what="the probe answered across the veth")
+    life = H.http_request(ops_port, "GET", "/lifecycle", token=tok, host=ns.ns_ip)
+    H.expect_eq(life.status, 200, "GET /lifecycle")
+    H.expect_eq(json.loads(life.text).get("xdp"), {"mode": "native"} if xdp else None,
+                "/lifecycle's xdp")
+    players = [Player(a, (ns.ns_ip, lport), i) for i, a in enumerate(players_ips)]
+    for p in players:
+        ctx.objs.append(p)
+        p.hello()
+    m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+    cpu0 = relay.cpu_seconds()
+    threads = [threading.Thread(target=p.run, args=(PLAY_SECONDS, tag), daemon=True)
+               for p in players]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    flooder = subprocess.run(
+        [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)), ns.host_if,
+         ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(), str(FLOOD_SOURCES),
+         str(FLOOD_PER_SOURCE), str(FLOOD_MAX_SECONDS)],
+        capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+    H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
+    words = flooder.stdout.split()
+    sent, seconds, full = int(words[1]), float(words[3]), int(words[5])
+    # A banned source's frames, after the flood: dropped as banned with XDP.
+    for k in range(BAN_FRAMES):
+        ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
+                                  H.game_packet(7, b"banned", k), ns.host_mac, ns.ns_mac))
+    for t in threads:
+        t.join(timeout=PLAY_SECONDS + 30)
+    cpu = relay.cpu_seconds() - cpu0
+    want = {p: set(p.sent) for p in players}
+
+    def arrived(p):
+        return len({x.data for x in gs.packets(lambda x: x.data in want[p])})
+
+    # Every player's last packets in flight: a bounded wait for all, then
+    # count what is there.
+    try:
+        H.wait_until(lambda: all(arrived(p) == len(p.sent) for p in players), 3,
+                     "every player's packets at the game server", interval=0.05)
+    except H.TestFailure:
+        pass
+    lost = [len(p.sent) - arrived(p) for p in players]
+    m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+
+    def grew(name, **labels):
+        return H.counter(m1, name, **labels) - H.counter(m0, name, **labels)
+
+    relay_drops = grew("etrelay_dropped_datagrams_total")
+    counts = {r: grew("etrelay_xdp_packets_total", result=r)
+              for r in ("passed", "known", "bogon", "banned", "rate")}
+    ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
+             f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
+             f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
+    reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
+    relay.expect_exit = True
+    relay.close()
+    return dict(sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
+                players=[len(p.sent) for p in players], reload=reload)
+
+
+def reload_bans(ns, relay, bans, lport, ops_port, tok):
+    """SIGHUP with another address in the ban file: the program's banned
+    map follows (the old address passes, the new one is dropped)."""
+    new = "198.19.8.8"
+    with open(bans, "w") as f:
+        f.write(f"{new}/32\n")
+    mark = relay.mark()
+    relay.signal(signal.SIGHUP)
+    relay.wait_for_line(r"^xdp: 1 banned prefixes", timeout=5, start=mark,
+                        what="the banned map reloaded")
+    m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+    for k in range(BAN_FRAMES):
+        for a in (BANNED, new):
+            ns.send_frame(H.ether_udp((a, 31000 + k), (ns.ns_ip, lport),
+                                      H.game_packet(9, b"reload", k), ns.host_mac, ns.ns_mac))
+
+    def grown():
+        m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+        return {r: H.counter(m1, "etrelay_xdp_packets_total", result=r) -
+                H.counter(m0, "etrelay_xdp_packets_total", result=r)
+                for r in ("banned", "passed", "rate", "known")}
+
+    # The old address's first packet opens a session the game server
+    # answers: the rest pass as a known source's.
+    H.wait_until(lambda: grown()["banned"] >= BAN_FRAMES and
+                 grown()["passed"] + grown()["known"] >= BAN_FRAMES, 5,
+                 f"the reloaded bans applied by the program ({grown()})", interval=0.1)
+    g = grown()
+    H.expect_eq(g["banned"], BAN_FRAMES, f"XDP drops as banned after SIGHUP (only {new})")
+    return g
+
+
+def test(ctx):
+    ns = H.VethNetns(sysctls=(("net.ipv4.conf.all.rp_filter", 0),
+                              ("net.ipv4.conf.{ns_if}.rp_filter", 0)))
+    ctx.objs.append(ns)
+    # Answers to the flood's addresses leave by the veth (and are lost).
+    ip("-n", ns.name, "route", "add", "default", "via", ns.host_ip)
+    base = ns.host_ip.rsplit(".", 1)[0]
+    players_ips = [f"{base}.{11 + i}" for i in range(PLAYERS)]
+    for a in players_ips:
+        ip("addr", "add", f"{a}/32", "dev", ns.host_if)
+    gs = H.stand_in_on(H.GameServer, ns.host_ip)
+    ctx.objs.append(gs)
+    master = H.stand_in_on(H.Master, ns.host_ip, challenge=False)
+    ctx.objs.append(master)
+    tmp = ctx.tmpdir()
+
+    plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
+    with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
+
+    x = with_xdp["xdp"]
+    # Each source passes at most its burst and rate x time (+1 for the
+    # bucket's edge); all the rest must be dropped as rate.
+    per_source = with_xdp["sent"] // FLOOD_SOURCES
+    can_pass = XDP_BURST + XDP_RATE * (with_xdp["seconds"] + 1.0) + 1
+    floor = FLOOD_SOURCES * max(0, per_source - can_pass)
+    H.check(x["rate"] >= floor,
+            f"XDP dropped {x['rate']} flood packets as rate; at least {floor:.0f} of "
+            f"{with_xdp['sent']} cannot have passed {FLOOD_SOURCES} buckets of {XDP_BURST} "
+            f"+ {XDP_RATE}/s")
+    H.check(x["rate"] > 0 and floor > 0, "the flood outran its buckets")
+    H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
+    H.expect_eq(with_xdp["lost"], [0] * PLAYERS, "players' packets lost with XDP")
+    H.check(x["known"] >= sum(with_xdp["players"]),
+            f"XDP passed {x['known']} as known: at least the players' "
+            f"{sum(with_xdp['players'])}")
+    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; relay "
+             f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
+             f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
+             f"{x['rate']} rate, {x['banned']} banned, passed {x['passed']}, known {x['known']}")
+    H.check(with_xdp["reload"]["passed"] + with_xdp["reload"]["known"] >= BAN_FRAMES,
+            f"the address unbanned by SIGHUP passes: {with_xdp['reload']}")
+    ctx.check_relays_alive()
+
+
+if __name__ == "__main__":
+    H.main(test)
