@@ -32,8 +32,7 @@ int bench_parse_addr(const char *s, union bench_sockaddr *sa)
 			return -1;
 		hlen = (size_t)(colon - s);
 	}
-	if (hlen == 0 || hlen >= sizeof(host) ||
-	    bench_parse_uint(colon + 1, 1, 65535, &port) < 0)
+	if (hlen == 0 || hlen >= sizeof(host) || bench_parse_uint(colon + 1, 1, 65535, &port) < 0)
 		return -1;
 	memcpy(host, h, hlen);
 	host[hlen] = '\0';
@@ -76,7 +75,7 @@ int bench_parse_dur(const char *s, uint64_t *ns)
 	static const struct {
 		const char *suffix;
 		double mul;
-	} units[] = { { "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "m", 60e9 } };
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"m", 60e9}};
 	char *end;
 	double v;
 

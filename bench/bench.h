@@ -15,7 +15,7 @@
 #include "loop_gso.h"
 
 #define BENCH_NS_PER_SEC 1000000000ull
-#define BENCH_NS_PER_MS 1000000ull
+#define BENCH_NS_PER_MS	 1000000ull
 
 /* Largest UDP payload over IPv4 and IPv6 loopback. */
 #define BENCH_MAX_DGRAM 65507
@@ -94,13 +94,13 @@ bool bench_gso_refused(int err);
  * session per qport sees each client's own. The sequence starts at 0 and
  * would need 2^32 packets to look like a connectionless
  * "\xff\xff\xff\xff" packet. */
-#define BENCH_HDR 16
+#define BENCH_HDR    16
 #define BENCH_ID_MAX 0xffffffu
 
 enum bench_kind {
-	BENCH_ECHO = 0,     /* client -> server, answered verbatim */
+	BENCH_ECHO = 0,	    /* client -> server, answered verbatim */
 	BENCH_SNAPSHOT = 1, /* server -> client, 20 Hz in the ET-match model */
-	BENCH_GAME = 2,     /* client -> server in the ET-match model: not echoed */
+	BENCH_GAME = 2,	    /* client -> server in the ET-match model: not echoed */
 };
 
 /* Snapshots add: 16 u32 packets the server got from this client so far,
@@ -114,8 +114,7 @@ struct bench_hdr {
 	uint64_t ts;
 };
 
-static inline void bench_hdr_put(uint8_t *p, unsigned kind, uint32_t id, uint32_t seq,
-				 uint64_t ts)
+static inline void bench_hdr_put(uint8_t *p, unsigned kind, uint32_t id, uint32_t seq, uint64_t ts)
 {
 	uint32_t w = (id & BENCH_ID_MAX) | (uint32_t)kind << 24;
 

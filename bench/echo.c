@@ -17,41 +17,41 @@
 
 #include "bench.h"
 
-#define ECHO_BATCH 64          /* datagrams per recvmmsg / sendmmsg */
-#define ECHO_TURN_BATCHES 8    /* recvmmsg calls per wake-up: bounded work */
-#define ECHO_BUF 65536         /* the largest datagram or GRO train */
-#define ECHO_TX_BUF 2048       /* built replies: info, status, snapshots */
-#define ECHO_PEERS_MAX 65536   /* ET-match clients remembered */
-#define ECHO_SLOTS (2 * ECHO_PEERS_MAX)
-#define ECHO_TICK_NS (1 * BENCH_NS_PER_MS)
-#define ECHO_PEER_SILENT (2 * BENCH_NS_PER_SEC) /* stop sending snapshots */
-#define ECHO_SOCK_BUF (4 << 20)
+#define ECHO_BATCH	  64	/* datagrams per recvmmsg / sendmmsg */
+#define ECHO_TURN_BATCHES 8	/* recvmmsg calls per wake-up: bounded work */
+#define ECHO_BUF	  65536 /* the largest datagram or GRO train */
+#define ECHO_TX_BUF	  2048	/* built replies: info, status, snapshots */
+#define ECHO_PEERS_MAX	  65536 /* ET-match clients remembered */
+#define ECHO_SLOTS	  (2 * ECHO_PEERS_MAX)
+#define ECHO_TICK_NS	  (1 * BENCH_NS_PER_MS)
+#define ECHO_PEER_SILENT  (2 * BENCH_NS_PER_SEC) /* stop sending snapshots */
+#define ECHO_SOCK_BUF	  (4 << 20)
 
 static const char usage[] =
-	"usage: etrelay-echo --listen ADDR:PORT [options]\n"
-	"\n"
-	"Echo every datagram back to its sender, answer getinfo and getstatus like\n"
-	"a game server; the upstream for etrelay-load.\n"
-	"\n"
-	"  -l, --listen ADDR:PORT     address to serve (IPv4 or [IPv6])\n"
-	"  --snapshots HZ             ET-match model: do not echo match players'\n"
-	"                             packets, send each player HZ snapshots per\n"
-	"                             second instead (flat clients are still echoed)\n"
-	"  --snapshot-size MIN-MAX    snapshot sizes in bytes (200-1400)\n"
-	"  --status-size N            statusResponse size in bytes (600)\n"
-	"  -d, --duration DUR         exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
-	"  --gso                      send runs of datagrams to one destination as\n"
-	"                             UDP GSO trains (Linux 4.18+), as a bulk sender\n"
-	"                             with a modern stack would; receivers get them\n"
-	"                             whole with UDP_GRO or cut back by the kernel\n"
-	"  -q, --quiet                no statistics at exit\n"
-	"  -h, --help                 this text\n";
+    "usage: etrelay-echo --listen ADDR:PORT [options]\n"
+    "\n"
+    "Echo every datagram back to its sender, answer getinfo and getstatus like\n"
+    "a game server; the upstream for etrelay-load.\n"
+    "\n"
+    "  -l, --listen ADDR:PORT     address to serve (IPv4 or [IPv6])\n"
+    "  --snapshots HZ             ET-match model: do not echo match players'\n"
+    "                             packets, send each player HZ snapshots per\n"
+    "                             second instead (flat clients are still echoed)\n"
+    "  --snapshot-size MIN-MAX    snapshot sizes in bytes (200-1400)\n"
+    "  --status-size N            statusResponse size in bytes (600)\n"
+    "  -d, --duration DUR         exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
+    "  --gso                      send runs of datagrams to one destination as\n"
+    "                             UDP GSO trains (Linux 4.18+), as a bulk sender\n"
+    "                             with a modern stack would; receivers get them\n"
+    "                             whole with UDP_GRO or cut back by the kernel\n"
+    "  -q, --quiet                no statistics at exit\n"
+    "  -h, --help                 this text\n";
 
 /* A client as the ET-match server knows it. */
 struct peer {
 	union bench_sockaddr addr;
-	uint64_t heard;   /* last packet from it (ns) */
-	uint32_t id;      /* the generator's client id */
+	uint64_t heard;	  /* last packet from it (ns) */
+	uint32_t id;	  /* the generator's client id */
 	uint32_t up_seen; /* game packets from it */
 	uint32_t up_top;  /* highest sequence number seen, plus one */
 	uint32_t snap_seq;
@@ -99,8 +99,8 @@ struct echo {
 	unsigned nwheel, wheel_pos;
 	uint64_t rng;
 
-	uint64_t received, echoed, infos, statuses, snapshots, send_drops, game_in,
-		peers_full, trains;
+	uint64_t received, echoed, infos, statuses, snapshots, send_drops, game_in, peers_full,
+	    trains;
 };
 
 static uint64_t rng_next(struct echo *e)
@@ -152,8 +152,9 @@ static unsigned send_trains(struct echo *e)
 		int n = sendmmsg(e->fd, e->gmsg + off, nt - off, MSG_DONTWAIT);
 
 		if (n < 0 && e->gmsg[off].msg_hdr.msg_iovlen > 1 && bench_gso_refused(-errno)) {
-			fprintf(stderr, "etrelay-echo: --gso: a train of %zu x %zu B failed: %s; "
-					"sending one datagram at a time from here\n",
+			fprintf(stderr,
+				"etrelay-echo: --gso: a train of %zu x %zu B failed: %s; "
+				"sending one datagram at a time from here\n",
 				(size_t)e->gmsg[off].msg_hdr.msg_iovlen,
 				e->siov[e->gfirst[off]].iov_len, strerror(errno));
 			e->gso = false;
@@ -190,8 +191,8 @@ static void flush(struct echo *e)
 	e->ntx = 0;
 }
 
-static void queue_send(struct echo *e, const void *data, size_t len,
-		       const struct sockaddr *dst, socklen_t dstlen)
+static void queue_send(struct echo *e, const void *data, size_t len, const struct sockaddr *dst,
+		       socklen_t dstlen)
 {
 	unsigned i = e->nsend;
 	struct msghdr *m = &e->smsg[i].msg_hdr;
@@ -463,8 +464,8 @@ static int parse_sizes(const char *s, unsigned *lo, unsigned *hi)
 	unsigned a, b;
 	int used = 0;
 
-	if (sscanf(s, "%u-%u%n", &a, &b, &used) != 2 || s[used] || a < BENCH_SNAP_HDR ||
-	    b < a || b > ECHO_TX_BUF)
+	if (sscanf(s, "%u-%u%n", &a, &b, &used) != 2 || s[used] || a < BENCH_SNAP_HDR || b < a ||
+	    b > ECHO_TX_BUF)
 		return -1;
 	*lo = a;
 	*hi = b;
@@ -473,7 +474,7 @@ static int parse_sizes(const char *s, unsigned *lo, unsigned *hi)
 
 static int setup(struct echo *e, const union bench_sockaddr *listen)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
 	int one = 1;
 
@@ -510,8 +511,8 @@ static int setup(struct echo *e, const union bench_sockaddr *listen)
 
 	if (e->hz) {
 		struct itimerspec its = {
-			.it_value = { .tv_sec = 0, .tv_nsec = ECHO_TICK_NS },
-			.it_interval = { .tv_sec = 0, .tv_nsec = ECHO_TICK_NS },
+		    .it_value = {.tv_sec = 0, .tv_nsec = ECHO_TICK_NS},
+		    .it_interval = {.tv_sec = 0, .tv_nsec = ECHO_TICK_NS},
 		};
 
 		e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -583,7 +584,7 @@ static void run(struct echo *e)
 
 static void echo_free(struct echo *e)
 {
-	int fds[] = { e->fd, e->ep, e->tfd, e->sfd };
+	int fds[] = {e->fd, e->ep, e->tfd, e->sfd};
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
@@ -601,15 +602,15 @@ static void echo_free(struct echo *e)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "snapshots", required_argument, NULL, 'S' },
-		{ "snapshot-size", required_argument, NULL, 'Z' },
-		{ "status-size", required_argument, NULL, 'T' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "gso", no_argument, NULL, 'G' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"listen", required_argument, NULL, 'l'},
+	    {"snapshots", required_argument, NULL, 'S'},
+	    {"snapshot-size", required_argument, NULL, 'Z'},
+	    {"status-size", required_argument, NULL, 'T'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"gso", no_argument, NULL, 'G'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct echo *e = calloc(1, sizeof(*e));
 	union bench_sockaddr listen;
@@ -640,14 +641,16 @@ int main(int argc, char **argv)
 			break;
 		case 'Z':
 			if (parse_sizes(optarg, &e->snap_min, &e->snap_max) < 0) {
-				fprintf(stderr, "etrelay-echo: --snapshot-size %s: want MIN-MAX, "
-						"%d <= MIN <= MAX <= %d\n",
+				fprintf(stderr,
+					"etrelay-echo: --snapshot-size %s: want MIN-MAX, "
+					"%d <= MIN <= MAX <= %d\n",
 					optarg, BENCH_SNAP_HDR, ECHO_TX_BUF);
 				return 2;
 			}
 			break;
 		case 'T':
-			if (bench_opt_uint("etrelay-echo", "status-size", optarg, 1, ECHO_TX_BUF, &v) < 0)
+			if (bench_opt_uint("etrelay-echo", "status-size", optarg, 1, ECHO_TX_BUF,
+					   &v) < 0)
 				return 2;
 			e->status_size = (unsigned)v;
 			break;
@@ -685,13 +688,14 @@ int main(int argc, char **argv)
 		e->deadline = bench_now() + dur;
 	run(e);
 	if (!e->quiet) {
-		fprintf(stderr,
-			"etrelay-echo: received %llu, echoed %llu, getinfo %llu, getstatus %llu, "
-			"game in %llu, snapshots %llu, clients %u (table full %llu), send drops %llu",
-			(unsigned long long)e->received, (unsigned long long)e->echoed,
-			(unsigned long long)e->infos, (unsigned long long)e->statuses,
-			(unsigned long long)e->game_in, (unsigned long long)e->snapshots, e->npeers,
-			(unsigned long long)e->peers_full, (unsigned long long)e->send_drops);
+		fprintf(
+		    stderr,
+		    "etrelay-echo: received %llu, echoed %llu, getinfo %llu, getstatus %llu, "
+		    "game in %llu, snapshots %llu, clients %u (table full %llu), send drops %llu",
+		    (unsigned long long)e->received, (unsigned long long)e->echoed,
+		    (unsigned long long)e->infos, (unsigned long long)e->statuses,
+		    (unsigned long long)e->game_in, (unsigned long long)e->snapshots, e->npeers,
+		    (unsigned long long)e->peers_full, (unsigned long long)e->send_drops);
 		if (e->gso || e->trains)
 			fprintf(stderr, ", GSO trains %llu", (unsigned long long)e->trains);
 		fputc('\n', stderr);

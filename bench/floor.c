@@ -30,16 +30,16 @@
 #define FLOOR_EV_SIGNAL	   UINT32_MAX /* sessions are index + 1 */
 
 static const char usage[] =
-	"usage: etrelay-floor --listen ADDR:PORT --upstream ADDR:PORT\n"
-	"\n"
-	"Relay UDP between clients on ADDR:PORT and one upstream, the cheapest way\n"
-	"with etrelay's sockets: a benchmark's lower bound, not a relay to run.\n"
-	"Each new client gets a socket connected to the upstream for the rest of\n"
-	"the run; datagrams move with recvmmsg and sendmmsg, GRO and GSO.\n"
-	"\n"
-	"  -l, --listen ADDR:PORT     public address (IPv4 or [IPv6])\n"
-	"  -u, --upstream ADDR:PORT   the game server\n"
-	"  -h, --help                 this text\n";
+    "usage: etrelay-floor --listen ADDR:PORT --upstream ADDR:PORT\n"
+    "\n"
+    "Relay UDP between clients on ADDR:PORT and one upstream, the cheapest way\n"
+    "with etrelay's sockets: a benchmark's lower bound, not a relay to run.\n"
+    "Each new client gets a socket connected to the upstream for the rest of\n"
+    "the run; datagrams move with recvmmsg and sendmmsg, GRO and GSO.\n"
+    "\n"
+    "  -l, --listen ADDR:PORT     public address (IPv4 or [IPv6])\n"
+    "  -u, --upstream ADDR:PORT   the game server\n"
+    "  -h, --help                 this text\n";
 
 struct session {
 	union etr_sockaddr addr; /* the client */
@@ -85,7 +85,7 @@ struct floor {
 static struct session *session_get(struct floor *f, const union etr_sockaddr *from)
 {
 	uint32_t i = (uint32_t)addr_hash(from, f->key) & (FLOOR_SLOTS - 1);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	struct session *s;
 	int fd;
 
@@ -273,7 +273,7 @@ static void on_readable(struct floor *f, int fd, struct session *s)
 
 static int setup(struct floor *f, const union etr_sockaddr *listen)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
 
 	if (getrandom(f->key, sizeof(f->key), 0) != sizeof(f->key))
@@ -375,13 +375,13 @@ static void print_stats(const struct floor *f)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "upstream", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"listen", required_argument, NULL, 'l'},
+	    {"upstream", required_argument, NULL, 'u'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct floor *f = calloc(1, sizeof(*f));
-	union etr_sockaddr listen = { 0 };
+	union etr_sockaddr listen = {0};
 	char a[ADDR_STRLEN];
 	int c, err;
 

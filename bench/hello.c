@@ -22,9 +22,9 @@ static uint8_t *ext(uint8_t *p, unsigned kind, const void *body, size_t len)
 size_t hello_build(uint8_t *out, size_t room, const char *name, size_t size, size_t record)
 {
 	/* The handshake message, then cut into records in place from the back. */
-	static const uint8_t suites[] = { 0x00, 0x06, 0x13, 0x01, 0x13, 0x02, 0x13, 0x03 };
-	static const uint8_t versions[] = { 0x04, 0x03, 0x04, 0x03, 0x03 };
-	static const uint8_t groups[] = { 0x00, 0x04, 0x00, 0x1d, 0x00, 0x17 };
+	static const uint8_t suites[] = {0x00, 0x06, 0x13, 0x01, 0x13, 0x02, 0x13, 0x03};
+	static const uint8_t versions[] = {0x04, 0x03, 0x04, 0x03, 0x03};
+	static const uint8_t groups[] = {0x00, 0x04, 0x00, 0x1d, 0x00, 0x17};
 	uint8_t hs[HELLO_MAX], *p = hs + 4, *xlen, sni[HELLO_NAME_MAX + 5];
 	size_t nlen = strlen(name), used, pad, recs, wire;
 
@@ -39,7 +39,7 @@ size_t hello_build(uint8_t *out, size_t room, const char *name, size_t size, siz
 	*p++ = 0x03;
 	for (unsigned i = 0; i < 32; i++)
 		*p++ = (uint8_t)(i * 7 + 1); /* random */
-	*p++ = 32;                           /* legacy_session_id */
+	*p++ = 32;			     /* legacy_session_id */
 	memset(p, 0xa5, 32);
 	p += 32;
 	memcpy(p, suites, sizeof(suites));
@@ -101,8 +101,8 @@ size_t hello_end_feed(struct hello_end *e, const uint8_t *p, size_t n)
 			e->hs_hdr[e->hs_got++] = p[used++];
 			e->rec_left--;
 			if (e->hs_got == 4) {
-				e->hs_left = (size_t)e->hs_hdr[1] << 16 | (size_t)e->hs_hdr[2] << 8 |
-					     e->hs_hdr[3];
+				e->hs_left = (size_t)e->hs_hdr[1] << 16 |
+					     (size_t)e->hs_hdr[2] << 8 | e->hs_hdr[3];
 				if (e->hs_hdr[0] != 0x01)
 					e->bad = true;
 				else if (e->hs_left == 0)

@@ -13,8 +13,8 @@
 /* Handshake message bytes: at least what the fixed fields, the name and
  * the padding extension's header take; at most 16 KiB (the SNI relay's
  * cap) with room for records of 16 KiB. */
-#define HELLO_MIN 160
-#define HELLO_MAX (64 * 1024)
+#define HELLO_MIN      160
+#define HELLO_MAX      (64 * 1024)
 #define HELLO_NAME_MAX 253
 
 /* Build a ClientHello for `name` whose handshake message is `size` bytes
@@ -29,8 +29,8 @@ size_t hello_build(uint8_t *out, size_t room, const char *name, size_t size, siz
 struct hello_end {
 	uint8_t rec_hdr[5], hs_hdr[4];
 	unsigned rec_got, hs_got; /* header bytes held */
-	size_t rec_left;          /* payload bytes left in this record */
-	size_t hs_left;           /* handshake body bytes left, once hs_got == 4 */
+	size_t rec_left;	  /* payload bytes left in this record */
+	size_t hs_left;		  /* handshake body bytes left, once hs_got == 4 */
 	bool done, bad;
 };
 

@@ -9,9 +9,9 @@
 /* Values below 2^HIST_SUB_BITS are exact; above, each power of two is cut
  * into 2^(HIST_SUB_BITS-1) equal buckets. */
 #define HIST_SUB_BITS 7
-#define HIST_MAX_EXP 40 /* 2^40 ns is about 18 minutes */
-#define HIST_BUCKETS ((1u << HIST_SUB_BITS) + (HIST_MAX_EXP - HIST_SUB_BITS + 1) * \
-		      (1u << (HIST_SUB_BITS - 1)))
+#define HIST_MAX_EXP  40 /* 2^40 ns is about 18 minutes */
+#define HIST_BUCKETS                                                                               \
+	((1u << HIST_SUB_BITS) + (HIST_MAX_EXP - HIST_SUB_BITS + 1) * (1u << (HIST_SUB_BITS - 1)))
 
 struct hist {
 	uint64_t n[HIST_BUCKETS];

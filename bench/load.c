@@ -15,14 +15,14 @@
 #include "hist.h"
 #include "turnc.h"
 
-#define LOAD_BATCH 64          /* datagrams per sendmmsg / recvmmsg */
-#define LOAD_TURN_SENDS 1024   /* datagrams sent per loop turn: receives get a say */
+#define LOAD_BATCH	  64   /* datagrams per sendmmsg / recvmmsg */
+#define LOAD_TURN_SENDS	  1024 /* datagrams sent per loop turn: receives get a say */
 #define LOAD_TURN_BATCHES 4    /* recvmmsg calls per readable socket per turn */
-#define LOAD_EVENTS 256
-#define LOAD_CLIENTS_MAX 20000
-#define LOAD_RBUF 65536        /* the largest datagram or GRO train */
-#define LOAD_SCAN_NS (50 * BENCH_NS_PER_MS)   /* closed-loop timeout scan */
-#define LOAD_MAX_WAIT_NS (10 * BENCH_NS_PER_MS) /* longest sleep in a turn */
+#define LOAD_EVENTS	  256
+#define LOAD_CLIENTS_MAX  20000
+#define LOAD_RBUF	  65536			 /* the largest datagram or GRO train */
+#define LOAD_SCAN_NS	  (50 * BENCH_NS_PER_MS) /* closed-loop timeout scan */
+#define LOAD_MAX_WAIT_NS  (10 * BENCH_NS_PER_MS) /* longest sleep in a turn */
 /* "\xff\xff\xff\xffgetstatus " and the 32-digit challenge. */
 #define LOAD_STORM_SIZE (4 + 10 + BENCH_CHALLENGE_LEN)
 /* allocs: new clients take source ports from this range in turn, below the
@@ -34,63 +34,63 @@
 enum load_model { LOAD_FLAT, LOAD_MATCH, LOAD_STORM, LOAD_ALLOCS };
 enum load_mode { LOAD_CLOSED, LOAD_RATE, LOAD_FLOOD };
 
-static const char *const model_names[] = { "flat", "match", "storm", "allocs" };
-static const char *const mode_names[] = { "closed", "rate", "flood" };
+static const char *const model_names[] = {"flat", "match", "storm", "allocs"};
+static const char *const mode_names[] = {"closed", "rate", "flood"};
 
 static const char usage[] =
-	"usage: etrelay-load --target ADDR:PORT [options]\n"
-	"\n"
-	"Simulate game clients, each with its own source port, against a relay or\n"
-	"a server (etrelay-echo) and report round trips and their latency.\n"
-	"\n"
-	"  -t, --target ADDR:PORT   relay or server (IPv4 or [IPv6])\n"
-	"  -c, --clients N          clients, one source port each (1..20000; 1)\n"
-	"  -s, --size S             datagram bytes (16..65507; 64)\n"
-	"  -w, --window W           closed loop: W in flight per client (1)\n"
-	"  -g, --inflight-max G     closed loop: at most G in flight in all (no cap)\n"
-	"  -r, --rate R             open loop: R datagrams per second in all\n"
-	"  -f, --flood              open loop, as fast as the generator can send\n"
-	"  -m, --model M            flat, match (ET match: 40 small packets/s up per\n"
-	"                           player, snapshots down from etrelay-echo\n"
-	"                           --snapshots 20) or storm (getstatus bursts)\n"
-	"  --up-rate N              match: packets per player per second (40)\n"
-	"  -b, --burst B            storm: getstatus per source in a row (4);\n"
-	"                           flood: datagrams per client per turn (8)\n"
-	"  --churn                  storm: a new source port for every burst\n"
-	"  --turn ADDR:PORT         go through this TURN server over UDP: each client\n"
-	"                           allocates a relayed address with REST credentials,\n"
-	"                           binds a channel to --target (the peer) and sends\n"
-	"                           its datagrams as ChannelData (--size is the\n"
-	"                           payload the peer sees)\n"
-	"  --turn-secret S          the REST secret (default: $ETRELAY_TURN_SECRET)\n"
-	"  --turn-user ID           the userid in the REST username (load)\n"
-	"  --turn-timeout DUR       per TURN request while opening (1s; 3 tries)\n"
-	"  --model allocs           with --turn, no --target: allocations per second,\n"
-	"                           each client an Allocate then a Refresh(0), again\n"
-	"                           and again, one in flight per client (-c is K)\n"
-	"  -d, --duration DUR       measured time (10s)\n"
-	"  --warmup DUR             traffic before measuring (1s)\n"
-	"  --drain DUR              wait for answers after the last send (500ms)\n"
-	"  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
-	"  --source-port P          bind client i to port P+i (kernel picks)\n"
-	"  --id-base N              client i is N+i on the wire; bytes 4-5 of a\n"
-	"                           datagram (a Quake 3 qport) are its low 16 bits,\n"
-	"                           so generators that share a relay take apart\n"
-	"                           ranges (0)\n"
-	"  --source-ips N           IPv4 loopback target: client i sends from\n"
-	"                           127.0.0.1 + (i mod N), N sources for a relay\n"
-	"                           that spreads by source address (1..65536; 1);\n"
-	"                           allocs: each new client from the next one\n"
-	"  --gso                    send runs of datagrams to one destination as UDP\n"
-	"                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
-	"                           modern stack would; receivers get them whole with\n"
-	"                           UDP_GRO or cut back by the kernel\n"
-	"  -j, --json               one JSON object instead of the summary\n"
-	"  -q, --quiet              no progress line\n"
-	"  --marks                  say on stderr when measuring starts and ends\n"
-	"  -h, --help               this text\n"
-	"\n"
-	"DUR is seconds, or a number with us, ms, s or m.\n";
+    "usage: etrelay-load --target ADDR:PORT [options]\n"
+    "\n"
+    "Simulate game clients, each with its own source port, against a relay or\n"
+    "a server (etrelay-echo) and report round trips and their latency.\n"
+    "\n"
+    "  -t, --target ADDR:PORT   relay or server (IPv4 or [IPv6])\n"
+    "  -c, --clients N          clients, one source port each (1..20000; 1)\n"
+    "  -s, --size S             datagram bytes (16..65507; 64)\n"
+    "  -w, --window W           closed loop: W in flight per client (1)\n"
+    "  -g, --inflight-max G     closed loop: at most G in flight in all (no cap)\n"
+    "  -r, --rate R             open loop: R datagrams per second in all\n"
+    "  -f, --flood              open loop, as fast as the generator can send\n"
+    "  -m, --model M            flat, match (ET match: 40 small packets/s up per\n"
+    "                           player, snapshots down from etrelay-echo\n"
+    "                           --snapshots 20) or storm (getstatus bursts)\n"
+    "  --up-rate N              match: packets per player per second (40)\n"
+    "  -b, --burst B            storm: getstatus per source in a row (4);\n"
+    "                           flood: datagrams per client per turn (8)\n"
+    "  --churn                  storm: a new source port for every burst\n"
+    "  --turn ADDR:PORT         go through this TURN server over UDP: each client\n"
+    "                           allocates a relayed address with REST credentials,\n"
+    "                           binds a channel to --target (the peer) and sends\n"
+    "                           its datagrams as ChannelData (--size is the\n"
+    "                           payload the peer sees)\n"
+    "  --turn-secret S          the REST secret (default: $ETRELAY_TURN_SECRET)\n"
+    "  --turn-user ID           the userid in the REST username (load)\n"
+    "  --turn-timeout DUR       per TURN request while opening (1s; 3 tries)\n"
+    "  --model allocs           with --turn, no --target: allocations per second,\n"
+    "                           each client an Allocate then a Refresh(0), again\n"
+    "                           and again, one in flight per client (-c is K)\n"
+    "  -d, --duration DUR       measured time (10s)\n"
+    "  --warmup DUR             traffic before measuring (1s)\n"
+    "  --drain DUR              wait for answers after the last send (500ms)\n"
+    "  --timeout DUR            closed loop: give up on an answer after DUR (1s)\n"
+    "  --source-port P          bind client i to port P+i (kernel picks)\n"
+    "  --id-base N              client i is N+i on the wire; bytes 4-5 of a\n"
+    "                           datagram (a Quake 3 qport) are its low 16 bits,\n"
+    "                           so generators that share a relay take apart\n"
+    "                           ranges (0)\n"
+    "  --source-ips N           IPv4 loopback target: client i sends from\n"
+    "                           127.0.0.1 + (i mod N), N sources for a relay\n"
+    "                           that spreads by source address (1..65536; 1);\n"
+    "                           allocs: each new client from the next one\n"
+    "  --gso                    send runs of datagrams to one destination as UDP\n"
+    "                           GSO trains (Linux 4.18+), as a bulk sender with a\n"
+    "                           modern stack would; receivers get them whole with\n"
+    "                           UDP_GRO or cut back by the kernel\n"
+    "  -j, --json               one JSON object instead of the summary\n"
+    "  -q, --quiet              no progress line\n"
+    "  --marks                  say on stderr when measuring starts and ends\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "DUR is seconds, or a number with us, ms, s or m.\n";
 
 struct load_opts {
 	union bench_sockaddr target;
@@ -102,7 +102,7 @@ struct load_opts {
 	double rate;
 	uint64_t duration, warmup, drain, timeout;
 	bool json, quiet, marks, churn, gso;
-	bool turn;                  /* --turn: through a TURN server */
+	bool turn; /* --turn: through a TURN server */
 	union bench_sockaddr turn_addr;
 	const char *turn_secret, *turn_user;
 	uint64_t turn_timeout;
@@ -111,15 +111,15 @@ struct load_opts {
 struct client {
 	int fd;
 	uint32_t id;
-	uint32_t seq;      /* next sequence number */
-	uint32_t win_base; /* closed loop: answers below this hold no slot */
-	uint32_t inflight; /* closed loop: slots taken */
-	uint64_t progress; /* closed loop: last send or answer (ns) */
-	uint32_t snap_next; /* match: next snapshot number expected */
+	uint32_t seq;		  /* next sequence number */
+	uint32_t win_base;	  /* closed loop: answers below this hold no slot */
+	uint32_t inflight;	  /* closed loop: slots taken */
+	uint64_t progress;	  /* closed loop: last send or answer (ns) */
+	uint32_t snap_next;	  /* match: next snapshot number expected */
 	uint32_t up_seen, up_top; /* match: the server's view, last snapshot */
 	bool snap_any;
-	bool ready;        /* closed loop: in the ready queue */
-	bool used;         /* storm: has sent since its socket opened */
+	bool ready;	   /* closed loop: in the ready queue */
+	bool used;	   /* storm: has sent since its socket opened */
 	uint8_t retries;   /* allocs: challenges in a row */
 	uint64_t cycle_t0; /* allocs: when this Allocate began */
 };
@@ -127,7 +127,7 @@ struct client {
 /* What one measurement window counted. */
 struct load_count {
 	uint64_t sent, received, misdelivered, bad, send_errors, refused, behind, timeouts;
-	uint64_t gaps, reordered; /* match: snapshots missing / out of order */
+	uint64_t gaps, reordered;	      /* match: snapshots missing / out of order */
 	uint64_t deleted, challenges, errors; /* allocs: Refresh(0) done, 401/438, errors */
 };
 
@@ -149,7 +149,7 @@ struct load {
 
 	/* open loop */
 	uint64_t issued; /* datagrams due so far, sent or skipped */
-	unsigned rr;     /* next client, round robin */
+	unsigned rr;	 /* next client, round robin */
 	unsigned burst_left;
 
 	struct mmsghdr smsg[LOAD_BATCH];
@@ -167,9 +167,9 @@ struct load {
 	unsigned churn_port; /* allocs: the next source port to try */
 	unsigned churn_ip;   /* allocs: the next of --source-ips */
 	struct turnc_cred cred;
-	struct turnc *tc;  /* one per client */
+	struct turnc *tc; /* one per client */
 	uint64_t codes[LOAD_CODES];
-	uint64_t open_ns;  /* how long opening the allocations took */
+	uint64_t open_ns; /* how long opening the allocations took */
 	uint8_t treq[TURNC_REQ_MAX];
 
 	/* progress line */
@@ -204,7 +204,7 @@ static struct client *ready_pop(struct load *l)
 static int client_open(struct load *l, struct client *c)
 {
 	const union bench_sockaddr *t = l->o.turn ? &l->o.turn_addr : &l->o.target;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = c->id };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = c->id};
 	int fd, err;
 
 	fd = socket(t->sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -223,12 +223,13 @@ static int client_open(struct load *l, struct client *c)
 		/* A new client from the next loopback address too: a server
 		 * that limits 401s per source IP sees many hosts. */
 		if (l->o.source_ips && t->sa.sa_family == AF_INET)
-			b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
-						     l->churn_ip++ % l->o.source_ips);
+			b.in.sin_addr.s_addr =
+			    htonl(INADDR_LOOPBACK + l->churn_ip++ % l->o.source_ips);
 		for (tries = 0; tries < 64; tries++) {
 			uint16_t port = (uint16_t)l->churn_port;
 
-			l->churn_port = port >= LOAD_CHURN_PORT_MAX ? LOAD_CHURN_PORT_MIN : port + 1;
+			l->churn_port =
+			    port >= LOAD_CHURN_PORT_MAX ? LOAD_CHURN_PORT_MIN : port + 1;
 			b.in.sin_port = htons(port); /* sin6_port is at the same place */
 			if (bind(fd, &b.sa, bench_addr_len(&b)) == 0)
 				break;
@@ -249,8 +250,8 @@ static int client_open(struct load *l, struct client *c)
 			b.in.sin_port = htons(port);
 			/* 127/8 is the loopback's whole: any of it is a source. */
 			if (l->o.source_ips)
-				b.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK +
-							     c->id % l->o.source_ips);
+				b.in.sin_addr.s_addr =
+				    htonl(INADDR_LOOPBACK + c->id % l->o.source_ips);
 		}
 		if (bind(fd, &b.sa, bench_addr_len(&b)) < 0)
 			goto fail;
@@ -291,7 +292,7 @@ static unsigned send_trains(struct load *l, int fd, unsigned k, int *err)
 
 	while (off < k && l->gso) {
 		unsigned t = bench_gso_run(l->siov + off, k - off);
-		struct msghdr m = { .msg_iov = l->siov + off, .msg_iovlen = t };
+		struct msghdr m = {.msg_iov = l->siov + off, .msg_iovlen = t};
 		union gso_ctl ctl;
 
 		if (t > 1)
@@ -301,8 +302,9 @@ static unsigned send_trains(struct load *l, int fd, unsigned k, int *err)
 			if (t == 1 || !bench_gso_refused(*err))
 				return off;
 			l->gso = false;
-			fprintf(stderr, "etrelay-load: --gso: a train of %u x %zu B failed: %s; "
-					"sending one datagram at a time from here\n",
+			fprintf(stderr,
+				"etrelay-load: --gso: a train of %u x %zu B failed: %s; "
+				"sending one datagram at a time from here\n",
 				t, l->siov[off].iov_len, strerror(-*err));
 			*err = 0;
 			break;
@@ -336,8 +338,8 @@ static unsigned send_from(struct load *l, struct client *c, unsigned k)
 		}
 		if (l->o.model == LOAD_STORM)
 			l->siov[i].iov_len = (size_t)snprintf(
-				(char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx", l->o.id_base + c->id,
-				c->seq + i, (unsigned long long)now);
+			    (char *)p, 64, "\xff\xff\xff\xffgetstatus %08x%08x%016llx",
+			    l->o.id_base + c->id, c->seq + i, (unsigned long long)now);
 		else
 			bench_hdr_put(p, l->o.model == LOAD_MATCH ? BENCH_GAME : BENCH_ECHO,
 				      l->o.id_base + c->id, c->seq + i, now);
@@ -393,8 +395,7 @@ static bool status_hdr(const uint8_t *p, size_t n, struct bench_hdr *h)
 	return false;
 }
 
-static void on_answer(struct load *l, struct client *c, const uint8_t *p, size_t n,
-		      uint64_t now)
+static void on_answer(struct load *l, struct client *c, const uint8_t *p, size_t n, uint64_t now)
 {
 	struct bench_hdr h;
 	bool ok = l->o.model == LOAD_STORM ? status_hdr(p, n, &h) : bench_hdr_get(p, n, &h);
@@ -726,13 +727,17 @@ static void progress(struct load *l, uint64_t now)
 		return;
 	/* Only runs longer than a few seconds get a progress line. */
 	if (l->m1 + l->o.drain - l->t0 > 3 * BENCH_NS_PER_SEC)
-		fprintf(stderr,
-			"%5.1fs %-8s sent %8llu/s  answers %8llu/s  p99 %8.1f us  in flight %llu   %s",
-			secs, !l->measuring ? "warm-up" : l->sending ? "measure" : "drain",
-			(unsigned long long)(l->m.sent - l->last.sent),
-			(unsigned long long)(l->m.received - l->last.received),
-			(double)hist_quantile(&l->ih, 0.99) / 1e3, (unsigned long long)l->inflight,
-			end);
+		fprintf(
+		    stderr,
+		    "%5.1fs %-8s sent %8llu/s  answers %8llu/s  p99 %8.1f us  in flight %llu   %s",
+		    secs,
+		    !l->measuring ? "warm-up"
+		    : l->sending  ? "measure"
+				  : "drain",
+		    (unsigned long long)(l->m.sent - l->last.sent),
+		    (unsigned long long)(l->m.received - l->last.received),
+		    (double)hist_quantile(&l->ih, 0.99) / 1e3, (unsigned long long)l->inflight,
+		    end);
 	l->last = l->m;
 	hist_reset(&l->ih);
 	l->next_progress += BENCH_NS_PER_SEC;
@@ -763,7 +768,8 @@ static uint64_t wait_ns(const struct load *l, uint64_t now)
 		    (!l->o.inflight_max || l->inflight < l->o.inflight_max))
 			return 0;
 		if (l->o.mode == LOAD_RATE) {
-			uint64_t next = l->t0 + (uint64_t)((double)(l->issued + 1) * 1e9 / l->o.rate);
+			uint64_t next =
+			    l->t0 + (uint64_t)((double)(l->issued + 1) * 1e9 / l->o.rate);
 			w = next > now ? next - now : 0;
 		}
 	}
@@ -881,7 +887,8 @@ static void report(const struct load *l)
 			up_seen += l->c[i].up_seen;
 		}
 		lost = m->gaps;
-		loss = m->received + m->gaps ? (double)m->gaps / (double)(m->received + m->gaps) : 0;
+		loss =
+		    m->received + m->gaps ? (double)m->gaps / (double)(m->received + m->gaps) : 0;
 	}
 	up_lost = up_top > up_seen ? up_top - up_seen : 0;
 	bench_addr_str(&o->target.sa, a);
@@ -898,8 +905,8 @@ static void report(const struct load *l)
 		       model_names[o->model], mode_names[o->mode], a,
 		       o->target.sa.sa_family == AF_INET6 ? "ipv6" : "ipv4", o->clients,
 		       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
-		       o->mode == LOAD_CLOSED ? o->window : 0, o->inflight_max, o->rate,
-		       o->burst, o->churn ? "true" : "false", (double)o->warmup / 1e9, secs,
+		       o->mode == LOAD_CLOSED ? o->window : 0, o->inflight_max, o->rate, o->burst,
+		       o->churn ? "true" : "false", (double)o->warmup / 1e9, secs,
 		       (unsigned long long)m->sent, (unsigned long long)m->received,
 		       (unsigned long long)lost, loss, (double)m->received / secs,
 		       us(hist_quantile(&l->h, 0.5)), us(hist_quantile(&l->h, 0.99)),
@@ -930,7 +937,8 @@ static void report(const struct load *l)
 			       (unsigned long long)m->challenges, (unsigned long long)m->errors);
 			for (unsigned i = 0; i < LOAD_CODES; i++)
 				if (l->codes[i]) {
-					printf("%s\"%u\":%llu", sep, i, (unsigned long long)l->codes[i]);
+					printf("%s\"%u\":%llu", sep, i,
+					       (unsigned long long)l->codes[i]);
 					sep = ",";
 				}
 			printf("}");
@@ -953,8 +961,10 @@ static void report(const struct load *l)
 		printf(" flat out");
 	printf(", %u B%s, %.2f s after %.2f s warm-up\n",
 	       o->model == LOAD_STORM ? LOAD_STORM_SIZE : o->size,
-	       l->gso ? " in GSO trains" : o->gso ? " (GSO refused: one at a time)" : "", secs,
-	       (double)o->warmup / 1e9);
+	       l->gso	? " in GSO trains"
+	       : o->gso ? " (GSO refused: one at a time)"
+			: "",
+	       secs, (double)o->warmup / 1e9);
 	if (o->model == LOAD_MATCH) {
 		printf("  up        sent %llu; server got %llu of %llu (lost %llu, whole run)\n",
 		       (unsigned long long)m->sent, (unsigned long long)up_seen,
@@ -962,8 +972,7 @@ static void report(const struct load *l)
 		printf("  down      snapshots %llu (%.0f/s), missing %llu (%.3f %%), "
 		       "out of order %llu\n",
 		       (unsigned long long)m->received, (double)m->received / secs,
-		       (unsigned long long)m->gaps, 100 * loss,
-		       (unsigned long long)m->reordered);
+		       (unsigned long long)m->gaps, 100 * loss, (unsigned long long)m->reordered);
 		printf("  one-way   ");
 	} else {
 		printf("  sent        %llu\n  received    %llu (lost %llu, %.3f %%)\n"
@@ -1038,8 +1047,9 @@ static int setup(struct load *l)
 
 	err = bench_raise_nofile(o->clients + 64);
 	if (err < 0) {
-		fprintf(stderr, "etrelay-load: %u clients need %u file descriptors: %s "
-				"(raise ulimit -n)\n",
+		fprintf(stderr,
+			"etrelay-load: %u clients need %u file descriptors: %s "
+			"(raise ulimit -n)\n",
 			o->clients, o->clients + 64, strerror(-err));
 		return err;
 	}
@@ -1074,8 +1084,8 @@ static int setup(struct load *l)
 		err = client_open(l, c);
 		if (err < 0) {
 			fprintf(stderr, "etrelay-load: client %u: socket to %s%s: %s%s\n", i,
-				bench_addr_str(&o->target.sa, a), o->source_port ? " from port" : "",
-				strerror(-err),
+				bench_addr_str(&o->target.sa, a),
+				o->source_port ? " from port" : "", strerror(-err),
 				err == -EADDRINUSE ? " (pick another --source-port)" : "");
 			return err;
 		}
@@ -1087,8 +1097,9 @@ static int setup(struct load *l)
 	if (o->gso) {
 		l->gso = gso_supported();
 		if (!l->gso)
-			fprintf(stderr, "etrelay-load: --gso: this kernel has no UDP GSO "
-					"(UDP_SEGMENT, Linux 4.18+); sending one datagram at a time\n");
+			fprintf(stderr,
+				"etrelay-load: --gso: this kernel has no UDP GSO "
+				"(UDP_SEGMENT, Linux 4.18+); sending one datagram at a time\n");
 	}
 	hist_reset(&l->h);
 	hist_reset(&l->ih);
@@ -1115,37 +1126,37 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long lo, uns
 static int parse_args(struct load_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "target", required_argument, NULL, 't' },
-		{ "clients", required_argument, NULL, 'c' },
-		{ "size", required_argument, NULL, 's' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "inflight-max", required_argument, NULL, 'g' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "flood", no_argument, NULL, 'f' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "up-rate", required_argument, NULL, 'U' },
-		{ "burst", required_argument, NULL, 'b' },
-		{ "churn", no_argument, NULL, 'C' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "warmup", required_argument, NULL, 'W' },
-		{ "drain", required_argument, NULL, 'D' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "source-port", required_argument, NULL, 'P' },
-		{ "source-ips", required_argument, NULL, 'S' },
-		{ "id-base", required_argument, NULL, 'I' },
-		{ "gso", no_argument, NULL, 'G' },
-		{ "turn", required_argument, NULL, 'X' },
-		{ "turn-secret", required_argument, NULL, 'K' },
-		{ "turn-user", required_argument, NULL, 'Y' },
-		{ "turn-timeout", required_argument, NULL, 'Z' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "marks", no_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"target", required_argument, NULL, 't'},
+	    {"clients", required_argument, NULL, 'c'},
+	    {"size", required_argument, NULL, 's'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"inflight-max", required_argument, NULL, 'g'},
+	    {"rate", required_argument, NULL, 'r'},
+	    {"flood", no_argument, NULL, 'f'},
+	    {"model", required_argument, NULL, 'm'},
+	    {"up-rate", required_argument, NULL, 'U'},
+	    {"burst", required_argument, NULL, 'b'},
+	    {"churn", no_argument, NULL, 'C'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"warmup", required_argument, NULL, 'W'},
+	    {"drain", required_argument, NULL, 'D'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"source-port", required_argument, NULL, 'P'},
+	    {"source-ips", required_argument, NULL, 'S'},
+	    {"id-base", required_argument, NULL, 'I'},
+	    {"gso", no_argument, NULL, 'G'},
+	    {"turn", required_argument, NULL, 'X'},
+	    {"turn-secret", required_argument, NULL, 'K'},
+	    {"turn-user", required_argument, NULL, 'Y'},
+	    {"turn-timeout", required_argument, NULL, 'Z'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"marks", no_argument, NULL, 'M'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	/* in the order of enum load_model */
-	static const char *const models[] = { "flat", "match", "storm", "allocs", NULL };
+	static const char *const models[] = {"flat", "match", "storm", "allocs", NULL};
 	bool have_target = false, have_window = false, have_burst = false;
 	unsigned rate = 0;
 	int c, k;
@@ -1288,8 +1299,10 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 		return -1;
 	}
 	if (o->turn && o->size > BENCH_MAX_DGRAM - STUN_CHAN_HDR_LEN) {
-		fprintf(stderr, "etrelay-load: --turn: --size at most %u (4 bytes go to the "
-				"ChannelData header)\n", BENCH_MAX_DGRAM - STUN_CHAN_HDR_LEN);
+		fprintf(stderr,
+			"etrelay-load: --turn: --size at most %u (4 bytes go to the "
+			"ChannelData header)\n",
+			BENCH_MAX_DGRAM - STUN_CHAN_HDR_LEN);
 		return -1;
 	}
 	if (o->duration == 0) {
@@ -1306,9 +1319,9 @@ static int parse_args(struct load_opts *o, int argc, char **argv)
 			o->id_base, o->clients, BENCH_ID_MAX);
 		return -1;
 	}
-	if (o->source_ips > 1 && ((o->turn ? &o->turn_addr : &o->target)->sa.sa_family != AF_INET ||
-				  (ntohl((o->turn ? &o->turn_addr : &o->target)->in.sin_addr.s_addr) >>
-				   24) != 127)) {
+	if (o->source_ips > 1 &&
+	    ((o->turn ? &o->turn_addr : &o->target)->sa.sa_family != AF_INET ||
+	     (ntohl((o->turn ? &o->turn_addr : &o->target)->in.sin_addr.s_addr) >> 24) != 127)) {
 		fprintf(stderr, "etrelay-load: --source-ips wants an IPv4 loopback target "
 				"(127.0.0.0/8)\n");
 		return -1;

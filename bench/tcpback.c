@@ -19,40 +19,40 @@
 #include "bench.h"
 #include "hello.h"
 
-#define BACK_EVENTS 256
-#define BACK_ACCEPTS 64         /* accept4 calls per wake-up */
-#define BACK_BUF (256 * 1024)   /* receive and send buffer */
-#define BACK_TURN_BYTES (1 << 20) /* bytes per connection per wake-up */
-#define BACK_CONNS_MAX 200000
+#define BACK_EVENTS	256
+#define BACK_ACCEPTS	64	     /* accept4 calls per wake-up */
+#define BACK_BUF	(256 * 1024) /* receive and send buffer */
+#define BACK_TURN_BYTES (1 << 20)    /* bytes per connection per wake-up */
+#define BACK_CONNS_MAX	200000
 #define BACK_LISTEN_TAG UINT32_MAX
 #define BACK_SIGNAL_TAG (UINT32_MAX - 1)
 
 enum back_mode { BACK_ANSWER, BACK_SINK, BACK_SOURCE };
 
 static const char usage[] =
-	"usage: etrelay-tcpback --listen ADDR:PORT [options]\n"
-	"\n"
-	"A TLS service stand-in behind an SNI relay: reads the ClientHello, then\n"
-	"answers, sinks or sources bytes. For etrelay-tcpload and bench/compare-sni.\n"
-	"\n"
-	"  -l, --listen ADDR:PORT   address to serve (IPv4 or [IPv6])\n"
-	"  -a, --answer N           after the hello, send N bytes and close (1024)\n"
-	"  --hold                   with --answer: keep the connection open after\n"
-	"                           the answer until the peer closes (idle clients)\n"
-	"  --sink                   after the hello, read and discard until the peer\n"
-	"                           closes\n"
-	"  --source                 after the hello, send without end (and discard\n"
-	"                           what comes) until the peer closes\n"
-	"  -d, --duration DUR       exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
-	"  -q, --quiet              no statistics at exit\n"
-	"  -h, --help               this text\n";
+    "usage: etrelay-tcpback --listen ADDR:PORT [options]\n"
+    "\n"
+    "A TLS service stand-in behind an SNI relay: reads the ClientHello, then\n"
+    "answers, sinks or sources bytes. For etrelay-tcpload and bench/compare-sni.\n"
+    "\n"
+    "  -l, --listen ADDR:PORT   address to serve (IPv4 or [IPv6])\n"
+    "  -a, --answer N           after the hello, send N bytes and close (1024)\n"
+    "  --hold                   with --answer: keep the connection open after\n"
+    "                           the answer until the peer closes (idle clients)\n"
+    "  --sink                   after the hello, read and discard until the peer\n"
+    "                           closes\n"
+    "  --source                 after the hello, send without end (and discard\n"
+    "                           what comes) until the peer closes\n"
+    "  -d, --duration DUR       exit after DUR (0 or none: at SIGTERM/SIGINT)\n"
+    "  -q, --quiet              no statistics at exit\n"
+    "  -h, --help               this text\n";
 
 enum conn_state { CONN_FREE, CONN_HELLO, CONN_ANSWER, CONN_HOLD, CONN_SINK, CONN_SOURCE };
 
 struct conn {
 	enum conn_state state;
 	bool out_armed; /* EPOLLOUT asked for */
-	size_t left;    /* answer bytes still to send */
+	size_t left;	/* answer bytes still to send */
 	struct hello_end he;
 };
 
@@ -77,7 +77,7 @@ static void conn_close(struct back *b, int fd)
 
 static void arm_out(struct back *b, int fd, bool on)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0u) };
+	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0u)};
 
 	if (b->c[fd].out_armed == on)
 		return;
@@ -183,7 +183,7 @@ static void on_readable(struct back *b, int fd)
 static void on_accept(struct back *b)
 {
 	for (int i = 0; i < BACK_ACCEPTS; i++) {
-		struct epoll_event ev = { .events = EPOLLIN };
+		struct epoll_event ev = {.events = EPOLLIN};
 		int fd = accept4(b->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0)
@@ -207,7 +207,7 @@ static void on_accept(struct back *b)
 
 static int setup(struct back *b, const union bench_sockaddr *addr)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
 	int one = 1;
 
@@ -282,15 +282,15 @@ static void run(struct back *b)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "answer", required_argument, NULL, 'a' },
-		{ "hold", no_argument, NULL, 'H' },
-		{ "sink", no_argument, NULL, 'S' },
-		{ "source", no_argument, NULL, 'O' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"listen", required_argument, NULL, 'l'},
+	    {"answer", required_argument, NULL, 'a'},
+	    {"hold", no_argument, NULL, 'H'},
+	    {"sink", no_argument, NULL, 'S'},
+	    {"source", no_argument, NULL, 'O'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct back *b = calloc(1, sizeof(*b));
 	union bench_sockaddr listen;
@@ -312,7 +312,8 @@ int main(int argc, char **argv)
 			have_listen = true;
 			break;
 		case 'a':
-			if (bench_opt_uint("etrelay-tcpback", "answer", optarg, 0, 1u << 30, &v) < 0)
+			if (bench_opt_uint("etrelay-tcpback", "answer", optarg, 0, 1u << 30, &v) <
+			    0)
 				return 2;
 			b->answer = v;
 			break;

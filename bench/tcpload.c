@@ -20,61 +20,61 @@
 #include "hello.h"
 #include "hist.h"
 
-#define TL_EVENTS 256
-#define TL_CONNS_MAX 100000
-#define TL_BUF (256 * 1024)          /* bulk send buffer; receive buffer */
-#define TL_TURN_BYTES (1 << 20)      /* bulk: bytes per connection per wake-up */
-#define TL_SCAN_NS (50 * BENCH_NS_PER_MS)
+#define TL_EVENTS      256
+#define TL_CONNS_MAX   100000
+#define TL_BUF	       (256 * 1024) /* bulk send buffer; receive buffer */
+#define TL_TURN_BYTES  (1 << 20)    /* bulk: bytes per connection per wake-up */
+#define TL_SCAN_NS     (50 * BENCH_NS_PER_MS)
 #define TL_MAX_WAIT_NS (10 * BENCH_NS_PER_MS)
-#define TL_SIGNAL_TAG UINT32_MAX
+#define TL_SIGNAL_TAG  UINT32_MAX
 
 enum tl_mode { TL_CONN, TL_BULK, TL_IDLE };
 enum tl_dir { TL_UP = 1, TL_DOWN = 2, TL_BOTH = 3 };
 
 #define PROG "etrelay-tcpload"
 
-static const char *const mode_names[] = { "conn", "bulk", "idle" };
-static const char *const dir_names[] = { "", "up", "down", "both" };
+static const char *const mode_names[] = {"conn", "bulk", "idle"};
+static const char *const dir_names[] = {"", "up", "down", "both"};
 
 static const char usage[] =
-	"usage: etrelay-tcpload --target ADDR:PORT [options]\n"
-	"\n"
-	"TLS clients for an SNI relay (no TLS beyond the ClientHello): connection\n"
-	"rate, bulk throughput or idle connections, with etrelay-tcpback behind.\n"
-	"\n"
-	"  -t, --target ADDR:PORT   the relay (or etrelay-tcpback itself)\n"
-	"  -m, --mode M             conn: C connections at once, each sends the\n"
-	"                           hello, reads the answer to EOF and closes, a new\n"
-	"                           one in its place (default);\n"
-	"                           bulk: C connections stream bytes for the whole\n"
-	"                           run (backend --sink for up, --source for down);\n"
-	"                           idle: open C connections, each reads --expect\n"
-	"                           bytes, then hold them until --duration ends or\n"
-	"                           SIGTERM\n"
-	"  -c, --conns C            connections at once (1..100000; 100)\n"
-	"  -n, --sni NAME           server name in the hello (svc1.example.com)\n"
-	"  --hello-size B           handshake message bytes (1800, like a browser\n"
-	"                           with a post-quantum key share; 160..65536)\n"
-	"  --record B               TLS record payload at most B bytes (16384)\n"
-	"  -e, --expect N           conn: answer bytes each connection must read\n"
-	"                           before EOF (1024); idle: bytes to read before\n"
-	"                           it counts as open (1)\n"
-	"  --dir D                  bulk: up, down or both (up)\n"
-	"  -g, --opening-max G      idle: at most G connections opening at once (256)\n"
-	"  -d, --duration DUR       measured time; idle: how long to hold (5s)\n"
-	"  --warmup DUR             traffic before measuring (1s)\n"
-	"  --drain DUR              conn: wait for the last ones after (1s)\n"
-	"  --timeout DUR            a connection that makes no progress for DUR\n"
-	"                           fails (5s)\n"
-	"  --source-ips N           IPv4 loopback target: connection i comes from\n"
-	"                           127.0.0.1 + (i mod N) (1..65536; 1)\n"
-	"  -j, --json               one JSON object instead of the summary\n"
-	"  -q, --quiet              nothing on stderr but errors and marks\n"
-	"  --marks                  say on stderr when measuring starts and ends\n"
-	"                           (idle: when all are open)\n"
-	"  -h, --help               this text\n"
-	"\n"
-	"DUR is seconds, or a number with us, ms, s or m.\n";
+    "usage: etrelay-tcpload --target ADDR:PORT [options]\n"
+    "\n"
+    "TLS clients for an SNI relay (no TLS beyond the ClientHello): connection\n"
+    "rate, bulk throughput or idle connections, with etrelay-tcpback behind.\n"
+    "\n"
+    "  -t, --target ADDR:PORT   the relay (or etrelay-tcpback itself)\n"
+    "  -m, --mode M             conn: C connections at once, each sends the\n"
+    "                           hello, reads the answer to EOF and closes, a new\n"
+    "                           one in its place (default);\n"
+    "                           bulk: C connections stream bytes for the whole\n"
+    "                           run (backend --sink for up, --source for down);\n"
+    "                           idle: open C connections, each reads --expect\n"
+    "                           bytes, then hold them until --duration ends or\n"
+    "                           SIGTERM\n"
+    "  -c, --conns C            connections at once (1..100000; 100)\n"
+    "  -n, --sni NAME           server name in the hello (svc1.example.com)\n"
+    "  --hello-size B           handshake message bytes (1800, like a browser\n"
+    "                           with a post-quantum key share; 160..65536)\n"
+    "  --record B               TLS record payload at most B bytes (16384)\n"
+    "  -e, --expect N           conn: answer bytes each connection must read\n"
+    "                           before EOF (1024); idle: bytes to read before\n"
+    "                           it counts as open (1)\n"
+    "  --dir D                  bulk: up, down or both (up)\n"
+    "  -g, --opening-max G      idle: at most G connections opening at once (256)\n"
+    "  -d, --duration DUR       measured time; idle: how long to hold (5s)\n"
+    "  --warmup DUR             traffic before measuring (1s)\n"
+    "  --drain DUR              conn: wait for the last ones after (1s)\n"
+    "  --timeout DUR            a connection that makes no progress for DUR\n"
+    "                           fails (5s)\n"
+    "  --source-ips N           IPv4 loopback target: connection i comes from\n"
+    "                           127.0.0.1 + (i mod N) (1..65536; 1)\n"
+    "  -j, --json               one JSON object instead of the summary\n"
+    "  -q, --quiet              nothing on stderr but errors and marks\n"
+    "  --marks                  say on stderr when measuring starts and ends\n"
+    "                           (idle: when all are open)\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "DUR is seconds, or a number with us, ms, s or m.\n";
 
 struct tl_opts {
 	union bench_sockaddr target;
@@ -93,8 +93,8 @@ struct tconn {
 	int fd;
 	enum tc_state state;
 	bool out_armed;
-	size_t sent; /* hello bytes sent */
-	size_t got;  /* answer bytes read */
+	size_t sent;	   /* hello bytes sent */
+	size_t got;	   /* answer bytes read */
 	uint64_t t0, seen; /* started; last progress */
 };
 
@@ -115,10 +115,10 @@ struct tl {
 	uint64_t t0, m0, m1, end, next_scan;
 	bool measuring, sending, stop;
 	unsigned started, opening, holding; /* idle: opened so far, in progress, done */
-	unsigned live;                      /* connections open */
-	struct tl_count all, m;             /* the whole run; the measured window */
-	struct hist h;                      /* conn: connect to EOF, measured window */
-	uint64_t t_all_open;                /* idle: when the last one was open */
+	unsigned live;			    /* connections open */
+	struct tl_count all, m;		    /* the whole run; the measured window */
+	struct hist h;			    /* conn: connect to EOF, measured window */
+	uint64_t t_all_open;		    /* idle: when the last one was open */
 };
 
 static void fail(struct tl *l, struct tconn *c, uint64_t *all_ctr, uint64_t *m_ctr);
@@ -140,7 +140,7 @@ static void close_conn(struct tl *l, struct tconn *c)
 
 static void set_events(struct tl *l, struct tconn *c, bool out)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0u) };
+	struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u)};
 
 	if (c->out_armed == out)
 		return;
@@ -198,13 +198,13 @@ static void send_hello(struct tl *l, struct tconn *c)
 static int open_conn(struct tl *l, uint32_t i)
 {
 	struct tconn *c = &l->c[i];
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT };
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT};
 	int fd = socket(l->o.target.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
 	if (l->o.source_ips > 1) {
-		union bench_sockaddr src = { .in = { .sin_family = AF_INET } };
+		union bench_sockaddr src = {.in = {.sin_family = AF_INET}};
 		int one = 1;
 
 		src.in.sin_addr.s_addr = htonl(0x7f000001u + (l->started % l->o.source_ips));
@@ -395,11 +395,12 @@ static void run(struct tl *l)
 				l->m1 = now + l->o.duration;
 				l->end = l->m1;
 				if (l->o.marks)
-					fprintf(stderr, "etrelay-tcpload: holding %u\n", l->holding);
+					fprintf(stderr, "etrelay-tcpload: holding %u\n",
+						l->holding);
 			}
 		} else if (!l->measuring && now >= l->m0) {
 			l->measuring = true;
-			l->m = (struct tl_count){ 0 };
+			l->m = (struct tl_count){0};
 			if (l->o.marks)
 				fputs("etrelay-tcpload: measuring\n", stderr);
 		}
@@ -451,8 +452,8 @@ static void report(const struct tl *l)
 	const struct tl_count *m = &l->m;
 	double secs = (double)o->duration / 1e9;
 	uint64_t fails = m->fail_connect + m->fail_reset + m->fail_short + m->fail_timeout;
-	uint64_t fails_all = l->all.fail_connect + l->all.fail_reset + l->all.fail_short +
-			     l->all.fail_timeout;
+	uint64_t fails_all =
+	    l->all.fail_connect + l->all.fail_reset + l->all.fail_short + l->all.fail_timeout;
 	double gb = (double)(m->bytes_up + m->bytes_down) / 1e9;
 	char a[BENCH_ADDR_STRLEN];
 
@@ -470,16 +471,14 @@ static void report(const struct tl *l)
 		       (double)o->warmup / 1e9, secs, (unsigned long long)m->completed,
 		       (double)m->completed / secs, (unsigned long long)fails,
 		       (unsigned long long)fails_all, (unsigned long long)l->all.fail_connect,
-		       (unsigned long long)l->all.fail_reset,
-		       (unsigned long long)l->all.fail_short,
+		       (unsigned long long)l->all.fail_reset, (unsigned long long)l->all.fail_short,
 		       (unsigned long long)l->all.fail_timeout,
 		       (double)hist_quantile(&l->h, 0.5) / 1e3,
 		       (double)hist_quantile(&l->h, 0.99) / 1e3,
 		       (double)hist_quantile(&l->h, 0.999) / 1e3, (double)l->h.max / 1e3,
-		       o->mode == TL_BULK ? dir_names[o->dir] : "",
-		       (unsigned long long)m->bytes_up, (unsigned long long)m->bytes_down,
-		       o->mode == TL_BULK ? gb / secs : 0.0, l->holding,
-		       l->t_all_open ? (double)(l->t_all_open - l->t0) / 1e9 : 0.0,
+		       o->mode == TL_BULK ? dir_names[o->dir] : "", (unsigned long long)m->bytes_up,
+		       (unsigned long long)m->bytes_down, o->mode == TL_BULK ? gb / secs : 0.0,
+		       l->holding, l->t_all_open ? (double)(l->t_all_open - l->t0) / 1e9 : 0.0,
 		       o->source_ips ? o->source_ips : 1);
 		return;
 	}
@@ -508,30 +507,30 @@ static void report(const struct tl *l)
 static int parse_args(struct tl_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "target", required_argument, NULL, 't' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "conns", required_argument, NULL, 'c' },
-		{ "sni", required_argument, NULL, 'n' },
-		{ "hello-size", required_argument, NULL, 'Z' },
-		{ "record", required_argument, NULL, 'R' },
-		{ "expect", required_argument, NULL, 'e' },
-		{ "dir", required_argument, NULL, 'X' },
-		{ "opening-max", required_argument, NULL, 'g' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "warmup", required_argument, NULL, 'W' },
-		{ "drain", required_argument, NULL, 'D' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "source-ips", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "marks", no_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"target", required_argument, NULL, 't'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"conns", required_argument, NULL, 'c'},
+	    {"sni", required_argument, NULL, 'n'},
+	    {"hello-size", required_argument, NULL, 'Z'},
+	    {"record", required_argument, NULL, 'R'},
+	    {"expect", required_argument, NULL, 'e'},
+	    {"dir", required_argument, NULL, 'X'},
+	    {"opening-max", required_argument, NULL, 'g'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"warmup", required_argument, NULL, 'W'},
+	    {"drain", required_argument, NULL, 'D'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"source-ips", required_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"marks", no_argument, NULL, 'M'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool have_target = false, have_expect = false;
 	/* in the order of enum tl_mode and of enum tl_dir */
-	static const char *const modes[] = { "conn", "bulk", "idle", NULL };
-	static const char *const dirs[] = { "up", "down", "both", NULL };
+	static const char *const modes[] = {"conn", "bulk", "idle", NULL};
+	static const char *const dirs[] = {"up", "down", "both", NULL};
 	unsigned long v;
 	int c, k;
 
@@ -652,12 +651,12 @@ static int parse_args(struct tl_opts *o, int argc, char **argv)
 
 static int setup(struct tl *l)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
 	int err;
 
-	l->hello_len = hello_build(l->hello, sizeof(l->hello), l->o.sni, l->o.hello_size,
-				   l->o.record);
+	l->hello_len =
+	    hello_build(l->hello, sizeof(l->hello), l->o.sni, l->o.hello_size, l->o.record);
 	if (!l->hello_len) {
 		fprintf(stderr, "etrelay-tcpload: no hello of %zu bytes for %s\n", l->o.hello_size,
 			l->o.sni);

@@ -78,7 +78,7 @@ static size_t finish(struct turnc *t, struct stun_builder *b)
 size_t turnc_allocate(struct turnc *t, uint8_t *buf)
 {
 	struct stun_builder b;
-	uint8_t udp[4] = { STUN_TRANSPORT_UDP, 0, 0, 0 };
+	uint8_t udp[4] = {STUN_TRANSPORT_UDP, 0, 0, 0};
 
 	begin(t, &b, buf, STUN_ALLOCATE);
 	stun_add_attr(&b, STUN_A_REQUESTED_TRANSPORT, udp, sizeof(udp));
@@ -158,7 +158,8 @@ enum turnc_result turnc_answer(struct turnc *t, const uint8_t *p, size_t n, int 
 		if (relayed && m.method == STUN_ALLOCATE) {
 			union etr_sockaddr sa;
 
-			if (!stun_has(m.xor_relayed) || stun_get_xor_addr(&m, m.xor_relayed, &sa) != 0)
+			if (!stun_has(m.xor_relayed) ||
+			    stun_get_xor_addr(&m, m.xor_relayed, &sa) != 0)
 				return TURNC_BAD;
 			memcpy(relayed, &sa, sizeof(*relayed));
 		}
@@ -192,7 +193,7 @@ static enum turnc_result exchange(struct turnc *t, int fd, const uint8_t *buf, s
 		}
 		for (;;) {
 			uint64_t now = bench_now();
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
 			enum turnc_result r;
 			ssize_t n;
 
@@ -229,11 +230,12 @@ static int step(struct turnc *t, int fd, uint16_t method, uint16_t channel,
 		size_t len;
 		int code;
 
-		len = method == STUN_ALLOCATE ? turnc_allocate(t, buf)
+		len = method == STUN_ALLOCATE  ? turnc_allocate(t, buf)
 		      : method == STUN_REFRESH ? turnc_refresh(t, buf, 0)
 					       : turnc_channel_bind(t, buf, channel, peer);
 		if (len == 0) {
-			snprintf(err, errlen, "%s: request does not fit", turnc_method_name(method));
+			snprintf(err, errlen, "%s: request does not fit",
+				 turnc_method_name(method));
 			return -1;
 		}
 		r = exchange(t, fd, buf, len, timeout_ns, &code, reason, relayed);
@@ -242,8 +244,10 @@ static int step(struct turnc *t, int fd, uint16_t method, uint16_t channel,
 		if (r == TURNC_RETRY)
 			continue;
 		if (r == TURNC_BAD)
-			snprintf(err, errlen, "%s: an answer that does not parse or fails its "
-					      "MESSAGE-INTEGRITY", turnc_method_name(method));
+			snprintf(err, errlen,
+				 "%s: an answer that does not parse or fails its "
+				 "MESSAGE-INTEGRITY",
+				 turnc_method_name(method));
 		else if (code < 0)
 			snprintf(err, errlen, "%s: %s", turnc_method_name(method), strerror(-code));
 		else if (code == 0)
@@ -252,8 +256,10 @@ static int step(struct turnc *t, int fd, uint16_t method, uint16_t channel,
 				 (unsigned long long)(timeout_ns / BENCH_NS_PER_MS));
 		else
 			snprintf(err, errlen, "%s: error %d %s%s", turnc_method_name(method), code,
-				 reason, code == 401 ? " (wrong secret?)" :
-				 code == 403 ? " (peer refused: loopback allowed?)" : "");
+				 reason,
+				 code == 401   ? " (wrong secret?)"
+				 : code == 403 ? " (peer refused: loopback allowed?)"
+					       : "");
 		return -1;
 	}
 	snprintf(err, errlen, "%s: challenged 3 times in a row (401/438)",

@@ -70,11 +70,11 @@ size_t turnc_channel_bind(struct turnc *t, uint8_t *buf, uint16_t channel,
 			  const union bench_sockaddr *peer);
 
 enum turnc_result {
-	TURNC_OK = 0,    /* success answer to the request in flight */
-	TURNC_RETRY,     /* 401 or 438 with a (new) nonce: send the request again */
-	TURNC_ERROR,     /* an error answer: *code says which */
-	TURNC_IGNORE,    /* not an answer to the request in flight */
-	TURNC_BAD,       /* an answer that does not parse or fails its integrity */
+	TURNC_OK = 0, /* success answer to the request in flight */
+	TURNC_RETRY,  /* 401 or 438 with a (new) nonce: send the request again */
+	TURNC_ERROR,  /* an error answer: *code says which */
+	TURNC_IGNORE, /* not an answer to the request in flight */
+	TURNC_BAD,    /* an answer that does not parse or fails its integrity */
 };
 
 /* Take a datagram from the server. On TURNC_ERROR, code is the STUN error

@@ -60,8 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = qport_connect_userinfo(data, size, &start);
 	if (len >= 0) {
 		if (start != 1 || data[0] != '"' || start + (size_t)len >= size ||
-		    data[start + (size_t)len] != '"' || start + (size_t)len >= QPORT_CONNECT_TEXT_MAX ||
-		    memchr(data + start, '"', (size_t)len) || memchr(data + start, '\n', (size_t)len) ||
+		    data[start + (size_t)len] != '"' ||
+		    start + (size_t)len >= QPORT_CONNECT_TEXT_MAX ||
+		    memchr(data + start, '"', (size_t)len) ||
+		    memchr(data + start, '\n', (size_t)len) ||
 		    memchr(data + start, '\0', (size_t)len))
 			abort();
 		memcpy(text, data + start, (size_t)len);

@@ -20,9 +20,9 @@
 #include "tls_server.h"
 
 #define ECHO_CONNS 64
-#define ID_LISTEN 0
-#define ID_SIGNAL 1
-#define ID_CONN0 2
+#define ID_LISTEN  0
+#define ID_SIGNAL  1
+#define ID_CONN0   2
 
 struct echo_conn {
 	int fd; /* -1: free */
@@ -167,12 +167,12 @@ static void on_timer(void *arg, uint32_t id, uint64_t now)
 int main(int argc, char **argv)
 {
 	struct loop_handler h = {
-		.on_accept = on_accept,
-		.on_stream = on_stream,
-		.on_sent = on_sent,
-		.on_recv_error = on_recv_error,
-		.on_readable = on_readable,
-		.on_timer = on_timer,
+	    .on_accept = on_accept,
+	    .on_stream = on_stream,
+	    .on_sent = on_sent,
+	    .on_recv_error = on_recv_error,
+	    .on_readable = on_readable,
+	    .on_timer = on_timer,
 	};
 	struct loop_conf lc = {.max_sockets = ECHO_CONNS + 4};
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

@@ -144,12 +144,22 @@ bool addr_from(union etr_sockaddr *dst, const struct sockaddr *src, socklen_t le
 /* SipHash-2-4 (Aumasson and Bernstein), over at most 24 bytes of key
  * material: family, port, address, scope. */
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                   \
-	do {                                                                       \
-		v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);          \
-		v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                             \
-		v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                             \
-		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);          \
+#define SIPROUND                                                                                   \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = ROTL(v1, 13);                                                                 \
+		v1 ^= v0;                                                                          \
+		v0 = ROTL(v0, 32);                                                                 \
+		v2 += v3;                                                                          \
+		v3 = ROTL(v3, 16);                                                                 \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = ROTL(v3, 21);                                                                 \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = ROTL(v1, 17);                                                                 \
+		v1 ^= v2;                                                                          \
+		v2 = ROTL(v2, 32);                                                                 \
 	} while (0)
 
 static uint64_t load64(const uint8_t *p)
@@ -191,7 +201,7 @@ uint64_t addr_siphash(const void *data, size_t len, const uint8_t key[16])
 
 uint64_t addr_hash(const union etr_sockaddr *sa, const uint8_t key[16])
 {
-	uint8_t m[24] = { 0 };
+	uint8_t m[24] = {0};
 	size_t n;
 
 	m[0] = (uint8_t)sa->sa.sa_family;

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 /* Room for "[ffff:...:ffff%ifname]:65535". */
-#define ADDR_STRLEN 80
+#define ADDR_STRLEN  80
 #define ADDR_HOSTLEN 256
 
 union etr_sockaddr {
@@ -54,9 +54,9 @@ bool addr_from(union etr_sockaddr *dst, const struct sockaddr *src, socklen_t le
 /* What to add to a bind or listen error err (an errno value, either sign):
  * for EACCES, how to get a port below 1024 (ADDR_BIND_HINT); else "". */
 const char *addr_bind_hint(int err);
-#define ADDR_BIND_HINT                                                                  \
-	" (a port below 1024 needs CAP_NET_BIND_SERVICE: run etrelay from the systemd " \
-	"unit in contrib/etrelay.service, which grants it, or setcap "                 \
+#define ADDR_BIND_HINT                                                                             \
+	" (a port below 1024 needs CAP_NET_BIND_SERVICE: run etrelay from the systemd "            \
+	"unit in contrib/etrelay.service, which grants it, or setcap "                             \
 	"cap_net_bind_service=+ep on the binary, or use a port of 1024 or above)"
 
 /* Bytes a DNS host name may take (RFC 1035 2.3.4, without the root dot). */

@@ -7,7 +7,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 bool addrclass_v4(const union etr_sockaddr *a, uint32_t *v4)
 {
@@ -46,8 +46,8 @@ bool addrclass_prefix(const union etr_sockaddr *a, unsigned v4_bits, unsigned v6
 		v6_bits = 128;
 	memcpy(key, a->in6.sin6_addr.s6_addr, v6_bits / 8);
 	if (v6_bits % 8)
-		key[v6_bits / 8] = (uint8_t)(a->in6.sin6_addr.s6_addr[v6_bits / 8] &
-					     (0xff << (8 - v6_bits % 8)));
+		key[v6_bits / 8] =
+		    (uint8_t)(a->in6.sin6_addr.s6_addr[v6_bits / 8] & (0xff << (8 - v6_bits % 8)));
 	return true;
 }
 
@@ -91,7 +91,7 @@ static bool bogon_v4(uint32_t v4, bool listener_loopback)
 
 bool addrclass_bogon(const union etr_sockaddr *src, bool listener_loopback)
 {
-	static const uint8_t zero[15] = { 0 };
+	static const uint8_t zero[15] = {0};
 	const uint8_t *b;
 	uint32_t v4;
 
@@ -149,10 +149,10 @@ bool addrclass_private(const union etr_sockaddr *a)
 
 bool addrclass_v4_embedded(const union etr_sockaddr *a, uint32_t *v4)
 {
-	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
-	static const uint8_t nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
-	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
-	static const uint8_t zero[12] = { 0 };
+	static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+	static const uint8_t nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
+	static const uint8_t translated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
+	static const uint8_t zero[12] = {0};
 	const uint8_t *b;
 
 	if (addrclass_v4(a, v4))
@@ -200,18 +200,18 @@ bool addrclass_reduce(const union etr_sockaddr *a, uint8_t ip[16])
 /* v4 in host byte order: the ranges beyond bogons and private ones. */
 static bool reserved_v4(uint32_t a)
 {
-	return (a >> 8) == (192u << 16 | 0 << 8 | 0) ||	   /* 192.0.0/24 */
-	       (a >> 8) == (192u << 16 | 0 << 8 | 2) ||	   /* 192.0.2/24 TEST-NET-1 */
-	       (a >> 8) == (192u << 16 | 88 << 8 | 99) ||  /* 6to4 relay anycast */
-	       (a >> 17) == (198u << 7 | 18 >> 1) ||	   /* 198.18/15 benchmarking */
-	       (a >> 8) == (198u << 16 | 51 << 8 | 100) || /* TEST-NET-2 */
-	       (a >> 8) == (203u << 16 | 0 << 8 | 113) ||  /* TEST-NET-3 */
+	return (a >> 8) == (192u << 16 | 0 << 8 | 0) ||	       /* 192.0.0/24 */
+	       (a >> 8) == (192u << 16 | 0 << 8 | 2) ||	       /* 192.0.2/24 TEST-NET-1 */
+	       (a >> 8) == (192u << 16 | 88 << 8 | 99) ||      /* 6to4 relay anycast */
+	       (a >> 17) == (198u << 7 | 18 >> 1) ||	       /* 198.18/15 benchmarking */
+	       (a >> 8) == (198u << 16 | 51 << 8 | 100) ||     /* TEST-NET-2 */
+	       (a >> 8) == (203u << 16 | 0 << 8 | 113) ||      /* TEST-NET-3 */
 	       a == (168u << 24 | 63u << 16 | 129u << 8 | 16); /* Azure's WireServer */
 }
 
 bool addrclass_reserved(const union etr_sockaddr *a)
 {
-	static const uint8_t zero[15] = { 0 };
+	static const uint8_t zero[15] = {0};
 	const uint8_t *b;
 	uint32_t v4;
 
@@ -221,13 +221,13 @@ bool addrclass_reserved(const union etr_sockaddr *a)
 		return true;
 	b = a->in6.sin6_addr.s6_addr;
 	if (memcmp(b, zero, sizeof(zero)) == 0 && b[15] <= 1)
-		return true; /* :: and ::1 */
-	return addrclass_private(a) || b[0] == 0xff ||		      /* multicast */
-	       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) ||	      /* fec0::/10 */
+		return true;							 /* :: and ::1 */
+	return addrclass_private(a) || b[0] == 0xff ||				 /* multicast */
+	       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) ||			 /* fec0::/10 */
 	       (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) || /* 2001:db8::/32 */
 	       (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) || /* Teredo 2001::/32 */
 	       (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 &&
-		b[5] == 1) || /* 64:ff9b:1::/48 */
+		b[5] == 1) ||				      /* 64:ff9b:1::/48 */
 	       (b[0] == 0x01 && memcmp(b + 1, zero, 7) == 0); /* 100::/64 */
 }
 
@@ -250,16 +250,16 @@ static bool host_of(const union etr_sockaddr *a, uint8_t out[16], uint16_t *port
 
 static bool host_any(const uint8_t h[16])
 {
-	static const uint8_t v4any[16] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t v6any[16] = { 0 };
+	static const uint8_t v4any[16] = {[10] = 0xff, [11] = 0xff};
+	static const uint8_t v6any[16] = {0};
 
 	return memcmp(h, v4any, 16) == 0 || memcmp(h, v6any, 16) == 0;
 }
 
 static bool host_loopback(const uint8_t h[16])
 {
-	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t v6[16] = { [15] = 1 };
+	static const uint8_t v4[12] = {[10] = 0xff, [11] = 0xff};
+	static const uint8_t v6[16] = {[15] = 1};
 
 	return (memcmp(h, v4, 12) == 0 && h[12] == 127) || memcmp(h, v6, 16) == 0;
 }

@@ -19,8 +19,7 @@
 /* A Bearer header carries visible ASCII only, so a token with a space or a
  * control character could never match: say so at startup instead.
  * optional: unsetting it is a way out (an ops token; not a TURN secret). */
-int secret_check(const struct secret *t, const char *from, bool optional, char *err,
-		       size_t errlen)
+int secret_check(const struct secret *t, const char *from, bool optional, char *err, size_t errlen)
 {
 	if (t->len < SECRET_MIN) {
 		snprintf(err, errlen,
@@ -45,7 +44,7 @@ int secret_check(const struct secret *t, const char *from, bool optional, char *
  * checked, through a symlink too (Kubernetes mounts secrets as symlinks;
  * systemd's credentials are plain files); a symlink is named in the log. */
 static int secret_file_check(int fd, const char *var, const char *path, const char *say, char *err,
-			    size_t errlen)
+			     size_t errlen)
 {
 	char target[PATH_MAX];
 	struct stat st;
@@ -64,7 +63,7 @@ static int secret_file_check(int fd, const char *var, const char *path, const ch
 			 "%s=%s: mode %04o lets %s the token; `chmod 600 %s` (or 640 to let "
 			 "the file's group read it)",
 			 var, path, (unsigned)(st.st_mode & 07777),
-			 st.st_mode & S_IROTH   ? "every user read"
+			 st.st_mode & S_IROTH	? "every user read"
 			 : st.st_mode & S_IWOTH ? "every user write"
 						: "its group write",
 			 path);
@@ -72,14 +71,14 @@ static int secret_file_check(int fd, const char *var, const char *path, const ch
 	}
 	if (say && (n = readlink(path, target, sizeof(target) - 1)) > 0) {
 		target[n] = '\0';
-		log_info("%s: %s=%s is a symlink to %s; reading the file it points to", say, var, path,
-			 target);
+		log_info("%s: %s=%s is a symlink to %s; reading the file it points to", say, var,
+			 path, target);
 	}
 	return 0;
 }
 
 int secret_read_file(struct secret *t, const char *var, const char *path, const char *say,
-			   char *err, size_t errlen)
+		     char *err, size_t errlen)
 {
 	char buf[SECRET_CAP + 2];
 	size_t n = 0;
@@ -122,7 +121,7 @@ out:
 }
 
 int secret_read(struct secret *t, const char *var, const char *say, bool optional, char *err,
-		      size_t errlen)
+		size_t errlen)
 {
 	char file_var[64], from[320];
 	const char *v, *path;
@@ -156,7 +155,7 @@ int secret_read(struct secret *t, const char *var, const char *say, bool optiona
 /* The same reading and checks for another component's token (the control
  * plane's). */
 static int secret_out(const struct secret *t, char *out, size_t cap, size_t *len, char *err,
-		     size_t errlen)
+		      size_t errlen)
 {
 	if (t->len >= cap) {
 		snprintf(err, errlen, "token longer than %zu bytes", cap - 1);
@@ -169,7 +168,7 @@ static int secret_out(const struct secret *t, char *out, size_t cap, size_t *len
 }
 
 int secret_from_env(const char *who, const char *var, char *out, size_t cap, size_t *len, char *err,
-		       size_t errlen)
+		    size_t errlen)
 {
 	struct secret t;
 	int rc = secret_read(&t, var, who, false, err, errlen);
@@ -180,8 +179,8 @@ int secret_from_env(const char *who, const char *var, char *out, size_t cap, siz
 	return rc;
 }
 
-int secret_from_file(const char *who, const char *what, const char *path, char *out, size_t cap, size_t *len,
-			char *err, size_t errlen)
+int secret_from_file(const char *who, const char *what, const char *path, char *out, size_t cap,
+		     size_t *len, char *err, size_t errlen)
 {
 	struct secret t;
 	char from[320];
@@ -195,4 +194,3 @@ int secret_from_file(const char *who, const char *what, const char *path, char *
 	explicit_bzero(&t, sizeof(t));
 	return rc;
 }
-

@@ -17,8 +17,7 @@ struct secret {
 
 /* At least SECRET_MIN visible ASCII bytes (a Bearer header carries no
  * other). from names it in err; optional adds "unset it to turn it off". */
-int secret_check(const struct secret *t, const char *from, bool optional, char *err,
-		 size_t errlen);
+int secret_check(const struct secret *t, const char *from, bool optional, char *err, size_t errlen);
 
 /* The file path (named var in messages): a regular file no other user may
  * read and no one else may write; one trailing newline is not part of it.
@@ -34,8 +33,8 @@ int secret_read(struct secret *t, const char *var, const char *say, bool optiona
 /* A secret for a component (who: its log prefix): from var or var_FILE.
  * Returns 1 with it in out (NUL-terminated, *len bytes), 0 when neither is
  * set, -1 with a message in err (never the secret). */
-int secret_from_env(const char *who, const char *var, char *out, size_t cap, size_t *len,
-		    char *err, size_t errlen);
+int secret_from_env(const char *who, const char *var, char *out, size_t cap, size_t *len, char *err,
+		    size_t errlen);
 
 /* The same for a file named by the configuration; what names it in
  * messages ("control-bootstrap-token-file"). Returns 1 or -1. */

@@ -111,7 +111,7 @@ static void ip_key(const union etr_sockaddr *a, uint8_t ip[16])
 
 static uint32_t ip_home(const struct session_table *t, const uint8_t ip[16])
 {
-	union etr_sockaddr k = { .in6 = { .sin6_family = AF_INET6 } };
+	union etr_sockaddr k = {.in6 = {.sin6_family = AF_INET6}};
 
 	memcpy(&k.in6.sin6_addr, ip, 16);
 	return (uint32_t)addr_hash(&k, t->key) & t->mask;
@@ -213,8 +213,7 @@ void session_grace(struct session_table *t, uint32_t idx, uint64_t until)
 		t->s[idx].grace_until = until;
 }
 
-uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
-				   uint64_t timeout)
+uint32_t session_unassured_expired(const struct session_table *t, uint64_t now, uint64_t timeout)
 {
 	uint32_t h = t->un_head;
 

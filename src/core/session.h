@@ -24,20 +24,20 @@
 
 struct session {
 	union etr_sockaddr client; /* key */
-	uint64_t last_active;      /* CLOCK_MONOTONIC ns of the last packet */
+	uint64_t last_active;	   /* CLOCK_MONOTONIC ns of the last packet */
 	uint64_t opened;
 	uint64_t grace_until; /* ns: not evicted for a newcomer before */
 	uint64_t last_up;     /* ns: the client's last datagram to the upstream */
 	uint64_t pkts_up, pkts_down;
-	int fd;           /* connected to the game server; -1 when free */
-	uint32_t prev;    /* LRU neighbours (index), SESSION_NONE at the ends */
+	int fd;	       /* connected to the game server; -1 when free */
+	uint32_t prev; /* LRU neighbours (index), SESSION_NONE at the ends */
 	uint32_t next;
-	uint32_t uprev;   /* unassured list neighbours, while not assured */
+	uint32_t uprev; /* unassured list neighbours, while not assured */
 	uint32_t unext;
-	uint16_t gen;     /* bumped on every reuse: stale completions miss */
-	uint16_t queued;  /* datagrams handed to the kernel, not yet completed */
+	uint16_t gen;	 /* bumped on every reuse: stale completions miss */
+	uint16_t queued; /* datagrams handed to the kernel, not yet completed */
 	bool live;
-	bool assured;     /* the upstream answered this client (the policy says when) */
+	bool assured; /* the upstream answered this client (the policy says when) */
 };
 
 /* Sessions per source IP (any port), for the per-IP cap. */
@@ -48,14 +48,14 @@ struct session_ipcount {
 
 struct session_table {
 	struct session *s; /* cap entries */
-	uint32_t *slot;    /* nslots entries: session index + 1, 0 = empty */
+	uint32_t *slot;	   /* nslots entries: session index + 1, 0 = empty */
 	uint32_t cap, nslots, mask;
 	uint32_t active;
 	uint32_t free_head; /* free list through .next, oldest first */
 	uint32_t free_tail;
-	uint32_t lru_head;  /* least recently active */
+	uint32_t lru_head; /* least recently active */
 	uint32_t lru_tail;
-	uint32_t un_head;   /* unassured sessions, oldest first */
+	uint32_t un_head; /* unassured sessions, oldest first */
 	uint32_t un_tail;
 	uint32_t unassured;
 	struct session_ipcount *ipc; /* nslots entries, same probing as slot[] */
@@ -104,8 +104,7 @@ void session_grace(struct session_table *t, uint32_t idx, uint64_t until);
 
 /* The oldest unassured session if opened before `now - timeout`, else
  * SESSION_NONE. */
-uint32_t session_unassured_expired(const struct session_table *t, uint64_t now,
-				   uint64_t timeout);
+uint32_t session_unassured_expired(const struct session_table *t, uint64_t now, uint64_t timeout);
 
 /* When the oldest unassured session times out (UINT64_MAX with none). */
 uint64_t session_unassured_next_expiry(const struct session_table *t, uint64_t timeout);
@@ -138,7 +137,7 @@ uint32_t session_ip_count(const struct session_table *t, const union etr_sockadd
 #define SESSION_IDX_BITS 17
 #define SESSION_GEN_MASK 0x7fu
 #define SESSION_REF_BITS 24
-#define SESSION_CAP_MAX ((1u << SESSION_IDX_BITS) - 1)
+#define SESSION_CAP_MAX	 ((1u << SESSION_IDX_BITS) - 1)
 static inline uint32_t session_ref(const struct session_table *t, uint32_t idx)
 {
 	return idx | ((uint32_t)(t->s[idx].gen & SESSION_GEN_MASK) << SESSION_IDX_BITS);

@@ -11,8 +11,9 @@ uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off)
 		const struct relay_stats *r = stats_relay_of(st, w, i);
 
 		if (r)
-			n += atomic_load_explicit((const _Atomic uint64_t *)(const void *)((const char *)r + off),
-						  memory_order_relaxed);
+			n += atomic_load_explicit(
+			    (const _Atomic uint64_t *)(const void *)((const char *)r + off),
+			    memory_order_relaxed);
 	}
 	return n;
 }
@@ -58,28 +59,28 @@ void stats_relay_add(struct relay_stats *to, const struct relay_stats *from)
 const char *stats_drop_name(enum stats_drop d)
 {
 	static const char *const names[DROP_COUNT] = {
-		[DROP_QUEUE_FULL] = "queue_full",
-		[DROP_TRUNCATED] = "truncated",
-		[DROP_TABLE_FULL] = "table_full",
-		[DROP_DRAINING] = "draining",
-		[DROP_SOCKET] = "socket",
-		[DROP_SEND_ERROR] = "send_error",
-		[DROP_BAD_SOURCE] = "bad_source",
-		[DROP_BOGON] = "bogon",
-		[DROP_BANNED] = "banned",
-		[DROP_IP_RATE] = "ip_rate",
-		[DROP_SERVER_RATE] = "server_rate",
-		[DROP_IP_SESSIONS] = "ip_sessions",
-		[DROP_MASTER_RATE] = "master_rate",
-		[DROP_IP_SESSION_RATE] = "ip_session_rate",
-		[DROP_SESSION_RATE] = "session_rate",
-		[DROP_CACHE_RATE] = "cache_rate",
-		[DROP_NET_RATE] = "net_rate",
-		[DROP_QPORT_MISMATCH] = "qport_mismatch",
-		[DROP_QPORT_OWNED] = "qport_owned",
-		[DROP_CONNECT_UNREAD] = "connect_unread",
-		[DROP_CONNECT_UNCHALLENGED] = "connect_unchallenged",
-		[DROP_PRBE] = "prbe",
+	    [DROP_QUEUE_FULL] = "queue_full",
+	    [DROP_TRUNCATED] = "truncated",
+	    [DROP_TABLE_FULL] = "table_full",
+	    [DROP_DRAINING] = "draining",
+	    [DROP_SOCKET] = "socket",
+	    [DROP_SEND_ERROR] = "send_error",
+	    [DROP_BAD_SOURCE] = "bad_source",
+	    [DROP_BOGON] = "bogon",
+	    [DROP_BANNED] = "banned",
+	    [DROP_IP_RATE] = "ip_rate",
+	    [DROP_SERVER_RATE] = "server_rate",
+	    [DROP_IP_SESSIONS] = "ip_sessions",
+	    [DROP_MASTER_RATE] = "master_rate",
+	    [DROP_IP_SESSION_RATE] = "ip_session_rate",
+	    [DROP_SESSION_RATE] = "session_rate",
+	    [DROP_CACHE_RATE] = "cache_rate",
+	    [DROP_NET_RATE] = "net_rate",
+	    [DROP_QPORT_MISMATCH] = "qport_mismatch",
+	    [DROP_QPORT_OWNED] = "qport_owned",
+	    [DROP_CONNECT_UNREAD] = "connect_unread",
+	    [DROP_CONNECT_UNCHALLENGED] = "connect_unchallenged",
+	    [DROP_PRBE] = "prbe",
 	};
 
 	return (unsigned)d < DROP_COUNT ? names[d] : "unknown";
@@ -88,11 +89,8 @@ const char *stats_drop_name(enum stats_drop d)
 const char *stats_close_name(enum stats_close c)
 {
 	static const char *const names[CLOSE_COUNT] = {
-		[CLOSE_IDLE] = "idle",
-		[CLOSE_SHUTDOWN] = "shutdown",
-		[CLOSE_ERROR] = "error",
-		[CLOSE_UNASSURED] = "unassured",
-		[CLOSE_EVICTED] = "evicted",
+	    [CLOSE_IDLE] = "idle",	     [CLOSE_SHUTDOWN] = "shutdown", [CLOSE_ERROR] = "error",
+	    [CLOSE_UNASSURED] = "unassured", [CLOSE_EVICTED] = "evicted",
 	};
 
 	return (unsigned)c < CLOSE_COUNT ? names[c] : "unknown";
@@ -101,11 +99,11 @@ const char *stats_close_name(enum stats_close c)
 const char *stats_hb_result_name(enum stats_hb_result r)
 {
 	static const char *const names[HB_RESULT_COUNT] = {
-		[HB_RESULT_NONE] = "none",
-		[HB_RESULT_SENT] = "sent",
-		[HB_RESULT_SEND_ERROR] = "send_error",
-		[HB_RESULT_UNRESOLVED] = "unresolved",
-		[HB_RESULT_WRONG_FAMILY] = "wrong_family",
+	    [HB_RESULT_NONE] = "none",
+	    [HB_RESULT_SENT] = "sent",
+	    [HB_RESULT_SEND_ERROR] = "send_error",
+	    [HB_RESULT_UNRESOLVED] = "unresolved",
+	    [HB_RESULT_WRONG_FAMILY] = "wrong_family",
 	};
 
 	return (unsigned)r < HB_RESULT_COUNT ? names[r] : "unknown";

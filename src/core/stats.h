@@ -17,52 +17,52 @@
 #include "prbe.h"
 
 /* The limits are the configuration's, named there once. */
-#define STATS_RELAYS_MAX CONF_RELAYS_MAX
+#define STATS_RELAYS_MAX  CONF_RELAYS_MAX
 #define STATS_MASTERS_MAX CONF_MASTERS_MAX
 #define STATS_WORKERS_MAX CONF_WORKERS_MAX
 
 /* Single-writer increment: no read-modify-write bus lock. */
-#define STAT_ADD(field, n)                                                              \
-	atomic_store_explicit(&(field),                                                 \
-			      atomic_load_explicit(&(field), memory_order_relaxed) + (n), \
+#define STAT_ADD(field, n)                                                                         \
+	atomic_store_explicit(&(field),                                                            \
+			      atomic_load_explicit(&(field), memory_order_relaxed) + (n),          \
 			      memory_order_relaxed)
 #define STAT_SET(field, v) atomic_store_explicit(&(field), (v), memory_order_relaxed)
-#define STAT_GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
+#define STAT_GET(field)	   atomic_load_explicit(&(field), memory_order_relaxed)
 
 /* Why a datagram was not forwarded. */
 enum stats_drop {
-	DROP_QUEUE_FULL, /* SESSION_QUEUE_MAX already in flight */
-	DROP_TRUNCATED,  /* larger than the receive buffer */
-	DROP_TABLE_FULL, /* --max-sessions reached */
-	DROP_DRAINING,   /* new client while draining */
-	DROP_SOCKET,     /* could not open a session socket */
-	DROP_SEND_ERROR, /* the kernel refused the send */
-	DROP_BAD_SOURCE, /* source address of an unknown family */
-	DROP_BOGON,      /* a source that cannot be real (0/8, multicast, port 0...) */
-	DROP_BANNED,     /* in the ban list */
-	DROP_IP_RATE,    /* the source IP's query bucket is empty */
-	DROP_SERVER_RATE, /* the game server's query budget is spent */
-	DROP_IP_SESSIONS, /* the source IP has its most sessions */
-	DROP_MASTER_RATE, /* a master's address past its own allowance */
+	DROP_QUEUE_FULL,      /* SESSION_QUEUE_MAX already in flight */
+	DROP_TRUNCATED,	      /* larger than the receive buffer */
+	DROP_TABLE_FULL,      /* --max-sessions reached */
+	DROP_DRAINING,	      /* new client while draining */
+	DROP_SOCKET,	      /* could not open a session socket */
+	DROP_SEND_ERROR,      /* the kernel refused the send */
+	DROP_BAD_SOURCE,      /* source address of an unknown family */
+	DROP_BOGON,	      /* a source that cannot be real (0/8, multicast, port 0...) */
+	DROP_BANNED,	      /* in the ban list */
+	DROP_IP_RATE,	      /* the source IP's query bucket is empty */
+	DROP_SERVER_RATE,     /* the game server's query budget is spent */
+	DROP_IP_SESSIONS,     /* the source IP has its most sessions */
+	DROP_MASTER_RATE,     /* a master's address past its own allowance */
 	DROP_IP_SESSION_RATE, /* the source IP opened its most sessions this second */
-	DROP_SESSION_RATE, /* the relay opened its most sessions this second */
-	DROP_CACHE_RATE, /* the budget for answers from the query cache is spent */
-	DROP_NET_RATE,   /* a player's network took a token lately; the last is kept */
-	DROP_QPORT_MISMATCH, /* in-game packet with another qport than its session's */
-	DROP_QPORT_OWNED, /* its qport belongs to another session heard from just now */
-	DROP_CONNECT_UNREAD, /* a connect whose qport could not be read (or not within budget) */
+	DROP_SESSION_RATE,    /* the relay opened its most sessions this second */
+	DROP_CACHE_RATE,      /* the budget for answers from the query cache is spent */
+	DROP_NET_RATE,	      /* a player's network took a token lately; the last is kept */
+	DROP_QPORT_MISMATCH,  /* in-game packet with another qport than its session's */
+	DROP_QPORT_OWNED,     /* its qport belongs to another session heard from just now */
+	DROP_CONNECT_UNREAD,  /* a connect whose qport could not be read (or not within budget) */
 	DROP_CONNECT_UNCHALLENGED, /* a connect on a session never sent a challenge */
-	DROP_PRBE,       /* a PRBE probe not echoed (etrelay_prbe_packets_total says why) */
+	DROP_PRBE, /* a PRBE probe not echoed (etrelay_prbe_packets_total says why) */
 	DROP_COUNT
 };
 
 /* Why a session ended. */
 enum stats_close {
-	CLOSE_IDLE,     /* no packet either way for the timeout */
-	CLOSE_SHUTDOWN, /* relay exiting */
-	CLOSE_ERROR,    /* its socket failed for good */
+	CLOSE_IDLE,	 /* no packet either way for the timeout */
+	CLOSE_SHUTDOWN,	 /* relay exiting */
+	CLOSE_ERROR,	 /* its socket failed for good */
 	CLOSE_UNASSURED, /* the game server never answered it in time */
-	CLOSE_EVICTED,  /* unassured, made room for a new client in a full table */
+	CLOSE_EVICTED,	 /* unassured, made room for a new client in a full table */
 	CLOSE_COUNT
 };
 
@@ -74,10 +74,10 @@ enum stats_server { SERVER_UNKNOWN, SERVER_UP, SERVER_DOWN };
 
 /* Result of the last heartbeat to one master. */
 enum stats_hb_result {
-	HB_RESULT_NONE,       /* none sent yet */
-	HB_RESULT_SENT,       /* handed to the kernel */
-	HB_RESULT_SEND_ERROR, /* sendto failed */
-	HB_RESULT_UNRESOLVED, /* no address for the name */
+	HB_RESULT_NONE,		/* none sent yet */
+	HB_RESULT_SENT,		/* handed to the kernel */
+	HB_RESULT_SEND_ERROR,	/* sendto failed */
+	HB_RESULT_UNRESOLVED,	/* no address for the name */
 	HB_RESULT_WRONG_FAMILY, /* only addresses the listener cannot reach */
 	HB_RESULT_COUNT
 };
@@ -96,13 +96,13 @@ struct prbe_stats {
 
 struct master_status {
 	char name[ADDR_HOSTLEN + 8]; /* "host:port" as configured */
-	char addr[ADDR_STRLEN];      /* last good address, "" if none */
+	char addr[ADDR_STRLEN];	     /* last good address, "" if none */
 	uint64_t last_heartbeat;     /* unix seconds, 0 = never */
 	enum stats_hb_result last_result;
-	bool listing_confirmed;      /* it challenged within two heartbeat intervals, and
-				      * the answer left from the public socket */
-	bool quiet;                  /* heartbeats for two intervals, no challenge */
-	uint64_t last_confirmed;     /* unix seconds of its last challenge answered, 0 = never */
+	bool listing_confirmed;	 /* it challenged within two heartbeat intervals, and
+				  * the answer left from the public socket */
+	bool quiet;		 /* heartbeats for two intervals, no challenge */
+	uint64_t last_confirmed; /* unix seconds of its last challenge answered, 0 = never */
 	uint64_t heartbeats[HB_RESULT_COUNT];
 };
 
@@ -114,11 +114,11 @@ struct relay_stats {
 	char game[8];
 	unsigned nmasters;
 
-	_Atomic uint64_t up_pkts, up_bytes;     /* client -> game server */
+	_Atomic uint64_t up_pkts, up_bytes;	/* client -> game server */
 	_Atomic uint64_t down_pkts, down_bytes; /* game server -> client */
 	_Atomic uint64_t drops[DROP_COUNT];
-	_Atomic uint64_t refused; /* ECONNREFUSED: game server port closed */
-	_Atomic uint64_t cache_answers; /* getinfo/getstatus answered by the relay */
+	_Atomic uint64_t refused;	   /* ECONNREFUSED: game server port closed */
+	_Atomic uint64_t cache_answers;	   /* getinfo/getstatus answered by the relay */
 	_Atomic uint64_t qport_collisions; /* two live sessions, one qport */
 	_Atomic uint64_t sessions_opened;
 	_Atomic uint64_t sessions_closed[CLOSE_COUNT];
@@ -127,7 +127,7 @@ struct relay_stats {
 	_Atomic uint64_t probe_rounds_ok, probe_rounds_failed;
 	_Atomic uint64_t flatlines;
 	_Atomic int server; /* enum stats_server */
-	bool prbe_on;		 /* prbe yes: the echo's results below */
+	bool prbe_on;	    /* prbe yes: the echo's results below */
 	struct prbe_stats prbe;
 
 	pthread_mutex_t lock; /* guards masters[] */
@@ -145,8 +145,8 @@ struct control_stats; /* control_stats.h */
  * also holds what only it knows (the game server's state, probes, the
  * masters). */
 struct etr_stats {
-	_Atomic int lifecycle; /* enum stats_lifecycle; the ops thread may write it */
-	const char *backend;   /* "io_uring" or "epoll" */
+	_Atomic int lifecycle;	       /* enum stats_lifecycle; the ops thread may write it */
+	const char *backend;	       /* "io_uring" or "epoll" */
 	const struct loop_stats *loop; /* the backend's counters; NULL in tests */
 	const char *version;
 	uint64_t started_unix;
@@ -180,8 +180,7 @@ static inline unsigned stats_workers(const struct etr_stats *st)
 }
 
 /* Relay i's counters on worker w; NULL when there are none. */
-static inline struct relay_stats *stats_relay_of(const struct etr_stats *st, unsigned w,
-						 unsigned i)
+static inline struct relay_stats *stats_relay_of(const struct etr_stats *st, unsigned w, unsigned i)
 {
 	return w == 0 ? st->relay[i] : st->worker_relay[w][i];
 }

@@ -16,7 +16,7 @@
 /* One deadline, owned by whoever embeds it. id is the owner's (the loop
  * hands it back on expiry); at and pos belong to the heap. */
 struct timer {
-	uint64_t at;  /* CLOCK_MONOTONIC ns */
+	uint64_t at; /* CLOCK_MONOTONIC ns */
 	uint32_t id;
 	uint32_t pos; /* index in the heap, TIMER_IDLE when not armed */
 };

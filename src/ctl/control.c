@@ -36,14 +36,14 @@ struct control {
 	pthread_mutex_t lock; /* guards stop, with wake */
 	pthread_cond_t wake;
 	bool stop;
-	_Atomic bool stopping; /* read by libcurl's progress callback */
+	_Atomic bool stopping;	/* read by libcurl's progress callback */
 	_Atomic bool enrolling; /* an Enroll is under way: stop waits for it */
 	bool started;		/* the thread runs */
 	CURL *curl;
 	char hostname[256];
 	char state_path[CONF_PATH_MAX + sizeof(CONTROL_STATE_FILE) + 1];
 	char routes_path[CONF_PATH_MAX + sizeof(CONTROL_ROUTES_FILE) + 1];
-	int dfd; /* the state directory, opened once at the start */
+	int dfd;	    /* the state directory, opened once at the start */
 	bool from_env;	    /* the credential came from ETRELAY_CONTROL_TOKEN */
 	bool write_pending; /* enrolled, the state file not written yet */
 	char bootstrap[1024];
@@ -52,7 +52,7 @@ struct control {
 	bool enrolled;
 	struct ctl_sched sched;
 	struct ctl_logstate log_enrol, log_hb;
-	size_t routes; /* in force */
+	size_t routes;	   /* in force */
 	bool routes_stale; /* from the route file; no good heartbeat since */
 	uint64_t disk_sig; /* ctl_msg_routes_sig of the route file's set; 0: unknown */
 	int routes_werr;   /* the last route file write's error logged; 0: none */
@@ -822,7 +822,8 @@ static void heartbeat(struct control *c)
 			  r == CTL_OK ? "" : " (", r == CTL_OK ? "" : err, r == CTL_OK ? "" : ")",
 			  c->routes, c->routes == 1 ? "" : "s");
 	else if (r == CTL_OK)
-		log_info("control: heartbeat ok, %zu route%s", c->routes, c->routes == 1 ? "" : "s");
+		log_info("control: heartbeat ok, %zu route%s", c->routes,
+			 c->routes == 1 ? "" : "s");
 	else
 		log_warnx("control: heartbeat %s (%s)%s; keeping the last %zu route%s, next in "
 			  "%llu ms",
@@ -869,8 +870,8 @@ static int credential_take(struct control *c, char *err, size_t errlen)
 	size_t len;
 	int rc;
 
-	rc = secret_from_env("control", CONTROL_ENV_TOKEN, c->cred.api_token, sizeof(c->cred.api_token),
-				&len, err, errlen);
+	rc = secret_from_env("control", CONTROL_ENV_TOKEN, c->cred.api_token,
+			     sizeof(c->cred.api_token), &len, err, errlen);
 	if (rc != 0) {
 		c->from_env = rc > 0;
 		c->enrolled = rc > 0;
@@ -888,9 +889,8 @@ static int credential_take(struct control *c, char *err, size_t errlen)
 			 CONTROL_ENV_TOKEN, CONTROL_ENV_TOKEN, c->state_path);
 		return -1;
 	}
-	rc =
-	    secret_from_file("control", "control-bootstrap-token-file", c->cfg.bootstrap_file, c->bootstrap,
-				sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
+	rc = secret_from_file("control", "control-bootstrap-token-file", c->cfg.bootstrap_file,
+			      c->bootstrap, sizeof(c->bootstrap), &c->bootstrap_len, err, errlen);
 	return rc < 0 ? -1 : 0;
 }
 

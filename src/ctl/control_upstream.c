@@ -80,7 +80,7 @@ unsigned ctl_upstream_from_conf(struct ctl_upstream_policy *p, const struct etr_
 		cidr_of(&c->control_allow[i], &p->allow[p->nallow++]);
 	lost += ctl_upstream_set_hosts(p, local, nlocal);
 	{
-		struct listen_add a = { p, 0 };
+		struct listen_add a = {p, 0};
 
 		conf_each_listen(c, listen_each, &a);
 		lost += a.lost;

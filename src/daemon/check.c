@@ -29,11 +29,10 @@
 #include "turn.h"
 #include "xdp.h"
 
-
 /* The ban file must load whole, as at startup. */
 static int check_bans(const struct etr_conf *c)
 {
-	struct banlist b = { 0 };
+	struct banlist b = {0};
 	char err[4096] = "";
 	int rc;
 
@@ -49,7 +48,6 @@ static int check_bans(const struct etr_conf *c)
 	banlist_free(&b);
 	return rc != 0 ? EXIT_CONFIG : 0;
 }
-
 
 /* The XDP interfaces must exist, as at startup (whether the program
  * loads and attaches is the host's: a start without it runs without). */
@@ -81,13 +79,14 @@ static int check_control_credential(const struct etr_conf *c)
 
 	if (!c->control_url[0])
 		return 0;
-	rc = secret_from_env("control", CONF_CONTROL_ENV_TOKEN, tok, sizeof(tok), &len, err, sizeof(err));
+	rc = secret_from_env("control", CONF_CONTROL_ENV_TOKEN, tok, sizeof(tok), &len, err,
+			     sizeof(err));
 	if (rc == 0) {
 		snprintf(cred, sizeof(cred), "%s/%s", c->state_dir, CONF_CONTROL_STATE_FILE);
 		if (!f[0] || access(cred, F_OK) == 0 || access(f, F_OK) < 0)
 			return 0;
-		rc = secret_from_file("control", "control-bootstrap-token-file", f, tok, sizeof(tok), &len,
-					 err, sizeof(err));
+		rc = secret_from_file("control", "control-bootstrap-token-file", f, tok,
+				      sizeof(tok), &len, err, sizeof(err));
 	}
 	explicit_bzero(tok, sizeof(tok));
 	if (rc >= 0)

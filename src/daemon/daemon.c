@@ -74,8 +74,9 @@ static void draining_what(const struct daemon *d, char *out, size_t n)
 		uint32_t v = kind_active(d, k);
 
 		if (v)
-			o += (size_t)snprintf(out + o, n - o, "%s%u %s", o ? ", " : "", v,
-					      v == 1 ? kinds[k]->active_one : kinds[k]->active_many);
+			o +=
+			    (size_t)snprintf(out + o, n - o, "%s%u %s", o ? ", " : "", v,
+					     v == 1 ? kinds[k]->active_one : kinds[k]->active_many);
 	}
 }
 
@@ -146,7 +147,7 @@ static void daemon_take_bans(void *owner, struct worker *w)
 {
 	struct daemon *d = owner;
 
-	WORKER_EACH(w, k, i)
+	WORKER_EACH (w, k, i)
 		kinds[k]->take_bans(worker_inst(w, k, i), d->bans);
 	atomic_store_explicit(&w->bans_gen, d->bans_gen, memory_order_release);
 	if (w->index != 0)
@@ -234,7 +235,8 @@ static void on_signal(struct daemon *d)
 	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			char err[256];
-			int set = d->ops_plane ? ops_reload_tokens(d->ops_plane, err, sizeof(err)) : 0;
+			int set =
+			    d->ops_plane ? ops_reload_tokens(d->ops_plane, err, sizeof(err)) : 0;
 
 			/* A SIGHUP loop (a reload per config-management run) must
 			 * not fill the log: the "none" lines are said once until
@@ -297,14 +299,14 @@ static int sessions_call(void *arg, char **buf, size_t *len)
 	d->call.gen = ++gens;
 	d->call.pending = d->nworkers;
 	wait = d->call.last + DAEMON_SESSIONS_EVERY_NS > mono_ns()
-		       ? d->call.last + DAEMON_SESSIONS_EVERY_NS - mono_ns()
-		       : 0;
+		   ? d->call.last + DAEMON_SESSIONS_EVERY_NS - mono_ns()
+		   : 0;
 	pthread_mutex_unlock(&d->call.lock);
 	/* Each render walks every session on the packet loops: however many
 	 * clients ask, at most one every DAEMON_SESSIONS_EVERY_NS (the ops
 	 * thread waits; the loops do not). */
 	if (wait) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)wait };
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
 
 		nanosleep(&ts, NULL);
 	}
@@ -426,10 +428,10 @@ static void daemon_worker_failed(void *owner)
 
 /* What the workers ask of the daemon, on their own threads. */
 static const struct worker_host daemon_worker_host = {
-	.take_bans = daemon_take_bans,
-	.bans_taken = daemon_bans_taken,
-	.render_sessions = daemon_render_sessions,
-	.failed = daemon_worker_failed,
+    .take_bans = daemon_take_bans,
+    .bans_taken = daemon_bans_taken,
+    .render_sessions = daemon_render_sessions,
+    .failed = daemon_worker_failed,
 };
 
 static void signal_readable(void *obj, uint32_t ref)
@@ -441,9 +443,9 @@ static void signal_readable(void *obj, uint32_t ref)
 static void daemon_timer(void *obj, uint32_t ref, uint64_t now);
 
 static const struct endpoint_ops daemon_signal_ops = {
-	.name = "signal",
-	.on_readable = signal_readable,
-	.on_timer = daemon_timer,
+    .name = "signal",
+    .on_readable = signal_readable,
+    .on_timer = daemon_timer,
 };
 
 static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
@@ -455,8 +457,8 @@ static void daemon_timer(void *obj, uint32_t ref, uint64_t now)
 		if (d->watchdog_period)
 			sdnotify("WATCHDOG=1");
 		notify_status(d);
-		d->next_notify = now + (d->watchdog_period ? d->watchdog_period / 2
-							   : DAEMON_STATUS_PERIOD);
+		d->next_notify =
+		    now + (d->watchdog_period ? d->watchdog_period / 2 : DAEMON_STATUS_PERIOD);
 	}
 	if (d->leaving && (sessions_active(d) == 0 || now >= d->leave_deadline))
 		stop_all(d);
@@ -498,7 +500,7 @@ unsigned daemon_workers_wanted(const struct etr_conf *conf)
  * seccomp policies refuse it). */
 static int reuseport_probe(struct daemon *d)
 {
-	struct reuseport_plan p = { .workers = 2, .key = d->reuseport_key };
+	struct reuseport_plan p = {.workers = 2, .key = d->reuseport_key};
 	struct sock_filter prog[REUSEPORT_PROG_MAX];
 	int n = reuseport_build(&p, prog);
 
@@ -582,17 +584,17 @@ static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
 	for (unsigned k = 0; k < KINDS && rc == 0; k++) {
 		struct kind_env *e = &d->kenv[k];
 
-		*e = (struct kind_env){ .conf = c,
-					.stats = &d->stats,
-					.nworkers = d->nworkers,
-					.reuseport_key = d->reuseport_key,
-					.dials = d->dials,
-					.ndials = ndials,
-					.inst = env_inst,
-					.opened = env_opened,
-					.post = env_post,
-					.daemon = d,
-					.id = k };
+		*e = (struct kind_env){.conf = c,
+				       .stats = &d->stats,
+				       .nworkers = d->nworkers,
+				       .reuseport_key = d->reuseport_key,
+				       .dials = d->dials,
+				       .ndials = ndials,
+				       .inst = env_inst,
+				       .opened = env_opened,
+				       .post = env_post,
+				       .daemon = d,
+				       .id = k};
 		switch (k) {
 		case KIND_RELAY:
 			e->shared = d->shared;
@@ -620,7 +622,7 @@ static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
  * thread). */
 static int attach_listeners(struct worker *w)
 {
-	WORKER_EACH(w, k, i) {
+	WORKER_EACH (w, k, i) {
 		int rc = kinds[k]->attach(worker_inst(w, k, i), w->ops, w->loop, &w->ep);
 
 		if (rc < 0) {
@@ -729,22 +731,22 @@ static int control_routes(void *arg, const struct sni_route *list, size_t n, cha
 static int open_control(struct daemon *d)
 {
 	const struct etr_conf *conf = d->conf;
-	struct control_config cc = { .url = conf->control_url,
-				     .bootstrap_file = conf->control_bootstrap_file,
-				     .state_dir = conf->state_dir,
-				     .interval_ms = conf->control_interval_ms,
-				     .timeout_ms = conf->control_timeout_ms,
-				     .backoff_min_ms = conf->control_backoff_min_ms,
-				     .backoff_max_ms = conf->control_backoff_max_ms,
-				     .max_answer = conf->control_max_answer,
-				     .conf = conf,
-				     .local = d->sni.local,
-				     .nlocal = d->sni.nlocal,
-				     .version = ETRELAY_VERSION,
-				     .report = control_report,
-				     .routes = control_routes,
-				     .arg = d,
-				     .stats = &d->control_stats };
+	struct control_config cc = {.url = conf->control_url,
+				    .bootstrap_file = conf->control_bootstrap_file,
+				    .state_dir = conf->state_dir,
+				    .interval_ms = conf->control_interval_ms,
+				    .timeout_ms = conf->control_timeout_ms,
+				    .backoff_min_ms = conf->control_backoff_min_ms,
+				    .backoff_max_ms = conf->control_backoff_max_ms,
+				    .max_answer = conf->control_max_answer,
+				    .conf = conf,
+				    .local = d->sni.local,
+				    .nlocal = d->sni.nlocal,
+				    .version = ETRELAY_VERSION,
+				    .report = control_report,
+				    .routes = control_routes,
+				    .arg = d,
+				    .stats = &d->control_stats};
 	char err[1024];
 
 	if (!conf->control_url[0])
@@ -767,8 +769,8 @@ static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool o
 		xdp_known_del(arg, client);
 }
 
-int daemon_open(struct daemon *d, const struct etr_conf *conf,
-		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes)
+int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_sockaddr *upstreams,
+		struct sni_route *const *sni_routes)
 {
 	pthread_condattr_t ca;
 	char why[160] = "";
@@ -811,7 +813,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 		return EXIT_FAILURE;
 	}
 	for (unsigned w = 0; w < d->nworkers; w++)
-		WORKER_EACH(d->workers[w], k, i)
+		WORKER_EACH (d->workers[w], k, i)
 			kinds[k]->take_bans(worker_inst(d->workers[w], k, i), d->bans);
 	/* Before the bans, which it takes too. */
 	if (xdp_start(&d->xdp, conf, why, sizeof(why)) < 0)
@@ -835,10 +837,10 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf,
 	if ((rc = create_loops(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
-		struct ops_config oc = { .listen = conf->ops_listen,
-					 .allow_public = conf->ops_allow_public,
-					 .sessions = sessions_call,
-					 .sessions_arg = d };
+		struct ops_config oc = {.listen = conf->ops_listen,
+					.allow_public = conf->ops_allow_public,
+					.sessions = sessions_call,
+					.sessions_arg = d};
 		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
 		/* A port in use is the host's state, as for every other
@@ -875,18 +877,20 @@ static void log_start(const struct daemon *d)
 
 		masters[0] = '\0';
 		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
-			o += (size_t)snprintf(masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
-					      addr_hostport(c->masters[m].host, c->masters[m].port, hp));
-		log_info("etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
-			 "masters %s",
-			 ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "",
-			 d->nrelays > 1 ? c->name : "", addr_str(&c->listen.sa, a),
-			 addr_str(&r->upstream.sa, b), d->ops->name, c->game, c->heartbeat,
-			 c->flatline[0] ? c->flatline : "none", masters);
+			o += (size_t)snprintf(
+			    masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
+			    addr_hostport(c->masters[m].host, c->masters[m].port, hp));
+		log_info(
+		    "etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
+		    "masters %s",
+		    ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "", d->nrelays > 1 ? c->name : "",
+		    addr_str(&c->listen.sa, a), addr_str(&r->upstream.sa, b), d->ops->name, c->game,
+		    c->heartbeat, c->flatline[0] ? c->flatline : "none", masters);
 	}
 	for (unsigned i = 0; i < d->conf->nrelays; i++)
 		if (d->conf->relays[i].prbe)
-			log_info("PRBE echo on %s (relay %s)", W_RELAY(d->workers[0], i)->stats.public_addr,
+			log_info("PRBE echo on %s (relay %s)",
+				 W_RELAY(d->workers[0], i)->stats.public_addr,
 				 d->conf->relays[i].name);
 	for (unsigned i = 0; i < d->conf->prbe.nlisten; i++)
 		log_info("PRBE echo on %s", d->stats.prbe_port[0][i]->port);
@@ -973,12 +977,14 @@ static void log_listener_stats(const struct daemon *d)
 		for (unsigned k = 0; k < SNI_RESULTS; k++)
 			refused += k == SNI_SPLICED ? 0 : sum.result[k];
 		why[0] = '\0';
-		stats_list(why, sizeof(why), 0, sum.result, SNI_RESULTS, sni_result_at, SNI_SPLICED);
-		log_info("stats sni %s: connections spliced %llu, refused %llu%s; client to upstream "
-			 "%llu B, upstream to client %llu B",
-			 d->conf->sni[i].name, (unsigned long long)sum.result[SNI_SPLICED],
-			 (unsigned long long)refused, why, (unsigned long long)sum.bytes_in,
-			 (unsigned long long)sum.bytes_out);
+		stats_list(why, sizeof(why), 0, sum.result, SNI_RESULTS, sni_result_at,
+			   SNI_SPLICED);
+		log_info(
+		    "stats sni %s: connections spliced %llu, refused %llu%s; client to upstream "
+		    "%llu B, upstream to client %llu B",
+		    d->conf->sni[i].name, (unsigned long long)sum.result[SNI_SPLICED],
+		    (unsigned long long)refused, why, (unsigned long long)sum.bytes_in,
+		    (unsigned long long)sum.bytes_out);
 	}
 	for (unsigned i = 0; i < d->conf->nturn; i++) {
 		struct turn_stats t;
@@ -1002,8 +1008,8 @@ static void log_listener_stats(const struct daemon *d)
 				o += (size_t)snprintf(drops + o, sizeof(drops) - o,
 						      "; TCP and TLS connections dropped %llu",
 						      (unsigned long long)tcp);
-			stats_list(drops, sizeof(drops), o, tdrop, TURN_TCP_DROPS,
-				   turn_tcp_drop_at, UINT32_MAX);
+			stats_list(drops, sizeof(drops), o, tdrop, TURN_TCP_DROPS, turn_tcp_drop_at,
+				   UINT32_MAX);
 		}
 		log_info("stats turn %s: allocations %llu, rejected %llu%s; to peers %llu pkts "
 			 "%llu B; to clients %llu pkts %llu B; dropped %llu%s; TLS failed %llu",
@@ -1012,8 +1018,9 @@ static void log_listener_stats(const struct daemon *d)
 			 (unsigned long long)STAT_GET(t.dgrams_to_peer),
 			 (unsigned long long)STAT_GET(t.bytes_to_peer),
 			 (unsigned long long)STAT_GET(t.dgrams_to_client),
-			 (unsigned long long)STAT_GET(t.bytes_to_client), (unsigned long long)dropped,
-			 drops, (unsigned long long)STAT_GET(t.tls_failed));
+			 (unsigned long long)STAT_GET(t.bytes_to_client),
+			 (unsigned long long)dropped, drops,
+			 (unsigned long long)STAT_GET(t.tls_failed));
 	}
 }
 
@@ -1037,8 +1044,8 @@ int daemon_run(struct daemon *d)
 	if (rc < 0 || atomic_load(&d->failed))
 		return EXIT_FAILURE;
 	sdnotify("STOPPING=1");
-	log_info("exiting on SIG%s", sigabbrev_np(d->exit_signal) ? sigabbrev_np(d->exit_signal)
-								   : "?");
+	log_info("exiting on SIG%s",
+		 sigabbrev_np(d->exit_signal) ? sigabbrev_np(d->exit_signal) : "?");
 	/* The flatlines leave (and are counted) before the last stats. The
 	 * other workers closed their sessions on their own threads. */
 	worker_shutdown(d->workers[0]);

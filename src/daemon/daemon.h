@@ -32,7 +32,7 @@ struct worker;
 
 /* Every relay, SNI listener, echo-only port and the daemon find a slot in
  * each worker's endpoint table. */
-_Static_assert(CONF_RELAYS_MAX * RELAY_ENDPOINTS + CONF_SNI_MAX +
+_Static_assert(CONF_RELAYS_MAX *RELAY_ENDPOINTS + CONF_SNI_MAX +
 		       CONF_PRBE_LISTEN_MAX * PRBE_PORT_ENDPOINTS + CONF_TURN_MAX * TURN_ENDPOINTS +
 		       DAEMON_ENDPOINTS <=
 		   ENDPOINT_MAX,
@@ -72,20 +72,20 @@ struct daemon {
 	struct {
 		pthread_mutex_t lock;
 		pthread_cond_t done_cond;
-		uint64_t gen;      /* of the request under way, 0: none */
-		unsigned pending;  /* workers yet to answer it */
+		uint64_t gen;	  /* of the request under way, 0: none */
+		unsigned pending; /* workers yet to answer it */
 		bool busy;
 		uint64_t last; /* monotonic ns the last render ended */
 	} call;
 	_Atomic bool failed; /* a worker's loop failed: leave */
 	int sig_fd;
-	int exit_signal;          /* the signal that asked us to leave */
-	bool leaving;             /* draining on the way out */
+	int exit_signal;	  /* the signal that asked us to leave */
+	bool leaving;		  /* draining on the way out */
 	uint64_t leave_deadline;  /* ns; exit then even with sessions left */
-	uint64_t leave_check;     /* ns; next look for the last session */
+	uint64_t leave_check;	  /* ns; next look for the last session */
 	uint64_t watchdog_period; /* ns, 0 without a systemd watchdog */
-	uint64_t next_notify;     /* next WATCHDOG=1 / STATUS= update */
-	struct timer timer;       /* on worker 0: next_notify or leave_check, whichever
+	uint64_t next_notify;	  /* next WATCHDOG=1 / STATUS= update */
+	struct timer timer;	  /* on worker 0: next_notify or leave_check, whichever
 				   * is first */
 	/* The control plane (control-url): its client, what it publishes, and
 	 * the route set of its last good heartbeat. */
@@ -106,8 +106,8 @@ unsigned daemon_workers_wanted(const struct etr_conf *conf);
  * attach the reuseport programs, create the loops on the configured
  * backend (auto: io_uring, else epoll with a log line), start the ops
  * plane. Returns 0, or the exit status to leave with. */
-int daemon_open(struct daemon *d, const struct etr_conf *conf,
-		const union etr_sockaddr *upstreams, struct sni_route *const *sni_routes);
+int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_sockaddr *upstreams,
+		struct sni_route *const *sni_routes);
 
 /* Serve until a signal says leave and the drain is over. Returns the exit
  * status. */

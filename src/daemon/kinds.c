@@ -9,8 +9,8 @@
 #include "turn_kind.h"
 
 const struct kind *const kinds[KINDS] = {
-	[KIND_RELAY] = &relay_kind,
-	[KIND_PRBE] = &prbe_kind,
-	[KIND_SNI] = &sni_kind,
-	[KIND_TURN] = &turn_kind,
+    [KIND_RELAY] = &relay_kind,
+    [KIND_PRBE] = &prbe_kind,
+    [KIND_SNI] = &sni_kind,
+    [KIND_TURN] = &turn_kind,
 };

@@ -67,12 +67,15 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 		if (!part[k])
 			continue;
 		if (o < sizeof(parts))
-			o += (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for %s, ",
-					      (unsigned long long)part[k], kinds[k]->fds_what(conf));
+			o +=
+			    (size_t)snprintf(parts + o, sizeof(parts) - o, "%llu for %s, ",
+					     (unsigned long long)part[k], kinds[k]->fds_what(conf));
 		if (kinds[k]->fds_knob && l < sizeof(lower)) {
 			nknob++;
 			l += (size_t)snprintf(lower + l, sizeof(lower) - l, "%s%s",
-					      nknob == 1 ? "" : nknob == knobs ? " or " : ", ",
+					      nknob == 1       ? ""
+					      : nknob == knobs ? " or "
+							       : ", ",
 					      kinds[k]->fds_knob);
 		}
 	}
@@ -157,8 +160,8 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 			else if (addr_parse_numeric(hp, &up) < 0)
 				continue;
 			if (r->line)
-				snprintf(where, sizeof(where), "%s:%u: sni %s", c->path ? c->path : "",
-					 r->line, c->sni[i].name);
+				snprintf(where, sizeof(where), "%s:%u: sni %s",
+					 c->path ? c->path : "", r->line, c->sni[i].name);
 			else
 				snprintf(where, sizeof(where), "etrelay: sni-route");
 			for (unsigned k = 0; k < c->nsni; k++) {
@@ -177,10 +180,11 @@ static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved
 			 * control-plane route there is refused too. TURN's TCP
 			 * and TLS ports stay routable (TURNS behind 443). */
 			if (c->ops_enabled && addrclass_loops(&up, &c->ops_listen, local, nlocal)) {
-				fprintf(stderr,
-					"%s: route %s: upstream %s is the ops listener (%s): the "
-					"route would serve the private ops plane on a public port\n",
-					where, r->name, hp, addr_str(&c->ops_listen.sa, a));
+				fprintf(
+				    stderr,
+				    "%s: route %s: upstream %s is the ops listener (%s): the "
+				    "route would serve the private ops plane on a public port\n",
+				    where, r->name, hp, addr_str(&c->ops_listen.sa, a));
 				rc = -1;
 			}
 		}
@@ -195,7 +199,7 @@ static int relay_loops(const struct etr_conf *c, const union etr_sockaddr *up)
 {
 	union etr_sockaddr local[SNI_LOCAL_MAX];
 	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
-	struct conf_errors e = { .len = 0 };
+	struct conf_errors e = {.len = 0};
 
 	if (conf_relay_loops(c, up, local, nlocal, &e) == 0)
 		return 0;
@@ -206,7 +210,7 @@ static int relay_loops(const struct etr_conf *c, const union etr_sockaddr *up)
 /* Parse argv and the file; returns 0 or the exit status. */
 static int configure(struct etr_conf *c, int argc, char **argv)
 {
-	struct conf_errors e = { .len = 0 };
+	struct conf_errors e = {.len = 0};
 	char *text = NULL;
 	size_t len = 0;
 	int rc = 0;
@@ -225,8 +229,7 @@ static int configure(struct etr_conf *c, int argc, char **argv)
 		text = conf_read_file(c->path, &len);
 		if (!text) {
 			fprintf(stderr, "etrelay: %s: %s%s\n", c->path, strerror(errno),
-				c->path_given ? ""
-					      : " (give --upstream HOST:PORT, or -c FILE)");
+				c->path_given ? "" : " (give --upstream HOST:PORT, or -c FILE)");
 			return c->path_given || c->test ? EXIT_CONFIG : EXIT_USAGE;
 		}
 		if (conf_load(c, text, len, c->path, &e) < 0)
@@ -245,7 +248,7 @@ int main(int argc, char **argv)
 	static struct etr_conf conf;
 	static struct daemon d;
 	union etr_sockaddr upstream[CONF_RELAYS_MAX];
-	struct sni_route *sni_routes[CONF_SNI_MAX] = { NULL };
+	struct sni_route *sni_routes[CONF_SNI_MAX] = {NULL};
 	char err[512];
 	rlim_t nofile;
 	bool nofile_ok;
@@ -262,7 +265,7 @@ int main(int argc, char **argv)
 		printf("etrelay %s\n", ETRELAY_VERSION);
 		return 0;
 	}
-	log_init(conf.debug, conf.log_time == CONF_LOG_TIME_YES  ? LOG_TIME_YES
+	log_init(conf.debug, conf.log_time == CONF_LOG_TIME_YES	 ? LOG_TIME_YES
 			     : conf.log_time == CONF_LOG_TIME_NO ? LOG_TIME_NO
 								 : LOG_TIME_AUTO);
 	if (conf.ops_enabled && ops_tokens_check(err, sizeof(err)) < 0) {
@@ -283,7 +286,7 @@ int main(int argc, char **argv)
 		free(s);
 	}
 	{
-		struct conf_errors w = { .len = 0 };
+		struct conf_errors w = {.len = 0};
 
 		/* -t prints them with the check; a start logs them. */
 		unsigned n = conf_turn_warnings(&conf, &w);

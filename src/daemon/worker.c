@@ -24,7 +24,7 @@ static void ctl_readable(void *obj, uint32_t ref)
 	if (read(w->ctl_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("worker %u: control eventfd", w->index);
 	what = atomic_exchange_explicit(&w->ctl, 0, memory_order_acq_rel);
-	WORKER_EACH(w, k, i)
+	WORKER_EACH (w, k, i)
 		if ((what & WORKER_POKE(k)) && kinds[k]->poke)
 			kinds[k]->poke(worker_inst(w, k, i));
 	if (what & WORKER_BANS)
@@ -42,8 +42,8 @@ static const struct endpoint_ops worker_ctl_ops = {
     .on_readable = ctl_readable,
 };
 
-struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host,
-			  void *owner, unsigned index)
+struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host, void *owner,
+			  unsigned index)
 {
 	size_t size = (sizeof(struct worker) + 63) / 64 * 64;
 	struct worker *w = aligned_alloc(64, size);
@@ -142,7 +142,7 @@ int worker_run(struct worker *w)
 
 void worker_shutdown(struct worker *w)
 {
-	WORKER_EACH(w, k, i)
+	WORKER_EACH (w, k, i)
 		if (kinds[k]->shutdown)
 			kinds[k]->shutdown(worker_inst(w, k, i));
 	w->ops->flush(w->loop);
@@ -217,7 +217,7 @@ void worker_free(struct worker *w)
 	}
 	if (w->loop)
 		w->ops->destroy(w->loop);
-	WORKER_EACH(w, k, i)
+	WORKER_EACH (w, k, i)
 		kinds[k]->close(worker_inst(w, k, i));
 	for (unsigned k = 0; k < KINDS; k++)
 		free(w->kind[k].inst);

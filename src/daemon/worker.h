@@ -24,20 +24,20 @@ struct worker;
 /* What a worker asks of whoever owns it (the daemon), on the worker's own
  * thread: the worker knows the owner through these only. */
 struct worker_host {
-	void (*take_bans)(void *owner, struct worker *w);  /* WORKER_BANS */
-	void (*bans_taken)(void *owner);		   /* WORKER_BANS_TAKEN */
+	void (*take_bans)(void *owner, struct worker *w);	/* WORKER_BANS */
+	void (*bans_taken)(void *owner);			/* WORKER_BANS_TAKEN */
 	void (*render_sessions)(void *owner, struct worker *w); /* WORKER_SESSIONS */
 	void (*failed)(void *owner); /* its loop failed: take the process down */
 };
 
 /* Requests a worker takes from other threads (worker_post). */
-#define WORKER_STOP	  1u  /* leave the loop */
-#define WORKER_SESSIONS	  2u  /* render its part of GET /sessions */
-#define WORKER_BANS	  4u  /* take the daemon's current ban list */
-#define WORKER_BANS_TAKEN 8u  /* to worker 0: a worker took the new list */
+#define WORKER_STOP	  1u /* leave the loop */
+#define WORKER_SESSIONS	  2u /* render its part of GET /sessions */
+#define WORKER_BANS	  4u /* take the daemon's current ban list */
+#define WORKER_BANS_TAKEN 8u /* to worker 0: a worker took the new list */
 /* Kind k's news: every instance of it takes them (struct kind's poke): a
  * relay's owner about its game server, the SNI route tables in force. */
-#define WORKER_POKE(k)	  (16u << (k))
+#define WORKER_POKE(k) (16u << (k))
 
 struct worker {
 	unsigned index;
@@ -84,8 +84,8 @@ struct worker {
 /* A worker (cache-line aligned, so that no counter shares a line with
  * another worker's), its control eventfd open, nothing else yet. NULL on
  * failure (logged). */
-struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host,
-			  void *owner, unsigned index);
+struct worker *worker_new(const struct etr_conf *conf, const struct worker_host *host, void *owner,
+			  unsigned index);
 
 /* Create its loop on ops (NULL: the configured backend, with the fallback
  * from io_uring to epoll) and register its control eventfd. Returns 0, or
@@ -125,8 +125,8 @@ static inline void *worker_inst(const struct worker *w, enum kind_id k, unsigned
 #define W_TURN(w, i)  ((struct turn_listener *)worker_inst((w), KIND_TURN, (i)))
 
 /* Every opened instance of every kind, in the table's order. */
-#define WORKER_EACH(w, k, i)                                                                   \
-	for (unsigned k = 0; k < KINDS; k++)                                                   \
+#define WORKER_EACH(w, k, i)                                                                       \
+	for (unsigned k = 0; k < KINDS; k++)                                                       \
 		for (unsigned i = 0; i < (w)->kind[k].n; i++)
 
 #endif

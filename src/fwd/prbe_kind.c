@@ -36,7 +36,7 @@ static const char *fds_what(const struct etr_conf *c)
  * first socket of its group. */
 static int attach_workers(const struct kind_env *e, int fd)
 {
-	const struct reuseport_plan p = { .workers = e->nworkers, .key = e->reuseport_key };
+	const struct reuseport_plan p = {.workers = e->nworkers, .key = e->reuseport_key};
 
 	return net_attach_plan(fd, &p);
 }
@@ -77,7 +77,8 @@ static int open_one(struct kind_env *e, struct prbe_stats *all, unsigned i)
 		if (fd == 0)
 			fd = net_bind_public(l, e->nworkers > 1);
 		if (fd < 0) {
-			log_warnx("prbe-listen %s: bind: %s%s", a, strerror(-fd), addr_bind_hint(fd));
+			log_warnx("prbe-listen %s: bind: %s%s", a, strerror(-fd),
+				  addr_bind_hint(fd));
 			return EXIT_FAILURE;
 		}
 		snprintf(st->port, sizeof(st->port), "%s", a);
@@ -155,17 +156,17 @@ static void report(const struct etr_conf *c)
 }
 
 const struct kind prbe_kind = {
-	.name = "prbe-listen",
-	.size = sizeof(struct prbe_port),
-	.count = count,
-	.open = open_all,
-	.shared_free = shared_free,
-	.fds = fds,
-	.fds_what = fds_what,
-	.attach = attach,
-	.take_bans = take_bans,
-	.close = close_,
-	.report = report,
-	.summary_one = "echo port",
-	.summary_many = "echo ports",
+    .name = "prbe-listen",
+    .size = sizeof(struct prbe_port),
+    .count = count,
+    .open = open_all,
+    .shared_free = shared_free,
+    .fds = fds,
+    .fds_what = fds_what,
+    .attach = attach,
+    .take_bans = take_bans,
+    .close = close_,
+    .report = report,
+    .summary_one = "echo port",
+    .summary_many = "echo ports",
 };

@@ -180,14 +180,13 @@ void udprelay_refuse(struct udprelay *u, const union etr_sockaddr *client,
 		u->pol->log_refused(u->pobj, client, d, why);
 }
 
-int udprelay_send(struct udprelay *u, const union etr_sockaddr *dst, const void *buf,
-		  size_t len, uint32_t id)
+int udprelay_send(struct udprelay *u, const union etr_sockaddr *dst, const void *buf, size_t len,
+		  uint32_t id)
 {
 	return u->ops->send(u->loop, u->pub_fd, &dst->sa, addr_len(dst), buf, len, id);
 }
 
-int udprelay_reply(struct udprelay *u, const union etr_sockaddr *dst, const void *buf,
-		   size_t len)
+int udprelay_reply(struct udprelay *u, const union etr_sockaddr *dst, const void *buf, size_t len)
 {
 	int err = udprelay_send(u, dst, buf, len, public_id(u, UDPRELAY_REF_REPLY));
 
@@ -206,11 +205,10 @@ static bool socket_scarce(int err)
  * budget did not admit (no proof of anything, and spoofed at line rate)
  * may only take the upper half of the tokens; the lower half is kept for
  * those it admitted (a player's getchallenge above all). */
-static bool session_rate_allow(struct udprelay *u, const union etr_sockaddr *client,
-			       bool admitted, const struct loop_dgram *d)
+static bool session_rate_allow(struct udprelay *u, const union etr_sockaddr *client, bool admitted,
+			       const struct loop_dgram *d)
 {
-	if (!admitted &&
-	    (uint64_t)rl_available(&u->sess_rl, d->now) * 2 <= u->conf.session_rate) {
+	if (!admitted && (uint64_t)rl_available(&u->sess_rl, d->now) * 2 <= u->conf.session_rate) {
 		udprelay_refuse(u, client, d, DROP_SESSION_RATE);
 		return false;
 	}
@@ -384,7 +382,7 @@ static void from_client(struct udprelay *u, struct loop_dgram *d)
 	 * nothing, sessions still end that long after they open. */
 	if (idx != SESSION_NONE && (v & UDPRELAY_ASKS) && !u->st.s[idx].assured &&
 	    u->st.s[idx].opened + u->conf.unassured_timeout <
-		    d->now + u->conf.unassured_timeout / 5) {
+		d->now + u->conf.unassured_timeout / 5) {
 		udprelay_close_session(u, idx, CLOSE_UNASSURED);
 		idx = SESSION_NONE;
 	}
@@ -517,18 +515,18 @@ static void session_sent(void *obj, uint32_t ref, int res)
 }
 
 static const struct endpoint_ops udprelay_public_ops = {
-	.name = "public",
-	.multi = true,
-	.on_dgram = public_dgram,
-	.on_recv_error = public_recv_error,
-	.on_sent = public_sent,
-	.on_timer = public_timer,
+    .name = "public",
+    .multi = true,
+    .on_dgram = public_dgram,
+    .on_recv_error = public_recv_error,
+    .on_sent = public_sent,
+    .on_timer = public_timer,
 };
 
 static const struct endpoint_ops udprelay_session_ops = {
-	.name = "session",
-	.multi = true,
-	.on_dgram = session_dgram,
-	.on_recv_error = session_recv_error,
-	.on_sent = session_sent,
+    .name = "session",
+    .multi = true,
+    .on_dgram = session_dgram,
+    .on_recv_error = session_recv_error,
+    .on_sent = session_sent,
 };

@@ -56,8 +56,8 @@ struct udprelay_policy_ops {
 	/* The upstream refused a datagram (ECONNREFUSED): its port is closed. */
 	void (*upstream_refused)(void *p, uint64_t now);
 	/* --debug: a client's datagram was refused for why (counted already). */
-	void (*log_refused)(void *p, const union etr_sockaddr *client,
-			    const struct loop_dgram *d, enum stats_drop why);
+	void (*log_refused)(void *p, const union etr_sockaddr *client, const struct loop_dgram *d,
+			    enum stats_drop why);
 };
 
 /* Where session sockets come from: the daemon's are real sockets
@@ -77,7 +77,7 @@ struct udprelay_conf {
 	uint32_t ip_entries;
 	uint64_t session_timeout;   /* ns: idle */
 	uint64_t unassured_timeout; /* ns: from opening, until assured */
-	bool listener_loopback;     /* 127/8 and ::1 sources are real here */
+	bool listener_loopback;	    /* 127/8 and ::1 sources are real here */
 };
 
 struct udprelay {
@@ -95,7 +95,7 @@ struct udprelay {
 	 * UDPRELAY_REF_SOCKET); the loop lets go of it when destroyed. */
 	struct timer timer;
 	const struct etr_stats *global; /* lifecycle: draining takes no new sessions */
-	struct relay_stats *stats;      /* the counters it shares with its policy */
+	struct relay_stats *stats;	/* the counters it shares with its policy */
 	int pub_fd;
 	struct session_table st;
 	/* Sessions open in every forwarder that shares this one's count
@@ -179,13 +179,12 @@ void udprelay_refuse(struct udprelay *u, const union etr_sockaddr *client,
 /* Send a copy of buf to dst from the public socket, in the loop's ordered
  * path; on_sent goes to loop id `id` (another endpoint's: heartbeats).
  * Returns 0 or -errno (then no on_sent). */
-int udprelay_send(struct udprelay *u, const union etr_sockaddr *dst, const void *buf,
-		  size_t len, uint32_t id);
+int udprelay_send(struct udprelay *u, const union etr_sockaddr *dst, const void *buf, size_t len,
+		  uint32_t id);
 
 /* The same for the policy's replies (a cached answer, a refusal's text):
  * a failure, now or in on_sent, counts as send_error. Returns 0 or -errno. */
-int udprelay_reply(struct udprelay *u, const union etr_sockaddr *dst, const void *buf,
-		   size_t len);
+int udprelay_reply(struct udprelay *u, const union etr_sockaddr *dst, const void *buf, size_t len);
 
 static inline struct session_table *udprelay_sessions(struct udprelay *u)
 {

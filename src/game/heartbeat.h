@@ -44,31 +44,31 @@ enum hb_phase {
 
 /* Bits of hb_step's result: what the caller must do now. */
 enum hb_action {
-	HB_SEND_PROBE = 1 << 0,     /* send getinfo <challenge> to the server */
+	HB_SEND_PROBE = 1 << 0,	    /* send getinfo <challenge> to the server */
 	HB_SEND_HEARTBEAT = 1 << 1, /* send heartbeat <tag> to every master */
 	HB_SEND_FLATLINE = 1 << 2,  /* send the flatline tag (if the game has one) */
-	HB_LOG_UP = 1 << 3,         /* server state changed to up */
-	HB_LOG_DOWN = 1 << 4,       /* server state changed to down */
+	HB_LOG_UP = 1 << 3,	    /* server state changed to up */
+	HB_LOG_DOWN = 1 << 4,	    /* server state changed to down */
 	HB_ROUND_FAILED = 1 << 5,   /* every attempt of this round timed out */
 };
 
 struct hb {
-	uint64_t interval;      /* ns between rounds */
+	uint64_t interval;	/* ns between rounds */
 	uint64_t probe_timeout; /* ns per attempt */
-	unsigned attempts;      /* per round */
+	unsigned attempts;	/* per round */
 	enum hb_phase phase;
 	enum hb_server server;
 	unsigned attempt; /* 1..attempts while probing */
 	uint64_t round_start;
 	uint64_t deadline;
 	uint64_t early_start; /* start of the last early round; 0 = none */
-	bool early;           /* the deadline was brought forward */
+	bool early;	      /* the deadline was brought forward */
 	char challenge[HB_CHALLENGE_LEN + 1];
 };
 
 /* What the relay knows of one master's listing. */
 enum hb_master_state {
-	HB_MASTER_NEW,    /* no challenge since start, or since the server went down */
+	HB_MASTER_NEW,	  /* no challenge since start, or since the server went down */
 	HB_MASTER_LISTED, /* its challenge was answered through the relay */
 	HB_MASTER_QUIET,  /* heartbeats for HB_MASTER_QUIET_INTERVALS, no challenge */
 };
@@ -83,7 +83,7 @@ enum hb_master_event {
 struct hb_master {
 	enum hb_master_state state;
 	uint64_t last_challenge; /* ns, 0 = never */
-	uint64_t unanswered;     /* first heartbeat since its last challenge; 0 = none */
+	uint64_t unanswered;	 /* first heartbeat since its last challenge; 0 = none */
 };
 
 /* Set up; the first round starts at the first hb_step. */

@@ -265,11 +265,11 @@ static void check_masters(struct masters *ms, uint64_t now)
 		if (!hb_master_check(&ms->m[i].health, now, ms->hb.interval))
 			continue;
 		master_publish(ms, i, false);
-		log_warnx("relay %s: master %s is quiet: no challenge within %llu s of a "
-			  "heartbeat; it does not list this relay",
-			  ms->conf->name, ms->stats->masters[i].name,
-			  (unsigned long long)(HB_MASTER_QUIET_INTERVALS * ms->hb.interval /
-					       NS_PER_SEC));
+		log_warnx(
+		    "relay %s: master %s is quiet: no challenge within %llu s of a "
+		    "heartbeat; it does not list this relay",
+		    ms->conf->name, ms->stats->masters[i].name,
+		    (unsigned long long)(HB_MASTER_QUIET_INTERVALS * ms->hb.interval / NS_PER_SEC));
 	}
 }
 
@@ -398,12 +398,12 @@ static void on_resolved(struct masters *ms)
 			res.gai_err = EAI_ADDRFAMILY, res.wrong_family = true;
 		if (res.wrong_family) {
 			if (!m->wrong_family)
-				log_warnx("master %s: only %s addresses (%s), which the listener %s "
-					  "cannot reach; no heartbeats to it%s",
-					  hp, conf_addr_family(&res.addr) == AF_INET ? "IPv4" : "IPv6",
-					  addr_str(&res.addr.sa, a),
-					  addr_str(&ms->conf->listen.sa, l),
-					  m->have_addr ? " but to its last good address" : "");
+				log_warnx(
+				    "master %s: only %s addresses (%s), which the listener %s "
+				    "cannot reach; no heartbeats to it%s",
+				    hp, conf_addr_family(&res.addr) == AF_INET ? "IPv4" : "IPv6",
+				    addr_str(&res.addr.sa, a), addr_str(&ms->conf->listen.sa, l),
+				    m->have_addr ? " but to its last good address" : "");
 		} else if (res.gai_err == 0) {
 			bool moved = !m->have_addr || !addr_equal(&m->addr, &res.addr);
 
@@ -421,8 +421,8 @@ static void on_resolved(struct masters *ms)
 				log_warnx("master %s: cannot resolve (%s); keeping %s", m->host,
 					  gai_strerror(res.gai_err), addr_str(&m->addr.sa, a));
 			else
-				log_warnx("master %s: cannot resolve (%s); no address yet",
-					  m->host, gai_strerror(res.gai_err));
+				log_warnx("master %s: cannot resolve (%s); no address yet", m->host,
+					  gai_strerror(res.gai_err));
 		}
 		m->last_err = res.gai_err;
 		m->wrong_family = res.wrong_family;
@@ -606,15 +606,15 @@ static void resolver_readable(void *obj, uint32_t ref)
 }
 
 static const struct endpoint_ops masters_probe_ops = {
-	.name = "probe",
-	.multi = true,
-	.on_dgram = probe_dgram,
-	.on_recv_error = probe_recv_error,
-	.on_sent = probe_sent,
-	.on_timer = probe_timer,
+    .name = "probe",
+    .multi = true,
+    .on_dgram = probe_dgram,
+    .on_recv_error = probe_recv_error,
+    .on_sent = probe_sent,
+    .on_timer = probe_timer,
 };
 
 static const struct endpoint_ops masters_resolver_ops = {
-	.name = "resolver",
-	.on_readable = resolver_readable,
+    .name = "resolver",
+    .on_readable = resolver_readable,
 };

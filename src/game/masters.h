@@ -26,11 +26,11 @@ struct master {
 	uint16_t port;
 	union etr_sockaddr addr; /* last good address */
 	bool have_addr;
-	bool numeric;       /* an address literal: never resolved */
-	bool heartbeat_due; /* send once the running resolution ends */
-	int last_err;       /* last resolution result, to log changes only */
-	bool wrong_family;  /* unreachable from the listener: reported once */
-	bool v6only_said;   /* an IPv6-only listener refused its IPv4 address */
+	bool numeric;		 /* an address literal: never resolved */
+	bool heartbeat_due;	 /* send once the running resolution ends */
+	int last_err;		 /* last resolution result, to log changes only */
+	bool wrong_family;	 /* unreachable from the listener: reported once */
+	bool v6only_said;	 /* an IPv6-only listener refused its IPv4 address */
 	struct hb_master health; /* its challenges, against our heartbeats */
 };
 
@@ -72,7 +72,7 @@ struct masters {
 	const struct relay_conf *conf;
 	struct relay_stats *stats;
 	const struct etr_stats *global; /* lifecycle: a draining relay heartbeats no more */
-	struct udprelay *fwd;           /* heartbeats leave from its public socket */
+	struct udprelay *fwd;		/* heartbeats leave from its public socket */
 	union etr_sockaddr upstream;
 	int probe_fd;
 	struct resolver *res;

@@ -22,7 +22,7 @@
  * full 64-player server's reconnecting after a restart sends at once. Each
  * source is held to its query bucket (or a master's allowance) already. */
 #define Q3P_DECODE_BURST 200
-#define Q3P_DECODE_RATE  200
+#define Q3P_DECODE_RATE	 200
 
 /* The game server's budget, one for all workers. Masters keep 2 tokens
  * each (a getChallenge and a getinfo), together no more than what leaves
@@ -212,7 +212,8 @@ int q3policy_init(struct q3policy *p, const struct relay_conf *conf, struct udpr
 		err = player_tables_init(p, random64);
 	if (!err)
 		err = qcache_init(&p->cache, conf->query_cache_ms * NS_PER_MS,
-				  conf->query_cache_stale_ms * NS_PER_MS, conf->query_cache_max_reply);
+				  conf->query_cache_stale_ms * NS_PER_MS,
+				  conf->query_cache_max_reply);
 	return err;
 }
 
@@ -231,8 +232,8 @@ void q3policy_free(struct q3policy *p)
 	p->qport_owner = NULL;
 }
 
-static void refuse(struct q3policy *p, const union etr_sockaddr *client,
-		   const struct loop_dgram *d, enum stats_drop why)
+static void refuse(struct q3policy *p, const union etr_sockaddr *client, const struct loop_dgram *d,
+		   enum stats_drop why)
 {
 	udprelay_refuse(p->fwd, client, d, why);
 }
@@ -261,8 +262,7 @@ static void log_packet(const struct q3policy *p, const union etr_sockaddr *clien
 	if (!log_debug_on || !q3_is_connectionless(d->data, d->len))
 		return;
 	q3_word(d->data, d->len, w);
-	log_debug("%s %s %-3s %s (%zu B)", addr_str(&client->sa, a), dir, p->conf->game, w,
-		  d->len);
+	log_debug("%s %s %-3s %s (%zu B)", addr_str(&client->sa, a), dir, p->conf->game, w, d->len);
 }
 
 /* A master's own allowance: --master-queries tokens at once, one back every
@@ -330,8 +330,7 @@ static void cache_answer(struct q3policy *p, const union etr_sockaddr *client,
 
 /* An IP the game server accepted as a player lately, or this very address
  * and port with its assured session still open: a returning player. */
-static bool player_proven(const struct q3policy *p, const union etr_sockaddr *client,
-			  uint64_t now)
+static bool player_proven(const struct q3policy *p, const union etr_sockaddr *client, uint64_t now)
 {
 	const struct session_table *st = udprelay_sessions(p->fwd);
 	uint32_t idx;
@@ -465,8 +464,8 @@ static bool admit_query(struct q3policy *p, const union etr_sockaddr *client, en
  * the client with that qport (and sends that client's stream to whichever
  * port it came from), and takes a connect with a client's qport as that
  * client's reconnect. So one session speaks for a qport at a time. */
-enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q,
-				    bool from_connect, uint64_t now, uint32_t *owner)
+enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q, bool from_connect,
+				    uint64_t now, uint32_t *owner)
 {
 	const struct session_table *st = udprelay_sessions(p->fwd);
 	struct q3p_session *s = &p->ss[idx];
@@ -601,9 +600,10 @@ static void qport_refuse(struct q3policy *p, uint32_t idx, uint32_t owner, uint1
 			  addr_str(&holder.sa, b), stats_drop_name(why));
 	} else
 		log_warnx("relay %s: %s %s qport %u, which %s holds: refused (%s)", p->conf->name,
-			  a, why == DROP_CONNECT_UNREAD || q3_is_connectionless(d->data, d->len)
-				     ? "connects with"
-				     : "sent",
+			  a,
+			  why == DROP_CONNECT_UNREAD || q3_is_connectionless(d->data, d->len)
+			      ? "connects with"
+			      : "sent",
 			  q, addr_str(&st->s[owner].client.sa, b), stats_drop_name(why));
 }
 
@@ -649,7 +649,7 @@ static bool note_qport(struct q3policy *p, uint32_t idx, const struct loop_dgram
 static bool note_player(struct q3policy *p, uint32_t idx, const struct loop_dgram *d)
 {
 	static const char prefix[HUFFMAN_CONNECT_OFFSET] = "\xff\xff\xff\xff"
-							    "connect ";
+							   "connect ";
 	uint8_t text[HUFFMAN_INFO_MAX + 2];
 	uint32_t owner = SESSION_NONE;
 	const char *info;
@@ -839,13 +839,13 @@ static void upstream_refused(void *obj, uint64_t now)
 }
 
 const struct udprelay_policy_ops q3policy_ops = {
-	.name = "q3",
-	.client_dgram = client_dgram,
-	.session_opened = session_opened,
-	.server_dgram = server_dgram,
-	.session_closed = session_closed,
-	.upstream_refused = upstream_refused,
-	.log_refused = log_refused,
+    .name = "q3",
+    .client_dgram = client_dgram,
+    .session_opened = session_opened,
+    .server_dgram = server_dgram,
+    .session_closed = session_closed,
+    .upstream_refused = upstream_refused,
+    .log_refused = log_refused,
 };
 
 /* The masters' events. */
@@ -883,10 +883,10 @@ static void invited(void *arg, unsigned i)
 }
 
 const struct masters_events q3policy_masters_events = {
-	.probe_sent = probe_sent,
-	.probe_answer = probe_answer,
-	.round_failed = round_failed,
-	.invited = invited,
+    .probe_sent = probe_sent,
+    .probe_answer = probe_answer,
+    .round_failed = round_failed,
+    .invited = invited,
 };
 
 enum rl_class q3_budget_class(enum q3_cmd cmd, bool from_master, bool connect_counts)

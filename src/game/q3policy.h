@@ -35,7 +35,7 @@
 
 /* What q3policy_qport_claim decided. */
 enum q3p_qport {
-	Q3P_QPORT_OK,       /* the session holds the qport now */
+	Q3P_QPORT_OK,	    /* the session holds the qport now */
 	Q3P_QPORT_MISMATCH, /* an in-game packet with another qport than its session's */
 	Q3P_QPORT_OWNED,    /* another session holds it and was heard from within the grace */
 };
@@ -44,10 +44,10 @@ enum q3p_qport {
  * which an in-game packet reads (its qport), so that 5000 sessions' worth
  * stays in cache; the names, read by /sessions only, live apart. */
 struct q3p_session {
-	uint16_t qport;   /* from its connect, else its first in-game packet */
+	uint16_t qport; /* from its connect, else its first in-game packet */
 	bool qport_known;
-	bool challenged;  /* the game server sent this client a challengeResponse */
-	uint8_t master;   /* 1 + index of the master this client is, 0 if none */
+	bool challenged; /* the game server sent this client a challengeResponse */
+	uint8_t master;	 /* 1 + index of the master this client is, 0 if none */
 };
 
 /* A player's name from its connect, "" if none. */
@@ -84,15 +84,15 @@ struct q3policy {
 	struct udprelay *fwd;
 	struct masters *ms;
 	struct relay_stats *stats;
-	struct q3p_session *ss;      /* one per session index */
-	char (*names)[Q3P_NAME_MAX]; /* one per session index */
-	uint32_t *qport_owner;       /* 65536 entries: session index + 1, 0 = none */
-	struct rl_table ip_rl;       /* per source IP: connectionless packets */
-	struct rl_bucket decode_rl;  /* connect userinfo decoded, in all */
-	struct rl_stamps player_nets; /* per /24, /48: the last player's token taken */
-	struct rl_stamps proven;      /* per IP: last accepted as a player */
-	struct rl_stamps proven_gap;  /* per IP: the last returning player's token */
-	struct qcache cache;          /* its last getinfo/getstatus replies */
+	struct q3p_session *ss;			  /* one per session index */
+	char (*names)[Q3P_NAME_MAX];		  /* one per session index */
+	uint32_t *qport_owner;			  /* 65536 entries: session index + 1, 0 = none */
+	struct rl_table ip_rl;			  /* per source IP: connectionless packets */
+	struct rl_bucket decode_rl;		  /* connect userinfo decoded, in all */
+	struct rl_stamps player_nets;		  /* per /24, /48: the last player's token taken */
+	struct rl_stamps proven;		  /* per IP: last accepted as a player */
+	struct rl_stamps proven_gap;		  /* per IP: the last returning player's token */
+	struct qcache cache;			  /* its last getinfo/getstatus replies */
 	struct rl_bucket cache_pkts, cache_bytes; /* answers from the cache */
 	/* Each master's own allowance of queries (--master-queries per
 	 * heartbeat interval): tokens left, and when the last came back. */
@@ -100,8 +100,8 @@ struct q3policy {
 		uint32_t tokens;
 		uint64_t last;
 	} mq[CONF_MASTERS_MAX];
-	bool connect_counts;     /* the game server rate-limits connect */
-	bool qport_rules;        /* the game's netchan has a qport (not DarkPlaces) */
+	bool connect_counts;	 /* the game server rate-limits connect */
+	bool qport_rules;	 /* the game's netchan has a qport (not DarkPlaces) */
 	uint64_t qport_log_next; /* ns: qport refusals are logged once a second */
 };
 
@@ -131,8 +131,8 @@ extern const struct masters_events q3policy_masters_events;
  * packet (which must carry the session's own, once it has one). The qport
  * is the session's unless another live session holds it and sent something
  * within Q3P_QPORT_GRACE; then *owner (if not NULL) is that session. */
-enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q,
-				    bool from_connect, uint64_t now, uint32_t *owner);
+enum q3p_qport q3policy_qport_claim(struct q3policy *p, uint32_t idx, uint16_t q, bool from_connect,
+				    uint64_t now, uint32_t *owner);
 
 /* The budget rule: the class of a packet to the game server. The engines
  * (ioquake3 and ET: Legacy with sv_protect 1: SVC_Info, SVC_Status,

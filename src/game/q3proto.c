@@ -7,22 +7,22 @@
 #include <strings.h>
 
 static const char *const names[Q3_CMD_COUNT] = {
-	[Q3_GAME] = "game",
-	[Q3_UNKNOWN] = "unknown",
-	[Q3_GETCHALLENGE] = "getchallenge",
-	[Q3_CHALLENGERESPONSE] = "challengeresponse",
-	[Q3_GETINFO] = "getinfo",
-	[Q3_INFORESPONSE] = "inforesponse",
-	[Q3_GETSTATUS] = "getstatus",
-	[Q3_STATUSRESPONSE] = "statusresponse",
-	[Q3_CONNECT] = "connect",
-	[Q3_CONNECTRESPONSE] = "connectresponse",
-	[Q3_HEARTBEAT] = "heartbeat",
-	[Q3_RCON] = "rcon",
-	[Q3_PRINT] = "print",
-	[Q3_DISCONNECT] = "disconnect",
-	[Q3_GETSERVERS] = "getservers",
-	[Q3_GETSERVERSRESPONSE] = "getserversresponse",
+    [Q3_GAME] = "game",
+    [Q3_UNKNOWN] = "unknown",
+    [Q3_GETCHALLENGE] = "getchallenge",
+    [Q3_CHALLENGERESPONSE] = "challengeresponse",
+    [Q3_GETINFO] = "getinfo",
+    [Q3_INFORESPONSE] = "inforesponse",
+    [Q3_GETSTATUS] = "getstatus",
+    [Q3_STATUSRESPONSE] = "statusresponse",
+    [Q3_CONNECT] = "connect",
+    [Q3_CONNECTRESPONSE] = "connectresponse",
+    [Q3_HEARTBEAT] = "heartbeat",
+    [Q3_RCON] = "rcon",
+    [Q3_PRINT] = "print",
+    [Q3_DISCONNECT] = "disconnect",
+    [Q3_GETSERVERS] = "getservers",
+    [Q3_GETSERVERSRESPONSE] = "getserversresponse",
 };
 
 bool q3_is_connectionless(const uint8_t *p, size_t n)
@@ -78,8 +78,13 @@ bool q3_is_connectionless(const uint8_t *p, size_t n)
 enum { C_WORD, C_END, C_SPACE, C_QUOTE, C_SLASH };
 
 static const uint8_t cls[256] = {
-	[0] = C_END,	   [1 ... 9] = C_SPACE, ['\n'] = C_END,	 [11 ... ' '] = C_SPACE,
-	['"'] = C_QUOTE, ['/'] = C_SLASH,	    [0x80 ... 0xff] = C_SPACE,
+    [0] = C_END,
+    [1 ... 9] = C_SPACE,
+    ['\n'] = C_END,
+    [11 ... ' '] = C_SPACE,
+    ['"'] = C_QUOTE,
+    ['/'] = C_SLASH,
+    [0x80 ... 0xff] = C_SPACE,
 };
 
 /* A comment ("//" or slash star) starts at p[i], within p[..end). */
@@ -131,11 +136,13 @@ static enum q3_cmd token_cmd(const uint8_t *p, size_t off, size_t len)
 	static const char gsr[] = "getserversResponse";
 
 	static const uint8_t name_len[Q3_CMD_COUNT] = {
-		[Q3_GETCHALLENGE] = 12, [Q3_CHALLENGERESPONSE] = 17, [Q3_GETINFO] = 7,
-		[Q3_INFORESPONSE] = 12, [Q3_GETSTATUS] = 9,	     [Q3_STATUSRESPONSE] = 14,
-		[Q3_CONNECT] = 7,	[Q3_CONNECTRESPONSE] = 15,   [Q3_HEARTBEAT] = 9,
-		[Q3_RCON] = 4,		[Q3_PRINT] = 5,		     [Q3_DISCONNECT] = 10,
-		[Q3_GETSERVERS] = 10,	[Q3_GETSERVERSRESPONSE] = 18,
+	    [Q3_GETCHALLENGE] = 12, [Q3_CHALLENGERESPONSE] = 17,
+	    [Q3_GETINFO] = 7,	    [Q3_INFORESPONSE] = 12,
+	    [Q3_GETSTATUS] = 9,	    [Q3_STATUSRESPONSE] = 14,
+	    [Q3_CONNECT] = 7,	    [Q3_CONNECTRESPONSE] = 15,
+	    [Q3_HEARTBEAT] = 9,	    [Q3_RCON] = 4,
+	    [Q3_PRINT] = 5,	    [Q3_DISCONNECT] = 10,
+	    [Q3_GETSERVERS] = 10,   [Q3_GETSERVERSRESPONSE] = 18,
 	};
 
 	for (int c = Q3_GETCHALLENGE; c < Q3_CMD_COUNT; c++)

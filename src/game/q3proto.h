@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 enum q3_cmd {
-	Q3_GAME, /* no 0xffffffff prefix: in-game traffic */
+	Q3_GAME,    /* no 0xffffffff prefix: in-game traffic */
 	Q3_UNKNOWN, /* prefixed, command not one we know */
 	Q3_GETCHALLENGE,
 	Q3_CHALLENGERESPONSE,

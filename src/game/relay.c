@@ -34,8 +34,8 @@ static void relay_sock_close(void *arg, int fd)
 }
 
 static const struct udprelay_sockops relay_sockops = {
-	.open = relay_sock_open,
-	.close = relay_sock_close,
+    .open = relay_sock_open,
+    .close = relay_sock_close,
 };
 
 int relay_shared_init(struct relay_shared *sh, const struct relay_conf *c, unsigned workers,
@@ -175,7 +175,8 @@ int relay_open(struct relay *r, unsigned index, const struct relay_conf *conf,
 	if (fd < 0) {
 		log_warnx("relay %s: bind %s: %s%s", conf->name, addr_str(&conf->listen.sa, a),
 			  strerror(-fd),
-			  fd == -EADDRINUSE ? " (another process owns the port)" : addr_bind_hint(fd));
+			  fd == -EADDRINUSE ? " (another process owns the port)"
+					    : addr_bind_hint(fd));
 		return fd;
 	}
 	r->fwd.pub_fd = fd;
@@ -273,8 +274,8 @@ void relay_log_stats(const char *name, const struct relay_stats *s)
 
 		dropped += n;
 		if (n && o < sizeof(why))
-			o += (size_t)snprintf(why + o, sizeof(why) - o, "%s%s %llu", o ? ", " : " (",
-					      stats_drop_name((enum stats_drop)i),
+			o += (size_t)snprintf(why + o, sizeof(why) - o, "%s%s %llu",
+					      o ? ", " : " (", stats_drop_name((enum stats_drop)i),
 					      (unsigned long long)n);
 	}
 	if (o && o < sizeof(why) - 1)

@@ -50,8 +50,8 @@ struct relay {
 	unsigned worker;
 	struct etr_stats *global; /* lifecycle state, shared with the ops plane */
 	union etr_sockaddr upstream;
-	uint16_t port_next; /* next session port to try in the range */
-	struct udprelay fwd; /* the public socket and the sessions */
+	uint16_t port_next;	/* next session port to try in the range */
+	struct udprelay fwd;	/* the public socket and the sessions */
 	struct q3policy policy; /* what a datagram may do */
 	struct masters masters; /* heartbeats, DNS, the probe */
 	struct relay_stats stats;

@@ -45,7 +45,7 @@ static const char *fds_what(const struct etr_conf *c)
  * known addresses) steered to worker 0, everyone else by the hash. */
 static int attach_program(const struct kind_env *e, const struct relay *owner)
 {
-	struct reuseport_plan p = { .workers = e->nworkers, .key = e->reuseport_key };
+	struct reuseport_plan p = {.workers = e->nworkers, .key = e->reuseport_key};
 
 	p.nsteer = relay_master_addrs(owner, p.steer);
 	return net_attach_plan(owner->fwd.pub_fd, &p);
@@ -62,7 +62,8 @@ static void steer_masters(struct relay_shared *sh, const struct relay *owner)
 	err = attach_program(e, owner);
 	if (err < 0)
 		log_warnx("relay %s: steering the masters' addresses to worker 0: %s; their "
-			  "challenges go by the hash", owner->conf->name, strerror(-err));
+			  "challenges go by the hash",
+			  owner->conf->name, strerror(-err));
 }
 
 /* Another worker's thread: it has news about a game server for worker 0. */
@@ -223,7 +224,7 @@ static int probe(const struct relay_conf *r, const union etr_sockaddr *up, char 
 
 		net_send_copy(fd, NULL, pkt, (size_t)n);
 		while ((now = loop_now()) < end) {
-			struct pollfd p = { .fd = fd, .events = POLLIN };
+			struct pollfd p = {.fd = fd, .events = POLLIN};
 			ssize_t got;
 
 			if (poll(&p, 1, (int)((end - now) / NS_PER_MS) + 1) <= 0)
@@ -272,8 +273,9 @@ static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 			strcpy(v1, "?");
 		if (q3_info_value(info, strlen(info), "mapname", v2, sizeof(v2)) < 0)
 			strcpy(v2, "?");
-		printf("relay %s: upstream %s (%s): ok, answered getinfo (hostname '%s', map '%s')\n",
-		       r->name, hp, addr_str(&up.sa, a), v1, v2);
+		printf(
+		    "relay %s: upstream %s (%s): ok, answered getinfo (hostname '%s', map '%s')\n",
+		    r->name, hp, addr_str(&up.sa, a), v1, v2);
 	}
 	/* What is checked: the name resolves, to an address of a family the
 	 * listener can send to. Whether the master answers is not: only a
@@ -286,10 +288,11 @@ static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 		addr_hostport(cm->host, cm->port, hp);
 		addr_str(&r->listen.sa, l);
 		if (cm->line)
-			snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "", cm->line);
+			snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "",
+				 cm->line);
 		if (rc < 0) {
-			printf("relay %s: master %s%s: FAILED to resolve (%s)\n", r->name, hp, where,
-			       why);
+			printf("relay %s: master %s%s: FAILED to resolve (%s)\n", r->name, hp,
+			       where, why);
 			bad = 1;
 		} else if (rc > 0) {
 			printf("relay %s: master %s%s: FAILED, resolves only to %s addresses (%s), "
@@ -298,9 +301,10 @@ static int check_relay(const struct etr_conf *c, const struct relay_conf *r)
 			       conf_addr_family(&m) == AF_INET ? "IPv4" : "IPv6", show(&m, a), l);
 			bad = 1;
 		} else {
-			printf("relay %s: master %s: resolved to %s, which the listener %s can reach "
-			       "(whether it answers heartbeats is not checked)\n",
-			       r->name, hp, show(&m, a), l);
+			printf(
+			    "relay %s: master %s: resolved to %s, which the listener %s can reach "
+			    "(whether it answers heartbeats is not checked)\n",
+			    r->name, hp, show(&m, a), l);
 		}
 	}
 	return bad;
@@ -332,24 +336,24 @@ static int probe_all(const struct etr_conf *c)
 }
 
 const struct kind relay_kind = {
-	.name = "relay",
-	.size = sizeof(struct relay),
-	.count = count,
-	.open = open_all,
-	.fds = fds,
-	.fds_what = fds_what,
-	.fds_knob = "max-sessions",
-	.attach = attach,
-	.poke = poke,
-	.take_bans = take_bans,
-	.shutdown = shutdown_,
-	.close = close_,
-	.report = report,
-	.probe = probe_all,
-	.summary_one = "relay",
-	.summary_many = "relays",
-	.summary_always = true,
-	.active = active,
-	.active_one = "session",
-	.active_many = "sessions",
+    .name = "relay",
+    .size = sizeof(struct relay),
+    .count = count,
+    .open = open_all,
+    .fds = fds,
+    .fds_what = fds_what,
+    .fds_knob = "max-sessions",
+    .attach = attach,
+    .poke = poke,
+    .take_bans = take_bans,
+    .shutdown = shutdown_,
+    .close = close_,
+    .report = report,
+    .probe = probe_all,
+    .summary_one = "relay",
+    .summary_many = "relays",
+    .summary_always = true,
+    .active = active,
+    .active_one = "session",
+    .active_many = "sessions",
 };

@@ -22,9 +22,9 @@
  * hands out refs of its own, each carrying the generation of what it names
  * (session_ref), and checks them itself; its slot is not freed while one of
  * its fds is still registered with the loop. */
-#define ENDPOINT_REF_BITS 24
+#define ENDPOINT_REF_BITS  24
 #define ENDPOINT_SLOT_BITS (32 - ENDPOINT_REF_BITS)
-#define ENDPOINT_REF_MASK ((1u << ENDPOINT_REF_BITS) - 1)
+#define ENDPOINT_REF_MASK  ((1u << ENDPOINT_REF_BITS) - 1)
 /* Slots 0..ENDPOINT_MAX-1; the last slot is left out so that no id is
  * UINT32_MAX, which the backends' fd tables reserve. */
 #define ENDPOINT_MAX ((1u << ENDPOINT_SLOT_BITS) - 1)
@@ -33,7 +33,7 @@
  * is ignored). obj is the endpoint's object, ref the id's low bits. */
 struct endpoint_ops {
 	const char *name; /* for logs and tests: "public", "session"... */
-	bool multi;       /* refs are the owner's (see above), not a generation */
+	bool multi;	  /* refs are the owner's (see above), not a generation */
 	void (*on_dgram)(void *obj, uint32_t ref, struct loop_dgram *d);
 	void (*on_recv_error)(void *obj, uint32_t ref, int err);
 	void (*on_sent)(void *obj, uint32_t ref, int res);
@@ -77,8 +77,8 @@ static inline uint32_t endpoint_ref_id(unsigned slot, uint32_t ref)
 
 /* The live endpoint a loop id names, its ref in *ref; NULL for a free slot
  * or a single endpoint's stale generation. The hot path: inline. */
-static inline const struct endpoint *endpoint_lookup(const struct endpoint_table *t,
-						     uint32_t id, uint32_t *ref)
+static inline const struct endpoint *endpoint_lookup(const struct endpoint_table *t, uint32_t id,
+						     uint32_t *ref)
 {
 	uint32_t slot = id >> ENDPOINT_REF_BITS;
 	const struct endpoint *e;
@@ -94,8 +94,7 @@ static inline const struct endpoint *endpoint_lookup(const struct endpoint_table
 
 /* Dispatch one loop event by id; false when no live endpoint took it.
  * Inline: the packet path pays one indirect call, as a switch before. */
-static inline bool endpoint_dgram(const struct endpoint_table *t, uint32_t id,
-				  struct loop_dgram *d)
+static inline bool endpoint_dgram(const struct endpoint_table *t, uint32_t id, struct loop_dgram *d)
 {
 	uint32_t ref;
 	const struct endpoint *e = endpoint_lookup(t, id, &ref);

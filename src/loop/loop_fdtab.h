@@ -12,8 +12,8 @@
 #include <string.h>
 
 struct fdtab {
-	uint32_t *id;     /* id + 1 per fd; 0 = not registered */
-	uint16_t *gso;    /* gso_cap per fd (loop_gso.h) */
+	uint32_t *id;	  /* id + 1 per fd; 0 = not registered */
+	uint16_t *gso;	  /* gso_cap per fd (loop_gso.h) */
 	uint16_t gso_new; /* cap of a newly registered socket: GSO_ANY or 0 */
 	unsigned n;
 };

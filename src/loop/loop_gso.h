@@ -27,10 +27,10 @@
 #define GSO_ANY 0xffff
 
 struct gso_run {
-	uint16_t seg;  /* size of the first datagram: the segment size */
-	uint16_t n;    /* datagrams so far */
+	uint16_t seg; /* size of the first datagram: the segment size */
+	uint16_t n;   /* datagrams so far */
 	uint32_t bytes;
-	bool closed;   /* a shorter datagram was the last one it can take */
+	bool closed; /* a shorter datagram was the last one it can take */
 };
 
 /* Start a run with a datagram of len bytes on a socket whose trains may

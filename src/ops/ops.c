@@ -43,7 +43,7 @@
  * connection; twice the request bound leaves room for both, and a request
  * that outgrows the pool is answered 431 and closed by MHD itself. */
 #define OPS_MEMORY_LIMIT (2 * OPS_REQUEST_MAX)
-#define OPS_LOG_PER_SEC 5
+#define OPS_LOG_PER_SEC	 5
 
 enum ops_token_kind { OPS_TOKEN_LIFECYCLE, OPS_TOKEN_READ, OPS_TOKEN_METRICS, OPS_TOKEN_KINDS };
 
@@ -58,10 +58,10 @@ static const struct {
 	const char *env;
 	unsigned grants;
 } token_kinds[OPS_TOKEN_KINDS] = {
-	[OPS_TOKEN_LIFECYCLE] = { OPS_ENV_LIFECYCLE,
-				  OPS_GRANT_METRICS | OPS_GRANT_READ | OPS_GRANT_WRITE },
-	[OPS_TOKEN_READ] = { OPS_ENV_READ, OPS_GRANT_METRICS | OPS_GRANT_READ },
-	[OPS_TOKEN_METRICS] = { OPS_ENV_METRICS, OPS_GRANT_METRICS },
+    [OPS_TOKEN_LIFECYCLE] = {OPS_ENV_LIFECYCLE,
+			     OPS_GRANT_METRICS | OPS_GRANT_READ | OPS_GRANT_WRITE},
+    [OPS_TOKEN_READ] = {OPS_ENV_READ, OPS_GRANT_METRICS | OPS_GRANT_READ},
+    [OPS_TOKEN_METRICS] = {OPS_ENV_METRICS, OPS_GRANT_METRICS},
 };
 
 struct ops {
@@ -148,9 +148,8 @@ static unsigned token_grants(struct ops *op, struct MHD_Connection *c, unsigned 
 	unsigned grants = 0;
 	size_t glen = 0;
 
-	given = bearer(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						   MHD_HTTP_HEADER_AUTHORIZATION),
-		       &glen);
+	given = bearer(
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &glen);
 	*configured = 0;
 	pthread_mutex_lock(&op->lock);
 	for (unsigned k = 0; k < OPS_TOKEN_KINDS; k++) {
@@ -274,7 +273,10 @@ static void json_relay(FILE *f, struct relay_stats *r, uint32_t active)
 	fputs(",\"game\":", f);
 	json_string(f, r->game);
 	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
-		server == SERVER_UP ? "up" : server == SERVER_DOWN ? "down" : "unknown", active);
+		server == SERVER_UP	? "up"
+		: server == SERVER_DOWN ? "down"
+					: "unknown",
+		active);
 	for (unsigned j = 0; j < nm; j++) {
 		fputs(j ? ",{\"name\":" : "{\"name\":", f);
 		json_string(f, m[j].name);
@@ -347,7 +349,8 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 	fputs(",\"backend\":", f);
 	json_string(f, st->backend ? st->backend : "unknown");
 	fprintf(f,
-		",\"workers\":%u,\"uptime_seconds\":%" PRIu64 ",\"details\":{\"active_sessions\":%" PRIu64,
+		",\"workers\":%u,\"uptime_seconds\":%" PRIu64
+		",\"details\":{\"active_sessions\":%" PRIu64,
 		stats_workers(st), now > st->started_unix ? now - st->started_unix : 0, active);
 	if (st->turn) {
 		/* What a registry's probe of a TURN node reads: its live
@@ -447,7 +450,7 @@ static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 static enum MHD_Result lifecycle_set(struct ops *op, struct MHD_Connection *c, int state)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char peer[ADDR_STRLEN] = "?";
 	int from = state == LIFECYCLE_DRAINING ? LIFECYCLE_ACTIVE : LIFECYCLE_DRAINING;
 
@@ -499,10 +502,11 @@ static void process_sample(struct ops_process *p)
 	 * fields are counted from the last ')'. */
 	if ((f = fopen("/proc/self/stat", "re"))) {
 		if (fgets(line, sizeof(line), f) && (s = strrchr(line, ')')) &&
-		    sscanf(s + 1,
-			   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d"
-			   " %*d %llu %lu %ld",
-			   &utime, &stime, &start, &vsize, &rss) == 5 &&
+		    sscanf(
+			s + 1,
+			" %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d"
+			" %*d %llu %lu %ld",
+			&utime, &stime, &start, &vsize, &rss) == 5 &&
 		    ticks > 0 && btime) {
 			p->have_stat = true;
 			p->cpu_seconds = (double)(utime + stime) / (double)ticks;
@@ -563,13 +567,13 @@ static const struct ops_route {
 	unsigned need;	    /* a grant; needed only if some configured token gives it */
 	enum MHD_Result (*serve)(struct ops *op, struct MHD_Connection *c);
 } routes[] = {
-	{ "/healthz", "GET", 0, serve_healthz },
-	{ "/readyz", "GET", 0, serve_readyz },
-	{ "/lifecycle", "GET", OPS_GRANT_READ, serve_lifecycle },
-	{ "/lifecycle/drain", "POST", OPS_GRANT_WRITE, serve_drain },
-	{ "/lifecycle/resume", "POST", OPS_GRANT_WRITE, serve_resume },
-	{ "/metrics", "GET", OPS_GRANT_METRICS, serve_metrics },
-	{ "/sessions", "GET", OPS_GRANT_READ, serve_sessions },
+    {"/healthz", "GET", 0, serve_healthz},
+    {"/readyz", "GET", 0, serve_readyz},
+    {"/lifecycle", "GET", OPS_GRANT_READ, serve_lifecycle},
+    {"/lifecycle/drain", "POST", OPS_GRANT_WRITE, serve_drain},
+    {"/lifecycle/resume", "POST", OPS_GRANT_WRITE, serve_resume},
+    {"/metrics", "GET", OPS_GRANT_METRICS, serve_metrics},
+    {"/sessions", "GET", OPS_GRANT_READ, serve_sessions},
 };
 
 static enum MHD_Result count_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -583,15 +587,15 @@ static enum MHD_Result count_bytes(void *cls, enum MHD_ValueKind kind, const cha
  * before any body: no route reads one, and MHD then closes the
  * connection instead of reading it. */
 static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const char *url,
-				   const char *method, const char *version,
-				   const char *upload_data, size_t *upload_data_size, void **req)
+				   const char *method, const char *version, const char *upload_data,
+				   size_t *upload_data_size, void **req)
 {
 	struct ops *op = cls;
 	const struct ops_route *rt = NULL;
 	size_t bytes = strlen(method) + strlen(url) + strlen(version) + 4;
 	unsigned configured, grants;
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	bool health = strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0;
 
 	/* A reserve slot (ops_conn.h) serves health checks only: anything
@@ -600,8 +604,7 @@ static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const ch
 	    !ops_conn_asked(&op->conns, (int)((intptr_t)ci->socket_context - 1), health))
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, MHD_HTTP_HEADER_CONNECTION,
 				  "close", "busy: only /healthz and /readyz for now\n");
-	MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_bytes,
-				  &bytes);
+	MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_bytes, &bytes);
 	if (bytes > OPS_REQUEST_MAX)
 		return reply_text(c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, NULL, NULL,
 				  "request headers over %d bytes\n", OPS_REQUEST_MAX);
@@ -782,7 +785,7 @@ static void conn_completed(void *cls, struct MHD_Connection *c, void **req,
 {
 	struct ops *op = cls;
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	if (ci && ci->socket_context)
 		ops_conn_answered(&op->conns, (int)((intptr_t)ci->socket_context - 1), mono_ns());
@@ -793,8 +796,8 @@ static void *ops_thread(void *arg)
 {
 	struct ops *op = arg;
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(op->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-	struct pollfd p[2] = { { .fd = di ? di->epoll_fd : -1, .events = POLLIN },
-			       { .fd = op->wake, .events = POLLIN } };
+	struct pollfd p[2] = {{.fd = di ? di->epoll_fd : -1, .events = POLLIN},
+			      {.fd = op->wake, .events = POLLIN}};
 
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG mhd_ms;
@@ -830,8 +833,8 @@ static void ops_defer(struct ops *op)
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(op->mhd, MHD_DAEMON_INFO_LISTEN_FD);
 	int secs = OPS_CONN_DEADLINE_SEC;
 
-	if (!di || setsockopt(di->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
-			      sizeof(secs)) < 0)
+	if (!di ||
+	    setsockopt(di->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs)) < 0)
 		log_warnx("ops: TCP_DEFER_ACCEPT: %s: idle connections take slots",
 			  di ? strerror(errno) : "no listening socket");
 }
@@ -891,17 +894,14 @@ int ops_start(struct ops **opp, const struct ops_config *cfg, struct etr_stats *
 	 * MHD's timeout counts idle time only; the slots (ops_conn.c) add the
 	 * absolute deadline and the share per address. MHD's own limit leaves
 	 * room for connections told to go that it has not closed yet. */
-	op->mhd = MHD_start_daemon(flags, ntohs(cfg->listen.in.sin_port), conn_accept, op,
-				   ops_request, op,
-				   MHD_OPTION_EXTERNAL_LOGGER, mhd_log, op,
-				   MHD_OPTION_SOCK_ADDR, &cfg->listen.sa,
-				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)OPS_CONN_SLOTS,
-				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)OPS_DEADLINE_SEC,
-				   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)OPS_MEMORY_LIMIT,
-				   MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)1024,
-				   MHD_OPTION_NOTIFY_CONNECTION, conn_notify, op,
-				   MHD_OPTION_NOTIFY_COMPLETED, conn_completed, op,
-				   MHD_OPTION_END);
+	op->mhd = MHD_start_daemon(
+	    flags, ntohs(cfg->listen.in.sin_port), conn_accept, op, ops_request, op,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, op, MHD_OPTION_SOCK_ADDR, &cfg->listen.sa,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)OPS_CONN_SLOTS, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)OPS_DEADLINE_SEC, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)OPS_MEMORY_LIMIT, MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)1024,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, op, MHD_OPTION_NOTIFY_COMPLETED,
+	    conn_completed, op, MHD_OPTION_END);
 	atomic_store(&op->starting, false);
 	if (op->mhd)
 		ops_defer(op);

@@ -15,13 +15,13 @@
 
 /* Token environment variables; each also has a _FILE form naming a file. */
 #define OPS_ENV_LIFECYCLE "ETRELAY_LIFECYCLE_TOKEN"
-#define OPS_ENV_READ "ETRELAY_LIFECYCLE_READ_TOKEN"
-#define OPS_ENV_METRICS "ETRELAY_METRICS_TOKEN"
-#define OPS_TOKEN_MIN SECRET_MIN
+#define OPS_ENV_READ	  "ETRELAY_LIFECYCLE_READ_TOKEN"
+#define OPS_ENV_METRICS	  "ETRELAY_METRICS_TOKEN"
+#define OPS_TOKEN_MIN	  SECRET_MIN
 
-#define OPS_REQUEST_MAX 8192      /* bytes of request line + headers */
+#define OPS_REQUEST_MAX	    8192 /* bytes of request line + headers */
 #define OPS_CONNECTIONS_MAX OPS_CONN_MAX
-#define OPS_DEADLINE_SEC OPS_CONN_DEADLINE_SEC
+#define OPS_DEADLINE_SEC    OPS_CONN_DEADLINE_SEC
 /* Descriptors the ops plane may hold at once: every connection slot, the
  * listener, MHD's epoll, the thread's wake-up eventfd and a token file
  * being read. The fd reserve at startup counts them. */

@@ -157,8 +157,8 @@ int ops_conn_add(struct ops_conns *t, const union etr_sockaddr *sa, int fd, void
 		if (c->used)
 			continue;
 		*c = (struct ops_conn){.used = true,
-				       .reserve = t->next_reserve ||
-						  t->live - t->reserved >= OPS_CONN_MAX,
+				       .reserve =
+					   t->next_reserve || t->live - t->reserved >= OPS_CONN_MAX,
 				       .fd = fd,
 				       .handle = handle,
 				       .deadline = now + OPS_CONN_DEADLINE_SEC * NSEC_PER_SEC};

@@ -101,7 +101,7 @@ int net_tcp_port_free(const union etr_sockaddr *sa)
 
 int net_attach_reuseport(int fd, const struct sock_filter *prog, unsigned len)
 {
-	struct sock_fprog fp = { .len = (unsigned short)len };
+	struct sock_fprog fp = {.len = (unsigned short)len};
 
 	/* The kernel only reads the program; sock_fprog has no const. */
 	memcpy(&fp.filter, &prog, sizeof(prog));
@@ -151,8 +151,7 @@ int net_connect_udp(const union etr_sockaddr *sa)
 	return fd;
 }
 
-int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max,
-			  uint16_t *next)
+int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max, uint16_t *next)
 {
 	unsigned width = (unsigned)(max - min) + 1;
 	union etr_sockaddr local;
@@ -199,8 +198,8 @@ uint16_t net_local_port(int fd)
 
 int net_send_copy(int fd, const union etr_sockaddr *dst, const void *buf, size_t len)
 {
-	ssize_t n = sendto(fd, buf, len, MSG_DONTWAIT, dst ? &dst->sa : NULL,
-			   dst ? addr_len(dst) : 0);
+	ssize_t n =
+	    sendto(fd, buf, len, MSG_DONTWAIT, dst ? &dst->sa : NULL, dst ? addr_len(dst) : 0);
 
 	return n < 0 ? -errno : 0;
 }

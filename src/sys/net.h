@@ -53,8 +53,7 @@ int net_connect_udp(const union etr_sockaddr *sa);
 /* The same, bound to a free port in [min, max], trying from *next onwards
  * and leaving *next after the port taken. Returns the fd, -EADDRINUSE when
  * every port is taken, or -errno. */
-int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max,
-			  uint16_t *next);
+int net_connect_udp_range(const union etr_sockaddr *sa, uint16_t min, uint16_t max, uint16_t *next);
 
 /* The local port of a bound socket, 0 if unknown. */
 uint16_t net_local_port(int fd);

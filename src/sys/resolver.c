@@ -73,7 +73,7 @@ int resolver_create(struct resolver **rp, int family, int *efd)
 
 int resolver_lookup(const char *host, uint16_t port, int family, struct resolver_result *out)
 {
-	struct addrinfo hints = { 0 }, *res = NULL;
+	struct addrinfo hints = {0}, *res = NULL;
 	union etr_sockaddr sa;
 	char p[8];
 	bool other = false;

@@ -15,8 +15,8 @@
 struct resolver;
 
 struct resolver_result {
-	unsigned slot;     /* resolver_start's; 0 from resolver_lookup */
-	int gai_err; /* 0 on success, else an EAI_* code */
+	unsigned slot;	   /* resolver_start's; 0 from resolver_lookup */
+	int gai_err;	   /* 0 on success, else an EAI_* code */
 	bool wrong_family; /* gai_err set, but the name has addresses of the
 			    * other family: one of them is in addr */
 	union etr_sockaddr addr;

@@ -16,7 +16,7 @@
 int sdnotify(const char *fmt, ...)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	char msg[512];
 	size_t plen;
 	va_list ap;

@@ -205,7 +205,7 @@ static int read_pair(const struct tls_reload *r, struct blob *cert, struct blob 
 	if (e) {
 		blob_free(cert);
 		snprintf(err, errlen, "%s: %s", bad,
-			 e == -EFBIG    ? "larger than 1 MiB"
+			 e == -EFBIG	? "larger than 1 MiB"
 			 : e == -EAGAIN ? "changed while read"
 			 : e == -EINVAL ? "not a regular file"
 					: strerror(-e));
@@ -270,8 +270,8 @@ enum tls_reload_result tls_reload_check(struct tls_reload *r, uint64_t now)
 	if (read_pair(r, &cert, &key, d, err, sizeof(err)) == 0) {
 		/* Back to the pair in force (after a broken one): nothing to
 		 * load either. */
-		same = memcmp(d, r->tried, sizeof(d)) == 0 ||
-		       memcmp(d, r->in_force, sizeof(d)) == 0;
+		same =
+		    memcmp(d, r->tried, sizeof(d)) == 0 || memcmp(d, r->in_force, sizeof(d)) == 0;
 	} else {
 		same = memcmp(d, r->tried, sizeof(d)) == 0;
 		if (!same) {

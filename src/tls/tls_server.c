@@ -60,7 +60,7 @@ SSL_CTX *tls_server_ctx_new(void)
 	 * keys that live as long as the process would weaken forward secrecy
 	 * (and a reload could not carry them over anyway). */
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-					 SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+				     SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);

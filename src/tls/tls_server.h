@@ -51,7 +51,7 @@ struct ssl_ctx_st *tls_server_ctx_get(struct tls_server *s);
 
 enum tls_conn_state {
 	TLS_CONN_HANDSHAKE, /* waiting for the client's handshake */
-	TLS_CONN_OPEN,      /* established: data both ways */
+	TLS_CONN_OPEN,	    /* established: data both ways */
 	TLS_CONN_CLOSED,    /* close_notify received or sent: no more data */
 	TLS_CONN_FAILED,    /* fatal: an alert may wait in pending_out */
 };

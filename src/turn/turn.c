@@ -341,9 +341,9 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	if (err == 0) {
 		rl_random_key(net_random64, key);
-		err = rl_stamps_init(&l->authf_net,
-				     rl_worker_entries(TURN_RL_ENTRIES, all->nworkers), 24, 48,
-				     TURN_AUTHF_NET_TTL, key);
+		err =
+		    rl_stamps_init(&l->authf_net, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+				   24, 48, TURN_AUTHF_NET_TTL, key);
 	}
 	if (err < 0) {
 		log_warnx("turn %s: failed-authentication tables: %s", c->name, strerror(-err));
@@ -405,9 +405,9 @@ int turn_listener_open(struct turn_listener *l, struct turn_shared *all, unsigne
 	}
 	if (c->tls_set) {
 		rl_random_key(net_random64, key);
-		err = rl_table_init(&l->tls_ip_rl,
-				    rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
-				    c->tls_ip_burst, c->tls_ip_rate, key);
+		err =
+		    rl_table_init(&l->tls_ip_rl, rl_worker_entries(TURN_RL_ENTRIES, all->nworkers),
+				  c->tls_ip_burst, c->tls_ip_rate, key);
 		if (err < 0) {
 			log_warnx("turn %s: rate table: %s", c->name, strerror(-err));
 			return -1;

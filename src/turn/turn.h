@@ -56,37 +56,37 @@ enum turn_authf {
 
 /* Datagrams dropped without an answer (etrelay_turn_dropped_total). */
 enum turn_drop {
-	TURN_DROP_NOT_TURN,	 /* neither STUN nor ChannelData */
-	TURN_DROP_MALFORMED,	 /* STUN that does not parse, bad ChannelData */
-	TURN_DROP_NO_ALLOCATION, /* indication or ChannelData, no allocation */
-	TURN_DROP_NO_PERMISSION, /* to or from a peer without a permission */
-	TURN_DROP_NO_CHANNEL,	 /* ChannelData on an unbound channel */
-	TURN_DROP_PEER_REFUSED,	 /* Send or ChannelData to a peer the policy refuses */
-	TURN_DROP_SEND_FAILED,	 /* the loop had no room, or the send failed */
-	TURN_DROP_THROTTLED,	 /* an unauthenticated answer withheld by the per-IP rate */
-	TURN_DROP_UNEXPECTED,	 /* a response or an unknown indication */
-	TURN_DROP_TRUNCATED,	 /* over LOOP_MAX_DGRAM */
-	TURN_DROP_CLIENT_SLOW,	 /* a TCP or TLS client's send queue is full */
+	TURN_DROP_NOT_TURN,	   /* neither STUN nor ChannelData */
+	TURN_DROP_MALFORMED,	   /* STUN that does not parse, bad ChannelData */
+	TURN_DROP_NO_ALLOCATION,   /* indication or ChannelData, no allocation */
+	TURN_DROP_NO_PERMISSION,   /* to or from a peer without a permission */
+	TURN_DROP_NO_CHANNEL,	   /* ChannelData on an unbound channel */
+	TURN_DROP_PEER_REFUSED,	   /* Send or ChannelData to a peer the policy refuses */
+	TURN_DROP_SEND_FAILED,	   /* the loop had no room, or the send failed */
+	TURN_DROP_THROTTLED,	   /* an unauthenticated answer withheld by the per-IP rate */
+	TURN_DROP_UNEXPECTED,	   /* a response or an unknown indication */
+	TURN_DROP_TRUNCATED,	   /* over LOOP_MAX_DGRAM */
+	TURN_DROP_CLIENT_SLOW,	   /* a TCP or TLS client's send queue is full */
 	TURN_DROP_THROTTLED_TOTAL, /* ... withheld by the listener's total rate */
-	TURN_DROP_OVERSIZE,	 /* data (over TCP) larger than a UDP datagram carries */
-	TURN_DROP_BANNED,	 /* from a ban-file source (a client, or a peer to a relayed
-				  * port), or a Send or ChannelData to a banned peer */
-	TURN_DROP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate (UDP) */
-	TURN_DROP_AUTH_RATE,	 /* ... over the listener's auth-fail-rate, its key not kept */
+	TURN_DROP_OVERSIZE,	   /* data (over TCP) larger than a UDP datagram carries */
+	TURN_DROP_BANNED,	   /* from a ban-file source (a client, or a peer to a relayed
+				    * port), or a Send or ChannelData to a banned peer */
+	TURN_DROP_AUTH_RATE_IP,	   /* a signed request over its source's auth-fail-ip-rate (UDP) */
+	TURN_DROP_AUTH_RATE,	   /* ... over the listener's auth-fail-rate, its key not kept */
 	TURN_DROPS
 };
 
 /* TCP (and TLS) connections refused at accept, or closed for memory or
  * before they authenticated. */
 enum turn_tcp_drop {
-	TURN_TCP_PER_IP,       /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
-	TURN_TCP_FULL,	       /* tcp-max-connections, every one holding an allocation */
-	TURN_TCP_FRAME_MEMORY, /* the worker's frame assembly memory spent */
-	TURN_TCP_EVICTED,      /* the oldest without an allocation, gave way to a new one */
-	TURN_TCP_AUTH_TIMEOUT, /* no authenticated request within tcp-auth-timeout */
-	TURN_TCP_BANNED,       /* its source is in ban-file (at accept, or at a reload) */
-	TURN_TCP_TLS_RATE_IP,  /* a TLS connection over its source's tls-handshake-ip-rate */
-	TURN_TCP_TLS_RATE,     /* ... over the listener's tls-handshake-rate */
+	TURN_TCP_PER_IP,	 /* tcp-max-per-ip from its IPv4 address or IPv6 /64 */
+	TURN_TCP_FULL,		 /* tcp-max-connections, every one holding an allocation */
+	TURN_TCP_FRAME_MEMORY,	 /* the worker's frame assembly memory spent */
+	TURN_TCP_EVICTED,	 /* the oldest without an allocation, gave way to a new one */
+	TURN_TCP_AUTH_TIMEOUT,	 /* no authenticated request within tcp-auth-timeout */
+	TURN_TCP_BANNED,	 /* its source is in ban-file (at accept, or at a reload) */
+	TURN_TCP_TLS_RATE_IP,	 /* a TLS connection over its source's tls-handshake-ip-rate */
+	TURN_TCP_TLS_RATE,	 /* ... over the listener's tls-handshake-rate */
 	TURN_TCP_UNAUTH_CHANNEL, /* ChannelData before an authenticated request */
 	TURN_TCP_UNAUTH_LARGE,	 /* a frame over TURN_CONN_UNAUTH_FRAME before one */
 	TURN_TCP_AUTH_RATE_IP,	 /* a signed request over its source's auth-fail-ip-rate */
@@ -214,7 +214,8 @@ struct turn_lshared {
 	struct turn_nonce_key nonce_key;
 	_Atomic uint32_t active; /* allocations, every worker (the cap) */
 	struct turn_quota quota; /* allocations per userid, every worker */
-	_Atomic uint64_t log_at[7]; /* ms: next log line of a kind (turn_int.h: 508s, TLS, full, auth) */
+	_Atomic uint64_t
+	    log_at[7]; /* ms: next log line of a kind (turn_int.h: 508s, TLS, full, auth) */
 	/* Its relayed ports with a live allocation, every worker's: own
 	 * addresses are peers on those alone (policy.live points here). */
 	_Atomic uint64_t live_ports[TURN_PEER_LIVE_WORDS];
@@ -248,7 +249,7 @@ struct turn_shared {
 	struct turn_lshared l[CONF_TURN_MAX];
 	pthread_rwlock_t lock; /* secrets */
 	struct turn_secret_set secrets;
-	uint64_t secrets_gen; /* under lock: one more at each reload (keys kept go) */
+	uint64_t secrets_gen;	      /* under lock: one more at each reload (keys kept go) */
 	const _Atomic int *lifecycle; /* anything but 0 refuses Allocate */
 };
 
@@ -302,7 +303,7 @@ struct turn_listener {
 	unsigned slot_udp, slot_relay, slot_tcp, slot_conn;
 	bool attached;
 	struct turn_alloc_table t;
-	uint8_t *scratch;	 /* a message built by copy (turn_data.c) */
+	uint8_t *scratch; /* a message built by copy (turn_data.c) */
 	/* Data indications' transaction ids: a random base drawn at open,
 	 * the count of indications sent mixed into it (no getrandom(2) per
 	 * datagram). */
@@ -311,8 +312,8 @@ struct turn_listener {
 	uint32_t *relay_conn;	 /* per allocation index: TCP conn + 1, 0: UDP */
 	struct turn_conn *conns; /* TCP connections */
 	uint32_t nconns, conn_free;
-	uint32_t nopen;	   /* connections open, at most tcp_cap */
-	uint32_t tcp_cap;  /* this worker's share of tcp-max-connections */
+	uint32_t nopen;	  /* connections open, at most tcp_cap */
+	uint32_t tcp_cap; /* this worker's share of tcp-max-connections */
 	/* Open connections without an authenticated request, oldest first:
 	 * the auth timeout's order, and the head gives way when nopen is at
 	 * the cap (turn_conn.c). */
@@ -321,8 +322,8 @@ struct turn_listener {
 	 * 508 or 403, a Refresh to 0, an expiry), in the order they became
 	 * so: evictable as the unauthenticated are (turn_conn.c). */
 	uint32_t na_head, na_tail;
-	struct srctab ips; /* open connections per source (tcp-max-per-ip) */
-	size_t rx_bytes;	/* frame assembly buffers, all connections */
+	struct srctab ips;	  /* open connections per source (tcp-max-per-ip) */
+	size_t rx_bytes;	  /* frame assembly buffers, all connections */
 	struct turn_tx *tx_cache; /* free send blocks of TURN_TX_SMALL (turn_conn.c) */
 	uint32_t tx_ncache;
 	uint64_t sweep_at; /* ns: next look for idle connections */

@@ -270,10 +270,9 @@ int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx
 		auth_refused(x, false);
 		return -1;
 	}
-	nr = turn_nonce_check(&l->sh->nonce_key, &x->client,
-			      (const char *)stun_attr_ptr(m, m->nonce), m->nonce.len,
-			      x->now / NS_PER_SEC,
-			      (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
+	nr = turn_nonce_check(
+	    &l->sh->nonce_key, &x->client, (const char *)stun_attr_ptr(m, m->nonce), m->nonce.len,
+	    x->now / NS_PER_SEC, (uint32_t)(l->sh->conf->nonce_lifetime_ms / 1000));
 	if (nr != TURN_NONCE_OK) {
 		/* Stale: the client's clock or a long pause; bad: never ours
 		 * (another process's, forged), which tells probing apart. */

@@ -451,8 +451,7 @@ static void conn_accept(struct turn_listener *l, int fd, bool tls)
 	}
 	/* At tcp-max-connections one without an allocation gives way;
 	 * refused only when all hold one (or every spare slot still sends). */
-	if ((l->nopen >= l->tcp_cap && !conn_evict_one(l)) ||
-	    l->conn_free == UINT32_MAX) {
+	if ((l->nopen >= l->tcp_cap && !conn_evict_one(l)) || l->conn_free == UINT32_MAX) {
 		char a[ADDR_STRLEN];
 
 		STAT_ADD(l->stats.tcp_dropped[TURN_TCP_FULL], 1);

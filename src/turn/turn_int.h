@@ -48,8 +48,8 @@ struct turn_conn {
 	size_t rxlen, rxcap;
 	struct turn_tx *tx_head, *tx_tail; /* queued; the head is with the loop */
 	size_t tx_bytes;
-	uint32_t alloc; /* its allocation, TURN_ALLOC_NONE */
-	uint64_t since; /* ns: accepted, or its allocation ended */
+	uint32_t alloc;	 /* its allocation, TURN_ALLOC_NONE */
+	uint64_t since;	 /* ns: accepted, or its allocation ended */
 	uint64_t opened; /* ns: accepted (tcp-auth-timeout runs from here) */
 	bool authed;	 /* a request passed MESSAGE-INTEGRITY; else on ua list */
 	uint32_t ua_prev, ua_next;
@@ -77,8 +77,15 @@ struct turn_ctx {
  * connections are closed at accept, and why signed requests go unchecked,
  * without a line per request: the first of each kind a minute per listener
  * (turn_lshared's log_at). */
-enum { TURN_LOG508_FULL, TURN_LOG508_PORTS, TURN_LOG_TLS_IP, TURN_LOG_TLS_ALL, TURN_LOG_TCP_FULL,
-       TURN_LOG_AUTH_IP, TURN_LOG_AUTH_ALL };
+enum {
+	TURN_LOG508_FULL,
+	TURN_LOG508_PORTS,
+	TURN_LOG_TLS_IP,
+	TURN_LOG_TLS_ALL,
+	TURN_LOG_TCP_FULL,
+	TURN_LOG_AUTH_IP,
+	TURN_LOG_AUTH_ALL
+};
 
 /* Whether ban-file holds a (a client or a peer). */
 static inline bool turn_banned(const struct turn_listener *l, const union etr_sockaddr *a)

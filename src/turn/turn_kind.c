@@ -57,7 +57,7 @@ static const char *fds_what(const struct etr_conf *c)
  * first socket of its group. */
 static int attach_workers(const struct kind_env *e, int fd)
 {
-	const struct reuseport_plan p = { .workers = e->nworkers, .key = e->reuseport_key };
+	const struct reuseport_plan p = {.workers = e->nworkers, .key = e->reuseport_key};
 
 	return net_attach_plan(fd, &p);
 }
@@ -87,7 +87,7 @@ static void turn_guard(const struct kind_env *e, struct turn_peer_policy *p)
 	for (size_t k = 0; k < n; k++)
 		lost += turn_peer_host(p, &local[k]) == -ENOSPC;
 	{
-		struct plumbing pl = { p, 0 };
+		struct plumbing pl = {p, 0};
 
 		conf_each_listen(c, plumbing_each, &pl);
 		lost += pl.lost;
@@ -197,9 +197,9 @@ static uint32_t active(const void *shared, unsigned n)
  * file readable by a group may or may not be the service's: nothing said. */
 static void root_only_warning(const struct etr_conf *c, const struct turn_conf *t)
 {
-	const char *file[2] = { t->tls_cert, t->tls_key };
-	const char *key[2] = { "tls-cert", "tls-key" };
-	const unsigned line[2] = { t->tls_cert_line, t->tls_key_line };
+	const char *file[2] = {t->tls_cert, t->tls_key};
+	const char *key[2] = {"tls-cert", "tls-key"};
+	const unsigned line[2] = {t->tls_cert_line, t->tls_key_line};
 	struct stat st;
 
 	if (geteuid() != 0)
@@ -305,8 +305,10 @@ static void report(const struct etr_conf *c)
 		/* A warning: -t may check a file for another host; a start
 		 * refuses it. */
 		if (turn_relay_addr_check(t, err, sizeof(err)) < 0)
-			fprintf(stderr, "etrelay: warning: turn %s: %s (a start on this host "
-					"refuses it)\n", t->name, err);
+			fprintf(stderr,
+				"etrelay: warning: turn %s: %s (a start on this host "
+				"refuses it)\n",
+				t->name, err);
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
 			*strrchr(r, ':') = '\0';
@@ -323,22 +325,22 @@ static void report(const struct etr_conf *c)
 }
 
 const struct kind turn_kind = {
-	.name = "turn",
-	.size = sizeof(struct turn_listener),
-	.count = count,
-	.open = open_all,
-	.fds = fds,
-	.fds_what = fds_what,
-	.fds_knob = "max-allocations",
-	.attach = attach,
-	.take_bans = take_bans,
-	.shutdown = shutdown_,
-	.close = close_,
-	.check = check,
-	.report = report,
-	.summary_one = "TURN listener",
-	.summary_many = "TURN listeners",
-	.active = active,
-	.active_one = "TURN allocation",
-	.active_many = "TURN allocations",
+    .name = "turn",
+    .size = sizeof(struct turn_listener),
+    .count = count,
+    .open = open_all,
+    .fds = fds,
+    .fds_what = fds_what,
+    .fds_knob = "max-allocations",
+    .attach = attach,
+    .take_bans = take_bans,
+    .shutdown = shutdown_,
+    .close = close_,
+    .check = check,
+    .report = report,
+    .summary_one = "TURN listener",
+    .summary_many = "TURN listeners",
+    .active = active,
+    .active_one = "TURN allocation",
+    .active_many = "TURN allocations",
 };

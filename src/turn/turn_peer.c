@@ -216,8 +216,9 @@ bool turn_peer_own_dead(const struct turn_peer_policy *p, const union etr_sockad
 	uint16_t port = ntohs(peer->in.sin_port);
 	uint8_t ip[16];
 
-	return p->live && port >= p->port_min && port <= p->port_max && addrclass_reduce(peer, ip) &&
-	       in_addrs(p->own, p->nown, ip) && !turn_peer_port_live(p, port);
+	return p->live && port >= p->port_min && port <= p->port_max &&
+	       addrclass_reduce(peer, ip) && in_addrs(p->own, p->nown, ip) &&
+	       !turn_peer_port_live(p, port);
 }
 
 /* ip (reduced) is the host: an interface address, an own address, or one
@@ -248,9 +249,8 @@ static bool is_plumbing(const struct turn_peer_policy *p, const uint8_t ip[16], 
 	static const uint8_t zero[16];
 
 	for (unsigned i = 0; i < p->nplumb; i++)
-		if (p->plumb[i].port == port &&
-		    (memcmp(p->plumb[i].ip, ip, 16) == 0 ||
-		     (host && memcmp(p->plumb[i].ip, zero, 16) == 0)))
+		if (p->plumb[i].port == port && (memcmp(p->plumb[i].ip, ip, 16) == 0 ||
+						 (host && memcmp(p->plumb[i].ip, zero, 16) == 0)))
 			return true;
 	return false;
 }

@@ -442,8 +442,8 @@ static void refuse_peer(struct turn_ctx *x, const struct stun_msg *m,
 	if (log_debug_on)
 		snprintf(text, sizeof(text), "peer %s: %s", addr_str(&peer->sa, a),
 			 why == TURN_DROP_BANNED
-				 ? "banned"
-				 : turn_peer_why_str(turn_peer_check(&x->l->policy, peer, ip_only)));
+			     ? "banned"
+			     : turn_peer_why_str(turn_peer_check(&x->l->policy, peer, ip_only)));
 	turn_answer_error(x, m, 403, key, log_debug_on ? text : "");
 }
 

@@ -186,12 +186,9 @@ static const char *const drop_names[TURN_DROPS] = {
     [TURN_DROP_NO_CHANNEL] = "no_channel",	 [TURN_DROP_PEER_REFUSED] = "peer_refused",
     [TURN_DROP_SEND_FAILED] = "send_failed",	 [TURN_DROP_THROTTLED] = "throttled",
     [TURN_DROP_UNEXPECTED] = "unexpected",	 [TURN_DROP_TRUNCATED] = "truncated",
-    [TURN_DROP_CLIENT_SLOW] = "client_slow",
-    [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
-    [TURN_DROP_OVERSIZE] = "oversize",
-    [TURN_DROP_BANNED] = "banned",
-    [TURN_DROP_AUTH_RATE_IP] = "auth_rate_ip",
-    [TURN_DROP_AUTH_RATE] = "auth_rate",
+    [TURN_DROP_CLIENT_SLOW] = "client_slow",	 [TURN_DROP_THROTTLED_TOTAL] = "throttled_total",
+    [TURN_DROP_OVERSIZE] = "oversize",		 [TURN_DROP_BANNED] = "banned",
+    [TURN_DROP_AUTH_RATE_IP] = "auth_rate_ip",	 [TURN_DROP_AUTH_RATE] = "auth_rate",
 };
 
 static const char *const tcp_drop_names[TURN_TCP_DROPS] = {
@@ -312,7 +309,7 @@ int turn_relay_addr_check(const struct turn_conf *c, char *err, size_t errlen)
 	int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
 
 	if (fd < 0)
-		return 0; /* no socket at all: the listener's own bind says why */
+		return 0;  /* no socket at all: the listener's own bind says why */
 	a.in.sin_port = 0; /* the same offset in both families */
 	if (bind(fd, &a.sa, addr_len(&a)) < 0 && errno == EADDRNOTAVAIL) {
 		addr_str(&a.sa, s);

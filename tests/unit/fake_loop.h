@@ -6,7 +6,7 @@
 #ifndef ETR_TEST_FAKE_LOOP_H
 #define ETR_TEST_FAKE_LOOP_H
 
-#define PUB_FD 3
+#define PUB_FD	3
 #define FD_BASE 100
 
 /* The fake loop: what the forwarder asked of it. */
@@ -96,13 +96,13 @@ static void fake_timer_cancel(struct loop *l, struct timer *t)
 }
 
 static const struct loop_ops fake_loop_ops = {
-	.name = "fake",
-	.add_socket = fake_add_socket,
-	.del_socket = fake_del_socket,
-	.forward = fake_forward,
-	.send = fake_send,
-	.timer_set = fake_timer_set,
-	.timer_cancel = fake_timer_cancel,
+    .name = "fake",
+    .add_socket = fake_add_socket,
+    .del_socket = fake_del_socket,
+    .forward = fake_forward,
+    .send = fake_send,
+    .timer_set = fake_timer_set,
+    .timer_cancel = fake_timer_cancel,
 };
 
 #ifdef ETR_UDPRELAY_H
@@ -137,8 +137,8 @@ static void fake_close(void *arg, int fd)
 }
 
 static const struct udprelay_sockops fake_sockops = {
-	.open = fake_open,
-	.close = fake_close,
+    .open = fake_open,
+    .close = fake_close,
 };
 #endif
 

@@ -19,8 +19,8 @@ struct fake_call {
 };
 
 struct loop {
-	struct fake_call listens[FAKE_MAX], connects[FAKE_MAX], reads[FAKE_MAX],
-		sends[FAKE_MAX], dels[FAKE_MAX];
+	struct fake_call listens[FAKE_MAX], connects[FAKE_MAX], reads[FAKE_MAX], sends[FAKE_MAX],
+	    dels[FAKE_MAX];
 	unsigned nlistens, nconnects, nreads, nsends, ndels;
 	int result; /* what the stream calls return */
 	unsigned timer_sets;
@@ -102,17 +102,17 @@ static const struct loop_stats *fake_stats(const struct loop *l)
 }
 
 static const struct loop_ops fake_stream_ops = {
-	.stats = fake_stats,
-	.name = "fake",
-	.del_socket = fake_del_socket,
-	.timer_set = fake_timer_set,
-	.timer_cancel = fake_timer_cancel,
-	.listen = fake_listen,
-	.connect = fake_connect,
-	.stream_read = fake_stream_read,
-	.stream_read_bulk = fake_stream_read,
-	.stream_forward = fake_stream_forward,
-	.stream_send = fake_stream_send,
+    .stats = fake_stats,
+    .name = "fake",
+    .del_socket = fake_del_socket,
+    .timer_set = fake_timer_set,
+    .timer_cancel = fake_timer_cancel,
+    .listen = fake_listen,
+    .connect = fake_connect,
+    .stream_read = fake_stream_read,
+    .stream_read_bulk = fake_stream_read,
+    .stream_forward = fake_stream_forward,
+    .stream_send = fake_stream_send,
 };
 
 #endif

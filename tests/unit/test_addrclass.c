@@ -22,7 +22,7 @@ static void key_of(const char *s, uint8_t k[ADDRCLASS_KEY_LEN])
 
 static void test_addrclass_key_of_ipv4_is_its_mapped_form(void **state)
 {
-	static const uint8_t want[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4 };
+	static const uint8_t want[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4};
 	uint8_t k[16];
 
 	(void)state;
@@ -56,7 +56,7 @@ static void test_addrclass_key_ignores_the_port(void **state)
 
 static void test_addrclass_key_of_ipv6_is_its_slash_64(void **state)
 {
-	static const uint8_t want[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2 };
+	static const uint8_t want[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2};
 	uint8_t a[16], b[16], c[16];
 
 	(void)state;
@@ -71,8 +71,8 @@ static void test_addrclass_key_of_ipv6_is_its_slash_64(void **state)
 
 static void test_addrclass_prefix_cuts_ipv4_to_24_and_ipv6_to_48(void **state)
 {
-	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 0 };
-	static const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0xab, 0xcd };
+	static const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 0};
+	static const uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, 0xab, 0xcd};
 	union etr_sockaddr a = sa("192.0.2.77:1"), b = sa("[::ffff:192.0.2.200]:2"),
 			   c = sa("[2001:db8:abcd:12:1::9]:3"), d = sa("[2001:db8:abce::1]:3");
 	uint8_t k[16], l[16];
@@ -249,19 +249,19 @@ static void test_addrclass_v4_embedded_reduces_siit_and_nat64_forms(void **state
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_addrclass_reserved_has_azure_wireserver_and_teredo),
-		cmocka_unit_test(test_addrclass_v4_embedded_reduces_siit_and_nat64_forms),
-		cmocka_unit_test(test_addrclass_key_of_ipv4_is_its_mapped_form),
-		cmocka_unit_test(test_addrclass_key_of_ipv4_and_mapped_ipv6_are_one),
-		cmocka_unit_test(test_addrclass_key_ignores_the_port),
-		cmocka_unit_test(test_addrclass_key_of_ipv6_is_its_slash_64),
-		cmocka_unit_test(test_addrclass_prefix_cuts_ipv4_to_24_and_ipv6_to_48),
-		cmocka_unit_test(test_addrclass_key_refuses_another_family),
-		cmocka_unit_test(test_addrclass_v4_reads_ipv4_and_mapped_only),
-		cmocka_unit_test(test_addrclass_map_v4_gives_the_dual_stack_form),
-		cmocka_unit_test(test_addrclass_private_ranges),
-		cmocka_unit_test(test_addrclass_loopback),
-		cmocka_unit_test(test_addrclass_bogon_of_mapped_follows_ipv4),
+	    cmocka_unit_test(test_addrclass_reserved_has_azure_wireserver_and_teredo),
+	    cmocka_unit_test(test_addrclass_v4_embedded_reduces_siit_and_nat64_forms),
+	    cmocka_unit_test(test_addrclass_key_of_ipv4_is_its_mapped_form),
+	    cmocka_unit_test(test_addrclass_key_of_ipv4_and_mapped_ipv6_are_one),
+	    cmocka_unit_test(test_addrclass_key_ignores_the_port),
+	    cmocka_unit_test(test_addrclass_key_of_ipv6_is_its_slash_64),
+	    cmocka_unit_test(test_addrclass_prefix_cuts_ipv4_to_24_and_ipv6_to_48),
+	    cmocka_unit_test(test_addrclass_key_refuses_another_family),
+	    cmocka_unit_test(test_addrclass_v4_reads_ipv4_and_mapped_only),
+	    cmocka_unit_test(test_addrclass_map_v4_gives_the_dual_stack_form),
+	    cmocka_unit_test(test_addrclass_private_ranges),
+	    cmocka_unit_test(test_addrclass_loopback),
+	    cmocka_unit_test(test_addrclass_bogon_of_mapped_follows_ipv4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

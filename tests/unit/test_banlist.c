@@ -294,7 +294,7 @@ static void test_banlist_finds_each_of_thousands_of_entries(void **state)
 static void test_banlist_load_file_reads_a_file_and_names_one_it_cannot(void **state)
 {
 	char path[] = "/tmp/test_banlist_XXXXXX", why[256] = "";
-	struct banlist b = { 0 };
+	struct banlist b = {0};
 	int fd;
 
 	(void)state;

@@ -19,7 +19,7 @@ static void check(const char *name, size_t size, size_t record)
 {
 	size_t n = hello_build(wire, sizeof(wire), name, size, record);
 	struct tls_hello h;
-	struct hello_end e = { 0 };
+	struct hello_end e = {0};
 	size_t used = 0;
 
 	assert_int_equal(n, size + 5 * ((size + record - 1) / record));
@@ -52,7 +52,7 @@ static void test_stream_after(void **state)
 {
 	size_t n = hello_build(wire, sizeof(wire), "x.example", 1800, 16384);
 	uint8_t more[2000];
-	struct hello_end e = { 0 };
+	struct hello_end e = {0};
 
 	(void)state;
 	/* Bulk bytes right behind the hello are not the hello's. */
@@ -65,7 +65,7 @@ static void test_stream_after(void **state)
 static void test_refusals(void **state)
 {
 	static const uint8_t http[] = "GET / HTTP/1.1\r\n\r\n";
-	struct hello_end e = { 0 };
+	struct hello_end e = {0};
 	char big[HELLO_NAME_MAX + 2];
 
 	(void)state;
@@ -82,9 +82,9 @@ static void test_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_stream_after),
-		cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_stream_after),
+	    cmocka_unit_test(test_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,7 @@ static struct turnc_cred cred;
 static int setup(void **state)
 {
 	(void)state;
-	return turnc_cred_init(&cred, (const uint8_t *)secret, strlen(secret), "load",
-			       4000000000u);
+	return turnc_cred_init(&cred, (const uint8_t *)secret, strlen(secret), "load", 4000000000u);
 }
 
 /* The server's answer to the request in buf: class cls, an ERROR-CODE when
@@ -54,9 +53,9 @@ static void test_allocate_goes_bare_then_signed_after_401(void **state)
 	struct turnc t;
 	uint8_t req[TURNC_REQ_MAX], ans[1024];
 	struct stun_msg m;
-	struct turn_secrets s = { .secret = { (const uint8_t *)secret }, .len = { strlen(secret) } };
+	struct turn_secrets s = {.secret = {(const uint8_t *)secret}, .len = {strlen(secret)}};
 	struct turn_auth a;
-	union etr_sockaddr rel = { .in = { .sin_family = AF_INET, .sin_port = htons(50001) } };
+	union etr_sockaddr rel = {.in = {.sin_family = AF_INET, .sin_port = htons(50001)}};
 	union bench_sockaddr got;
 	char reason[64];
 	size_t n;
@@ -112,8 +111,9 @@ static void test_answers_are_matched_and_checked(void **state)
 	n = answer(ans, req, STUN_SUCCESS, 0, NULL, bad_key, NULL);
 	assert_int_equal(turnc_answer(&t, ans, n, &code, reason, NULL), TURNC_BAD);
 	/* Garbage. */
-	assert_int_equal(turnc_answer(&t, (const uint8_t *)"\x40\x00\x00\x00", 4, &code, reason,
-				      NULL), TURNC_BAD);
+	assert_int_equal(
+	    turnc_answer(&t, (const uint8_t *)"\x40\x00\x00\x00", 4, &code, reason, NULL),
+	    TURNC_BAD);
 }
 
 static void test_401_with_the_same_nonce_is_an_error_438_retries(void **state)
@@ -160,7 +160,7 @@ static void test_channel_bind_names_channel_and_peer(void **state)
 {
 	struct turnc t;
 	uint8_t req[TURNC_REQ_MAX];
-	union bench_sockaddr peer = { .in = { .sin_family = AF_INET, .sin_port = htons(27961) } };
+	union bench_sockaddr peer = {.in = {.sin_family = AF_INET, .sin_port = htons(27961)}};
 	union etr_sockaddr got;
 	struct stun_msg m;
 	uint16_t ch;
@@ -183,10 +183,10 @@ static void test_channel_bind_names_channel_and_peer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_allocate_goes_bare_then_signed_after_401),
-		cmocka_unit_test(test_answers_are_matched_and_checked),
-		cmocka_unit_test(test_401_with_the_same_nonce_is_an_error_438_retries),
-		cmocka_unit_test(test_channel_bind_names_channel_and_peer),
+	    cmocka_unit_test(test_allocate_goes_bare_then_signed_after_401),
+	    cmocka_unit_test(test_answers_are_matched_and_checked),
+	    cmocka_unit_test(test_401_with_the_same_nonce_is_an_error_438_retries),
+	    cmocka_unit_test(test_channel_bind_names_channel_and_peer),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

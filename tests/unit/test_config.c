@@ -170,10 +170,10 @@ static void test_config_default_masters_follow_the_game(void **state)
 	static const struct {
 		const char *game, *m0, *m1;
 	} want[] = {
-		{ "et", "etmaster.idsoftware.com", "etmaster.net" },
-		{ "rtcw", "wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com" },
-		{ "q3", "master.ioquake3.org", "dpmaster.deathmask.net" },
-		{ "dp", "dpmaster.deathmask.net", "dpmaster.tchr.no" },
+	    {"et", "etmaster.idsoftware.com", "etmaster.net"},
+	    {"rtcw", "wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com"},
+	    {"q3", "master.ioquake3.org", "dpmaster.deathmask.net"},
+	    {"dp", "dpmaster.deathmask.net", "dpmaster.tchr.no"},
 	};
 	struct etr_conf c;
 	struct conf_errors e, w;
@@ -184,9 +184,8 @@ static void test_config_default_masters_follow_the_game(void **state)
 		char game[8];
 
 		snprintf(game, sizeof(game), "%s", want[i].game);
-		assert_int_equal(
-			cli(&c, &e, ARGV("--upstream", "127.0.0.1:27961", "--game", game)),
-			0);
+		assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27961", "--game", game)),
+				 0);
 		assert_int_equal(c.relays[0].nmasters, 2);
 		assert_master(&c.relays[0], 0, want[i].m0, 27950);
 		assert_master(&c.relays[0], 1, want[i].m1, 27950);
@@ -198,9 +197,8 @@ static void test_config_default_masters_follow_the_game(void **state)
 		assert_master(&c.relays[0], 0, want[i].m0, 27950);
 	}
 	/* given masters win over the game's */
-	assert_int_equal(run(&c, &e, "master m.example\n[relay a]\nupstream h:1\ngame q3\n",
-			     NOARGS),
-			 0);
+	assert_int_equal(
+	    run(&c, &e, "master m.example\n[relay a]\nupstream h:1\ngame q3\n", NOARGS), 0);
 	assert_int_equal(c.relays[0].nmasters, 1);
 	assert_master(&c.relays[0], 0, "m.example", 27950);
 }
@@ -438,11 +436,11 @@ static void test_config_master_is_repeatable_in_order(void **state)
 	struct conf_errors e;
 
 	(void)state;
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--master", "a.example:1", "--upstream", "h:1", "--master",
-				  "b.example", "--master", "[2001:db8::5]:27951", "--listen",
-				  "[::]:27960")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--master", "a.example:1", "--upstream", "h:1", "--master", "b.example",
+		     "--master", "[2001:db8::5]:27951", "--listen", "[::]:27960")),
+	    0);
 	assert_int_equal(c.relays[0].nmasters, 3);
 	assert_master(&c.relays[0], 0, "a.example", 1);
 	assert_master(&c.relays[0], 1, "b.example", 27950);
@@ -821,8 +819,8 @@ static void test_config_workers_take_a_count_or_auto(void **state)
 	assert_int_equal(c.workers, 1);
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--workers", "64")), 0);
 	assert_int_equal(c.workers, 64);
-	assert_int_equal(cli(&c, &e, ARGV("--workers", "3", "--workers", "auto", "--upstream", "h:1")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--workers", "3", "--workers", "auto", "--upstream", "h:1")), 0);
 	assert_int_equal(c.workers, CONF_WORKERS_AUTO);
 	assert_int_equal(run(&c, &e, "upstream h:1\nworkers 2\n", NOARGS), 0);
 	assert_int_equal(c.workers, 2);
@@ -830,7 +828,7 @@ static void test_config_workers_take_a_count_or_auto(void **state)
 
 static void test_config_workers_out_of_range_are_refused(void **state)
 {
-	static char bad[][8] = { "0", "65", "-1", "2x", "", "many" };
+	static char bad[][8] = {"0", "65", "-1", "2x", "", "many"};
 	struct etr_conf c;
 	struct conf_errors e;
 
@@ -896,13 +894,13 @@ static void test_config_public_ops_listen_is_refused_where_it_was_set(void **sta
 	assert_int_equal(
 	    run(&c, &e, "upstream h:1\nops-listen 0.0.0.0:9961\nops-allow-public yes\n", NOARGS),
 	    0);
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--upstream", "h:1", "--ops-listen", "45.0.0.2:9961",
-				  "--ops-allow-public")),
-			 0);
-	for (const char *const *a = (const char *const[]){ "127.0.0.1:9100", "10.8.0.2:9100",
-							   "100.64.0.1:9100", "[fd00::1]:9100",
-							   "[::1]:9100", NULL };
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--upstream", "h:1", "--ops-listen", "45.0.0.2:9961", "--ops-allow-public")),
+	    0);
+	for (const char *const *a =
+		 (const char *const[]){"127.0.0.1:9100", "10.8.0.2:9100", "100.64.0.1:9100",
+				       "[fd00::1]:9100", "[::1]:9100", NULL};
 	     *a; a++) {
 		char text[128];
 
@@ -1587,15 +1585,23 @@ static void test_config_bad_value_of_every_file_key_is_reported_at_its_line(void
 	static const struct {
 		const char *key, *value;
 	} cases[] = {
-	    {"listen", "nothost:1"},	      {"upstream", "gamehost"},
-	    {"master", "m.example:0"},	      {"game", "doom"},
-	    {"heartbeat", "Two-Words Here"},  {"flatline", "back\\slash"},
-	    {"heartbeat-interval", "0s"},     {"probe-timeout", "fast"},
-	    {"session-timeout", "-1"},	      {"max-sessions", "100001"},
-	    {"session-ports", "5000-4000"},   {"backend", "kqueue"},
+	    {"listen", "nothost:1"},
+	    {"upstream", "gamehost"},
+	    {"master", "m.example:0"},
+	    {"game", "doom"},
+	    {"heartbeat", "Two-Words Here"},
+	    {"flatline", "back\\slash"},
+	    {"heartbeat-interval", "0s"},
+	    {"probe-timeout", "fast"},
+	    {"session-timeout", "-1"},
+	    {"max-sessions", "100001"},
+	    {"session-ports", "5000-4000"},
+	    {"backend", "kqueue"},
 	    {"workers", "0"},
-	    {"ops-listen", "localhost:9100"}, {"ops-allow-public", "maybe"},
-	    {"drain-timeout", "5x"},	      {"debug", "2"},
+	    {"ops-listen", "localhost:9100"},
+	    {"ops-allow-public", "maybe"},
+	    {"drain-timeout", "5x"},
+	    {"debug", "2"},
 	};
 	static struct etr_conf c;
 	struct conf_errors e;
@@ -2262,8 +2268,8 @@ static void test_config_max_sessions_above_a_relays_port_range_is_an_error(void 
 
 static void test_config_an_error_about_two_top_level_keys_names_a_line(void **state)
 {
-	static const char text[] = "upstream h:1\n"		 /* 1 */
-				   "max-sessions 100\n"		 /* 2 */
+	static const char text[] = "upstream h:1\n"		  /* 1 */
+				   "max-sessions 100\n"		  /* 2 */
 				   "session-ports 40000-40001\n"; /* 3 */
 	static struct etr_conf c;
 	struct conf_errors e;
@@ -2468,7 +2474,8 @@ static void test_config_log_time_is_auto_by_default_and_takes_yes_no_auto(void *
 	assert_int_equal(c.log_time, CONF_LOG_TIME_YES);
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--log-time", "no")), 0);
 	assert_int_equal(c.log_time, CONF_LOG_TIME_NO);
-	assert_int_equal(run(&c, &e, "log-time yes\nupstream h:1\n", ARGV("--log-time", "auto")), 0);
+	assert_int_equal(run(&c, &e, "log-time yes\nupstream h:1\n", ARGV("--log-time", "auto")),
+			 0);
 	assert_int_equal(c.log_time, CONF_LOG_TIME_AUTO);
 	assert_int_equal(args(&c, &e, ARGV("--log-time", "sometimes")), -1);
 	assert_err_names(&e, "--log-time", "sometimes");
@@ -2493,9 +2500,10 @@ static void test_config_ipv6_master_with_ipv4_listener_is_refused_naming_the_lin
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--master", "[::1]:27950")), -1);
 	assert_err_line(&e, "etrelay: --master [::1]:27950: an IPv6 address", "cannot reach", NULL);
 	/* An IPv6 listener takes it. */
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "[::1]:27960",
-					  "--master", "[::1]:27950")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--upstream", "h:1", "--listen", "[::1]:27960", "--master", "[::1]:27950")),
+	    0);
 }
 
 static void test_config_ipv4_master_needs_an_ipv6_listener_on_any_address(void **state)
@@ -2505,9 +2513,10 @@ static void test_config_ipv4_master_needs_an_ipv6_listener_on_any_address(void *
 
 	(void)state;
 	/* [::] reaches IPv4 through mapped addresses. */
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "[::]:27960",
-					  "--master", "127.0.0.1:27950")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--upstream", "h:1", "--listen", "[::]:27960", "--master", "127.0.0.1:27950")),
+	    0);
 	assert_int_equal(run(&c, &e,
 			     "upstream h:1\n[relay six]\nlisten [::1]:27960\nmaster 127.0.0.1\n",
 			     NOARGS),
@@ -2638,11 +2647,11 @@ static void test_config_sni_quick_start_on_the_command_line(void **state)
 	struct conf_errors e;
 
 	(void)state;
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--sni-listen", "127.0.0.1:8443", "--sni-route",
-				  "a.test=127.0.0.1:9001", "--sni-route",
-				  "*.b.test=[::1]:9002,proxy-v2")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--sni-listen", "127.0.0.1:8443", "--sni-route", "a.test=127.0.0.1:9001",
+		     "--sni-route", "*.b.test=[::1]:9002,proxy-v2")),
+	    0);
 	assert_true(c.cli_listener);
 	assert_int_equal(c.nrelays, 0);
 	assert_int_equal(c.nsni, 1);
@@ -2757,21 +2766,20 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	char a[ADDR_STRLEN];
 
 	(void)state;
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--turn-listen", "0.0.0.0:3478", "--turn-relay-address",
-				  "127.0.0.1", "--turn-ports", "40000-40099",
-				  "--turn-max-allocations", "100", "--turn-allow-peer",
-				  "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
-				  "--turn-strict-expiry", "yes", "--turn-user-quota", "2",
-				  "--turn-tcp-listen", "0.0.0.0:3478", "--turn-realm", "r",
-				  "--turn-nonce-lifetime", "1s",
-				  "--turn-tls-listen", "0.0.0.0:5349", "--turn-tls-cert", "c.pem",
-				  "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms",
-				  "--turn-unauth-rate", "50",
-				  "--turn-unauth-burst", "60", "--turn-unauth-ip-rate", "2",
-				  "--turn-unauth-ip-burst", "3", "--turn-tcp-max-per-ip", "7",
-				  "--turn-tcp-max-connections", "64", "--turn-tcp-auth-timeout", "1s")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--turn-listen", "0.0.0.0:3478", "--turn-relay-address", "127.0.0.1",
+		     "--turn-ports", "40000-40099", "--turn-max-allocations", "100",
+		     "--turn-allow-peer", "127.0.0.1/32", "--turn-deny-peer", "10.0.0.0/8",
+		     "--turn-strict-expiry", "yes", "--turn-user-quota", "2", "--turn-tcp-listen",
+		     "0.0.0.0:3478", "--turn-realm", "r", "--turn-nonce-lifetime", "1s",
+		     "--turn-tls-listen", "0.0.0.0:5349", "--turn-tls-cert", "c.pem",
+		     "--turn-tls-key", "k.pem", "--turn-tls-reload-interval", "500ms",
+		     "--turn-unauth-rate", "50", "--turn-unauth-burst", "60",
+		     "--turn-unauth-ip-rate", "2", "--turn-unauth-ip-burst", "3",
+		     "--turn-tcp-max-per-ip", "7", "--turn-tcp-max-connections", "64",
+		     "--turn-tcp-auth-timeout", "1s")),
+	    0);
 	assert_int_equal(c.turn[0].unauth_rate, 50);
 	assert_int_equal(c.turn[0].unauth_burst, 60);
 	assert_int_equal(c.turn[0].unauth_ip_rate, 2);
@@ -2800,8 +2808,8 @@ static void test_config_turn_quick_start_on_the_command_line(void **state)
 	assert_int_equal(c.turn[0].tcp_max_conns, 64);
 	assert_int_equal(c.turn[0].tcp_auth_timeout_ms, 1000);
 	/* A key without a listener. */
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")),
-			 -1);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--upstream", "1.2.3.4:5", "--turn-ports", "40000-40099")), -1);
 	assert_non_null(strstr(e.text, "no turn-listen"));
 }
 
@@ -2822,13 +2830,13 @@ static void test_config_turn_tls_handshake_budget_is_set_by_key_and_option(void 
 	assert_int_equal(c.turn[0].tls_burst, 40);
 	assert_int_equal(c.turn[0].tls_ip_rate, 4);
 	assert_int_equal(c.turn[0].tls_ip_burst, 6);
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--turn-listen", "127.0.0.1", "--turn-tls-listen",
-				  "127.0.0.1:5349", "--turn-tls-cert", "c.pem", "--turn-tls-key",
-				  "k.pem", "--turn-tls-handshake-rate", "50",
-				  "--turn-tls-handshake-burst", "8", "--turn-tls-handshake-ip-rate",
-				  "1", "--turn-tls-handshake-ip-burst", "2")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--turn-listen", "127.0.0.1", "--turn-tls-listen", "127.0.0.1:5349",
+		     "--turn-tls-cert", "c.pem", "--turn-tls-key", "k.pem",
+		     "--turn-tls-handshake-rate", "50", "--turn-tls-handshake-burst", "8",
+		     "--turn-tls-handshake-ip-rate", "1", "--turn-tls-handshake-ip-burst", "2")),
+	    0);
 	assert_int_equal(c.turn[0].tls_rate, 50);
 	assert_int_equal(c.turn[0].tls_burst, 8);
 	assert_int_equal(c.turn[0].tls_ip_rate, 1);
@@ -2903,9 +2911,8 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			 -1);
 	assert_non_null(strstr(e.text, "relay default listens there"));
 	/* TLS without its pair. */
-	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\ntls-listen 127.0.0.1:5349\n",
-			     NOARGS),
-			 -1);
+	assert_int_equal(
+	    run(&c, &e, "[turn t]\nlisten 127.0.0.1\ntls-listen 127.0.0.1:5349\n", NOARGS), -1);
 	assert_non_null(strstr(e.text, "tls-listen: needs tls-cert and tls-key"));
 	/* TLS on the TCP listener's address. */
 	assert_int_equal(run(&c, &e,
@@ -2915,9 +2922,8 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			 -1);
 	assert_non_null(strstr(e.text, "tls-listen 127.0.0.1:5349: the tcp-listen address"));
 	/* Two sections of one name. */
-	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1\n[turn t]\nlisten 127.0.0.2\n",
-			     NOARGS),
-			 -1);
+	assert_int_equal(
+	    run(&c, &e, "[turn t]\nlisten 127.0.0.1\n[turn t]\nlisten 127.0.0.2\n", NOARGS), -1);
 	assert_non_null(strstr(e.text, "turn 't' already defined at line 1"));
 }
 
@@ -3152,9 +3158,8 @@ static void test_config_turn_peers_public_ip_and_port_0_are_checked(void **state
 	assert_int_equal(conf_turn_warnings(&c, &w), 2);
 	assert_err_line(&w, PATH ":4: warning: turn t: allow-peer 0.0.0.0/0", NULL, NULL);
 	assert_err_line(&w, PATH ":5: warning: turn t: allow-peer ::/0", NULL, NULL);
-	assert_int_equal(cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-allow-peer",
-					  "0.0.0.0/0")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--turn-listen", "127.0.0.1", "--turn-allow-peer", "0.0.0.0/0")), 0);
 	memset(&w, 0, sizeof(w));
 	assert_int_equal(conf_turn_warnings(&c, &w), 1);
 	assert_err_line(&w, "etrelay: --turn-allow-peer: warning: turn default", NULL, NULL);
@@ -3281,8 +3286,7 @@ static void test_config_any_listener_makes_a_process_echo_ports_alone_too(void *
 	assert_int_equal(c.nrelays, 0);
 	assert_int_equal(c.prbe.nports, 1);
 	/* An upstream beside them still makes the top level a relay. */
-	assert_int_equal(cli(&c, &e,
-			     ARGV("--prbe-listen", "127.0.0.1:51821", "--upstream", "h:1")),
+	assert_int_equal(cli(&c, &e, ARGV("--prbe-listen", "127.0.0.1:51821", "--upstream", "h:1")),
 			 0);
 	assert_int_equal(c.nrelays, 1);
 	/* No listener at all: the relay's upstream is missing. */
@@ -3343,15 +3347,18 @@ static void test_config_prbe_listen_at_most_8_and_not_on_a_relays_port(void **st
 			 -1);
 	assert_err_names(&e, "--prbe-listen", "at most 8");
 	/* A relay's own address, or a wildcard over it: prbe yes is the way. */
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
-					   "--prbe-listen", "0.0.0.0:27960")),
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
+				  "--prbe-listen", "0.0.0.0:27960")),
 			 -1);
 	assert_err_names(&e, "prbe-listen 0.0.0.0:27960", "prbe yes");
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
-					   "--prbe-listen", "127.0.0.2:27960")),
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--listen", "127.0.0.1:27960",
+				  "--prbe-listen", "127.0.0.2:27960")),
 			 0);
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--prbe-listen", "127.0.0.1:7000",
-					   "--prbe-listen", "127.0.0.1:7000")),
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--prbe-listen", "127.0.0.1:7000",
+				  "--prbe-listen", "127.0.0.1:7000")),
 			 -1);
 	assert_err_names(&e, "prbe-listen 127.0.0.1:7000", "twice");
 }
@@ -3380,9 +3387,9 @@ static void test_config_prbe_more_than_8_echo_ports_is_an_error(void **state)
 		o += (size_t)snprintf(text + o, sizeof(text) - o, "prbe-listen 127.0.0.1:%u\n",
 				      7000 + i);
 	for (unsigned i = 0; i < 3; i++)
-		o += (size_t)snprintf(text + o, sizeof(text) - o,
-				      "[relay r%u]\nupstream h:1\nlisten 127.0.0.%u:27960\nprbe yes\n",
-				      i, i + 1);
+		o += (size_t)snprintf(
+		    text + o, sizeof(text) - o,
+		    "[relay r%u]\nupstream h:1\nlisten 127.0.0.%u:27960\nprbe yes\n", i, i + 1);
 	assert_int_equal(run(&c, &e, text, NOARGS), 0);
 	assert_int_equal(c.prbe.nports, 7);
 }
@@ -3556,8 +3563,10 @@ static void test_config_control_timeout_above_interval_is_a_warning(void **state
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	assert_int_equal(run(&c, &e, "control-url https://cp.example\ncontrol-timeout 1h\n"
-				     "[relay a]\nupstream h:1\n", NOARGS),
+	assert_int_equal(run(&c, &e,
+			     "control-url https://cp.example\ncontrol-timeout 1h\n"
+			     "[relay a]\nupstream h:1\n",
+			     NOARGS),
 			 0);
 	assert_int_equal(conf_control_warnings(&c, &w), 1);
 	assert_err_line(&w, "t.conf:2: warning: control-timeout 3600000 ms", "control-interval",
@@ -3598,9 +3607,10 @@ static void test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolle
 	unsetenv("ETRELAY_CONTROL_TOKEN");
 	unsetenv("ETRELAY_CONTROL_TOKEN_FILE");
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(run(&c, &e, "control-url https://cp.example\n"
-				     "control-bootstrap-token-file /nonexistent/boot\n"
-				     "[relay a]\nupstream h:1\n",
+	assert_int_equal(run(&c, &e,
+			     "control-url https://cp.example\n"
+			     "control-bootstrap-token-file /nonexistent/boot\n"
+			     "[relay a]\nupstream h:1\n",
 			     ARGV("--state-directory", dir)),
 			 0);
 	memset(&w, 0, sizeof(w));
@@ -3627,8 +3637,9 @@ static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 	struct conf_errors e;
 
 	(void)state;
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "h:1", "--control-backoff-min", "2m",
-					  "--control-backoff-max", "1m")),
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--control-backoff-min", "2m",
+				  "--control-backoff-max", "1m")),
 			 -1);
 	assert_errors(&e, 1);
 	assert_non_null(strstr(e.text, "control-backoff-min 120000 ms is above control-backoff-max "
@@ -3644,21 +3655,20 @@ static void test_config_relay_upstream_that_is_its_own_listen_is_an_error(void *
 
 	(void)state;
 	/* its own address, and loopback or the wildcard on a wildcard's port */
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27960", "--listen",
-					  "127.0.0.1:27960")),
-			 -1);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--upstream", "127.0.0.1:27960", "--listen", "127.0.0.1:27960")), -1);
 	assert_errors(&e, 1);
-	assert_err_line(&e, "etrelay: command line: upstream 127.0.0.1:27960 (relay default) is "
-			    "its own listen address 127.0.0.1:27960: a loop",
+	assert_err_line(&e,
+			"etrelay: command line: upstream 127.0.0.1:27960 (relay default) is "
+			"its own listen address 127.0.0.1:27960: a loop",
 			NULL, NULL);
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27960")), -1);
 	assert_non_null(strstr(e.text, "is its own listen address 0.0.0.0:27960: a loop"));
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "[::1]:27961", "--listen", "[::]:27961")),
 			 -1);
 	assert_non_null(strstr(e.text, "upstream [::1]:27961 (relay default) is its own"));
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "0.0.0.0:27962", "--listen",
-					  "127.0.0.1:27962")),
-			 -1);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--upstream", "0.0.0.0:27962", "--listen", "127.0.0.1:27962")), -1);
 	assert_int_equal(run(&c, &e,
 			     "[relay a]\nlisten 0.0.0.0:27970\nupstream 127.0.0.2:27970\n"
 			     "[relay b]\nlisten 127.0.0.1:27971\nupstream 127.0.0.1:27971\n",
@@ -3673,9 +3683,8 @@ static void test_config_relay_upstream_that_is_its_own_listen_is_an_error(void *
 	/* not loops: another port, another loopback address than a specific
 	 * listen, a name (checked once resolved) */
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.1:27961")), 0);
-	assert_int_equal(cli(&c, &e, ARGV("--upstream", "127.0.0.2:27960", "--listen",
-					  "127.0.0.1:27960")),
-			 0);
+	assert_int_equal(
+	    cli(&c, &e, ARGV("--upstream", "127.0.0.2:27960", "--listen", "127.0.0.1:27960")), 0);
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "gs.example:27960")), 0);
 
 	/* the host's other addresses (main passes net_local_addrs), and a
@@ -3729,9 +3738,9 @@ static void test_config_relays_upstreams_in_a_cycle_are_an_error(void **state)
  * both, so the check refuses it (attack13 F3). Different ports are fine. */
 static void test_config_relays_on_a_wildcard_and_an_address_of_one_port_clash(void **state)
 {
-	static const char *const pairs[][2] = { { "[::]:27960", "0.0.0.0:27960" },
-						{ "0.0.0.0:27960", "127.0.0.1:27960" },
-						{ "127.0.0.1:27960", "[::]:27960" } };
+	static const char *const pairs[][2] = {{"[::]:27960", "0.0.0.0:27960"},
+					       {"0.0.0.0:27960", "127.0.0.1:27960"},
+					       {"127.0.0.1:27960", "[::]:27960"}};
 	struct etr_conf c;
 	struct conf_errors e;
 	char text[256];

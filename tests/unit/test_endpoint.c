@@ -53,26 +53,26 @@ static void on_readable(void *obj, uint32_t ref)
 }
 
 static const struct endpoint_ops single_ops = {
-	.name = "single",
-	.on_dgram = on_dgram,
-	.on_recv_error = on_recv_error,
-	.on_sent = on_sent,
-	.on_readable = on_readable,
+    .name = "single",
+    .on_dgram = on_dgram,
+    .on_recv_error = on_recv_error,
+    .on_sent = on_sent,
+    .on_readable = on_readable,
 };
 
 static const struct endpoint_ops multi_ops = {
-	.name = "multi",
-	.multi = true,
-	.on_dgram = on_dgram,
-	.on_sent = on_sent,
+    .name = "multi",
+    .multi = true,
+    .on_dgram = on_dgram,
+    .on_sent = on_sent,
 };
 
 static struct endpoint_table t;
 
 static void test_endpoint_id_reaches_its_object(void **state)
 {
-	struct seen a = { 0 }, b = { 0 };
-	struct loop_dgram d = { 0 };
+	struct seen a = {0}, b = {0};
+	struct loop_dgram d = {0};
 	int sa, sb;
 
 	(void)state;
@@ -96,7 +96,7 @@ static void test_endpoint_id_reaches_its_object(void **state)
 
 static void test_endpoint_missing_handler_is_not_taken(void **state)
 {
-	struct seen m = { 0 };
+	struct seen m = {0};
 	int s;
 
 	(void)state;
@@ -109,8 +109,8 @@ static void test_endpoint_missing_handler_is_not_taken(void **state)
 
 static void test_endpoint_multi_passes_its_ref_through(void **state)
 {
-	struct seen m = { 0 };
-	struct loop_dgram d = { 0 };
+	struct seen m = {0};
+	struct loop_dgram d = {0};
 	int s;
 
 	(void)state;
@@ -127,8 +127,8 @@ static void test_endpoint_multi_passes_its_ref_through(void **state)
 
 static void test_endpoint_freed_slot_drops_late_events(void **state)
 {
-	struct seen a = { 0 };
-	struct loop_dgram d = { 0 };
+	struct seen a = {0};
+	struct loop_dgram d = {0};
 	uint32_t id;
 	int s;
 
@@ -145,8 +145,8 @@ static void test_endpoint_freed_slot_drops_late_events(void **state)
 
 static void test_endpoint_reused_slot_has_a_new_generation(void **state)
 {
-	struct seen a = { 0 }, b = { 0 };
-	struct loop_dgram d = { 0 };
+	struct seen a = {0}, b = {0};
+	struct loop_dgram d = {0};
 	uint32_t old, id;
 	int s;
 
@@ -166,8 +166,8 @@ static void test_endpoint_reused_slot_has_a_new_generation(void **state)
 
 static void test_endpoint_table_full_says_enospc(void **state)
 {
-	struct seen a = { 0 };
-	struct loop_dgram d = { 0 };
+	struct seen a = {0};
+	struct loop_dgram d = {0};
 
 	(void)state;
 	endpoint_table_init(&t);
@@ -185,7 +185,7 @@ static void test_endpoint_table_full_says_enospc(void **state)
 
 static void test_endpoint_unknown_ids_name_nothing(void **state)
 {
-	struct loop_dgram d = { 0 };
+	struct loop_dgram d = {0};
 
 	(void)state;
 	endpoint_table_init(&t);
@@ -198,13 +198,13 @@ static void test_endpoint_unknown_ids_name_nothing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_endpoint_id_reaches_its_object),
-		cmocka_unit_test(test_endpoint_missing_handler_is_not_taken),
-		cmocka_unit_test(test_endpoint_multi_passes_its_ref_through),
-		cmocka_unit_test(test_endpoint_freed_slot_drops_late_events),
-		cmocka_unit_test(test_endpoint_reused_slot_has_a_new_generation),
-		cmocka_unit_test(test_endpoint_table_full_says_enospc),
-		cmocka_unit_test(test_endpoint_unknown_ids_name_nothing),
+	    cmocka_unit_test(test_endpoint_id_reaches_its_object),
+	    cmocka_unit_test(test_endpoint_missing_handler_is_not_taken),
+	    cmocka_unit_test(test_endpoint_multi_passes_its_ref_through),
+	    cmocka_unit_test(test_endpoint_freed_slot_drops_late_events),
+	    cmocka_unit_test(test_endpoint_reused_slot_has_a_new_generation),
+	    cmocka_unit_test(test_endpoint_table_full_says_enospc),
+	    cmocka_unit_test(test_endpoint_unknown_ids_name_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,12 +11,12 @@
 
 #include "heartbeat.h"
 
-#define MS 1000000ull
-#define SEC 1000000000ull
+#define MS	 1000000ull
+#define SEC	 1000000000ull
 #define INTERVAL (300 * SEC)
-#define TIMEOUT (3 * SEC)
+#define TIMEOUT	 (3 * SEC)
 #define ATTEMPTS 3
-#define T0 (1000 * SEC)
+#define T0	 (1000 * SEC)
 
 static void init(struct hb *h)
 {
@@ -277,8 +277,7 @@ static void test_hb_answer_with_previous_rounds_challenge_is_ignored(void **stat
 	assert_string_not_equal(h.challenge, old);
 	assert_int_equal(hb_probe_answered(&h, T0 + INTERVAL + MS, old), 0);
 	assert_int_equal(h.phase, HB_PROBING);
-	assert_int_equal(hb_probe_answered(&h, T0 + INTERVAL + MS, h.challenge),
-			 HB_SEND_HEARTBEAT);
+	assert_int_equal(hb_probe_answered(&h, T0 + INTERVAL + MS, h.challenge), HB_SEND_HEARTBEAT);
 }
 
 static void test_hb_steady_up_sends_heartbeat_every_round_without_logging(void **state)
@@ -346,12 +345,13 @@ static void test_hb_no_heartbeat_while_down(void **state)
 	for (t = start - INTERVAL + ATTEMPTS * TIMEOUT + 1; t <= start + ATTEMPTS * TIMEOUT;
 	     t += SEC / 2) {
 		r = hb_step(&h, t, 5);
-		assert_int_equal(r & (HB_SEND_HEARTBEAT | HB_SEND_FLATLINE | HB_LOG_UP | HB_LOG_DOWN),
-				 0);
+		assert_int_equal(
+		    r & (HB_SEND_HEARTBEAT | HB_SEND_FLATLINE | HB_LOG_UP | HB_LOG_DOWN), 0);
 		probes += (r & HB_SEND_PROBE) != 0;
 	}
 	assert_true(probes >= INTERVAL / (HB_DOWN_RETRY + ATTEMPTS * TIMEOUT + SEC) * ATTEMPTS);
-	assert_true(probes <= INTERVAL / (HB_DOWN_RETRY + ATTEMPTS * TIMEOUT) * ATTEMPTS + ATTEMPTS);
+	assert_true(probes <=
+		    INTERVAL / (HB_DOWN_RETRY + ATTEMPTS * TIMEOUT) * ATTEMPTS + ATTEMPTS);
 	assert_int_equal(h.server, HB_DOWN);
 	assert_int_equal(hb_probe_answered(&h, t, "wrong"), 0);
 	assert_int_equal(h.server, HB_DOWN);
@@ -579,7 +579,7 @@ static void test_hb_probe_refused_never_extends_an_attempt(void **state)
 
 static void test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals(void **state)
 {
-	struct hb_master m = { 0 };
+	struct hb_master m = {0};
 
 	(void)state;
 	assert_int_equal(hb_master_deadline(&m, INTERVAL), UINT64_MAX);
@@ -596,7 +596,7 @@ static void test_hb_master_that_never_challenges_goes_quiet_once_after_two_inter
 
 static void test_hb_master_that_challenges_every_round_stays_listed(void **state)
 {
-	struct hb_master m = { 0 };
+	struct hb_master m = {0};
 
 	(void)state;
 	hb_master_heartbeat(&m, T0);
@@ -612,7 +612,7 @@ static void test_hb_master_that_challenges_every_round_stays_listed(void **state
 
 static void test_hb_master_one_lost_challenge_is_not_quiet(void **state)
 {
-	struct hb_master m = { 0 };
+	struct hb_master m = {0};
 
 	(void)state;
 	hb_master_heartbeat(&m, T0);
@@ -626,7 +626,7 @@ static void test_hb_master_one_lost_challenge_is_not_quiet(void **state)
 
 static void test_hb_master_challenging_after_quiet_is_back(void **state)
 {
-	struct hb_master m = { 0 };
+	struct hb_master m = {0};
 
 	(void)state;
 	hb_master_heartbeat(&m, T0);
@@ -640,7 +640,7 @@ static void test_hb_master_challenging_after_quiet_is_back(void **state)
 
 static void test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet(void **state)
 {
-	struct hb_master m = { 0 };
+	struct hb_master m = {0};
 
 	(void)state;
 	hb_master_heartbeat(&m, T0);
@@ -675,39 +675,41 @@ static void test_hb_down_server_is_probed_again_soon_and_its_return_heartbeats_a
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hb_init_stores_parameters_and_starts_unknown),
-		cmocka_unit_test(test_hb_first_step_sends_probe_with_printable_challenge),
-		cmocka_unit_test(test_hb_challenge_depends_on_rnd),
-		cmocka_unit_test(test_hb_step_before_probe_deadline_does_nothing),
-		cmocka_unit_test(test_hb_answer_on_first_attempt_sends_heartbeat_and_logs_up),
-		cmocka_unit_test(test_hb_answer_on_second_attempt_sends_heartbeat_and_logs_up),
-		cmocka_unit_test(test_hb_answer_on_third_attempt_sends_heartbeat_and_logs_up),
-		cmocka_unit_test(test_hb_answer_with_wrong_challenge_is_ignored),
-		cmocka_unit_test(test_hb_second_answer_to_the_same_probe_sends_nothing),
-		cmocka_unit_test(test_hb_answer_with_previous_rounds_challenge_is_ignored),
-		cmocka_unit_test(test_hb_steady_up_sends_heartbeat_every_round_without_logging),
-		cmocka_unit_test(test_hb_all_attempts_failing_from_unknown_marks_down_without_flatline),
-		cmocka_unit_test(test_hb_all_attempts_failing_after_up_flatlines_exactly_once),
-		cmocka_unit_test(test_hb_no_heartbeat_while_down),
-		cmocka_unit_test(test_hb_recovery_sends_heartbeat_and_logs_up),
-		cmocka_unit_test(test_hb_recovery_from_never_up_sends_heartbeat_and_logs_up),
-		cmocka_unit_test(test_hb_single_attempt_rounds_flatline_after_one_timeout),
-		cmocka_unit_test(test_hb_shutdown_flatlines_only_when_up),
-		cmocka_unit_test(test_hb_server_names_are_distinct),
-		cmocka_unit_test(test_hb_refused_while_up_starts_a_round_at_once),
-		cmocka_unit_test(test_hb_refused_while_down_changes_nothing),
-		cmocka_unit_test(test_hb_refused_while_probing_changes_nothing),
-		cmocka_unit_test(test_hb_early_rounds_start_at_most_once_per_kick_gap),
-		cmocka_unit_test(test_hb_heard_while_down_starts_a_round_that_announces_up),
-		cmocka_unit_test(test_hb_heard_while_up_changes_nothing),
-		cmocka_unit_test(test_hb_down_server_is_probed_again_soon_and_its_return_heartbeats_at_once),
-		cmocka_unit_test(test_hb_refused_probes_end_the_round_within_seconds),
-		cmocka_unit_test(test_hb_probe_refused_never_extends_an_attempt),
-		cmocka_unit_test(test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals),
-		cmocka_unit_test(test_hb_master_that_challenges_every_round_stays_listed),
-		cmocka_unit_test(test_hb_master_one_lost_challenge_is_not_quiet),
-		cmocka_unit_test(test_hb_master_challenging_after_quiet_is_back),
-		cmocka_unit_test(test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet),
+	    cmocka_unit_test(test_hb_init_stores_parameters_and_starts_unknown),
+	    cmocka_unit_test(test_hb_first_step_sends_probe_with_printable_challenge),
+	    cmocka_unit_test(test_hb_challenge_depends_on_rnd),
+	    cmocka_unit_test(test_hb_step_before_probe_deadline_does_nothing),
+	    cmocka_unit_test(test_hb_answer_on_first_attempt_sends_heartbeat_and_logs_up),
+	    cmocka_unit_test(test_hb_answer_on_second_attempt_sends_heartbeat_and_logs_up),
+	    cmocka_unit_test(test_hb_answer_on_third_attempt_sends_heartbeat_and_logs_up),
+	    cmocka_unit_test(test_hb_answer_with_wrong_challenge_is_ignored),
+	    cmocka_unit_test(test_hb_second_answer_to_the_same_probe_sends_nothing),
+	    cmocka_unit_test(test_hb_answer_with_previous_rounds_challenge_is_ignored),
+	    cmocka_unit_test(test_hb_steady_up_sends_heartbeat_every_round_without_logging),
+	    cmocka_unit_test(test_hb_all_attempts_failing_from_unknown_marks_down_without_flatline),
+	    cmocka_unit_test(test_hb_all_attempts_failing_after_up_flatlines_exactly_once),
+	    cmocka_unit_test(test_hb_no_heartbeat_while_down),
+	    cmocka_unit_test(test_hb_recovery_sends_heartbeat_and_logs_up),
+	    cmocka_unit_test(test_hb_recovery_from_never_up_sends_heartbeat_and_logs_up),
+	    cmocka_unit_test(test_hb_single_attempt_rounds_flatline_after_one_timeout),
+	    cmocka_unit_test(test_hb_shutdown_flatlines_only_when_up),
+	    cmocka_unit_test(test_hb_server_names_are_distinct),
+	    cmocka_unit_test(test_hb_refused_while_up_starts_a_round_at_once),
+	    cmocka_unit_test(test_hb_refused_while_down_changes_nothing),
+	    cmocka_unit_test(test_hb_refused_while_probing_changes_nothing),
+	    cmocka_unit_test(test_hb_early_rounds_start_at_most_once_per_kick_gap),
+	    cmocka_unit_test(test_hb_heard_while_down_starts_a_round_that_announces_up),
+	    cmocka_unit_test(test_hb_heard_while_up_changes_nothing),
+	    cmocka_unit_test(
+		test_hb_down_server_is_probed_again_soon_and_its_return_heartbeats_at_once),
+	    cmocka_unit_test(test_hb_refused_probes_end_the_round_within_seconds),
+	    cmocka_unit_test(test_hb_probe_refused_never_extends_an_attempt),
+	    cmocka_unit_test(
+		test_hb_master_that_never_challenges_goes_quiet_once_after_two_intervals),
+	    cmocka_unit_test(test_hb_master_that_challenges_every_round_stays_listed),
+	    cmocka_unit_test(test_hb_master_one_lost_challenge_is_not_quiet),
+	    cmocka_unit_test(test_hb_master_challenging_after_quiet_is_back),
+	    cmocka_unit_test(test_hb_master_withdrawn_listing_is_confirmed_anew_and_not_quiet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

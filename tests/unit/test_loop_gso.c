@@ -105,13 +105,13 @@ static void a_gro_train_is_cut_at_its_segment_size(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(equal_sizes_join_up_to_the_segment_limit),
-		cmocka_unit_test(a_shorter_datagram_ends_the_train),
-		cmocka_unit_test(a_longer_datagram_never_joins),
-		cmocka_unit_test(the_train_stays_one_ip_datagram),
-		cmocka_unit_test(empty_or_over_cap_starts_no_train),
-		cmocka_unit_test(a_refused_train_lowers_the_cap),
-		cmocka_unit_test(a_gro_train_is_cut_at_its_segment_size),
+	    cmocka_unit_test(equal_sizes_join_up_to_the_segment_limit),
+	    cmocka_unit_test(a_shorter_datagram_ends_the_train),
+	    cmocka_unit_test(a_longer_datagram_never_joins),
+	    cmocka_unit_test(the_train_stays_one_ip_datagram),
+	    cmocka_unit_test(empty_or_over_cap_starts_no_train),
+	    cmocka_unit_test(a_refused_train_lowers_the_cap),
+	    cmocka_unit_test(a_gro_train_is_cut_at_its_segment_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

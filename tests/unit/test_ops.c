@@ -21,7 +21,7 @@
 #define TOKEN_32 "0123456789abcdef0123456789abcdef"
 #define TOKEN_31 "0123456789abcdef0123456789abcde"
 
-static const char *const vars[] = { OPS_ENV_LIFECYCLE, OPS_ENV_READ, OPS_ENV_METRICS };
+static const char *const vars[] = {OPS_ENV_LIFECYCLE, OPS_ENV_READ, OPS_ENV_METRICS};
 static char dir[] = "/tmp/etrelay-test-ops-XXXXXX";
 
 /* Port 0 (the kernel picks one), which addr_parse_numeric refuses. */
@@ -324,9 +324,9 @@ static void test_ops_tokens_refuse_what_is_not_a_regular_file(void **state)
 
 static void test_ops_start_refuses_a_public_address(void **state)
 {
-	struct ops_config cfg = { .listen = sa("8.8.8.8:9091") };
+	struct ops_config cfg = {.listen = sa("8.8.8.8:9091")};
 	struct ops *op = (struct ops *)&cfg;
-	struct etr_stats st = { 0 };
+	struct etr_stats st = {0};
 	char err[512] = "";
 
 	assert_int_equal(ops_start(&op, &cfg, &st, err, sizeof(err)), -EINVAL);
@@ -340,8 +340,8 @@ static void test_ops_start_refuses_a_public_address(void **state)
 
 static void test_ops_start_refuses_a_short_token(void **state)
 {
-	struct ops_config cfg = { .listen = any_port("127.0.0.1:1") };
-	struct etr_stats st = { 0 };
+	struct ops_config cfg = {.listen = any_port("127.0.0.1:1")};
+	struct etr_stats st = {0};
 	struct ops *op;
 	char err[512] = "";
 
@@ -354,8 +354,8 @@ static void test_ops_start_refuses_a_short_token(void **state)
 
 static void test_ops_start_serves_any_address_with_allow_public(void **state)
 {
-	struct ops_config cfg = { .listen = any_port("0.0.0.0:1"), .allow_public = true };
-	struct etr_stats st = { 0 };
+	struct ops_config cfg = {.listen = any_port("0.0.0.0:1"), .allow_public = true};
+	struct etr_stats st = {0};
 	struct ops *op;
 	char err[512] = "";
 
@@ -367,37 +367,32 @@ static void test_ops_start_serves_any_address_with_allow_public(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ops_addr_loopback_is_private),
-		cmocka_unit_test(test_ops_addr_rfc1918_is_private_and_its_edges_are_not),
-		cmocka_unit_test(test_ops_addr_cgnat_is_private_and_its_edges_are_not),
-		cmocka_unit_test(test_ops_addr_link_local_is_private),
-		cmocka_unit_test(test_ops_addr_ula_is_private),
-		cmocka_unit_test(test_ops_addr_mapped_ipv4_follows_the_ipv4_rule),
-		cmocka_unit_test(test_ops_addr_public_addresses_are_not_private),
-		cmocka_unit_test(test_ops_addr_any_address_is_not_private),
-		cmocka_unit_test_setup(test_ops_tokens_none_set_is_fine, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_accept_32_bytes_in_each_variable, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_31_bytes_without_showing_them,
-				       clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_an_empty_variable, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_a_space_inside, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_variable_and_file_both_set,
-				       clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_file_loses_one_trailing_newline, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_name_an_unreadable_file, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_an_oversized_file, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_a_world_readable_file_and_name_it,
-				       clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_a_file_others_may_write, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_accept_600_and_640, clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_check_the_file_a_symlink_points_to,
-				       clear_env),
-		cmocka_unit_test_setup(test_ops_tokens_refuse_what_is_not_a_regular_file,
-				       clear_env),
-		cmocka_unit_test_setup(test_ops_start_refuses_a_public_address, clear_env),
-		cmocka_unit_test_setup(test_ops_start_refuses_a_short_token, clear_env),
-		cmocka_unit_test_setup(test_ops_start_serves_any_address_with_allow_public,
-				       clear_env),
+	    cmocka_unit_test(test_ops_addr_loopback_is_private),
+	    cmocka_unit_test(test_ops_addr_rfc1918_is_private_and_its_edges_are_not),
+	    cmocka_unit_test(test_ops_addr_cgnat_is_private_and_its_edges_are_not),
+	    cmocka_unit_test(test_ops_addr_link_local_is_private),
+	    cmocka_unit_test(test_ops_addr_ula_is_private),
+	    cmocka_unit_test(test_ops_addr_mapped_ipv4_follows_the_ipv4_rule),
+	    cmocka_unit_test(test_ops_addr_public_addresses_are_not_private),
+	    cmocka_unit_test(test_ops_addr_any_address_is_not_private),
+	    cmocka_unit_test_setup(test_ops_tokens_none_set_is_fine, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_accept_32_bytes_in_each_variable, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_31_bytes_without_showing_them, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_an_empty_variable, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_a_space_inside, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_variable_and_file_both_set, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_file_loses_one_trailing_newline, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_name_an_unreadable_file, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_an_oversized_file, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_a_world_readable_file_and_name_it,
+				   clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_a_file_others_may_write, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_accept_600_and_640, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_check_the_file_a_symlink_points_to, clear_env),
+	    cmocka_unit_test_setup(test_ops_tokens_refuse_what_is_not_a_regular_file, clear_env),
+	    cmocka_unit_test_setup(test_ops_start_refuses_a_public_address, clear_env),
+	    cmocka_unit_test_setup(test_ops_start_refuses_a_short_token, clear_env),
+	    cmocka_unit_test_setup(test_ops_start_serves_any_address_with_allow_public, clear_env),
 	};
 	char cmd[128];
 	int rc;

@@ -25,10 +25,10 @@
 #include "ops.h"
 #include "sni.h"
 
-#define TOKEN_L "lifecycle-0123456789abcdef0123456789"
-#define TOKEN_R "readonly-0123456789abcdef0123456789"
-#define TOKEN_M "metrics-0123456789abcdef0123456789"
-#define TOKEN_X "wrong-000-0123456789abcdef0123456789"
+#define TOKEN_L	    "lifecycle-0123456789abcdef0123456789"
+#define TOKEN_R	    "readonly-0123456789abcdef0123456789"
+#define TOKEN_M	    "metrics-0123456789abcdef0123456789"
+#define TOKEN_X	    "wrong-000-0123456789abcdef0123456789"
 #define CONNECTIONS 1000
 
 static struct relay_stats et1, oa;
@@ -59,8 +59,8 @@ static double now(void)
 
 static int connect_to(int family, int p)
 {
-	union etr_sockaddr a = { 0 };
-	struct timeval tv = { .tv_sec = 10 };
+	union etr_sockaddr a = {0};
+	struct timeval tv = {.tv_sec = 10};
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
@@ -100,16 +100,15 @@ static int exchange_on(int fd, const char *req, size_t len, struct reply *r)
 		r->status = -1;
 		return -1;
 	}
-	memcpy(r->head, r->raw, (size_t)(end - r->raw) < sizeof(r->head) - 1
-					? (size_t)(end - r->raw)
-					: sizeof(r->head) - 1);
+	memcpy(r->head, r->raw,
+	       (size_t)(end - r->raw) < sizeof(r->head) - 1 ? (size_t)(end - r->raw)
+							    : sizeof(r->head) - 1);
 	r->body = end + 4;
 	r->body_len = n - (size_t)(end + 4 - r->raw);
 	return r->status;
 }
 
-static int request_extra(const char *method, const char *path, const char *auth,
-			 const char *extra)
+static int request_extra(const char *method, const char *path, const char *auth, const char *extra)
 {
 	char req[1024];
 	int n;
@@ -150,8 +149,8 @@ static void assert_body_has(const char *s)
 
 static void set_tokens(const char *l, const char *r, const char *m)
 {
-	const char *vals[] = { l, r, m };
-	const char *vars[] = { OPS_ENV_LIFECYCLE, OPS_ENV_READ, OPS_ENV_METRICS };
+	const char *vals[] = {l, r, m};
+	const char *vars[] = {OPS_ENV_LIFECYCLE, OPS_ENV_READ, OPS_ENV_METRICS};
 	char name[64], err[256] = "";
 
 	for (unsigned i = 0; i < 3; i++) {
@@ -205,7 +204,7 @@ static void fill_stats(void)
 
 	/* One SNI listener with a route and two connections. */
 	{
-		struct sni_route r = { .name = "a.example" };
+		struct sni_route r = {.name = "a.example"};
 		char err[128];
 
 		conf_sni_defaults(&tls_conf);
@@ -213,7 +212,8 @@ static void fill_stats(void)
 		tls_conf.max_connections = 100;
 		assert_int_equal(addr_parse_numeric("[::1]:8443", &tls_conf.listen), 0);
 		assert_int_equal(addr_parse_numeric("127.0.0.1:9001", &r.upstream), 0);
-		assert_int_equal(sni_shared_init(&sni, 0, &tls_conf, &r, 1, 1, err, sizeof(err)), 0);
+		assert_int_equal(sni_shared_init(&sni, 0, &tls_conf, &r, 1, 1, err, sizeof(err)),
+				 0);
 		atomic_store(&sni.l[0].active, 2);
 		st.sni = &sni;
 	}
@@ -221,7 +221,7 @@ static void fill_stats(void)
 
 static int group_setup(void **state)
 {
-	struct ops_config cfg = { 0 };
+	struct ops_config cfg = {0};
 	char err[512] = "";
 
 	if (!mkdtemp(dir))
@@ -344,9 +344,12 @@ static void test_http_lifecycle_is_json_about_every_relay_and_master(void **stat
 static void test_http_metrics_is_prometheus_text_with_process_metrics(void **state)
 {
 	static const char *const process[] = {
-		"process_cpu_seconds_total ",	 "process_resident_memory_bytes ",
-		"process_virtual_memory_bytes ", "process_open_fds ",
-		"process_max_fds ",		 "process_start_time_seconds ",
+	    "process_cpu_seconds_total ",
+	    "process_resident_memory_bytes ",
+	    "process_virtual_memory_bytes ",
+	    "process_open_fds ",
+	    "process_max_fds ",
+	    "process_start_time_seconds ",
 	};
 	char path[128], cmd[256];
 	FILE *f;
@@ -424,15 +427,14 @@ static void test_http_missing_or_wrong_token_is_401_with_www_authenticate(void *
 	assert_int_equal(request("POST", "/lifecycle/drain", NULL), 401);
 	assert_int_equal(request("POST", "/lifecycle/drain", TOKEN_X), 401);
 	/* A prefix, or the token with more after it, is another token. */
-	assert_int_equal(request("GET", "/lifecycle", "lifecycle-0123456789abcdef0123456789"
-							 "x"),
+	assert_int_equal(request("GET", "/lifecycle",
+				 "lifecycle-0123456789abcdef0123456789"
+				 "x"),
 			 401);
-	assert_int_equal(request("GET", "/lifecycle", "lifecycle-0123456789abcdef012345678"),
-			 401);
+	assert_int_equal(request("GET", "/lifecycle", "lifecycle-0123456789abcdef012345678"), 401);
 	/* Not a Bearer header at all. */
-	assert_int_equal(request_extra("GET", "/lifecycle", NULL,
-				       "Authorization: Basic " TOKEN_L "\r\n"),
-			 401);
+	assert_int_equal(
+	    request_extra("GET", "/lifecycle", NULL, "Authorization: Basic " TOKEN_L "\r\n"), 401);
 	assert_int_equal(atomic_load(&st.lifecycle), LIFECYCLE_ACTIVE);
 }
 
@@ -489,9 +491,9 @@ static void test_http_a_metrics_token_alone_closes_lifecycle_too(void **state)
 static void test_http_bearer_scheme_is_case_insensitive(void **state)
 {
 	set_tokens(TOKEN_L, NULL, NULL);
-	assert_int_equal(request_extra("GET", "/lifecycle", NULL,
-				       "authorization: bearer  " TOKEN_L "\r\n"),
-			 200);
+	assert_int_equal(
+	    request_extra("GET", "/lifecycle", NULL, "authorization: bearer  " TOKEN_L "\r\n"),
+	    200);
 }
 
 static void test_http_reload_keeps_old_tokens_when_new_ones_are_bad(void **state)
@@ -528,7 +530,7 @@ static void test_http_reload_keeps_old_tokens_when_new_ones_are_bad(void **state
 
 static void test_http_start_refuses_a_short_token(void **state)
 {
-	struct ops_config cfg = { 0 };
+	struct ops_config cfg = {0};
 	struct ops *other;
 	char err[512] = "";
 
@@ -605,8 +607,9 @@ static int headers_of(size_t bytes)
 	int status;
 
 	assert_non_null(req);
-	n = (size_t)snprintf(req, len, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-				       "Connection: close\r\nX-Pad: ");
+	n = (size_t)snprintf(req, len,
+			     "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			     "Connection: close\r\nX-Pad: ");
 	memset(req + n, 'a', bytes);
 	n += bytes;
 	memcpy(req + n, "\r\n\r\n", 4);
@@ -638,7 +641,7 @@ static void test_http_a_thousand_connections_do_not_break_it(void **state)
 	static char first[CONNECTIONS][16];
 	static size_t got[CONNECTIONS];
 	unsigned open_ = 0, served = 0, closed = 0;
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct rlimit rl;
 	double deadline;
 
@@ -682,8 +685,8 @@ static void test_http_a_thousand_connections_do_not_break_it(void **state)
 					continue;
 				if (k > 0 && got[i] < sizeof(first[i]) - 1) {
 					size_t c = (size_t)k < sizeof(first[i]) - 1 - got[i]
-							   ? (size_t)k
-							   : sizeof(first[i]) - 1 - got[i];
+						       ? (size_t)k
+						       : sizeof(first[i]) - 1 - got[i];
 					memcpy(first[i] + got[i], buf, c);
 					got[i] += c;
 				}
@@ -703,8 +706,8 @@ static void test_http_a_thousand_connections_do_not_break_it(void **state)
 	for (unsigned i = 0; i < CONNECTIONS; i++)
 		if (pfd[i].fd >= 0)
 			close(pfd[i].fd);
-	print_message("%u connections: %u served, %u closed unserved, %u still open\n",
-		      CONNECTIONS, served, closed, open_);
+	print_message("%u connections: %u served, %u closed unserved, %u still open\n", CONNECTIONS,
+		      served, closed, open_);
 	assert_int_equal(open_, 0);
 	assert_true(served > 0);
 	assert_int_equal(request("GET", "/healthz", NULL), 200);
@@ -714,7 +717,7 @@ static void test_http_a_thousand_connections_do_not_break_it(void **state)
 
 static void test_http_a_taken_port_is_named_in_the_error(void **state)
 {
-	struct ops_config cfg = { 0 };
+	struct ops_config cfg = {0};
 	struct ops *other;
 	char err[512] = "";
 
@@ -728,7 +731,7 @@ static void test_http_a_taken_port_is_named_in_the_error(void **state)
 
 static void test_http_ipv6_loopback_listener_answers(void **state)
 {
-	struct ops_config cfg = { 0 };
+	struct ops_config cfg = {0};
 	struct ops *v6;
 	char err[512] = "";
 	int fd = socket(AF_INET6, SOCK_STREAM, 0);
@@ -752,7 +755,7 @@ static void test_http_ipv6_loopback_listener_answers(void **state)
 
 static void test_http_public_address_is_refused(void **state)
 {
-	struct ops_config cfg = { 0 };
+	struct ops_config cfg = {0};
 	struct ops *pub;
 	char err[512] = "";
 
@@ -765,34 +768,34 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup(name, setup)
 	const struct CMUnitTest tests[] = {
-		T(test_http_healthz_answers_200_and_head_has_no_body),
-		T(test_http_readyz_answers_200_while_every_game_server_is_up),
-		T(test_http_readyz_answers_200_with_only_sni_listeners),
-		T(test_http_readyz_names_the_relay_whose_game_server_is_down),
-		T(test_http_lifecycle_is_json_about_every_relay_and_master),
-		T(test_http_metrics_is_prometheus_text_with_process_metrics),
-		T(test_http_unknown_path_is_404),
-		T(test_http_query_string_does_not_change_the_route),
-		T(test_http_wrong_method_is_405_with_allow),
-		T(test_http_reads_need_no_token_when_none_is_configured),
-		T(test_http_drain_does_not_exist_without_a_lifecycle_token),
-		T(test_http_missing_or_wrong_token_is_401_with_www_authenticate),
-		T(test_http_health_and_readiness_never_need_a_token),
-		T(test_http_lifecycle_token_reads_and_drains),
-		T(test_http_read_token_reads_but_cannot_drain),
-		T(test_http_metrics_token_cannot_read_lifecycle),
-		T(test_http_a_metrics_token_alone_closes_lifecycle_too),
-		T(test_http_bearer_scheme_is_case_insensitive),
-		T(test_http_reload_keeps_old_tokens_when_new_ones_are_bad),
-		T(test_http_start_refuses_a_short_token),
-		T(test_http_drain_flips_lifecycle_and_readiness_at_once),
-		T(test_http_drain_with_a_body_is_answered),
-		T(test_http_a_request_that_never_ends_is_closed_by_the_deadline),
-		T(test_http_headers_over_the_bound_are_refused),
-		T(test_http_a_thousand_connections_do_not_break_it),
-		T(test_http_a_taken_port_is_named_in_the_error),
-		T(test_http_ipv6_loopback_listener_answers),
-		T(test_http_public_address_is_refused),
+	    T(test_http_healthz_answers_200_and_head_has_no_body),
+	    T(test_http_readyz_answers_200_while_every_game_server_is_up),
+	    T(test_http_readyz_answers_200_with_only_sni_listeners),
+	    T(test_http_readyz_names_the_relay_whose_game_server_is_down),
+	    T(test_http_lifecycle_is_json_about_every_relay_and_master),
+	    T(test_http_metrics_is_prometheus_text_with_process_metrics),
+	    T(test_http_unknown_path_is_404),
+	    T(test_http_query_string_does_not_change_the_route),
+	    T(test_http_wrong_method_is_405_with_allow),
+	    T(test_http_reads_need_no_token_when_none_is_configured),
+	    T(test_http_drain_does_not_exist_without_a_lifecycle_token),
+	    T(test_http_missing_or_wrong_token_is_401_with_www_authenticate),
+	    T(test_http_health_and_readiness_never_need_a_token),
+	    T(test_http_lifecycle_token_reads_and_drains),
+	    T(test_http_read_token_reads_but_cannot_drain),
+	    T(test_http_metrics_token_cannot_read_lifecycle),
+	    T(test_http_a_metrics_token_alone_closes_lifecycle_too),
+	    T(test_http_bearer_scheme_is_case_insensitive),
+	    T(test_http_reload_keeps_old_tokens_when_new_ones_are_bad),
+	    T(test_http_start_refuses_a_short_token),
+	    T(test_http_drain_flips_lifecycle_and_readiness_at_once),
+	    T(test_http_drain_with_a_body_is_answered),
+	    T(test_http_a_request_that_never_ends_is_closed_by_the_deadline),
+	    T(test_http_headers_over_the_bound_are_refused),
+	    T(test_http_a_thousand_connections_do_not_break_it),
+	    T(test_http_a_taken_port_is_named_in_the_error),
+	    T(test_http_ipv6_loopback_listener_answers),
+	    T(test_http_public_address_is_refused),
 	};
 #undef T
 

@@ -20,8 +20,8 @@
 
 #include "fake_loop.h"
 
-#define SEC 1000000000ull
-#define MASTER_IP "198.51.100.50"
+#define SEC	    1000000000ull
+#define MASTER_IP   "198.51.100.50"
 #define MASTER_PORT 27950
 
 struct fixture {
@@ -68,13 +68,13 @@ static void setup_worker(struct fixture *f, const char *game, struct q3p_shared 
 	f->conf.masters[0].port = MASTER_PORT;
 	assert_int_equal(addr_parse_numeric("10.9.0.2:27960", &f->upstream), 0);
 	fc = (struct udprelay_conf){
-		.name = "test",
-		.max_sessions = 16,
-		.sessions_per_ip = 16,
-		.session_rate = 1000,
-		.ip_session_rate = 1000,
-		.session_timeout = 30 * SEC,
-		.unassured_timeout = 10 * SEC,
+	    .name = "test",
+	    .max_sessions = 16,
+	    .sessions_per_ip = 16,
+	    .session_rate = 1000,
+	    .ip_session_rate = 1000,
+	    .session_timeout = 30 * SEC,
+	    .unassured_timeout = 10 * SEC,
 	};
 	f->sock.next_fd = FD_BASE;
 	endpoint_table_init(&f->ep);
@@ -144,8 +144,7 @@ static void client_cmd(struct fixture *f, const char *ip, uint16_t port, const c
 }
 
 /* An in-game packet carrying qport q at bytes 4-5, as clients send. */
-static void client_game(struct fixture *f, const char *ip, uint16_t port, uint16_t q,
-			uint64_t now)
+static void client_game(struct fixture *f, const char *ip, uint16_t port, uint16_t q, uint64_t now)
 {
 	uint8_t pkt[16] = {1, 0, 0, 0, (uint8_t)(q & 0xff), (uint8_t)(q >> 8), 9, 9};
 
@@ -286,8 +285,8 @@ static void test_q3policy_fresh_info_answers_a_browser_from_the_cache(void **sta
 	f->ms.hb.server = HB_UP;
 	client_cmd(f, "192.0.2.1", 5000, "getinfo xyz", SEC);
 	assert_int_equal(f->l.nfwd, 1); /* nothing cached: the refresh goes up */
-	server_cmd(f, session_of(f, "192.0.2.1", 5000), "infoResponse\n\\challenge\\xyz\\hostname\\x",
-		   SEC);
+	server_cmd(f, session_of(f, "192.0.2.1", 5000),
+		   "infoResponse\n\\challenge\\xyz\\hostname\\x", SEC);
 	before = f->l.nfwd;
 	client_cmd(f, "192.0.2.2", 5000, "getinfo abc", SEC + 1);
 	assert_int_equal(f->l.nfwd, before);
@@ -474,8 +473,7 @@ static void test_q3policy_qport_in_game_packet_must_carry_its_sessions(void **st
 	uint32_t a = insert(f, 1, SEC);
 
 	assert_int_equal(q3policy_qport_claim(&f->p, a, 100, false, SEC, NULL), Q3P_QPORT_OK);
-	assert_int_equal(q3policy_qport_claim(&f->p, a, 101, false, SEC, NULL),
-			 Q3P_QPORT_MISMATCH);
+	assert_int_equal(q3policy_qport_claim(&f->p, a, 101, false, SEC, NULL), Q3P_QPORT_MISMATCH);
 	assert_int_equal(f->p.qport_owner[101], 0);
 	/* Long after, still: a sweep from one session reaches nothing. */
 	assert_int_equal(q3policy_qport_claim(&f->p, a, 101, false, 100 * SEC, NULL),
@@ -494,8 +492,7 @@ static void test_q3policy_qport_connect_renames_and_frees_the_old_one(void **sta
 	assert_int_equal(f->p.ss[a].qport, 200);
 	assert_int_equal(f->p.qport_owner[100], 0);
 	assert_int_equal(q3policy_qport_claim(&f->p, b, 100, false, SEC, NULL), Q3P_QPORT_OK);
-	assert_int_equal(q3policy_qport_claim(&f->p, a, 100, false, SEC, NULL),
-			 Q3P_QPORT_MISMATCH);
+	assert_int_equal(q3policy_qport_claim(&f->p, a, 100, false, SEC, NULL), Q3P_QPORT_MISMATCH);
 }
 
 /* A session that ends gives its qport back; one that lost it to another

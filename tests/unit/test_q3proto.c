@@ -14,7 +14,7 @@
 
 /* A string literal as packet bytes and length (embedded NULs kept). */
 #define PKT(s) (const uint8_t *)(s), (sizeof(s) - 1)
-#define FF "\xff\xff\xff\xff"
+#define FF     "\xff\xff\xff\xff"
 
 static void assert_classifies(const char *text, enum q3_cmd want)
 {
@@ -35,7 +35,8 @@ static void test_q3_is_connectionless_needs_four_ff_bytes(void **state)
 	assert_true(q3_is_connectionless(PKT(FF "getinfo")));
 	assert_true(q3_is_connectionless(PKT(FF)));
 	assert_false(q3_is_connectionless(PKT("\xff\xff\xff")));
-	assert_false(q3_is_connectionless(PKT("\xff\xff\xff\xfe" "getinfo")));
+	assert_false(q3_is_connectionless(PKT("\xff\xff\xff\xfe"
+					      "getinfo")));
 	assert_false(q3_is_connectionless(PKT("getinfo xyz")));
 	assert_false(q3_is_connectionless(PKT("")));
 }
@@ -75,8 +76,7 @@ static void test_q3_classify_knows_getstatus_and_status_response(void **state)
 	(void)state;
 	assert_classifies("getstatus", Q3_GETSTATUS);
 	assert_classifies("getStatus 1", Q3_GETSTATUS);
-	assert_classifies("statusResponse\n\\sv_hostname\\x\n0 0 \"player\"\n",
-			  Q3_STATUSRESPONSE);
+	assert_classifies("statusResponse\n\\sv_hostname\\x\n0 0 \"player\"\n", Q3_STATUSRESPONSE);
 }
 
 static void test_q3_classify_knows_connect_followed_by_binary(void **state)
@@ -106,7 +106,8 @@ static void test_q3_classify_knows_the_remaining_commands(void **state)
 	assert_classifies("print\nbad rconpassword.\n", Q3_PRINT);
 	assert_classifies("disconnect", Q3_DISCONNECT);
 	assert_classifies("getservers 84 empty full", Q3_GETSERVERS);
-	assert_classifies("getserversResponse\\\x7f\x00\x00\x01\x6d\x38\\EOT", Q3_GETSERVERSRESPONSE);
+	assert_classifies("getserversResponse\\\x7f\x00\x00\x01\x6d\x38\\EOT",
+			  Q3_GETSERVERSRESPONSE);
 	assert_classifies("GetServersResponse", Q3_GETSERVERSRESPONSE);
 }
 
@@ -200,14 +201,18 @@ static void test_q3_classify_skips_leading_control_bytes(void **state)
 	(void)state;
 	assert_classifies("\x01\x02\x1f getinfo", Q3_GETINFO);
 	assert_classifies("\x1b[0mrcon x", Q3_UNKNOWN); /* '[' starts a word */
-	assert_classifies("\x0b\x0c" "disconnect", Q3_DISCONNECT);
+	assert_classifies("\x0b\x0c"
+			  "disconnect",
+			  Q3_DISCONNECT);
 }
 
 static void test_q3_classify_ends_the_word_at_a_trailing_control_byte(void **state)
 {
 	(void)state;
 	assert_classifies("getstatus\x01", Q3_GETSTATUS);
-	assert_classifies("getinfo\x1f" "abc", Q3_GETINFO);
+	assert_classifies("getinfo\x1f"
+			  "abc",
+			  Q3_GETINFO);
 	assert_classifies("rcon\x05pass cmd", Q3_RCON);
 	assert_classifies("getinfo\x7f", Q3_UNKNOWN); /* DEL is a word byte */
 }
@@ -231,7 +236,7 @@ static void test_q3_classify_reads_a_quoted_command(void **state)
 	assert_classifies("\"getinfo\"", Q3_GETINFO);
 	assert_classifies("\"getinfo\" xyz", Q3_GETINFO);
 	assert_classifies("\"getinfo\"xyz", Q3_GETINFO);
-	assert_classifies("\"getinfo", Q3_GETINFO);	   /* to the end of the line */
+	assert_classifies("\"getinfo", Q3_GETINFO); /* to the end of the line */
 	assert_classifies("  \"rcon\" pass cmd", Q3_RCON);
 	assert_classifies("\"get\"info", Q3_UNKNOWN);
 	assert_classifies("\"getinfo \"", Q3_UNKNOWN);	   /* a quoted space stays */
@@ -357,14 +362,11 @@ static void test_q3_classify_coded_connect_slash_needs_a_decoded_comment(void **
 
 	(void)state;
 	/* The server's line is "connect/" and the decoded bytes. */
-	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "/x")),
-			 Q3_CONNECT);
-	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "*/")),
-			 Q3_CONNECT);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "/x")), Q3_CONNECT);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "*/")), Q3_CONNECT);
 	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "\\name\\x")),
 			 Q3_UNKNOWN);
-	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "")),
-			 Q3_UNKNOWN);
+	assert_int_equal(q3_classify(pkt, coded_connect_slash(pkt, sizeof(pkt), "")), Q3_UNKNOWN);
 	/* Its raw bytes spell "connect//", but that is not what it reads. */
 	assert_int_equal(q3_classify(PKT(FF "connect//xyz")), Q3_UNKNOWN);
 	/* Too short to decode a byte from the packet: the server reads stale
@@ -436,7 +438,9 @@ static void test_q3_word_strips_non_printables(void **state)
 
 	(void)state;
 	/* Control bytes end the word, as for the engine; DEL does not. */
-	n = q3_word(PKT(FF "\x01get\x7f" "Challenge\x1b 1"), out);
+	n = q3_word(PKT(FF "\x01get\x7f"
+			   "Challenge\x1b 1"),
+		    out);
 	assert_int_equal(n, 12);
 	assert_string_equal(out, "getChallenge");
 
@@ -445,7 +449,9 @@ static void test_q3_word_strips_non_printables(void **state)
 	for (i = 0; i < n; i++)
 		assert_true(isprint((unsigned char)out[i]));
 
-	n = q3_word(PKT(FF "ab\x00" "cd"), out);
+	n = q3_word(PKT(FF "ab\x00"
+			   "cd"),
+		    out);
 	assert_int_equal(n, strlen(out));
 	assert_true(n <= 4);
 }
@@ -646,46 +652,44 @@ static void test_q3_info_response_matches_exact_challenge(void **state)
 {
 	(void)state;
 	assert_true(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv\\protocol\\84"), "abc123"));
+	    PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv\\protocol\\84"), "abc123"));
 	assert_true(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\hostname\\srv\\challenge\\abc123\\protocol\\84"), "abc123"));
+	    PKT(FF "infoResponse\n\\hostname\\srv\\challenge\\abc123\\protocol\\84"), "abc123"));
 	assert_true(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\hostname\\srv\\protocol\\84\\challenge\\abc123"), "abc123"));
+	    PKT(FF "infoResponse\n\\hostname\\srv\\protocol\\84\\challenge\\abc123"), "abc123"));
 }
 
 static void test_q3_info_response_does_not_match_prefix_or_extension(void **state)
 {
 	(void)state;
 	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv"), "abc12"));
+	    PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv"), "abc12"));
 	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv"), "abc1234"));
+	    PKT(FF "infoResponse\n\\challenge\\abc123\\hostname\\srv"), "abc1234"));
 	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\challenge\\abc12\\hostname\\srv"), "abc123"));
+	    PKT(FF "infoResponse\n\\challenge\\abc12\\hostname\\srv"), "abc123"));
 	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\challenge\\ABC123\\hostname\\srv"), "abc123"));
+	    PKT(FF "infoResponse\n\\challenge\\ABC123\\hostname\\srv"), "abc123"));
 }
 
 static void test_q3_info_response_does_not_match_other_packets(void **state)
 {
 	(void)state;
 	assert_false(q3_info_response_matches(
-		PKT(FF "statusResponse\n\\challenge\\abc123\\hostname\\srv"), "abc123"));
-	assert_false(q3_info_response_matches(
-		PKT(FF "getinfo abc123"), "abc123"));
-	assert_false(q3_info_response_matches(
-		PKT("infoResponse\n\\challenge\\abc123"), "abc123"));
-	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponsex\n\\challenge\\abc123"), "abc123"));
+	    PKT(FF "statusResponse\n\\challenge\\abc123\\hostname\\srv"), "abc123"));
+	assert_false(q3_info_response_matches(PKT(FF "getinfo abc123"), "abc123"));
+	assert_false(q3_info_response_matches(PKT("infoResponse\n\\challenge\\abc123"), "abc123"));
+	assert_false(
+	    q3_info_response_matches(PKT(FF "infoResponsex\n\\challenge\\abc123"), "abc123"));
 }
 
 static void test_q3_info_response_does_not_match_without_challenge_key(void **state)
 {
 	(void)state;
 	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\hostname\\abc123\\protocol\\84"), "abc123"));
-	assert_false(q3_info_response_matches(
-		PKT(FF "infoResponse\n\\abc123\\challenge"), "abc123"));
+	    PKT(FF "infoResponse\n\\hostname\\abc123\\protocol\\84"), "abc123"));
+	assert_false(
+	    q3_info_response_matches(PKT(FF "infoResponse\n\\abc123\\challenge"), "abc123"));
 	assert_false(q3_info_response_matches(PKT(FF "infoResponse\n"), "abc123"));
 	assert_false(q3_info_response_matches(PKT(FF "infoResponse"), "abc123"));
 }
@@ -713,61 +717,61 @@ static void test_q3_info_response_honours_length(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_q3_is_connectionless_needs_four_ff_bytes),
-		cmocka_unit_test(test_q3_classify_knows_getchallenge_in_any_case),
-		cmocka_unit_test(test_q3_classify_knows_challenge_response),
-		cmocka_unit_test(test_q3_classify_knows_getinfo_and_info_response),
-		cmocka_unit_test(test_q3_classify_knows_getstatus_and_status_response),
-		cmocka_unit_test(test_q3_classify_knows_connect_followed_by_binary),
-		cmocka_unit_test(test_q3_classify_knows_connect_response),
-		cmocka_unit_test(test_q3_classify_knows_the_remaining_commands),
-		cmocka_unit_test(test_q3_classify_accepts_every_word_end),
-		cmocka_unit_test(test_q3_classify_short_packets_are_game_traffic),
-		cmocka_unit_test(test_q3_classify_bare_prefix_is_unknown),
-		cmocka_unit_test(test_q3_classify_without_prefix_is_game_traffic),
-		cmocka_unit_test(test_q3_classify_word_that_only_starts_with_a_command_is_unknown),
-		cmocka_unit_test(test_q3_classify_does_not_read_past_length),
-		cmocka_unit_test(test_q3_classify_skips_leading_spaces_as_the_engine_does),
-		cmocka_unit_test(test_q3_classify_skips_leading_tabs_and_carriage_returns),
-		cmocka_unit_test(test_q3_classify_skips_leading_control_bytes),
-		cmocka_unit_test(test_q3_classify_ends_the_word_at_a_trailing_control_byte),
-		cmocka_unit_test(test_q3_classify_treats_high_bytes_as_whitespace_as_rtcw_does),
-		cmocka_unit_test(test_q3_classify_reads_a_quoted_command),
-		cmocka_unit_test(test_q3_classify_skips_block_comments_before_the_command),
-		cmocka_unit_test(test_q3_classify_stops_at_a_line_comment),
-		cmocka_unit_test(test_q3_classify_ignores_ascii_case_in_every_command),
-		cmocka_unit_test(test_q3_classify_empty_line_is_unknown),
-		cmocka_unit_test(test_q3_classify_only_prefix_is_unknown),
-		cmocka_unit_test(test_q3_classify_reads_only_the_first_1023_bytes_of_a_line),
-		cmocka_unit_test(test_q3_classify_ends_the_line_at_a_nul_inside),
-		cmocka_unit_test(test_q3_classify_connect_not_at_byte_4_is_read_as_text),
-		cmocka_unit_test(test_q3_classify_coded_connect_is_connect_when_byte_11_ends_the_word),
-		cmocka_unit_test(test_q3_classify_coded_connect_slash_needs_a_decoded_comment),
-		cmocka_unit_test(test_q3_cmd_name_is_lower_case_canonical),
-		cmocka_unit_test(test_q3_cmd_name_round_trips_through_classify),
-		cmocka_unit_test(test_q3_word_returns_the_word_as_sent),
-		cmocka_unit_test(test_q3_word_strips_non_printables),
-		cmocka_unit_test(test_q3_word_is_bounded_to_word_max_minus_one),
-		cmocka_unit_test(test_q3_word_of_exactly_max_minus_one_chars_is_whole),
-		cmocka_unit_test(test_q3_word_is_empty_for_non_connectionless_packets),
-		cmocka_unit_test(test_q3_word_is_empty_without_a_word),
-		cmocka_unit_test(test_q3_build_prefixes_text),
-		cmocka_unit_test(test_q3_build_fits_exactly),
-		cmocka_unit_test(test_q3_build_fails_when_it_does_not_fit),
-		cmocka_unit_test(test_q3_info_value_finds_first_key),
-		cmocka_unit_test(test_q3_info_value_finds_middle_key),
-		cmocka_unit_test(test_q3_info_value_finds_last_key),
-		cmocka_unit_test(test_q3_info_value_misses_absent_key),
-		cmocka_unit_test(test_q3_info_value_does_not_take_a_value_for_a_key),
-		cmocka_unit_test(test_q3_info_value_fails_when_value_too_long),
-		cmocka_unit_test(test_q3_info_value_reads_empty_value),
-		cmocka_unit_test(test_q3_info_value_stops_at_length),
-		cmocka_unit_test(test_q3_info_response_matches_exact_challenge),
-		cmocka_unit_test(test_q3_info_response_does_not_match_prefix_or_extension),
-		cmocka_unit_test(test_q3_info_response_does_not_match_other_packets),
-		cmocka_unit_test(test_q3_info_response_does_not_match_without_challenge_key),
-		cmocka_unit_test(test_q3_info_response_honours_length),
-		cmocka_unit_test(test_q3_info_response_reads_the_info_after_the_command_line),
+	    cmocka_unit_test(test_q3_is_connectionless_needs_four_ff_bytes),
+	    cmocka_unit_test(test_q3_classify_knows_getchallenge_in_any_case),
+	    cmocka_unit_test(test_q3_classify_knows_challenge_response),
+	    cmocka_unit_test(test_q3_classify_knows_getinfo_and_info_response),
+	    cmocka_unit_test(test_q3_classify_knows_getstatus_and_status_response),
+	    cmocka_unit_test(test_q3_classify_knows_connect_followed_by_binary),
+	    cmocka_unit_test(test_q3_classify_knows_connect_response),
+	    cmocka_unit_test(test_q3_classify_knows_the_remaining_commands),
+	    cmocka_unit_test(test_q3_classify_accepts_every_word_end),
+	    cmocka_unit_test(test_q3_classify_short_packets_are_game_traffic),
+	    cmocka_unit_test(test_q3_classify_bare_prefix_is_unknown),
+	    cmocka_unit_test(test_q3_classify_without_prefix_is_game_traffic),
+	    cmocka_unit_test(test_q3_classify_word_that_only_starts_with_a_command_is_unknown),
+	    cmocka_unit_test(test_q3_classify_does_not_read_past_length),
+	    cmocka_unit_test(test_q3_classify_skips_leading_spaces_as_the_engine_does),
+	    cmocka_unit_test(test_q3_classify_skips_leading_tabs_and_carriage_returns),
+	    cmocka_unit_test(test_q3_classify_skips_leading_control_bytes),
+	    cmocka_unit_test(test_q3_classify_ends_the_word_at_a_trailing_control_byte),
+	    cmocka_unit_test(test_q3_classify_treats_high_bytes_as_whitespace_as_rtcw_does),
+	    cmocka_unit_test(test_q3_classify_reads_a_quoted_command),
+	    cmocka_unit_test(test_q3_classify_skips_block_comments_before_the_command),
+	    cmocka_unit_test(test_q3_classify_stops_at_a_line_comment),
+	    cmocka_unit_test(test_q3_classify_ignores_ascii_case_in_every_command),
+	    cmocka_unit_test(test_q3_classify_empty_line_is_unknown),
+	    cmocka_unit_test(test_q3_classify_only_prefix_is_unknown),
+	    cmocka_unit_test(test_q3_classify_reads_only_the_first_1023_bytes_of_a_line),
+	    cmocka_unit_test(test_q3_classify_ends_the_line_at_a_nul_inside),
+	    cmocka_unit_test(test_q3_classify_connect_not_at_byte_4_is_read_as_text),
+	    cmocka_unit_test(test_q3_classify_coded_connect_is_connect_when_byte_11_ends_the_word),
+	    cmocka_unit_test(test_q3_classify_coded_connect_slash_needs_a_decoded_comment),
+	    cmocka_unit_test(test_q3_cmd_name_is_lower_case_canonical),
+	    cmocka_unit_test(test_q3_cmd_name_round_trips_through_classify),
+	    cmocka_unit_test(test_q3_word_returns_the_word_as_sent),
+	    cmocka_unit_test(test_q3_word_strips_non_printables),
+	    cmocka_unit_test(test_q3_word_is_bounded_to_word_max_minus_one),
+	    cmocka_unit_test(test_q3_word_of_exactly_max_minus_one_chars_is_whole),
+	    cmocka_unit_test(test_q3_word_is_empty_for_non_connectionless_packets),
+	    cmocka_unit_test(test_q3_word_is_empty_without_a_word),
+	    cmocka_unit_test(test_q3_build_prefixes_text),
+	    cmocka_unit_test(test_q3_build_fits_exactly),
+	    cmocka_unit_test(test_q3_build_fails_when_it_does_not_fit),
+	    cmocka_unit_test(test_q3_info_value_finds_first_key),
+	    cmocka_unit_test(test_q3_info_value_finds_middle_key),
+	    cmocka_unit_test(test_q3_info_value_finds_last_key),
+	    cmocka_unit_test(test_q3_info_value_misses_absent_key),
+	    cmocka_unit_test(test_q3_info_value_does_not_take_a_value_for_a_key),
+	    cmocka_unit_test(test_q3_info_value_fails_when_value_too_long),
+	    cmocka_unit_test(test_q3_info_value_reads_empty_value),
+	    cmocka_unit_test(test_q3_info_value_stops_at_length),
+	    cmocka_unit_test(test_q3_info_response_matches_exact_challenge),
+	    cmocka_unit_test(test_q3_info_response_does_not_match_prefix_or_extension),
+	    cmocka_unit_test(test_q3_info_response_does_not_match_other_packets),
+	    cmocka_unit_test(test_q3_info_response_does_not_match_without_challenge_key),
+	    cmocka_unit_test(test_q3_info_response_honours_length),
+	    cmocka_unit_test(test_q3_info_response_reads_the_info_after_the_command_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,9 +125,8 @@ static void test_qcache_copy_gives_the_same_answers_and_refresh(void **state)
 	assert_false(qcache_refresh_due(&other, Q3_GETINFO, T0 + 1));
 	qcache_invalidate(&c);
 	qcache_copy(&other, &c);
-	assert_int_equal(qcache_answer(&other, (const uint8_t *)FF "getinfo xy", 12, T0 + 5, b,
-				       sizeof(b)),
-			 -1);
+	assert_int_equal(
+	    qcache_answer(&other, (const uint8_t *)FF "getinfo xy", 12, T0 + 5, b, sizeof(b)), -1);
 	qcache_free(&other);
 }
 

@@ -22,7 +22,7 @@ static int text(const char *t, size_t *start)
 
 static void test_qport_of_packet_reads_bytes_4_and_5_little_endian(void **state)
 {
-	static const uint8_t p[] = { 1, 0, 0, 0, 0x69, 0x7a, 0, 0 };
+	static const uint8_t p[] = {1, 0, 0, 0, 0x69, 0x7a, 0, 0};
 
 	(void)state;
 	assert_int_equal(qport_of_packet(p, sizeof(p)), 0x7a69);
@@ -89,10 +89,10 @@ static void test_qport_connect_userinfo_is_a_closed_quoted_string(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qport_of_packet_reads_bytes_4_and_5_little_endian),
-		cmocka_unit_test(test_qport_of_userinfo_takes_the_first_key_in_any_case),
-		cmocka_unit_test(test_qport_of_userinfo_is_atoi_of_the_value),
-		cmocka_unit_test(test_qport_connect_userinfo_is_a_closed_quoted_string),
+	    cmocka_unit_test(test_qport_of_packet_reads_bytes_4_and_5_little_endian),
+	    cmocka_unit_test(test_qport_of_userinfo_takes_the_first_key_in_any_case),
+	    cmocka_unit_test(test_qport_of_userinfo_is_atoi_of_the_value),
+	    cmocka_unit_test(test_qport_connect_userinfo_is_a_closed_quoted_string),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

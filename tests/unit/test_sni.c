@@ -47,9 +47,9 @@ static size_t hello(uint8_t *out, const char *name)
 	*p++ = 1, *p++ = 0, *p++ = (uint8_t)(body >> 8), *p++ = (uint8_t)body;
 	*p++ = 3, *p++ = 3;
 	memset(p, 7, 32), p += 32;
-	*p++ = 0;                               /* session id */
+	*p++ = 0;				   /* session id */
 	*p++ = 0, *p++ = 2, *p++ = 0x13, *p++ = 1; /* one cipher suite */
-	*p++ = 1, *p++ = 0;                     /* null compression */
+	*p++ = 1, *p++ = 0;			   /* null compression */
 	*p++ = (uint8_t)(ext >> 8), *p++ = (uint8_t)ext;
 	*p++ = 0, *p++ = 0; /* server_name */
 	*p++ = (uint8_t)((n + 5) >> 8), *p++ = (uint8_t)(n + 5);
@@ -123,7 +123,7 @@ static int accept_from(struct fx *f, const char *src)
 
 	assert_true(c >= 0);
 	if (src) {
-		struct sockaddr_in b = { .sin_family = AF_INET };
+		struct sockaddr_in b = {.sin_family = AF_INET};
 
 		assert_int_equal(inet_pton(AF_INET, src, &b.sin_addr), 1);
 		assert_int_equal(bind(c, (struct sockaddr *)&b, sizeof(b)), 0);
@@ -152,7 +152,7 @@ static struct fake_call *last(struct fake_call *a, unsigned n)
 static void deliver(struct fx *f, int fd, const void *p, size_t len)
 {
 	uint8_t buf[LOOP_STREAM_CHUNK];
-	struct loop_dgram d = { .data = buf, .len = len, .now = loop_now() };
+	struct loop_dgram d = {.data = buf, .len = len, .now = loop_now()};
 	uint32_t id = 0;
 	bool found = false;
 
@@ -167,7 +167,7 @@ static void deliver(struct fx *f, int fd, const void *p, size_t len)
 /* What the client reads within 1 s: bytes (>0), 0 at EOF, -errno. */
 static ssize_t client_read(int c, uint8_t *buf, size_t n)
 {
-	struct pollfd p = { .fd = c, .events = POLLIN };
+	struct pollfd p = {.fd = c, .events = POLLIN};
 	ssize_t r;
 
 	if (poll(&p, 1, 1000) != 1)
@@ -179,7 +179,7 @@ static ssize_t client_read(int c, uint8_t *buf, size_t n)
 /* The client's connection is open, with nothing to read (no wait). */
 static bool still_open(int c)
 {
-	struct pollfd p = { .fd = c, .events = POLLIN };
+	struct pollfd p = {.fd = c, .events = POLLIN};
 
 	return poll(&p, 1, 0) == 0;
 }
@@ -492,10 +492,10 @@ static void test_sni_over_max_preread_the_oldest_of_the_most_gives_way(void **st
 	f->conf.max_preread = 3;
 	f->conf.max_connections = 16;
 	start(state);
-	accept_from(f, "127.0.0.1");          /* client 0: a real one, the oldest */
-	accept_from(f, "127.0.0.2");          /* 1 */
-	b = accept_from(f, "127.0.0.2");      /* 2 */
-	accept_from(f, "127.0.0.3");          /* 3: 127.0.0.2 holds the most: 1 goes */
+	accept_from(f, "127.0.0.1");	 /* client 0: a real one, the oldest */
+	accept_from(f, "127.0.0.2");	 /* 1 */
+	b = accept_from(f, "127.0.0.2"); /* 2 */
+	accept_from(f, "127.0.0.3");	 /* 3: 127.0.0.2 holds the most: 1 goes */
 	assert_int_equal(result(f, SNI_PREREAD_EVICTED), 1);
 	assert_int_equal(result(f, SNI_CAP_PREREAD), 0);
 	assert_true(client_read(f->clients[1], buf, sizeof(buf)) <= 0);
@@ -826,12 +826,12 @@ static void test_sni_a_control_route_to_the_listener_itself_is_refused(void **st
 			addr_parse_numeric("127.0.0.1:9999", &many[i].upstream);
 		}
 		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX + 1,
-							 err, sizeof(err)),
+							err, sizeof(err)),
 				 -1);
 		assert_non_null(strstr(err, "10001 routes, at most 10000"));
-		assert_int_equal(sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX, err,
-							 sizeof(err)),
-				 0);
+		assert_int_equal(
+		    sni_set_control_routes(&f->sh, many, SNI_CONTROL_ROUTES_MAX, err, sizeof(err)),
+		    0);
 		free(many);
 	}
 	sni_listener_take_routes(&f->l);
@@ -966,7 +966,7 @@ static void test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right(void **s
 	struct fx *f = start(state);
 	uint8_t h[512], buf[LOOP_STREAM_CHUNK];
 	size_t n = hello(h, "a.test");
-	struct loop_dgram d = { .data = buf, .len = n };
+	struct loop_dgram d = {.data = buf, .len = n};
 	uint64_t turn = loop_now();
 	int fd = accept_one(f);
 
@@ -1016,36 +1016,36 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-		T(test_sni_a_known_name_is_connected_sent_unchanged_and_spliced),
-		T(test_sni_a_direction_reads_one_chunk_ahead_and_shuts_after_it),
-		T(test_sni_a_failed_send_with_a_read_ahead_resets),
-		T(test_sni_a_proxy_v2_route_sends_the_header_first),
-		T(test_sni_an_unknown_name_is_refused_without_a_byte),
-		T(test_sni_the_wildcard_does_not_match_its_suffix),
-		T(test_sni_plain_http_is_refused_as_not_tls),
-		T(test_sni_a_preread_timeout_refuses),
-		T(test_sni_over_max_connections_is_refused),
-		T(test_sni_over_max_connections_per_ip_is_refused),
-		T(test_sni_a_refusal_by_a_cap_closes_at_once),
-	T(test_sni_a_lingering_connection_counts_for_its_address),
-	T(test_sni_lingering_connections_are_capped),
-	T(test_sni_over_max_preread_the_oldest_of_the_most_gives_way),
-	T(test_sni_over_max_preread_a_stale_preread_gives_way_first),
+	    T(test_sni_a_known_name_is_connected_sent_unchanged_and_spliced),
+	    T(test_sni_a_direction_reads_one_chunk_ahead_and_shuts_after_it),
+	    T(test_sni_a_failed_send_with_a_read_ahead_resets),
+	    T(test_sni_a_proxy_v2_route_sends_the_header_first),
+	    T(test_sni_an_unknown_name_is_refused_without_a_byte),
+	    T(test_sni_the_wildcard_does_not_match_its_suffix),
+	    T(test_sni_plain_http_is_refused_as_not_tls),
+	    T(test_sni_a_preread_timeout_refuses),
+	    T(test_sni_over_max_connections_is_refused),
+	    T(test_sni_over_max_connections_per_ip_is_refused),
+	    T(test_sni_a_refusal_by_a_cap_closes_at_once),
+	    T(test_sni_a_lingering_connection_counts_for_its_address),
+	    T(test_sni_lingering_connections_are_capped),
+	    T(test_sni_over_max_preread_the_oldest_of_the_most_gives_way),
+	    T(test_sni_over_max_preread_a_stale_preread_gives_way_first),
 	    T(test_sni_over_max_preread_none_here_is_refused),
-	T(test_sni_connecting_connections_count_under_max_preread),
-	T(test_sni_a_control_route_to_the_listener_itself_is_refused),
-	T(test_sni_a_drain_during_the_preread_refuses),
-		T(test_sni_draining_refuses_new_connections),
-		T(test_sni_a_failed_connect_refuses_without_a_byte),
-		T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
-		T(test_sni_a_control_route_never_beats_the_files),
-		T(test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing),
-		T(test_sni_an_idle_splice_is_closed),
-		T(test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset),
-		T(test_sni_a_short_pool_resets_a_stalled_side_sooner),
-		T(test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back),
-		T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
-		T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
+	    T(test_sni_connecting_connections_count_under_max_preread),
+	    T(test_sni_a_control_route_to_the_listener_itself_is_refused),
+	    T(test_sni_a_drain_during_the_preread_refuses),
+	    T(test_sni_draining_refuses_new_connections),
+	    T(test_sni_a_failed_connect_refuses_without_a_byte),
+	    T(test_sni_control_routes_swap_and_close_only_the_removed_routes),
+	    T(test_sni_a_control_route_never_beats_the_files),
+	    T(test_sni_the_set_in_force_again_changes_nothing_and_logs_nothing),
+	    T(test_sni_an_idle_splice_is_closed),
+	    T(test_sni_a_side_that_takes_nothing_for_send_timeout_is_reset),
+	    T(test_sni_a_short_pool_resets_a_stalled_side_sooner),
+	    T(test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back),
+	    T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
+	    T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

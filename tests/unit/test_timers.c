@@ -23,7 +23,7 @@ static void test_timers_pop_in_deadline_order_and_only_when_due(void **state)
 {
 	struct timers q;
 	struct timer t[5];
-	const uint64_t at[5] = { 50, 10, 40, 20, 30 };
+	const uint64_t at[5] = {50, 10, 40, 20, 30};
 
 	(void)state;
 	timers_init(&q);

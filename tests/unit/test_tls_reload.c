@@ -328,17 +328,16 @@ static void test_result_names_are_the_metric_labels(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_a_new_pair_is_loaded_and_served, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_a_broken_pair_keeps_the_old_one_and_counts_once,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_back_to_the_pair_in_force_is_no_reload, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_unchanged_content_with_a_new_mtime_is_no_reload,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_startup_errors_name_the_file_and_the_reason,
-						setup, teardown),
-		cmocka_unit_test(test_result_names_are_the_metric_labels),
+	    cmocka_unit_test_setup_teardown(test_a_new_pair_is_loaded_and_served, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_broken_pair_keeps_the_old_one_and_counts_once,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_back_to_the_pair_in_force_is_no_reload, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_unchanged_content_with_a_new_mtime_is_no_reload,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_startup_errors_name_the_file_and_the_reason, setup,
+					    teardown),
+	    cmocka_unit_test(test_result_names_are_the_metric_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,11 +26,11 @@
 /* The stub policy: a fixed verdict, assurance on demand, and a record. */
 struct stub {
 	unsigned verdict;
-	bool assure_on_open;  /* like a master's session */
+	bool assure_on_open; /* like a master's session */
 	bool refuse_on_open;
 	bool pass_down;
 	unsigned client_calls, opened, server_calls, closed, refused;
-	uint32_t last_idx;    /* what client_dgram was given */
+	uint32_t last_idx; /* what client_dgram was given */
 };
 
 static unsigned stub_client(void *p, struct udprelay *u, uint32_t idx,
@@ -82,12 +82,12 @@ static void stub_refused(void *p, uint64_t now)
 }
 
 static const struct udprelay_policy_ops stub_ops = {
-	.name = "stub",
-	.client_dgram = stub_client,
-	.session_opened = stub_opened,
-	.server_dgram = stub_server,
-	.session_closed = stub_closed,
-	.upstream_refused = stub_refused,
+    .name = "stub",
+    .client_dgram = stub_client,
+    .session_opened = stub_opened,
+    .server_dgram = stub_server,
+    .session_closed = stub_closed,
+    .upstream_refused = stub_refused,
 };
 
 struct fixture {
@@ -106,13 +106,13 @@ static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 1
 static struct udprelay_conf conf_default(void)
 {
 	struct udprelay_conf c = {
-		.name = "test",
-		.max_sessions = 8,
-		.sessions_per_ip = 8,
-		.session_rate = 1000,
-		.ip_session_rate = 1000,
-		.session_timeout = 30 * SEC,
-		.unassured_timeout = 10 * SEC,
+	    .name = "test",
+	    .max_sessions = 8,
+	    .sessions_per_ip = 8,
+	    .session_rate = 1000,
+	    .ip_session_rate = 1000,
+	    .session_timeout = 30 * SEC,
+	    .unassured_timeout = 10 * SEC,
 	};
 	return c;
 }
@@ -157,7 +157,9 @@ static void from_client(struct fixture *f, const char *ip, uint16_t port, uint64
 {
 	union etr_sockaddr sa;
 	struct loop_dgram d = {
-		.data = f->buf, .len = 20, .now = now,
+	    .data = f->buf,
+	    .len = 20,
+	    .now = now,
 	};
 
 	sa_v4(&sa, ip, port);
@@ -170,7 +172,9 @@ static void from_client(struct fixture *f, const char *ip, uint16_t port, uint64
 static bool from_server(struct fixture *f, uint32_t id, uint64_t now)
 {
 	struct loop_dgram d = {
-		.data = f->buf, .len = 30, .now = now,
+	    .data = f->buf,
+	    .len = 30,
+	    .now = now,
 	};
 
 	return endpoint_dgram(&f->ep, id, &d);
@@ -637,8 +641,8 @@ static void test_udprelay_prbe_echoes_newcomers_and_leaves_sessions_alone(void *
 {
 	struct fixture *f = *state;
 	static const uint16_t ports[] = {27960};
-	struct prbe_port_conf pc = {.rl_entries = 64, .burst = 2, .rate = 1, .ports = ports,
-				    .nports = 1};
+	struct prbe_port_conf pc = {
+	    .rl_entries = 64, .burst = 2, .rate = 1, .ports = ports, .nports = 1};
 	struct prbe_stats st;
 	struct rl_table rl;
 	struct prbe p;

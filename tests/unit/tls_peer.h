@@ -39,8 +39,7 @@ static inline void test_cert_make(struct test_cert *tc, const char *cn)
 	X509_gmtime_adj(X509_getm_notAfter(tc->cert), 86400);
 	assert_int_equal(X509_set_pubkey(tc->cert, tc->key), 1);
 	name = X509_get_subject_name(tc->cert);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
-				   0);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
 	assert_int_equal(X509_set_issuer_name(tc->cert, name), 1);
 	assert_true(X509_sign(tc->cert, tc->key, EVP_sha256()) > 0);
 }
