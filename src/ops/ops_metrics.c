@@ -409,6 +409,14 @@ static const struct metric metrics[] = {
      .offs = OFFS(struct sni_totals, bytes_in, bytes_out),
      .help = "Bytes spliced: up = client to upstream (the ClientHello included, a PROXY "
 	     "header not), down = upstream to client."},
+    {"etrelay_sni_relayed_bytes_total", COUNTER, SNI, S(relayed),
+     .label = LABEL_NAMES("path", "copy", "splice"),
+     .help = "Bytes spliced after the ClientHello, both directions, by path: copy (through "
+	     "the worker's stream chunks) or splice (splice(2) through a connection's pipes: "
+	     "splice yes)."},
+    {"etrelay_sni_pipes", GAUGE, SNI, S(pipes), MW_U32,
+     .help = "Pipes open for spliced connections (splice yes: 2 per connection, 2 "
+	     "descriptors each)."},
     {"etrelay_sni_active_connections", GAUGE, SNI, S(active), MW_U32,
      .help = "Connections open now (counted by max-connections), prereading ones included, "
 	     "refused ones lingering not."},
