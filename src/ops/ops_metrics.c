@@ -578,6 +578,9 @@ static const struct metric metrics[] = {
      .help = "Bytes received on TCP streams."},
     {"etrelay_stream_sent_bytes_total", COUNTER, LOOP, L(stream_tx_bytes),
      .help = "Bytes sent on TCP streams."},
+    {"etrelay_stream_spliced_bytes_total", COUNTER, LOOP, L(stream_spliced),
+     .help = "Of the bytes received on TCP streams, those spliced into pipes (splice(2); the "
+	     "SNI listeners' splice yes), never through a chunk."},
 
     /* The process, as the caller read it. */
     {"process_cpu_seconds_total", COUNTER, PROC, P(cpu_seconds), MW_F2,

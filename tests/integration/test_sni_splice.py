@@ -246,6 +246,12 @@ splice yes
     m = H.wait_until(done, 10, "etrelay_sni_pipes back to 0, the spliced bytes counted",
                      interval=0.1)
     H.expect_eq(m[1 - path], 0, "etrelay_sni_relayed_bytes_total of the other path")
+    loop_spliced = H.metric_value(H.metrics_page(ops)[1], "etrelay_stream_spliced_bytes_total")
+    if SPLICES[ctx.backend]:
+        H.check(loop_spliced >= least, f"etrelay_stream_spliced_bytes_total {loop_spliced}, "
+                f"at least {least} expected")
+    else:
+        H.expect_eq(loop_spliced, 0, "etrelay_stream_spliced_bytes_total on io_uring")
     if not SPLICES[ctx.backend]:
         relay.wait_for_line(r"^sni bulk: splice yes: the io_uring loop does not splice yet", 5)
     ctx.note(f"etrelay_sni_relayed_bytes_total path=splice {m[0]}, path=copy {m[1]}")
