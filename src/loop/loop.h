@@ -277,7 +277,7 @@ struct loop_ops {
  * close(2). A connection's memory in the loop is thus what its relay lets
  * be in flight: the SNI relay's two chunks per direction, 4 *
  * LOOP_STREAM_CHUNK (256 KiB) while both sides stream. */
-/* Splices (splice(2), zero-copy; epoll only for now, NULL ops on io_uring):
+/* Splices (splice(2), zero-copy; NULL ops in a backend without them):
  *
  *   stream_splice_in(l, fd, pipe_w, len, id)  stream_read_bulk's twin
  *                        whose bytes go from socket fd into the caller's

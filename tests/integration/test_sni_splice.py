@@ -11,9 +11,9 @@ path="splice", none copied), no chunk of the pool held
 (etrelay_sni_memory_bytes 0 while bytes flow), and the pipes closed with
 the connections (etrelay_sni_pipes back to 0). 128 clients
 that never read an endless download hold no chunk of the pool
-(etrelay_stream_chunks 0) while a real TLS client gets through. On
-io_uring, which has no splice yet, the same bytes are copied (path="copy")
-and the start says so."""
+(etrelay_stream_chunks 0) while a real TLS client gets through. Both
+loops splice (epoll: splice(2) on readiness; io_uring: IORING_OP_SPLICE
+behind a linked poll)."""
 
 import hashlib
 import os
@@ -30,8 +30,6 @@ from test_sni_stall import Flood  # noqa: E402
 
 MB = 1 << 20
 BIG = 50 * MB
-# The loops that splice (src/loop/loop.h); io_uring copies for now.
-SPLICES = {"epoll": True, "io_uring": False}
 
 
 def recv_exact(c, n, h=None):
@@ -175,9 +173,8 @@ splice yes
     H.expect_eq(recv_exact(c, 32), hashlib.sha256(up).digest(),
                 "the upstream's SHA-256 of the 50 MB the client sent over TLS")
     mid = metrics(ops)
-    if SPLICES[ctx.backend]:
-        H.expect_eq(mid[3], 0, "etrelay_sni_memory_bytes while a spliced connection is open")
-        H.expect_eq(mid[2], 2, "etrelay_sni_pipes with one spliced connection")
+    H.expect_eq(mid[3], 0, "etrelay_sni_memory_bytes while a spliced connection is open")
+    H.expect_eq(mid[2], 2, "etrelay_sni_pipes with one spliced connection")
     h = hashlib.sha256()
     recv_exact(c, BIG, h)
     H.check(h.digest() == hashlib.sha256(down).digest(),
@@ -235,25 +232,18 @@ splice yes
 
     # Every byte after the hellos through pipes, none copied; the pipes
     # closed with the connections. (What came in the hello's last read, up
-    # to a chunk, went with the preread.) The io_uring loop has no splice
-    # yet: it says so at start and copies.
+    # to a chunk, went with the preread.)
     least = 2 * BIG + 32 + 2 * len(data) + len(first) + len(late) - 2 * 65536
-    path = 0 if SPLICES[ctx.backend] else 1
 
     def done():
         m = metrics(ops)
-        return m[2] == 0 and m[path] >= least and m
+        return m[2] == 0 and m[0] >= least and m
     m = H.wait_until(done, 10, "etrelay_sni_pipes back to 0, the spliced bytes counted",
                      interval=0.1)
-    H.expect_eq(m[1 - path], 0, "etrelay_sni_relayed_bytes_total of the other path")
+    H.expect_eq(m[1], 0, "etrelay_sni_relayed_bytes_total{path=copy} with splice yes")
     loop_spliced = H.metric_value(H.metrics_page(ops)[1], "etrelay_stream_spliced_bytes_total")
-    if SPLICES[ctx.backend]:
-        H.check(loop_spliced >= least, f"etrelay_stream_spliced_bytes_total {loop_spliced}, "
-                f"at least {least} expected")
-    else:
-        H.expect_eq(loop_spliced, 0, "etrelay_stream_spliced_bytes_total on io_uring")
-    if not SPLICES[ctx.backend]:
-        relay.wait_for_line(r"^sni bulk: splice yes: the io_uring loop does not splice yet", 5)
+    H.check(loop_spliced >= least, f"etrelay_stream_spliced_bytes_total {loop_spliced}, "
+            f"at least {least} expected")
     ctx.note(f"etrelay_sni_relayed_bytes_total path=splice {m[0]}, path=copy {m[1]}")
     pinned(ctx)
 
@@ -310,16 +300,15 @@ def pinned(ctx):
         pipes = H.metric_value(s, "etrelay_sni_pipes", listener="bulk")
         ctx.note(f"pinned: {n} clients that never read: {chunks} stream chunks in use, "
                  f"etrelay_sni_memory_bytes {mem}, etrelay_sni_pipes {pipes}")
-        if SPLICES[ctx.backend]:
-            # Each that splices holds no chunk; one that copies (its pipes
-            # refused: the user's pipe pages spent by the tests beside
-            # this one) at most 2 of its download, none of its upload.
-            copying = max(0, n - pipes // 2)  # a real session may still close
-            H.check(pipes >= n, f"etrelay_sni_pipes {pipes}: most of the {n} clients splice")
-            H.check(chunks <= 2 * copying,
-                    f"etrelay_stream_chunks {chunks} with {copying} of {n} clients copying")
-            H.check(mem <= 2 * 65536 * copying,
-                    f"etrelay_sni_memory_bytes {mem} with {copying} of {n} clients copying")
+        # Each that splices holds no chunk; one that copies (its pipes
+        # refused: the user's pipe pages spent by the tests beside
+        # this one) at most 2 of its download, none of its upload.
+        copying = max(0, n - pipes // 2)  # a real session may still close
+        H.check(pipes >= n, f"etrelay_sni_pipes {pipes}: most of the {n} clients splice")
+        H.check(chunks <= 2 * copying,
+                f"etrelay_stream_chunks {chunks} with {copying} of {n} clients copying")
+        H.check(mem <= 2 * 65536 * copying,
+                f"etrelay_sni_memory_bytes {mem} with {copying} of {n} clients copying")
     finally:
         for c in held:
             c.close()

@@ -967,7 +967,7 @@ static void splice_sent(struct sfix *f, uint32_t id, int res)
 /* 4 MiB spliced (socket, pipe, socket) arrive byte-exact at a slow
  * reader, one pipe's worth at a time, without a chunk of the pool, and the
  * writer is held back; the EOF comes after the last byte. A backend
- * without splice (io_uring for now) skips. */
+ * without the splice ops skips. */
 static void test_stream_splice_4mib_to_a_slow_reader_without_a_chunk(void **state)
 {
 	struct sfix *f;
