@@ -108,8 +108,12 @@ const char conf_usage[] =
 	"                            is reset), max-connections N (4096),\n"
 	"                            max-connections-per-ip N (64, per IPv4 address or\n"
 	"                            IPv6 /64; 4x per /56, 8x per /48), max-preread N\n"
-	"                            (1024); a refused connection is closed without a\n"
-	"                            byte\n"
+	"                            (1024), splice yes|no (no; yes: spliced bytes by\n"
+	"                            splice(2) through 2 pipes a connection, 4 more\n"
+	"                            descriptors each), max-spliced N (a quarter of\n"
+	"                            max-connections: connections with pipes at once;\n"
+	"                            the rest copy); a refused connection is closed\n"
+	"                            without a byte\n"
 	"TURN relay (RFC 8656; a [turn NAME] section in a config file, whose keys are\n"
 	"these without turn-):\n"
 	"  --turn-listen ADDR[:PORT] UDP address of a TURN listener (port 3478)\n"
@@ -1756,10 +1760,15 @@ static void sni_key(struct etr_conf *c, struct sni_conf *s, const char *key, con
 		why = sni_count(v, &s->max_per_ip);
 	} else if (strcmp(key, "max-preread") == 0) {
 		why = sni_count(v, &s->max_preread);
+	} else if (strcmp(key, "splice") == 0) {
+		why = parse_bool(v, &s->splice) < 0 ? "expected yes or no" : NULL;
+	} else if (strcmp(key, "max-spliced") == 0) {
+		why = sni_count(v, &s->max_spliced);
 	} else {
 		err_add(e, "%s:%u: unknown key '%s' in an [sni] section (listen, route, "
 			   "preread-timeout, connect-timeout, idle-timeout, send-timeout, "
-			   "max-connections, max-connections-per-ip, max-preread)",
+			   "max-connections, max-connections-per-ip, max-preread, splice, "
+			   "max-spliced)",
 			path, lineno, key);
 		return;
 	}

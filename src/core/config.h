@@ -291,9 +291,27 @@ struct sni_conf {
 	uint32_t max_connections; /* in all, across the workers */
 	uint32_t max_per_ip;      /* from one IPv4 address or IPv6 /64 */
 	uint32_t max_preread;     /* still reading their ClientHello */
+	/* Spliced bytes through a pipe pair per connection (splice(2)), not
+	 * the loop's chunk pool: 4 more descriptors a connection, for at most
+	 * max_spliced connections at once (0: conf_sni_max_spliced's default);
+	 * the others copy. */
+	bool splice;
+	uint32_t max_spliced;
 	struct sni_route_conf routes[CONF_SNI_ROUTES_MAX];
 	unsigned nroutes;
 };
+
+/* Connections of s that may splice through pipes at once, across the
+ * workers: max-spliced, at most max-connections; unset, a quarter of
+ * max-connections (HAProxy's maxpipes default); 0 without splice yes. */
+static inline uint32_t conf_sni_max_spliced(const struct sni_conf *s)
+{
+	if (!s->splice)
+		return 0;
+	if (!s->max_spliced)
+		return s->max_connections / 4 ? s->max_connections / 4 : 1;
+	return s->max_spliced < s->max_connections ? s->max_spliced : s->max_connections;
+}
 
 /* An address block: allow-peer, deny-peer. */
 struct conf_cidr {

@@ -105,6 +105,7 @@ struct loop_stats {
 	_Atomic uint64_t stream_pool;        /* chunks in the stream pool (a constant) */
 	_Atomic uint64_t stream_reserve;     /* of them, those bulk reads never take */
 	_Atomic uint64_t stream_reserve_waits; /* bulk reads that waited: only the reserve free */
+	_Atomic uint64_t stream_spliced;     /* bytes stream_splice_in moved into pipes */
 };
 
 struct loop_conf {
@@ -172,6 +173,9 @@ struct loop_ops {
 	int (*stream_read_bulk)(struct loop *l, int fd, uint32_t id);
 	int (*stream_forward)(struct loop *l, int fd, struct loop_dgram *d, uint32_t id);
 	int (*stream_send)(struct loop *l, int fd, const void *buf, size_t len, uint32_t id);
+	/* Splices (below): NULL in a backend without them. */
+	int (*stream_splice_in)(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id);
+	int (*stream_splice_out)(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id);
 };
 
 /* A listener whose accept fails for want of fds or memory (EMFILE,
@@ -273,6 +277,25 @@ struct loop_ops {
  * close(2). A connection's memory in the loop is thus what its relay lets
  * be in flight: the SNI relay's two chunks per direction, 4 *
  * LOOP_STREAM_CHUNK (256 KiB) while both sides stream. */
+/* Splices (splice(2), zero-copy; NULL ops in a backend without them):
+ *
+ *   stream_splice_in(l, fd, pipe_w, len, id)  stream_read_bulk's twin
+ *                        whose bytes go from socket fd into the caller's
+ *                        pipe (write end pipe_w, non-blocking), at most
+ *                        len, without a chunk: on_stream(id, d) with d->len
+ *                        the bytes now in the pipe (0 at EOF) and d->data
+ *                        pointing at nothing (d cannot be forwarded); an
+ *                        error as on_recv_error. Ask only with the pipe
+ *                        empty: a socket fills a pipe by pages, not bytes,
+ *                        so a pipe that holds bytes may be full below its
+ *                        size, and that is told apart from an empty
+ *                        socket only so.
+ *   stream_splice_out(l, fd, pipe_r, len, id)  stream_send's twin for len
+ *                        bytes waiting in the pipe (read end pipe_r): the
+ *                        same queue, order, on_sent and cancel.
+ * The pipes are the caller's (open until the sends' on_sent, or until
+ * del_socket of fd returned). A connection's memory in the kernel is then
+ * its pipes' size (F_SETPIPE_SZ), no chunk of the pool. */
 #define LOOP_STREAM_CHUNK 65536
 /* Stream chunks per loop (the pool, 16 MiB of address space, touched as
  * used; a read waits while none is free, counted in stream_stalls, and

@@ -232,6 +232,7 @@ struct lstream *stream_open(struct loop_base *b, int fd)
 	s->slot = slot;
 	s->gen = gen;
 	s->qhead = s->qtail = STREAM_NONE;
+	s->pipe = -1;
 	x->byfd[fd] = slot + 1;
 	return s;
 }
@@ -324,6 +325,7 @@ int stream_user(struct loop_base *b, const void *buf, size_t len, uint32_t *c)
 	*c = x->ufree[--x->nufree];
 	x->c[*c].state = CH_SEND;
 	x->c[*c].data = buf;
+	x->c[*c].pipe = -1;
 	x->c[*c].len = (uint32_t)len;
 	return 0;
 }
@@ -340,6 +342,7 @@ int stream_take(struct loop_base *b, const struct loop_dgram *d, uint32_t *c)
 		return -EINVAL;
 	*c = d->bid;
 	x->c[*c].state = CH_SEND;
+	x->c[*c].pipe = -1;
 	x->c[*c].data = d->data;
 	x->c[*c].len = (uint32_t)d->len;
 	return 0;

@@ -120,6 +120,8 @@ struct lstream {
 	uint8_t inflight;   /* io_uring: requests the kernel holds */
 	uint32_t events;    /* epoll: the interest registered, 0 for none */
 	bool bulk;          /* the read asked for is stream_read_bulk's */
+	int pipe;           /* epoll: the read is stream_splice_in's, into this pipe; else -1 */
+	uint32_t pipe_len;  /* the most it moves */
 	uint8_t group;      /* io_uring: the buffer group the read is armed on */
 	int conn_res;       /* epoll: connect(2)'s own answer when not EINPROGRESS */
 	uint32_t acc_id, read_id, conn_id;
@@ -131,6 +133,7 @@ struct lstream {
 struct lchunk {
 	uint32_t next; /* in a send queue or the finished list */
 	const uint8_t *data; /* a send's bytes: in the chunk, or the caller's */
+	int pipe;            /* or -1; stream_splice_out's: its bytes wait in this pipe */
 	uint32_t len, done;
 	uint32_t id;
 	int res;

@@ -6,6 +6,8 @@
  * timerfd for the earliest timer. Copied sends wait in an arena that, like
  * the receive pool, is free again after each flush. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,8 +513,13 @@ static void s_write(struct loop *l, struct lstream *s)
 
 	while ((c = s->qhead) != STREAM_NONE) {
 		struct lchunk *ch = &x->c[c];
-		ssize_t n = send(s->fd, ch->data + ch->done, ch->len - ch->done,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		/* A splice's bytes wait in its pipe: pipe to socket, no copy. A
+		 * full socket is EAGAIN (the pipe holds them all, never
+		 * empty here). */
+		ssize_t n = ch->pipe >= 0 ? splice(ch->pipe, NULL, s->fd, NULL, ch->len - ch->done,
+						   SPLICE_F_NONBLOCK | SPLICE_F_MOVE)
+					  : send(s->fd, ch->data + ch->done, ch->len - ch->done,
+						 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -585,6 +592,33 @@ static void s_accept_resume(struct loop *l)
 	}
 }
 
+/* stream_splice_in: socket to pipe, no chunk taken. The caller asks only
+ * with its pipe empty (loop.h), so EAGAIN is an empty socket, never a full
+ * pipe. EOF and "EOF next" as for s_read. */
+static bool s_splice_in(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
+{
+	ssize_t n = (s->flags & SF_EOF) ? 0
+					: splice(s->fd, NULL, s->pipe, NULL, s->pipe_len,
+						 SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		s->flags &= (uint8_t)~SF_MORE;
+		return false;
+	}
+	s->flags &= (uint8_t)~(SF_READ | SF_MORE);
+	if (n < 0) {
+		l->b.h.on_recv_error(l->b.h.arg, s->read_id, -errno);
+		return true;
+	}
+	if ((size_t)n == s->pipe_len)
+		s->flags |= SF_MORE;
+	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
+		s->flags |= SF_EOF;
+	STAT_ADD(l->b.st.stream_spliced, (uint64_t)n);
+	stream_deliver(l, s, STREAM_NONE, (size_t)n, now);
+	return n == 0 || (s->flags & SF_EOF);
+}
+
 /* Read into a free chunk; events: what woke us, 0 from the ready list.
  * The peer's FIN seen (EPOLLRDHUP, no error, no urgent data: a read stops
  * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF without a recv
@@ -596,6 +630,8 @@ static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t eve
 	ssize_t n;
 	uint32_t c;
 
+	if (s->pipe >= 0)
+		return s_splice_in(l, s, now, events);
 	if (x->nrfree == 0 || (s->bulk && x->nrfree <= x->nreserve)) {
 		if (x->nrfree)
 			STAT_ADD(l->b.st.stream_reserve_waits, 1);
@@ -758,7 +794,7 @@ static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
+static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
 {
 	int err;
 	struct lstream *s = s_get(l, fd, &err);
@@ -769,6 +805,8 @@ static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 		return -EALREADY;
 	s->read_id = id;
 	s->bulk = bulk;
+	s->pipe = pipe;
+	s->pipe_len = (uint32_t)len;
 	s->flags |= SF_READ;
 	if ((s->flags & (SF_MORE | SF_EOF)) && l->nready < EP_READY) {
 		l->ready[l->nready][0] = s->slot;
@@ -780,12 +818,19 @@ static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 
 static int ep_stream_read(struct loop *l, int fd, uint32_t id)
 {
-	return s_read_ask(l, fd, id, false);
+	return s_read_ask(l, fd, id, false, -1, 0);
 }
 
 static int ep_stream_read_bulk(struct loop *l, int fd, uint32_t id)
 {
-	return s_read_ask(l, fd, id, true);
+	return s_read_ask(l, fd, id, true, -1, 0);
+}
+
+static int ep_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
+{
+	if (pipe_w < 0 || len == 0 || len > INT_MAX)
+		return -EINVAL;
+	return s_read_ask(l, fd, id, true, pipe_w, len);
 }
 
 /* Sends on one fd leave in order: one written now when nothing waits
@@ -827,6 +872,23 @@ static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, u
 		return err;
 	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
 		return err;
+	s_queue(l, s, c, id);
+	return 0;
+}
+
+static int ep_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+	uint32_t c;
+
+	if (!s)
+		return err;
+	if (pipe_r < 0 || len == 0)
+		return -EINVAL;
+	if ((err = stream_user(&l->b, NULL, len, &c)) < 0)
+		return err;
+	l->b.sx->c[c].pipe = pipe_r;
 	s_queue(l, s, c, id);
 	return 0;
 }
@@ -922,4 +984,6 @@ const struct loop_ops loop_epoll_ops = {
 	.stream_read_bulk = ep_stream_read_bulk,
 	.stream_forward = ep_stream_forward,
 	.stream_send = ep_stream_send,
+	.stream_splice_in = ep_stream_splice_in,
+	.stream_splice_out = ep_stream_splice_out,
 };

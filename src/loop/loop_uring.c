@@ -6,6 +6,8 @@
  * fds, one submit per loop turn. Copied sends use buffers of the same size
  * kept out of the ring, recycled the same way. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdio.h>
@@ -50,6 +52,9 @@ enum {
 	OP_CONNECT,
 	OP_SRECV,
 	OP_SSEND,
+	/* The poll linked in front of a splice (stream_splice_in/out): only
+	 * counted, the splice's own completion acts. */
+	OP_SPOLL,
 };
 #define UR_SBGID 1 /* the stream pool's ring; UR_SBGID + 1 its reserve's */
 #define UD(op, aux, id) ((uint64_t)(op) << 56 | (uint64_t)((aux)&0xffffff) << 32 | (id))
@@ -717,6 +722,7 @@ static int ur_run(struct loop *l)
 			case OP_CONNECT:
 			case OP_SRECV:
 			case OP_SSEND:
+			case OP_SPOLL:
 				on_stream_cqe(l, cqe, now);
 				break;
 			default:
@@ -890,12 +896,46 @@ static int arm_accept(struct loop *l, struct lstream *s)
 	return 0;
 }
 
-/* A read on ring g (0: the main one, 1: the reserve). */
+/* A splice (pipe or socket to pipe or socket, SPLICE_F_NONBLOCK) behind a
+ * poll for `events` on s's socket, linked: IORING_OP_SPLICE always runs in
+ * the kernel's io-wq, where a blocking splice of an idle socket would hold
+ * a worker thread; non-blocking behind the poll, it runs once there are
+ * bytes (or room) and returns at once. Both SQEs in one submission, so
+ * that the link holds. ud: the splice's user_data. */
+static int arm_splice(struct loop *l, struct lstream *s, unsigned events, int in, int out,
+		      uint32_t len, uint64_t ud)
+{
+	struct io_uring_sqe *poll, *sp;
+
+	if (io_uring_sq_space_left(&l->ring) < 2) {
+		io_uring_submit(&l->ring);
+		STAT_ADD(l->b.st.send_batches, 1);
+	}
+	if (!(poll = io_uring_get_sqe(&l->ring)))
+		return -EBUSY;
+	if (!(sp = io_uring_get_sqe(&l->ring))) {
+		io_uring_prep_nop(poll); /* taken: it must go as something */
+		io_uring_sqe_set_data64(poll, UD(OP_CANCEL, 0, 0));
+		return -EBUSY;
+	}
+	io_uring_prep_poll_add(poll, s->fd, events);
+	poll->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data64(poll, UD(OP_SPOLL, s->slot, 0));
+	io_uring_prep_splice(sp, in, -1, out, -1, len, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	io_uring_sqe_set_data64(sp, ud);
+	s->inflight += 2;
+	return 0;
+}
+
+/* A read on ring g (0: the main one, 1: the reserve), or a splice in. */
 static int arm_srecv(struct loop *l, struct lstream *s, int g)
 {
-	struct io_uring_sqe *sqe = sqe_get(l);
+	struct io_uring_sqe *sqe;
 
-	if (!sqe)
+	if (s->pipe >= 0)
+		return arm_splice(l, s, POLLIN | POLLRDHUP, s->fd, s->pipe, s->pipe_len,
+				  UD(OP_SRECV, s->slot, 0));
+	if (!(sqe = sqe_get(l)))
 		return -EBUSY;
 	io_uring_prep_recv(sqe, s->fd, NULL, LOOP_STREAM_CHUNK, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
@@ -910,11 +950,19 @@ static int arm_srecv(struct loop *l, struct lstream *s, int g)
 static int arm_ssend(struct loop *l, struct lstream *s)
 {
 	struct loop_streams *x = l->b.sx;
-	struct io_uring_sqe *sqe = sqe_get(l);
+	struct io_uring_sqe *sqe;
 	uint32_t c = s->qhead;
 	struct lchunk *ch = &x->c[c];
 
-	if (!sqe)
+	if (ch->pipe >= 0) {
+		int err = arm_splice(l, s, POLLOUT, ch->pipe, s->fd, ch->len - ch->done,
+				     UD(OP_SSEND, s->slot, c));
+
+		if (!err)
+			l->ssending++;
+		return err;
+	}
+	if (!(sqe = sqe_get(l)))
 		return -EBUSY;
 	io_uring_prep_send(sqe, s->fd, ch->data + ch->done, ch->len - ch->done, MSG_NOSIGNAL);
 	io_uring_sqe_set_data64(sqe, UD(OP_SSEND, s->slot, c));
@@ -968,7 +1016,7 @@ static int ur_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
+static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
 {
 	int err;
 	struct lstream *s = s_get(l, fd, &err);
@@ -979,6 +1027,8 @@ static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 		return -EALREADY;
 	s->read_id = id;
 	s->bulk = bulk;
+	s->pipe = pipe;
+	s->pipe_len = (uint32_t)len;
 	err = arm_srecv(l, s, 0);
 	if (!err)
 		s->flags |= SF_READ;
@@ -987,12 +1037,19 @@ static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk)
 
 static int ur_stream_read(struct loop *l, int fd, uint32_t id)
 {
-	return s_read_ask(l, fd, id, false);
+	return s_read_ask(l, fd, id, false, -1, 0);
 }
 
 static int ur_stream_read_bulk(struct loop *l, int fd, uint32_t id)
 {
-	return s_read_ask(l, fd, id, true);
+	return s_read_ask(l, fd, id, true, -1, 0);
+}
+
+static int ur_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
+{
+	if (pipe_w < 0 || len == 0 || len > INT_MAX)
+		return -EINVAL;
+	return s_read_ask(l, fd, id, true, pipe_w, len);
 }
 
 /* Sends on one fd leave one at a time, in the order queued: the next goes
@@ -1024,6 +1081,24 @@ static int ur_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint3
 		return err;
 	}
 	return 0;
+}
+
+static int ur_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
+{
+	int err;
+	struct lstream *s = s_get(l, fd, &err);
+	uint32_t c;
+
+	if (!s)
+		return err;
+	if (pipe_r < 0 || len == 0)
+		return -EINVAL;
+	if ((err = stream_user(&l->b, NULL, len, &c)) < 0)
+		return err;
+	l->b.sx->c[c].pipe = pipe_r;
+	if ((err = s_queue(l, s, c, id)) < 0)
+		chunk_put(&l->b, c);
+	return err;
 }
 
 static int ur_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
@@ -1112,6 +1187,9 @@ static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe
 		stream_stall(&l->b, s);
 		return;
 	}
+	/* A splice in whose poll woke for nothing it could move: again. */
+	if (s->pipe >= 0 && res == -EAGAIN && arm_srecv(l, s, 0) == 0)
+		return;
 	s->flags &= (uint8_t)~SF_READ;
 	if (res < 0) {
 		if (c != STREAM_NONE)
@@ -1119,6 +1197,8 @@ static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe
 		l->b.h.on_recv_error(l->b.h.arg, s->read_id, res);
 		return;
 	}
+	if (s->pipe >= 0)
+		STAT_ADD(l->b.st.stream_spliced, (uint64_t)res);
 	stream_deliver(l, s, c, (size_t)res, now);
 }
 
@@ -1137,8 +1217,10 @@ static void on_ssend(struct loop *l, struct io_uring_cqe *cqe)
 		STAT_ADD(l->b.st.stream_tx_bytes, (uint64_t)res);
 	}
 	if (ch->done < ch->len && !(s->flags & SF_DEAD)) {
-		if (res > 0 && arm_ssend(l, s) == 0)
-			return; /* a short write: the tail goes next, before the rest */
+		/* A short write: the tail goes next, before the rest. A splice
+		 * out whose poll said room but that moved nothing: again. */
+		if ((res > 0 || (res == -EAGAIN && ch->pipe >= 0)) && arm_ssend(l, s) == 0)
+			return;
 		if (res >= 0)
 			res = -EPIPE; /* no progress, or no SQE for the tail */
 	}
@@ -1197,6 +1279,11 @@ static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
 	case OP_SRECV:
 		on_srecv(l, s, cqe, now);
 		break;
+	case OP_SPOLL:
+		s->inflight--;
+		if (s->flags & SF_DEAD)
+			s_release(l, s);
+		break;
 	default:
 		on_ssend(l, cqe);
 		break;
@@ -1224,4 +1311,6 @@ const struct loop_ops loop_uring_ops = {
 	.stream_read_bulk = ur_stream_read_bulk,
 	.stream_forward = ur_stream_forward,
 	.stream_send = ur_stream_send,
+	.stream_splice_in = ur_stream_splice_in,
+	.stream_splice_out = ur_stream_splice_out,
 };

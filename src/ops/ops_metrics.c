@@ -415,6 +415,14 @@ static const struct metric metrics[] = {
      .offs = OFFS(struct sni_totals, bytes_in, bytes_out),
      .help = "Bytes spliced: up = client to upstream (the ClientHello included, a PROXY "
 	     "header not), down = upstream to client."},
+    {"etrelay_sni_relayed_bytes_total", COUNTER, SNI, S(relayed),
+     .label = LABEL_NAMES("path", "copy", "splice"),
+     .help = "Bytes spliced after the ClientHello, both directions, by path: copy (through "
+	     "the worker's stream chunks) or splice (splice(2) through a connection's pipes: "
+	     "splice yes)."},
+    {"etrelay_sni_pipes", GAUGE, SNI, S(pipes), MW_U32,
+     .help = "Pipes open for spliced connections (splice yes: 2 per connection, 2 "
+	     "descriptors each)."},
     {"etrelay_sni_active_connections", GAUGE, SNI, S(active), MW_U32,
      .help = "Connections open now (counted by max-connections), prereading ones included, "
 	     "refused ones lingering not."},
@@ -584,6 +592,9 @@ static const struct metric metrics[] = {
      .help = "Bytes received on TCP streams."},
     {"etrelay_stream_sent_bytes_total", COUNTER, LOOP, L(stream_tx_bytes),
      .help = "Bytes sent on TCP streams."},
+    {"etrelay_stream_spliced_bytes_total", COUNTER, LOOP, L(stream_spliced),
+     .help = "Of the bytes received on TCP streams, those spliced into pipes (splice(2); the "
+	     "SNI listeners' splice yes), never through a chunk."},
 
     /* The process, as the caller read it. */
     {"process_cpu_seconds_total", COUNTER, PROC, P(cpu_seconds), MW_F2,

@@ -35,6 +35,7 @@ struct sni_listener {
 	struct endpoint_table *ep;
 	unsigned slot_conns; /* its endpoint: connections and the listening socket */
 	bool attached;
+	bool splice; /* splice yes, and a loop that splices */
 	const struct sni_routes *routes; /* the table this worker uses */
 	const struct banlist *bans;	 /* the daemon's current list, NULL: none */
 	uint64_t gen;

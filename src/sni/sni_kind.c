@@ -27,20 +27,27 @@ static unsigned count(const struct etr_conf *c)
  * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count across
  * the workers, so this holds whatever the workers' tables: a worker's
  * slots are memory, its sockets come out of these; one more per worker for
- * a connection closed as it is accepted. */
+ * a connection closed as it is accepted. With splice yes a spliced
+ * connection holds two pipes too, 4 more, for at most max-spliced of them
+ * (across the workers: sni_lshared's spliced); the others copy. */
 static uint64_t fds(const struct etr_conf *c, unsigned workers)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < c->nsni; i++)
+	for (unsigned i = 0; i < c->nsni; i++) {
 		n += 2ull * (c->sni[i].max_connections + SNI_LINGER_MAX(c->sni[i].max_connections)) +
 		     workers;
+		n += 4ull * conf_sni_max_spliced(&c->sni[i]);
+	}
 	return n;
 }
 
 static const char *fds_what(const struct etr_conf *c)
 {
-	(void)c;
+	for (unsigned i = 0; i < c->nsni; i++)
+		if (c->sni[i].splice)
+			return "the SNI listeners' connections (2 sockets each, and 2 pipes "
+			       "each of max-spliced)";
 	return "the SNI listeners' connections";
 }
 
@@ -184,9 +191,13 @@ static void report(const struct etr_conf *c)
 		char a[ADDR_STRLEN], hp[ADDR_HOSTLEN + 8];
 
 		printf("sni %s: listen %s (TCP), %u route%s, max-connections %" PRIu32
-		       ", max-connections-per-ip %" PRIu32 "\n",
+		       ", max-connections-per-ip %" PRIu32 "%s\n",
 		       s->name, addr_str(&s->listen.sa, a), s->nroutes, s->nroutes == 1 ? "" : "s",
-		       s->max_connections, s->max_per_ip);
+		       s->max_connections, s->max_per_ip, s->splice ? ", splice" : "");
+		if (s->splice)
+			printf("sni %s: splice: up to %" PRIu32
+			       " connections at once through 2 pipes each (max-spliced)\n",
+			       s->name, conf_sni_max_spliced(s));
 		for (unsigned j = 0; j < s->nroutes; j++)
 			printf("sni %s: route %s -> %s%s\n", s->name, s->routes[j].name,
 			       addr_hostport(s->routes[j].host, s->routes[j].port, hp),

@@ -317,6 +317,9 @@ void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_tot
 		for (unsigned e = 0; e < SNI_ENDS; e++)
 			t->ended[e] += GET(s->ended[e]);
 		t->deferred += GET(s->deferred);
+		t->relayed[0] += GET(s->relayed[0]);
+		t->relayed[1] += GET(s->relayed[1]);
+		t->pipes += GET(s->pipes);
 		for (unsigned b = 0; b <= SNI_PREREAD_BUCKETS; b++)
 			t->preread_hist[b] += GET(s->preread_hist[b]);
 		t->bytes_in += GET(s->bytes_in);

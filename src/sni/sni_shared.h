@@ -78,6 +78,10 @@ struct sni_stats {
 	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
 	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
 	_Atomic uint64_t deferred; /* bulk reads put off: their source held its cap of chunks */
+	/* Spliced bytes (after the preread) by path: [0] copied through the
+	 * chunk pool, [1] spliced through pipes (splice yes). */
+	_Atomic uint64_t relayed[2];
+	_Atomic uint32_t pipes; /* pipes open (2 per spliced connection) */
 	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight
 				    * (at most 2 of 64 KiB per direction) */
 	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
@@ -116,6 +120,7 @@ struct sni_lshared {
 	/* Caps across the workers. */
 	_Atomic uint32_t active, preread;
 	_Atomic uint32_t lingering; /* refused connections lingering (SNI_LINGER_MAX) */
+	_Atomic uint32_t spliced;   /* connections with pipes (max-spliced) */
 	struct srctab ips; /* open connections per source (max-connections-per-ip) */
 	struct sni_stats *stats[CONF_WORKERS_MAX]; /* each worker's */
 };
@@ -168,6 +173,8 @@ struct sni_totals {
 	uint64_t bytes_in, bytes_out;
 	uint64_t preread_ns, preread_count, preread_hist[SNI_PREREAD_BUCKETS + 1];
 	uint64_t deferred;
+	uint64_t relayed[2];
+	uint32_t pipes;
 	int64_t memory;
 	uint32_t active, preread, lingering;
 };

@@ -44,6 +44,10 @@ SLOW = float(os.environ.get("ETRELAY_SLOW", "1"))
 # tests/meson.build runs the suite with 1 and again with 2 (the -w2
 # variants). Unset (a test run by hand): 1, the old single loop.
 WORKERS = os.environ.get("ETRELAY_TEST_WORKERS", "1")
+# "yes" or "no": every etrelay a test starts with -c gets `splice KEY` in
+# each [sni] section of its config (tests/meson.build runs the SNI tests
+# again with splice yes). Unset: the file as the test wrote it.
+SNI_SPLICE = os.environ.get("ETRELAY_TEST_SNI_SPLICE", "")
 
 
 def _register(obj):

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 
-from harness_base import (CHECKER_ERRORS, CHECKER_STATUS, LOOPBACK, SLOW, TestSkip, WORKERS,
+from harness_base import (CHECKER_ERRORS, CHECKER_STATUS, LOOPBACK, SLOW, SNI_SPLICE, TestSkip, WORKERS,
     WRAPPER, _register, check, fail)
 from harness_ports import check_ports, free_udp_port
 
@@ -26,6 +26,37 @@ OPEN_LIMITS = ("--sessions-per-ip", "100000", "--ip-query-burst", "100000",
                "--ip-query-rate", "100000", "--server-query-burst", "100000",
                "--server-query-rate", "100000", "--query-cache", "0",
                "--ip-session-rate", "100000", "--session-rate", "100000")
+
+
+def _splice_nofile():
+    """In the child of a relay whose config sni_splice_args rewrote: room
+    for the pipes (4 more descriptors a connection: 26 737 at the default
+    max-connections, over a CI's 20 000), the unit's LimitNOFILE=65536,
+    where the test may raise it (root); else the start says what it needs."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 65536:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536))
+        except (ValueError, OSError):
+            pass
+
+
+def sni_splice_args(args):
+    """args with -c FILE pointing at a copy of FILE whose [sni] sections say
+    `splice SNI_SPLICE` (when the variant sets it), else args."""
+    if SNI_SPLICE not in ("yes", "no") or "-c" not in args:
+        return args
+    i = args.index("-c") + 1
+    with open(args[i]) as f:
+        text = f.read()
+    if not re.search(r"^\[sni ", text, re.M):
+        return args
+    text = re.sub(r"^(\[sni [^\]]*\][^\n]*\n)", rf"\1splice {SNI_SPLICE}\n", text, flags=re.M)
+    path = args[i] + ".splice-" + SNI_SPLICE
+    with open(path, "w") as f:
+        f.write(text)
+    return args[:i] + [path] + args[i + 1:]
 
 
 class Relay:
@@ -49,7 +80,8 @@ class Relay:
             self.cmd += ["--log-time", "no"]
         if not any(str(a).startswith("--workers") for a in args):
             self.cmd += ["--workers", WORKERS]
-        self.cmd += list(args)
+        spliced = sni_splice_args(list(args))
+        self.cmd += spliced
         check_ports(self.cmd[len(wrapper) + len(WRAPPER) + 1:])
         self.lines = []      # (monotonic time, line) from stderr
         self.out_lines = []  # stdout
@@ -58,6 +90,7 @@ class Relay:
         self.expect_exit = False
         self.started = time.monotonic()
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_splice_nofile if spliced != list(args) else None,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _register(self)
         self._readers = [

@@ -931,6 +931,93 @@ static void test_stream_relay_4mib_to_a_slow_reader_under_back_pressure(void **s
 	s_teardown(f);
 }
 
+/* The same relay with splice: A's bytes through a pipe to B. */
+static int splice_pipe[2];
+
+static void splice_connected(struct sfix *f, uint32_t id, int res)
+{
+	assert_int_equal(id, SID_B);
+	assert_int_equal(res, 0);
+	assert_int_equal(ops->stream_splice_in(f->l, f->fd[4], splice_pipe[1], 65536, SID_A), 0);
+}
+
+static void splice_stream(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_A);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks), 0);
+	if (d->len == 0) {
+		shutdown(f->fd[5], SHUT_WR);
+		ops->stop(f->l);
+		return;
+	}
+	assert_true(d->len <= 65536);
+	/* d holds no chunk: it cannot be forwarded. */
+	assert_int_equal(ops->stream_forward(f->l, f->fd[5], d, SID_B), -EINVAL);
+	assert_int_equal(ops->stream_splice_out(f->l, f->fd[5], splice_pipe[0], d->len, SID_B), 0);
+}
+
+static void splice_sent(struct sfix *f, uint32_t id, int res)
+{
+	assert_int_equal(id, SID_B);
+	assert_true(res > 0);
+	f->n[0] += (size_t)res;
+	assert_int_equal(ops->stream_splice_in(f->l, f->fd[4], splice_pipe[1], 65536, SID_A), 0);
+}
+
+/* 4 MiB spliced (socket, pipe, socket) arrive byte-exact at a slow
+ * reader, one pipe's worth at a time, without a chunk of the pool, and the
+ * writer is held back; the EOF comes after the last byte. A backend
+ * without the splice ops skips. */
+static void test_stream_splice_4mib_to_a_slow_reader_without_a_chunk(void **state)
+{
+	struct sfix *f;
+	struct relay_io io = { 0 };
+	struct sockaddr_in front;
+	pthread_t wr, rd;
+	int srv;
+
+	(void)state;
+	if (!ops->stream_splice_in || !ops->stream_splice_out)
+		skip();
+	f = s_setup(0, 20);
+	assert_int_equal(pipe2(splice_pipe, O_NONBLOCK | O_CLOEXEC), 0);
+	f->fd[0] = tcp_listener(&front, true);
+	set_bufs(f->fd[0], SMALL_BUF, SMALL_BUF);
+	srv = tcp_listener(&f->sa, false);
+	set_bufs(srv, SMALL_BUF, SMALL_BUF);
+	f->fd[5] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	set_bufs(f->fd[5], SMALL_BUF, SMALL_BUF);
+	f->accept_cb = relay_accept;
+	f->connected_cb = splice_connected;
+	f->stream_cb = splice_stream;
+	f->sent_cb = splice_sent;
+	assert_int_equal(ops->listen(f->l, f->fd[0], SID_LISTEN), 0);
+	io.client = tcp_client(&front, SMALL_BUF, SMALL_BUF);
+	io.server = srv;
+	assert_int_equal(pthread_create(&rd, NULL, relay_reader, &io), 0);
+	assert_int_equal(pthread_create(&wr, NULL, relay_writer, &io), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	pthread_join(wr, NULL);
+	pthread_join(rd, NULL);
+	close(io.client);
+	close(srv);
+	assert_int_equal(atomic_load(&io.read), RELAY_BYTES);
+	assert_true(io.exact);
+	assert_int_equal(f->n[0], RELAY_BYTES);
+	assert_int_equal(io.behind, 0);
+	assert_true(io.max_gap < (1u << 20));
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_chunks_peak), 0);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_spliced), RELAY_BYTES);
+	assert_int_equal(STAT_GET(ops->stats(f->l)->stream_tx_bytes), RELAY_BYTES);
+	ops->del_socket(f->l, f->fd[4], SID_A);
+	ops->del_socket(f->l, f->fd[5], SID_B);
+	ops->del_socket(f->l, f->fd[0], SID_LISTEN);
+	close(splice_pipe[0]);
+	close(splice_pipe[1]);
+	s_teardown(f);
+}
+
 #define NSENDS 8
 
 static void fill_send(uint8_t *buf, unsigned k)
@@ -1508,6 +1595,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_connect_succeeds_and_is_refused),
 	    cmocka_unit_test(test_stream_echo_and_eof_after_the_peers_shutdown),
 	    cmocka_unit_test(test_stream_relay_4mib_to_a_slow_reader_under_back_pressure),
+	    cmocka_unit_test(test_stream_splice_4mib_to_a_slow_reader_without_a_chunk),
 	    cmocka_unit_test(test_stream_sends_with_short_writes_arrive_whole_and_in_order),
 	    cmocka_unit_test(test_stream_del_socket_with_sends_pending_answers_each_once),
 	    cmocka_unit_test(test_stream_many_sends_pending_at_once_are_all_taken),

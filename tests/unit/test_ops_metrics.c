@@ -676,6 +676,9 @@ static void fill_sni_stats(struct sni_stats *s)
 	STAT_SET(s->active, (uint32_t)next());
 	STAT_SET(s->preread, (uint32_t)next());
 	STAT_SET(s->lingering, (uint32_t)next());
+	STAT_SET(s->relayed[0], next());
+	STAT_SET(s->relayed[1], next());
+	STAT_SET(s->pipes, (uint32_t)next());
 }
 
 /* Outside cmocka's tests (--golden, --bench) an assert cannot fail. */
