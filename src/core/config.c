@@ -22,7 +22,8 @@
 
 _Static_assert(CONF_SNI_NAME_MAX == ADDR_NAME_MAX, "route names");
 
-const char conf_usage[] =
+const char
+    conf_usage[] =
 	"usage: etrelay --upstream HOST:PORT [options]\n"
 	"       etrelay [-c FILE] [-t [--probe]] [options]\n"
 	"\n"
@@ -88,170 +89,756 @@ const char conf_usage[] =
 	"source within 0.5 s, at a rate per source IP and per echo port):\n"
 	"  --prbe yes|no             echo on the relay's port, for sources without a\n"
 	"                            session (per relay; no)\n"
-	"  --prbe-listen ADDR:PORT   an echo-only UDP port, repeatable (at most " CONF_STR(CONF_PRBE_LISTEN_MAX) ")\n"
-	"  --prbe-max-size N         largest probe echoed (1472 bytes)\n"
-	"  --prbe-rate N             probes per second per source IP, IPv6 per /64 (10)\n"
-	"  --prbe-burst N            ... and at once (20)\n"
-	"  --prbe-listener-rate N    probes per second per echo port, every source\n"
-	"                            together, split across the workers (" CONF_STR(CONF_PRBE_LISTENER_RATE) ")\n"
-	"  --prbe-listener-burst N   ... and at once (" CONF_STR(CONF_PRBE_LISTENER_BURST) ")\n"
-	"TLS services (SNI relay; a [sni NAME] section in a config file):\n"
-	"  --sni-listen ADDR:PORT    TCP address whose TLS connections are spliced, by\n"
-	"                            the server name of their ClientHello, unread\n"
-	"  --sni-route NAME=HOST:PORT[,proxy-v2]\n"
-	"                            where the name NAME (or *.suffix) goes; proxy-v2\n"
-	"                            sends a PROXY v2 header first; repeatable\n"
-	"  In a [sni NAME] section:  listen ADDR:PORT, route NAME HOST:PORT [proxy-v2],\n"
-	"                            preread-timeout DUR (10s), connect-timeout DUR\n"
-	"                            (5s), idle-timeout DUR (300s), send-timeout DUR\n"
-	"                            (60s; a side that takes no spliced byte so long\n"
-	"                            is reset), max-connections N (4096),\n"
-	"                            max-connections-per-ip N (64, per IPv4 address or\n"
-	"                            IPv6 /64; 4x per /56, 8x per /48), max-preread N\n"
-	"                            (1024), splice yes|no (no; yes: spliced bytes by\n"
-	"                            splice(2) through 2 pipes a connection, 4 more\n"
-	"                            descriptors each), max-spliced N (a quarter of\n"
-	"                            max-connections: connections with pipes at once;\n"
-	"                            the rest copy); a refused connection is closed\n"
-	"                            without a byte\n"
-	"TURN relay (RFC 8656; a [turn NAME] section in a config file, whose keys are\n"
-	"these without turn-):\n"
-	"  --turn-listen ADDR[:PORT] UDP address of a TURN listener (port 3478)\n"
-	"  --turn-tcp-listen ADDR[:PORT]  TURN over TCP too (default off)\n"
-	"  --turn-tls-listen ADDR[:PORT]  TURN over TLS too (default off; give the\n"
-	"                            port, 5349 by convention)\n"
-	"  --turn-tls-cert FILE, --turn-tls-key FILE\n"
-	"                            its certificate chain and key (PEM)\n"
-	"  --turn-tls-reload-interval DUR  look for a new pair this often (60s)\n"
-	"  --turn-realm TEXT         the realm of the credentials (" CONF_TURN_REALM ")\n"
-	"  --turn-relay-address IP   relayed sockets bind here (default: the listen\n"
-	"                            address; required when that is a wildcard)\n"
-	"  --turn-public-ip IP       the address /lifecycle reports (relay-address)\n"
-	"  --turn-ports MIN-MAX      relayed ports (49152-65535; none of another\n"
-	"                            UDP listener's ports)\n"
-	"  --turn-max-allocations N  most allocations at once (4000; 508 beyond, and\n"
-	"                            at most the ports' count)\n"
-	"  --turn-user-quota N       allocations per userid, across the workers\n"
-	"                            (" CONF_STR(CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
-	"  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
-	"                            /64 (" CONF_STR(CONF_TURN_TCP_MAX_PER_IP) "; 4x per /56, 8x per /48; closed at\n"
-	"                            once beyond)\n"
-	"  --turn-tcp-max-connections N  TCP and TLS connections in all, split across\n"
-	"                            the workers (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when a worker's share is\n"
-	"                            full, its oldest one without an\n"
-	"                            allocation gives way\n"
-	"  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
-	"                            authenticated request (TLS handshake included)\n"
-	"                            is closed after this (10s, at most 30s)\n"
-	"  --turn-unauth-ip-burst N  answers to unauthenticated requests (Binding,\n"
-	"                            401, 438, 420, 400) per source IP at once\n"
-	"                            (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) "; UDP: dropped past it, TCP, TLS: closed)\n"
-	"  --turn-unauth-ip-rate N   ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_IP_RATE) ")\n"
-	"  --turn-unauth-burst N     such answers per listener in all, at once\n"
-	"                            (" CONF_STR(CONF_TURN_UNAUTH_BURST) ", split across the workers)\n"
-	"  --turn-unauth-rate N      ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_RATE) ")\n"
-	"  --turn-tls-handshake-ip-burst N  TLS handshakes per source IP at once\n"
-	"                            (" CONF_STR(CONF_TURN_TLS_IP_BURST) "); a TLS connection past it is closed\n"
-	"                            before any crypto\n"
-	"  --turn-tls-handshake-ip-rate N  ... and per second after that (" CONF_STR(CONF_TURN_TLS_IP_RATE) ")\n"
-	"  --turn-tls-handshake-burst N  TLS handshakes per listener at once\n"
-	"                            (" CONF_STR(CONF_TURN_TLS_BURST) ", split across the workers)\n"
-	"  --turn-tls-handshake-rate N  ... and per second after that (" CONF_STR(CONF_TURN_TLS_RATE) ")\n"
-	"  --turn-auth-fail-ip-burst N  failed authentications per source IP at\n"
-	"                            once (" CONF_STR(CONF_TURN_AUTH_FAIL_IP_BURST) "); past it a signed request gets no\n"
-	"                            HMAC work (UDP: dropped; TCP, TLS: closed)\n"
-	"  --turn-auth-fail-ip-rate N  ... and per second after that (" CONF_STR(CONF_TURN_AUTH_FAIL_IP_RATE) ")\n"
-	"  --turn-auth-fail-burst N  failed authentications per listener at once\n"
-	"                            (" CONF_STR(CONF_TURN_AUTH_FAIL_BURST) ", split across the workers); past it only\n"
-	"                            usernames that passed before are checked\n"
-	"  --turn-auth-fail-rate N   ... and per second after that (" CONF_STR(CONF_TURN_AUTH_FAIL_RATE) ")\n"
-	"  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
-	"  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
-	"  --turn-allow-peer CIDR    relay to this block although the default refused\n"
-	"                            set has it (loopback, private...); repeatable;\n"
-	"                            an address of this host only when given alone\n"
-	"                            (/32), never the daemon's own ports\n"
-	"                            0.0.0.0/0 or ::/0 undoes that set (a warning)\n"
-	"  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
-	"                            repeatable\n"
-	"  --turn-strict-expiry yes|no\n"
-	"                            end allocations when their credential expires (no:\n"
-	"                            only new allocations are refused)\n"
-	"  The secrets come from ETRELAY_TURN_SECRET and ETRELAY_TURN_SECRET_NEXT (or\n"
-	"  their _FILE forms), at least 32 bytes each, both accepted, reread on SIGHUP.\n"
-	"Control plane (see CONTROL PLANE in etrelay(8)):\n"
-	"  --control-url URL         enrol with this control plane, then send it\n"
-	"                            heartbeats and take the SNI routes it answers\n"
-	"                            (https://, checked against the system CA\n"
-	"                            store; http:// is warned about unless the\n"
-	"                            host is loopback; default off)\n"
-	"  --control-bootstrap-token-file FILE\n"
-	"                            the one-time enrolment token (mode 600 or 640)\n"
-	"  --state-directory DIR     where the credential from enrolment is kept, an\n"
-	"                            absolute path\n"
-	"                            (" CONF_STATE_DIR "; owned by etrelay's user,\n"
-	"                            not group- or world-writable)\n"
-	"  --control-interval DUR    time between heartbeats (30s)\n"
-	"  --control-timeout DUR     longest wait for one answer (10s; warned about\n"
-	"                            above --control-interval)\n"
-	"  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n"
-	"  --control-backoff-max DUR ... up to this (30m)\n"
-	"  --control-max-answer BYTES  longest answer read (2M, 4k to 64M); a longer one\n"
-	"                            is cut off and the heartbeat fails (too_large)\n"
-	"  --control-allow-upstream CIDR\n"
-	"                            a block the control plane's routes may reach\n"
-	"                            although private (your tunnel, e.g. 10.8.0.0/16);\n"
-	"                            repeatable; an address of this host only when\n"
-	"                            given alone (/32); never the daemon's own ports\n"
-	"\n"
-	"Process options:\n"
-	"  --backend auto|io_uring|epoll\n"
-	"                            event loop (auto: io_uring, else epoll)\n"
-	"  --gso yes|no              send runs of datagrams to one destination as one\n"
-	"                            UDP GSO train (yes; needs Linux 4.18)\n"
-	"  --workers N|auto          packet loops, one thread each, 1 to " CONF_STR(CONF_WORKERS_MAX) "; a\n"
-	"                            client's address picks its worker (auto: the CPUs\n"
-	"                            the process may run on, at most " CONF_STR(CONF_WORKERS_MAX) ")\n"
-	"  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
-	"  --ops-allow-public        let --ops-listen bind a public address\n"
-	"  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
-	"  --ban-file FILE           IPs and CIDRs refused on every listener, one per line\n"
-	"                            (reread on SIGHUP)\n"
-	"  --xdp-interface IFACE     drop floods to the UDP listeners in an XDP program\n"
-	"                            on IFACE, repeatable (needs CAP_BPF, CAP_NET_ADMIN)\n"
-	"  --xdp-rate N              ... packets a second per source it does not know\n"
-	"                            (an IPv4 address, an IPv6 /64) (" CONF_STR(CONF_XDP_RATE) ")\n"
-	"  --xdp-burst N             ... and at once (" CONF_STR(CONF_XDP_BURST) ")\n"
-	"  --debug                   log heartbeats, sessions and connectionless packets\n"
-	"                            (a refused one with the reason)\n"
-	"  --log-time yes|no|auto    start log lines with the ISO 8601 time (auto: unless\n"
-	"                            stderr is the journal)\n"
-	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
-	" when\n"
-	"                            no --upstream, --sni-listen, --turn-listen or\n"
-	"                            --prbe-listen is given)\n"
-	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
-	"  --probe                   with -t: also resolve masters (to an address the\n"
-	"                            listener can reach), probe game servers, resolve\n"
-	"                            and connect to SNI route upstreams (exit 1 if any\n"
-	"                            of that fails)\n"
-	"  -h, --help                this text\n"
-	"  -V, --version             print the version\n"
-	"\n"
-	"DUR is a number of seconds or a number with ms, s, m or h.\n"
-	"Tokens for the ops plane come from ETRELAY_LIFECYCLE_TOKEN,\n"
-	"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms,\n"
-	"mode 600 or 640); without any, /lifecycle and /sessions are open. The ops\n"
-	"listener takes 64 connections, 8 per address, 5 s per request.\n"
-	"ETRELAY_CONTROL_TOKEN (or ETRELAY_CONTROL_TOKEN_FILE) gives the control\n"
-	"plane's credential and skips enrolment.\n"
-	"\n"
-	"Exit status:\n"
-	"  0   stopped by SIGTERM or SIGINT; --help, --version; -t, configuration valid\n"
-	"  1   startup failed or the event loop failed; -t --probe found a failure\n"
-	"  64  usage error\n"
-	"  69  --backend io_uring, and io_uring is not available\n"
-	"  78  the configuration is invalid\n";
+	"  --prbe-listen ADDR:PORT   an echo-only UDP port, repeatable (at most " CONF_STR(
+	    CONF_PRBE_LISTEN_MAX) ")\n"
+				  "  --prbe-max-size N         largest probe echoed (1472 bytes)\n"
+				  "  --prbe-rate N             probes per second per source IP, "
+				  "IPv6 per /64 (10)\n"
+				  "  --prbe-burst N            ... and at once (20)\n"
+				  "  --prbe-listener-rate N    probes per second per echo port, "
+				  "every source\n"
+				  "                            together, split across the workers "
+				  "(" CONF_STR(
+				      CONF_PRBE_LISTENER_RATE) ")\n"
+							       "  --prbe-listener-burst N   ... "
+							       "and at once (" CONF_STR(
+								   CONF_PRBE_LISTENER_BURST) ")\n"
+											     "TLS "
+											     "servi"
+											     "ces "
+											     "(SNI "
+											     "relay"
+											     "; a "
+											     "[sni "
+											     "NAME]"
+											     " sect"
+											     "ion "
+											     "in a "
+											     "confi"
+											     "g "
+											     "file)"
+											     ":\n"
+											     "  "
+											     "--"
+											     "sni-"
+											     "liste"
+											     "n "
+											     "ADDR:"
+											     "PORT "
+											     "   "
+											     "TCP "
+											     "addre"
+											     "ss "
+											     "whose"
+											     " TLS "
+											     "conne"
+											     "ction"
+											     "s "
+											     "are "
+											     "splic"
+											     "ed, "
+											     "by\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "the "
+											     "serve"
+											     "r "
+											     "name "
+											     "of "
+											     "their"
+											     " Clie"
+											     "ntHel"
+											     "lo, "
+											     "unrea"
+											     "d\n"
+											     "  "
+											     "--"
+											     "sni-"
+											     "route"
+											     " NAME"
+											     "=HOST"
+											     ":PORT"
+											     "[,"
+											     "proxy"
+											     "-v2]"
+											     "\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "where"
+											     " the "
+											     "name "
+											     "NAME "
+											     "(or "
+											     "*."
+											     "suffi"
+											     "x) "
+											     "goes;"
+											     " prox"
+											     "y-"
+											     "v2\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "sends"
+											     " a "
+											     "PROXY"
+											     " v2 "
+											     "heade"
+											     "r "
+											     "first"
+											     "; "
+											     "repea"
+											     "table"
+											     "\n"
+											     "  In "
+											     "a "
+											     "[sni "
+											     "NAME]"
+											     " sect"
+											     "ion: "
+											     " list"
+											     "en "
+											     "ADDR:"
+											     "PORT,"
+											     " rout"
+											     "e "
+											     "NAME "
+											     "HOST:"
+											     "PORT "
+											     "[prox"
+											     "y-v2]"
+											     ",\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "prere"
+											     "ad-"
+											     "timeo"
+											     "ut "
+											     "DUR "
+											     "(10s)"
+											     ", "
+											     "conne"
+											     "ct-"
+											     "timeo"
+											     "ut "
+											     "DUR\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "(5s),"
+											     " idle"
+											     "-time"
+											     "out "
+											     "DUR "
+											     "(300s"
+											     "), "
+											     "send-"
+											     "timeo"
+											     "ut "
+											     "DUR\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "(60s;"
+											     " a "
+											     "side "
+											     "that "
+											     "takes"
+											     " no "
+											     "splic"
+											     "ed "
+											     "byte "
+											     "so "
+											     "long"
+											     "\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "is "
+											     "reset"
+											     "), "
+											     "max-"
+											     "conne"
+											     "ction"
+											     "s N "
+											     "(4096"
+											     "),\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "max-"
+											     "conne"
+											     "ction"
+											     "s-"
+											     "per-"
+											     "ip N "
+											     "(64, "
+											     "per "
+											     "IPv4 "
+											     "addre"
+											     "ss "
+											     "or\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "IPv6 "
+											     "/64; "
+											     "4x "
+											     "per "
+											     "/56, "
+											     "8x "
+											     "per "
+											     "/48),"
+											     " max-"
+											     "prere"
+											     "ad "
+											     "N\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "(1024"
+											     "), "
+											     "splic"
+											     "e "
+											     "yes|"
+											     "no "
+											     "(no; "
+											     "yes: "
+											     "splic"
+											     "ed "
+											     "bytes"
+											     " by\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "splic"
+											     "e(2) "
+											     "throu"
+											     "gh 2 "
+											     "pipes"
+											     " a "
+											     "conne"
+											     "ction"
+											     ", 4 "
+											     "more"
+											     "\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "descr"
+											     "iptor"
+											     "s "
+											     "each)"
+											     ", "
+											     "max-"
+											     "splic"
+											     "ed N "
+											     "(a "
+											     "quart"
+											     "er "
+											     "of\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "max-"
+											     "conne"
+											     "ction"
+											     "s: "
+											     "conne"
+											     "ction"
+											     "s "
+											     "with "
+											     "pipes"
+											     " at "
+											     "once;"
+											     "\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "the "
+											     "rest "
+											     "copy)"
+											     "; a "
+											     "refus"
+											     "ed "
+											     "conne"
+											     "ction"
+											     " is "
+											     "close"
+											     "d\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "witho"
+											     "ut a "
+											     "byte"
+											     "\n"
+											     "TURN "
+											     "relay"
+											     " ("
+											     "RFC "
+											     "8656;"
+											     " a "
+											     "[turn"
+											     " NAME"
+											     "] "
+											     "secti"
+											     "on "
+											     "in a "
+											     "confi"
+											     "g "
+											     "file,"
+											     " whos"
+											     "e "
+											     "keys "
+											     "are\n"
+											     "these"
+											     " with"
+											     "out "
+											     "turn-"
+											     "):\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "liste"
+											     "n "
+											     "ADDR["
+											     ":PORT"
+											     "] "
+											     "UDP "
+											     "addre"
+											     "ss "
+											     "of a "
+											     "TURN "
+											     "liste"
+											     "ner "
+											     "(port"
+											     " 3478"
+											     ")\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "tcp-"
+											     "liste"
+											     "n "
+											     "ADDR["
+											     ":PORT"
+											     "]  "
+											     "TURN "
+											     "over "
+											     "TCP "
+											     "too "
+											     "(defa"
+											     "ult "
+											     "off)"
+											     "\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "tls-"
+											     "liste"
+											     "n "
+											     "ADDR["
+											     ":PORT"
+											     "]  "
+											     "TURN "
+											     "over "
+											     "TLS "
+											     "too "
+											     "(defa"
+											     "ult "
+											     "off; "
+											     "give "
+											     "the\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "port,"
+											     " 5349"
+											     " by "
+											     "conve"
+											     "ntion"
+											     ")\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "tls-"
+											     "cert "
+											     "FILE,"
+											     " --"
+											     "turn-"
+											     "tls-"
+											     "key "
+											     "FILE"
+											     "\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "its "
+											     "certi"
+											     "ficat"
+											     "e "
+											     "chain"
+											     " and "
+											     "key "
+											     "(PEM)"
+											     "\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "tls-"
+											     "reloa"
+											     "d-"
+											     "inter"
+											     "val "
+											     "DUR  "
+											     "look "
+											     "for "
+											     "a "
+											     "new "
+											     "pair "
+											     "this "
+											     "often"
+											     " ("
+											     "60s)"
+											     "\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "realm"
+											     " TEXT"
+											     "     "
+											     "    "
+											     "the "
+											     "realm"
+											     " of "
+											     "the "
+											     "crede"
+											     "ntial"
+											     "s "
+											     "(" CONF_TURN_REALM
+											     ")\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "relay"
+											     "-addr"
+											     "ess "
+											     "IP   "
+											     "relay"
+											     "ed "
+											     "socke"
+											     "ts "
+											     "bind "
+											     "here "
+											     "(defa"
+											     "ult: "
+											     "the "
+											     "liste"
+											     "n\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "addre"
+											     "ss; "
+											     "requi"
+											     "red "
+											     "when "
+											     "that "
+											     "is a "
+											     "wildc"
+											     "ard)"
+											     "\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "publi"
+											     "c-ip "
+											     "IP   "
+											     "    "
+											     "the "
+											     "addre"
+											     "ss "
+											     "/life"
+											     "cycle"
+											     " repo"
+											     "rts "
+											     "(rela"
+											     "y-"
+											     "addre"
+											     "ss)\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "ports"
+											     " MIN-"
+											     "MAX  "
+											     "    "
+											     "relay"
+											     "ed "
+											     "ports"
+											     " ("
+											     "49152"
+											     "-6553"
+											     "5; "
+											     "none "
+											     "of "
+											     "anoth"
+											     "er\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "UDP "
+											     "liste"
+											     "ner'"
+											     "s "
+											     "ports"
+											     ")\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "max-"
+											     "alloc"
+											     "ation"
+											     "s N  "
+											     "most "
+											     "alloc"
+											     "ation"
+											     "s at "
+											     "once "
+											     "(4000"
+											     "; "
+											     "508 "
+											     "beyon"
+											     "d, "
+											     "and\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "at "
+											     "most "
+											     "the "
+											     "ports"
+											     "' "
+											     "count"
+											     ")\n"
+											     "  "
+											     "--"
+											     "turn-"
+											     "user-"
+											     "quota"
+											     " N   "
+											     "    "
+											     "alloc"
+											     "ation"
+											     "s "
+											     "per "
+											     "useri"
+											     "d, "
+											     "acros"
+											     "s "
+											     "the "
+											     "worke"
+											     "rs\n"
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "     "
+											     "   "
+											     "(" CONF_STR(
+												 CONF_TURN_USER_QUOTA) "; 486 beyond)\n"
+														       "  --turn-tcp-max-per-ip N   TCP and TLS connections per IPv4 address or IPv6\n"
+														       "                            /64 (" CONF_STR(
+															   CONF_TURN_TCP_MAX_PER_IP) "; 4x per /56, 8x per /48; closed at\n"
+																		     "                            once beyond)\n"
+																		     "  --turn-tcp-max-connections N  TCP and TLS connections in all, split across\n"
+																		     "                            the workers (" CONF_STR(CONF_TURN_TCP_MAX_CONNECTIONS) "); when a worker's share is\n"
+																													 "                            full, its oldest one without an\n"
+																													 "                            allocation gives way\n"
+																													 "  --turn-tcp-auth-timeout DUR  a TCP or TLS connection without an\n"
+																													 "                            authenticated request (TLS handshake included)\n"
+																													 "                            is closed after this (10s, at most 30s)\n"
+																													 "  --turn-unauth-ip-burst N  answers to unauthenticated requests (Binding,\n"
+																													 "                            401, 438, 420, 400) per source IP at once\n"
+																													 "                            (" CONF_STR(CONF_TURN_UNAUTH_IP_BURST) "; UDP: dropped past it, TCP, TLS: closed)\n"
+																																					     "  --turn-unauth-ip-rate N   ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_IP_RATE) ")\n"
+																																																	      "  --turn-unauth-burst N     such answers per listener in all, at once\n"
+																																																	      "                            (" CONF_STR(CONF_TURN_UNAUTH_BURST) ", split across the workers)\n"
+																																																									       "  --turn-unauth-rate N      ... and per second after that (" CONF_STR(CONF_TURN_UNAUTH_RATE) ")\n"
+																																																																					     "  --turn-tls-handshake-ip-burst N  TLS handshakes per source IP at once\n"
+																																																																					     "                            (" CONF_STR(CONF_TURN_TLS_IP_BURST) "); a TLS connection past it is closed\n"
+																																																																													      "                            before any crypto\n"
+																																																																													      "  --turn-tls-handshake-ip-rate N  ... and per second after that (" CONF_STR(
+																																																																														  CONF_TURN_TLS_IP_RATE) ")\n"
+																																																																																	 "  --turn-tls-handshake-burst N  TLS handshakes per listener at once\n"
+																																																																																	 "                            (" CONF_STR(
+																																																																																	     CONF_TURN_TLS_BURST) ", split across the workers)\n"
+																																																																																				  "  --turn-tls-handshake-rate N  ... and per second after that (" CONF_STR(
+																																																																																				      CONF_TURN_TLS_RATE) ")\n"
+																																																																																							  "  --turn-auth-fail-ip-burst N  failed authentications per source IP at\n"
+																																																																																							  "                            once (" CONF_STR(CONF_TURN_AUTH_FAIL_IP_BURST) "); past it a signed request gets no\n"
+																																																																																																      "                            HMAC work (UDP: dropped; TCP, TLS: closed)\n"
+																																																																																																      "  --turn-auth-fail-ip-rate N  ... and per second after that (" CONF_STR(
+																																																																																																	  CONF_TURN_AUTH_FAIL_IP_RATE) ")\n"
+																																																																																																				       "  --turn-auth-fail-burst N  failed authentications per listener at once\n"
+																																																																																																				       "                            (" CONF_STR(CONF_TURN_AUTH_FAIL_BURST) ", split across the workers); past it only\n"
+																																																																																																													   "                            usernames that passed before are checked\n"
+																																																																																																													   "  --turn-auth-fail-rate N   ... and per second after that (" CONF_STR(
+																																																																																																													       CONF_TURN_AUTH_FAIL_RATE) ")\n"
+																																																																																																																	 "  --turn-max-lifetime DUR   longest allocation lifetime (1h)\n"
+																																																																																																																	 "  --turn-nonce-lifetime DUR a nonce is good this long, then 438 (1h)\n"
+																																																																																																																	 "  --turn-allow-peer CIDR    relay to this block although the default refused\n"
+																																																																																																																	 "                            set has it (loopback, private...); repeatable;\n"
+																																																																																																																	 "                            an address of this host only when given alone\n"
+																																																																																																																	 "                            (/32), never the daemon's own ports\n"
+																																																																																																																	 "                            0.0.0.0/0 or ::/0 undoes that set (a warning)\n"
+																																																																																																																	 "  --turn-deny-peer CIDR     never relay to this block (wins over allow-peer);\n"
+																																																																																																																	 "                            repeatable\n"
+																																																																																																																	 "  --turn-strict-expiry yes|no\n"
+																																																																																																																	 "                            end allocations when their credential expires (no:\n"
+																																																																																																																	 "                            only new allocations are refused)\n"
+																																																																																																																	 "  The secrets come from ETRELAY_TURN_SECRET and ETRELAY_TURN_SECRET_NEXT (or\n"
+																																																																																																																	 "  their _FILE forms), at least 32 bytes each, both accepted, reread on SIGHUP.\n"
+																																																																																																																	 "Control plane (see CONTROL PLANE in etrelay(8)):\n"
+																																																																																																																	 "  --control-url URL         enrol with this control plane, then send it\n"
+																																																																																																																	 "                            heartbeats and take the SNI routes it answers\n"
+																																																																																																																	 "                            (https://, checked against the system CA\n"
+																																																																																																																	 "                            store; http:// is warned about unless the\n"
+																																																																																																																	 "                            host is loopback; default off)\n"
+																																																																																																																	 "  --control-bootstrap-token-file FILE\n"
+																																																																																																																	 "                            the one-time enrolment token (mode 600 or 640)\n"
+																																																																																																																	 "  --state-directory DIR     where the credential from enrolment is kept, an\n"
+																																																																																																																	 "                            absolute path\n"
+																																																																																																																	 "                            (" CONF_STATE_DIR
+																																																																																																																	 "; owned by etrelay's user,\n"
+																																																																																																																	 "                            not group- or world-writable)\n"
+																																																																																																																	 "  --control-interval DUR    time between heartbeats (30s)\n"
+																																																																																																																	 "  --control-timeout DUR     longest wait for one answer (10s; warned about\n"
+																																																																																																																	 "                            above --control-interval)\n"
+																																																																																																																	 "  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n"
+																																																																																																																	 "  --control-backoff-max DUR ... up to this (30m)\n"
+																																																																																																																	 "  --control-max-answer BYTES  longest answer read (2M, 4k to 64M); a longer one\n"
+																																																																																																																	 "                            is cut off and the heartbeat fails (too_large)\n"
+																																																																																																																	 "  --control-allow-upstream CIDR\n"
+																																																																																																																	 "                            a block the control plane's routes may reach\n"
+																																																																																																																	 "                            although private (your tunnel, e.g. 10.8.0.0/16);\n"
+																																																																																																																	 "                            repeatable; an address of this host only when\n"
+																																																																																																																	 "                            given alone (/32); never the daemon's own ports\n"
+																																																																																																																	 "\n"
+																																																																																																																	 "Process options:\n"
+																																																																																																																	 "  --backend auto|io_uring|epoll\n"
+																																																																																																																	 "                            event loop (auto: io_uring, else epoll)\n"
+																																																																																																																	 "  --gso yes|no              send runs of datagrams to one destination as one\n"
+																																																																																																																	 "                            UDP GSO train (yes; needs Linux 4.18)\n"
+																																																																																																																	 "  --workers N|auto          packet loops, one thread each, 1 to " CONF_STR(CONF_WORKERS_MAX) "; a\n"
+																																																																																																																												       "                            client's address picks its worker (auto: the CPUs\n"
+																																																																																																																												       "                            the process may run on, at most " CONF_STR(CONF_WORKERS_MAX) ")\n"
+																																																																																																																																								 "  --ops-listen ADDR:PORT    HTTP health, lifecycle and metrics (default off)\n"
+																																																																																																																																								 "  --ops-allow-public        let --ops-listen bind a public address\n"
+																																																																																																																																								 "  --drain-timeout DUR       on SIGTERM, wait this long for sessions to end (0)\n"
+																																																																																																																																								 "  --ban-file FILE           IPs and CIDRs refused on every listener, one per line\n"
+																																																																																																																																								 "                            (reread on SIGHUP)\n"
+																																																																																																																																								 "  --xdp-interface IFACE     drop floods to the UDP listeners in an XDP program\n"
+																																																																																																																																								 "                            on IFACE, repeatable (needs CAP_BPF, CAP_NET_ADMIN)\n"
+																																																																																																																																								 "  --xdp-rate N              ... packets a second per source it does not know\n"
+																																																																																																																																								 "                            (an IPv4 address, an IPv6 /64) (" CONF_STR(
+																																																																																																																																								     CONF_XDP_RATE) ")\n"
+																																																																																																																																										    "  --xdp-burst N             ... and at once (" CONF_STR(
+																																																																																																																																											CONF_XDP_BURST) ")\n"
+																																																																																																																																													"  --debug                   log heartbeats, sessions and connectionless packets\n"
+																																																																																																																																													"                            (a refused one with the reason)\n"
+																																																																																																																																													"  --log-time yes|no|auto    start log lines with the ISO 8601 time (auto: unless\n"
+																																																																																																																																													"                            stderr is the journal)\n"
+																																																																																																																																													"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH
+																																																																																																																																													" when\n"
+																																																																																																																																													"                            no --upstream, --sni-listen, --turn-listen or\n"
+																																																																																																																																													"                            --prbe-listen is given)\n"
+																																																																																																																																													"  -t, --test                check the configuration and exit (0 valid, 78 not)\n"
+																																																																																																																																													"  --probe                   with -t: also resolve masters (to an address the\n"
+																																																																																																																																													"                            listener can reach), probe game servers, resolve\n"
+																																																																																																																																													"                            and connect to SNI route upstreams (exit 1 if any\n"
+																																																																																																																																													"                            of that fails)\n"
+																																																																																																																																													"  -h, --help                this text\n"
+																																																																																																																																													"  -V, --version             print the version\n"
+																																																																																																																																													"\n"
+																																																																																																																																													"DUR is a number of seconds or a number with ms, s, m or h.\n"
+																																																																																																																																													"Tokens for the ops plane come from ETRELAY_LIFECYCLE_TOKEN,\n"
+																																																																																																																																													"ETRELAY_LIFECYCLE_READ_TOKEN and ETRELAY_METRICS_TOKEN (or their _FILE forms,\n"
+																																																																																																																																													"mode 600 or 640); without any, /lifecycle and /sessions are open. The ops\n"
+																																																																																																																																													"listener takes 64 connections, 8 per address, 5 s per request.\n"
+																																																																																																																																													"ETRELAY_CONTROL_TOKEN (or ETRELAY_CONTROL_TOKEN_FILE) gives the control\n"
+																																																																																																																																													"plane's credential and skips enrolment.\n"
+																																																																																																																																													"\n"
+																																																																																																																																													"Exit status:\n"
+																																																																																																																																													"  0   stopped by SIGTERM or SIGINT; --help, --version; -t, configuration valid\n"
+																																																																																																																																													"  1   startup failed or the event loop failed; -t --probe found a failure\n"
+																																																																																																																																													"  64  usage error\n"
+																																																																																																																																													"  69  --backend io_uring, and io_uring is not available\n"
+																																																																																																																																													"  78  the configuration is invalid\n";
 
 /* Each game's tags and the masters its own servers heartbeat by default
  * (ET's; iortcw's; ioquake3's and OpenArena's; DarkPlaces'), all on
@@ -260,12 +847,14 @@ static const struct {
 	const char *name, *short_name, *heartbeat, *flatline;
 	const char *masters[2];
 } games[] = {
-	{ "et", "ET", "EnemyTerritory-1", "ETFlatline-1",
-	  { "etmaster.idsoftware.com", "etmaster.net" } },
-	{ "rtcw", "RTCW", "Wolfenstein-1", "WolfFlatline-1",
-	  { "wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com" } },
-	{ "q3", "Q3", "QuakeArena-1", "", { "master.ioquake3.org", "dpmaster.deathmask.net" } },
-	{ "dp", "DP", "DarkPlaces", "", { "dpmaster.deathmask.net", "dpmaster.tchr.no" } },
+    {"et", "ET", "EnemyTerritory-1", "ETFlatline-1", {"etmaster.idsoftware.com", "etmaster.net"}},
+    {"rtcw",
+     "RTCW",
+     "Wolfenstein-1",
+     "WolfFlatline-1",
+     {"wolfmaster.idsoftware.com", "wolfmaster.s4ndmod.com"}},
+    {"q3", "Q3", "QuakeArena-1", "", {"master.ioquake3.org", "dpmaster.deathmask.net"}},
+    {"dp", "DP", "DarkPlaces", "", {"dpmaster.deathmask.net", "dpmaster.tchr.no"}},
 };
 #define NGAMES (sizeof(games) / sizeof(games[0]))
 
@@ -444,8 +1033,8 @@ static int turn_listen_parse(const char *v, union etr_sockaddr *a)
 }
 
 /* A number in [min, max]. */
-static const char *turn_count(const char *v, uint32_t min, uint32_t max, uint32_t *out,
-			      char *buf, size_t n)
+static const char *turn_count(const char *v, uint32_t min, uint32_t max, uint32_t *out, char *buf,
+			      size_t n)
 {
 	unsigned long long x;
 	char *end;
@@ -639,42 +1228,42 @@ static const struct turn_key_def {
 	const char *why;
 	size_t line_off;
 } turn_keys[] = {
-	{ "listen", tk_listen },
-	{ "tcp-listen", tk_tcp_listen },
-	{ "tls-listen", tk_tls_listen },
-	{ "tls-cert", tk_tls_cert, .line_off = TK_OFF(tls_cert_line) },
-	{ "tls-key", tk_tls_key, .line_off = TK_OFF(tls_key_line) },
-	{ "tls-reload-interval", tk_tls_reload, .line_off = TK_OFF(tls_reload_line) },
-	{ "realm", tk_realm },
-	{ "relay-address", tk_relay_address },
-	{ "public-ip", tk_public_ip },
-	{ "ports", tk_ports, .line_off = TK_OFF(ports_line) },
-	{ "max-allocations", NULL, TK_OFF(max_allocations), false, 1, 65536 },
-	{ "user-quota", NULL, TK_OFF(user_quota), false, 1, 65536 },
-	{ "unauth-rate", NULL, TK_OFF(unauth_rate), false, 1, 1000000 },
-	{ "unauth-burst", NULL, TK_OFF(unauth_burst), false, 1, 1000000 },
-	{ "unauth-ip-rate", NULL, TK_OFF(unauth_ip_rate), false, 1, 1000000 },
-	{ "unauth-ip-burst", NULL, TK_OFF(unauth_ip_burst), false, 1, 1000000 },
-	{ "tls-handshake-rate", NULL, TK_OFF(tls_rate), false, 1, 1000000 },
-	{ "tls-handshake-burst", NULL, TK_OFF(tls_burst), false, 1, 1000000 },
-	{ "tls-handshake-ip-rate", NULL, TK_OFF(tls_ip_rate), false, 1, 1000000 },
-	{ "tls-handshake-ip-burst", NULL, TK_OFF(tls_ip_burst), false, 1, 1000000 },
-	{ "auth-fail-rate", NULL, TK_OFF(authf_rate), false, 1, 1000000 },
-	{ "auth-fail-burst", NULL, TK_OFF(authf_burst), false, 1, 1000000 },
-	{ "auth-fail-ip-rate", NULL, TK_OFF(authf_ip_rate), false, 1, 1000000 },
-	{ "auth-fail-ip-burst", NULL, TK_OFF(authf_ip_burst), false, 1, 1000000 },
-	{ "tcp-max-per-ip", NULL, TK_OFF(tcp_max_per_ip), false, 1, 65536 },
-	{ "tcp-max-connections", NULL, TK_OFF(tcp_max_conns), false, 1,
-	  CONF_TURN_TCP_MAX_CONNECTIONS_MAX },
-	{ "tcp-auth-timeout", NULL, TK_OFF(tcp_auth_timeout_ms), true, 100, 30000,
-	  "expected a duration from 100ms to 30s such as 10s" },
-	{ "max-lifetime", NULL, TK_OFF(max_lifetime_ms), true, 1000, 86400 * 1000ull,
-	  "expected a duration from 1s to 24h such as 3600 or 1h" },
-	{ "nonce-lifetime", NULL, TK_OFF(nonce_lifetime_ms), true, 1000, 86400 * 1000ull,
-	  "expected a duration from 1s to 24h such as 600 or 10m" },
-	{ "allow-peer", tk_allow_peer },
-	{ "deny-peer", tk_deny_peer },
-	{ "strict-expiry", tk_strict_expiry },
+    {"listen", tk_listen},
+    {"tcp-listen", tk_tcp_listen},
+    {"tls-listen", tk_tls_listen},
+    {"tls-cert", tk_tls_cert, .line_off = TK_OFF(tls_cert_line)},
+    {"tls-key", tk_tls_key, .line_off = TK_OFF(tls_key_line)},
+    {"tls-reload-interval", tk_tls_reload, .line_off = TK_OFF(tls_reload_line)},
+    {"realm", tk_realm},
+    {"relay-address", tk_relay_address},
+    {"public-ip", tk_public_ip},
+    {"ports", tk_ports, .line_off = TK_OFF(ports_line)},
+    {"max-allocations", NULL, TK_OFF(max_allocations), false, 1, 65536},
+    {"user-quota", NULL, TK_OFF(user_quota), false, 1, 65536},
+    {"unauth-rate", NULL, TK_OFF(unauth_rate), false, 1, 1000000},
+    {"unauth-burst", NULL, TK_OFF(unauth_burst), false, 1, 1000000},
+    {"unauth-ip-rate", NULL, TK_OFF(unauth_ip_rate), false, 1, 1000000},
+    {"unauth-ip-burst", NULL, TK_OFF(unauth_ip_burst), false, 1, 1000000},
+    {"tls-handshake-rate", NULL, TK_OFF(tls_rate), false, 1, 1000000},
+    {"tls-handshake-burst", NULL, TK_OFF(tls_burst), false, 1, 1000000},
+    {"tls-handshake-ip-rate", NULL, TK_OFF(tls_ip_rate), false, 1, 1000000},
+    {"tls-handshake-ip-burst", NULL, TK_OFF(tls_ip_burst), false, 1, 1000000},
+    {"auth-fail-rate", NULL, TK_OFF(authf_rate), false, 1, 1000000},
+    {"auth-fail-burst", NULL, TK_OFF(authf_burst), false, 1, 1000000},
+    {"auth-fail-ip-rate", NULL, TK_OFF(authf_ip_rate), false, 1, 1000000},
+    {"auth-fail-ip-burst", NULL, TK_OFF(authf_ip_burst), false, 1, 1000000},
+    {"tcp-max-per-ip", NULL, TK_OFF(tcp_max_per_ip), false, 1, 65536},
+    {"tcp-max-connections", NULL, TK_OFF(tcp_max_conns), false, 1,
+     CONF_TURN_TCP_MAX_CONNECTIONS_MAX},
+    {"tcp-auth-timeout", NULL, TK_OFF(tcp_auth_timeout_ms), true, 100, 30000,
+     "expected a duration from 100ms to 30s such as 10s"},
+    {"max-lifetime", NULL, TK_OFF(max_lifetime_ms), true, 1000, 86400 * 1000ull,
+     "expected a duration from 1s to 24h such as 3600 or 1h"},
+    {"nonce-lifetime", NULL, TK_OFF(nonce_lifetime_ms), true, 1000, 86400 * 1000ull,
+     "expected a duration from 1s to 24h such as 600 or 10m"},
+    {"allow-peer", tk_allow_peer},
+    {"deny-peer", tk_deny_peer},
+    {"strict-expiry", tk_strict_expiry},
 };
 
 static const struct turn_key_def *turn_key_find(const char *key)
@@ -685,8 +1274,7 @@ static const struct turn_key_def *turn_key_find(const char *key)
 	return NULL;
 }
 
-const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf,
-			  size_t n)
+const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf, size_t n)
 {
 	const struct turn_key_def *k = turn_key_find(key);
 	char *at;
@@ -770,7 +1358,7 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
 	static const struct {
 		const char *suffix;
 		uint64_t mul;
-	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
 	unsigned long long v;
 	char *end;
 
@@ -796,10 +1384,10 @@ int conf_parse_duration(const char *s, uint64_t *ms, bool allow_zero)
  * it inherited, later ones add to it. */
 struct layer {
 	bool masters_replaced;
-	bool prbe_replaced; /* the same for prbe-listen */
+	bool prbe_replaced;	     /* the same for prbe-listen */
 	bool control_allow_replaced; /* ... and control-allow-upstream */
 	bool xdp_replaced;	     /* ... and xdp-interface */
-	unsigned line; /* of the key being applied; 0: command line */
+	unsigned line;		     /* of the key being applied; 0: command line */
 };
 
 struct key;
@@ -811,8 +1399,8 @@ enum key_scope { SCOPE_GLOBAL, SCOPE_RELAY };
 struct key {
 	const char *name;
 	enum key_scope scope;
-	bool flag;     /* no value on the command line; yes/no in the file */
-	size_t off;    /* field for the generic setters */
+	bool flag;	/* no value on the command line; yes/no in the file */
+	size_t off;	/* field for the generic setters */
 	key_set_fn set; /* returns NULL, or why the value is wrong */
 };
 
@@ -834,8 +1422,8 @@ static bool valid_tag(const char *s, bool may_be_empty)
 
 static int parse_bool(const char *v, bool *out)
 {
-	static const char *const yes[] = { "yes", "true", "on", "1" };
-	static const char *const no[] = { "no", "false", "off", "0" };
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
 
 	for (size_t i = 0; i < 4; i++) {
 		if (strcmp(v, yes[i]) == 0)
@@ -856,7 +1444,7 @@ static const char *set_upstream(struct etr_conf *c, struct relay_conf *r, const 
 				const char *v, struct layer *ly)
 {
 	return addr_split(v, r->upstream_host, &r->upstream_port, -1) < 0 ? "expected HOST:PORT"
-									    : NULL;
+									  : NULL;
 }
 
 static const char *set_master(struct etr_conf *c, struct relay_conf *r, const struct key *k,
@@ -909,8 +1497,8 @@ static const char *set_duration(struct etr_conf *c, struct relay_conf *r, const 
 				const char *v, struct layer *ly)
 {
 	return conf_parse_duration(v, (uint64_t *)(void *)((char *)r + k->off), false) < 0
-		       ? "expected a duration above 0 such as 30s, 500ms or 5m"
-		       : NULL;
+		   ? "expected a duration above 0 such as 30s, 500ms or 5m"
+		   : NULL;
 }
 
 /* A count in [1, 100000] into the uint32_t at k->off. */
@@ -932,17 +1520,17 @@ static const char *set_cache(struct etr_conf *c, struct relay_conf *r, const str
 			     const char *v, struct layer *ly)
 {
 	return conf_parse_duration(v, &r->query_cache_ms, true) < 0
-		       ? "expected a duration such as 1s or 500ms, 0 for no cache"
-		       : NULL;
+		   ? "expected a duration such as 1s or 500ms, 0 for no cache"
+		   : NULL;
 }
 
 static const char *set_stale(struct etr_conf *c, struct relay_conf *r, const struct key *k,
 			     const char *v, struct layer *ly)
 {
 	return conf_parse_duration(v, &r->query_cache_stale_ms, true) < 0 ||
-			       r->query_cache_stale_ms > 60000
-		       ? "expected a duration from 0 to 60s such as 5s"
-		       : NULL;
+		       r->query_cache_stale_ms > 60000
+		   ? "expected a duration from 0 to 60s such as 5s"
+		   : NULL;
 }
 
 /* A byte count with an optional k (1024) or M (1048576) into the uint32_t
@@ -1031,7 +1619,7 @@ static const char *set_bool(struct etr_conf *c, struct relay_conf *r, const stru
 			    const char *v, struct layer *ly)
 {
 	return parse_bool(v, (bool *)(void *)((char *)c + k->off)) < 0 ? "expected yes or no"
-									: NULL;
+								       : NULL;
 }
 
 static const char *set_log_time(struct etr_conf *c, struct relay_conf *r, const struct key *k,
@@ -1061,8 +1649,8 @@ static const char *set_drain(struct etr_conf *c, struct relay_conf *r, const str
 			     const char *v, struct layer *ly)
 {
 	return conf_parse_duration(v, &c->drain_timeout_ms, true) < 0
-		       ? "expected a duration such as 0, 30s or 5m"
-		       : NULL;
+		   ? "expected a duration such as 0, 30s or 5m"
+		   : NULL;
 }
 
 static const char *set_prbe(struct etr_conf *c, struct relay_conf *r, const struct key *k,
@@ -1148,8 +1736,8 @@ static const char *set_turn(struct etr_conf *c, struct relay_conf *r, const stru
 
 /* control-url: http:// or https://, visible ASCII; trailing '/' dropped so
  * the service paths join it with one. */
-static const char *set_control_url(struct etr_conf *c, struct relay_conf *r,
-				   const struct key *k, const char *v, struct layer *ly)
+static const char *set_control_url(struct etr_conf *c, struct relay_conf *r, const struct key *k,
+				   const char *v, struct layer *ly)
 {
 	size_t n = strlen(v), hlen;
 	const char *host;
@@ -1273,101 +1861,100 @@ static const char *set_gduration(struct etr_conf *c, struct relay_conf *r, const
 				 const char *v, struct layer *ly)
 {
 	return conf_parse_duration(v, (uint64_t *)(void *)((char *)c + k->off), false) < 0
-		       ? "expected a duration above 0 such as 30s, 500ms or 5m"
-		       : NULL;
+		   ? "expected a duration above 0 such as 30s, 500ms or 5m"
+		   : NULL;
 }
 
 #define RK(field) offsetof(struct relay_conf, field)
 #define GK(field) offsetof(struct etr_conf, field)
 static const struct key keys[] = {
-	{ "listen", SCOPE_RELAY, false, 0, set_listen },
-	{ "upstream", SCOPE_RELAY, false, 0, set_upstream },
-	{ "master", SCOPE_RELAY, false, 0, set_master },
-	{ "game", SCOPE_RELAY, false, 0, set_game },
-	{ "heartbeat", SCOPE_RELAY, false, RK(heartbeat), set_tag },
-	{ "flatline", SCOPE_RELAY, false, RK(flatline), set_tag },
-	{ "heartbeat-interval", SCOPE_RELAY, false, RK(heartbeat_interval_ms), set_duration },
-	{ "probe-timeout", SCOPE_RELAY, false, RK(probe_timeout_ms), set_duration },
-	{ "session-timeout", SCOPE_RELAY, false, RK(session_timeout_ms), set_duration },
-	{ "max-sessions", SCOPE_RELAY, false, RK(max_sessions), set_count },
-	{ "session-ports", SCOPE_RELAY, false, 0, set_ports },
-	{ "sessions-per-ip", SCOPE_RELAY, false, RK(sessions_per_ip), set_count },
-	{ "unassured-timeout", SCOPE_RELAY, false, RK(unassured_timeout_ms), set_duration },
-	{ "ip-session-rate", SCOPE_RELAY, false, RK(ip_session_rate), set_count },
-	{ "session-rate", SCOPE_RELAY, false, RK(session_rate), set_count },
-	{ "master-queries", SCOPE_RELAY, false, RK(master_queries), set_count },
-	{ "ip-query-burst", SCOPE_RELAY, false, RK(ip_query_burst), set_count },
-	{ "ip-query-rate", SCOPE_RELAY, false, RK(ip_query_rate), set_count },
-	{ "server-query-burst", SCOPE_RELAY, false, RK(server_query_burst), set_count },
-	{ "server-query-rate", SCOPE_RELAY, false, RK(server_query_rate), set_count },
-	{ "query-cache", SCOPE_RELAY, false, 0, set_cache },
-	{ "query-cache-stale", SCOPE_RELAY, false, 0, set_stale },
-	{ "query-cache-rate", SCOPE_RELAY, false, RK(query_cache_rate), set_count },
-	{ "query-cache-bytes", SCOPE_RELAY, false, RK(query_cache_bytes), set_bytes },
-	{ "query-cache-max-reply", SCOPE_RELAY, false, RK(query_cache_max_reply), set_bytes },
-	{ "prbe", SCOPE_RELAY, false, 0, set_prbe },
-	{ "ban-file", SCOPE_GLOBAL, false, 0, set_ban_file },
-	{ "backend", SCOPE_GLOBAL, false, 0, set_backend },
-	{ "gso", SCOPE_GLOBAL, false, GK(gso), set_bool },
-	{ "workers", SCOPE_GLOBAL, false, 0, set_workers },
-	{ "ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen },
-	{ "ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool },
-	{ "drain-timeout", SCOPE_GLOBAL, false, 0, set_drain },
-	{ "debug", SCOPE_GLOBAL, true, GK(debug), set_bool },
-	{ "log-time", SCOPE_GLOBAL, false, 0, set_log_time },
-	{ "prbe-listen", SCOPE_GLOBAL, false, 0, set_prbe_listen },
-	{ "prbe-max-size", SCOPE_GLOBAL, false, GK(prbe.max_size), set_prbe_number },
-	{ "prbe-rate", SCOPE_GLOBAL, false, GK(prbe.rate), set_prbe_number },
-	{ "prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number },
-	{ "prbe-listener-rate", SCOPE_GLOBAL, false, GK(prbe.listener_rate), set_prbe_number },
-	{ "prbe-listener-burst", SCOPE_GLOBAL, false, GK(prbe.listener_burst), set_prbe_number },
-	{ "xdp-interface", SCOPE_GLOBAL, false, 0, set_xdp_interface },
-	{ "xdp-rate", SCOPE_GLOBAL, false, GK(xdp.rate), set_xdp_number },
-	{ "xdp-burst", SCOPE_GLOBAL, false, GK(xdp.burst), set_xdp_number },
-	{ "sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen },
-	{ "sni-route", SCOPE_GLOBAL, false, 0, set_sni_route },
-	{ "turn-listen", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tcp-listen", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-listen", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-cert", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-key", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-reload-interval", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-realm", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-relay-address", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-public-ip", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-ports", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-unauth-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-unauth-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-handshake-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-handshake-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-handshake-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tls-handshake-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-auth-fail-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-auth-fail-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-auth-fail-ip-rate", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-auth-fail-ip-burst", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tcp-max-connections", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-tcp-auth-timeout", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-deny-peer", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "turn-strict-expiry", SCOPE_GLOBAL, false, 0, set_turn },
-	{ "control-url", SCOPE_GLOBAL, false, 0, set_control_url },
-	{ "control-bootstrap-token-file", SCOPE_GLOBAL, false, GK(control_bootstrap_file),
-	  set_gpath },
-	{ "state-directory", SCOPE_GLOBAL, false, GK(state_dir), set_state_dir },
-	{ "control-interval", SCOPE_GLOBAL, false, GK(control_interval_ms), set_gduration },
-	{ "control-timeout", SCOPE_GLOBAL, false, GK(control_timeout_ms), set_gduration },
-	{ "control-backoff-min", SCOPE_GLOBAL, false, GK(control_backoff_min_ms), set_gduration },
-	{ "control-backoff-max", SCOPE_GLOBAL, false, GK(control_backoff_max_ms), set_gduration },
-	{ "control-max-answer", SCOPE_GLOBAL, false, 0, set_control_max_answer },
-	{ "control-allow-upstream", SCOPE_GLOBAL, false, 0, set_control_allow },
+    {"listen", SCOPE_RELAY, false, 0, set_listen},
+    {"upstream", SCOPE_RELAY, false, 0, set_upstream},
+    {"master", SCOPE_RELAY, false, 0, set_master},
+    {"game", SCOPE_RELAY, false, 0, set_game},
+    {"heartbeat", SCOPE_RELAY, false, RK(heartbeat), set_tag},
+    {"flatline", SCOPE_RELAY, false, RK(flatline), set_tag},
+    {"heartbeat-interval", SCOPE_RELAY, false, RK(heartbeat_interval_ms), set_duration},
+    {"probe-timeout", SCOPE_RELAY, false, RK(probe_timeout_ms), set_duration},
+    {"session-timeout", SCOPE_RELAY, false, RK(session_timeout_ms), set_duration},
+    {"max-sessions", SCOPE_RELAY, false, RK(max_sessions), set_count},
+    {"session-ports", SCOPE_RELAY, false, 0, set_ports},
+    {"sessions-per-ip", SCOPE_RELAY, false, RK(sessions_per_ip), set_count},
+    {"unassured-timeout", SCOPE_RELAY, false, RK(unassured_timeout_ms), set_duration},
+    {"ip-session-rate", SCOPE_RELAY, false, RK(ip_session_rate), set_count},
+    {"session-rate", SCOPE_RELAY, false, RK(session_rate), set_count},
+    {"master-queries", SCOPE_RELAY, false, RK(master_queries), set_count},
+    {"ip-query-burst", SCOPE_RELAY, false, RK(ip_query_burst), set_count},
+    {"ip-query-rate", SCOPE_RELAY, false, RK(ip_query_rate), set_count},
+    {"server-query-burst", SCOPE_RELAY, false, RK(server_query_burst), set_count},
+    {"server-query-rate", SCOPE_RELAY, false, RK(server_query_rate), set_count},
+    {"query-cache", SCOPE_RELAY, false, 0, set_cache},
+    {"query-cache-stale", SCOPE_RELAY, false, 0, set_stale},
+    {"query-cache-rate", SCOPE_RELAY, false, RK(query_cache_rate), set_count},
+    {"query-cache-bytes", SCOPE_RELAY, false, RK(query_cache_bytes), set_bytes},
+    {"query-cache-max-reply", SCOPE_RELAY, false, RK(query_cache_max_reply), set_bytes},
+    {"prbe", SCOPE_RELAY, false, 0, set_prbe},
+    {"ban-file", SCOPE_GLOBAL, false, 0, set_ban_file},
+    {"backend", SCOPE_GLOBAL, false, 0, set_backend},
+    {"gso", SCOPE_GLOBAL, false, GK(gso), set_bool},
+    {"workers", SCOPE_GLOBAL, false, 0, set_workers},
+    {"ops-listen", SCOPE_GLOBAL, false, 0, set_ops_listen},
+    {"ops-allow-public", SCOPE_GLOBAL, true, GK(ops_allow_public), set_bool},
+    {"drain-timeout", SCOPE_GLOBAL, false, 0, set_drain},
+    {"debug", SCOPE_GLOBAL, true, GK(debug), set_bool},
+    {"log-time", SCOPE_GLOBAL, false, 0, set_log_time},
+    {"prbe-listen", SCOPE_GLOBAL, false, 0, set_prbe_listen},
+    {"prbe-max-size", SCOPE_GLOBAL, false, GK(prbe.max_size), set_prbe_number},
+    {"prbe-rate", SCOPE_GLOBAL, false, GK(prbe.rate), set_prbe_number},
+    {"prbe-burst", SCOPE_GLOBAL, false, GK(prbe.burst), set_prbe_number},
+    {"prbe-listener-rate", SCOPE_GLOBAL, false, GK(prbe.listener_rate), set_prbe_number},
+    {"prbe-listener-burst", SCOPE_GLOBAL, false, GK(prbe.listener_burst), set_prbe_number},
+    {"xdp-interface", SCOPE_GLOBAL, false, 0, set_xdp_interface},
+    {"xdp-rate", SCOPE_GLOBAL, false, GK(xdp.rate), set_xdp_number},
+    {"xdp-burst", SCOPE_GLOBAL, false, GK(xdp.burst), set_xdp_number},
+    {"sni-listen", SCOPE_GLOBAL, false, 0, set_sni_listen},
+    {"sni-route", SCOPE_GLOBAL, false, 0, set_sni_route},
+    {"turn-listen", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tcp-listen", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-listen", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-cert", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-key", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-reload-interval", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-realm", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-relay-address", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-public-ip", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-ports", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-max-allocations", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-user-quota", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-unauth-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-unauth-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-unauth-ip-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-unauth-ip-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-handshake-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-handshake-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-handshake-ip-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tls-handshake-ip-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-auth-fail-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-auth-fail-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-auth-fail-ip-rate", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-auth-fail-ip-burst", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tcp-max-per-ip", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tcp-max-connections", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-tcp-auth-timeout", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-max-lifetime", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-nonce-lifetime", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-allow-peer", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-deny-peer", SCOPE_GLOBAL, false, 0, set_turn},
+    {"turn-strict-expiry", SCOPE_GLOBAL, false, 0, set_turn},
+    {"control-url", SCOPE_GLOBAL, false, 0, set_control_url},
+    {"control-bootstrap-token-file", SCOPE_GLOBAL, false, GK(control_bootstrap_file), set_gpath},
+    {"state-directory", SCOPE_GLOBAL, false, GK(state_dir), set_state_dir},
+    {"control-interval", SCOPE_GLOBAL, false, GK(control_interval_ms), set_gduration},
+    {"control-timeout", SCOPE_GLOBAL, false, GK(control_timeout_ms), set_gduration},
+    {"control-backoff-min", SCOPE_GLOBAL, false, GK(control_backoff_min_ms), set_gduration},
+    {"control-backoff-max", SCOPE_GLOBAL, false, GK(control_backoff_max_ms), set_gduration},
+    {"control-max-answer", SCOPE_GLOBAL, false, 0, set_control_max_answer},
+    {"control-allow-upstream", SCOPE_GLOBAL, false, 0, set_control_allow},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= CONF_KEYS_MAX, "raise CONF_KEYS_MAX");
@@ -1381,7 +1968,7 @@ static const struct key *key_find(const char *name)
 }
 
 static void err_add(struct conf_errors *e, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 static void err_add(struct conf_errors *e, const char *fmt, ...)
 {
 	va_list ap;
@@ -1414,10 +2001,10 @@ static const char *apply(struct etr_conf *c, struct relay_conf *r, const struct 
 
 /* Where the first of keys a, b that is set in r was set, for an error about
  * the two: "FILE:LINE", "etrelay: command line", or `where` for defaults. */
-static const char *key_origin(const struct etr_conf *c, const struct relay_conf *r,
-			      const char *a, const char *b, const char *where, char *buf, size_t n)
+static const char *key_origin(const struct etr_conf *c, const struct relay_conf *r, const char *a,
+			      const char *b, const char *where, char *buf, size_t n)
 {
-	const char *names[2] = { a, b };
+	const char *names[2] = {a, b};
 
 	for (unsigned i = 0; i < 2 && names[i]; i++) {
 		const struct key *k = key_find(names[i]);
@@ -1481,15 +2068,15 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 	int opt;
 
 	for (size_t i = 0; i < NKEYS; i++)
-		longopts[n++] = (struct option){ keys[i].name,
-						 keys[i].flag ? no_argument : required_argument,
-						 NULL, 256 + (int)i };
-	longopts[n++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
-	longopts[n++] = (struct option){ "test", no_argument, NULL, OPT_TEST };
-	longopts[n++] = (struct option){ "probe", no_argument, NULL, OPT_PROBE };
-	longopts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
-	longopts[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
-	longopts[n] = (struct option){ NULL, 0, NULL, 0 };
+		longopts[n++] =
+		    (struct option){keys[i].name, keys[i].flag ? no_argument : required_argument,
+				    NULL, 256 + (int)i};
+	longopts[n++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[n++] = (struct option){"test", no_argument, NULL, OPT_TEST};
+	longopts[n++] = (struct option){"probe", no_argument, NULL, OPT_PROBE};
+	longopts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	longopts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
+	longopts[n] = (struct option){NULL, 0, NULL, 0};
 
 	/* Values are checked at once against a scratch copy, so a bad flag
 	 * fails before any file is read; they are applied in conf_finish. */
@@ -1548,7 +2135,7 @@ int conf_parse_args(struct etr_conf *c, int argc, char **argv, struct conf_error
 			err_add(e, "etrelay: --%s: invalid value '%s' (%s)", k->name, optarg, why);
 			return -1;
 		}
-		c->cli[c->ncli++] = (struct conf_cli){ k->name, k->flag ? NULL : optarg };
+		c->cli[c->ncli++] = (struct conf_cli){k->name, k->flag ? NULL : optarg};
 		if (strcmp(k->name, "upstream") == 0)
 			c->cli_upstream = true;
 		if (strcmp(k->name, "sni-listen") == 0 || strcmp(k->name, "prbe-listen") == 0 ||
@@ -1608,8 +2195,8 @@ static struct sni_conf *sni_section(struct etr_conf *c, const char *name, const 
 	}
 	for (unsigned i = 0; i < c->nsni; i++)
 		if (strcmp(c->sni[i].name, name) == 0) {
-			err_add(e, "%s:%u: sni '%s' already defined at line %u", path, lineno,
-				name, c->sni[i].line);
+			err_add(e, "%s:%u: sni '%s' already defined at line %u", path, lineno, name,
+				c->sni[i].line);
 			return discard;
 		}
 	if (c->nsni == CONF_SNI_MAX) {
@@ -1765,10 +2352,11 @@ static void sni_key(struct etr_conf *c, struct sni_conf *s, const char *key, con
 	} else if (strcmp(key, "max-spliced") == 0) {
 		why = sni_count(v, &s->max_spliced);
 	} else {
-		err_add(e, "%s:%u: unknown key '%s' in an [sni] section (listen, route, "
-			   "preread-timeout, connect-timeout, idle-timeout, send-timeout, "
-			   "max-connections, max-connections-per-ip, max-preread, splice, "
-			   "max-spliced)",
+		err_add(e,
+			"%s:%u: unknown key '%s' in an [sni] section (listen, route, "
+			"preread-timeout, connect-timeout, idle-timeout, send-timeout, "
+			"max-connections, max-connections-per-ip, max-preread, splice, "
+			"max-spliced)",
 			path, lineno, key);
 		return;
 	}
@@ -1783,7 +2371,7 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 	struct sni_conf *sni = NULL, sni_discard;
 	struct turn_conf *turn = NULL;
 	static struct turn_conf turn_discard; /* 8 KiB of paths: not on the stack */
-	struct layer ly = { false };
+	struct layer ly = {false};
 	unsigned lineno = 0, before = e->count;
 	bool in_section = false;
 	size_t pos = 0;
@@ -1838,9 +2426,11 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 			}
 			if (!close || *trim(close + 1) != '\0' || strncmp(s, "[relay", 6) != 0 ||
 			    (s[6] != ' ' && s[6] != '\t')) {
-				err_add(e, "%s:%u: expected a section header [relay NAME], [sni NAME] or "
-					   "[turn NAME]",
-					path, lineno);
+				err_add(
+				    e,
+				    "%s:%u: expected a section header [relay NAME], [sni NAME] or "
+				    "[turn NAME]",
+				    path, lineno);
 				continue;
 			}
 			sni = NULL;
@@ -1848,7 +2438,9 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
 			*close = '\0';
 			name = trim(s + 6);
 			if (!valid_name(name)) {
-				err_add(e, "%s:%u: relay name '%s': use 1 to %d letters, digits, '-', '_' or '.'",
+				err_add(e,
+					"%s:%u: relay name '%s': use 1 to %d letters, digits, '-', "
+					"'_' or '.'",
 					path, lineno, name, CONF_NAME_MAX - 1);
 				continue;
 			}
@@ -1953,14 +2545,16 @@ static void check_master_family(const struct etr_conf *c, const struct relay_con
 		return;
 	addr_str(&r->listen.sa, a);
 	if (m->line)
-		err_add(e, "%s:%u: master %s: an %s address; relay %s listens on %s, which "
-			   "cannot reach it (listen on %s, or give an %s master)",
+		err_add(e,
+			"%s:%u: master %s: an %s address; relay %s listens on %s, which "
+			"cannot reach it (listen on %s, or give an %s master)",
 			c->path ? c->path : "", m->line, hp, fam == AF_INET ? "IPv4" : "IPv6",
 			r->name, a, fam == AF_INET ? "0.0.0.0 or [::]" : "an IPv6 address",
 			conf_addr_family(&r->listen) == AF_INET ? "IPv4" : "IPv6");
 	else
-		err_add(e, "etrelay: --master %s: an %s address; relay %s listens on %s, which "
-			   "cannot reach it (listen on %s, or give an %s master)",
+		err_add(e,
+			"etrelay: --master %s: an %s address; relay %s listens on %s, which "
+			"cannot reach it (listen on %s, or give an %s master)",
 			hp, fam == AF_INET ? "IPv4" : "IPv6", r->name, a,
 			fam == AF_INET ? "0.0.0.0 or [::]" : "an IPv6 address",
 			conf_addr_family(&r->listen) == AF_INET ? "IPv4" : "IPv6");
@@ -1985,8 +2579,9 @@ static bool relay_loops(const struct etr_conf *c, const struct relay_conf *r,
 		up = &num;
 	}
 	if (addrclass_loops(up, &r->listen, local, nlocal)) {
-		err_add(e, "%s: upstream %s (relay %s) is its own listen address %s: a loop, "
-			   "players would get no answer",
+		err_add(e,
+			"%s: upstream %s (relay %s) is its own listen address %s: a loop, "
+			"players would get no answer",
 			key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp, r->name,
 			addr_str(&r->listen.sa, a));
 		return true;
@@ -2034,8 +2629,9 @@ static bool relay_cycle(const struct etr_conf *c, unsigned i, const union etr_so
 			const struct relay_conf *r = &c->relays[i];
 
 			addr_hostport(r->upstream_host, r->upstream_port, hp);
-			err_add(e, "%s: upstream %s (relay %s) leads through relay %s back to it: "
-				   "a loop, the game server would get no datagram",
+			err_add(e,
+				"%s: upstream %s (relay %s) leads through relay %s back to it: "
+				"a loop, the game server would get no datagram",
 				key_origin(c, r, "upstream", "listen", where, o, sizeof(o)), hp,
 				r->name, c->relays[cur == i ? j : cur].name);
 			return true;
@@ -2051,7 +2647,8 @@ int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
 	int rc = 0;
 
 	for (unsigned i = 0; i < c->nrelays; i++)
-		if (relay_loops(c, &c->relays[i], up ? &up[i] : NULL, local, nlocal, "etrelay", e) ||
+		if (relay_loops(c, &c->relays[i], up ? &up[i] : NULL, local, nlocal, "etrelay",
+				e) ||
 		    relay_cycle(c, i, up, local, nlocal, "etrelay", e))
 			rc = -1;
 	return rc;
@@ -2080,18 +2677,21 @@ static void relay_finish(struct etr_conf *c, struct relay_conf *r, const char *w
 		}
 	}
 	if (r->server_query_burst <= RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER)
-		err_add(e, "%s: server-query-burst %u (relay %s) must be above %u: that many tokens "
-			   "are kept for a master and for players",
+		err_add(e,
+			"%s: server-query-burst %u (relay %s) must be above %u: that many tokens "
+			"are kept for a master and for players",
 			key_origin(c, r, "server-query-burst", NULL, where, o, sizeof(o)),
-			r->server_query_burst, r->name, RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
+			r->server_query_burst, r->name,
+			RELAY_RESERVE_MASTER + RELAY_RESERVE_PLAYER);
 	if (r->upstream_host[0] == '\0')
 		err_add(e, "%s: upstream: missing (the game server's HOST:PORT)", where);
 	relay_loops(c, r, NULL, NULL, 0, where, e);
 	for (unsigned i = 0; i < r->nmasters; i++)
 		check_master_family(c, r, &r->masters[i], e);
 	if (r->port_min && r->max_sessions > (uint32_t)(r->port_max - r->port_min + 1))
-		err_add(e, "%s: max-sessions %u (relay %s) is more than the %u ports of "
-			   "session-ports %u-%u",
+		err_add(e,
+			"%s: max-sessions %u (relay %s) is more than the %u ports of "
+			"session-ports %u-%u",
 			key_origin(c, r, "max-sessions", "session-ports", where, o, sizeof(o)),
 			r->max_sessions, r->name, r->port_max - r->port_min + 1, r->port_min,
 			r->port_max);
@@ -2120,8 +2720,9 @@ static void prbe_add_port(struct etr_conf *c, uint16_t port, struct conf_errors 
 		if (c->prbe.ports[i] == port)
 			return;
 	if (c->prbe.nports == CONF_PRBE_PORTS_MAX) {
-		err_add(e, "etrelay: PRBE echo on more than " CONF_STR(CONF_PRBE_PORTS_MAX)
-			   " ports (prbe-listen, and relays with prbe yes)");
+		err_add(e,
+			"etrelay: PRBE echo on more than " CONF_STR(
+			    CONF_PRBE_PORTS_MAX) " ports (prbe-listen, and relays with prbe yes)");
 		return;
 	}
 	c->prbe.ports[c->prbe.nports++] = port;
@@ -2142,15 +2743,17 @@ static void prbe_finish(struct etr_conf *c, struct conf_errors *e)
 		for (unsigned j = 0; j < i; j++)
 			if (listeners_overlap(l, &c->prbe.listen[j])) {
 				if (c->prbe.listen_line[j])
-					err_add(e, "%s: prbe-listen %s: given twice (first on line %u)",
-						where, a, c->prbe.listen_line[j]);
+					err_add(
+					    e, "%s: prbe-listen %s: given twice (first on line %u)",
+					    where, a, c->prbe.listen_line[j]);
 				else
 					err_add(e, "%s: prbe-listen %s: given twice", where, a);
 			}
 		for (unsigned j = 0; j < c->nrelays; j++)
 			if (listeners_overlap(l, &c->relays[j].listen))
-				err_add(e, "%s: prbe-listen %s: relay %s listens there; set prbe "
-					   "yes in that relay instead",
+				err_add(e,
+					"%s: prbe-listen %s: relay %s listens there; set prbe "
+					"yes in that relay instead",
 					where, a, c->relays[j].name);
 		if (e->count == before)
 			prbe_add_port(c, port_of(l), e);
@@ -2176,8 +2779,9 @@ static void sni_finish(struct etr_conf *c, struct conf_errors *e)
 		for (unsigned i = 0; i < c->nsni; i++)
 			taken |= strcmp(c->sni[i].name, q->name) == 0;
 		if (taken)
-			err_add(e, "etrelay: sni-listen: the file has an [sni %s] already; "
-				   "give the listener there",
+			err_add(e,
+				"etrelay: sni-listen: the file has an [sni %s] already; "
+				"give the listener there",
 				q->name);
 		else if (c->nsni == CONF_SNI_MAX)
 			err_add(e, "etrelay: sni-listen: too many sni listeners (at most %d)",
@@ -2231,8 +2835,8 @@ static const char *turn_ports_where(const struct etr_conf *c, const struct turn_
 		snprintf(buf, n, "%s: turn %s: turn-ports %u-%u",
 			 strcmp(conf_key_where(c, "turn-ports", o, sizeof(o)),
 				"etrelay: command line") == 0
-				 ? "etrelay"
-				 : o,
+			     ? "etrelay"
+			     : o,
 			 t->name, t->port_min, t->port_max);
 	else
 		snprintf(buf, n, "%s: ports %u-%u%s", where, t->port_min, t->port_max,
@@ -2257,8 +2861,8 @@ static void turn_port_clash(const struct etr_conf *c, const struct turn_conf *t,
 /* A relayed port that is another UDP listener's port would be skipped at
  * run time, silently: name both instead. TCP ports (tcp-listen,
  * ops-listen) take nothing from the relayed sockets, which are UDP. */
-static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t,
-			     const char *where, struct conf_errors *e)
+static void turn_ports_clash(const struct etr_conf *c, const struct turn_conf *t, const char *where,
+			     struct conf_errors *e)
 {
 	char what[CONF_NAME_MAX + 64 + ADDR_STRLEN], at[CONF_PATH_MAX + 48], a[ADDR_STRLEN];
 
@@ -2429,8 +3033,9 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 		for (unsigned i = 0; i < c->nturn; i++)
 			taken |= strcmp(c->turn[i].name, q->name) == 0;
 		if (taken)
-			err_add(e, "etrelay: turn-listen: the file has a [turn %s] already; "
-				   "give the listener there",
+			err_add(e,
+				"etrelay: turn-listen: the file has a [turn %s] already; "
+				"give the listener there",
 				q->name);
 		else if (c->nturn == CONF_TURN_MAX)
 			err_add(e, "etrelay: turn-listen: too many turn listeners (at most %d)",
@@ -2459,19 +3064,21 @@ static void turn_finish(struct etr_conf *c, struct conf_errors *e)
 			t->relay_set = true;
 		}
 		if (!t->relay_set)
-			err_add(e, "%s: relay-address: missing (listen %s is a wildcard; give the "
-				   "address relayed sockets bind to)",
+			err_add(e,
+				"%s: relay-address: missing (listen %s is a wildcard; give the "
+				"address relayed sockets bind to)",
 				where, addr_str(&t->listen.sa, a));
-		else if (t->relay_addr.sa.sa_family != AF_INET ||
-			 ip_wildcard(&t->relay_addr))
-			err_add(e, "%s: relay-address %s: expected a specific IPv4 address (IPv6 "
-				   "relayed addresses are not supported)",
+		else if (t->relay_addr.sa.sa_family != AF_INET || ip_wildcard(&t->relay_addr))
+			err_add(e,
+				"%s: relay-address %s: expected a specific IPv4 address (IPv6 "
+				"relayed addresses are not supported)",
 				where, addr_str(&t->relay_addr.sa, a));
 		if (!t->public_set)
 			t->public_ip = t->relay_addr;
 		width = (unsigned)t->port_max - t->port_min + 1;
 		if (t->max_allocations > width)
-			err_add(e, "%s: max-allocations %u is more than the %u ports of ports %u-%u",
+			err_add(e,
+				"%s: max-allocations %u is more than the %u ports of ports %u-%u",
 				where, t->max_allocations, width, t->port_min, t->port_max);
 		if (t->tls_set && (!t->tls_cert[0] || !t->tls_key[0]))
 			err_add(e, "%s: tls-listen: needs tls-cert and tls-key", where);
@@ -2510,7 +3117,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 {
 	unsigned before = e->count;
 	char where[CONF_NAME_MAX + 300];
-	struct layer global_layer = { false };
+	struct layer global_layer = {false};
 
 	bool other_listener = c->nsni > 0 || c->sni_cli.listen_set || c->prbe.nlisten > 0 ||
 			      c->nturn > 0 || c->turn_cli.listen_set;
@@ -2523,8 +3130,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 	/* No [relay] section: the top level (or the command line) is the one,
 	 * unless it names no game server and there is another listener (an
 	 * SNI listener or an echo port): any listener makes a process. */
-	if (c->nrelays == 0 &&
-	    (!other_listener || c->cli_upstream || c->base.upstream_host[0])) {
+	if (c->nrelays == 0 && (!other_listener || c->cli_upstream || c->base.upstream_host[0])) {
 		c->relays[0] = c->base;
 		c->nrelays = 1;
 	}
@@ -2539,7 +3145,7 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 		for (unsigned j = 0; j < c->nrelays; j++) {
 			/* Each relay's command-line layer starts with the first
 			 * --master seen for it. */
-			struct layer ly = { true };
+			struct layer ly = {true};
 			bool first_master = strcmp(k->name, "master") == 0;
 
 			for (unsigned p = 0; p < i && first_master; p++)
@@ -2579,8 +3185,8 @@ int conf_finish(struct etr_conf *c, struct conf_errors *e)
 			}
 			if (r->port_min && o->port_min && r->port_min <= o->port_max &&
 			    o->port_min <= r->port_max)
-				err_add(e, "%s: session-ports %u-%u overlap those of relay %s", where,
-					r->port_min, r->port_max, o->name);
+				err_add(e, "%s: session-ports %u-%u overlap those of relay %s",
+					where, r->port_min, r->port_max, o->name);
 		}
 	}
 	prbe_finish(c, e);
@@ -2607,8 +3213,9 @@ unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w)
 					 b->line);
 			else
 				snprintf(where, sizeof(where), "etrelay: --turn-allow-peer");
-			err_add(w, "%s: warning: turn %s: allow-peer %s/0 lets clients relay to "
-				   "every refused address (loopback, private networks, this host)",
+			err_add(w,
+				"%s: warning: turn %s: allow-peer %s/0 lets clients relay to "
+				"every refused address (loopback, private networks, this host)",
 				where, c->turn[i].name, v4 ? "0.0.0.0" : "::");
 		}
 	return w->count - before;
@@ -2648,8 +3255,9 @@ unsigned conf_master_warnings(const struct etr_conf *c, struct conf_errors *w)
 					 r->masters[m].line);
 			else
 				snprintf(where, sizeof(where), "etrelay: --master");
-			err_add(w, "%s: warning: relay %s: master %s lists %s servers, not %s ones "
-				   "(game %s): check game",
+			err_add(w,
+				"%s: warning: relay %s: master %s lists %s servers, not %s ones "
+				"(game %s): check game",
 				where, r->name, r->masters[m].host, g, r->game, r->game);
 		}
 	}
@@ -2668,8 +3276,9 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
 	 * it (ticks are skipped, never bunched); but the control plane may well
 	 * take the relay for gone meanwhile. */
 	if (c->control_timeout_ms > c->control_interval_ms)
-		err_add(w, "%s: warning: control-timeout %llu ms is above control-interval %llu ms: "
-			   "a slow control plane delays heartbeats past their interval",
+		err_add(w,
+			"%s: warning: control-timeout %llu ms is above control-interval %llu ms: "
+			"a slow control plane delays heartbeats past their interval",
 			conf_key_where(c, "control-timeout", o, sizeof(o)),
 			(unsigned long long)c->control_timeout_ms,
 			(unsigned long long)c->control_interval_ms);
@@ -2678,9 +3287,10 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
 
 		if (b->bits != 0)
 			continue;
-		err_add(w, "%s: warning: control-allow-upstream %s/0 lets the control plane route "
-			   "to every private network and link-local address (the cloud's metadata "
-			   "service); list the tunnels your backends are in",
+		err_add(w,
+			"%s: warning: control-allow-upstream %s/0 lets the control plane route "
+			"to every private network and link-local address (the cloud's metadata "
+			"service); list the tunnels your backends are in",
 			line_origin(c, b->line, o, sizeof(o)),
 			b->addr.sa.sa_family == AF_INET ? "0.0.0.0" : "::");
 	}
@@ -2691,8 +3301,9 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)
 		if (access(cred, F_OK) == 0 || getenv(CONF_CONTROL_ENV_TOKEN) ||
 		    getenv(CONF_CONTROL_ENV_TOKEN "_FILE"))
 			return w->count - before;
-		err_add(w, "%s: warning: control-bootstrap-token-file %s: %s, and there is no %s: "
-			   "the start will fail",
+		err_add(w,
+			"%s: warning: control-bootstrap-token-file %s: %s, and there is no %s: "
+			"the start will fail",
 			conf_key_where(c, "control-bootstrap-token-file", o, sizeof(o)), f,
 			strerror(err), cred);
 	}
@@ -2740,36 +3351,36 @@ void conf_each_listen(const struct etr_conf *c,
 	struct conf_listen l;
 
 	for (unsigned i = 0; i < c->nrelays; i++) {
-		l = (struct conf_listen){ "relay", "game relay", c->relays[i].name,
-					  &c->relays[i].listen };
+		l = (struct conf_listen){"relay", "game relay", c->relays[i].name,
+					 &c->relays[i].listen};
 		each(arg, &l);
 	}
 	for (unsigned i = 0; i < c->prbe.nlisten; i++) {
-		l = (struct conf_listen){ "prbe-listen", "PRBE echo port", "", &c->prbe.listen[i] };
+		l = (struct conf_listen){"prbe-listen", "PRBE echo port", "", &c->prbe.listen[i]};
 		each(arg, &l);
 	}
 	for (unsigned i = 0; i < c->nsni; i++) {
-		l = (struct conf_listen){ "sni", "SNI listener", c->sni[i].name, &c->sni[i].listen };
+		l = (struct conf_listen){"sni", "SNI listener", c->sni[i].name, &c->sni[i].listen};
 		each(arg, &l);
 	}
 	for (unsigned i = 0; i < c->nturn; i++) {
 		const struct turn_conf *t = &c->turn[i];
 
-		l = (struct conf_listen){ "turn", "TURN listener", t->name, &t->listen };
+		l = (struct conf_listen){"turn", "TURN listener", t->name, &t->listen};
 		each(arg, &l);
 		if (t->tcp_set) {
-			l = (struct conf_listen){ "turn", "TURN TCP listener", t->name,
-						  &t->tcp_listen };
+			l = (struct conf_listen){"turn", "TURN TCP listener", t->name,
+						 &t->tcp_listen};
 			each(arg, &l);
 		}
 		if (t->tls_set) {
-			l = (struct conf_listen){ "turn", "TURN TLS listener", t->name,
-						  &t->tls_listen };
+			l = (struct conf_listen){"turn", "TURN TLS listener", t->name,
+						 &t->tls_listen};
 			each(arg, &l);
 		}
 	}
 	if (c->ops_enabled) {
-		l = (struct conf_listen){ "ops-listen", "ops listener", "", &c->ops_listen };
+		l = (struct conf_listen){"ops-listen", "ops listener", "", &c->ops_listen};
 		each(arg, &l);
 	}
 }

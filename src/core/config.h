@@ -19,41 +19,41 @@
 #define CONF_MASTERS_MAX 8
 /* A limit's number as a string literal, for messages. */
 #define CONF_STR_(x) #x
-#define CONF_STR(x) CONF_STR_(x)
+#define CONF_STR(x)  CONF_STR_(x)
 /* Keys of the option table (src/core/config.c asserts it has no more). */
 #define CONF_KEYS_MAX 96
 /* key_line[] of a key set on the command line. */
-#define CONF_LINE_CLI ((unsigned)-1)
-#define CONF_TAG_MAX 64
-#define CONF_NAME_MAX 32
-#define CONF_CLI_MAX 128
-#define CONF_DEFAULT_PATH "/etc/etrelay/etrelay.conf"
-#define CONF_DEFAULT_LISTEN "0.0.0.0:27960"
-#define CONF_MASTER_PORT 27950
+#define CONF_LINE_CLI		((unsigned)-1)
+#define CONF_TAG_MAX		64
+#define CONF_NAME_MAX		32
+#define CONF_CLI_MAX		128
+#define CONF_DEFAULT_PATH	"/etc/etrelay/etrelay.conf"
+#define CONF_DEFAULT_LISTEN	"0.0.0.0:27960"
+#define CONF_MASTER_PORT	27950
 #define CONF_HEARTBEAT_INTERVAL (300 * 1000ull) /* ms */
-#define CONF_SESSION_TIMEOUT (120 * 1000ull)    /* ms */
-#define CONF_PROBE_TIMEOUT (3 * 1000ull)        /* ms */
-#define CONF_PROBE_ATTEMPTS 3
-#define CONF_MAX_SESSIONS 4000
-#define CONF_SESSIONS_PER_IP 8
-#define CONF_UNASSURED_TIMEOUT (10 * 1000ull) /* ms */
-#define CONF_IP_SESSION_RATE 8 /* new sessions per second (and at once) per IP */
+#define CONF_SESSION_TIMEOUT	(120 * 1000ull) /* ms */
+#define CONF_PROBE_TIMEOUT	(3 * 1000ull)	/* ms */
+#define CONF_PROBE_ATTEMPTS	3
+#define CONF_MAX_SESSIONS	4000
+#define CONF_SESSIONS_PER_IP	8
+#define CONF_UNASSURED_TIMEOUT	(10 * 1000ull) /* ms */
+#define CONF_IP_SESSION_RATE	8	       /* new sessions per second (and at once) per IP */
 /* New sessions per second in all: with the default unassured timeout, a
  * flood keeps at most 1000 unassured sessions, a quarter of the table. */
-#define CONF_SESSION_RATE 100
+#define CONF_SESSION_RATE   100
 #define CONF_MASTER_QUERIES 2 /* per heartbeat interval: a master asks once or twice */
 /* A session answered with a challengeResponse is neither evicted nor timed
  * out as unassured for this long: its client's connect is on its way. */
-#define CONF_CHALLENGE_GRACE (5 * 1000ull) /* ms */
-#define CONF_IP_QUERY_BURST 10  /* the game server's own per-IP bucket */
-#define CONF_IP_QUERY_RATE 1    /* per second */
-#define CONF_SERVER_QUERY_BURST 9 /* the server's 10 less one: room for jitter */
-#define CONF_SERVER_QUERY_RATE 1
-#define CONF_QUERY_CACHE (1000ull) /* ms */
-#define CONF_QUERY_CACHE_STALE (5000ull) /* ms */
-#define CONF_QUERY_CACHE_RATE 200        /* answers per second, per relay */
-#define CONF_QUERY_CACHE_BYTES (256u << 10) /* bytes per second, per relay */
-#define CONF_QUERY_CACHE_MAX_REPLY 4096  /* bytes */
+#define CONF_CHALLENGE_GRACE	   (5 * 1000ull) /* ms */
+#define CONF_IP_QUERY_BURST	   10		 /* the game server's own per-IP bucket */
+#define CONF_IP_QUERY_RATE	   1		 /* per second */
+#define CONF_SERVER_QUERY_BURST	   9		 /* the server's 10 less one: room for jitter */
+#define CONF_SERVER_QUERY_RATE	   1
+#define CONF_QUERY_CACHE	   (1000ull)	/* ms */
+#define CONF_QUERY_CACHE_STALE	   (5000ull)	/* ms */
+#define CONF_QUERY_CACHE_RATE	   200		/* answers per second, per relay */
+#define CONF_QUERY_CACHE_BYTES	   (256u << 10) /* bytes per second, per relay */
+#define CONF_QUERY_CACHE_MAX_REPLY 4096		/* bytes */
 /* Tokens of the server budget kept for each master (a getChallenge and a
  * getinfo; all masters together at most burst - players - 1), and for
  * players. */
@@ -64,19 +64,19 @@
  * in-game traffic) within RELAY_PROVEN_WINDOW, once per RELAY_PROVEN_GAP
  * per IP. */
 #define RELAY_RESERVE_PROVEN 1
-#define RELAY_PROVEN_WINDOW (600 * 1000ull) /* ms */
-#define RELAY_PROVEN_GAP (1000ull)          /* ms */
+#define RELAY_PROVEN_WINDOW  (600 * 1000ull) /* ms */
+#define RELAY_PROVEN_GAP     (1000ull)	     /* ms */
 /* The RELAY_PLAYER_FRESH tokens before those go only to a network (IPv4
  * /24, IPv6 /48) that took no player's token within RELAY_PLAYER_GAP: a
  * client resends getchallenge every 3 s, so each resend of a player finds
  * its network fresh again however hard others on it try. */
 #define RELAY_PLAYER_FRESH 1
-#define RELAY_PLAYER_GAP (2500ull) /* ms */
+#define RELAY_PLAYER_GAP   (2500ull) /* ms */
 
 /* Workers (one loop and thread each): at most this many; 0 in struct
  * etr_conf is the default, the CPUs the process may run on (its affinity
  * mask), capped there. */
-#define CONF_WORKERS_MAX 64
+#define CONF_WORKERS_MAX  64
 #define CONF_WORKERS_AUTO 0
 
 /* PRBE echo (prbe.h): echo-only ports (prbe-listen) per process, and the
@@ -84,22 +84,22 @@
  * every echo port refuses as a source port (two echoers would bounce a
  * probe forever); prbe.h's PRBE_PORTS_MAX. */
 #define CONF_PRBE_LISTEN_MAX 8
-#define CONF_PRBE_PORTS_MAX 8
-#define CONF_PRBE_MAX_SIZE 1472 /* bytes: an Ethernet frame's IPv4 UDP payload */
-#define CONF_PRBE_RATE 10       /* probes per second per source IP (IPv6 /64) */
-#define CONF_PRBE_BURST 20      /* ... and at once */
+#define CONF_PRBE_PORTS_MAX  8
+#define CONF_PRBE_MAX_SIZE   1472 /* bytes: an Ethernet frame's IPv4 UDP payload */
+#define CONF_PRBE_RATE	     10	  /* probes per second per source IP (IPv6 /64) */
+#define CONF_PRBE_BURST	     20	  /* ... and at once */
 /* Echoes per second on one echo port, every source together (split across
  * the workers): forged sources each come with a fresh bucket of their own.
  * 200 a second of 1472 bytes is 2.4 Mbit/s. */
-#define CONF_PRBE_LISTENER_RATE 200
+#define CONF_PRBE_LISTENER_RATE	 200
 #define CONF_PRBE_LISTENER_BURST 400 /* ... and at once */
 /* The control plane (control.c): off until control-url is set. */
-#define CONF_URL_MAX 1024
-#define CONF_PATH_MAX 4096
-#define CONF_STATE_DIR "/var/lib/etrelay"
-#define CONF_CONTROL_INTERVAL (30 * 1000ull)        /* ms between heartbeats */
-#define CONF_CONTROL_TIMEOUT (10 * 1000ull)         /* ms per request */
-#define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)     /* ms, first enrolment retry */
+#define CONF_URL_MAX		 1024
+#define CONF_PATH_MAX		 4096
+#define CONF_STATE_DIR		 "/var/lib/etrelay"
+#define CONF_CONTROL_INTERVAL	 (30 * 1000ull)	     /* ms between heartbeats */
+#define CONF_CONTROL_TIMEOUT	 (10 * 1000ull)	     /* ms per request */
+#define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)	     /* ms, first enrolment retry */
 #define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
 /* The largest answer read (bytes): about 10 000 routes of 200 bytes. */
 #define CONF_CONTROL_MAX_ANSWER	    (2u << 20)
@@ -109,27 +109,27 @@
 #define CONF_CONTROL_ALLOW_MAX 32
 /* The credential's environment variable (and its _FILE form), and its file
  * in the state directory (control.c reads them; -t looks). */
-#define CONF_CONTROL_ENV_TOKEN "ETRELAY_CONTROL_TOKEN"
+#define CONF_CONTROL_ENV_TOKEN	"ETRELAY_CONTROL_TOKEN"
 #define CONF_CONTROL_STATE_FILE "control-credential.json"
 
 /* Exit statuses (sysexits.h). */
-#define EXIT_USAGE 64
+#define EXIT_USAGE	 64
 #define EXIT_UNAVAILABLE 69 /* requested backend not available */
-#define EXIT_CONFIG 78      /* the configuration is invalid */
+#define EXIT_CONFIG	 78 /* the configuration is invalid */
 
 /* SNI listeners ([sni NAME] sections, or --sni-listen): at most this many,
  * each with at most CONF_SNI_ROUTES_MAX routes from the file (the control
  * plane may add more at run time). */
-#define CONF_SNI_MAX 8
-#define CONF_SNI_ROUTES_MAX 64
-#define CONF_SNI_NAME_MAX 253 /* a host name (TLS_NAME_MAX) */
-#define CONF_SNI_PREREAD_TIMEOUT (10 * 1000ull) /* ms */
-#define CONF_SNI_CONNECT_TIMEOUT (5 * 1000ull)  /* ms */
-#define CONF_SNI_IDLE_TIMEOUT (300 * 1000ull)   /* ms */
-#define CONF_SNI_SEND_TIMEOUT (60 * 1000ull)    /* ms */
+#define CONF_SNI_MAX		 8
+#define CONF_SNI_ROUTES_MAX	 64
+#define CONF_SNI_NAME_MAX	 253		 /* a host name (TLS_NAME_MAX) */
+#define CONF_SNI_PREREAD_TIMEOUT (10 * 1000ull)	 /* ms */
+#define CONF_SNI_CONNECT_TIMEOUT (5 * 1000ull)	 /* ms */
+#define CONF_SNI_IDLE_TIMEOUT	 (300 * 1000ull) /* ms */
+#define CONF_SNI_SEND_TIMEOUT	 (60 * 1000ull)	 /* ms */
 #define CONF_SNI_MAX_CONNECTIONS 4096
-#define CONF_SNI_MAX_PER_IP 64
-#define CONF_SNI_MAX_PREREAD 1024
+#define CONF_SNI_MAX_PER_IP	 64
+#define CONF_SNI_MAX_PREREAD	 1024
 /* The largest max-connections: a connection's ref keeps 16 bits of index. */
 #define CONF_SNI_CONNECTIONS_LIMIT 50000
 /* The listener --sni-listen makes. */
@@ -138,12 +138,12 @@
 /* TURN listeners ([turn NAME] sections, or --turn-listen): at most this
  * many, each with at most CONF_TURN_PEERS_MAX allow-peer and as many
  * deny-peer blocks. */
-#define CONF_TURN_MAX 2
-#define CONF_TURN_PEERS_MAX 32
-#define CONF_TURN_REALM_MAX 128
-#define CONF_TURN_PORT 3478 /* when listen gives no port */
-#define CONF_TURN_PORT_MIN 49152
-#define CONF_TURN_PORT_MAX 65535
+#define CONF_TURN_MAX		  2
+#define CONF_TURN_PEERS_MAX	  32
+#define CONF_TURN_REALM_MAX	  128
+#define CONF_TURN_PORT		  3478 /* when listen gives no port */
+#define CONF_TURN_PORT_MIN	  49152
+#define CONF_TURN_PORT_MAX	  65535
 #define CONF_TURN_MAX_ALLOCATIONS 4000
 /* Allocations per userid: a player's client holds one or two (coturn's
  * uclient two), a few calls at once stay well below; a leaked credential
@@ -156,13 +156,13 @@
  * the slots' refs have 16 bits, with room for closed ones still sending),
  * and how long one may stay without an authenticated request
  * (tcp-auth-timeout; the TLS handshake inside it). */
-#define CONF_TURN_TCP_MAX_CONNECTIONS 4096
+#define CONF_TURN_TCP_MAX_CONNECTIONS	  4096
 #define CONF_TURN_TCP_MAX_CONNECTIONS_MAX 49152
-#define CONF_TURN_TCP_AUTH_TIMEOUT (10 * 1000ull) /* ms */
-#define CONF_TURN_MAX_LIFETIME (3600 * 1000ull)     /* ms */
+#define CONF_TURN_TCP_AUTH_TIMEOUT	  (10 * 1000ull)   /* ms */
+#define CONF_TURN_MAX_LIFETIME		  (3600 * 1000ull) /* ms */
 /* How long a nonce is good for, then 438 and a fresh one (coturn: 600 s). */
-#define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull)   /* ms */
-#define CONF_TURN_TLS_RELOAD (60 * 1000ull)         /* ms */
+#define CONF_TURN_NONCE_LIFETIME (3600 * 1000ull) /* ms */
+#define CONF_TURN_TLS_RELOAD	 (60 * 1000ull)	  /* ms */
 /* Answers to unauthenticated requests (Binding, 401, 438, 420, 400): each
  * is larger than the request, the source may be forged (UDP), and each
  * costs the worker's thread (a 401 or 438 its nonce's HMAC; over TCP they
@@ -170,9 +170,9 @@
  * listener in all (split across the workers): over UDP dropped, over TCP
  * and TLS the connection closed. A client needs one or two per
  * allocation. */
-#define CONF_TURN_UNAUTH_RATE 2000
-#define CONF_TURN_UNAUTH_BURST 4000
-#define CONF_TURN_UNAUTH_IP_RATE 10
+#define CONF_TURN_UNAUTH_RATE	  2000
+#define CONF_TURN_UNAUTH_BURST	  4000
+#define CONF_TURN_UNAUTH_IP_RATE  10
 #define CONF_TURN_UNAUTH_IP_BURST 20
 /* TLS handshakes a TURN listener starts (tls-listen): each costs the
  * worker's thread, the one that also moves the game's packets, about
@@ -182,9 +182,9 @@
  * listener's (split across the workers) is closed before any crypto. A
  * TURN client makes one per call: 200/s is far above a real service and
  * keeps the handshakes near a tenth of a core at most. */
-#define CONF_TURN_TLS_RATE 200
-#define CONF_TURN_TLS_BURST 100
-#define CONF_TURN_TLS_IP_RATE 20
+#define CONF_TURN_TLS_RATE     200
+#define CONF_TURN_TLS_BURST    100
+#define CONF_TURN_TLS_IP_RATE  20
 #define CONF_TURN_TLS_IP_BURST 40
 /* Failed authentication (a forged nonce over TCP or TLS, a username that
  * is not "<expiry>:<userid>", a MAC no secret matches): each costs the
@@ -197,9 +197,9 @@
  * keep their calls); past the listener's, only one whose username's key
  * is kept from a success, or an allocation's.
  * The listener's burst is the most such work one loop turn can do. */
-#define CONF_TURN_AUTH_FAIL_RATE 100
-#define CONF_TURN_AUTH_FAIL_BURST 20
-#define CONF_TURN_AUTH_FAIL_IP_RATE 2
+#define CONF_TURN_AUTH_FAIL_RATE     100
+#define CONF_TURN_AUTH_FAIL_BURST    20
+#define CONF_TURN_AUTH_FAIL_IP_RATE  2
 #define CONF_TURN_AUTH_FAIL_IP_BURST 10
 /* The realm when none is given: the same on every node, so that a pool of
  * relays shares one (the long-term key is MD5(user:realm:password)). */
@@ -207,9 +207,9 @@
 /* The listener --turn-listen makes. */
 #define CONF_TURN_QUICK_NAME "default"
 /* The secrets (each also with a _FILE form), at least this long. */
-#define CONF_TURN_ENV_SECRET "ETRELAY_TURN_SECRET"
+#define CONF_TURN_ENV_SECRET	  "ETRELAY_TURN_SECRET"
 #define CONF_TURN_ENV_SECRET_NEXT "ETRELAY_TURN_SECRET_NEXT"
-#define CONF_TURN_SECRET_MIN 32
+#define CONF_TURN_SECRET_MIN	  32
 
 enum conf_backend { CONF_BACKEND_AUTO, CONF_BACKEND_URING, CONF_BACKEND_EPOLL };
 
@@ -226,7 +226,7 @@ struct conf_master {
 /* One relay: a public port in front of one game server. */
 struct relay_conf {
 	char name[CONF_NAME_MAX];
-	unsigned line; /* of its [relay] header; 0 when from the command line */
+	unsigned line;			  /* of its [relay] header; 0 when from the command line */
 	unsigned key_line[CONF_KEYS_MAX]; /* where each key was set: file line,
 					   * CONF_LINE_CLI, or 0 (the default) */
 	union etr_sockaddr listen;
@@ -235,9 +235,9 @@ struct relay_conf {
 	struct conf_master masters[CONF_MASTERS_MAX];
 	unsigned nmasters;
 	bool masters_set; /* given; else the game's own (relay_finish) */
-	char game[8]; /* short name for logs: ET, RTCW, Q3, DP */
+	char game[8];	  /* short name for logs: ET, RTCW, Q3, DP */
 	char heartbeat[CONF_TAG_MAX];
-	char flatline[CONF_TAG_MAX]; /* empty: the game has none */
+	char flatline[CONF_TAG_MAX];	  /* empty: the game has none */
 	bool heartbeat_set, flatline_set; /* explicit tags win over the game's */
 	uint64_t heartbeat_interval_ms;
 	uint64_t session_timeout_ms;
@@ -246,15 +246,15 @@ struct relay_conf {
 	uint16_t port_min, port_max; /* session socket ports; 0 = ephemeral */
 	/* Abuse resistance. */
 	uint32_t sessions_per_ip;
-	uint64_t unassured_timeout_ms; /* no answer from the game server yet */
+	uint64_t unassured_timeout_ms;		/* no answer from the game server yet */
 	uint32_t ip_session_rate, session_rate; /* new sessions per second */
-	uint32_t master_queries; /* per master address and heartbeat interval */
+	uint32_t master_queries;		/* per master address and heartbeat interval */
 	uint32_t ip_query_burst, ip_query_rate;
 	uint32_t server_query_burst, server_query_rate;
-	uint64_t query_cache_ms; /* 0: no cache */
+	uint64_t query_cache_ms;       /* 0: no cache */
 	uint64_t query_cache_stale_ms; /* served past query_cache_ms while refreshing */
 	uint32_t query_cache_rate, query_cache_bytes; /* answers from it, per second */
-	uint32_t query_cache_max_reply; /* bytes */
+	uint32_t query_cache_max_reply;		      /* bytes */
 	bool prbe; /* echo "PRBE" datagrams from sources without a session */
 };
 
@@ -289,8 +289,8 @@ struct sni_conf {
 	uint64_t preread_timeout_ms, connect_timeout_ms, idle_timeout_ms;
 	uint64_t send_timeout_ms; /* a side that takes no spliced byte this long is reset */
 	uint32_t max_connections; /* in all, across the workers */
-	uint32_t max_per_ip;      /* from one IPv4 address or IPv6 /64 */
-	uint32_t max_preread;     /* still reading their ClientHello */
+	uint32_t max_per_ip;	  /* from one IPv4 address or IPv6 /64 */
+	uint32_t max_preread;	  /* still reading their ClientHello */
 	/* Spliced bytes through a pipe pair per connection (splice(2)), not
 	 * the loop's chunk pool: 4 more descriptors a connection, for at most
 	 * max_spliced connections at once (0: conf_sni_max_spliced's default);
@@ -338,10 +338,10 @@ struct turn_conf {
 	uint16_t port_min, port_max;
 	uint32_t max_allocations, user_quota;
 	uint32_t unauth_rate, unauth_burst, unauth_ip_rate, unauth_ip_burst;
-	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst; /* TLS handshakes */
+	uint32_t tls_rate, tls_burst, tls_ip_rate, tls_ip_burst;	 /* TLS handshakes */
 	uint32_t authf_rate, authf_burst, authf_ip_rate, authf_ip_burst; /* failed auth */
-	uint32_t tcp_max_per_ip; /* TCP and TLS connections, IPv4 address or IPv6 /64 */
-	uint32_t tcp_max_conns;	 /* TCP and TLS connections in all, split across workers */
+	uint32_t tcp_max_per_ip;      /* TCP and TLS connections, IPv4 address or IPv6 /64 */
+	uint32_t tcp_max_conns;	      /* TCP and TLS connections in all, split across workers */
 	uint64_t tcp_auth_timeout_ms; /* without an authenticated request */
 	uint64_t max_lifetime_ms;
 	uint64_t nonce_lifetime_ms;
@@ -370,18 +370,18 @@ struct conf_cli {
 struct etr_conf {
 	/* Process-wide. */
 	enum conf_backend backend;
-	bool gso; /* UDP GSO trains (default on) */
+	bool gso;	  /* UDP GSO trains (default on) */
 	unsigned workers; /* 1..CONF_WORKERS_MAX, or CONF_WORKERS_AUTO */
 	bool debug;
 	enum conf_log_time log_time;
 	bool ops_enabled, ops_allow_public;
 	union etr_sockaddr ops_listen;
 	uint64_t drain_timeout_ms; /* 0: exit at once on SIGTERM */
-	char ban_file[4096];       /* "" : none */
+	char ban_file[4096];	   /* "" : none */
 	struct conf_prbe prbe;
 	struct conf_xdp xdp;
 	/* The control plane; control_url "" : none. */
-	char control_url[CONF_URL_MAX]; /* no trailing '/' */
+	char control_url[CONF_URL_MAX];		    /* no trailing '/' */
 	char control_bootstrap_file[CONF_PATH_MAX]; /* "" : none */
 	char state_dir[CONF_PATH_MAX];
 	uint64_t control_interval_ms, control_timeout_ms;
@@ -434,8 +434,7 @@ void conf_turn_defaults(struct turn_conf *t);
 /* One key of a [turn NAME] section (the --turn-KEY options without the
  * "turn-" prefix) into t. Returns NULL, or why the value is wrong (in buf
  * or a constant). */
-const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf,
-			  size_t n);
+const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf, size_t n);
 
 /* "10.0.0.0/8", "fd00::/8", or an address alone (all its bits). 0 or -1. */
 int conf_cidr_parse(const char *s, struct conf_cidr *out);

@@ -36,8 +36,8 @@ struct loop_dgram {
 	 * queued for sending already). */
 	size_t headroom;
 	bool truncated; /* did not fit LOOP_MAX_DGRAM: never forward it */
-	uint32_t bid;   /* backend buffer id; opaque above the loop */
-	uint64_t now;   /* CLOCK_MONOTONIC ns at the start of this loop turn */
+	uint32_t bid;	/* backend buffer id; opaque above the loop */
+	uint64_t now;	/* CLOCK_MONOTONIC ns at the start of this loop turn */
 };
 
 /* Grow d by n bytes at the front, out of its headroom: the new start, to
@@ -86,31 +86,31 @@ struct loop_handler {
 
 /* Written by the loop thread only, read by the ops thread (stats.h rules). */
 struct loop_stats {
-	_Atomic uint64_t recv_batches;  /* recvmmsg calls / recv CQEs handled */
-	_Atomic uint64_t send_batches;  /* sendmmsg calls / io_uring_enter submits */
-	_Atomic uint64_t nobufs;        /* times receive stalled for lack of buffers */
+	_Atomic uint64_t recv_batches;	/* recvmmsg calls / recv CQEs handled */
+	_Atomic uint64_t send_batches;	/* sendmmsg calls / io_uring_enter submits */
+	_Atomic uint64_t nobufs;	/* times receive stalled for lack of buffers */
 	_Atomic uint64_t send_failures; /* forwards that failed before reaching the kernel */
-	_Atomic uint64_t copies;        /* sends of copied bytes accepted (loop ops send) */
-	_Atomic uint64_t send_nobufs;   /* sends refused: no copy buffer or send slot free */
-	_Atomic uint64_t gso_trains;    /* sends that carried more than one datagram */
+	_Atomic uint64_t copies;	/* sends of copied bytes accepted (loop ops send) */
+	_Atomic uint64_t send_nobufs;	/* sends refused: no copy buffer or send slot free */
+	_Atomic uint64_t gso_trains;	/* sends that carried more than one datagram */
 	_Atomic uint64_t gso_datagrams; /* datagrams that left in those trains */
-	_Atomic uint64_t gso_refused;   /* trains the kernel refused, resent one by one */
+	_Atomic uint64_t gso_refused;	/* trains the kernel refused, resent one by one */
 	/* Streams. */
-	_Atomic uint64_t stream_chunks;      /* stream chunks in use now (a gauge) */
-	_Atomic uint64_t stream_chunks_peak; /* the most ever in use at once */
-	_Atomic uint64_t stream_stalls;      /* stream reads that waited for a free chunk */
-	_Atomic uint64_t stream_rx_bytes;    /* bytes handed up by on_stream */
-	_Atomic uint64_t stream_tx_bytes;    /* bytes stream sends put with the kernel */
-	_Atomic uint64_t accept_pauses;      /* listeners paused: out of fds or memory */
-	_Atomic uint64_t stream_pool;        /* chunks in the stream pool (a constant) */
-	_Atomic uint64_t stream_reserve;     /* of them, those bulk reads never take */
+	_Atomic uint64_t stream_chunks;	       /* stream chunks in use now (a gauge) */
+	_Atomic uint64_t stream_chunks_peak;   /* the most ever in use at once */
+	_Atomic uint64_t stream_stalls;	       /* stream reads that waited for a free chunk */
+	_Atomic uint64_t stream_rx_bytes;      /* bytes handed up by on_stream */
+	_Atomic uint64_t stream_tx_bytes;      /* bytes stream sends put with the kernel */
+	_Atomic uint64_t accept_pauses;	       /* listeners paused: out of fds or memory */
+	_Atomic uint64_t stream_pool;	       /* chunks in the stream pool (a constant) */
+	_Atomic uint64_t stream_reserve;       /* of them, those bulk reads never take */
 	_Atomic uint64_t stream_reserve_waits; /* bulk reads that waited: only the reserve free */
-	_Atomic uint64_t stream_spliced;     /* bytes stream_splice_in moved into pipes */
+	_Atomic uint64_t stream_spliced;       /* bytes stream_splice_in moved into pipes */
 };
 
 struct loop_conf {
-	unsigned max_sockets; /* a hint: fd tables grow past it */
-	bool gso;             /* gather runs to one destination into UDP GSO sends */
+	unsigned max_sockets;	/* a hint: fd tables grow past it */
+	bool gso;		/* gather runs to one destination into UDP GSO sends */
 	unsigned stream_chunks; /* stream read pool; 0: LOOP_STREAM_CHUNKS (tests lower it) */
 };
 
@@ -118,8 +118,8 @@ struct loop_conf {
 struct loop_ops {
 	const char *name;
 	/* Returns 0, or -errno with a reason in why[] (for the fallback log). */
-	int (*create)(struct loop **lp, const struct loop_handler *h,
-		      const struct loop_conf *c, char *why, size_t whylen);
+	int (*create)(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
+		      char *why, size_t whylen);
 	void (*destroy)(struct loop *l);
 	/* Start receiving datagrams on non-blocking UDP socket fd. */
 	int (*add_socket)(struct loop *l, int fd, uint32_t id);
@@ -132,8 +132,8 @@ struct loop_ops {
 	 * on_sent(id). Returns 0 or -errno (then on_sent is not called).
 	 * Sends leave in the order given, at the latest when the loop turn
 	 * ends; runs to one destination may leave as one GSO train. */
-	int (*forward)(struct loop *l, int fd, const struct sockaddr *dst,
-		       socklen_t dstlen, struct loop_dgram *d, uint32_t id);
+	int (*forward)(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		       struct loop_dgram *d, uint32_t id);
 	/* Send len bytes of buf on fd, to dst (NULL when connected): answers,
 	 * probes, heartbeats, anything the loop did not receive. The bytes are
 	 * copied into a buffer of the loop's, and the send joins the same

@@ -29,8 +29,7 @@ void loop_base_free(struct loop_base *b)
 	timers_free(&b->timers);
 }
 
-bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dgram *d,
-		  size_t seg)
+bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dgram *d, size_t seg)
 {
 	size_t off = 0;
 
@@ -63,8 +62,8 @@ bool loop_accept_pause(struct loop_base *b, int err)
 		return false;
 	STAT_ADD(b->st.accept_pauses, 1);
 	if (!timer_armed(&b->accept_timer) &&
-	    timers_set(&b->timers, &b->accept_timer, loop_now() + LOOP_ACCEPT_PAUSE_MS * NS_PER_MS) <
-		    0)
+	    timers_set(&b->timers, &b->accept_timer,
+		       loop_now() + LOOP_ACCEPT_PAUSE_MS * NS_PER_MS) < 0)
 		return false; /* no memory for the timer: retry as before */
 	return true;
 }
@@ -411,11 +410,11 @@ void stream_deliver(struct loop *l, struct lstream *s, uint32_t c, size_t len, u
 	struct loop_base *b = loop_base(l);
 	struct loop_streams *x = b->sx;
 	struct loop_dgram d = {
-		.data = c == STREAM_NONE ? eof + LOOP_HEADROOM : chunk_base(x, c) + LOOP_HEADROOM,
-		.len = len,
-		.headroom = c == STREAM_NONE ? 0 : LOOP_HEADROOM,
-		.bid = c,
-		.now = now,
+	    .data = c == STREAM_NONE ? eof + LOOP_HEADROOM : chunk_base(x, c) + LOOP_HEADROOM,
+	    .len = len,
+	    .headroom = c == STREAM_NONE ? 0 : LOOP_HEADROOM,
+	    .bid = c,
+	    .now = now,
 	};
 
 	/* EOF may come without a chunk (io_uring): d points at nothing then,

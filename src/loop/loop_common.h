@@ -28,9 +28,9 @@ struct loop_base {
 	struct loop_stats st;
 	uint64_t armed; /* the wake-up the backend has set, UINT64_MAX for none */
 	bool stop;
-	bool taken; /* the datagram in on_dgram was forwarded */
-	bool gro;   /* --gso and a kernel with it: trains both ways */
-	unsigned stream_chunks;  /* the stream read pool's size (loop_conf) */
+	bool taken;		 /* the datagram in on_dgram was forwarded */
+	bool gro;		 /* --gso and a kernel with it: trains both ways */
+	unsigned stream_chunks;	 /* the stream read pool's size (loop_conf) */
 	struct loop_streams *sx; /* NULL until the first stream op */
 	/* Listeners paused for want of fds (LOOP_ACCEPT_PAUSE_MS): the
 	 * backend's resume takes them all up again when this is due. */
@@ -53,8 +53,7 @@ void loop_base_free(struct loop_base *b);
  * bytes in front of a later one are its predecessor's, which may be queued
  * for sending already. Returns false when the socket was deleted meanwhile
  * (the rest of the train is dropped). */
-bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dgram *d,
-		  size_t seg);
+bool loop_deliver(struct loop_base *b, int fd, uint32_t id, const struct loop_dgram *d, size_t seg);
 
 /* The earliest timer, to wake up at, when it is earlier than the one armed
  * (the backend arms it and sets b->armed), else false. Deadlines that move
@@ -97,18 +96,18 @@ static inline int loop_copy_check(size_t len)
  * own bytes. A send waits in its entry: the queue of a stream and the list
  * of finished sends chain entries. */
 #define LOOP_STREAM_USER_MIN 64 /* the user send table's first size */
-#define STREAM_STRIDE (LOOP_HEADROOM + LOOP_STREAM_CHUNK)
-#define STREAM_NONE UINT32_MAX
+#define STREAM_STRIDE	     (LOOP_HEADROOM + LOOP_STREAM_CHUNK)
+#define STREAM_NONE	     UINT32_MAX
 
 enum {
-	SF_ACCEPT = 1,   /* listening: accept armed */
-	SF_READ = 2,     /* one read asked for */
-	SF_CONNECT = 4,  /* connect under way */
-	SF_STALLED = 8,  /* the read waits for a free chunk */
-	SF_DEAD = 16,    /* del_socket came: nothing more on fd */
-	SF_PAUSED = 32,  /* listening, paused: out of fds (loop_accept_pause) */
-	SF_MORE = 64,    /* epoll: the last read filled its chunk, more is likely there */
-	SF_EOF = 128,    /* epoll: the peer's FIN came and a read emptied the socket */
+	SF_ACCEPT = 1,	/* listening: accept armed */
+	SF_READ = 2,	/* one read asked for */
+	SF_CONNECT = 4, /* connect under way */
+	SF_STALLED = 8, /* the read waits for a free chunk */
+	SF_DEAD = 16,	/* del_socket came: nothing more on fd */
+	SF_PAUSED = 32, /* listening, paused: out of fds (loop_accept_pause) */
+	SF_MORE = 64,	/* epoll: the last read filled its chunk, more is likely there */
+	SF_EOF = 128,	/* epoll: the peer's FIN came and a read emptied the socket */
 };
 
 enum { CH_FREE, CH_KERNEL, CH_USER, CH_SEND };
@@ -117,23 +116,23 @@ struct lstream {
 	int fd;
 	uint32_t slot, gen; /* gen: bumped when the slot is taken again */
 	uint8_t flags;
-	uint8_t inflight;   /* io_uring: requests the kernel holds */
-	uint32_t events;    /* epoll: the interest registered, 0 for none */
-	bool bulk;          /* the read asked for is stream_read_bulk's */
-	int pipe;           /* epoll: the read is stream_splice_in's, into this pipe; else -1 */
-	uint32_t pipe_len;  /* the most it moves */
-	uint8_t group;      /* io_uring: the buffer group the read is armed on */
-	int conn_res;       /* epoll: connect(2)'s own answer when not EINPROGRESS */
+	uint8_t inflight;  /* io_uring: requests the kernel holds */
+	uint32_t events;   /* epoll: the interest registered, 0 for none */
+	bool bulk;	   /* the read asked for is stream_read_bulk's */
+	int pipe;	   /* epoll: the read is stream_splice_in's, into this pipe; else -1 */
+	uint32_t pipe_len; /* the most it moves */
+	uint8_t group;	   /* io_uring: the buffer group the read is armed on */
+	int conn_res;	   /* epoll: connect(2)'s own answer when not EINPROGRESS */
 	uint32_t acc_id, read_id, conn_id;
-	uint32_t qhead, qtail; /* sends, oldest first (chunks) */
-	uint32_t next;         /* free slots */
+	uint32_t qhead, qtail;	/* sends, oldest first (chunks) */
+	uint32_t next;		/* free slots */
 	union etr_sockaddr dst; /* the connect's address, alive until it ends */
 };
 
 struct lchunk {
-	uint32_t next; /* in a send queue or the finished list */
+	uint32_t next;	     /* in a send queue or the finished list */
 	const uint8_t *data; /* a send's bytes: in the chunk, or the caller's */
-	int pipe;            /* or -1; stream_splice_out's: its bytes wait in this pipe */
+	int pipe;	     /* or -1; stream_splice_out's: its bytes wait in this pipe */
 	uint32_t len, done;
 	uint32_t id;
 	int res;

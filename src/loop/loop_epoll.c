@@ -19,15 +19,15 @@
 #include "loop.h"
 #include "loop_common.h"
 
-#define EP_BATCH 32      /* datagrams per recvmmsg */
-#define EP_POOL 256      /* receive buffers: sends of one turn wait in them */
-#define EP_TURN_BATCHES 4 /* recvmmsg calls per socket per turn: bounded work */
-#define EP_EVENTS 64
+#define EP_BATCH	32  /* datagrams per recvmmsg */
+#define EP_POOL		256 /* receive buffers: sends of one turn wait in them */
+#define EP_TURN_BATCHES 4   /* recvmmsg calls per socket per turn: bounded work */
+#define EP_EVENTS	64
 /* Stream reads asked for while more bytes are likely there (the last read
  * filled its chunk) are tried at once, without an epoll_wait in between:
  * at most this many such rounds, then epoll_wait (not sleeping) lets the
  * other sockets in. */
-#define EP_READY 64
+#define EP_READY	64
 #define EP_READY_ROUNDS 8
 /* Copied sends of one turn: a flush makes room when it is full. */
 #define EP_COPY_BYTES (256u << 10)
@@ -41,10 +41,10 @@ struct loop {
 	struct iovec riov[EP_BATCH];
 	union etr_sockaddr rname[EP_BATCH];
 	union gro_ctl rctl[EP_BATCH];
-	uint8_t *rbuf; /* EP_POOL * EP_SLOT */
+	uint8_t *rbuf;	/* EP_POOL * EP_SLOT */
 	unsigned rused; /* pool buffers handed out since the last flush */
-	uint8_t *cbuf;  /* EP_COPY_BYTES for copied sends */
-	size_t cused;   /* bytes of it taken since the last flush */
+	uint8_t *cbuf;	/* EP_COPY_BYTES for copied sends */
+	size_t cused;	/* bytes of it taken since the last flush */
 
 	/* Sends waiting for the end of the batch, in arrival order. */
 	unsigned nsend;
@@ -72,11 +72,11 @@ struct loop {
 
 /* One byte more than the largest datagram is not needed: MSG_TRUNC tells.
  * Each pool slot has LOOP_HEADROOM free bytes in front. */
-#define EP_BUF LOOP_MAX_DGRAM
+#define EP_BUF	LOOP_MAX_DGRAM
 #define EP_SLOT (LOOP_HEADROOM + EP_BUF)
 
-#define EV_WATCH (1ull << 63)
-#define EV_TIMER (1ull << 62)
+#define EV_WATCH  (1ull << 63)
+#define EV_TIMER  (1ull << 62)
 #define EV_STREAM (1ull << 61) /* then slot << 32 | gen */
 static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
 {
@@ -88,7 +88,7 @@ static void s_accept_resume(struct loop *l);
 static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	struct loop *l = calloc(1, sizeof(*l));
 	int err;
 
@@ -142,7 +142,7 @@ static void ep_destroy(struct loop *l)
 
 static int ep_add(struct loop *l, int fd, uint32_t id, uint64_t flags)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ev_data(fd, id, flags) };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ev_data(fd, id, flags)};
 
 	if (fdtab_set(&l->b.fds, fd, id) < 0)
 		return -ENOMEM;
@@ -364,13 +364,13 @@ static bool deliver(struct loop *l, struct mmsghdr *mm, int fd, uint32_t id, uin
 {
 	struct msghdr *m = &mm->msg_hdr;
 	const struct loop_dgram d = {
-		.from = m->msg_namelen ? m->msg_name : NULL,
-		.fromlen = m->msg_namelen,
-		.data = m->msg_iov->iov_base,
-		.len = mm->msg_len,
-		.headroom = LOOP_HEADROOM,
-		.truncated = (m->msg_flags & MSG_TRUNC) != 0,
-		.now = now,
+	    .from = m->msg_namelen ? m->msg_name : NULL,
+	    .fromlen = m->msg_namelen,
+	    .data = m->msg_iov->iov_base,
+	    .len = mm->msg_len,
+	    .headroom = LOOP_HEADROOM,
+	    .truncated = (m->msg_flags & MSG_TRUNC) != 0,
+	    .now = now,
 	};
 
 	return loop_deliver(&l->b, fd, id, &d, gro_msg_size(m));
@@ -391,7 +391,8 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 		for (unsigned i = 0; i < EP_BATCH; i++) {
 			struct msghdr *m = &l->rmsg[i].msg_hdr;
 
-			l->riov[i].iov_base = l->rbuf + (size_t)(base + i) * EP_SLOT + LOOP_HEADROOM;
+			l->riov[i].iov_base =
+			    l->rbuf + (size_t)(base + i) * EP_SLOT + LOOP_HEADROOM;
 			l->riov[i].iov_len = EP_BUF;
 			memset(m, 0, sizeof(*m));
 			m->msg_name = &l->rname[i];
@@ -424,7 +425,7 @@ static void drain_socket(struct loop *l, int fd, uint32_t id, uint64_t now)
 
 static void arm(struct loop *l, uint64_t deadline)
 {
-	struct itimerspec its = { 0 };
+	struct itimerspec its = {0};
 	/* 0 would disarm: a deadline at time zero means "now". */
 	uint64_t t = deadline ? deadline : 1;
 
@@ -448,7 +449,7 @@ static void arm(struct loop *l, uint64_t deadline)
  *   open, unwatched) leaves with an EPOLL_CTL_DEL. */
 static void s_sync_to(struct loop *l, struct lstream *s, bool strict)
 {
-	struct epoll_event ev = { 0 };
+	struct epoll_event ev = {0};
 	/* EPOLLRDHUP: a read that empties the socket after the peer's FIN
 	 * knows the next read is EOF (SF_EOF). EPOLLPRI: urgent data, where
 	 * a read stops short with bytes behind it (not EOF next then). */
@@ -605,7 +606,7 @@ static bool s_splice_in(struct loop *l, struct lstream *s, uint64_t now, uint32_
 		s->flags &= (uint8_t)~SF_MORE;
 		return false;
 	}
-	s->flags &= (uint8_t)~(SF_READ | SF_MORE);
+	s->flags &= (uint8_t) ~(SF_READ | SF_MORE);
 	if (n < 0) {
 		l->b.h.on_recv_error(l->b.h.arg, s->read_id, -errno);
 		return true;
@@ -621,9 +622,9 @@ static bool s_splice_in(struct loop *l, struct lstream *s, uint64_t now, uint32_
 
 /* Read into a free chunk; events: what woke us, 0 from the ready list.
  * The peer's FIN seen (EPOLLRDHUP, no error, no urgent data: a read stops
- * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF without a recv
- * (SF_EOF). True when the socket stays readable for good (EOF, EOF next,
- * an error): its EPOLLIN, unless asked again, goes at once. */
+ * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF
+ * without a recv (SF_EOF). True when the socket stays readable for good (EOF, EOF next, an error):
+ * its EPOLLIN, unless asked again, goes at once. */
 static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
 {
 	struct loop_streams *x = l->b.sx;
@@ -640,15 +641,15 @@ static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t eve
 	}
 	c = x->rfree[--x->nrfree];
 	chunk_take(&l->b, c, CH_USER);
-	n = (s->flags & SF_EOF) ? 0
-				: recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK,
-				       MSG_DONTWAIT);
+	n = (s->flags & SF_EOF)
+		? 0
+		: recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 		chunk_put(&l->b, c);
 		s->flags &= (uint8_t)~SF_MORE;
 		return false;
 	}
-	s->flags &= (uint8_t)~(SF_READ | SF_MORE);
+	s->flags &= (uint8_t) ~(SF_READ | SF_MORE);
 	if (n < 0) {
 		int err = -errno;
 
@@ -680,7 +681,8 @@ static void s_ready_reads(struct loop *l)
 		struct lstream *s = x->sv[ready[i][0]];
 		bool eof;
 
-		if (s->gen != ready[i][1] || (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
+		if (s->gen != ready[i][1] ||
+		    (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
 			continue;
 		eof = s_read(l, s, now, 0);
 		streams_complete(l);
@@ -964,26 +966,26 @@ static void ep_flush(struct loop *l)
 }
 
 const struct loop_ops loop_epoll_ops = {
-	.name = "epoll",
-	.create = ep_create,
-	.destroy = ep_destroy,
-	.add_socket = ep_add_socket,
-	.del_socket = ep_del_socket,
-	.watch = ep_watch,
-	.forward = ep_forward,
-	.send = ep_send,
-	.timer_set = loop_common_timer_set,
-	.timer_cancel = loop_common_timer_cancel,
-	.run = ep_run,
-	.stop = loop_common_stop,
-	.flush = ep_flush,
-	.stats = loop_common_stats,
-	.listen = ep_listen,
-	.connect = ep_connect,
-	.stream_read = ep_stream_read,
-	.stream_read_bulk = ep_stream_read_bulk,
-	.stream_forward = ep_stream_forward,
-	.stream_send = ep_stream_send,
-	.stream_splice_in = ep_stream_splice_in,
-	.stream_splice_out = ep_stream_splice_out,
+    .name = "epoll",
+    .create = ep_create,
+    .destroy = ep_destroy,
+    .add_socket = ep_add_socket,
+    .del_socket = ep_del_socket,
+    .watch = ep_watch,
+    .forward = ep_forward,
+    .send = ep_send,
+    .timer_set = loop_common_timer_set,
+    .timer_cancel = loop_common_timer_cancel,
+    .run = ep_run,
+    .stop = loop_common_stop,
+    .flush = ep_flush,
+    .stats = loop_common_stats,
+    .listen = ep_listen,
+    .connect = ep_connect,
+    .stream_read = ep_stream_read,
+    .stream_read_bulk = ep_stream_read_bulk,
+    .stream_forward = ep_stream_forward,
+    .stream_send = ep_stream_send,
+    .stream_splice_in = ep_stream_splice_in,
+    .stream_splice_out = ep_stream_splice_out,
 };

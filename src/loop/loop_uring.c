@@ -20,12 +20,12 @@
 #include "loop.h"
 #include "loop_common.h"
 
-#define UR_ENTRIES 4096
+#define UR_ENTRIES    4096
 #define UR_CQ_ENTRIES 16384
-#define UR_NBUFS 512 /* power of two: the ring's mask */
-#define UR_COPY 128  /* buffers for copied sends, after the ring's */
-#define UR_NTX (UR_NBUFS + UR_COPY)
-#define UR_BGID 0
+#define UR_NBUFS      512 /* power of two: the ring's mask */
+#define UR_COPY	      128 /* buffers for copied sends, after the ring's */
+#define UR_NTX	      (UR_NBUFS + UR_COPY)
+#define UR_BGID	      0
 /* Each buffer: the recvmsg_out header, the name (sockaddr_in6 rounded up so
  * the cmsg after it is aligned), the control area, the largest datagram or
  * train; rounded to a cache line. The kernel writes the header at the
@@ -33,11 +33,11 @@
  * control area holds the UDP_GRO cmsg and LOOP_HEADROOM more: the kernel
  * writes its cmsgs at the area's start, so what it leaves unwritten lies
  * right in front of the payload, the datagram's headroom. */
-#define UR_NAMELEN CMSG_ALIGN(sizeof(struct sockaddr_in6))
+#define UR_NAMELEN   CMSG_ALIGN(sizeof(struct sockaddr_in6))
 #define UR_CTL_SPACE (GRO_CTL_SPACE + LOOP_HEADROOM)
-#define UR_BUF_SIZE                                                                       \
-	((sizeof(struct io_uring_recvmsg_out) + UR_NAMELEN + UR_CTL_SPACE + LOOP_MAX_DGRAM + \
-	  63) & ~(size_t)63)
+#define UR_BUF_SIZE                                                                                \
+	((sizeof(struct io_uring_recvmsg_out) + UR_NAMELEN + UR_CTL_SPACE + LOOP_MAX_DGRAM + 63) & \
+	 ~(size_t)63)
 
 /* user_data: op (8 bits) | aux (24 bits) | id (32 bits). Never a pointer. */
 enum {
@@ -56,11 +56,11 @@ enum {
 	 * counted, the splice's own completion acts. */
 	OP_SPOLL,
 };
-#define UR_SBGID 1 /* the stream pool's ring; UR_SBGID + 1 its reserve's */
+#define UR_SBGID	1 /* the stream pool's ring; UR_SBGID + 1 its reserve's */
 #define UD(op, aux, id) ((uint64_t)(op) << 56 | (uint64_t)((aux)&0xffffff) << 32 | (id))
-#define UD_OP(u) ((unsigned)((u) >> 56))
-#define UD_AUX(u) ((unsigned)((u) >> 32 & 0xffffff))
-#define UD_ID(u) ((uint32_t)(u))
+#define UD_OP(u)	((unsigned)((u) >> 56))
+#define UD_AUX(u)	((unsigned)((u) >> 32 & 0xffffff))
+#define UD_ID(u)	((uint32_t)(u))
 
 /* One sendmsg: a single datagram or a GSO train. Segment i is buffer
  * bid[i], forwarded for id[i]. */
@@ -82,10 +82,10 @@ struct loop {
 	struct io_uring ring;
 
 	struct io_uring_buf_ring *br;
-	uint8_t *bufs;        /* UR_NBUFS for the ring, then UR_COPY for copies */
+	uint8_t *bufs;	      /* UR_NBUFS for the ring, then UR_COPY for copies */
 	uint16_t ref[UR_NTX]; /* sends still reading each buffer */
-	unsigned free_bufs; /* buffers in the ring, ready for the kernel */
-	struct msghdr rmsg; /* multishot template: name and control sizes */
+	unsigned free_bufs;   /* buffers in the ring, ready for the kernel */
+	struct msghdr rmsg;   /* multishot template: name and control sizes */
 	uint16_t copy_free[UR_COPY];
 	unsigned ncopy_free;
 
@@ -110,8 +110,8 @@ struct loop {
 	 * bulk goes on to [1] when [0] is empty. */
 	struct io_uring_buf_ring *sbr[2];
 	unsigned sbr_entries[2]; /* a power of two, >= its chunks */
-	unsigned sring_free[2];  /* read chunks in each ring */
-	unsigned ssending;    /* stream sends the kernel holds */
+	unsigned sring_free[2];	 /* read chunks in each ring */
+	unsigned ssending;	 /* stream sends the kernel holds */
 };
 
 static void tx_flush(struct loop *l);
@@ -192,11 +192,11 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 {
 	struct io_uring_params p;
 	struct io_uring_probe *probe;
-	struct io_uring_buf_reg reg = { 0 };
+	struct io_uring_buf_reg reg = {0};
 	struct loop *l = calloc(1, sizeof(*l));
-	static const int need[] = { IORING_OP_RECVMSG, IORING_OP_SENDMSG, IORING_OP_TIMEOUT,
-				    IORING_OP_TIMEOUT_REMOVE, IORING_OP_POLL_ADD,
-				    IORING_OP_ASYNC_CANCEL, IORING_OP_SEND_ZC };
+	static const int need[] = {
+	    IORING_OP_RECVMSG,	IORING_OP_SENDMSG,	IORING_OP_TIMEOUT, IORING_OP_TIMEOUT_REMOVE,
+	    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL, IORING_OP_SEND_ZC};
 	int err;
 
 	if (!l)
@@ -228,7 +228,8 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 		if (!io_uring_opcode_supported(probe, need[i])) {
 			/* SEND_ZC came with multishot recvmsg in Linux 6.0: its
 			 * presence is how we learn the latter is there. */
-			snprintf(why, whylen, "io_uring lacks opcode %d (multishot recvmsg needs Linux 6.0)",
+			snprintf(why, whylen,
+				 "io_uring lacks opcode %d (multishot recvmsg needs Linux 6.0)",
 				 need[i]);
 			io_uring_free_probe(probe);
 			err = -EOPNOTSUPP;
@@ -558,14 +559,14 @@ static void deliver(struct loop *l, struct io_uring_recvmsg_out *o, size_t len, 
 		    int fd, uint32_t id, uint64_t now)
 {
 	const struct loop_dgram d = {
-		.from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
-		.fromlen = o->namelen,
-		.data = io_uring_recvmsg_payload(o, &l->rmsg),
-		.len = len,
-		.headroom = l->rmsg.msg_controllen - o->controllen,
-		.truncated = (o->flags & MSG_TRUNC) != 0,
-		.bid = bid,
-		.now = now,
+	    .from = o->namelen ? io_uring_recvmsg_name(o) : NULL,
+	    .fromlen = o->namelen,
+	    .data = io_uring_recvmsg_payload(o, &l->rmsg),
+	    .len = len,
+	    .headroom = l->rmsg.msg_controllen - o->controllen,
+	    .truncated = (o->flags & MSG_TRUNC) != 0,
+	    .bid = bid,
+	    .now = now,
 	};
 	size_t seg = 0;
 	struct cmsghdr *c;
@@ -692,8 +693,7 @@ static int ur_run(struct loop *l)
 		if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
 			return err;
 		now = loop_now();
-		io_uring_for_each_cqe(&l->ring, head, cqe)
-		{
+		io_uring_for_each_cqe (&l->ring, head, cqe) {
 			uint64_t ud = cqe->user_data;
 
 			seen++;
@@ -746,15 +746,13 @@ static void ur_flush(struct loop *l)
 		tx_flush(l);
 	/* Until every send slot is back (each send in flight holds one) and
 	 * every stream send has finished. */
-	while ((l->ntx_free + (l->pend != TX_NONE) < UR_NTX || l->ssending) &&
-	       loop_now() < until) {
-		struct __kernel_timespec ts = { .tv_nsec = 50 * (long long)NS_PER_MS };
+	while ((l->ntx_free + (l->pend != TX_NONE) < UR_NTX || l->ssending) && loop_now() < until) {
+		struct __kernel_timespec ts = {.tv_nsec = 50 * (long long)NS_PER_MS};
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
 
 		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
-		io_uring_for_each_cqe(&l->ring, head, cqe)
-		{
+		io_uring_for_each_cqe (&l->ring, head, cqe) {
 			seen++;
 			if (UD_OP(cqe->user_data) == OP_SEND) {
 				on_send(l, cqe);
@@ -810,7 +808,7 @@ static void s_took(struct loop *l, uint32_t c)
 /* Stream ring g for n chunks: 0 or -errno. */
 static int s_ring(struct loop *l, int g, unsigned chunks)
 {
-	struct io_uring_buf_reg reg = { 0 };
+	struct io_uring_buf_reg reg = {0};
 	unsigned n = 1;
 	int err;
 
@@ -1244,7 +1242,7 @@ static void on_ssend(struct loop *l, struct io_uring_cqe *cqe)
  * the main ring any of them, on the reserve's those that are not bulk. */
 static void s_unstall(struct loop *l)
 {
-	unsigned n[2] = { l->sring_free[0], l->sring_free[1] };
+	unsigned n[2] = {l->sring_free[0], l->sring_free[1]};
 	struct lstream *s;
 
 	for (;;) {
@@ -1291,26 +1289,26 @@ static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
 }
 
 const struct loop_ops loop_uring_ops = {
-	.name = "io_uring",
-	.create = ur_create,
-	.destroy = ur_destroy,
-	.add_socket = ur_add_socket,
-	.del_socket = ur_del_socket,
-	.watch = ur_watch,
-	.forward = ur_forward,
-	.send = ur_send,
-	.timer_set = loop_common_timer_set,
-	.timer_cancel = loop_common_timer_cancel,
-	.run = ur_run,
-	.stop = loop_common_stop,
-	.flush = ur_flush,
-	.stats = loop_common_stats,
-	.listen = ur_listen,
-	.connect = ur_connect,
-	.stream_read = ur_stream_read,
-	.stream_read_bulk = ur_stream_read_bulk,
-	.stream_forward = ur_stream_forward,
-	.stream_send = ur_stream_send,
-	.stream_splice_in = ur_stream_splice_in,
-	.stream_splice_out = ur_stream_splice_out,
+    .name = "io_uring",
+    .create = ur_create,
+    .destroy = ur_destroy,
+    .add_socket = ur_add_socket,
+    .del_socket = ur_del_socket,
+    .watch = ur_watch,
+    .forward = ur_forward,
+    .send = ur_send,
+    .timer_set = loop_common_timer_set,
+    .timer_cancel = loop_common_timer_cancel,
+    .run = ur_run,
+    .stop = loop_common_stop,
+    .flush = ur_flush,
+    .stats = loop_common_stats,
+    .listen = ur_listen,
+    .connect = ur_connect,
+    .stream_read = ur_stream_read,
+    .stream_read_bulk = ur_stream_read_bulk,
+    .stream_forward = ur_stream_forward,
+    .stream_send = ur_stream_send,
+    .stream_splice_in = ur_stream_splice_in,
+    .stream_splice_out = ur_stream_splice_out,
 };

@@ -551,8 +551,8 @@ static const struct metric metrics[] = {
      .help = "Unix time of the last good heartbeat; 0 before the first."},
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */
-    {"etrelay_xdp_packets_total", COUNTER, XDP, 0, .label = LABEL_ENUM("result", XDP_COUNTS,
-								      xdp_result_name_k),
+    {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
+     .label = LABEL_ENUM("result", XDP_COUNTS, xdp_result_name_k),
      .help = "UDP packets to the relay's own ports that the XDP program judged, by result: "
 	     "passed (within its source's bucket, xdp-rate and xdp-burst), known (a known "
 	     "source's, passed at once), or dropped: bogon (a source that cannot be real), banned "

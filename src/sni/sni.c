@@ -53,7 +53,7 @@
 #include "sni_pin.h"
 
 /* A refused connection's linger: at most this long and this many chunks. */
-#define SNI_LINGER (2 * NS_PER_SEC)
+#define SNI_LINGER	  (2 * NS_PER_SEC)
 #define SNI_LINGER_CHUNKS 64
 /* Chunks of one direction in flight at once (read, not yet all sent): 2
  * is a read-ahead of one, so the next chunk is read while the last one is
@@ -80,7 +80,7 @@
 #define SNI_IDX_MASK ((1u << SNI_IDX_BITS) - 1)
 #define SNI_GEN_MASK 0x7fu
 #define SNI_SIDE_BIT (1u << 23)
-#define SNI_NONE UINT32_MAX
+#define SNI_NONE     UINT32_MAX
 /* A preread this old has had its time for a hello: the first to give way
  * at max-preread (evict_one). */
 #define SNI_PREREAD_STALE (1000 * NS_PER_MS)
@@ -97,11 +97,11 @@ _Static_assert(ENDPOINT_REF_BITS == 24, "ref layout");
 enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER, C_GONE };
 enum { SIDE_C = 0, SIDE_U = 1 };
 /* Per direction, indexed by the side read from. */
-#define D_READING 1u /* a stream_read is out on this side */
-#define D_EOF 2u     /* it shut its side (no more reads) */
-#define D_SHUT 4u    /* and we shut the other's write side, all sent */
-#define D_DEFER 8u   /* its bulk read waits: its source holds its cap of chunks */
-#define D_DATA 16u   /* it sent at least one byte */
+#define D_READING 1u  /* a stream_read is out on this side */
+#define D_EOF	  2u  /* it shut its side (no more reads) */
+#define D_SHUT	  4u  /* and we shut the other's write side, all sent */
+#define D_DEFER	  8u  /* its bulk read waits: its source holds its cap of chunks */
+#define D_DATA	  16u /* it sent at least one byte */
 
 struct sni_conn {
 	uint8_t state, gen;
@@ -114,7 +114,7 @@ struct sni_conn {
 	int pipe[2][2]; /* by side read from: read end, write end; -1 none */
 	uint32_t next_free;
 	uint32_t pre_prev, pre_next; /* the prereads, oldest first, while in_preread */
-	uint32_t fwd_len[2]; /* bytes in flight, by side read from */
+	uint32_t fwd_len[2];	     /* bytes in flight, by side read from */
 	uint32_t linger_chunks;
 	union etr_sockaddr peer, upstream;
 	struct timer timer;
@@ -500,7 +500,7 @@ static void end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 	 * mid-transfer must not read a clean end (a truncated download
 	 * looking whole), nor the upstream a client's. */
 	if (why == SNI_END_RESET || why == SNI_END_STALLED) {
-		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
 		for (int s = 0; s < 2; s++)
 			if (c->fd[s] >= 0)
@@ -624,8 +624,8 @@ static void preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgra
 			refuse(l, c, SNI_NO_RESOURCES, d->now);
 			return;
 		}
-		ADD(l->stats.memory, (int64_t)(need - c->pre_cap) +
-					     (c->pre ? 0 : (int64_t)PROXY_V2_MAX));
+		ADD(l->stats.memory,
+		    (int64_t)(need - c->pre_cap) + (c->pre ? 0 : (int64_t)PROXY_V2_MAX));
 		c->pre = p;
 		c->pre_cap = need;
 	}
@@ -687,7 +687,8 @@ static void upstream_gone(struct sni_listener *l, struct sni_conn *c, const char
 		return;
 	log_debug("sni %s: %s from %s: upstream %s before sending a byte%s", l->conf->name,
 		  c->hello.name, addr_str(&c->peer.sa, a), how,
-		  c->proxy ? " (a proxy-v2 route: does the upstream expect the PROXY header?)" : "");
+		  c->proxy ? " (a proxy-v2 route: does the upstream expect the PROXY header?)"
+			   : "");
 }
 
 static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint64_t now)
@@ -984,7 +985,6 @@ static void conn_timer(void *obj, uint32_t ref, uint64_t now)
 	}
 }
 
-
 /* max-preread (or this worker's share of it) is reached: close, without
  * a byte, the worker's oldest preread connection once it has had
  * SNI_PREREAD_STALE for its hello (a real client's comes within a round
@@ -1070,7 +1070,7 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 	}
 	c->counted = true;
 	ADD(l->stats.active, 1);
-		/* A worker at its share of max-preread makes room among its own
+	/* A worker at its share of max-preread makes room among its own
 	 * too: otherwise the workers an attack reaches most would end up
 	 * with every preread, and one holding none could only refuse. */
 	if (atomic_load_explicit(&l->stats.preread, memory_order_relaxed) >=
@@ -1089,14 +1089,14 @@ static void listen_accept(void *obj, uint32_t ref, int fd)
 /* One multi endpoint per listener: its connections' refs, and
  * SNI_LISTEN_REF for the listening socket. */
 static const struct endpoint_ops conn_ops = {
-	.name = "sni",
-	.multi = true,
-	.on_recv_error = conn_recv_error,
-	.on_sent = conn_sent,
-	.on_timer = conn_timer,
-	.on_accept = listen_accept,
-	.on_connected = conn_connected,
-	.on_stream = conn_stream,
+    .name = "sni",
+    .multi = true,
+    .on_recv_error = conn_recv_error,
+    .on_sent = conn_sent,
+    .on_timer = conn_timer,
+    .on_accept = listen_accept,
+    .on_connected = conn_connected,
+    .on_stream = conn_stream,
 };
 
 int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i, unsigned w,
@@ -1153,7 +1153,7 @@ int sni_listener_open(struct sni_listener *l, struct sni_shared *all, unsigned i
 int sni_listener_attach(struct sni_listener *l, const struct loop_ops *ops, struct loop *loop,
 			struct endpoint_table *ep)
 {
-	uint64_t sip[2] = { net_random64(), net_random64() };
+	uint64_t sip[2] = {net_random64(), net_random64()};
 	uint32_t pool = LOOP_STREAM_CHUNKS;
 	int a;
 

@@ -35,7 +35,7 @@ struct sni_listener {
 	struct endpoint_table *ep;
 	unsigned slot_conns; /* its endpoint: connections and the listening socket */
 	bool attached;
-	bool splice; /* splice yes, and a loop that splices */
+	bool splice;			 /* splice yes, and a loop that splices */
 	const struct sni_routes *routes; /* the table this worker uses */
 	const struct banlist *bans;	 /* the daemon's current list, NULL: none */
 	uint64_t gen;
@@ -49,7 +49,7 @@ struct sni_listener {
 	 * loop's pool they come from. */
 	struct sni_pin pin;
 	const struct loop_stats *lst; /* NULL: a loop without counters */
-	uint64_t log_next; /* rate limit of the accept error log */
+	uint64_t log_next;	      /* rate limit of the accept error log */
 };
 
 /* Open worker w's listening socket (joining the port's group when

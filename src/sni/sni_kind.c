@@ -35,8 +35,9 @@ static uint64_t fds(const struct etr_conf *c, unsigned workers)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < c->nsni; i++) {
-		n += 2ull * (c->sni[i].max_connections + SNI_LINGER_MAX(c->sni[i].max_connections)) +
-		     workers;
+		n +=
+		    2ull * (c->sni[i].max_connections + SNI_LINGER_MAX(c->sni[i].max_connections)) +
+		    workers;
 		n += 4ull * conf_sni_max_spliced(&c->sni[i]);
 	}
 	return n;
@@ -68,8 +69,7 @@ static int open_one(struct kind_env *e, unsigned i, const struct sni_route *rout
 	struct sni_shared *sh = e->shared;
 	char err[512];
 
-	if (sni_shared_init(sh, i, c, routes, c->nroutes, e->nworkers, err, sizeof(err)) <
-	    0) {
+	if (sni_shared_init(sh, i, c, routes, c->nroutes, e->nworkers, err, sizeof(err)) < 0) {
 		log_warnx("sni %s: %s", c->name, err);
 		return EXIT_CONFIG;
 	}
@@ -146,7 +146,7 @@ static int tcp_connect(const union etr_sockaddr *a, uint64_t ms)
 	if (connect(fd, &a->sa, addr_len(a)) < 0 && errno != EINPROGRESS) {
 		err = errno;
 	} else {
-		p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		p = (struct pollfd){.fd = fd, .events = POLLOUT};
 		if (poll(&p, 1, (int)(ms < 60000 ? ms : 60000)) <= 0)
 			err = ETIMEDOUT;
 		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
@@ -169,8 +169,8 @@ static int check_sni_route(const struct etr_conf *c, const struct sni_conf *s,
 	if (r->line)
 		snprintf(where, sizeof(where), " (%s:%u)", c->path ? c->path : "", r->line);
 	if (resolver_lookup(r->host, r->port, AF_UNSPEC, &res) != 0) {
-		printf("sni %s: route %s: upstream %s%s: FAILED to resolve (%s)\n", s->name, r->name,
-		       hp, where, gai_strerror(res.gai_err));
+		printf("sni %s: route %s: upstream %s%s: FAILED to resolve (%s)\n", s->name,
+		       r->name, hp, where, gai_strerror(res.gai_err));
 		return 1;
 	}
 	if ((err = tcp_connect(&res.addr, s->connect_timeout_ms)) != 0) {
@@ -217,23 +217,23 @@ static int probe_all(const struct etr_conf *c)
 }
 
 const struct kind sni_kind = {
-	.name = "sni",
-	.size = sizeof(struct sni_listener),
-	.count = count,
-	.open = open_all,
-	.fds = fds,
-	.fds_what = fds_what,
-	.fds_knob = "max-connections",
-	.attach = attach,
-	.poke = poke,
-	.take_bans = take_bans,
-	.shutdown = shutdown_,
-	.close = close_,
-	.report = report,
-	.probe = probe_all,
-	.summary_one = "SNI listener",
-	.summary_many = "SNI listeners",
-	.active = active,
-	.active_one = "SNI connection",
-	.active_many = "SNI connections",
+    .name = "sni",
+    .size = sizeof(struct sni_listener),
+    .count = count,
+    .open = open_all,
+    .fds = fds,
+    .fds_what = fds_what,
+    .fds_knob = "max-connections",
+    .attach = attach,
+    .poke = poke,
+    .take_bans = take_bans,
+    .shutdown = shutdown_,
+    .close = close_,
+    .report = report,
+    .probe = probe_all,
+    .summary_one = "SNI listener",
+    .summary_many = "SNI listeners",
+    .active = active,
+    .active_one = "SNI connection",
+    .active_many = "SNI connections",
 };

@@ -14,34 +14,32 @@
 #include "log.h"
 
 static const char *const result_names[SNI_RESULTS] = {
-	[SNI_SPLICED] = "spliced",
-	[SNI_UNKNOWN_NAME] = "unknown_name",
-	[SNI_NO_SNI] = "no_sni",
-	[SNI_NOT_TLS] = "not_tls",
-	[SNI_NOT_CLIENT_HELLO] = "not_client_hello",
-	[SNI_BAD_NAME] = "bad_name",
-	[SNI_MALFORMED] = "malformed",
-	[SNI_TOO_BIG] = "too_big",
-	[SNI_PREREAD_TIMEOUT] = "preread_timeout",
-	[SNI_PREREAD_CLOSED] = "preread_closed",
-	[SNI_CAP_CONNECTIONS] = "cap_connections",
-	[SNI_CAP_PER_IP] = "cap_per_ip",
-	[SNI_CAP_PREREAD] = "cap_preread",
-	[SNI_PREREAD_EVICTED] = "preread_evicted",
-	[SNI_DRAINING] = "draining",
-	[SNI_CONNECT_FAILED] = "connect_failed",
-	[SNI_CONNECT_TIMEOUT] = "connect_timeout",
-	[SNI_ROUTE_GONE] = "route_gone",
-	[SNI_NO_RESOURCES] = "no_resources",
-	[SNI_BANNED] = "banned",
+    [SNI_SPLICED] = "spliced",
+    [SNI_UNKNOWN_NAME] = "unknown_name",
+    [SNI_NO_SNI] = "no_sni",
+    [SNI_NOT_TLS] = "not_tls",
+    [SNI_NOT_CLIENT_HELLO] = "not_client_hello",
+    [SNI_BAD_NAME] = "bad_name",
+    [SNI_MALFORMED] = "malformed",
+    [SNI_TOO_BIG] = "too_big",
+    [SNI_PREREAD_TIMEOUT] = "preread_timeout",
+    [SNI_PREREAD_CLOSED] = "preread_closed",
+    [SNI_CAP_CONNECTIONS] = "cap_connections",
+    [SNI_CAP_PER_IP] = "cap_per_ip",
+    [SNI_CAP_PREREAD] = "cap_preread",
+    [SNI_PREREAD_EVICTED] = "preread_evicted",
+    [SNI_DRAINING] = "draining",
+    [SNI_CONNECT_FAILED] = "connect_failed",
+    [SNI_CONNECT_TIMEOUT] = "connect_timeout",
+    [SNI_ROUTE_GONE] = "route_gone",
+    [SNI_NO_RESOURCES] = "no_resources",
+    [SNI_BANNED] = "banned",
 };
 
 static const char *const end_names[SNI_ENDS] = {
-	[SNI_END_DONE] = "done",	 [SNI_END_IDLE] = "idle",
-	[SNI_END_RESET] = "reset",	 [SNI_END_REVOKED] = "revoked",
-	[SNI_END_STALLED] = "stalled",
-	[SNI_END_SHUTDOWN] = "shutdown",
-	[SNI_END_BANNED] = "banned",
+    [SNI_END_DONE] = "done",	   [SNI_END_IDLE] = "idle",	  [SNI_END_RESET] = "reset",
+    [SNI_END_REVOKED] = "revoked", [SNI_END_STALLED] = "stalled", [SNI_END_SHUTDOWN] = "shutdown",
+    [SNI_END_BANNED] = "banned",
 };
 
 const char *sni_result_name(enum sni_result r)
@@ -55,8 +53,8 @@ const char *sni_end_name(enum sni_end e)
 }
 
 const uint64_t sni_preread_bound_ns[SNI_PREREAD_BUCKETS] = {
-	1000000ull, 5000000ull, 25000000ull, 100000000ull,
-	500000000ull, 1000000000ull, 5000000000ull, 10000000000ull,
+    1000000ull,	  5000000ull,	 25000000ull,	100000000ull,
+    500000000ull, 1000000000ull, 5000000000ull, 10000000000ull,
 };
 
 unsigned sni_preread_bucket(uint64_t ns)
@@ -210,11 +208,11 @@ int sni_shared_loop(const struct sni_shared *sh, const union etr_sockaddr *up)
 	return -1;
 }
 
-int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
-			   char *err, size_t errlen)
+int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n, char *err,
+			   size_t errlen)
 {
-	struct sni_routes *fresh[CONF_SNI_MAX] = { NULL };
-	struct sni_route *copy[CONF_SNI_MAX] = { NULL };
+	struct sni_routes *fresh[CONF_SNI_MAX] = {NULL};
+	struct sni_route *copy[CONF_SNI_MAX] = {NULL};
 	int rc = 0;
 
 	if (n > SNI_CONTROL_ROUTES_MAX) {
@@ -232,9 +230,10 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 		char a[ADDR_STRLEN], b[ADDR_STRLEN];
 
 		if (i >= 0) {
-			snprintf(err, errlen, "route %s: upstream %s is the SNI listener %s (%s): a loop",
-				 list[j].name, addr_str(&list[j].upstream.sa, a), sh->l[i].conf->name,
-				 addr_str(&sh->l[i].conf->listen.sa, b));
+			snprintf(err, errlen,
+				 "route %s: upstream %s is the SNI listener %s (%s): a loop",
+				 list[j].name, addr_str(&list[j].upstream.sa, a),
+				 sh->l[i].conf->name, addr_str(&sh->l[i].conf->listen.sa, b));
 			return -1;
 		}
 	}
@@ -250,8 +249,9 @@ int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, 
 		full = l->nretired == SNI_RETIRED_MAX; /* only this function adds */
 		pthread_mutex_unlock(&l->lock);
 		if (full) {
-			snprintf(err, errlen, "sni %s: a worker still uses older route tables; "
-					      "try again",
+			snprintf(err, errlen,
+				 "sni %s: a worker still uses older route tables; "
+				 "try again",
 				 l->conf->name);
 			rc = -1;
 		} else if (build(l, list, n, &fresh[i], err, errlen) < 0) {

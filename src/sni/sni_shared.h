@@ -22,26 +22,26 @@
 /* How a connection ended up: spliced, or refused (closed without a byte)
  * and why. One count per connection. */
 enum sni_result {
-	SNI_SPLICED,	       /* connected to its upstream, bytes on their way */
-	SNI_UNKNOWN_NAME,      /* no route for its server name */
-	SNI_NO_SNI,	       /* a ClientHello without a host_name */
-	SNI_NOT_TLS,	       /* not a TLS handshake (HTTP, SSLv2...) */
-	SNI_NOT_CLIENT_HELLO,  /* a handshake, but not a ClientHello */
-	SNI_BAD_NAME,	       /* a host_name no route could match */
-	SNI_MALFORMED,	       /* lengths that do not add up */
-	SNI_TOO_BIG,	       /* a ClientHello over 16 KiB */
-	SNI_PREREAD_TIMEOUT,   /* no whole ClientHello within preread-timeout */
-	SNI_PREREAD_CLOSED,    /* the client left before its ClientHello ended */
-	SNI_CAP_CONNECTIONS,   /* max-connections reached */
-	SNI_CAP_PER_IP,	       /* max-connections-per-ip reached (/64, /56, /48) */
-	SNI_CAP_PREREAD,       /* max-preread reached, this worker prereading none */
-	SNI_PREREAD_EVICTED,   /* closed at max-preread to admit a newcomer */
-	SNI_DRAINING,	       /* the process is draining */
-	SNI_CONNECT_FAILED,    /* the upstream refused or could not be reached */
-	SNI_CONNECT_TIMEOUT,   /* ... within connect-timeout */
-	SNI_ROUTE_GONE,	       /* its route went away before the connect ended */
-	SNI_NO_RESOURCES,      /* out of memory, sockets or connection slots */
-	SNI_BANNED,	       /* its source is in ban-file: closed at accept */
+	SNI_SPLICED,	      /* connected to its upstream, bytes on their way */
+	SNI_UNKNOWN_NAME,     /* no route for its server name */
+	SNI_NO_SNI,	      /* a ClientHello without a host_name */
+	SNI_NOT_TLS,	      /* not a TLS handshake (HTTP, SSLv2...) */
+	SNI_NOT_CLIENT_HELLO, /* a handshake, but not a ClientHello */
+	SNI_BAD_NAME,	      /* a host_name no route could match */
+	SNI_MALFORMED,	      /* lengths that do not add up */
+	SNI_TOO_BIG,	      /* a ClientHello over 16 KiB */
+	SNI_PREREAD_TIMEOUT,  /* no whole ClientHello within preread-timeout */
+	SNI_PREREAD_CLOSED,   /* the client left before its ClientHello ended */
+	SNI_CAP_CONNECTIONS,  /* max-connections reached */
+	SNI_CAP_PER_IP,	      /* max-connections-per-ip reached (/64, /56, /48) */
+	SNI_CAP_PREREAD,      /* max-preread reached, this worker prereading none */
+	SNI_PREREAD_EVICTED,  /* closed at max-preread to admit a newcomer */
+	SNI_DRAINING,	      /* the process is draining */
+	SNI_CONNECT_FAILED,   /* the upstream refused or could not be reached */
+	SNI_CONNECT_TIMEOUT,  /* ... within connect-timeout */
+	SNI_ROUTE_GONE,	      /* its route went away before the connect ended */
+	SNI_NO_RESOURCES,     /* out of memory, sockets or connection slots */
+	SNI_BANNED,	      /* its source is in ban-file: closed at accept */
 	SNI_RESULTS
 };
 
@@ -73,19 +73,19 @@ unsigned sni_preread_bucket(uint64_t ns);
 struct sni_stats {
 	_Atomic uint64_t result[SNI_RESULTS];
 	_Atomic uint64_t ended[SNI_ENDS];
-	_Atomic uint64_t bytes_in;  /* client to upstream */
-	_Atomic uint64_t bytes_out; /* upstream to client */
+	_Atomic uint64_t bytes_in;		    /* client to upstream */
+	_Atomic uint64_t bytes_out;		    /* upstream to client */
 	_Atomic uint64_t preread_ns, preread_count; /* accept to the hello's answer */
 	_Atomic uint64_t preread_hist[SNI_PREREAD_BUCKETS + 1];
 	_Atomic uint64_t deferred; /* bulk reads put off: their source held its cap of chunks */
 	/* Spliced bytes (after the preread) by path: [0] copied through the
 	 * chunk pool, [1] spliced through pipes (splice yes). */
 	_Atomic uint64_t relayed[2];
-	_Atomic uint32_t pipes; /* pipes open (2 per spliced connection) */
-	_Atomic int64_t memory;	   /* bytes held: preread buffers, chunks in flight
-				    * (at most 2 of 64 KiB per direction) */
-	_Atomic uint32_t active;   /* connections, refused ones lingering excluded */
-	_Atomic uint32_t preread;  /* of them still reading their ClientHello */
+	_Atomic uint32_t pipes;	    /* pipes open (2 per spliced connection) */
+	_Atomic int64_t memory;	    /* bytes held: preread buffers, chunks in flight
+				     * (at most 2 of 64 KiB per direction) */
+	_Atomic uint32_t active;    /* connections, refused ones lingering excluded */
+	_Atomic uint32_t preread;   /* of them still reading their ClientHello */
 	_Atomic uint32_t lingering; /* refused, draining the client's bytes */
 };
 
@@ -105,11 +105,11 @@ struct sni_stats {
 /* One listener's part of sni_shared. */
 struct sni_lshared {
 	const struct sni_conf *conf;
-	pthread_mutex_t lock; /* everything below but the atomics */
+	pthread_mutex_t lock;	      /* everything below but the atomics */
 	struct sni_route *file, *ctl; /* the config file's and the control plane's */
 	size_t nfile, nctl;
 	struct sni_routes *cur; /* in force */
-	uint64_t gen;		      /* of cur */
+	uint64_t gen;		/* of cur */
 	struct {
 		struct sni_routes *t;
 		uint64_t gen; /* replaced when this generation came */
@@ -121,7 +121,7 @@ struct sni_lshared {
 	_Atomic uint32_t active, preread;
 	_Atomic uint32_t lingering; /* refused connections lingering (SNI_LINGER_MAX) */
 	_Atomic uint32_t spliced;   /* connections with pipes (max-spliced) */
-	struct srctab ips; /* open connections per source (max-connections-per-ip) */
+	struct srctab ips;	    /* open connections per source (max-connections-per-ip) */
 	struct sni_stats *stats[CONF_WORKERS_MAX]; /* each worker's */
 };
 
@@ -159,8 +159,8 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
  * thread at a time (the control thread): the tables are built outside the
  * lock the workers take, and swapped under it. Returns 0, or -1 with why
  * in err (nothing changed then). */
-int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n,
-			   char *err, size_t errlen);
+int sni_set_control_routes(struct sni_shared *sh, const struct sni_route *list, size_t n, char *err,
+			   size_t errlen);
 
 /* For other threads (heartbeat, /lifecycle): listener i's connections open
  * now, its max-connections, and its routes in force. */

@@ -36,8 +36,8 @@ enum { ID_A = 1, ID_WATCHDOG = 100, ID_T1, ID_T2, ID_T3 };
 
 struct fixture {
 	struct loop *l;
-	int a;                 /* the loop's socket */
-	int x, y;              /* plain sockets: a sender, a receiver */
+	int a;		       /* the loop's socket */
+	int x, y;	       /* plain sockets: a sender, a receiver */
 	struct sockaddr_in ya; /* y's address */
 	struct sockaddr_in xa;
 	struct timer watchdog;
@@ -104,7 +104,7 @@ static int udp_on_loopback(struct sockaddr_in *sa)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	socklen_t len = sizeof(*sa);
-	struct timeval tv = { .tv_sec = 1 };
+	struct timeval tv = {.tv_sec = 1};
 	int big = 1 << 20;
 
 	assert_true(fd >= 0);
@@ -122,14 +122,14 @@ static int setup(void **state)
 {
 	static struct fixture f;
 	const struct loop_handler h = {
-		.arg = &f,
-		.on_dgram = h_dgram,
-		.on_recv_error = h_recv_error,
-		.on_sent = h_sent,
-		.on_readable = h_readable,
-		.on_timer = h_timer,
+	    .arg = &f,
+	    .on_dgram = h_dgram,
+	    .on_recv_error = h_recv_error,
+	    .on_sent = h_sent,
+	    .on_readable = h_readable,
+	    .on_timer = h_timer,
 	};
-	const struct loop_conf c = { .max_sockets = 16, .gso = false };
+	const struct loop_conf c = {.max_sockets = 16, .gso = false};
 	struct sockaddr_in aa;
 	char why[256];
 
@@ -212,9 +212,8 @@ static void prepend_and_forward(struct fixture *f, struct loop_dgram *d)
 	f->from_intact = from && from->sin_port == f->xa.sin_port &&
 			 from->sin_addr.s_addr == f->xa.sin_addr.s_addr;
 	assert_null(loop_dgram_prepend(d, d->headroom + 1));
-	assert_int_equal(ops->forward(f->l, f->a, (const struct sockaddr *)&f->ya,
-				      sizeof(f->ya), d, ID_A),
-			 0);
+	assert_int_equal(
+	    ops->forward(f->l, f->a, (const struct sockaddr *)&f->ya, sizeof(f->ya), d, ID_A), 0);
 }
 
 /* Every received datagram has LOOP_HEADROOM bytes in front of it: 4 bytes
@@ -462,17 +461,17 @@ static struct sfix *s_setup(unsigned chunks, unsigned seconds)
 {
 	static struct sfix f;
 	const struct loop_handler h = {
-		.arg = &f,
-		.on_dgram = sh_dgram,
-		.on_recv_error = sh_recv_error,
-		.on_sent = sh_sent,
-		.on_readable = sh_readable,
-		.on_timer = sh_timer,
-		.on_accept = sh_accept,
-		.on_connected = sh_connected,
-		.on_stream = sh_stream,
+	    .arg = &f,
+	    .on_dgram = sh_dgram,
+	    .on_recv_error = sh_recv_error,
+	    .on_sent = sh_sent,
+	    .on_readable = sh_readable,
+	    .on_timer = sh_timer,
+	    .on_accept = sh_accept,
+	    .on_connected = sh_connected,
+	    .on_stream = sh_stream,
 	};
-	const struct loop_conf c = { .max_sockets = 16, .stream_chunks = chunks };
+	const struct loop_conf c = {.max_sockets = 16, .stream_chunks = chunks};
 	char why[256];
 
 	memset(&f, 0, sizeof(f));
@@ -536,7 +535,7 @@ static int tcp_listener(struct sockaddr_in *sa, bool nonblock)
 static int tcp_client(const struct sockaddr_in *sa, int snd, int rcv)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = {.tv_sec = 5};
 
 	assert_true(fd >= 0);
 	set_bufs(fd, snd, rcv);
@@ -555,7 +554,7 @@ static void tcp_pair(int *loop_end, int *far_end, int snd, int rcv)
 {
 	struct sockaddr_in sa;
 	int ls = tcp_listener(&sa, false);
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = {.tv_sec = 5};
 
 	set_bufs(ls, 0, rcv); /* the far end is the listener's child */
 	*loop_end = tcp_client(&sa, snd, 0);
@@ -687,9 +686,8 @@ static void test_stream_connect_succeeds_and_is_refused(void **state)
 	f->fd[2] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	f->connected_cb = stop_at_two_connects;
 	f->n[0] = f->n[1] = 1000;
-	assert_int_equal(ops->connect(f->l, f->fd[1], (struct sockaddr *)&f->sa, sizeof(f->sa),
-				      SID_A),
-			 0);
+	assert_int_equal(
+	    ops->connect(f->l, f->fd[1], (struct sockaddr *)&f->sa, sizeof(f->sa), SID_A), 0);
 	assert_int_equal(
 	    ops->connect(f->l, f->fd[2], (struct sockaddr *)&dead, sizeof(dead), SID_B), 0);
 	assert_int_equal(ops->run(f->l), 0);
@@ -761,7 +759,7 @@ static void test_stream_echo_and_eof_after_the_peers_shutdown(void **state)
 /* The relay: client -> [A: loop] -> [B: loop] -> server, 4 MiB, with the
  * server reading slowly. */
 #define RELAY_BYTES (4u << 20)
-#define SMALL_BUF 16384
+#define SMALL_BUF   16384
 
 static uint8_t pattern(size_t i)
 {
@@ -773,7 +771,7 @@ struct relay_io {
 	/* written: what the writer may have handed to the kernel so far, an
 	 * upper bound, stored before each send (see relay_writer). */
 	_Atomic size_t written, read;
-	size_t max_gap;  /* most bytes written but not yet read, seen by the reader */
+	size_t max_gap;	 /* most bytes written but not yet read, seen by the reader */
 	unsigned behind; /* times the reader saw written < read: must stay 0 */
 	bool exact;
 };
@@ -847,9 +845,8 @@ static void *relay_reader(void *arg)
 static void relay_accept(struct sfix *f, int fd)
 {
 	f->fd[4] = fd; /* A */
-	assert_int_equal(ops->connect(f->l, f->fd[5], (struct sockaddr *)&f->sa, sizeof(f->sa),
-				      SID_B),
-			 0);
+	assert_int_equal(
+	    ops->connect(f->l, f->fd[5], (struct sockaddr *)&f->sa, sizeof(f->sa), SID_B), 0);
 }
 
 static void relay_connected(struct sfix *f, uint32_t id, int res)
@@ -887,13 +884,13 @@ static void relay_sent(struct sfix *f, uint32_t id, int res)
 static void test_stream_relay_4mib_to_a_slow_reader_under_back_pressure(void **state)
 {
 	struct sfix *f = s_setup(0, 20);
-	struct relay_io io = { 0 };
+	struct relay_io io = {0};
 	struct sockaddr_in front;
 	pthread_t wr, rd;
 	int srv;
 
 	(void)state;
-	f->fd[0] = tcp_listener(&front, true); /* the loop's listener */
+	f->fd[0] = tcp_listener(&front, true);	  /* the loop's listener */
 	set_bufs(f->fd[0], SMALL_BUF, SMALL_BUF); /* A inherits them */
 	srv = tcp_listener(&f->sa, false);
 	set_bufs(srv, SMALL_BUF, SMALL_BUF); /* the server's end too */
@@ -971,7 +968,7 @@ static void splice_sent(struct sfix *f, uint32_t id, int res)
 static void test_stream_splice_4mib_to_a_slow_reader_without_a_chunk(void **state)
 {
 	struct sfix *f;
-	struct relay_io io = { 0 };
+	struct relay_io io = {0};
 	struct sockaddr_in front;
 	pthread_t wr, rd;
 	int srv;
@@ -1063,7 +1060,7 @@ static void stop_at_nsends(struct sfix *f, uint32_t id, int res)
 static void test_stream_sends_with_short_writes_arrive_whole_and_in_order(void **state)
 {
 	struct sfix *f = s_setup(0, 5);
-	struct slow_read r = { 0 };
+	struct slow_read r = {0};
 	/* The loop sends from these: each stays until its on_sent. */
 	static uint8_t buf[NSENDS][LOOP_STREAM_CHUNK];
 	pthread_t t;
@@ -1073,7 +1070,8 @@ static void test_stream_sends_with_short_writes_arrive_whole_and_in_order(void *
 	r.fd = f->fd[2];
 	for (unsigned k = 0; k < NSENDS; k++) {
 		fill_send(buf[k], k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A),
+				 0);
 	}
 	assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[0], (size_t)INT_MAX + 1, SID_A),
 			 -EMSGSIZE);
@@ -1122,7 +1120,8 @@ static void test_stream_del_socket_with_sends_pending_answers_each_once(void **s
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096);
 	for (unsigned k = 0; k < NSENDS; k++) {
 		fill_send(buf[k], k);
-		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A), 0);
+		assert_int_equal(ops->stream_send(f->l, f->fd[1], buf[k], sizeof(buf[k]), SID_A),
+				 0);
 	}
 	assert_int_equal(ops->stream_read(f->l, f->fd[1], SID_A), 0);
 	f->del_cb = del_now;
@@ -1148,9 +1147,9 @@ static void test_stream_del_socket_with_sends_pending_answers_each_once(void **s
 	s_teardown(f);
 }
 
-#define NMANY 200
+#define NMANY	 200
 #define MANY_LEN 2000
-#define BIG_LEN (2 * LOOP_STREAM_CHUNK + 100)
+#define BIG_LEN	 (2 * LOOP_STREAM_CHUNK + 100)
 
 static void stop_at_nmany(struct sfix *f, uint32_t id, int res)
 {
@@ -1315,7 +1314,7 @@ static void test_stream_reads_wait_for_an_empty_pool_and_resume(void **state)
 
 	(void)state;
 	tcp_pair(&f->fd[1], &f->fd[2], 4096, 4096); /* P */
-	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);       /* Q */
+	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);	    /* Q */
 	fill_send(buf, 0);
 	assert_int_equal(send(f->fd[2], buf, sizeof(buf), 0), sizeof(buf));
 	assert_int_equal(send(f->fd[4], "late", 4, 0), 4);
@@ -1378,7 +1377,7 @@ static void test_stream_bulk_reads_leave_the_reserve_to_plain_reads(void **state
 	tcp_pair(&f->fd[1], &f->fd[2], 0, 0); /* P */
 	set_bufs(f->fd[1], 0, 4 << 20);
 	set_bufs(f->fd[2], 4 << 20, 0);
-	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);       /* Q */
+	tcp_pair(&f->fd[3], &f->fd[4], 0, 0);	    /* Q */
 	tcp_pair(&f->fd[5], &f->fd[6], 4096, 4096); /* the sink */
 	memset(buf, 'p', sizeof(buf));
 	while (queued < sizeof(buf) &&
@@ -1580,14 +1579,14 @@ static void test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped(v
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_loop_a_copy_leaves_after_the_forward_queued_before_it,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_loop_a_header_prepended_in_the_headroom_is_forwarded,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_loop_timers_fire_in_order_and_a_cancelled_one_never,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_loop_sends_without_a_buffer_are_refused_and_counted,
-					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_loop_a_copy_leaves_after_the_forward_queued_before_it, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_loop_a_header_prepended_in_the_headroom_is_forwarded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_loop_timers_fire_in_order_and_a_cancelled_one_never, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_loop_sends_without_a_buffer_are_refused_and_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_loop_flush_sends_what_was_queued_after_run, setup,
 					    teardown),
 	    cmocka_unit_test(test_stream_listen_accepts_several_connections),
@@ -1608,8 +1607,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped),
 	};
 	struct loop *l;
-	const struct loop_handler h = { 0 };
-	const struct loop_conf c = { .max_sockets = 4 };
+	const struct loop_handler h = {0};
+	const struct loop_conf c = {.max_sockets = 4};
 	char why[256];
 
 	if (argc < 2 || (strcmp(argv[1], "io_uring") && strcmp(argv[1], "epoll"))) {

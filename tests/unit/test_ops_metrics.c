@@ -32,14 +32,14 @@ static struct sni_stats sni_w0, sni_w1;
 static struct loop_stats loop0;
 
 static const struct ops_process proc = {
-	.have_stat = true,
-	.cpu_seconds = 1.25,
-	.start_time = 1764449000.5,
-	.resident_bytes = 4 << 20,
-	.virtual_bytes = 64 << 20,
-	.have_fds = true,
-	.open_fds = 12,
-	.max_fds = 20000,
+    .have_stat = true,
+    .cpu_seconds = 1.25,
+    .start_time = 1764449000.5,
+    .resident_bytes = 4 << 20,
+    .virtual_bytes = 64 << 20,
+    .have_fds = true,
+    .open_fds = 12,
+    .max_fds = 20000,
 };
 
 static void master(struct master_status *m, const char *name, const char *addr, uint64_t last,
@@ -83,8 +83,8 @@ static int setup(void **state)
 	STAT_SET(et1.flatlines, 1);
 	STAT_SET(et1.server, SERVER_UP);
 	et1.nmasters = 2;
-	master(&et1.masters[0], "etmaster.net:27950", "1.2.3.4:27950", 1764450000,
-	       HB_RESULT_SENT, true);
+	master(&et1.masters[0], "etmaster.net:27950", "1.2.3.4:27950", 1764450000, HB_RESULT_SENT,
+	       true);
 	et1.masters[0].heartbeats[HB_RESULT_SENT] = 5;
 	et1.masters[0].heartbeats[HB_RESULT_SEND_ERROR] = 1;
 	master(&et1.masters[1], "master.example:27950", "", 0, HB_RESULT_UNRESOLVED, false);
@@ -99,7 +99,7 @@ static int setup(void **state)
 
 	/* The SNI listener: two routes, counters on two workers. */
 	{
-		struct sni_route r[2] = { { .name = "a.example" }, { .name = "*.b.example" } };
+		struct sni_route r[2] = {{.name = "a.example"}, {.name = "*.b.example"}};
 		char err[128];
 
 		conf_sni_defaults(&tls_conf);
@@ -229,7 +229,7 @@ static void test_ops_metrics_renders_sessions_per_relay(void **state)
 static void test_ops_metrics_sums_the_workers(void **state)
 {
 	static struct relay_stats et1_w1, oa_w1;
-	struct loop_stats l0 = { 0 }, l1 = { 0 };
+	struct loop_stats l0 = {0}, l1 = {0};
 	char *t;
 
 	memset(&et1_w1, 0, sizeof(et1_w1));
@@ -277,7 +277,8 @@ static void test_ops_metrics_counts_prbe_by_port_and_result(void **state)
 	st.worker_relay[1][1] = &oa_w1;
 	st.prbe_port[1][0] = &echo_w1;
 	t = render(NULL);
-	assert_line(t, "etrelay_prbe_packets_total{port=\"203.0.113.10:27960\",result=\"echoed\"} 10");
+	assert_line(t,
+		    "etrelay_prbe_packets_total{port=\"203.0.113.10:27960\",result=\"echoed\"} 10");
 	assert_line(t, "etrelay_prbe_packets_total{port=\"203.0.113.10:27960\",result=\"rate\"} 2");
 	assert_line(t, "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"echoed\"} 5");
 	assert_line(t, "etrelay_prbe_packets_total{port=\"0.0.0.0:51821\",result=\"not_probe\"} 1");
@@ -316,7 +317,10 @@ static void test_ops_metrics_lists_every_drop_reason(void **state)
 		snprintf(line, sizeof(line),
 			 "etrelay_dropped_datagrams_total{relay=\"et1\",reason=\"%s\"} %u",
 			 stats_drop_name(d),
-			 d == DROP_TABLE_FULL ? 7 : d == DROP_DRAINING ? 3 : d == DROP_SEND_ERROR ? 2 : 0);
+			 d == DROP_TABLE_FULL	? 7
+			 : d == DROP_DRAINING	? 3
+			 : d == DROP_SEND_ERROR ? 2
+						: 0);
 		assert_line(t, line);
 	}
 	free(t);
@@ -449,7 +453,8 @@ static void test_ops_metrics_gives_every_sample_help_and_type(void **state)
 		memcpy(name, l, n);
 		name[n] = '\0';
 		/* A histogram's samples are its family's name and a suffix. */
-		for (const char *const *x = (const char *const[]){ "_bucket", "_sum", "_count", NULL };
+		for (const char *const *x =
+			 (const char *const[]){"_bucket", "_sum", "_count", NULL};
 		     *x; x++) {
 			size_t k = strlen(*x);
 
@@ -480,8 +485,9 @@ static void test_ops_metrics_sni_listener(void **state)
 	char line[200];
 	char *t = render(NULL);
 
-	assert_line(t, "etrelay_sni_listener_info{listener=\"tls\",listen_address=\"127.0.0.1:8443\","
-		       "max_connections=\"4096\"} 1");
+	assert_line(t,
+		    "etrelay_sni_listener_info{listener=\"tls\",listen_address=\"127.0.0.1:8443\","
+		    "max_connections=\"4096\"} 1");
 	for (unsigned r = 0; r < SNI_RESULTS; r++) {
 		snprintf(line, sizeof(line),
 			 "etrelay_sni_connections_total{listener=\"tls\",result=\"%s\"} ",
@@ -916,7 +922,8 @@ static int bench(void)
 		if (us < best)
 			best = us;
 	}
-	printf("render of %zu bytes: %.1f us CPU (best of %d rounds of %d)\n", len, best, ROUNDS, EACH);
+	printf("render of %zu bytes: %.1f us CPU (best of %d rounds of %d)\n", len, best, ROUNDS,
+	       EACH);
 	return 0;
 }
 
@@ -978,42 +985,40 @@ static int promtool_check(void)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_ops_metrics_renders_sessions_per_relay, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_sums_the_workers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_counts_prbe_by_port_and_result,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_lists_every_drop_reason, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_exports_refusals_beside_the_drops,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_reports_probes_and_game_server,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_ops_metrics_counts_heartbeats_by_master_and_result, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_ops_metrics_omits_last_heartbeat_before_the_first, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_lifecycle_state_follows_draining,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_names_backend_version_and_relay,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_escapes_label_values, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(
-			test_ops_metrics_renders_process_metrics_only_when_given, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_gives_every_sample_help_and_type,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_sni_listener, setup, teardown),
-		cmocka_unit_test(test_ops_metrics_sni_preread_buckets),
-		cmocka_unit_test_setup_teardown(test_ops_metrics_masters_copies_under_the_bound,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_ops_metrics_control_plane_results_routes_and_last_success, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_ops_metrics_no_control_family_without_a_control_plane, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_renders_sessions_per_relay, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_sums_the_workers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_counts_prbe_by_port_and_result, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_lists_every_drop_reason, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_exports_refusals_beside_the_drops,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_reports_probes_and_game_server, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_counts_heartbeats_by_master_and_result,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_omits_last_heartbeat_before_the_first,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_lifecycle_state_follows_draining,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_names_backend_version_and_relay, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_escapes_label_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_ops_metrics_renders_process_metrics_only_when_given, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_gives_every_sample_help_and_type,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_sni_listener, setup, teardown),
+	    cmocka_unit_test(test_ops_metrics_sni_preread_buckets),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_masters_copies_under_the_bound, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_ops_metrics_control_plane_results_routes_and_last_success, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_ops_metrics_no_control_family_without_a_control_plane, setup, teardown),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "--promtool") == 0)
