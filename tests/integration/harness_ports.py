@@ -217,7 +217,7 @@ def check_ports(args, starts=True):
     range (a listen port, a TURN relayed or session port range, on the
     command line or in a -c file), or, for a relay that starts (starts, and
     no -t), for a TURN listener on the default relayed ports, 49152-65535:
-    any client socket of any program may sit there ('bind 127.0.0.1:42303:
+    any client socket of any program may sit there ('bind 127.0.0.1:PORT:
     Address already in use' in a loaded suite). Draw them with the helpers
     above (free_udp_port, free_tcp_port, free_udp_range, turn_ports)."""
     found, unranged = _port_settings(args)
