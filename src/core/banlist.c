@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrclass.h"
 #include "config.h"
 
 /* Longest token we try to read: an IPv6 address with IPv4 tail and /128. */
@@ -112,6 +113,45 @@ static struct banlist_u128 host_mask(unsigned prefix)
 		m.lo = prefix > 64 ? UINT64_MAX >> (prefix - 64) : UINT64_MAX;
 	}
 	return m;
+}
+
+/* The IPv4 block that r, written in an IPv6 form embedding IPv4, names:
+ * SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d and IPv4-compatible
+ * ::a.b.c.d (the IPv4 in the last 32 bits), 6to4 2002:a.b.c.d::/48 (in bits
+ * 16-47), as its mapped range in *out. False for any other entry, and for
+ * one that is the form's prefix alone (64:ff9b::/96 names no IPv4 block)
+ * or holds :: or ::1 (IPv6's own). */
+static bool embedded_v4(const struct banlist_range *r, struct banlist_range *out)
+{
+	static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
+	static const uint8_t siit[12] = {[8] = 0xff, [9] = 0xff};
+	static const uint8_t zero[12] = {0};
+	unsigned prefix = 128 - (unsigned)(__builtin_popcountll(r->first.hi ^ r->last.hi) +
+					   __builtin_popcountll(r->first.lo ^ r->last.lo));
+	unsigned v4p;
+	uint8_t a[16], m[16] = {[10] = 0xff, [11] = 0xff};
+	struct banlist_u128 hm;
+
+	to_bytes(r->first, a);
+	if (prefix > 96 &&
+	    (memcmp(a, nat64, 12) == 0 || memcmp(a, siit, 12) == 0 || memcmp(a, zero, 12) == 0)) {
+		if (memcmp(a, zero, 12) == 0 && a[12] == 0 && a[13] == 0 && a[14] == 0 &&
+		    a[15] <= 1)
+			return false;
+		memcpy(m + 12, a + 12, 4);
+		v4p = prefix - 96;
+	} else if (prefix > 16 && a[0] == 0x20 && a[1] == 0x02) {
+		memcpy(m + 12, a + 2, 4);
+		v4p = prefix - 16 > 32 ? 32 : prefix - 16;
+	} else {
+		return false;
+	}
+	out->first = from_bytes(m);
+	hm = host_mask(96 + v4p);
+	out->first.lo &= ~hm.lo;
+	out->last.hi = out->first.hi;
+	out->last.lo = out->first.lo | hm.lo;
+	return true;
 }
 
 static int cmp(struct banlist_u128 a, struct banlist_u128 b)
@@ -255,7 +295,8 @@ int banlist_load(struct banlist *b, const char *text, size_t len, const char *pa
 		}
 		if (parse_entry(&e, line, s, (size_t)(end - s), &r) < 0)
 			continue;
-		if (b->n == cap) {
+		/* Room for r and the IPv4 block it may embed. */
+		if (b->n + 2 > cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			struct banlist_range *nr = realloc(b->range, ncap * sizeof(*nr));
 
@@ -267,6 +308,8 @@ int banlist_load(struct banlist *b, const char *text, size_t len, const char *pa
 			cap = ncap;
 		}
 		b->range[b->n++] = r;
+		if (embedded_v4(&r, &b->range[b->n]))
+			b->n++;
 		b->entries++;
 	}
 	if (e.count) {
@@ -287,21 +330,10 @@ out:
 	return ret;
 }
 
-bool banlist_match(const struct banlist *b, const union etr_sockaddr *sa)
+static bool lookup(const struct banlist *b, struct banlist_u128 v)
 {
-	uint8_t a[16] = {0};
-	struct banlist_u128 v;
 	size_t lo = 0, hi = b->n;
 
-	if (sa->sa.sa_family == AF_INET) {
-		a[10] = a[11] = 0xff;
-		memcpy(a + 12, &sa->in.sin_addr, 4);
-	} else if (sa->sa.sa_family == AF_INET6) {
-		memcpy(a, &sa->in6.sin6_addr, 16);
-	} else {
-		return false;
-	}
-	v = from_bytes(a);
 	/* The last range whose first address is <= v. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -312,6 +344,33 @@ bool banlist_match(const struct banlist *b, const union etr_sockaddr *sa)
 			hi = mid;
 	}
 	return lo > 0 && cmp(v, b->range[lo - 1].last) <= 0;
+}
+
+bool banlist_match(const struct banlist *b, const union etr_sockaddr *sa)
+{
+	uint8_t a[16] = {0};
+	uint32_t v4;
+
+	if (sa->sa.sa_family == AF_INET) {
+		a[10] = a[11] = 0xff;
+		memcpy(a + 12, &sa->in.sin_addr, 4);
+		return lookup(b, from_bytes(a));
+	}
+	if (sa->sa.sa_family != AF_INET6)
+		return false;
+	memcpy(a, &sa->in6.sin6_addr, 16);
+	if (lookup(b, from_bytes(a)))
+		return true;
+	/* An IPv6 form that embeds IPv4 (NAT64, 6to4, ...): as that IPv4. */
+	if (!addrclass_v4_embedded(sa, &v4))
+		return false;
+	memset(a, 0, sizeof(a));
+	a[10] = a[11] = 0xff;
+	a[12] = (uint8_t)(v4 >> 24);
+	a[13] = (uint8_t)(v4 >> 16);
+	a[14] = (uint8_t)(v4 >> 8);
+	a[15] = (uint8_t)v4;
+	return lookup(b, from_bytes(a));
 }
 
 void banlist_free(struct banlist *b)

@@ -40,8 +40,10 @@ int banlist_load(struct banlist *b, const char *text, size_t len, const char *pa
  * err then). */
 int banlist_load_file(struct banlist *b, const char *path, char *err, size_t errlen);
 
-/* True when the address of sa (port ignored) is banned. IPv4-mapped IPv6
- * sources match IPv4 entries. */
+/* True when the address of sa (port ignored) is banned. An IPv6 address
+ * that embeds IPv4 (mapped, compatible, NAT64, 6to4: addrclass_v4_embedded)
+ * matches the entries of that IPv4 too, and an entry written in such a form
+ * bans the IPv4 block it embeds as well. */
 bool banlist_match(const struct banlist *b, const union etr_sockaddr *sa);
 
 /* Release the ranges; b is empty afterwards. */

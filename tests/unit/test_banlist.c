@@ -108,9 +108,51 @@ static void test_banlist_matches_ipv4_mapped_sources_against_ipv4_entries(void *
 	/* A mapped entry bans the IPv4 source too. */
 	assert_true(banned(&b, "198.51.100.20"));
 	assert_true(banned(&b, "::ffff:198.51.100.20"));
-	/* ::192.0.2.1 (IPv4-compatible) is another address. */
-	assert_false(banned(&b, "::192.0.2.1"));
-	assert_false(banned(&b, "64:ff9b::192.0.2.1"));
+	/* The IPv4-compatible and NAT64 forms name the same host, as the
+	 * TURN peer policy reads them (they were other addresses before). */
+	assert_true(banned(&b, "::192.0.2.1"));
+	assert_true(banned(&b, "64:ff9b::192.0.2.1"));
+	assert_false(banned(&b, "64:ff9b::192.0.3.1"));
+	banlist_free(&b);
+}
+
+/* A peer or source may name an IPv4 host in an IPv6 form that embeds it;
+ * an entry may be written in one too. Either way the IPv4 host is banned,
+ * and nothing else is. */
+static void test_banlist_matches_ipv4_through_every_embedding_form(void **state)
+{
+	struct banlist b;
+
+	(void)state;
+	load_ok(&b, "203.0.113.77\n"
+		    "64:ff9b::198.51.100.5\n"
+		    "2002:c000:0200::/40\n" /* 6to4 of 192.0.2.0/24 */
+		    "::ffff:0:100.64.1.0/120\n"
+		    "::0.0.0.1\n"      /* IPv6 loopback written oddly: no IPv4 */
+		    "64:ff9b::/96\n"); /* the prefix alone: no IPv4 block */
+	/* IPv4 entry, IPv6 forms of the peer. */
+	assert_true(banned(&b, "64:ff9b::203.0.113.77"));
+	assert_true(banned(&b, "64:ff9b:1::203.0.113.77"));
+	assert_true(banned(&b, "2002:cb00:714d::1"));
+	assert_true(banned(&b, "::203.0.113.77"));
+	assert_true(banned(&b, "::ffff:0:203.0.113.77"));
+	assert_false(banned(&b, "2002:cb00:714e::1"));
+	/* Entries in embedding forms ban the IPv4 host or block. */
+	assert_true(banned(&b, "198.51.100.5"));
+	assert_false(banned(&b, "198.51.100.6"));
+	assert_true(banned(&b, "192.0.2.0"));
+	assert_true(banned(&b, "192.0.2.255"));
+	assert_false(banned(&b, "192.0.3.0"));
+	assert_true(banned(&b, "100.64.1.200"));
+	assert_false(banned(&b, "100.64.2.1"));
+	/* ...and the forms as written still match themselves. */
+	assert_true(banned(&b, "64:ff9b::198.51.100.5"));
+	assert_true(banned(&b, "2002:c000:200::9"));
+	assert_true(banned(&b, "64:ff9b::8.8.8.8"));
+	/* Neither ::1 nor the bare NAT64 prefix bans IPv4 hosts. */
+	assert_false(banned(&b, "0.0.0.1"));
+	assert_false(banned(&b, "8.8.8.8"));
+	assert_int_equal(b.entries, 6);
 	banlist_free(&b);
 }
 
@@ -319,6 +361,7 @@ int main(void)
 	    cmocka_unit_test(test_banlist_matches_ipv6_addresses_and_blocks_to_the_edge),
 	    cmocka_unit_test(test_banlist_skips_comments_blank_lines_and_spaces),
 	    cmocka_unit_test(test_banlist_matches_ipv4_mapped_sources_against_ipv4_entries),
+	    cmocka_unit_test(test_banlist_matches_ipv4_through_every_embedding_form),
 	    cmocka_unit_test(test_banlist_zero_prefixes_ban_a_whole_family),
 	    cmocka_unit_test(test_banlist_merges_overlapping_and_adjacent_entries),
 	    cmocka_unit_test(test_banlist_reports_every_bad_line_with_path_and_number),
