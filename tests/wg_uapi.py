@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""The reconcile plan and the userspace API text (src/tun/wgpeers.c)
-against a real wireguard-go (Debian 12: 0.0.20220316) in a namespace of its
-own, through tests/wgp_apply.c: a key pair made by wgp_keypair and a
+"""The reconcile plan (src/tun/wgpeers.c) carried by src/tun/wgdev.c to a
+real WireGuard interface in a namespace of its own, through
+tests/wgp_apply.c: with "uapi", wireguard-go (Debian 12: 0.0.20220316) and
+the userspace API text; with "kernel", an interface of the kernel's
+(`ip link add type wireguard`) and the generic netlink messages
+(src/tun/wgnl.c), 77 where the kernel has no WireGuard. A key pair made by wgp_keypair and a
 listen port set (wg shows that public key and port), peers added, the same set written another
 way changes nothing (no request at all), a second set removes, updates and
 adds exactly what changed, an endpoint another tool set on an unchanged
@@ -11,7 +14,7 @@ state. Then 1000 peers, and 10 of them changed: 10 operations; the times
 are printed (not asserted). Exit 77 without root, namespaces, wireguard-go
 or wg.
 
-Usage: wg_uapi.py WGP_APPLY"""
+Usage: wg_uapi.py WGP_APPLY [uapi|kernel]"""
 
 import base64
 import os
@@ -21,9 +24,20 @@ import sys
 import time
 
 APPLY = sys.argv[1]
+WAY = sys.argv[2] if len(sys.argv) > 2 else "uapi"
 NS = f"etr-wgu-{os.getpid()}"
 IF = f"wgu{os.getpid() % 100000}"
-SOCK = f"/var/run/wireguard/{IF}.sock"
+SOCK_DIR = "/var/run/wireguard"
+SOCK = f"{SOCK_DIR}/{IF}.sock"
+# The kernel's way: no socket in this directory, and the tool runs in the
+# interface's namespace (generic netlink is per namespace).
+NO_SOCK_DIR = "/nonexistent-etrelay-wg"
+
+
+def tool(*args):
+    if WAY == "kernel":
+        return ["ip", "netns", "exec", NS, APPLY, NO_SOCK_DIR, IF, *args]
+    return [APPLY, SOCK_DIR, IF, *args]
 
 
 def skip(msg):
@@ -42,7 +56,7 @@ def key():
 
 def apply(peers, chunk=4096):
     """Run wgp_apply with peers [(key, [cidr...], psk or None)]."""
-    args = [APPLY, SOCK, str(chunk)]
+    args = tool(str(chunk))
     for k, ips, psk in peers:
         args.append(",".join([k] + ips + ([f"psk={psk}"] if psk else [])))
     t = time.monotonic()
@@ -50,7 +64,10 @@ def apply(peers, chunk=4096):
     dt = time.monotonic() - t
     if p.returncode != 0:
         fail(f"wgp_apply exit {p.returncode}: {p.stderr.strip()}")
-    return dict(kv.split("=") for kv in p.stdout.split()), dt
+    out = dict(kv.split("=") for kv in p.stdout.split())
+    if out.pop("way", None) != WAY:
+        fail(f"wgp_apply reached the interface another way: {p.stdout.strip()}")
+    return out, dt
 
 
 def dump():
@@ -85,23 +102,31 @@ def expect(want, ops, got_ops):
 def main():
     if os.geteuid() != 0:
         skip("needs root (a network namespace, a TUN device)")
-    for prog in ("ip", "wireguard-go", "wg"):
+    for prog in ("ip", "wg") + (("wireguard-go",) if WAY == "uapi" else ()):
         if not shutil.which(prog):
             skip(f"{prog} not installed (Debian: iproute2, wireguard-go, wireguard-tools)")
     if subprocess.run(["ip", "netns", "add", NS], capture_output=True).returncode != 0:
         skip("ip netns add refused")
     wg = None
     try:
-        env = dict(os.environ, WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD="1")
-        wg = subprocess.Popen(["ip", "netns", "exec", NS, "wireguard-go", "-f", IF],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(SOCK):
-            if time.monotonic() > deadline or wg.poll() is not None:
-                skip("wireguard-go did not open its socket within 10 s (no /dev/net/tun?)")
-            time.sleep(0.05)
+        if WAY == "kernel":
+            r = subprocess.run(["ip", "-n", NS, "link", "add", IF, "type", "wireguard"],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                skip(f"no WireGuard in this kernel: ip link add type wireguard: "
+                     f"{r.stderr.strip()}")
+        else:
+            env = dict(os.environ, WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD="1")
+            wg = subprocess.Popen(["ip", "netns", "exec", NS, "wireguard-go", "-f", IF],
+                                  env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 10
+            while not os.path.exists(SOCK):
+                if time.monotonic() > deadline or wg.poll() is not None:
+                    skip("wireguard-go did not open its socket within 10 s (no /dev/net/tun?)")
+                time.sleep(0.05)
 
-        p = subprocess.run([APPLY, SOCK, "device", "21820"], capture_output=True, text=True,
+        p = subprocess.run(tool("device", "21820"), capture_output=True, text=True,
                            timeout=30)
         if p.returncode != 0:
             fail(f"wgp_apply device: exit {p.returncode}: {p.stderr.strip()}")
@@ -149,7 +174,7 @@ def main():
         changed[1] = (changed[1][0], ["10.10.1.2/32"], None)
         ops, t_ten = apply(changed, chunk=65536)
         expect(changed, {"remove": 4, "update": 2, "add": 4}, ops)
-        print(f"wg_uapi: wireguard-go agrees with the plans; 1000 peers added in "
+        print(f"wg_uapi ({WAY}): the interface agrees with the plans; 1000 peers added in "
               f"{t_add * 1000:.0f} ms ({ops['requests']} request(s) for the 10 changed, "
               f"{t_ten * 1000:.0f} ms, get and plan included)")
     finally:
