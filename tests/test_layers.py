@@ -31,7 +31,7 @@ LAYERS = {
     "xdp": ["xdp", "sys", "core"],
     "loop": ["loop", "core"],
     "tls": ["tls", "core"],
-    "tun": ["tun", "core"],
+    "tun": ["tun", "sys", "core"],
     "fwd": ["fwd", "loop", "sys", "core"],
     "game": ["game", "fwd", "loop", "sys", "core"],
     "sni": ["sni", "loop", "sys", "core"],

@@ -4,9 +4,10 @@
 real WireGuard interface in a namespace of its own, through
 tests/wgp_apply.c: with "uapi", wireguard-go (Debian 12: 0.0.20220316) and
 the userspace API text; with "kernel", an interface of the kernel's
-(`ip link add type wireguard`) and the generic netlink messages
+(made through rtnetlink, src/sys/rtnl.c) and the generic netlink messages
 (src/tun/wgnl.c), 77 where the kernel has no WireGuard. A key pair made by wgp_keypair and a
-listen port set (wg shows that public key and port), peers added, the same set written another
+listen port set (wg shows that public key and port), the tunnel address
+set and the interface up (ip shows both), peers added, the same set written another
 way changes nothing (no request at all), a second set removes, updates and
 adds exactly what changed, an endpoint another tool set on an unchanged
 peer is still there; `wg show IF dump` (wireguard-tools) confirms each
@@ -110,11 +111,12 @@ def main():
     wg = None
     try:
         if WAY == "kernel":
-            r = subprocess.run(["ip", "-n", NS, "link", "add", IF, "type", "wireguard"],
-                               capture_output=True, text=True, timeout=30)
+            # Created by src/tun/wgdev.c (rtnetlink), 77 without the kind.
+            r = subprocess.run(tool("create"), capture_output=True, text=True, timeout=30)
+            if r.returncode == 77:
+                skip(f"no WireGuard in this kernel: {r.stderr.strip()}")
             if r.returncode != 0:
-                skip(f"no WireGuard in this kernel: ip link add type wireguard: "
-                     f"{r.stderr.strip()}")
+                fail(f"wgp_apply create: exit {r.returncode}: {r.stderr.strip()}")
         else:
             env = dict(os.environ, WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD="1")
             wg = subprocess.Popen(["ip", "netns", "exec", NS, "wireguard-go", "-f", IF],
@@ -135,6 +137,21 @@ def main():
                                    capture_output=True, text=True, timeout=30).stdout.strip()
             if shown != want:
                 fail(f"wg show {what}: {shown!r}, wgp_apply set {want!r}")
+
+        # The relay's tunnel address, and the interface up (rtnetlink, in
+        # the interface's namespace whichever way reaches WireGuard).
+        r = subprocess.run(["ip", "netns", "exec", NS, APPLY, SOCK_DIR, IF, "address",
+                            "10.8.0.1/24"], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            fail(f"wgp_apply address: exit {r.returncode}: {r.stderr.strip()}")
+        shown = subprocess.run(["ip", "-n", NS, "-o", "addr", "show", "dev", IF],
+                               capture_output=True, text=True, timeout=30).stdout
+        if "inet 10.8.0.1/24" not in shown:
+            fail(f"ip addr shows {shown!r} after wgp_apply address 10.8.0.1/24")
+        shown = subprocess.run(["ip", "-n", NS, "-o", "link", "show", IF],
+                               capture_output=True, text=True, timeout=30).stdout
+        if ",UP" not in shown and "<UP" not in shown:
+            fail(f"ip link shows {shown!r}: not up after wgp_apply address")
 
         k1, k2, k3, k4, k5, psk = key(), key(), key(), key(), key(), key()
         a = [(k1, ["10.8.0.1/32"], None), (k2, ["10.8.0.2/32", "fd00::2/128"], psk),

@@ -5,9 +5,14 @@
  * in the interface's namespace then). Set requests of at most CHUNK bytes.
  * Prints "remove=R update=U add=A requests=N way=uapi|kernel". With
  * "device PORT", gives the interface a new key pair and the port instead,
- * and prints its public key.
+ * and prints its public key; with "address ADDR/PREFIX", gives the
+ * interface that address and brings it up; with "create", creates a
+ * kernel interface (exit 77 where the kernel has no WireGuard).
  *   wgp_apply DIR IFNAME CHUNK [KEY_B64,CIDR[,CIDR...][,psk=PSK_B64]]...
- *   wgp_apply DIR IFNAME device PORT */
+ *   wgp_apply DIR IFNAME device PORT
+ *   wgp_apply DIR IFNAME address ADDR/PREFIX
+ *   wgp_apply DIR IFNAME create */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +53,27 @@ int main(int argc, char **argv)
 
 	if (argc < 4)
 		return 64;
+	if (strcmp(argv[3], "create") == 0) {
+		rc = wgdev_create(argv[2], 2000);
+		if (rc != 0)
+			fprintf(stderr, "wgp_apply: create %s: %s\n", argv[2], strerror(-rc));
+		return rc == -EOPNOTSUPP ? 77 : rc != 0;
+	}
+	if (strcmp(argv[3], "address") == 0 && argc == 5) {
+		uint8_t a[16];
+		char *slash = strchr(argv[4], '/');
+		int fam = strchr(argv[4], ':') ? AF_INET6 : AF_INET;
+
+		if (!slash)
+			return 64;
+		*slash = '\0';
+		if (inet_pton(fam, argv[4], a) != 1)
+			return 64;
+		rc = wgdev_address(argv[2], fam, a, (unsigned)atoi(slash + 1), 2000);
+		if (rc != 0)
+			fprintf(stderr, "wgp_apply: address: %s\n", strerror(-rc));
+		return rc != 0;
+	}
 	rc = wgdev_open(&d, argv[2], argv[1]);
 	if (rc != 0) {
 		fprintf(stderr, "wgp_apply: %s: %s\n", argv[2], strerror(-rc));

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/netlink.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,9 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "nlmsg.h"
+#include "rtnl.h"
 
 /* The largest answer to a get taken from wireguard-go: about 400 bytes a
  * peer, so room for tens of thousands. */
@@ -98,64 +102,21 @@ static int uapi_set(struct wgdev *d, const char *req, size_t len)
 
 /* generic netlink */
 
-/* Send one message and read datagrams until done says the answer is
- * whole: for a dump, parse each as it comes. */
-static int nl_send(struct wgdev *d, const uint8_t *msg, size_t len)
-{
-	struct sockaddr_nl to = {.nl_family = AF_NETLINK};
-
-	if (sendto(d->nl, msg, len, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
-		return sock_err();
-	return 0;
-}
-
-static ssize_t nl_recv(struct wgdev *d, uint8_t *buf, size_t cap)
-{
-	ssize_t r = recv(d->nl, buf, cap, 0);
-
-	if (r < 0)
-		return sock_err();
-	return r == 0 ? -EPROTO : r;
-}
-
-/* A set's message out, its acknowledgement in. */
-static int nl_set(struct wgdev *d, const uint8_t *msg, size_t len, uint32_t seq)
-{
-	static _Thread_local _Alignas(4) uint8_t buf[WGNL_MSG_MAX];
-	int rc = nl_send(d, msg, len);
-
-	while (rc == 0) {
-		ssize_t r = nl_recv(d, buf, sizeof(buf));
-
-		if (r < 0)
-			return (int)r;
-		rc = wgnl_ack_parse(buf, (size_t)r, seq);
-		if (rc <= 0)
-			return rc;
-		rc = 0; /* another sequence's: read on */
-	}
-	return rc;
-}
-
 static int nl_open(struct wgdev *d)
 {
 	_Alignas(4) uint8_t buf[WGNL_MSG_MAX];
-	struct sockaddr_nl me = {.nl_family = AF_NETLINK};
 	int len, rc;
 	ssize_t r;
 
-	d->nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	d->nl = nl_socket(NETLINK_GENERIC, d->timeout_ms);
 	if (d->nl < 0)
-		return -errno;
-	set_timeouts(d->nl, d->timeout_ms);
-	if (bind(d->nl, (struct sockaddr *)&me, sizeof(me)) != 0)
-		return -errno;
+		return d->nl;
 	len = wgnl_family_request(buf, sizeof(buf), ++d->seq);
 	if (len < 0)
 		return len;
-	if ((rc = nl_send(d, buf, (size_t)len)) != 0)
+	if ((rc = nl_send(d->nl, buf, (size_t)len)) != 0)
 		return rc;
-	if ((r = nl_recv(d, buf, sizeof(buf))) < 0)
+	if ((r = nl_recv(d->nl, buf, sizeof(buf))) < 0)
 		return (int)r;
 	rc = wgnl_family_parse(buf, (size_t)r);
 	if (rc == -ENOENT)
@@ -206,10 +167,10 @@ static int nl_get(struct wgdev *d, struct wgp_device *dev, struct wgp_peer *peer
 
 	if (len < 0)
 		return len;
-	if ((rc = nl_send(d, buf, (size_t)len)) != 0)
+	if ((rc = nl_send(d->nl, buf, (size_t)len)) != 0)
 		return rc;
 	while (!g.done) {
-		ssize_t r = nl_recv(d, buf, sizeof(buf));
+		ssize_t r = nl_recv(d->nl, buf, sizeof(buf));
 
 		if (r < 0)
 			return (int)r;
@@ -251,7 +212,7 @@ int wgdev_apply(struct wgdev *d, const struct wgp_op *ops, size_t nops, unsigned
 
 			len = wgnl_set_request((uint8_t *)req, cap, d->family, seq, d->ifname,
 					       ops + off, nops - off, &done);
-			rc = len < 0 ? len : nl_set(d, (uint8_t *)req, (size_t)len, seq);
+			rc = len < 0 ? len : nl_request(d->nl, req, (size_t)len, seq);
 		} else {
 			len = wgp_uapi_set(req, cap, ops + off, nops - off, &done);
 			rc = len < 0 ? len : uapi_set(d, req, (size_t)len);
@@ -272,7 +233,7 @@ int wgdev_set_device(struct wgdev *d, const uint8_t priv[WGP_KEY_LEN], uint16_t 
 		uint32_t seq = ++d->seq;
 
 		len = wgnl_device_request(req, sizeof(req), d->family, seq, d->ifname, priv, port);
-		rc = len < 0 ? len : nl_set(d, req, (size_t)len, seq);
+		rc = len < 0 ? len : nl_request(d->nl, req, (size_t)len, seq);
 	} else {
 		len = wgp_uapi_device((char *)req, sizeof(req), priv, port);
 		rc = len < 0 ? len : uapi_set(d, (char *)req, (size_t)len);
@@ -311,4 +272,35 @@ void wgdev_close(struct wgdev *d)
 	free(d->ans);
 	d->ans = NULL;
 	d->ans_cap = 0;
+}
+
+int wgdev_create(const char *ifname, int timeout_ms)
+{
+	_Alignas(4) uint8_t msg[256];
+	int fd = nl_socket(NETLINK_ROUTE, timeout_ms), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = rtnl_do(fd, msg, rtnl_link_add_msg(msg, sizeof(msg), 1, ifname, "wireguard"), 1);
+	close(fd);
+	return rc;
+}
+
+int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
+		  int timeout_ms)
+{
+	_Alignas(4) uint8_t msg[256];
+	unsigned idx = if_nametoindex(ifname);
+	int fd, rc;
+
+	if (idx == 0)
+		return -errno;
+	fd = nl_socket(NETLINK_ROUTE, timeout_ms);
+	if (fd < 0)
+		return fd;
+	rc = rtnl_do(fd, msg, rtnl_addr_add_msg(msg, sizeof(msg), 1, idx, family, addr, prefix), 1);
+	if (rc == 0)
+		rc = rtnl_do(fd, msg, rtnl_link_up_msg(msg, sizeof(msg), 2, idx), 2);
+	close(fd);
+	return rc;
 }

@@ -68,4 +68,14 @@ int wgdev_reconcile(struct wgdev *d, struct wgp_peer *want, size_t nwant, struct
 
 void wgdev_close(struct wgdev *d);
 
+/* A kernel interface ifname of the "wireguard" kind (rtnetlink; needs
+ * CAP_NET_ADMIN): 0, -EEXIST when there is one, -EOPNOTSUPP where the
+ * kernel has no WireGuard, -EPERM. */
+int wgdev_create(const char *ifname, int timeout_ms);
+
+/* Interface ifname (either way's) gets addr (4 or 16 bytes of family) with
+ * prefix, the relay's own tunnel address, and goes up: 0 or -errno. */
+int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
+		  int timeout_ms);
+
 #endif

@@ -8,8 +8,8 @@
  * peers; a peer whose allowed IPs did not fit continues in the next
  * message under the same public key, and is joined here. A set carries as
  * many whole operations of a plan (wgp_plan) as fit in one message; the
- * caller sends the rest in the next. Buffers are 4-byte aligned, as
- * netlink's are. */
+ * caller sends the rest in the next (sys/nlmsg.h's nl_request waits for
+ * each acknowledgement). Buffers are 4-byte aligned, as netlink's are. */
 #ifndef ETR_WGNL_H
 #define ETR_WGNL_H
 
@@ -62,9 +62,5 @@ int wgnl_set_request(uint8_t *out, size_t cap, uint16_t family, uint32_t seq, co
 /* A set of the device itself: its private key and listen port. */
 int wgnl_device_request(uint8_t *out, size_t cap, uint16_t family, uint32_t seq, const char *ifname,
 			const uint8_t priv[WGP_KEY_LEN], uint16_t port);
-
-/* The acknowledgement of a set (NLMSG_ERROR): 0, the kernel's -errno, or
- * -EPROTO; 1 when buf holds no message of seq (read on). */
-int wgnl_ack_parse(const uint8_t *buf, size_t len, uint32_t seq);
 
 #endif

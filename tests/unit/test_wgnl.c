@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "nlmsg.h"
 #include "wgnl.h"
 
 #define FAMILY 0x1d
@@ -273,10 +274,10 @@ static void test_wgnl_reads_errors_acks_and_the_family(void **state)
 	e->error = -ENOENT;
 	/* No WireGuard in the kernel: the controller says ENOENT. */
 	assert_int_equal(wgnl_family_parse(m, h->nlmsg_len), -ENOENT);
-	assert_int_equal(wgnl_ack_parse(m, h->nlmsg_len, 5), -ENOENT);
-	assert_int_equal(wgnl_ack_parse(m, h->nlmsg_len, 6), 1);
+	assert_int_equal(nl_ack_parse(m, h->nlmsg_len, 5), -ENOENT);
+	assert_int_equal(nl_ack_parse(m, h->nlmsg_len, 6), 1);
 	e->error = 0;
-	assert_int_equal(wgnl_ack_parse(m, h->nlmsg_len, 5), 0);
+	assert_int_equal(nl_ack_parse(m, h->nlmsg_len, 5), 0);
 	e->error = -ENODEV;
 	{
 		struct wgp_device dev;

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: ISC */
+/* rtnetlink: an interface, an address, up. */
+#include "rtnl.h"
+
+#include <errno.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "nlmsg.h"
+
+int rtnl_link_add_msg(uint8_t *out, size_t cap, uint32_t seq, const char *ifname, const char *kind)
+{
+	struct nl_wr w = {out, cap, 0, false};
+	size_t n = strnlen(ifname, IFNAMSIZ), info;
+
+	if (n == 0 || n >= IFNAMSIZ || !kind[0])
+		return -EINVAL;
+	if (!nl_msg_start(&w, RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+			  seq, sizeof(struct ifinfomsg)))
+		return -ENOSPC;
+	nl_put_str(&w, IFLA_IFNAME, ifname);
+	info = nl_nest_start(&w, IFLA_LINKINFO);
+	nl_put_str(&w, IFLA_INFO_KIND, kind);
+	nl_nest_end(&w, info);
+	return nl_msg_end(&w);
+}
+
+int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
+		      const uint8_t *addr, unsigned prefix)
+{
+	struct nl_wr w = {out, cap, 0, false};
+	size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+	struct ifaddrmsg *ifa;
+
+	if (!alen || prefix > alen * 8 || ifindex == 0)
+		return -EINVAL;
+	ifa =
+	    nl_msg_start(&w, RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE,
+			 seq, sizeof(*ifa));
+	if (!ifa)
+		return -ENOSPC;
+	ifa->ifa_family = (uint8_t)family;
+	ifa->ifa_prefixlen = (uint8_t)prefix;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	ifa->ifa_index = ifindex;
+	nl_put(&w, IFA_LOCAL, addr, alen);
+	nl_put(&w, IFA_ADDRESS, addr, alen);
+	return nl_msg_end(&w);
+}
+
+int rtnl_link_up_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex)
+{
+	struct nl_wr w = {out, cap, 0, false};
+	struct ifinfomsg *ifi;
+
+	if (ifindex == 0 || ifindex > INT32_MAX)
+		return -EINVAL;
+	ifi = nl_msg_start(&w, RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, seq, sizeof(*ifi));
+	if (!ifi)
+		return -ENOSPC;
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = (int)ifindex;
+	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_change = IFF_UP;
+	return nl_msg_end(&w);
+}
+
+int rtnl_do(int fd, const uint8_t *msg, int len, uint32_t seq)
+{
+	return len < 0 ? len : nl_request(fd, msg, (size_t)len, seq);
+}
