@@ -566,7 +566,8 @@ void daemon_close(struct daemon *d)
 	 * which leave its known map. */
 	xdp_stop(d->xdp);
 	for (unsigned k = 0; k < KINDS; k++) {
-		if (!d->kenv[k].daemon)
+		/* Not reached by open_kinds, or its shared state not allocated. */
+		if (!d->kenv[k].daemon || (kinds[k]->shared_size && !d->kenv[k].shared))
 			continue;
 		if (kinds[k]->shared_free)
 			kinds[k]->shared_free(&d->kenv[k]);

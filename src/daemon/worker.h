@@ -122,10 +122,8 @@ static inline void *worker_inst(const struct worker *w, enum kind_id k, unsigned
 {
 	return (char *)w->kind[k].inst + (size_t)i * kinds[k]->size;
 }
+/* A game relay, for XDP's hookup of its known sessions (daemon.c). */
 #define W_RELAY(w, i) ((struct relay *)worker_inst((w), KIND_RELAY, (i)))
-#define W_PRBE(w, i)  ((struct prbe_port *)worker_inst((w), KIND_PRBE, (i)))
-#define W_SNI(w, i)   ((struct sni_listener *)worker_inst((w), KIND_SNI, (i)))
-#define W_TURN(w, i)  ((struct turn_listener *)worker_inst((w), KIND_TURN, (i)))
 
 /* Every opened instance of every kind, in the table's order. */
 #define WORKER_EACH(w, k, i)                                                                       \
