@@ -3,6 +3,8 @@
  * labels: lower case, underscores, stable once published. */
 #include "stats.h"
 
+#include <stdio.h>
+
 uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off)
 {
 	uint64_t n = 0;
@@ -116,4 +118,23 @@ const char *stats_prbe_result_name(unsigned r)
 	if (r == STATS_PRBE_BANNED)
 		return "banned";
 	return prbe_verdict_name((enum prbe_verdict)r);
+}
+
+size_t stats_list(char *buf, size_t size, size_t o, const uint64_t *v, unsigned n,
+		  const char *(*name)(unsigned), unsigned skip)
+{
+	bool first = true;
+
+	for (unsigned i = 0; i < n && o < size; i++) {
+		uint64_t x = v[i];
+
+		if (!x || i == skip)
+			continue;
+		o += (size_t)snprintf(buf + o, size - o, "%s%s %llu", first ? " (" : ", ", name(i),
+				      (unsigned long long)x);
+		first = false;
+	}
+	if (!first && o < size)
+		o += (size_t)snprintf(buf + o, size - o, ")");
+	return o;
 }

@@ -201,6 +201,12 @@ uint32_t stats_sessions_active(const struct etr_stats *st, unsigned i);
 /* Add the counters of `from` to `to` (for a relay's one line at exit). */
 void stats_relay_add(struct relay_stats *to, const struct relay_stats *from);
 
+/* For a listener's line at exit: " (name n, ...)" of the non-zero
+ * counters among v[0..n) but v[skip], written at buf + o; returns the new
+ * length. */
+size_t stats_list(char *buf, size_t size, size_t o, const uint64_t *v, unsigned n,
+		  const char *(*name)(unsigned), unsigned skip);
+
 const char *stats_drop_name(enum stats_drop d);
 const char *stats_close_name(enum stats_close c);
 const char *stats_hb_result_name(enum stats_hb_result r);

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "control_sched.h"
+#include "control_state.h"
 #include "log.h"
 #include "net.h"
 #include "secret.h"
@@ -63,157 +63,6 @@ struct control {
 
 /* State directory and file */
 
-/* "uid N (name)" for the messages. */
-static void uid_name(uid_t uid, char *out, size_t outlen)
-{
-	struct passwd pw, *res = NULL;
-	char buf[1024];
-
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-		snprintf(out, outlen, "uid %u (%s)", (unsigned)uid, res->pw_name);
-	else
-		snprintf(out, outlen, "uid %u", (unsigned)uid);
-}
-
-/* The name chown(1) takes for uid. */
-static void uid_chown(uid_t uid, char *out, size_t outlen)
-{
-	struct passwd pw, *res = NULL;
-	char buf[1024];
-
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-		snprintf(out, outlen, "%s", res->pw_name);
-	else
-		snprintf(out, outlen, "%u", (unsigned)uid);
-}
-
-/* Whoever owns the directory or the file, or may write either, can put a
- * credential of their choosing there and so point the relay at routes of
- * their choosing: both must belong to the user etrelay runs as. */
-static int owner_check(const char *what, const char *path, const char *planted,
-		       const struct stat *st, char *err, size_t errlen)
-{
-	char found[300], self[300], name[256];
-	uid_t me = geteuid();
-
-	if (st->st_uid == me)
-		return 0;
-	uid_name(st->st_uid, found, sizeof(found));
-	uid_name(me, self, sizeof(self));
-	uid_chown(me, name, sizeof(name));
-	snprintf(err, errlen,
-		 "%s %s: owned by %s, but etrelay runs as %s: its owner could plant %s; "
-		 "check its content, then `chown %s %s`",
-		 what, path, found, self, planted, name, path);
-	return -1;
-}
-
-/* Open the directory (made 0700 when missing; systemd's StateDirectory=
- * makes it) as c->dfd; the file is then reached only through it, so no
- * component can be swapped between the checks and the use. The last
- * component is not followed unless it is a symbolic link that root or
- * etrelay's user owns (DynamicUser= makes /var/lib/NAME such a link into
- * /var/lib/private); what is opened must belong to etrelay's user and be
- * writable by no one else. */
-static int state_dir_open(const char *dir, int *dfd, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd;
-
-	*dfd = -1;
-	if (lstat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "state-directory %s: %s (create it, mode 700)", dir,
-			 strerror(errno));
-		return -1;
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
-	    S_ISLNK(st.st_mode)) {
-		if (st.st_uid != 0 && st.st_uid != geteuid()) {
-			char found[300];
-
-			uid_name(st.st_uid, found, sizeof(found));
-			snprintf(err, errlen,
-				 "state-directory %s: a symbolic link owned by %s, neither root "
-				 "nor the user etrelay runs as; make it a directory of its own",
-				 dir, found);
-			return -1;
-		}
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "state-directory %s: %s", dir,
-			 errno == ENOTDIR ? "not a directory" : strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "state-directory %s: %s", dir, strerror(errno));
-		goto fail;
-	}
-	if (owner_check("state-directory", dir, "the control-plane credential", &st, err, errlen) <
-	    0)
-		goto fail;
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen,
-			 "state-directory %s: mode %04o lets %s write it, and so replace the "
-			 "control-plane credential; `chmod 700 %s`",
-			 dir, (unsigned)(st.st_mode & 07777),
-			 st.st_mode & S_IWOTH ? "every user" : "its group", dir);
-		goto fail;
-	}
-	*dfd = fd;
-	return 0;
-fail:
-	close(fd);
-	return -1;
-}
-
-/* Open name (path in messages) in the state directory to read it: a
- * regular file, never reached through a symbolic link, that etrelay's user
- * owns and no group or other may use (role names it: "credential", "route
- * file"; planted, what its owner could plant). 1 with *fdp, 0 when there
- * is none, -1 with why and the fix in err. */
-static int state_open(struct control *c, const char *name, const char *path, const char *role,
-		      const char *planted, int *fdp, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd = openat(c->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-
-	*fdp = -1;
-	if (fd < 0 && errno == ENOENT)
-		return 0;
-	if (fd < 0 && errno == ELOOP) {
-		snprintf(err, errlen, "%s: a symbolic link, refused: the %s must be a regular file",
-			 path, role);
-		return -1;
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		goto fail;
-	}
-	if (owner_check(role, path, planted, &st, err, errlen) < 0)
-		goto fail;
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		snprintf(err, errlen, "%s: mode %04o lets %s use %s; `chmod 600 %s`", path,
-			 (unsigned)(st.st_mode & 07777),
-			 st.st_mode & S_IRWXO ? "every user" : "its group", planted, path);
-		goto fail;
-	}
-	*fdp = fd;
-	return 1;
-fail:
-	close(fd);
-	return -1;
-}
-
 /* Read the credential file: 1 when read, 0 when there is none, -1 with err.
  * A file that is there but unusable (a link, another owner, readable by
  * others, not a credential) stops the start: enrolling again would spend
@@ -222,8 +71,8 @@ static int state_read(struct control *c, char *err, size_t errlen)
 {
 	char buf[4096], why[256];
 	ssize_t n;
-	int fd, rc = state_open(c, CONTROL_STATE_FILE, c->state_path, "credential",
-				"the control-plane credential", &fd, err, errlen);
+	int fd, rc = ctl_state_open(c->dfd, CONTROL_STATE_FILE, c->state_path, "credential",
+				    "the control-plane credential", &fd, err, errlen);
 
 	if (rc <= 0) {
 		/* The fix for a link or another kind of file. */
@@ -252,60 +101,7 @@ static int state_read(struct control *c, char *err, size_t errlen)
 	return 1;
 }
 
-/* Write text to name in the state directory whole or not at all: a
- * temporary file (mode 600), fsync, rename over the old, fsync of the
- * directory, all relative to the directory opened at the start. Returns 0
- * or -errno. */
-static int state_write_file(struct control *c, const char *name, const char *text)
-{
-	char tmp[64];
-	size_t len = strlen(text), off = 0;
-	int fd = -1, rc = 0;
-	bool made = false;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	unlinkat(c->dfd, tmp, 0);
-	fd = openat(c->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	made = true;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	if (fchmod(fd, 0600) < 0 || fsync(fd) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = close(fd) < 0 ? -errno : 0;
-	fd = -1;
-	if (rc < 0)
-		goto out;
-	if (renameat(c->dfd, tmp, c->dfd, name) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	made = false;
-	if (fsync(c->dfd) < 0)
-		rc = -errno;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (made)
-		unlinkat(c->dfd, tmp, 0);
-	return rc;
-}
-
-/* The credential, as state_write_file writes it. Returns 0 or -errno. */
+/* The credential, as ctl_state_write writes it. Returns 0 or -errno. */
 static int state_write(struct control *c)
 {
 	char *text = ctl_msg_credential_json(&c->cred);
@@ -313,7 +109,7 @@ static int state_write(struct control *c)
 
 	if (!text)
 		return -ENOMEM;
-	rc = state_write_file(c, CONTROL_STATE_FILE, text);
+	rc = ctl_state_write(c->dfd, CONTROL_STATE_FILE, text);
 	explicit_bzero(text, strlen(text));
 	free(text);
 	return rc;
@@ -657,7 +453,7 @@ static size_t routes_filter(struct control *c, struct sni_route *list, size_t n,
  * digest stays the old one). */
 static void routes_save(struct control *c, const char *text, uint64_t sig)
 {
-	int rc = text ? state_write_file(c, CONTROL_ROUTES_FILE, text) : -ENOMEM;
+	int rc = text ? ctl_state_write(c->dfd, CONTROL_ROUTES_FILE, text) : -ENOMEM;
 
 	if (rc == 0) {
 		c->disk_sig = sig;
@@ -690,8 +486,8 @@ static void routes_load(struct control *c)
 	size_t n = 0, len = 0;
 	char *buf = NULL;
 	struct stat st;
-	int fd = -1, rc = state_open(c, CONTROL_ROUTES_FILE, c->routes_path, "route file",
-				     "the route set", &fd, err, sizeof(err));
+	int fd = -1, rc = ctl_state_open(c->dfd, CONTROL_ROUTES_FILE, c->routes_path, "route file",
+					 "the route set", &fd, err, sizeof(err));
 
 	if (rc == 0)
 		return;
@@ -937,7 +733,7 @@ int control_open(struct control **out, const struct control_config *cfg, char *e
 	snprintf(c->state_path, sizeof(c->state_path), "%s/%s", cfg->state_dir, CONTROL_STATE_FILE);
 	snprintf(c->routes_path, sizeof(c->routes_path), "%s/%s", cfg->state_dir,
 		 CONTROL_ROUTES_FILE);
-	if (state_dir_open(cfg->state_dir, &c->dfd, err, errlen) < 0)
+	if (ctl_state_dir_open(cfg->state_dir, &c->dfd, err, errlen) < 0)
 		goto fail;
 	if (credential_take(c, err, errlen) < 0)
 		goto fail;

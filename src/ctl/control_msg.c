@@ -39,6 +39,20 @@ static char *dump(json_t *o)
 	return s;
 }
 
+int ctl_listener_kind(const char *kind_name)
+{
+	static const char *const names[] = {
+	    [CTL_LISTENER_GAME] = "relay",
+	    [CTL_LISTENER_SNI] = "sni",
+	    [CTL_LISTENER_TURN] = "turn",
+	};
+
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strcmp(names[k], kind_name) == 0)
+			return (int)k;
+	return -1;
+}
+
 char *ctl_msg_enroll_request(const char *version, const char *hostname)
 {
 	return dump(json_pack("{s:s, s:s}", "version", version, "hostname", hostname));

@@ -27,6 +27,10 @@ struct ctl_credential {
 
 enum ctl_listener_kind { CTL_LISTENER_GAME, CTL_LISTENER_SNI, CTL_LISTENER_TURN };
 
+/* The control plane's kind of the listener kind named (struct kind's
+ * name: "relay", "sni", "turn"), or -1: a kind it is not told about. */
+int ctl_listener_kind(const char *kind_name);
+
 /* One listener in a heartbeat: a game relay counts sessions, an SNI
  * listener connections, a TURN listener allocations. */
 struct ctl_listener {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The process: its workers (one loop each, see worker.c), signals, the drain
  * on the way out, the ops plane and systemd's notify protocol. */
-#include "daemon.h"
+#include "daemon_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,26 +31,11 @@
 /* While draining on the way out, how often to look for the last session. */
 #define DAEMON_LEAVE_CHECK (100 * NS_PER_MS)
 
-/* What every kind shares across the workers (struct kind's active). */
-static const void *kind_shared(const struct daemon *d, unsigned k)
-{
-	switch (k) {
-	case KIND_RELAY:
-		return d->shared;
-	case KIND_SNI:
-		return &d->sni;
-	case KIND_TURN:
-		return &d->turn;
-	default:
-		return NULL;
-	}
-}
-
 static uint32_t kind_active(const struct daemon *d, unsigned k)
 {
 	const struct kind *kd = kinds[k];
 
-	return kd->active && kd->count(d->conf) ? kd->active(kind_shared(d, k), kd->count(d->conf))
+	return kd->active && kd->count(d->conf) ? kd->active(d->kenv[k].shared, kd->count(d->conf))
 						: 0;
 }
 
@@ -140,94 +125,6 @@ static void begin_leave(struct daemon *d, int sig, uint64_t now)
 	daemon_arm(d);
 }
 
-/* A worker's relays and listeners take the current ban list (on its own
- * thread): ban-file covers every listener, and a reload closes what the
- * SNI and TURN listeners hold open for a newly banned source. */
-static void daemon_take_bans(void *owner, struct worker *w)
-{
-	struct daemon *d = owner;
-
-	WORKER_EACH (w, k, i)
-		kinds[k]->take_bans(worker_inst(w, k, i), d->bans);
-	atomic_store_explicit(&w->bans_gen, d->bans_gen, memory_order_release);
-	if (w->index != 0)
-		worker_post(d->workers[0], WORKER_BANS_TAKEN);
-}
-
-static int load_bans(struct daemon *d);
-
-/* Worker 0: free the list before once no worker reads it, then do a reload
- * asked meanwhile. */
-static void daemon_bans_taken(void *owner)
-{
-	struct daemon *d = owner;
-
-	if (!d->bans_old)
-		return;
-	for (unsigned w = 0; w < d->nworkers; w++)
-		if (atomic_load_explicit(&d->workers[w]->bans_gen, memory_order_acquire) !=
-		    d->bans_gen)
-			return;
-	banlist_free(d->bans_old);
-	free(d->bans_old);
-	d->bans_old = NULL;
-	/* A SIGHUP came while the list before was still read: its reload is
-	 * done now that the last worker let go (load_bans). */
-	if (d->bans_again) {
-		d->bans_again = false;
-		if (load_bans(d) < 0)
-			log_warnx("SIGHUP: keeping the previous ban list");
-		else
-			log_info("ban-file %s: the reload asked while the last was being taken "
-				 "in is done",
-				 d->conf->ban_file);
-	}
-}
-
-/* Read the ban file into a new list; the current one is replaced only
- * when the whole file is good. Returns 0 or -1 (errors logged). */
-static int load_bans(struct daemon *d)
-{
-	struct banlist *fresh;
-	char err[2048] = "";
-	int rc;
-
-	if (d->conf->ban_file[0] == '\0')
-		return 0;
-	/* A reload a moment after the last, before every worker took it: the
-	 * list before is still read, so this one is done when the last worker
-	 * posts that it took the new list (daemon_bans_taken). */
-	if (d->bans_old) {
-		d->bans_again = true;
-		return 0;
-	}
-	fresh = calloc(1, sizeof(*fresh));
-	if (!fresh) {
-		log_warn("ban-file %s", d->conf->ban_file);
-		return -1;
-	}
-	rc = banlist_load_file(fresh, d->conf->ban_file, err, sizeof(err));
-	if (rc != 0) {
-		/* err holds every bad line (or why the file could not be read),
-		 * newline-separated. */
-		for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
-			log_warnx("%s", line);
-		banlist_free(fresh);
-		free(fresh);
-		return -1;
-	}
-	d->bans_old = d->bans;
-	d->bans = fresh;
-	d->bans_gen++;
-	log_info("ban-file %s: %zu entries", d->conf->ban_file, d->bans->entries);
-	xdp_bans(d->xdp, d->bans);
-	daemon_take_bans(d, d->workers[0]);
-	for (unsigned w = 1; w < d->nworkers; w++)
-		worker_post(d->workers[w], WORKER_BANS);
-	daemon_bans_taken(d);
-	return 0;
-}
-
 static void on_signal(struct daemon *d)
 {
 	struct signalfd_siginfo si;
@@ -235,6 +132,7 @@ static void on_signal(struct daemon *d)
 	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			char err[256];
+			bool reloads = false;
 			int set =
 			    d->ops_plane ? ops_reload_tokens(d->ops_plane, err, sizeof(err)) : 0;
 
@@ -250,15 +148,14 @@ static void on_signal(struct daemon *d)
 				log_info("SIGHUP: no ops tokens set");
 				d->hup_none_said = true;
 			}
-			if (load_bans(d) < 0)
+			if (daemon_bans_load(d) < 0)
 				log_warnx("SIGHUP: keeping the previous ban list");
-			if (d->turn.n && turn_shared_reload(&d->turn, err, sizeof(err)) < 0)
-				log_warnx("SIGHUP: %s; keeping the previous TURN secrets", err);
-			else if (d->turn.n)
-				log_info("SIGHUP: TURN secrets reloaded");
-			if (d->turn.n)
-				turn_shared_reload_tls(&d->turn, loop_now());
-			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !d->turn.n &&
+			for (unsigned k = 0; k < KINDS; k++)
+				if (kinds[k]->reload && kinds[k]->count(d->conf)) {
+					kinds[k]->reload(&d->kenv[k]);
+					reloads = true;
+				}
+			if (!d->ops_plane && d->conf->ban_file[0] == '\0' && !reloads &&
 			    !d->hup_none_said) {
 				log_info("SIGHUP: nothing to reload (no ops tokens, no ban-file)");
 				d->hup_none_said = true;
@@ -267,155 +164,6 @@ static void on_signal(struct daemon *d)
 		}
 		begin_leave(d, (int)si.ssi_signo, loop_now());
 	}
-}
-
-/* How long the ops thread waits for the workers to list the sessions. */
-#define DAEMON_CALL_TIMEOUT_MS 2000
-/* GET /sessions renders at most this often (the loops walk every session). */
-#define DAEMON_SESSIONS_EVERY_NS (200 * NS_PER_MS)
-
-/* Ops thread: ask every worker for its sessions, wait (bounded), and join
- * their parts into one list. */
-static int sessions_call(void *arg, char **buf, size_t *len)
-{
-	struct daemon *d = arg;
-	static uint64_t gens;
-	struct timespec until;
-	char *out = NULL;
-	size_t outlen = 0;
-	uint64_t wait;
-	int rc = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += DAEMON_CALL_TIMEOUT_MS / 1000;
-	pthread_mutex_lock(&d->call.lock);
-	while (d->call.busy && rc == 0) /* one request at a time */
-		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
-	if (rc != 0) { /* another request held the workers all along */
-		pthread_mutex_unlock(&d->call.lock);
-		return -1;
-	}
-	d->call.busy = true;
-	d->call.gen = ++gens;
-	d->call.pending = d->nworkers;
-	wait = d->call.last + DAEMON_SESSIONS_EVERY_NS > mono_ns()
-		   ? d->call.last + DAEMON_SESSIONS_EVERY_NS - mono_ns()
-		   : 0;
-	pthread_mutex_unlock(&d->call.lock);
-	/* Each render walks every session on the packet loops: however many
-	 * clients ask, at most one every DAEMON_SESSIONS_EVERY_NS (the ops
-	 * thread waits; the loops do not). */
-	if (wait) {
-		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
-
-		nanosleep(&ts, NULL);
-	}
-	for (unsigned w = 0; w < d->nworkers; w++)
-		worker_post(d->workers[w], WORKER_SESSIONS);
-	pthread_mutex_lock(&d->call.lock);
-	while (rc == 0 && d->call.pending > 0)
-		rc = pthread_cond_timedwait(&d->call.done_cond, &d->call.lock, &until);
-	if (d->call.pending == 0) {
-		FILE *f = open_memstream(&out, &outlen);
-		bool any = false;
-
-		if (f) {
-			fputs("{\"sessions\":[", f);
-			/* Each part is "\n{...}" or "\n{...},\n{...}"... */
-			for (unsigned w = 0; w < d->nworkers; w++) {
-				struct worker *wk = d->workers[w];
-
-				if (wk->call_len == 0)
-					continue;
-				if (any)
-					fputc(',', f);
-				fwrite(wk->call_buf, 1, wk->call_len, f);
-				any = true;
-			}
-			fputs(any ? "\n],\"allocations\":[" : "],\"allocations\":[", f);
-			any = false;
-			for (unsigned w = 0; w < d->nworkers; w++) {
-				struct worker *wk = d->workers[w];
-
-				if (wk->call_alloc_len == 0)
-					continue;
-				if (any)
-					fputc(',', f);
-				fwrite(wk->call_alloc_buf, 1, wk->call_alloc_len, f);
-				any = true;
-			}
-			fputs(any ? "\n]}\n" : "]}\n", f);
-			if (fclose(f) != 0) {
-				free(out);
-				out = NULL;
-			}
-		}
-	}
-	/* Ours to clear: a late render sees another gen and does nothing. */
-	for (unsigned w = 0; w < d->nworkers; w++) {
-		free(d->workers[w]->call_buf);
-		free(d->workers[w]->call_alloc_buf);
-		d->workers[w]->call_buf = d->workers[w]->call_alloc_buf = NULL;
-		d->workers[w]->call_len = d->workers[w]->call_alloc_len = 0;
-	}
-	d->call.gen = 0;
-	d->call.busy = false;
-	d->call.last = mono_ns();
-	pthread_cond_broadcast(&d->call.done_cond);
-	pthread_mutex_unlock(&d->call.lock);
-	if (!out)
-		return -1;
-	*buf = out;
-	*len = outlen;
-	return 0;
-}
-
-/* A worker's thread: render its sessions for the request under way. */
-static void daemon_render_sessions(void *owner, struct worker *w)
-{
-	struct daemon *d = owner;
-	uint64_t gen, now = loop_now();
-	bool first = true, afirst = true;
-	char *buf = NULL, *abuf = NULL;
-	size_t len = 0, alen = 0;
-	FILE *f, *af;
-
-	pthread_mutex_lock(&d->call.lock);
-	gen = d->call.gen;
-	pthread_mutex_unlock(&d->call.lock);
-	if (gen == 0 || w->call_gen == gen || !(f = open_memstream(&buf, &len)))
-		return;
-	for (unsigned i = 0; i < w->kind[KIND_RELAY].n; i++)
-		relay_sessions_json(W_RELAY(w, i), f, now, &first);
-	if (fclose(f) != 0) {
-		free(buf);
-		buf = NULL;
-		len = 0;
-	}
-	/* The TURN allocations (at most max-allocations per listener). A
-	 * render that fails leaves this worker's part out. */
-	if ((af = open_memstream(&abuf, &alen)) != NULL) {
-		for (unsigned i = 0; i < w->kind[KIND_TURN].n; i++)
-			turn_allocations_json(W_TURN(w, i), af, now, &afirst);
-		if (fclose(af) != 0) {
-			free(abuf);
-			abuf = NULL;
-		}
-	}
-	pthread_mutex_lock(&d->call.lock);
-	if (d->call.gen == gen && w->call_gen != gen) {
-		w->call_gen = gen;
-		w->call_buf = buf;
-		w->call_len = buf ? len : 0;
-		w->call_alloc_buf = abuf;
-		w->call_alloc_len = abuf ? alen : 0;
-		buf = abuf = NULL;
-		if (--d->call.pending == 0)
-			pthread_cond_broadcast(&d->call.done_cond);
-	}
-	pthread_mutex_unlock(&d->call.lock);
-	free(buf);
-	free(abuf);
 }
 
 static void daemon_worker_failed(void *owner)
@@ -428,9 +176,9 @@ static void daemon_worker_failed(void *owner)
 
 /* What the workers ask of the daemon, on their own threads. */
 static const struct worker_host daemon_worker_host = {
-    .take_bans = daemon_take_bans,
+    .take_bans = daemon_bans_take,
     .bans_taken = daemon_bans_taken,
-    .render_sessions = daemon_render_sessions,
+    .render_sessions = daemon_sessions_render,
     .failed = daemon_worker_failed,
 };
 
@@ -559,28 +307,26 @@ static void env_post(const struct kind_env *e, unsigned w)
 	worker_post(d->workers[w], WORKER_POKE(e->id));
 }
 
-/* Every kind's listeners on every worker, in the table's order. The game
- * relays', SNI's and TURN's shared state is the daemon's (the control
- * plane, SIGHUP and the ops plane read it); a kind may keep its own. */
-static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
-		      struct sni_route *const *sni_routes)
+/* Every kind's listeners on every worker, in the table's order, each
+ * with what the workers share (the kind's, allocated here, zeroed) and
+ * what main resolved for it. */
+static int open_kinds(struct daemon *d, const void *const *resolved)
 {
 	const struct etr_conf *c = d->conf;
-	size_t ndials = c->nrelays;
+	size_t ndials = 0;
 	int rc = 0;
 
-	for (unsigned i = 0; i < c->nsni; i++)
-		ndials += c->sni[i].nroutes;
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->dials && kinds[k]->count(c))
+			ndials += kinds[k]->dials(c, resolved[k], NULL);
 	if (ndials && !(d->dials = calloc(ndials, sizeof(*d->dials)))) {
 		log_warn("upstreams");
 		return EXIT_FAILURE;
 	}
 	ndials = 0;
-	for (unsigned i = 0; i < c->nrelays; i++)
-		d->dials[ndials++] = upstreams[i];
-	for (unsigned i = 0; i < c->nsni; i++)
-		for (unsigned j = 0; j < c->sni[i].nroutes; j++)
-			d->dials[ndials++] = sni_routes[i][j].upstream;
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->dials && kinds[k]->count(c))
+			ndials += kinds[k]->dials(c, resolved[k], d->dials + ndials);
 	for (unsigned k = 0; k < KINDS && rc == 0; k++) {
 		struct kind_env *e = &d->kenv[k];
 
@@ -588,6 +334,7 @@ static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
 				       .stats = &d->stats,
 				       .nworkers = d->nworkers,
 				       .reuseport_key = d->reuseport_key,
+				       .resolved = resolved[k],
 				       .dials = d->dials,
 				       .ndials = ndials,
 				       .inst = env_inst,
@@ -595,26 +342,13 @@ static int open_kinds(struct daemon *d, const union etr_sockaddr *upstreams,
 				       .post = env_post,
 				       .daemon = d,
 				       .id = k};
-		switch (k) {
-		case KIND_RELAY:
-			e->shared = d->shared;
-			e->resolved = upstreams;
-			break;
-		case KIND_SNI:
-			e->shared = &d->sni;
-			e->resolved = sni_routes;
-			break;
-		case KIND_TURN:
-			e->shared = &d->turn;
-			break;
-		default:
-			break;
+		if (kinds[k]->shared_size && !(e->shared = calloc(1, kinds[k]->shared_size))) {
+			log_warn("%s", kinds[k]->name);
+			return EXIT_FAILURE;
 		}
 		if (kinds[k]->count(c))
 			rc = kinds[k]->open(e);
 	}
-	/* The relays whose shared part was set up (and is freed at close). */
-	d->nrelays = d->workers[0]->kind[KIND_RELAY].n;
 	return rc;
 }
 
@@ -674,91 +408,6 @@ static int create_loops(struct daemon *d)
 	return 0;
 }
 
-/* The control thread: the heartbeat's report, from the counters the ops
- * plane reads too; its health is what /readyz answers. */
-static void control_report(void *arg, struct control_report *r)
-{
-	struct daemon *d = arg;
-	struct ops_readiness rd;
-
-	ops_readiness(&d->stats, &rd);
-	r->health = rd.ready	  ? CTL_HEALTH_READY
-		    : rd.draining ? CTL_HEALTH_DRAINING
-				  : CTL_HEALTH_DEGRADED;
-	for (unsigned i = 0; i < rd.n && r->nreasons < CTL_REASONS_MAX; i++)
-		snprintf(r->reasons[r->nreasons++], sizeof(r->reasons[0]), "%s", rd.reason[i]);
-	for (unsigned i = 0; i < d->nrelays && r->nlisteners < CTL_LISTENERS_MAX; i++) {
-		struct ctl_listener *l = &r->listeners[r->nlisteners++];
-
-		l->kind = CTL_LISTENER_GAME;
-		snprintf(l->name, sizeof(l->name), "%s", d->conf->relays[i].name);
-		l->active = stats_sessions_active(&d->stats, i);
-		l->max = d->conf->relays[i].max_sessions;
-	}
-	for (unsigned i = 0; i < d->sni.n && r->nlisteners < CTL_LISTENERS_MAX; i++) {
-		struct ctl_listener *l = &r->listeners[r->nlisteners++];
-		uint32_t active, max, routes;
-
-		sni_listener_info(&d->sni, i, &active, &max, &routes);
-		l->kind = CTL_LISTENER_SNI;
-		snprintf(l->name, sizeof(l->name), "%s", d->conf->sni[i].name);
-		l->active = active;
-		l->max = max;
-	}
-	for (unsigned i = 0; i < d->turn.n && r->nlisteners < CTL_LISTENERS_MAX; i++) {
-		struct ctl_listener *l = &r->listeners[r->nlisteners++];
-
-		l->kind = CTL_LISTENER_TURN;
-		snprintf(l->name, sizeof(l->name), "%s", d->turn.l[i].conf->name);
-		l->active = atomic_load_explicit(&d->turn.l[i].active, memory_order_relaxed);
-		l->max = d->turn.l[i].conf->max_allocations;
-	}
-}
-
-/* The control thread: a good heartbeat's whole route set replaces the
- * control plane's routes of every SNI listener (a bad set changes nothing). */
-static int control_routes(void *arg, const struct sni_route *list, size_t n, char *err,
-			  size_t errlen)
-{
-	struct daemon *d = arg;
-
-	return sni_set_control_routes(&d->sni, list, n, err, errlen);
-}
-
-/* The control-plane client, when control-url is set; its thread starts
- * with control_run, once every listener is up. Returns 0 or the exit
- * status. */
-static int open_control(struct daemon *d)
-{
-	const struct etr_conf *conf = d->conf;
-	struct control_config cc = {.url = conf->control_url,
-				    .bootstrap_file = conf->control_bootstrap_file,
-				    .state_dir = conf->state_dir,
-				    .interval_ms = conf->control_interval_ms,
-				    .timeout_ms = conf->control_timeout_ms,
-				    .backoff_min_ms = conf->control_backoff_min_ms,
-				    .backoff_max_ms = conf->control_backoff_max_ms,
-				    .max_answer = conf->control_max_answer,
-				    .conf = conf,
-				    .local = d->sni.local,
-				    .nlocal = d->sni.nlocal,
-				    .version = ETRELAY_VERSION,
-				    .report = control_report,
-				    .routes = control_routes,
-				    .arg = d,
-				    .stats = &d->control_stats};
-	char err[1024];
-
-	if (!conf->control_url[0])
-		return 0;
-	if (control_open(&d->control, &cc, err, sizeof(err)) < 0) {
-		log_warnx("%s", err);
-		return EXIT_CONFIG;
-	}
-	d->stats.control = &d->control_stats;
-	return 0;
-}
-
 /* A game session assured, or an assured one ended (a worker's thread):
  * the XDP program passes its source at once while it has one. */
 static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool on)
@@ -769,8 +418,7 @@ static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool o
 		xdp_known_del(arg, client);
 }
 
-int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_sockaddr *upstreams,
-		struct sni_route *const *sni_routes)
+int daemon_open(struct daemon *d, const struct etr_conf *conf, const void *const *resolved)
 {
 	pthread_condattr_t ca;
 	char why[160] = "";
@@ -805,7 +453,7 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_s
 			return EXIT_FAILURE;
 		}
 	d->stats.nworkers = d->nworkers;
-	if ((rc = open_kinds(d, upstreams, sni_routes)) != 0)
+	if ((rc = open_kinds(d, resolved)) != 0)
 		return rc;
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
@@ -824,22 +472,22 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_s
 	d->stats.xdp = d->xdp;
 	d->stats.xdp_counts = xdp_counts;
 	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)
-		for (unsigned i = 0; i < d->nrelays; i++) {
+		for (unsigned i = 0; i < d->workers[w]->kind[KIND_RELAY].n; i++) {
 			W_RELAY(d->workers[w], i)->fwd.st.known = daemon_xdp_known;
 			W_RELAY(d->workers[w], i)->fwd.st.known_arg = d->xdp;
 		}
-	if (load_bans(d) < 0)
+	if (daemon_bans_load(d) < 0)
 		return EXIT_CONFIG;
 	/* Before the loops: the route file's set is in force when the
 	 * listeners attach (the workers' loops run from create_loops on). */
-	if ((rc = open_control(d)) != 0)
+	if ((rc = daemon_control_open(d)) != 0)
 		return rc;
 	if ((rc = create_loops(d)) != 0)
 		return rc;
 	if (conf->ops_enabled) {
 		struct ops_config oc = {.listen = conf->ops_listen,
 					.allow_public = conf->ops_allow_public,
-					.sessions = sessions_call,
+					.sessions = daemon_sessions_call,
 					.sessions_arg = d};
 		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
@@ -864,164 +512,15 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_s
 	return 0;
 }
 
+/* Once the loops run: the workers, then each kind's listeners. */
 static void log_start(const struct daemon *d)
 {
 	if (d->nworkers > 1)
 		log_info("workers %u: a client's address picks its worker (reuseport key 0x%08x)",
 			 d->nworkers, d->reuseport_key);
-	for (unsigned i = 0; i < d->nrelays; i++) {
-		const struct relay *r = W_RELAY(d->workers[0], i);
-		const struct relay_conf *c = r->conf;
-		char a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024], hp[ADDR_HOSTLEN + 8];
-		size_t o = 0;
-
-		masters[0] = '\0';
-		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
-			o += (size_t)snprintf(
-			    masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
-			    addr_hostport(c->masters[m].host, c->masters[m].port, hp));
-		log_info(
-		    "etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
-		    "masters %s",
-		    ETRELAY_VERSION, d->nrelays > 1 ? " relay " : "", d->nrelays > 1 ? c->name : "",
-		    addr_str(&c->listen.sa, a), addr_str(&r->upstream.sa, b), d->ops->name, c->game,
-		    c->heartbeat, c->flatline[0] ? c->flatline : "none", masters);
-	}
-	for (unsigned i = 0; i < d->conf->nrelays; i++)
-		if (d->conf->relays[i].prbe)
-			log_info("PRBE echo on %s (relay %s)",
-				 W_RELAY(d->workers[0], i)->stats.public_addr,
-				 d->conf->relays[i].name);
-	for (unsigned i = 0; i < d->conf->prbe.nlisten; i++)
-		log_info("PRBE echo on %s", d->stats.prbe_port[0][i]->port);
-}
-
-static void log_start_sni(const struct daemon *d)
-{
-	for (unsigned i = 0; i < d->conf->nsni; i++) {
-		const struct sni_conf *c = &d->conf->sni[i];
-		char a[ADDR_STRLEN];
-
-		log_info("sni %s listening on %s (TCP), backend %s, %u route%s, up to %u "
-			 "connections",
-			 c->name, addr_str(&c->listen.sa, a), d->ops->name, c->nroutes,
-			 c->nroutes == 1 ? "" : "s", c->max_connections);
-	}
-	for (unsigned i = 0; i < d->conf->nturn; i++) {
-		const struct turn_conf *c = &d->conf->turn[i];
-		char a[ADDR_STRLEN], t[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN];
-
-		log_info("turn %s listening on %s (UDP)%s%s%s%s%s%s, backend %s, relaying from %s "
-			 "ports %u-%u, realm %s, up to %u allocations",
-			 c->name, addr_str(&c->listen.sa, a), c->tcp_set ? " and " : "",
-			 c->tcp_set ? addr_str(&c->tcp_listen.sa, t) : "",
-			 c->tcp_set ? " (TCP)" : "", c->tls_set ? " and " : "",
-			 c->tls_set ? addr_str(&c->tls_listen.sa, s) : "",
-			 c->tls_set ? " (TLS)" : "", d->ops->name, addr_str(&c->relay_addr.sa, r),
-			 c->port_min, c->port_max, c->realm, c->max_allocations);
-	}
-}
-
-/* "name n, ..." of the non-zero counters among n of them, after o bytes of
- * buf; returns the new length. */
-static size_t stats_list(char *buf, size_t size, size_t o, const uint64_t *v, unsigned n,
-			 const char *(*name)(unsigned), unsigned skip)
-{
-	bool first = true;
-
-	for (unsigned i = 0; i < n && o < size; i++) {
-		uint64_t x = v[i];
-
-		if (!x || i == skip)
-			continue;
-		o += (size_t)snprintf(buf + o, size - o, "%s%s %llu", first ? " (" : ", ", name(i),
-				      (unsigned long long)x);
-		first = false;
-	}
-	if (!first && o < size)
-		o += (size_t)snprintf(buf + o, size - o, ")");
-	return o;
-}
-
-static const char *sni_result_at(unsigned i)
-{
-	return sni_result_name((enum sni_result)i);
-}
-
-static const char *turn_drop_at(unsigned i)
-{
-	return turn_drop_name((enum turn_drop)i);
-}
-
-static const char *turn_tcp_drop_at(unsigned i)
-{
-	return turn_tcp_drop_name((enum turn_tcp_drop)i);
-}
-
-static const char *turn_reject_at(unsigned i)
-{
-	return turn_reject_name((enum turn_reject)i);
-}
-
-/* At exit, each SNI and TURN listener's line beside the relays' `stats
- * NAME`: what it served and what it refused, summed over the workers. */
-static void log_listener_stats(const struct daemon *d)
-{
-	char why[512], drops[512];
-
-	for (unsigned i = 0; i < d->conf->nsni; i++) {
-		struct sni_totals sum;
-		uint64_t refused = 0;
-
-		sni_listener_totals(&d->sni, i, &sum);
-		for (unsigned k = 0; k < SNI_RESULTS; k++)
-			refused += k == SNI_SPLICED ? 0 : sum.result[k];
-		why[0] = '\0';
-		stats_list(why, sizeof(why), 0, sum.result, SNI_RESULTS, sni_result_at,
-			   SNI_SPLICED);
-		log_info(
-		    "stats sni %s: connections spliced %llu, refused %llu%s; client to upstream "
-		    "%llu B, upstream to client %llu B",
-		    d->conf->sni[i].name, (unsigned long long)sum.result[SNI_SPLICED],
-		    (unsigned long long)refused, why, (unsigned long long)sum.bytes_in,
-		    (unsigned long long)sum.bytes_out);
-	}
-	for (unsigned i = 0; i < d->conf->nturn; i++) {
-		struct turn_stats t;
-		uint64_t rej[TURN_REJECTS], drop[TURN_DROPS], tdrop[TURN_TCP_DROPS];
-		uint64_t rejected = 0, dropped = 0, tcp = 0;
-
-		turn_listener_totals(&d->turn.l[i], d->nworkers, &t);
-		for (unsigned k = 0; k < TURN_REJECTS; k++)
-			rejected += rej[k] = STAT_GET(t.rejected[k]);
-		for (unsigned k = 0; k < TURN_DROPS; k++)
-			dropped += drop[k] = STAT_GET(t.dropped[k]);
-		for (unsigned k = 0; k < TURN_TCP_DROPS; k++)
-			tcp += tdrop[k] = STAT_GET(t.tcp_dropped[k]);
-		why[0] = drops[0] = '\0';
-		stats_list(why, sizeof(why), 0, rej, TURN_REJECTS, turn_reject_at, UINT32_MAX);
-		{
-			size_t o = stats_list(drops, sizeof(drops), 0, drop, TURN_DROPS,
-					      turn_drop_at, UINT32_MAX);
-
-			if (o < sizeof(drops))
-				o += (size_t)snprintf(drops + o, sizeof(drops) - o,
-						      "; TCP and TLS connections dropped %llu",
-						      (unsigned long long)tcp);
-			stats_list(drops, sizeof(drops), o, tdrop, TURN_TCP_DROPS, turn_tcp_drop_at,
-				   UINT32_MAX);
-		}
-		log_info("stats turn %s: allocations %llu, rejected %llu%s; to peers %llu pkts "
-			 "%llu B; to clients %llu pkts %llu B; dropped %llu%s; TLS failed %llu",
-			 d->conf->turn[i].name, (unsigned long long)STAT_GET(t.allocations),
-			 (unsigned long long)rejected, why,
-			 (unsigned long long)STAT_GET(t.dgrams_to_peer),
-			 (unsigned long long)STAT_GET(t.bytes_to_peer),
-			 (unsigned long long)STAT_GET(t.dgrams_to_client),
-			 (unsigned long long)STAT_GET(t.bytes_to_client),
-			 (unsigned long long)dropped, drops,
-			 (unsigned long long)STAT_GET(t.tls_failed));
-	}
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->log_start && kinds[k]->count(d->conf))
+			kinds[k]->log_start(&d->kenv[k], d->ops->name);
 }
 
 int daemon_run(struct daemon *d)
@@ -1029,7 +528,6 @@ int daemon_run(struct daemon *d)
 	int rc = 0;
 
 	log_start(d);
-	log_start_sni(d);
 	sdnotify("READY=1");
 	notify_status(d);
 	rc = worker_run(d->workers[0]);
@@ -1049,15 +547,9 @@ int daemon_run(struct daemon *d)
 	/* The flatlines leave (and are counted) before the last stats. The
 	 * other workers closed their sessions on their own threads. */
 	worker_shutdown(d->workers[0]);
-	for (unsigned i = 0; i < d->nrelays; i++) {
-		struct relay_stats sum;
-
-		memset(&sum, 0, sizeof(sum));
-		for (unsigned w = 0; w < d->nworkers; w++)
-			stats_relay_add(&sum, &W_RELAY(d->workers[w], i)->stats);
-		relay_log_stats(d->conf->relays[i].name, &sum);
-	}
-	log_listener_stats(d);
+	for (unsigned k = 0; k < KINDS; k++)
+		if (kinds[k]->log_stats && kinds[k]->count(d->conf))
+			kinds[k]->log_stats(&d->kenv[k]);
 	return 0;
 }
 
@@ -1073,13 +565,15 @@ void daemon_close(struct daemon *d)
 	/* After the ops plane, which reads its counters, and the sessions,
 	 * which leave its known map. */
 	xdp_stop(d->xdp);
-	for (unsigned i = 0; i < d->nrelays; i++)
-		relay_shared_free(&d->shared[i]);
-	sni_shared_free(&d->sni);
-	turn_shared_free(&d->turn);
-	for (unsigned k = 0; k < KINDS; k++)
-		if (kinds[k]->shared_free && d->kenv[k].daemon)
+	for (unsigned k = 0; k < KINDS; k++) {
+		/* Not reached by open_kinds, or its shared state not allocated. */
+		if (!d->kenv[k].daemon || (kinds[k]->shared_size && !d->kenv[k].shared))
+			continue;
+		if (kinds[k]->shared_free)
 			kinds[k]->shared_free(&d->kenv[k]);
+		if (kinds[k]->shared_size)
+			free(d->kenv[k].shared);
+	}
 	free(d->dials);
 	if (d->bans)
 		banlist_free(d->bans);

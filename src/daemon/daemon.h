@@ -23,7 +23,6 @@
 
 struct control;
 struct ops;
-struct sni_route;
 struct worker;
 
 /* Endpoints of the daemon's own on worker 0 (the signalfd) and of every
@@ -46,13 +45,6 @@ struct daemon {
 	struct worker *workers[CONF_WORKERS_MAX];
 	unsigned nworkers;
 	uint32_t reuseport_key; /* the reuseport program's hash key */
-	struct relay_shared shared[CONF_RELAYS_MAX];
-	unsigned nrelays;
-	/* The SNI listeners' route tables and caps (each worker has its own
-	 * listening socket and connections). */
-	struct sni_shared sni;
-	/* The TURN listeners' secrets, caps and counters. */
-	struct turn_shared turn;
 	struct etr_stats stats;
 	struct ops *ops_plane;
 	struct xdp *xdp; /* the XDP program on the xdp-interfaces; NULL: none (xdp.h) */
@@ -91,7 +83,9 @@ struct daemon {
 	 * the route set of its last good heartbeat. */
 	struct control *control;
 	struct control_stats control_stats;
-	/* What each kind opened its listeners with (kinds.h); dials: every
+	/* What each kind opened its listeners with (kinds.h), and what its
+	 * instances share (kenv[k].shared: the control plane, SIGHUP and the
+	 * ops plane reach it through struct kind's hooks); dials: every
 	 * upstream the process connects to, for the TURN peer policy. */
 	struct kind_env kenv[KINDS];
 	union etr_sockaddr *dials;
@@ -101,13 +95,13 @@ struct daemon {
  * in the process's affinity mask, at most CONF_WORKERS_MAX. */
 unsigned daemon_workers_wanted(const struct etr_conf *conf);
 
-/* Open every relay on every worker (upstreams resolved, one per relay;
- * sni_routes[i]: SNI listener i's config routes, resolved),
- * attach the reuseport programs, create the loops on the configured
- * backend (auto: io_uring, else epoll with a log line), start the ops
- * plane. Returns 0, or the exit status to leave with. */
-int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_sockaddr *upstreams,
-		struct sni_route *const *sni_routes);
+/* Open every kind's listeners on every worker (resolved[k]: what main
+ * resolved for kind k, its kind_env.resolved: the game relays' upstreams,
+ * one per relay; the SNI listeners' config routes), attach the reuseport
+ * programs, create the loops on the configured backend (auto: io_uring,
+ * else epoll with a log line), start the ops plane. Returns 0, or the exit
+ * status to leave with. */
+int daemon_open(struct daemon *d, const struct etr_conf *conf, const void *const *resolved);
 
 /* Serve until a signal says leave and the drain is over. Returns the exit
  * status. */

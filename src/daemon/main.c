@@ -329,7 +329,12 @@ int main(int argc, char **argv)
 		rc = EXIT_CONFIG;
 		goto out;
 	}
-	rc = daemon_open(&d, &conf, upstream, sni_routes);
+	{
+		/* What each kind opens its listeners with (kind_env.resolved). */
+		const void *resolved[KINDS] = {[KIND_RELAY] = upstream, [KIND_SNI] = sni_routes};
+
+		rc = daemon_open(&d, &conf, resolved);
+	}
 	if (rc == 0)
 		rc = daemon_run(&d);
 	daemon_close(&d);

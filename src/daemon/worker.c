@@ -207,6 +207,15 @@ void worker_join(struct worker *w)
 	w->thread_started = false;
 }
 
+void worker_call_clear(struct worker *w)
+{
+	for (unsigned k = 0; k < KINDS; k++) {
+		free(w->call_buf[k]);
+		w->call_buf[k] = NULL;
+		w->call_len[k] = 0;
+	}
+}
+
 void worker_free(struct worker *w)
 {
 	if (!w)
@@ -223,7 +232,7 @@ void worker_free(struct worker *w)
 		free(w->kind[k].inst);
 	if (w->ctl_fd >= 0)
 		close(w->ctl_fd);
-	free(w->call_buf);
+	worker_call_clear(w);
 	pthread_cond_destroy(&w->boot.cond);
 	pthread_mutex_destroy(&w->boot.lock);
 	free(w);

@@ -68,10 +68,10 @@ struct worker {
 		unsigned max_sockets;
 		int (*attach)(struct worker *w);
 	} boot;
-	/* Its part of GET /sessions (game sessions, TURN allocations), under
+	/* Its part of GET /sessions, by kind (struct kind's sessions), under
 	 * the daemon's call lock. */
-	char *call_buf, *call_alloc_buf;
-	size_t call_len, call_alloc_len;
+	char *call_buf[KINDS];
+	size_t call_len[KINDS];
 	uint64_t call_gen; /* of the request it answered */
 	/* The ban list generation its relays use (worker 0 frees the old list
 	 * once every worker took the new one). */
@@ -111,6 +111,9 @@ void worker_shutdown(struct worker *w);
 /* Wait for the thread (after WORKER_STOP). */
 void worker_join(struct worker *w);
 
+/* Free its part of GET /sessions (under the daemon's call lock). */
+void worker_call_clear(struct worker *w);
+
 /* Close its relays, loop and fds, and free it. */
 void worker_free(struct worker *w);
 
@@ -119,10 +122,8 @@ static inline void *worker_inst(const struct worker *w, enum kind_id k, unsigned
 {
 	return (char *)w->kind[k].inst + (size_t)i * kinds[k]->size;
 }
+/* A game relay, for XDP's hookup of its known sessions (daemon.c). */
 #define W_RELAY(w, i) ((struct relay *)worker_inst((w), KIND_RELAY, (i)))
-#define W_PRBE(w, i)  ((struct prbe_port *)worker_inst((w), KIND_PRBE, (i)))
-#define W_SNI(w, i)   ((struct sni_listener *)worker_inst((w), KIND_SNI, (i)))
-#define W_TURN(w, i)  ((struct turn_listener *)worker_inst((w), KIND_TURN, (i)))
 
 /* Every opened instance of every kind, in the table's order. */
 #define WORKER_EACH(w, k, i)                                                                       \

@@ -140,6 +140,13 @@ static void close_(void *inst)
 	close(e->fd);
 }
 
+static void log_start(const struct kind_env *e, const char *backend)
+{
+	(void)backend;
+	for (unsigned i = 0; i < e->conf->prbe.nlisten; i++)
+		log_info("PRBE echo on %s", e->stats->prbe_port[0][i]->port);
+}
+
 /* -t: each echo-only port, and the echo on every port. */
 static void report(const struct etr_conf *c)
 {
@@ -166,6 +173,7 @@ const struct kind prbe_kind = {
     .attach = attach,
     .take_bans = take_bans,
     .close = close_,
+    .log_start = log_start,
     .report = report,
     .summary_one = "echo port",
     .summary_many = "echo ports",

@@ -17,9 +17,25 @@
 #include "resolver.h"
 #include "loop.h"
 #include "relay.h"
+#include "stats.h"
+
+/* What the relays share across the workers: one struct relay_shared per
+ * relay, the first n of them set up. */
+struct relay_kind_shared {
+	unsigned n;
+	struct relay_shared r[CONF_RELAYS_MAX];
+};
 
 static unsigned count(const struct etr_conf *c)
 {
+	return c->nrelays;
+}
+
+/* Each relay's game server (resolved: union etr_sockaddr upstream[i]). */
+static size_t dials(const struct etr_conf *c, const void *resolved, union etr_sockaddr *out)
+{
+	for (unsigned i = 0; out && i < c->nrelays; i++)
+		out[i] = ((const union etr_sockaddr *)resolved)[i];
 	return c->nrelays;
 }
 
@@ -75,15 +91,16 @@ static void wake_owner(struct relay_shared *sh)
 }
 
 /* Relay i on every worker: worker 0's socket first, with the program
- * attached before the others join the group (their index is their order).
- * e->shared: the daemon's struct relay_shared, one per relay. */
+ * attached before the others join the group (their index is their order). */
 static int open_one(struct kind_env *e, unsigned i)
 {
 	const struct relay_conf *c = &e->conf->relays[i];
-	struct relay_shared *sh = (struct relay_shared *)e->shared + i;
+	struct relay_kind_shared *all = e->shared;
+	struct relay_shared *sh = &all->r[i];
 
 	if (relay_shared_init(sh, c, e->nworkers, i) < 0)
 		return EXIT_FAILURE;
+	all->n = i + 1;
 	sh->arg = e;
 	sh->prbe = &e->conf->prbe;
 	sh->wake_owner = wake_owner;
@@ -119,6 +136,14 @@ static int open_all(struct kind_env *e)
 	return rc;
 }
 
+static void shared_free(struct kind_env *e)
+{
+	struct relay_kind_shared *all = e->shared;
+
+	for (unsigned i = 0; i < all->n; i++)
+		relay_shared_free(&all->r[i]);
+}
+
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep)
 {
@@ -145,15 +170,71 @@ static void close_(void *inst)
 	relay_close(inst);
 }
 
-/* shared: the relays' struct relay_shared, n of them. */
 static uint32_t active(const void *shared, unsigned n)
 {
-	const struct relay_shared *sh = shared;
+	const struct relay_kind_shared *all = shared;
 	uint32_t v = 0;
 
 	for (unsigned i = 0; i < n; i++)
-		v += atomic_load_explicit(&sh[i].sessions, memory_order_relaxed);
+		v += atomic_load_explicit(&all->r[i].sessions, memory_order_relaxed);
 	return v;
+}
+
+/* Each relay once the loops run (stats' version: the process's), and the
+ * PRBE echo on its port. */
+static void log_start(const struct kind_env *e, const char *backend)
+{
+	const struct etr_conf *conf = e->conf;
+
+	for (unsigned i = 0; i < conf->nrelays; i++) {
+		const struct relay *r = e->inst(e, 0, i);
+		const struct relay_conf *c = r->conf;
+		char a[ADDR_STRLEN], b[ADDR_STRLEN], masters[1024], hp[ADDR_HOSTLEN + 8];
+		size_t o = 0;
+
+		masters[0] = '\0';
+		for (unsigned m = 0; m < c->nmasters && o < sizeof(masters); m++)
+			o += (size_t)snprintf(
+			    masters + o, sizeof(masters) - o, "%s%s", m ? " " : "",
+			    addr_hostport(c->masters[m].host, c->masters[m].port, hp));
+		log_info(
+		    "etrelay %s%s%s listening on %s, upstream %s, backend %s, game %s (%s/%s), "
+		    "masters %s",
+		    e->stats->version, conf->nrelays > 1 ? " relay " : "",
+		    conf->nrelays > 1 ? c->name : "", addr_str(&c->listen.sa, a),
+		    addr_str(&r->upstream.sa, b), backend, c->game, c->heartbeat,
+		    c->flatline[0] ? c->flatline : "none", masters);
+	}
+	for (unsigned i = 0; i < conf->nrelays; i++)
+		if (conf->relays[i].prbe)
+			log_info("PRBE echo on %s (relay %s)",
+				 ((const struct relay *)e->inst(e, 0, i))->stats.public_addr,
+				 conf->relays[i].name);
+}
+
+/* Each relay's `stats NAME` line, summed over the workers. */
+static void log_stats(const struct kind_env *e)
+{
+	for (unsigned i = 0; i < e->conf->nrelays; i++) {
+		struct relay_stats sum;
+
+		memset(&sum, 0, sizeof(sum));
+		for (unsigned w = 0; w < e->nworkers; w++)
+			stats_relay_add(&sum, &((const struct relay *)e->inst(e, w, i))->stats);
+		relay_log_stats(e->conf->relays[i].name, &sum);
+	}
+}
+
+static void sessions(const void *inst, FILE *f, uint64_t now, bool *first)
+{
+	relay_sessions_json(inst, f, now, first);
+}
+
+static void listener(const struct kind_env *e, unsigned i, struct kind_listener *out)
+{
+	out->name = e->conf->relays[i].name;
+	out->active = stats_sessions_active(e->stats, i);
+	out->max = e->conf->relays[i].max_sessions;
 }
 
 /* The kernel's default for IPV6_V6ONLY, which the public socket keeps. */
@@ -339,7 +420,10 @@ const struct kind relay_kind = {
     .name = "relay",
     .size = sizeof(struct relay),
     .count = count,
+    .shared_size = sizeof(struct relay_kind_shared),
+    .dials = dials,
     .open = open_all,
+    .shared_free = shared_free,
     .fds = fds,
     .fds_what = fds_what,
     .fds_knob = "max-sessions",
@@ -348,6 +432,11 @@ const struct kind relay_kind = {
     .take_bans = take_bans,
     .shutdown = shutdown_,
     .close = close_,
+    .log_start = log_start,
+    .log_stats = log_stats,
+    .sessions_key = "sessions",
+    .sessions = sessions,
+    .listener = listener,
     .report = report,
     .probe = probe_all,
     .summary_one = "relay",

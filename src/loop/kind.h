@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "banlist.h"
 #include "config.h"
@@ -18,17 +19,34 @@
 
 struct kind_env;
 
+/* One listener as the control plane's heartbeat reports it. */
+struct kind_listener {
+	const char *name;
+	uint32_t active, max;
+};
+
 struct kind {
 	const char *name; /* for logs: "relay", "prbe-listen", "sni", "turn" */
 	size_t size;	  /* one instance */
 	/* Listeners of this kind the configuration asks for. */
 	unsigned (*count)(const struct etr_conf *c);
+	/* What all the workers' instances share (kind_env.shared): its size,
+	 * zeroed by the daemon before open, whether listeners are configured
+	 * or not, and freed after close (0: none, or open allocates its own).
+	 * The control plane, SIGHUP and the ops plane reach it through the
+	 * hooks below. */
+	size_t shared_size;
+	/* Every address resolved names that the process connects to, into out
+	 * (NULL: only counted); how many. NULL: none. */
+	size_t (*dials)(const struct etr_conf *c, const void *resolved, union etr_sockaddr *out);
 	/* At start: set up what the workers share (e->shared) and open each
 	 * listener on every worker (kind_env_inst), in order, saying how far
 	 * it got (kind_env_opened) so that a failure closes what opened.
 	 * Returns 0 or the exit status to leave with (logged). */
 	int (*open)(struct kind_env *e);
-	/* Free what open allocated for itself in e->shared (NULL: nothing). */
+	/* Free what open set up in e->shared, after every instance closed
+	 * (whether open went through, failed half way or was not called for
+	 * want of listeners; NULL: nothing). */
 	void (*shared_free)(struct kind_env *e);
 	/* Descriptors they may hold at once, across all the workers; what
 	 * for ("the relays' sessions") and the setting that lowers it (NULL:
@@ -48,6 +66,23 @@ struct kind {
 	void (*shutdown)(void *inst);
 	/* Close its sockets and free what it holds (not inst itself). */
 	void (*close)(void *inst);
+
+	/* Worker 0's thread, SIGHUP: read again what it reads from files,
+	 * saying so in the log; NULL: nothing. */
+	void (*reload)(struct kind_env *e);
+	/* The log: once the loops run, each listener, backend the loops'
+	 * name; at a clean exit (the instances shut down), what each served
+	 * and refused, summed over the workers. NULL: nothing said. */
+	void (*log_start)(const struct kind_env *e, const char *backend);
+	void (*log_stats)(const struct kind_env *e);
+	/* GET /sessions: its array's key ("sessions"), always present, and
+	 * on the worker's thread what instance inst holds, each entry
+	 * "\n{...}", a comma before unless *first. NULL: not listed. */
+	const char *sessions_key;
+	void (*sessions)(const void *inst, FILE *f, uint64_t now, bool *first);
+	/* The control plane's heartbeat: listener i as it runs (the control
+	 * plane knows the kind by its name); NULL: not reported. */
+	void (*listener)(const struct kind_env *e, unsigned i, struct kind_listener *out);
 
 	/* -t: what a start here (workers: as many as it would run) refuses,
 	 * said on stderr: EXIT_CONFIG, else 0; NULL: nothing. Then its
@@ -73,13 +108,11 @@ struct kind_env {
 	struct etr_stats *stats;
 	unsigned nworkers;
 	uint32_t reuseport_key; /* the workers' program's (net_attach_plan) */
-	/* What the workers share: the daemon's for the kinds it reads
-	 * itself, else the kind's own (it allocates and frees it). */
+	/* What the workers share (struct kind's shared_size), NULL: none. */
 	void *shared;
-	/* What main resolved for this kind before the start (the game
-	 * relays: union etr_sockaddr upstream[i]; SNI: struct sni_route
-	 * *routes[i]), NULL: nothing; and every address the process
-	 * connects to, whatever the kind (the TURN peer policy refuses them). */
+	/* What the kind's resolve gave before the start, NULL: nothing; and
+	 * every address the process connects to, whatever the kind (its
+	 * dials; the TURN peer policy refuses them). */
 	const void *resolved;
 	const union etr_sockaddr *dials;
 	size_t ndials;

@@ -23,6 +23,20 @@ static unsigned count(const struct etr_conf *c)
 	return c->nsni;
 }
 
+/* Every config route's upstream (resolved: struct sni_route *routes[i],
+ * listener i's, resolved). */
+static size_t dials(const struct etr_conf *c, const void *resolved, union etr_sockaddr *out)
+{
+	struct sni_route *const *routes = resolved;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < c->nsni; i++)
+		for (unsigned j = 0; j < c->sni[i].nroutes; j++, n++)
+			if (out)
+				out[n] = routes[i][j].upstream;
+	return n;
+}
+
 /* A connection holds two sockets, a refused one lingering one
  * (SNI_LINGER_MAX: a quarter of max-connections). Both caps count across
  * the workers, so this holds whatever the workers' tables: a worker's
@@ -83,7 +97,7 @@ static int open_one(struct kind_env *e, unsigned i, const struct sni_route *rout
 	return 0;
 }
 
-/* e->shared: the daemon's struct sni_shared (the control plane sets its
+/* e->shared: the listeners' struct sni_shared (the control plane sets its
  * routes, the ops plane reads it). */
 static int open_all(struct kind_env *e)
 {
@@ -99,6 +113,11 @@ static int open_all(struct kind_env *e)
 	if (e->conf->nsni)
 		e->stats->sni = sh;
 	return rc;
+}
+
+static void shared_free(struct kind_env *e)
+{
+	sni_shared_free(e->shared);
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -132,6 +151,56 @@ static uint32_t active(const void *shared, unsigned n)
 {
 	(void)n;
 	return sni_active_total(shared);
+}
+
+static void log_start(const struct kind_env *e, const char *backend)
+{
+	for (unsigned i = 0; i < e->conf->nsni; i++) {
+		const struct sni_conf *c = &e->conf->sni[i];
+		char a[ADDR_STRLEN];
+
+		log_info("sni %s listening on %s (TCP), backend %s, %u route%s, up to %u "
+			 "connections",
+			 c->name, addr_str(&c->listen.sa, a), backend, c->nroutes,
+			 c->nroutes == 1 ? "" : "s", c->max_connections);
+	}
+}
+
+static const char *result_at(unsigned i)
+{
+	return sni_result_name((enum sni_result)i);
+}
+
+/* Each listener's line beside the relays' `stats NAME`: what it served
+ * and what it refused, summed over the workers. */
+static void log_stats(const struct kind_env *e)
+{
+	char why[512];
+
+	for (unsigned i = 0; i < e->conf->nsni; i++) {
+		struct sni_totals sum;
+		uint64_t refused = 0;
+
+		sni_listener_totals(e->shared, i, &sum);
+		for (unsigned k = 0; k < SNI_RESULTS; k++)
+			refused += k == SNI_SPLICED ? 0 : sum.result[k];
+		why[0] = '\0';
+		stats_list(why, sizeof(why), 0, sum.result, SNI_RESULTS, result_at, SNI_SPLICED);
+		log_info(
+		    "stats sni %s: connections spliced %llu, refused %llu%s; client to upstream "
+		    "%llu B, upstream to client %llu B",
+		    e->conf->sni[i].name, (unsigned long long)sum.result[SNI_SPLICED],
+		    (unsigned long long)refused, why, (unsigned long long)sum.bytes_in,
+		    (unsigned long long)sum.bytes_out);
+	}
+}
+
+static void listener(const struct kind_env *e, unsigned i, struct kind_listener *out)
+{
+	uint32_t routes;
+
+	sni_listener_info(e->shared, i, &out->active, &out->max, &routes);
+	out->name = e->conf->sni[i].name;
 }
 
 /* A TCP connect to a within ms. Returns 0 or an errno value. */
@@ -220,7 +289,10 @@ const struct kind sni_kind = {
     .name = "sni",
     .size = sizeof(struct sni_listener),
     .count = count,
+    .shared_size = sizeof(struct sni_shared),
+    .dials = dials,
     .open = open_all,
+    .shared_free = shared_free,
     .fds = fds,
     .fds_what = fds_what,
     .fds_knob = "max-connections",
@@ -229,6 +301,9 @@ const struct kind sni_kind = {
     .take_bans = take_bans,
     .shutdown = shutdown_,
     .close = close_,
+    .log_start = log_start,
+    .log_stats = log_stats,
+    .listener = listener,
     .report = report,
     .probe = probe_all,
     .summary_one = "SNI listener",

@@ -146,7 +146,7 @@ static int open_one(struct kind_env *e, unsigned i)
 	return 0;
 }
 
-/* e->shared: the daemon's struct turn_shared (SIGHUP reloads its secrets
+/* e->shared: the listeners' struct turn_shared (SIGHUP reloads its secrets
  * and certificates, the ops plane reads it). */
 static int open_all(struct kind_env *e)
 {
@@ -162,6 +162,11 @@ static int open_all(struct kind_env *e)
 	for (unsigned i = 0; i < e->conf->nturn; i++)
 		turn_guard(e, &sh->l[i].policy);
 	return 0;
+}
+
+static void shared_free(struct kind_env *e)
+{
+	turn_shared_free(e->shared);
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -189,6 +194,105 @@ static uint32_t active(const void *shared, unsigned n)
 {
 	(void)n;
 	return turn_active_total(shared);
+}
+
+/* SIGHUP: the secrets, and the certificates of the TLS listeners. */
+static void reload(struct kind_env *e)
+{
+	char err[256];
+
+	if (turn_shared_reload(e->shared, err, sizeof(err)) < 0)
+		log_warnx("SIGHUP: %s; keeping the previous TURN secrets", err);
+	else
+		log_info("SIGHUP: TURN secrets reloaded");
+	turn_shared_reload_tls(e->shared, loop_now());
+}
+
+static void log_start(const struct kind_env *e, const char *backend)
+{
+	for (unsigned i = 0; i < e->conf->nturn; i++) {
+		const struct turn_conf *c = &e->conf->turn[i];
+		char a[ADDR_STRLEN], t[ADDR_STRLEN], r[ADDR_STRLEN], s[ADDR_STRLEN];
+
+		log_info("turn %s listening on %s (UDP)%s%s%s%s%s%s, backend %s, relaying from %s "
+			 "ports %u-%u, realm %s, up to %u allocations",
+			 c->name, addr_str(&c->listen.sa, a), c->tcp_set ? " and " : "",
+			 c->tcp_set ? addr_str(&c->tcp_listen.sa, t) : "",
+			 c->tcp_set ? " (TCP)" : "", c->tls_set ? " and " : "",
+			 c->tls_set ? addr_str(&c->tls_listen.sa, s) : "",
+			 c->tls_set ? " (TLS)" : "", backend, addr_str(&c->relay_addr.sa, r),
+			 c->port_min, c->port_max, c->realm, c->max_allocations);
+	}
+}
+
+static const char *drop_at(unsigned i)
+{
+	return turn_drop_name((enum turn_drop)i);
+}
+
+static const char *tcp_drop_at(unsigned i)
+{
+	return turn_tcp_drop_name((enum turn_tcp_drop)i);
+}
+
+static const char *reject_at(unsigned i)
+{
+	return turn_reject_name((enum turn_reject)i);
+}
+
+/* Each listener's line beside the relays' `stats NAME`: what it served
+ * and what it refused, summed over the workers. */
+static void log_stats(const struct kind_env *e)
+{
+	const struct turn_shared *sh = e->shared;
+	char why[512], drops[512];
+
+	for (unsigned i = 0; i < e->conf->nturn; i++) {
+		struct turn_stats t;
+		uint64_t rej[TURN_REJECTS], drop[TURN_DROPS], tdrop[TURN_TCP_DROPS];
+		uint64_t rejected = 0, dropped = 0, tcp = 0;
+		size_t o;
+
+		turn_listener_totals(&sh->l[i], e->nworkers, &t);
+		for (unsigned k = 0; k < TURN_REJECTS; k++)
+			rejected += rej[k] = STAT_GET(t.rejected[k]);
+		for (unsigned k = 0; k < TURN_DROPS; k++)
+			dropped += drop[k] = STAT_GET(t.dropped[k]);
+		for (unsigned k = 0; k < TURN_TCP_DROPS; k++)
+			tcp += tdrop[k] = STAT_GET(t.tcp_dropped[k]);
+		why[0] = drops[0] = '\0';
+		stats_list(why, sizeof(why), 0, rej, TURN_REJECTS, reject_at, UINT32_MAX);
+		o = stats_list(drops, sizeof(drops), 0, drop, TURN_DROPS, drop_at, UINT32_MAX);
+		if (o < sizeof(drops))
+			o += (size_t)snprintf(drops + o, sizeof(drops) - o,
+					      "; TCP and TLS connections dropped %llu",
+					      (unsigned long long)tcp);
+		stats_list(drops, sizeof(drops), o, tdrop, TURN_TCP_DROPS, tcp_drop_at, UINT32_MAX);
+		log_info("stats turn %s: allocations %llu, rejected %llu%s; to peers %llu pkts "
+			 "%llu B; to clients %llu pkts %llu B; dropped %llu%s; TLS failed %llu",
+			 e->conf->turn[i].name, (unsigned long long)STAT_GET(t.allocations),
+			 (unsigned long long)rejected, why,
+			 (unsigned long long)STAT_GET(t.dgrams_to_peer),
+			 (unsigned long long)STAT_GET(t.bytes_to_peer),
+			 (unsigned long long)STAT_GET(t.dgrams_to_client),
+			 (unsigned long long)STAT_GET(t.bytes_to_client),
+			 (unsigned long long)dropped, drops,
+			 (unsigned long long)STAT_GET(t.tls_failed));
+	}
+}
+
+static void sessions(const void *inst, FILE *f, uint64_t now, bool *first)
+{
+	turn_allocations_json(inst, f, now, first);
+}
+
+static void listener(const struct kind_env *e, unsigned i, struct kind_listener *out)
+{
+	const struct turn_shared *sh = e->shared;
+
+	out->name = sh->l[i].conf->name;
+	out->active = atomic_load_explicit(&sh->l[i].active, memory_order_relaxed);
+	out->max = sh->l[i].conf->max_allocations;
 }
 
 /* -t as root reads any file; the service may not (the shipped unit runs
@@ -328,7 +432,9 @@ const struct kind turn_kind = {
     .name = "turn",
     .size = sizeof(struct turn_listener),
     .count = count,
+    .shared_size = sizeof(struct turn_shared),
     .open = open_all,
+    .shared_free = shared_free,
     .fds = fds,
     .fds_what = fds_what,
     .fds_knob = "max-allocations",
@@ -336,6 +442,12 @@ const struct kind turn_kind = {
     .take_bans = take_bans,
     .shutdown = shutdown_,
     .close = close_,
+    .reload = reload,
+    .log_start = log_start,
+    .log_stats = log_stats,
+    .sessions_key = "allocations",
+    .sessions = sessions,
+    .listener = listener,
     .check = check,
     .report = report,
     .summary_one = "TURN listener",

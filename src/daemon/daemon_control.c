@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: ISC */
+/* The daemon's side of the control-plane client: the heartbeat's report
+ * (readiness, and each listener of every kind the control plane knows),
+ * and the route set a good heartbeat brings, handed to the SNI listeners. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "daemon_int.h"
+#include "log.h"
+#include "ops.h"
+#include "version.h"
+
+/* The control thread: the heartbeat's report, from the counters the ops
+ * plane reads too; its health is what /readyz answers. */
+static void control_report(void *arg, struct control_report *r)
+{
+	struct daemon *d = arg;
+	struct ops_readiness rd;
+
+	ops_readiness(&d->stats, &rd);
+	r->health = rd.ready	  ? CTL_HEALTH_READY
+		    : rd.draining ? CTL_HEALTH_DRAINING
+				  : CTL_HEALTH_DEGRADED;
+	for (unsigned i = 0; i < rd.n && r->nreasons < CTL_REASONS_MAX; i++)
+		snprintf(r->reasons[r->nreasons++], sizeof(r->reasons[0]), "%s", rd.reason[i]);
+	for (unsigned k = 0; k < KINDS; k++) {
+		int ck = ctl_listener_kind(kinds[k]->name);
+		unsigned n = kinds[k]->count(d->conf);
+
+		if (!kinds[k]->listener || ck < 0)
+			continue;
+		for (unsigned i = 0; i < n && r->nlisteners < CTL_LISTENERS_MAX; i++) {
+			struct ctl_listener *l = &r->listeners[r->nlisteners++];
+			struct kind_listener kl = {.name = ""};
+
+			kinds[k]->listener(&d->kenv[k], i, &kl);
+			l->kind = (enum ctl_listener_kind)ck;
+			snprintf(l->name, sizeof(l->name), "%s", kl.name);
+			l->active = kl.active;
+			l->max = kl.max;
+		}
+	}
+}
+
+/* The control thread: a good heartbeat's whole route set replaces the
+ * control plane's routes of every SNI listener (a bad set changes nothing).
+ * The control plane's routes are SNI's by its protocol: no other kind
+ * takes them. */
+static int control_routes(void *arg, const struct sni_route *list, size_t n, char *err,
+			  size_t errlen)
+{
+	struct daemon *d = arg;
+
+	return sni_set_control_routes(d->kenv[KIND_SNI].shared, list, n, err, errlen);
+}
+
+int daemon_control_open(struct daemon *d)
+{
+	const struct etr_conf *conf = d->conf;
+	const struct sni_shared *sni = d->kenv[KIND_SNI].shared;
+	struct control_config cc = {.url = conf->control_url,
+				    .bootstrap_file = conf->control_bootstrap_file,
+				    .state_dir = conf->state_dir,
+				    .interval_ms = conf->control_interval_ms,
+				    .timeout_ms = conf->control_timeout_ms,
+				    .backoff_min_ms = conf->control_backoff_min_ms,
+				    .backoff_max_ms = conf->control_backoff_max_ms,
+				    .max_answer = conf->control_max_answer,
+				    .conf = conf,
+				    .local = sni->local,
+				    .nlocal = sni->nlocal,
+				    .version = ETRELAY_VERSION,
+				    .report = control_report,
+				    .routes = control_routes,
+				    .arg = d,
+				    .stats = &d->control_stats};
+	char err[1024];
+
+	if (!conf->control_url[0])
+		return 0;
+	if (control_open(&d->control, &cc, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return EXIT_CONFIG;
+	}
+	d->stats.control = &d->control_stats;
+	return 0;
+}
