@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* libFuzzer harness for the control plane's answers: ctl_msg_routes,
- * ctl_msg_credential, the value count that guards jansson, and the error
- * text. Input: an answer body, as the control plane sends it. */
+ * ctl_msg_credential, the certificate's answer, the value count that
+ * guards jansson, and the error text. Input: an answer body, as the control plane sends it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ctl_credential cred;
 	struct sni_route *list = NULL;
 	char err[512], text[64];
-	size_t n = 7, v;
+	size_t n = 7, v, clen;
+	char *chain;
 
 	memset(err, 'x', sizeof(err));
 	if (ctl_msg_routes(body, size, &list, &n, err, sizeof(err)) == 0) {
@@ -38,6 +39,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (memchr(err, '\0', sizeof(err)) == NULL) {
 		abort();
 	}
+	/* The certificate's answer: a chain of the length said, no NUL. */
+	memset(err, 'x', sizeof(err));
+	if (ctl_msg_cert_answer(body, size, &chain, &clen, err, sizeof(err)) == 0) {
+		if (!chain || clen == 0 || clen > CTL_CERT_CHAIN_MAX || strlen(chain) != clen)
+			abort();
+		free(chain);
+	} else if (chain != NULL || memchr(err, '\0', sizeof(err)) == NULL) {
+		abort();
+	}
+	(void)ctl_msg_cert_not_offered(400, body, size);
 	/* The count stops just past its limit, and only grows with the input. */
 	v = ctl_msg_values(body, size, 100);
 	if (v < 1 || v > 101 || (size && ctl_msg_values(body, size - 1, 100) > v))

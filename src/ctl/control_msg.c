@@ -390,3 +390,59 @@ bool ctl_url_cleartext_remote(const char *url, char *host, size_t hostlen)
 	}
 	return true;
 }
+
+char *ctl_msg_cert_request(const char *csr_pem)
+{
+	return dump(json_pack("{s:s}", "csr", csr_pem));
+}
+
+int ctl_msg_cert_answer(const char *body, size_t len, char **chain, size_t *chain_len, char *err,
+			size_t errlen)
+{
+	json_t *root = load_object(body, len, err, errlen), *v;
+	const char *s;
+	size_t n;
+	int rc = -1;
+
+	*chain = NULL;
+	*chain_len = 0;
+	if (!root)
+		return -1;
+	v = json_object_get(root, "certificateChain");
+	s = json_string_value(v);
+	n = s ? json_string_length(v) : 0;
+	if (!s || n == 0)
+		snprintf(err, errlen, "certificateChain: expected a non-empty string");
+	else if (n > CTL_CERT_CHAIN_MAX)
+		snprintf(err, errlen, "certificateChain: %zu bytes, more than %u", n,
+			 CTL_CERT_CHAIN_MAX);
+	else if (memchr(s, '\0', n))
+		snprintf(err, errlen, "certificateChain: holds a NUL byte");
+	else if (!(*chain = malloc(n + 1)))
+		snprintf(err, errlen, "out of memory");
+	else {
+		memcpy(*chain, s, n + 1);
+		*chain_len = n;
+		rc = 0;
+	}
+	json_decref(root);
+	return rc;
+}
+
+bool ctl_msg_cert_not_offered(long http_status, const char *body, size_t len)
+{
+	char err[64];
+	json_t *root;
+	const char *code;
+	bool no;
+
+	if (http_status == 501)
+		return true;
+	if (http_status < 400 || !(root = load_object(body, len, err, sizeof(err))))
+		return false;
+	code = json_string_value(json_object_get(root, "code"));
+	no = code &&
+	     (strcmp(code, "failed_precondition") == 0 || strcmp(code, "unimplemented") == 0);
+	json_decref(root);
+	return no;
+}

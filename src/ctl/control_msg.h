@@ -92,6 +92,26 @@ char *ctl_msg_routes_json(const struct sni_route *list, size_t n);
  * sets, equal digests. Never 0, which stands for "none". */
 uint64_t ctl_msg_routes_sig(const struct sni_route *list, size_t n);
 
+/* The tunnel certificate (seed 002): the RequestCertificate request body,
+ * {"csr":"<PEM of a request that names nothing>"}. malloc'd, or NULL. */
+char *ctl_msg_cert_request(const char *csr_pem);
+
+/* The longest chain taken: a leaf and a few intermediates are 2 to 8 KiB. */
+#define CTL_CERT_CHAIN_MAX (64u * 1024u)
+
+/* Parse a RequestCertificate answer, {"certificateChain":"<PEM, leaf
+ * first>"} (other members, such as the names signed, are read from the
+ * certificate itself). Returns 0 with *chain malloc'd and *chain_len, or
+ * -1 with the reason in err. */
+int ctl_msg_cert_answer(const char *body, size_t len, char **chain, size_t *chain_len, char *err,
+			size_t errlen);
+
+/* Whether a failed RequestCertificate says that the control plane offers
+ * no certificates (a Connect error whose code is "failed_precondition" or
+ * "unimplemented", or HTTP 501 whatever the body): ask again in an hour,
+ * not in a minute. */
+bool ctl_msg_cert_not_offered(long http_status, const char *body, size_t len);
+
 /* The JSON values an answer may hold (objects, arrays, members, elements):
  * a good answer has a few per route. jansson spends up to 80 times an
  * answer's size on its tree when every value is an empty object; past this

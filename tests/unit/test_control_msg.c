@@ -521,6 +521,65 @@ static void test_control_msg_route_set_digest_tells_sets_apart(void **state)
 	assert_int_not_equal(ctl_msg_routes_sig(a, 2), ctl_msg_routes_sig(b, 2));
 }
 
+/* The tunnel certificate's call: the request carries the PEM as given;
+ * the answer's chain is taken whole or refused with a reason; "no
+ * certificates offered" is told apart from a failure. */
+static void test_control_msg_certificate_request_and_answer(void **state)
+{
+	static const char pem[] = "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n"
+				  "-----END CERTIFICATE REQUEST-----\n";
+	char *req = ctl_msg_cert_request(pem), *chain, err[256], *big;
+	size_t n;
+
+	(void)state;
+	assert_non_null(req);
+	assert_string_equal(req, "{\"csr\":\"-----BEGIN CERTIFICATE REQUEST-----\\nMIIB\\n"
+				 "-----END CERTIFICATE REQUEST-----\\n\"}");
+	free(req);
+
+	assert_int_equal(
+	    ctl_msg_cert_answer("{\"certificateChain\":\"A\\nB\",\"names\":[\"x\"]}",
+				strlen("{\"certificateChain\":\"A\\nB\",\"names\":[\"x\"]}"),
+				&chain, &n, err, sizeof(err)),
+	    0);
+	assert_string_equal(chain, "A\nB");
+	assert_int_equal(n, 3);
+	free(chain);
+	assert_int_equal(ctl_msg_cert_answer("{\"certificateChain\":\"\"}",
+					     strlen("{\"certificateChain\":\"\"}"), &chain, &n, err,
+					     sizeof(err)),
+			 -1);
+	assert_null(chain);
+	assert_non_null(strstr(err, "non-empty string"));
+	assert_int_equal(ctl_msg_cert_answer("{\"certificateChain\":\"a\\u0000b\"}",
+					     strlen("{\"certificateChain\":\"a\\u0000b\"}"), &chain,
+					     &n, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "NUL"));
+	assert_int_equal(ctl_msg_cert_answer("[]", strlen("[]"), &chain, &n, err, sizeof(err)), -1);
+	big = malloc(CTL_CERT_CHAIN_MAX + 64);
+	assert_non_null(big);
+	n = (size_t)snprintf(big, 32, "{\"certificateChain\":\"");
+	memset(big + n, 'A', CTL_CERT_CHAIN_MAX + 1);
+	n += CTL_CERT_CHAIN_MAX + 1;
+	memcpy(big + n, "\"}", 2);
+	assert_int_equal(ctl_msg_cert_answer(big, n + 2, &chain, &n, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "more than"));
+	free(big);
+
+	assert_true(ctl_msg_cert_not_offered(400, "{\"code\":\"failed_precondition\"}",
+					     strlen("{\"code\":\"failed_precondition\"}")));
+	assert_true(ctl_msg_cert_not_offered(501, "", strlen("")));
+	assert_true(
+	    ctl_msg_cert_not_offered(404, "{\"code\":\"unimplemented\",\"message\":\"x\"}",
+				     strlen("{\"code\":\"unimplemented\",\"message\":\"x\"}")));
+	assert_false(ctl_msg_cert_not_offered(503, "{\"code\":\"unavailable\"}",
+					      strlen("{\"code\":\"unavailable\"}")));
+	assert_false(ctl_msg_cert_not_offered(500, "not json", strlen("not json")));
+	assert_false(ctl_msg_cert_not_offered(200, "{\"code\":\"failed_precondition\"}",
+					      strlen("{\"code\":\"failed_precondition\"}")));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +600,7 @@ int main(void)
 	    cmocka_unit_test(test_control_msg_cleartext_url_to_another_host_is_named),
 	    cmocka_unit_test(test_control_msg_url_password_is_hidden_for_the_log),
 	    cmocka_unit_test(test_control_msg_url_without_a_host_has_none),
+	    cmocka_unit_test(test_control_msg_certificate_request_and_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
