@@ -3,7 +3,7 @@
  * reuseport group (and a TCP listener), the relayed sockets of its
  * allocations, and the handlers that glue the codec (stun.h), the
  * credentials (turn_auth.h), the allocation table (turn_alloc.h) and the
- * peer policy (turn_peer.h) to the loop (turn.c and the files turn_int.h
+ * peer policy (turn_peer.h) to the loop (turn_listener.c and the files turn_int.h
  * lists). What the workers share (secrets, the allocation cap, counters) is
  * struct turn_shared. */
 #ifndef ETR_TURN_H

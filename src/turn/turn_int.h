@@ -93,7 +93,7 @@ static inline bool turn_banned(const struct turn_listener *l, const union etr_so
 	return l->bans && banlist_match(l->bans, a);
 }
 
-/* turn.c: the listener */
+/* turn_listener.c: the listener */
 
 /* Whether a log line of kind is due (the first a minute, any worker). */
 bool turn_log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms);
