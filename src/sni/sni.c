@@ -78,8 +78,8 @@
 /* A connection ref: index (16 bits), generation (7), side (1). */
 #define SNI_IDX_BITS 16
 #define SNI_IDX_MASK ((1u << SNI_IDX_BITS) - 1)
-#define SNI_GEN_MASK 0x7fu
-#define SNI_SIDE_BIT (1u << 23)
+#define SNI_GEN_BITS 7
+#define SNI_SIDE_BIT (1u << (SNI_IDX_BITS + SNI_GEN_BITS))
 #define SNI_NONE     UINT32_MAX
 /* A preread this old has had its time for a hello: the first to give way
  * at max-preread (evict_one). */
@@ -92,7 +92,7 @@
 
 _Static_assert(CONF_SNI_CONNECTIONS_LIMIT + CONF_SNI_CONNECTIONS_LIMIT / 4 + 16 <= SNI_IDX_MASK,
 	       "connection index bits");
-_Static_assert(ENDPOINT_REF_BITS == 24, "ref layout");
+_Static_assert(REF_FITS(SNI_IDX_BITS, SNI_GEN_BITS + 1, ENDPOINT_REF_BITS), "ref layout");
 
 enum { C_FREE, C_PREREAD, C_CONNECTING, C_SENDPRE, C_SPLICE, C_LINGER, C_GONE };
 enum { SIDE_C = 0, SIDE_U = 1 };
@@ -137,7 +137,7 @@ static uint32_t idx_of(const struct sni_listener *l, const struct sni_conn *c)
 
 static uint32_t conn_id(const struct sni_listener *l, const struct sni_conn *c, int side)
 {
-	uint32_t ref = idx_of(l, c) | (uint32_t)(c->gen & SNI_GEN_MASK) << SNI_IDX_BITS |
+	uint32_t ref = ref_pack(idx_of(l, c), SNI_IDX_BITS, c->gen, SNI_GEN_BITS) |
 		       (side == SIDE_U ? SNI_SIDE_BIT : 0);
 
 	return endpoint_ref_id(l->slot_conns, ref);
@@ -145,13 +145,13 @@ static uint32_t conn_id(const struct sni_listener *l, const struct sni_conn *c, 
 
 static struct sni_conn *deref(struct sni_listener *l, uint32_t ref, int *side)
 {
-	uint32_t i = ref & SNI_IDX_MASK;
+	uint32_t i = ref_idx(ref, SNI_IDX_BITS);
 	struct sni_conn *c;
 
 	if (i >= l->nconns)
 		return NULL;
 	c = &l->conns[i];
-	if (c->state == C_FREE || (c->gen & SNI_GEN_MASK) != ((ref >> SNI_IDX_BITS) & SNI_GEN_MASK))
+	if (c->state == C_FREE || !ref_gen_ok(ref, SNI_IDX_BITS, SNI_GEN_BITS, c->gen))
 		return NULL;
 	*side = ref & SNI_SIDE_BIT ? SIDE_U : SIDE_C;
 	return c;

@@ -30,6 +30,9 @@
 #include "turn_auth.h"
 #include "turn_peer.h"
 
+_Static_assert(REF_FITS(TURN_ALLOC_IDX_BITS, TURN_ALLOC_GEN_BITS, ENDPOINT_REF_BITS),
+	       "allocation refs are endpoint refs");
+
 /* Why an Allocate was refused (etrelay_turn_allocations_rejected_total). */
 enum turn_reject {
 	TURN_REJ_CAP,	  /* max-allocations reached (508) */

@@ -34,16 +34,24 @@ static size_t conn_tx_max(const struct turn_conn *c)
 }
 
 /* A conn ref: 16 bits of index, 8 of generation. */
+#define TURN_CONN_IDX_BITS 16
+#define TURN_CONN_GEN_BITS 8
+_Static_assert(REF_FITS(TURN_CONN_IDX_BITS, TURN_CONN_GEN_BITS, ENDPOINT_REF_BITS),
+	       "connection refs are endpoint refs");
+_Static_assert(TURN_CONN_SLOTS(CONF_TURN_TCP_MAX_CONNECTIONS_MAX) <= 1u << TURN_CONN_IDX_BITS,
+	       "connection index bits");
+
 static uint32_t conn_ref(const struct turn_listener *l, uint32_t i)
 {
-	return i | (uint32_t)(l->conns[i].gen & 0xff) << 16;
+	return ref_pack(i, TURN_CONN_IDX_BITS, l->conns[i].gen, TURN_CONN_GEN_BITS);
 }
 
 struct turn_conn *turn_conn_deref(struct turn_listener *l, uint32_t ref, uint32_t *idx)
 {
-	uint32_t i = ref & 0xffff;
+	uint32_t i = ref_idx(ref, TURN_CONN_IDX_BITS);
 
-	if (i >= l->nconns || !l->conns[i].used || (l->conns[i].gen & 0xff) != (ref >> 16 & 0xff))
+	if (i >= l->nconns || !l->conns[i].used ||
+	    !ref_gen_ok(ref, TURN_CONN_IDX_BITS, TURN_CONN_GEN_BITS, l->conns[i].gen))
 		return NULL;
 	*idx = i;
 	return &l->conns[i];
