@@ -54,7 +54,7 @@ int sni_conn_splice_read(struct sni_listener *l, struct sni_conn *c, int side)
 		uint64_t at = loop_now() + SNI_PRESSED;
 
 		c->dir[side] |= D_DEFER;
-		ADD(l->stats.deferred, 1);
+		SNI_ADD(l->stats.deferred, 1);
 		/* Tried again by sni_relay_timer too, should no chunk come back. */
 		if (timer_sooner(&c->timer, at))
 			sni_conn_arm(l, c, at);
@@ -109,7 +109,7 @@ void sni_conn_free_pre(struct sni_listener *l, struct sni_conn *c)
 {
 	if (!c->pre)
 		return;
-	SUB(l->stats.memory, (int64_t)(PROXY_V2_MAX + c->pre_cap));
+	SNI_SUB(l->stats.memory, (int64_t)(PROXY_V2_MAX + c->pre_cap));
 	free(c->pre);
 	c->pre = NULL;
 	c->pre_len = c->pre_cap = c->pre_off = c->pre_end = 0;
@@ -119,12 +119,12 @@ void sni_conn_free_pre(struct sni_listener *l, struct sni_conn *c)
  * shared count. */
 bool sni_conn_preread_enter(struct sni_listener *l, struct sni_conn *c)
 {
-	if (ADD(l->sh->preread, 1) >= l->conf->max_preread) {
-		SUB(l->sh->preread, 1);
+	if (SNI_ADD(l->sh->preread, 1) >= l->conf->max_preread) {
+		SNI_SUB(l->sh->preread, 1);
 		return false;
 	}
 	c->in_preread = true;
-	ADD(l->stats.preread, 1);
+	SNI_ADD(l->stats.preread, 1);
 	srctab_join(&l->pre_src, sni_conn_idx(l, c), &c->peer);
 	c->pre_next = SNI_NONE;
 	c->pre_prev = l->pre_tail;
@@ -140,8 +140,8 @@ void sni_conn_preread_leave(struct sni_listener *l, struct sni_conn *c)
 {
 	if (!c->in_preread)
 		return;
-	SUB(l->sh->preread, 1);
-	SUB(l->stats.preread, 1);
+	SNI_SUB(l->sh->preread, 1);
+	SNI_SUB(l->stats.preread, 1);
 	c->in_preread = false;
 	srctab_leave(&l->pre_src, sni_conn_idx(l, c));
 	if (c->pre_prev == SNI_NONE)
@@ -165,8 +165,8 @@ static void uncount(struct sni_listener *l, struct sni_conn *c, bool ip)
 		c->ip_counted = false;
 	}
 	if (c->counted) {
-		SUB(l->sh->active, 1);
-		SUB(l->stats.active, 1);
+		SNI_SUB(l->sh->active, 1);
+		SNI_SUB(l->stats.active, 1);
 		c->counted = false;
 	}
 }
@@ -204,8 +204,8 @@ void sni_conn_free(struct sni_listener *l, struct sni_conn *c)
 	close_side(l, c, SIDE_U);
 	/* After both del_sockets: the loop splices from them no more. */
 	if (spliced) {
-		SUB(l->stats.pipes, 2);
-		SUB(l->sh->spliced, 1);
+		SNI_SUB(l->stats.pipes, 2);
+		SNI_SUB(l->sh->spliced, 1);
 	}
 	sni_conn_pipes_close(c);
 	uncount(l, c, true);
@@ -216,7 +216,7 @@ void sni_conn_free(struct sni_listener *l, struct sni_conn *c)
 	}
 	for (int s = 0; s < 2; s++) {
 		if (!spliced) /* a pipe's bytes are the kernel's */
-			SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
+			SNI_SUB(l->stats.memory, (int64_t)c->fwd_len[s]);
 		c->fwd_len[s] = 0;
 		c->ahead[s] = 0;
 	}
@@ -225,8 +225,8 @@ void sni_conn_free(struct sni_listener *l, struct sni_conn *c)
 	if (held)
 		sni_conn_pin_gave(l, c, held);
 	if (c->state == C_LINGER) {
-		SUB(l->stats.lingering, 1);
-		SUB(l->sh->lingering, 1);
+		SNI_SUB(l->stats.lingering, 1);
+		SNI_SUB(l->sh->lingering, 1);
 	}
 	if (c->pre_sending) {
 		/* stream_send sends from pre itself: it stays until that
@@ -276,7 +276,7 @@ struct sni_conn *sni_conn_alloc(struct sni_listener *l, int fd, uint64_t now)
 
 void sni_conn_end(struct sni_listener *l, struct sni_conn *c, enum sni_end why)
 {
-	ADD(l->stats.ended[why], 1);
+	SNI_ADD(l->stats.ended[why], 1);
 	/* A reset passes on as a reset: a client whose upstream reset
 	 * mid-transfer must not read a clean end (a truncated download
 	 * looking whole), nor the upstream a client's. */
@@ -297,9 +297,9 @@ void sni_conn_preread_timed(struct sni_listener *l, struct sni_conn *c)
 {
 	uint64_t now = loop_now(), ns = now > c->start ? now - c->start : 0;
 
-	ADD(l->stats.preread_ns, ns);
-	ADD(l->stats.preread_count, 1);
-	ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
+	SNI_ADD(l->stats.preread_ns, ns);
+	SNI_ADD(l->stats.preread_count, 1);
+	SNI_ADD(l->stats.preread_hist[sni_preread_bucket(ns)], 1);
 }
 
 /* The preread is over (timed, unless it ended already: a connecting
@@ -316,7 +316,7 @@ void sni_conn_preread_done(struct sni_listener *l, struct sni_conn *c)
  * socket, so no address can fill the listener's slots with refusals. */
 void sni_conn_refuse_now(struct sni_listener *l, struct sni_conn *c, enum sni_result why)
 {
-	ADD(l->stats.result[why], 1);
+	SNI_ADD(l->stats.result[why], 1);
 	log_debug("sni %s: refused (%s), closed at once", l->conf->name, sni_result_name(why));
 	shutdown(c->fd[SIDE_C], SHUT_WR);
 	sni_conn_free(l, c);
@@ -328,19 +328,19 @@ void sni_conn_refuse_now(struct sni_listener *l, struct sni_conn *c, enum sni_re
  * the listener's SNI_LINGER_MAX; past that it is closed at once. */
 void sni_conn_refuse(struct sni_listener *l, struct sni_conn *c, enum sni_result why, uint64_t now)
 {
-	ADD(l->stats.result[why], 1);
+	SNI_ADD(l->stats.result[why], 1);
 	log_debug("sni %s: refused (%s)", l->conf->name, sni_result_name(why));
 	uncount(l, c, false);
 	sni_conn_free_pre(l, c);
 	close_side(l, c, SIDE_U);
 	shutdown(c->fd[SIDE_C], SHUT_WR);
-	if (ADD(l->sh->lingering, 1) >= SNI_LINGER_MAX(l->conf->max_connections)) {
-		SUB(l->sh->lingering, 1);
+	if (SNI_ADD(l->sh->lingering, 1) >= SNI_LINGER_MAX(l->conf->max_connections)) {
+		SNI_SUB(l->sh->lingering, 1);
 		sni_conn_free(l, c);
 		return;
 	}
 	c->state = C_LINGER;
-	ADD(l->stats.lingering, 1);
+	SNI_ADD(l->stats.lingering, 1);
 	sni_conn_arm(l, c, now + SNI_LINGER);
 	if (!(c->dir[SIDE_C] & D_READING) && sni_conn_read(l, c, SIDE_C) < 0)
 		sni_conn_free(l, c);

@@ -97,8 +97,8 @@ struct sni_conn {
 	struct tls_hello hello;
 };
 
-#define ADD(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
-#define SUB(field, n) atomic_fetch_sub_explicit(&(field), (n), memory_order_relaxed)
+#define SNI_ADD(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
+#define SNI_SUB(field, n) atomic_fetch_sub_explicit(&(field), (n), memory_order_relaxed)
 
 /* c's index in the listener's table. */
 static inline uint32_t sni_conn_idx(const struct sni_listener *l, const struct sni_conn *c)

@@ -68,7 +68,7 @@ void sni_preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgram *
 
 	if (d->len == 0) {
 		sni_conn_preread_done(l, c);
-		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
+		SNI_ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		sni_conn_free(l, c);
 		return;
 	}
@@ -80,8 +80,8 @@ void sni_preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgram *
 			sni_conn_refuse(l, c, SNI_NO_RESOURCES, d->now);
 			return;
 		}
-		ADD(l->stats.memory,
-		    (int64_t)(need - c->pre_cap) + (c->pre ? 0 : (int64_t)PROXY_V2_MAX));
+		SNI_ADD(l->stats.memory,
+			(int64_t)(need - c->pre_cap) + (c->pre ? 0 : (int64_t)PROXY_V2_MAX));
 		c->pre = p;
 		c->pre_cap = need;
 	}
@@ -171,7 +171,7 @@ void sni_preread_accept(void *obj, uint32_t ref, int fd)
 		c = NULL;
 	} else if (l->bans && banlist_match(l->bans, &peer)) {
 		/* ban-file: closed before any slot, cap count or read. */
-		ADD(l->stats.result[SNI_BANNED], 1);
+		SNI_ADD(l->stats.result[SNI_BANNED], 1);
 		close(fd);
 		return;
 	} else {
@@ -179,7 +179,7 @@ void sni_preread_accept(void *obj, uint32_t ref, int fd)
 	}
 	if (!c) {
 		/* No slot to linger in: close at once. */
-		ADD(l->stats.result[SNI_NO_RESOURCES], 1);
+		SNI_ADD(l->stats.result[SNI_NO_RESOURCES], 1);
 		shutdown(fd, SHUT_WR);
 		close(fd);
 		return;
@@ -196,13 +196,13 @@ void sni_preread_accept(void *obj, uint32_t ref, int fd)
 		sni_conn_refuse(l, c, SNI_DRAINING, now);
 		return;
 	}
-	if (ADD(l->sh->active, 1) >= l->conf->max_connections) {
-		SUB(l->sh->active, 1);
+	if (SNI_ADD(l->sh->active, 1) >= l->conf->max_connections) {
+		SNI_SUB(l->sh->active, 1);
 		sni_conn_refuse_now(l, c, SNI_CAP_CONNECTIONS);
 		return;
 	}
 	c->counted = true;
-	ADD(l->stats.active, 1);
+	SNI_ADD(l->stats.active, 1);
 	/* A worker at its share of max-preread makes room among its own
 	 * too: otherwise the workers an attack reaches most would end up
 	 * with every preread, and one holding none could only refuse. */

@@ -169,8 +169,8 @@ static void connected(struct sni_listener *l, struct sni_conn *c, int res, uint6
 	}
 	setsockopt(c->fd[SIDE_C], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	sni_conn_preread_leave(l, c);
-	ADD(l->stats.result[SNI_SPLICED], 1);
-	ADD(l->stats.bytes_in, c->pre_len);
+	SNI_ADD(l->stats.result[SNI_SPLICED], 1);
+	SNI_ADD(l->stats.bytes_in, c->pre_len);
 	c->state = C_SENDPRE;
 	c->last = now;
 	sni_conn_arm(l, c, now + l->conf->idle_timeout_ms * NS_PER_MS);
@@ -184,10 +184,11 @@ static void splice_start(struct sni_listener *l, struct sni_conn *c)
 	if (l->splice) {
 		/* max-spliced across the workers, as the fds were counted;
 		 * past it, or without pipes, the connection copies. */
-		if (ADD(l->sh->spliced, 1) >= conf_sni_max_spliced(l->conf) || !pipes_open(l, c))
-			SUB(l->sh->spliced, 1);
+		if (SNI_ADD(l->sh->spliced, 1) >= conf_sni_max_spliced(l->conf) ||
+		    !pipes_open(l, c))
+			SNI_SUB(l->sh->spliced, 1);
 		else
-			ADD(l->stats.pipes, 2);
+			SNI_ADD(l->stats.pipes, 2);
 	}
 	if (sni_conn_splice_read(l, c, SIDE_C) < 0 || sni_conn_splice_read(l, c, SIDE_U) < 0)
 		sni_conn_end(l, c, SNI_END_RESET);
@@ -270,10 +271,10 @@ void sni_relay_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 	c->fwd_len[s] += (uint32_t)d->len;
 	if (!c->spliced) {
 		pin_took(l, c);
-		ADD(l->stats.memory, (int64_t)d->len);
+		SNI_ADD(l->stats.memory, (int64_t)d->len);
 	}
-	ADD(*(s == SIDE_C ? &l->stats.bytes_in : &l->stats.bytes_out), d->len);
-	ADD(l->stats.relayed[c->spliced], d->len);
+	SNI_ADD(*(s == SIDE_C ? &l->stats.bytes_in : &l->stats.bytes_out), d->len);
+	SNI_ADD(l->stats.relayed[c->spliced], d->len);
 	/* Read ahead: the next chunk comes while this one is sent. */
 	if (c->ahead[s] < SNI_AHEAD && sni_conn_splice_read(l, c, s) < 0)
 		sni_conn_end(l, c, SNI_END_RESET);
@@ -316,7 +317,7 @@ void sni_relay_sent(void *obj, uint32_t ref, int res)
 	/* Back for its source too: who waited for it reads now (this
 	 * connection's other side among them, or one that ends). */
 	if (!c->spliced) {
-		SUB(l->stats.memory, (int64_t)res);
+		SNI_SUB(l->stats.memory, (int64_t)res);
 		sni_conn_pin_gave(l, c, 1);
 	}
 	if (c->state != C_SPLICE)
@@ -342,7 +343,7 @@ void sni_relay_recv_error(void *obj, uint32_t ref, int err)
 	switch (c->state) {
 	case C_PREREAD:
 		sni_conn_preread_done(l, c);
-		ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
+		SNI_ADD(l->stats.result[SNI_PREREAD_CLOSED], 1);
 		sni_conn_free(l, c);
 		return;
 	case C_LINGER:
