@@ -330,10 +330,10 @@ uint64_t session_next_expiry(const struct session_table *t, uint64_t timeout)
 
 uint32_t session_deref(const struct session_table *t, uint32_t ref)
 {
-	uint32_t idx = ref & SESSION_CAP_MAX;
+	uint32_t idx = ref_idx(ref, SESSION_IDX_BITS);
 
 	if (idx >= t->cap || !t->s[idx].live ||
-	    (t->s[idx].gen & SESSION_GEN_MASK) != (ref >> SESSION_IDX_BITS & SESSION_GEN_MASK))
+	    !ref_gen_ok(ref, SESSION_IDX_BITS, SESSION_GEN_BITS, t->s[idx].gen))
 		return SESSION_NONE;
 	return idx;
 }

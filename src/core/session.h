@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "ref.h"
 
 /* Packets in flight per session (both directions) before we drop. */
 #define SESSION_QUEUE_MAX 64
@@ -135,12 +136,13 @@ uint32_t session_ip_count(const struct session_table *t, const union etr_sockadd
  * Freed slots are reused last (FIFO), so the generation would have to wrap
  * across `cap` reuses before a stale ref could match. */
 #define SESSION_IDX_BITS 17
-#define SESSION_GEN_MASK 0x7fu
+#define SESSION_GEN_BITS 7
 #define SESSION_REF_BITS 24
 #define SESSION_CAP_MAX	 ((1u << SESSION_IDX_BITS) - 1)
+_Static_assert(REF_FITS(SESSION_IDX_BITS, SESSION_GEN_BITS, SESSION_REF_BITS), "session refs");
 static inline uint32_t session_ref(const struct session_table *t, uint32_t idx)
 {
-	return idx | ((uint32_t)(t->s[idx].gen & SESSION_GEN_MASK) << SESSION_IDX_BITS);
+	return ref_pack(idx, SESSION_IDX_BITS, t->s[idx].gen, SESSION_GEN_BITS);
 }
 /* The index a ref names if that session is still the same one, else
  * SESSION_NONE. */

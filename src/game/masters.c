@@ -107,9 +107,17 @@ int masters_open(struct masters *ms)
 	return 0;
 }
 
+/* The probe endpoint's refs: a master's index under what the send was. */
+#define MASTERS_IDX_BITS  8
+#define MASTERS_KIND_BITS 16
+_Static_assert(REF_FITS(MASTERS_IDX_BITS, MASTERS_KIND_BITS, ENDPOINT_REF_BITS) &&
+		   CONF_MASTERS_MAX <= 1u << MASTERS_IDX_BITS,
+	       "probe refs");
+
 static uint32_t probe_id(const struct masters *ms, unsigned kind, unsigned master)
 {
-	return endpoint_ref_id(ms->ep_probe, (uint32_t)kind << 8 | master);
+	return endpoint_ref_id(ms->ep_probe,
+			       ref_pack(master, MASTERS_IDX_BITS, kind, MASTERS_KIND_BITS));
 }
 
 /* Arm the timer when the next deadline may have come earlier (a probe
@@ -585,7 +593,8 @@ static void probe_recv_error(void *obj, uint32_t ref, int err)
 static void probe_sent(void *obj, uint32_t ref, int res)
 {
 	struct masters *ms = obj;
-	unsigned kind = ref >> 8, m = ref & 0xff;
+	unsigned kind = ref_gen(ref, MASTERS_IDX_BITS, MASTERS_KIND_BITS);
+	unsigned m = ref_idx(ref, MASTERS_IDX_BITS);
 
 	if ((kind == MASTERS_REF_HEARTBEAT || kind == MASTERS_REF_FLATLINE) && m < ms->n)
 		heartbeat_done(ms, m, kind == MASTERS_REF_FLATLINE, res < 0 ? res : 0);

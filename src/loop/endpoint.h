@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "ref.h"
 
 /* A loop id is slot (the high ENDPOINT_SLOT_BITS) | ref (the low
  * ENDPOINT_REF_BITS). The slot indexes the table: O(1), and the table is
@@ -21,10 +22,12 @@
  * (ENDPOINT_MULTI: a relay's sessions, later a listener's connections)
  * hands out refs of its own, each carrying the generation of what it names
  * (session_ref), and checks them itself; its slot is not freed while one of
- * its fds is still registered with the loop. */
+ * its fds is still registered with the loop. The id is packed as a ref
+ * (core/ref.h) with the slot where a generation goes. */
 #define ENDPOINT_REF_BITS  24
 #define ENDPOINT_SLOT_BITS (32 - ENDPOINT_REF_BITS)
 #define ENDPOINT_REF_MASK  ((1u << ENDPOINT_REF_BITS) - 1)
+_Static_assert(REF_FITS(ENDPOINT_REF_BITS, ENDPOINT_SLOT_BITS, 32), "loop id layout");
 /* Slots 0..ENDPOINT_MAX-1; the last slot is left out so that no id is
  * UINT32_MAX, which the backends' fd tables reserve. */
 #define ENDPOINT_MAX ((1u << ENDPOINT_SLOT_BITS) - 1)
@@ -72,7 +75,7 @@ uint32_t endpoint_id(const struct endpoint_table *t, unsigned slot);
 /* The loop id of ref (ENDPOINT_REF_BITS wide) under a multi endpoint. */
 static inline uint32_t endpoint_ref_id(unsigned slot, uint32_t ref)
 {
-	return (uint32_t)slot << ENDPOINT_REF_BITS | (ref & ENDPOINT_REF_MASK);
+	return ref_pack(ref, ENDPOINT_REF_BITS, slot, ENDPOINT_SLOT_BITS);
 }
 
 /* The live endpoint a loop id names, its ref in *ref; NULL for a free slot
@@ -80,13 +83,13 @@ static inline uint32_t endpoint_ref_id(unsigned slot, uint32_t ref)
 static inline const struct endpoint *endpoint_lookup(const struct endpoint_table *t, uint32_t id,
 						     uint32_t *ref)
 {
-	uint32_t slot = id >> ENDPOINT_REF_BITS;
+	uint32_t slot = ref_gen(id, ENDPOINT_REF_BITS, ENDPOINT_SLOT_BITS);
 	const struct endpoint *e;
 
 	if (slot >= ENDPOINT_MAX)
 		return NULL;
 	e = &t->e[slot];
-	*ref = id & ENDPOINT_REF_MASK;
+	*ref = ref_idx(id, ENDPOINT_REF_BITS);
 	if (!e->ops || (!e->ops->multi && *ref != (e->gen & ENDPOINT_REF_MASK)))
 		return NULL;
 	return e;

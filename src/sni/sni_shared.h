@@ -185,11 +185,11 @@ uint32_t sni_active_total(const struct sni_shared *sh);
 
 void sni_shared_free(struct sni_shared *sh);
 
-/* For sni.c, on a worker's thread: the table in force now (its generation
- * in *gen, marked as taken by worker); and the per-source counts (srctab:
- * IPv4 address, IPv6 /64 at max-connections-per-ip, /56 and /48 at its
- * multiples), under the listener's lock: take one unless a level is at
- * its cap, give one back. */
+/* For the listener's files, on a worker's thread: the table in force now
+ * (its generation in *gen, marked as taken by worker); and the per-source
+ * counts (srctab: IPv4 address, IPv6 /64 at max-connections-per-ip, /56
+ * and /48 at its multiples), under the listener's lock: take one unless a
+ * level is at its cap, give one back. */
 const struct sni_routes *sni_shared_take(struct sni_shared *sh, struct sni_lshared *l,
 					 unsigned worker, uint64_t *gen);
 bool sni_shared_ip_take(struct sni_lshared *l, const union etr_sockaddr *a);

@@ -3,7 +3,7 @@
  * reuseport group (and a TCP listener), the relayed sockets of its
  * allocations, and the handlers that glue the codec (stun.h), the
  * credentials (turn_auth.h), the allocation table (turn_alloc.h) and the
- * peer policy (turn_peer.h) to the loop (turn.c and the files turn_int.h
+ * peer policy (turn_peer.h) to the loop (turn_listener.c and the files turn_int.h
  * lists). What the workers share (secrets, the allocation cap, counters) is
  * struct turn_shared. */
 #ifndef ETR_TURN_H
@@ -29,6 +29,9 @@
 #include "turn_alloc.h"
 #include "turn_auth.h"
 #include "turn_peer.h"
+
+_Static_assert(REF_FITS(TURN_ALLOC_IDX_BITS, TURN_ALLOC_GEN_BITS, ENDPOINT_REF_BITS),
+	       "allocation refs are endpoint refs");
 
 /* Why an Allocate was refused (etrelay_turn_allocations_rejected_total). */
 enum turn_reject {

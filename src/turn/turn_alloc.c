@@ -810,10 +810,10 @@ uint64_t turn_alloc_next_deadline(const struct turn_alloc_table *t)
 
 uint32_t turn_alloc_deref(const struct turn_alloc_table *t, uint32_t ref)
 {
-	uint32_t idx = ref & TURN_ALLOC_CAP_MAX;
+	uint32_t idx = ref_idx(ref, TURN_ALLOC_IDX_BITS);
 
 	if (idx >= t->cap || !t->a[idx].live ||
-	    (t->a[idx].gen & TURN_ALLOC_GEN_MASK) != ref >> TURN_ALLOC_IDX_BITS)
+	    !ref_gen_ok(ref, TURN_ALLOC_IDX_BITS, TURN_ALLOC_GEN_BITS, t->a[idx].gen))
 		return NONE;
 	return idx;
 }

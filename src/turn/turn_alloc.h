@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "ref.h"
 
 /* Index value meaning "no allocation". */
 #define TURN_ALLOC_NONE UINT32_MAX
@@ -54,7 +55,7 @@
  * ENDPOINT_REF_BITS). Freed slots are reused last (FIFO), so a stale ref
  * would need 256 reuses of its slot, across cap allocations, to match. */
 #define TURN_ALLOC_IDX_BITS 16
-#define TURN_ALLOC_GEN_MASK 0xffu
+#define TURN_ALLOC_GEN_BITS 8
 #define TURN_ALLOC_CAP_MAX  ((1u << TURN_ALLOC_IDX_BITS) - 1)
 
 enum turn_transport {
@@ -311,10 +312,11 @@ uint32_t turn_alloc_expire(struct turn_alloc_table *t, uint64_t now);
  * allocation, permission, channel or reservation (UINT64_MAX with none). */
 uint64_t turn_alloc_next_deadline(const struct turn_alloc_table *t);
 
-/* A ref (TURN_ALLOC_IDX_BITS + 8 bits) naming idx in its current life. */
+/* A ref (TURN_ALLOC_IDX_BITS + TURN_ALLOC_GEN_BITS) naming idx in its
+ * current life. */
 static inline uint32_t turn_alloc_ref(const struct turn_alloc_table *t, uint32_t idx)
 {
-	return idx | (uint32_t)(t->a[idx].gen & TURN_ALLOC_GEN_MASK) << TURN_ALLOC_IDX_BITS;
+	return ref_pack(idx, TURN_ALLOC_IDX_BITS, t->a[idx].gen, TURN_ALLOC_GEN_BITS);
 }
 
 /* The live allocation ref names if it is still the same one, else

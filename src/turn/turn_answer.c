@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
-/* Answers of the TURN listener (signed, errors, the 401 challenge, the
- * rate of answers to unauthenticated requests) and a request's
- * authentication over the credentials (turn_auth.c) with its budgets of
- * failed checks. */
+/* Where an answer goes (turn_ctx_init), answers of the TURN listener
+ * (signed, errors, the 401 challenge, the rate of answers to
+ * unauthenticated requests) and a request's authentication over the
+ * credentials (turn_auth.c) with its budgets of failed checks. */
 #include "turn_int.h"
 
 #include <pthread.h>
@@ -11,6 +11,19 @@
 
 #include "log.h"
 #include "stats.h"
+
+void turn_ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, uint32_t conn)
+{
+	x->l = l;
+	x->now = now;
+	x->now_ms = now / NS_PER_MS;
+	x->conn = conn;
+	memset(&x->tuple, 0, sizeof(x->tuple));
+	x->tuple.client = x->client;
+	x->tuple.listener = (uint16_t)l->index;
+	x->tuple.transport = !conn ? TURN_UDP : l->conns[conn - 1].tls ? TURN_TLS : TURN_TCP;
+	x->tuple.conn = conn;
+}
 
 /* Send an answer or a message for the client. */
 bool turn_to_client(struct turn_ctx *x, const uint8_t *p, size_t n)

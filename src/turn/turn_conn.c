@@ -2,12 +2,15 @@
 /* The TURN listener's TCP and TLS connections: accept (bans, per-source
  * and TLS handshake budgets, eviction at the cap), their slots and lists
  * (unauthenticated, without an allocation), their send queues (blocks kept
- * for reuse; TLS ciphertext) and close. Their bytes: turn_stream.c. */
+ * for reuse; TLS ciphertext), frame buffers and close; with what a close
+ * shares with the files above (an allocation's end, the listener's next
+ * deadline). Their bytes: turn_stream.c. */
 #include "turn_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,16 +34,24 @@ static size_t conn_tx_max(const struct turn_conn *c)
 }
 
 /* A conn ref: 16 bits of index, 8 of generation. */
+#define TURN_CONN_IDX_BITS 16
+#define TURN_CONN_GEN_BITS 8
+_Static_assert(REF_FITS(TURN_CONN_IDX_BITS, TURN_CONN_GEN_BITS, ENDPOINT_REF_BITS),
+	       "connection refs are endpoint refs");
+_Static_assert(TURN_CONN_SLOTS(CONF_TURN_TCP_MAX_CONNECTIONS_MAX) <= 1u << TURN_CONN_IDX_BITS,
+	       "connection index bits");
+
 static uint32_t conn_ref(const struct turn_listener *l, uint32_t i)
 {
-	return i | (uint32_t)(l->conns[i].gen & 0xff) << 16;
+	return ref_pack(i, TURN_CONN_IDX_BITS, l->conns[i].gen, TURN_CONN_GEN_BITS);
 }
 
 struct turn_conn *turn_conn_deref(struct turn_listener *l, uint32_t ref, uint32_t *idx)
 {
-	uint32_t i = ref & 0xffff;
+	uint32_t i = ref_idx(ref, TURN_CONN_IDX_BITS);
 
-	if (i >= l->nconns || !l->conns[i].used || (l->conns[i].gen & 0xff) != (ref >> 16 & 0xff))
+	if (i >= l->nconns || !l->conns[i].used ||
+	    !ref_gen_ok(ref, TURN_CONN_IDX_BITS, TURN_CONN_GEN_BITS, l->conns[i].gen))
 		return NULL;
 	*idx = i;
 	return &l->conns[i];
@@ -198,6 +209,38 @@ bool turn_conn_send(struct turn_listener *l, uint32_t i, const void *a, size_t a
  * /64 at tcp-max-per-ip, /56 and /48 at its multiples): one address, one
  * /64, lands on one worker (the reuseport program), so the first level is
  * exact; a /56 or /48 spread over the workers is capped on each. */
+/* A frame buffer of cap bytes: past TURN_CONN_RX_KEEP its own pages, so
+ * that freeing it gives the memory back to the system at once (a heap
+ * keeps what a flood of half frames made it grow to). */
+uint8_t *turn_conn_rx_get(size_t cap)
+{
+	void *p;
+
+	if (cap <= TURN_CONN_RX_KEEP)
+		return malloc(cap);
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void turn_conn_rx_put(uint8_t *p, size_t cap)
+{
+	if (!p)
+		return;
+	if (cap <= TURN_CONN_RX_KEEP)
+		free(p);
+	else
+		munmap(p, cap);
+}
+
+/* Give back a connection's frame buffer. */
+void turn_conn_rx_free(struct turn_listener *l, struct turn_conn *c)
+{
+	l->rx_bytes -= c->rxcap;
+	turn_conn_rx_put(c->rx, c->rxcap);
+	c->rx = NULL;
+	c->rxcap = 0;
+}
+
 static bool ip_take(struct turn_listener *l, const union etr_sockaddr *a)
 {
 	return srctab_take(&l->ips, a);
@@ -287,6 +330,51 @@ void turn_conn_authed(struct turn_listener *l, uint32_t conn)
 	}
 }
 
+void turn_timer_arm(struct turn_listener *l)
+{
+	uint64_t ms = turn_alloc_next_deadline(&l->t);
+	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
+
+	/* While TCP connections are open, a look for idle ones; the oldest
+	 * unauthenticated one's tcp-auth-timeout. */
+	if (l->nopen && l->sweep_at < at)
+		at = l->sweep_at;
+	if (l->ua_head != UINT32_MAX &&
+	    l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS < at)
+		at = l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS;
+	if (at == l->timer_at)
+		return;
+	l->timer_at = at;
+	if (at == UINT64_MAX)
+		l->ops->timer_cancel(l->loop, &l->timer);
+	else if (l->ops->timer_set(l->loop, &l->timer, at) < 0)
+		log_warnx("turn %s: timer: out of memory", l->sh->conf->name);
+}
+
+/* End allocation idx: its socket leaves the loop, its slot the table. */
+void turn_allocation_end(struct turn_listener *l, uint32_t idx)
+{
+	int fd = l->relay_fd[idx];
+	uint32_t conn = l->relay_conn[idx];
+
+	if (fd >= 0) {
+		l->ops->del_socket(l->loop, fd,
+				   endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx)));
+		close(fd);
+	}
+	l->relay_fd[idx] = -1;
+	l->relay_conn[idx] = 0;
+	turn_peer_port_set(l->sh->live_ports, l->t.a[idx].port, false);
+	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
+		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
+		l->conns[conn - 1].since = loop_now();
+		turn_conn_na_join(l, conn - 1);
+	}
+	turn_quota_put(&l->sh->quota, l->t.a[idx].quota);
+	turn_alloc_remove(&l->t, idx);
+	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
+}
+
 /* Every slot holds a connection: close the oldest one without an
  * allocation, unauthenticated (by its accept) or authenticated (by when it
  * became so: a 486, 508 or 403, a Refresh to 0, an expiry), in constant
@@ -357,7 +445,7 @@ void turn_conn_close(struct turn_listener *l, uint32_t i)
 	l->ops->del_socket(l->loop, c->fd, endpoint_ref_id(l->slot_conn, conn_ref(l, i)));
 	close(c->fd);
 	c->fd = -1;
-	turn_stream_rx_free(l, c);
+	turn_conn_rx_free(l, c);
 	c->rxlen = 0;
 	/* Only the head of the queue is with the loop; it gets its on_sent
 	 * after del_socket, and the slot is freed then (its buffer must
@@ -595,7 +683,7 @@ void turn_conns_free(struct turn_listener *l)
 			next = t->next;
 			free(t);
 		}
-		turn_stream_rx_free(l, &l->conns[i]);
+		turn_conn_rx_free(l, &l->conns[i]);
 		tls_conn_free(l->conns[i].tls);
 	}
 	free(l->conns);

@@ -86,6 +86,17 @@ enum {
 	TURN_LOG_AUTH_IP,
 	TURN_LOG_AUTH_ALL
 };
+#define TURN_LOG_EVERY_MS 60000
+
+/* Whether a log line of kind is due (the first a minute, any worker). */
+static inline bool turn_log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
+{
+	uint64_t at = atomic_load_explicit(&l->sh->log_at[kind], memory_order_relaxed);
+
+	return now_ms >= at && atomic_compare_exchange_strong_explicit(
+				   &l->sh->log_at[kind], &at, now_ms + TURN_LOG_EVERY_MS,
+				   memory_order_relaxed, memory_order_relaxed);
+}
 
 /* Whether ban-file holds a (a client or a peer). */
 static inline bool turn_banned(const struct turn_listener *l, const union etr_sockaddr *a)
@@ -93,76 +104,23 @@ static inline bool turn_banned(const struct turn_listener *l, const union etr_so
 	return l->bans && banlist_match(l->bans, a);
 }
 
-/* turn.c: the listener */
+/* The files from the bottom up: each calls only those listed before it
+ * (and turn_listener.c, on top, any of them). */
 
-/* Whether a log line of kind is due (the first a minute, any worker). */
-bool turn_log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms);
+/* turn_conn.c: TCP and TLS connections (slots, lists, sends, accept), and
+ * what a connection's close shares with the rest: an allocation's end, the
+ * listener's next deadline */
+
 /* Set the listener's timer to its next deadline: an allocation's expiry,
  * the look for idle connections, the oldest tcp-auth-timeout. */
 void turn_timer_arm(struct turn_listener *l);
 /* End allocation idx: its socket leaves the loop, its slot the table. */
 void turn_allocation_end(struct turn_listener *l, uint32_t idx);
-/* Where answers to a message go: client (set by the caller), conn (index
- * + 1; 0: UDP), now. */
-void turn_ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, uint32_t conn);
-/* One message from a client (a datagram, or a frame of a TCP stream). d is
- * the datagram when the payload may be forwarded without a copy. */
-void turn_on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d);
-
-/* turn_answer.c: answers, and a request's authentication */
-
-/* Send an answer or a message for the client. */
-bool turn_to_client(struct turn_ctx *x, const uint8_t *p, size_t n);
-/* Sign (key non-NULL) and finish an answer, then send it: its length, 0
- * when it did not go (counted). */
-size_t turn_answer_finish(struct turn_ctx *x, struct stun_builder *b, const struct stun_msg *m,
-			  const uint8_t *key);
-/* May an answer to an unauthenticated request go out (unauth-ip-rate,
- * unauth-rate)? False when withheld or its connection closed. */
-bool turn_answer_unauth_ok(struct turn_ctx *x);
-/* --debug: a request refused, with its code and why. */
-void turn_answer_debug_refused(const struct turn_ctx *x, const struct stun_msg *m, int code,
-			       const char *why);
-/* An error answer; key signs it (NULL: unauthenticated, and limited). */
-void turn_answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key,
-		       const char *why);
-/* 401 with REALM and NONCE: the challenge. */
-void turn_answer_challenge(struct turn_ctx *x, const struct stun_msg *m);
-/* Authentication (RFC 8489 9.2.4): 0 with au filled (*expired for a
- * genuine but expired credential), or -1 when the request was answered.
- * idx: the allocation of the request's 5-tuple, TURN_ALLOC_NONE: none. */
-int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
-		      struct turn_auth *au, bool *expired);
-
-/* turn_req.c: the requests (Binding, Allocate, Refresh, CreatePermission,
- * ChannelBind) */
-
-void turn_req_binding(struct turn_ctx *x, const struct stun_msg *m);
-void turn_req_allocate(struct turn_ctx *x, const struct stun_msg *m);
-void turn_req_refresh(struct turn_ctx *x, const struct stun_msg *m);
-void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m);
-void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m);
-
-/* turn_data.c: the data path, both ways */
-
-/* The one check of a peer: every datagram sent to one (Send indications
- * and ChannelData, over UDP, TCP and TLS) and every request naming one
- * (CreatePermission, ChannelBind; ip_only: its port ignored) ask it. False
- * with *why TURN_DROP_BANNED when ban-file holds the peer (the list in force
- * now: a reload's from the next datagram), TURN_DROP_PEER_REFUSED when
- * the peer policy does (turn_peer_check; the host's addresses read again
- * at most every second; an own relayed port whose allocation ended). */
-bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only,
-		       enum turn_drop *why);
-/* A Send indication, and ChannelData, from a client. */
-void turn_data_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d);
-void turn_data_channel(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d);
-/* The relayed sockets' callbacks: a peer's datagram, a receive error. */
-void turn_data_relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d);
-void turn_data_relay_recv_error(void *obj, uint32_t ref, int err);
-
-/* turn_conn.c: TCP and TLS connections (slots, lists, sends, accept) */
-
+/* A frame buffer of cap bytes, and its return (turn_stream.c's). */
+uint8_t *turn_conn_rx_get(size_t cap);
+void turn_conn_rx_put(uint8_t *p, size_t cap);
+/* Give back a connection's frame buffer. */
+void turn_conn_rx_free(struct turn_listener *l, struct turn_conn *c);
 /* The connection a loop ref names (its index in *idx), NULL: gone. */
 struct turn_conn *turn_conn_deref(struct turn_listener *l, uint32_t ref, uint32_t *idx);
 /* Queue a frame (a, b and pad zero bytes) on connection i; false when it
@@ -189,10 +147,67 @@ void turn_conn_tls_accept(void *obj, uint32_t ref, int fd);
 void turn_conn_sent(void *obj, uint32_t ref, int res);
 void turn_conn_recv_error(void *obj, uint32_t ref, int err);
 
+/* turn_answer.c: answers, and a request's authentication */
+
+/* Where answers to a message go: client (set by the caller), conn (index
+ * + 1; 0: UDP), now. */
+void turn_ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, uint32_t conn);
+/* Send an answer or a message for the client. */
+bool turn_to_client(struct turn_ctx *x, const uint8_t *p, size_t n);
+/* Sign (key non-NULL) and finish an answer, then send it: its length, 0
+ * when it did not go (counted). */
+size_t turn_answer_finish(struct turn_ctx *x, struct stun_builder *b, const struct stun_msg *m,
+			  const uint8_t *key);
+/* May an answer to an unauthenticated request go out (unauth-ip-rate,
+ * unauth-rate)? False when withheld or its connection closed. */
+bool turn_answer_unauth_ok(struct turn_ctx *x);
+/* --debug: a request refused, with its code and why. */
+void turn_answer_debug_refused(const struct turn_ctx *x, const struct stun_msg *m, int code,
+			       const char *why);
+/* An error answer; key signs it (NULL: unauthenticated, and limited). */
+void turn_answer_error(struct turn_ctx *x, const struct stun_msg *m, int code, const uint8_t *key,
+		       const char *why);
+/* 401 with REALM and NONCE: the challenge. */
+void turn_answer_challenge(struct turn_ctx *x, const struct stun_msg *m);
+/* Authentication (RFC 8489 9.2.4): 0 with au filled (*expired for a
+ * genuine but expired credential), or -1 when the request was answered.
+ * idx: the allocation of the request's 5-tuple, TURN_ALLOC_NONE: none. */
+int turn_authenticate(struct turn_ctx *x, const struct stun_msg *m, uint32_t idx,
+		      struct turn_auth *au, bool *expired);
+
+/* turn_data.c: the data path, both ways */
+
+/* The one check of a peer: every datagram sent to one (Send indications
+ * and ChannelData, over UDP, TCP and TLS) and every request naming one
+ * (CreatePermission, ChannelBind; ip_only: its port ignored) ask it. False
+ * with *why TURN_DROP_BANNED when ban-file holds the peer (the list in force
+ * now: a reload's from the next datagram), TURN_DROP_PEER_REFUSED when
+ * the peer policy does (turn_peer_check; the host's addresses read again
+ * at most every second; an own relayed port whose allocation ended). */
+bool turn_data_peer_ok(struct turn_ctx *x, const union etr_sockaddr *peer, bool ip_only,
+		       enum turn_drop *why);
+/* A Send indication, and ChannelData, from a client. */
+void turn_data_send(struct turn_ctx *x, const struct stun_msg *m, struct loop_dgram *d);
+void turn_data_channel(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d);
+/* The relayed sockets' callbacks: a peer's datagram, a receive error. */
+void turn_data_relay_dgram(void *obj, uint32_t ref, struct loop_dgram *d);
+void turn_data_relay_recv_error(void *obj, uint32_t ref, int err);
+
+/* turn_req.c: a client's message, and the requests (Binding, Allocate,
+ * Refresh, CreatePermission, ChannelBind) */
+
+/* One message from a client (a datagram, or a frame of a TCP stream) to
+ * the data path or a request. d is the datagram when the payload may be
+ * forwarded without a copy. */
+void turn_on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d);
+void turn_req_binding(struct turn_ctx *x, const struct stun_msg *m);
+void turn_req_allocate(struct turn_ctx *x, const struct stun_msg *m);
+void turn_req_refresh(struct turn_ctx *x, const struct stun_msg *m);
+void turn_req_permission(struct turn_ctx *x, const struct stun_msg *m);
+void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m);
+
 /* turn_stream.c: bytes of a TCP or TLS connection into frames */
 
-/* Give back a connection's frame buffer. */
-void turn_stream_rx_free(struct turn_listener *l, struct turn_conn *c);
 /* The loop's callback: bytes of a TCP or TLS connection. */
 void turn_stream_in(void *obj, uint32_t ref, struct loop_dgram *d);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: ISC */
-/* The TURN requests a client makes (RFC 8656): Binding, Allocate (its
+/* A client's message (turn_on_message: to the data path or a request), and
+ * the TURN requests a client makes (RFC 8656): Binding, Allocate (its
  * relayed socket bound here), Refresh, CreatePermission and ChannelBind,
  * each authenticated (turn_answer.c) and answered. */
 #include "turn_int.h"
@@ -531,4 +532,70 @@ void turn_req_channel_bind(struct turn_ctx *x, const struct stun_msg *m)
 	stun_build_begin(&b, buf, sizeof(buf), stun_type(STUN_CHANNEL_BIND, STUN_SUCCESS), m->tid);
 	turn_answer_finish(x, &b, m, au.key);
 	turn_timer_arm(l);
+}
+
+/* One message from a client (a datagram, or a frame of a TCP stream). d is
+ * the datagram when the payload may be forwarded without a copy. */
+void turn_on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d)
+{
+	struct turn_listener *l = x->l;
+	struct stun_msg m;
+	int rc;
+
+	switch (stun_demux(p, n)) {
+	case STUN_DEMUX_CHANNEL:
+		turn_data_channel(x, p, n, d);
+		return;
+	case STUN_DEMUX_STUN:
+		break;
+	default:
+		STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
+		return;
+	}
+	rc = stun_parse(p, n, &m);
+	if (rc == STUN_E_TOO_MANY && m.cls == STUN_REQUEST) {
+		/* More XOR-PEER-ADDRESS than the codec keeps: an answer, not
+		 * silence (the client would only retransmit). */
+		turn_answer_error(x, &m, 400, NULL, "too many XOR-PEER-ADDRESS");
+		return;
+	}
+	if (rc < 0) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
+		return;
+	}
+	if (m.cls == STUN_INDICATION) {
+		if (m.method == STUN_SEND)
+			turn_data_send(x, &m, d);
+		else
+			STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
+		return;
+	}
+	if (m.cls != STUN_REQUEST) {
+		STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
+		return;
+	}
+	if (m.n_unknown) {
+		turn_answer_error(x, &m, 420, NULL, "unknown comprehension-required attributes");
+		return;
+	}
+	switch (m.method) {
+	case STUN_BINDING:
+		turn_req_binding(x, &m);
+		break;
+	case STUN_ALLOCATE:
+		turn_req_allocate(x, &m);
+		break;
+	case STUN_REFRESH:
+		turn_req_refresh(x, &m);
+		break;
+	case STUN_CREATE_PERMISSION:
+		turn_req_permission(x, &m);
+		break;
+	case STUN_CHANNEL_BIND:
+		turn_req_channel_bind(x, &m);
+		break;
+	default:
+		turn_answer_error(x, &m, 400, NULL, "a method TURN does not serve");
+		break;
+	}
 }

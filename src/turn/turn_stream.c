@@ -1,49 +1,16 @@
 /* SPDX-License-Identifier: ISC */
 /* Bytes of a TURN TCP connection, or plaintext of a TLS one, into frames
  * (RFC 8656 10.1): whole frames handled where they lie, a frame cut by a
- * chunk's end gathered in a buffer of its own, within the worker's frame
- * memory (TURN_CONN_RX_TOTAL). */
+ * chunk's end gathered in a buffer of its own (turn_conn_rx_get), within
+ * the worker's frame memory (TURN_CONN_RX_TOTAL). */
 #include "turn_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "log.h"
 #include "stats.h"
-
-/* A frame buffer of cap bytes: past TURN_CONN_RX_KEEP its own pages, so
- * that freeing it gives the memory back to the system at once (a heap
- * keeps what a flood of half frames made it grow to). */
-static uint8_t *rx_get(size_t cap)
-{
-	void *p;
-
-	if (cap <= TURN_CONN_RX_KEEP)
-		return malloc(cap);
-	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static void rx_put(uint8_t *p, size_t cap)
-{
-	if (!p)
-		return;
-	if (cap <= TURN_CONN_RX_KEEP)
-		free(p);
-	else
-		munmap(p, cap);
-}
-
-/* Give back a connection's frame buffer. */
-void turn_stream_rx_free(struct turn_listener *l, struct turn_conn *c)
-{
-	l->rx_bytes -= c->rxcap;
-	rx_put(c->rx, c->rxcap);
-	c->rx = NULL;
-	c->rxcap = 0;
-}
 
 /* The connection other than c holding the largest partial frame, larger
  * than need, or UINT32_MAX: a scan, only when the worker's frame memory is
@@ -94,12 +61,12 @@ static bool conn_room(struct turn_listener *l, struct turn_conn *c, size_t need,
 			return false;
 		turn_conn_close(l, v);
 	}
-	p = rx_get(need);
+	p = turn_conn_rx_get(need);
 	if (!p)
 		return false;
 	if (c->rxlen)
 		memcpy(p, c->rx, c->rxlen);
-	rx_put(c->rx, c->rxcap);
+	turn_conn_rx_put(c->rx, c->rxcap);
 	l->rx_bytes += need - c->rxcap;
 	c->rx = p;
 	c->rxcap = need;
@@ -196,7 +163,7 @@ static bool conn_bytes(struct turn_listener *l, uint32_t i, const uint8_t *p, si
 	}
 	/* No frame left incomplete: a large buffer goes back at once. */
 	if (!c->rxlen && c->rxcap > TURN_CONN_RX_KEEP)
-		turn_stream_rx_free(l, c);
+		turn_conn_rx_free(l, c);
 	return true;
 garbage:
 	STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: ISC */
-/* The TURN listener on one worker: its sockets (open, attach, bans,
- * shutdown, free), the callbacks of its UDP socket and timer, expiry, the
- * certificate reload, and the dispatch of a client's message to the
- * requests (turn_req.c) or the data path (turn_data.c). Answers and
- * authentication are turn_answer.c; TCP and TLS turn_conn.c (connections)
- * and turn_stream.c (frames); the protocol's pure parts stun.c,
- * turn_auth.c, turn_alloc.c and turn_peer.c. */
+/* The TURN listener on one worker, the top of turn/: its sockets (open,
+ * attach, bans, shutdown, free), the callbacks of its UDP socket and
+ * timer, expiry and the certificate reload. A client's message goes to
+ * turn_req.c (the dispatch, and the requests) or turn_data.c (the data
+ * path); answers and authentication are turn_answer.c; TCP and TLS
+ * turn_conn.c (connections) and turn_stream.c (frames); the protocol's
+ * pure parts stun.c, turn_auth.c, turn_alloc.c and turn_peer.c. */
 #include "turn_int.h"
 
 #include <arpa/inet.h>
@@ -20,62 +20,6 @@
 #include "log.h"
 #include "net.h"
 #include "stats.h"
-
-#define TURN_LOG_EVERY_MS 60000
-
-bool turn_log_due(struct turn_listener *l, unsigned kind, uint64_t now_ms)
-{
-	uint64_t at = atomic_load_explicit(&l->sh->log_at[kind], memory_order_relaxed);
-
-	return now_ms >= at && atomic_compare_exchange_strong_explicit(
-				   &l->sh->log_at[kind], &at, now_ms + TURN_LOG_EVERY_MS,
-				   memory_order_relaxed, memory_order_relaxed);
-}
-
-void turn_timer_arm(struct turn_listener *l)
-{
-	uint64_t ms = turn_alloc_next_deadline(&l->t);
-	uint64_t at = ms == UINT64_MAX ? UINT64_MAX : ms * NS_PER_MS;
-
-	/* While TCP connections are open, a look for idle ones; the oldest
-	 * unauthenticated one's tcp-auth-timeout. */
-	if (l->nopen && l->sweep_at < at)
-		at = l->sweep_at;
-	if (l->ua_head != UINT32_MAX &&
-	    l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS < at)
-		at = l->conns[l->ua_head].opened + l->sh->conf->tcp_auth_timeout_ms * NS_PER_MS;
-	if (at == l->timer_at)
-		return;
-	l->timer_at = at;
-	if (at == UINT64_MAX)
-		l->ops->timer_cancel(l->loop, &l->timer);
-	else if (l->ops->timer_set(l->loop, &l->timer, at) < 0)
-		log_warnx("turn %s: timer: out of memory", l->sh->conf->name);
-}
-
-/* End allocation idx: its socket leaves the loop, its slot the table. */
-void turn_allocation_end(struct turn_listener *l, uint32_t idx)
-{
-	int fd = l->relay_fd[idx];
-	uint32_t conn = l->relay_conn[idx];
-
-	if (fd >= 0) {
-		l->ops->del_socket(l->loop, fd,
-				   endpoint_ref_id(l->slot_relay, turn_alloc_ref(&l->t, idx)));
-		close(fd);
-	}
-	l->relay_fd[idx] = -1;
-	l->relay_conn[idx] = 0;
-	turn_peer_port_set(l->sh->live_ports, l->t.a[idx].port, false);
-	if (conn && conn - 1 < l->nconns && l->conns[conn - 1].alloc == idx) {
-		l->conns[conn - 1].alloc = TURN_ALLOC_NONE;
-		l->conns[conn - 1].since = loop_now();
-		turn_conn_na_join(l, conn - 1);
-	}
-	turn_quota_put(&l->sh->quota, l->t.a[idx].quota);
-	turn_alloc_remove(&l->t, idx);
-	atomic_fetch_sub_explicit(&l->sh->active, 1, memory_order_relaxed);
-}
 
 static void on_timer(void *obj, uint32_t ref, uint64_t now)
 {
@@ -109,85 +53,6 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 		l->sweep_at = now + TURN_CONN_SWEEP_MS * NS_PER_MS;
 	}
 	turn_timer_arm(l);
-}
-
-/* One message from a client (a datagram, or a frame of a TCP stream). d is
- * the datagram when the payload may be forwarded without a copy. */
-void turn_on_message(struct turn_ctx *x, const uint8_t *p, size_t n, struct loop_dgram *d)
-{
-	struct turn_listener *l = x->l;
-	struct stun_msg m;
-	int rc;
-
-	switch (stun_demux(p, n)) {
-	case STUN_DEMUX_CHANNEL:
-		turn_data_channel(x, p, n, d);
-		return;
-	case STUN_DEMUX_STUN:
-		break;
-	default:
-		STAT_ADD(l->stats.dropped[TURN_DROP_NOT_TURN], 1);
-		return;
-	}
-	rc = stun_parse(p, n, &m);
-	if (rc == STUN_E_TOO_MANY && m.cls == STUN_REQUEST) {
-		/* More XOR-PEER-ADDRESS than the codec keeps: an answer, not
-		 * silence (the client would only retransmit). */
-		turn_answer_error(x, &m, 400, NULL, "too many XOR-PEER-ADDRESS");
-		return;
-	}
-	if (rc < 0) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_MALFORMED], 1);
-		return;
-	}
-	if (m.cls == STUN_INDICATION) {
-		if (m.method == STUN_SEND)
-			turn_data_send(x, &m, d);
-		else
-			STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
-		return;
-	}
-	if (m.cls != STUN_REQUEST) {
-		STAT_ADD(l->stats.dropped[TURN_DROP_UNEXPECTED], 1);
-		return;
-	}
-	if (m.n_unknown) {
-		turn_answer_error(x, &m, 420, NULL, "unknown comprehension-required attributes");
-		return;
-	}
-	switch (m.method) {
-	case STUN_BINDING:
-		turn_req_binding(x, &m);
-		break;
-	case STUN_ALLOCATE:
-		turn_req_allocate(x, &m);
-		break;
-	case STUN_REFRESH:
-		turn_req_refresh(x, &m);
-		break;
-	case STUN_CREATE_PERMISSION:
-		turn_req_permission(x, &m);
-		break;
-	case STUN_CHANNEL_BIND:
-		turn_req_channel_bind(x, &m);
-		break;
-	default:
-		turn_answer_error(x, &m, 400, NULL, "a method TURN does not serve");
-		break;
-	}
-}
-
-void turn_ctx_init(struct turn_ctx *x, struct turn_listener *l, uint64_t now, uint32_t conn)
-{
-	x->l = l;
-	x->now = now;
-	x->now_ms = now / NS_PER_MS;
-	x->conn = conn;
-	memset(&x->tuple, 0, sizeof(x->tuple));
-	x->tuple.client = x->client;
-	x->tuple.listener = (uint16_t)l->index;
-	x->tuple.transport = !conn ? TURN_UDP : l->conns[conn - 1].tls ? TURN_TLS : TURN_TCP;
-	x->tuple.conn = conn;
 }
 
 /* The listener's UDP socket. */
