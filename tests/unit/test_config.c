@@ -318,6 +318,34 @@ static void test_config_upstream_takes_hostname_and_ipv6(void **state)
 	assert_int_equal(c.relays[0].upstream_port, 27961);
 }
 
+/* The schema's keys: one name each across every kind's part (a second
+ * would never be found), each section's too, within CONF_KEYS_MAX (each
+ * relay's key_line[]), every one with a setter. */
+static void test_config_schema_names_each_key_once(void **state)
+{
+	const char *seen[CONF_KEYS_MAX];
+	size_t n = 0;
+
+	(void)state;
+	for (const struct conf_part *const *p = etr_conf_schema.parts; *p; p++) {
+		const struct conf_section *s = (*p)->section;
+
+		for (size_t i = 0; i < (*p)->nkeys; i++) {
+			assert_true(n < CONF_KEYS_MAX);
+			assert_non_null((*p)->keys[i].set);
+			for (size_t j = 0; j < n; j++)
+				assert_string_not_equal(seen[j], (*p)->keys[i].name);
+			seen[n++] = (*p)->keys[i].name;
+		}
+		for (size_t i = 0; s && i < s->nkeys; i++) {
+			assert_non_null(s->keys[i].set);
+			for (size_t j = 0; j < i; j++)
+				assert_string_not_equal(s->keys[j].name, s->keys[i].name);
+		}
+	}
+	assert_true(n > 80);
+}
+
 static void test_config_missing_upstream_is_an_error_from_conf_finish(void **state)
 {
 	struct etr_conf c;
@@ -3778,6 +3806,7 @@ int main(void)
 	    cmocka_unit_test(test_config_defaults_are_et_with_documented_values_and_no_relay),
 	    cmocka_unit_test(test_config_upstream_alone_makes_one_default_relay_with_defaults),
 	    cmocka_unit_test(test_config_upstream_takes_hostname_and_ipv6),
+	    cmocka_unit_test(test_config_schema_names_each_key_once),
 	    cmocka_unit_test(test_config_missing_upstream_is_an_error_from_conf_finish),
 	    cmocka_unit_test(test_config_only_upstream_marks_the_command_line_as_naming_a_server),
 	    cmocka_unit_test(test_config_upstream_without_port_is_an_error),
