@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf_schema.h"
 #include "config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,7 +37,7 @@ static void load(const uint8_t *data, size_t size)
 		abort();
 	memcpy(text, data, size);
 	memset(&errs, 0, sizeof(errs));
-	conf_defaults(&conf);
+	conf_defaults(&conf, &etr_conf_schema);
 	if (conf_load(&conf, text, size, "fuzz.conf", &errs) == 0)
 		(void)conf_finish(&conf, &errs);
 	check(&conf, &errs);
@@ -61,7 +62,7 @@ static void args(const uint8_t *data, size_t size)
 	}
 	argv[argc] = NULL;
 	memset(&errs, 0, sizeof(errs));
-	conf_defaults(&conf);
+	conf_defaults(&conf, &etr_conf_schema);
 	/* The values conf_parse_args keeps point into buf: finish first. */
 	if (conf_parse_args(&conf, argc, argv, &errs) == 0)
 		(void)conf_finish(&conf, &errs);

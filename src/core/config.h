@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* Configuration: command-line options and the config file share one table of
  * keys, so every option has a file key and every error names its source.
+ * The keys are each kind's (conf_key.h); the structs are here for now.
  * Pure: the caller reads the file; nothing here resolves or binds. */
 #ifndef ETR_CONFIG_H
 #define ETR_CONFIG_H
@@ -20,7 +21,7 @@
 /* A limit's number as a string literal, for messages. */
 #define CONF_STR_(x) #x
 #define CONF_STR(x)  CONF_STR_(x)
-/* Keys of the option table (src/core/config.c asserts it has no more). */
+/* Keys of the option table (conf_defaults checks it has no more). */
 #define CONF_KEYS_MAX 96
 /* key_line[] of a key set on the command line. */
 #define CONF_LINE_CLI		((unsigned)-1)
@@ -367,7 +368,10 @@ struct conf_cli {
 	const char *key, *value; /* value NULL for flags */
 };
 
+struct conf_schema;
+
 struct etr_conf {
+	const struct conf_schema *schema; /* conf_defaults' */
 	/* Process-wide. */
 	enum conf_backend backend;
 	bool gso;	  /* UDP GSO trains (default on) */
@@ -421,26 +425,12 @@ struct conf_errors {
 	unsigned count;
 };
 
-/* A listener's defaults (no listen address, no route). */
-void conf_sni_defaults(struct sni_conf *s);
-
-/* Parse "NAME=HOST:PORT[,proxy-v2]" (sep '=') or "NAME HOST:PORT
- * [proxy-v2]" (sep ' ') into r. Returns NULL or why the value is wrong. */
-const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf *r);
-
-/* A TURN listener's defaults (no listen address). */
-void conf_turn_defaults(struct turn_conf *t);
-
-/* One key of a [turn NAME] section (the --turn-KEY options without the
- * "turn-" prefix) into t. Returns NULL, or why the value is wrong (in buf
- * or a constant). */
-const char *conf_turn_key(struct turn_conf *t, const char *key, const char *v, char *buf, size_t n);
-
 /* "10.0.0.0/8", "fd00::/8", or an address alone (all its bits). 0 or -1. */
 int conf_cidr_parse(const char *s, struct conf_cidr *out);
 
-/* Built-in defaults, no relay yet. */
-void conf_defaults(struct etr_conf *c);
+/* Built-in defaults of every part of schema s (conf_key.h; NULL: none, a
+ * conf filled by hand), no relay yet. The parsers below walk s. */
+void conf_defaults(struct etr_conf *c, const struct conf_schema *s);
 
 /* Parse argv. Options that configure relays are checked now and applied by
  * conf_finish, after the file. Returns 0, or -1 with the error in e. */
@@ -455,29 +445,10 @@ int conf_load(struct etr_conf *c, const char *text, size_t len, const char *path
  * line when the file has none, and check the whole. Returns 0 or -1. */
 int conf_finish(struct etr_conf *c, struct conf_errors *e);
 
-/* What is legal but likely a mistake in the control plane's keys, as
- * warnings naming FILE:LINE in w (one line each): control-timeout above
- * control-interval; a control-allow-upstream 0.0.0.0/0 or ::/0; a
- * control-bootstrap-token-file that does not exist
- * while neither the state directory's credential file nor the
- * environment's token (the ones read first) is there. Looks at the file
- * system and the environment. Returns the number of warnings. */
-/* A relay's upstream that is its own listen address, or, on a wildcard
- * listen, an address of this host (loopback, local[0..nlocal)) on its port:
- * each one added to e, naming the line or option. up: every relay's
- * resolved upstream (c->relays order), or NULL to check numeric ones only.
- * Returns 0 or -1. */
-int conf_relay_loops(const struct etr_conf *c, const union etr_sockaddr *up,
-		     const union etr_sockaddr *local, size_t nlocal, struct conf_errors *e);
-
-unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
-/* Warnings for masters known to list another game's servers than their
- * relay's game (a copied ET list under game q3, say). */
-unsigned conf_master_warnings(const struct etr_conf *c, struct conf_errors *w);
-/* Warnings for TURN listeners in w, one line each naming FILE:LINE: an
- * allow-peer 0.0.0.0/0 or ::/0, which undoes every refused block. Returns
- * the number of warnings. */
-unsigned conf_turn_warnings(const struct etr_conf *c, struct conf_errors *w);
+/* What is legal but likely a mistake, as warnings naming FILE:LINE in w
+ * (one line each): each part's, in the schema's order. Returns their
+ * number. */
+unsigned conf_warnings(const struct etr_conf *c, struct conf_errors *w);
 
 /* Where the process-wide key was set, for a message about it: "FILE:LINE",
  * "etrelay: command line", or "etrelay" (its default), in buf. */
@@ -505,9 +476,6 @@ bool conf_listener_reaches(const union etr_sockaddr *listen, bool v6only, int fa
 
 /* The family a master's address counts as for conf_listener_reaches. */
 int conf_addr_family(const union etr_sockaddr *a);
-
-/* The --help text. */
-extern const char conf_usage[];
 
 /* Every listening address the configuration names, each kind's, and the
  * ops plane's: key is the config's word ("relay", "prbe-listen", "sni",

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "conf_schema.h"
 #include "config.h"
 #include "daemon.h"
 #include "kinds.h"
 #include "log.h"
 #include "net.h"
 #include "ops.h"
+#include "relay_conf.h"
 #include "resolver.h"
 #include "sni.h"
 #include "turn.h"
@@ -254,7 +256,7 @@ int main(int argc, char **argv)
 	bool nofile_ok;
 	int rc;
 
-	conf_defaults(&conf);
+	conf_defaults(&conf, &etr_conf_schema);
 	if ((rc = configure(&conf, argc, argv)) != 0)
 		return rc;
 	if (conf.help) {
@@ -289,10 +291,8 @@ int main(int argc, char **argv)
 		struct conf_errors w = {.len = 0};
 
 		/* -t prints them with the check; a start logs them. */
-		unsigned n = conf_turn_warnings(&conf, &w);
+		unsigned n = conf_warnings(&conf, &w);
 
-		n += conf_control_warnings(&conf, &w);
-		n += conf_master_warnings(&conf, &w);
 		if (n && conf.test)
 			fputs(w.text, stderr);
 		else

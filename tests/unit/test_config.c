@@ -12,7 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf_schema.h"
 #include "config.h"
+#include "control_conf.h"
+#include "relay_conf.h"
+#include "sni_conf.h"
+#include "turn_conf.h"
 
 /* The name config files are loaded under, as in "t.conf:3: ...". */
 #define PATH "t.conf"
@@ -28,7 +33,7 @@
 /* conf_parse_args after conf_defaults, with e cleared. */
 static int args(struct etr_conf *c, struct conf_errors *e, int argc, char **argv)
 {
-	conf_defaults(c);
+	conf_defaults(c, &etr_conf_schema);
 	memset(e, 0, sizeof(*e));
 	return conf_parse_args(c, argc, argv, e);
 }
@@ -150,7 +155,7 @@ static void test_config_defaults_listen_on_any_ipv4_port_27960(void **state)
 
 	(void)state;
 	memset(&c, 0x5a, sizeof(c));
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	assert_v4(&c.base.listen, "0.0.0.0", 27960);
 }
 
@@ -160,7 +165,7 @@ static void test_config_defaults_leave_the_masters_to_the_game(void **state)
 
 	(void)state;
 	memset(&c, 0x5a, sizeof(c));
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	assert_int_equal(c.base.nmasters, 0);
 	assert_false(c.base.masters_set);
 }
@@ -231,7 +236,7 @@ static void test_config_defaults_are_et_with_documented_values_and_no_relay(void
 
 	(void)state;
 	memset(&c, 0x5a, sizeof(c));
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	assert_string_equal(c.base.name, "default");
 	assert_int_equal(c.base.line, 0);
 	assert_string_equal(c.base.game, "ET");
@@ -311,6 +316,34 @@ static void test_config_upstream_takes_hostname_and_ipv6(void **state)
 	assert_int_equal(cli(&c, &e, ARGV("--upstream", "[::1]:27961")), 0);
 	assert_string_equal(c.relays[0].upstream_host, "::1");
 	assert_int_equal(c.relays[0].upstream_port, 27961);
+}
+
+/* The schema's keys: one name each across every kind's part (a second
+ * would never be found), each section's too, within CONF_KEYS_MAX (each
+ * relay's key_line[]), every one with a setter. */
+static void test_config_schema_names_each_key_once(void **state)
+{
+	const char *seen[CONF_KEYS_MAX];
+	size_t n = 0;
+
+	(void)state;
+	for (const struct conf_part *const *p = etr_conf_schema.parts; *p; p++) {
+		const struct conf_section *s = (*p)->section;
+
+		for (size_t i = 0; i < (*p)->nkeys; i++) {
+			assert_true(n < CONF_KEYS_MAX);
+			assert_non_null((*p)->keys[i].set);
+			for (size_t j = 0; j < n; j++)
+				assert_string_not_equal(seen[j], (*p)->keys[i].name);
+			seen[n++] = (*p)->keys[i].name;
+		}
+		for (size_t i = 0; s && i < s->nkeys; i++) {
+			assert_non_null(s->keys[i].set);
+			for (size_t j = 0; j < i; j++)
+				assert_string_not_equal(s->keys[j].name, s->keys[i].name);
+		}
+	}
+	assert_true(n > 80);
 }
 
 static void test_config_missing_upstream_is_an_error_from_conf_finish(void **state)
@@ -3321,7 +3354,7 @@ static void test_config_prbe_bad_values_name_the_key(void **state)
 	assert_err_names(&e, "--prbe-listener-rate", "0");
 	assert_int_equal(args(&c, &e, ARGV("--prbe-listener-burst", "100001")), -1);
 	assert_err_names(&e, "--prbe-listener-burst", "100001");
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e,
 			      "prbe-max-size 70000\n[relay a]\nprbe-rate 2\n"
@@ -3445,7 +3478,7 @@ static void test_config_control_bad_values_are_errors_naming_the_key(void **stat
 	assert_non_null(strstr(e.text, "--control-url: invalid value 'ftp://x'"));
 	assert_int_equal(args(&c, &e, ARGV("--control-interval", "0")), -1);
 	assert_non_null(strstr(e.text, "--control-interval"));
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e,
 			      "control-url http://a b\ncontrol-timeout soon\n"
@@ -3485,7 +3518,7 @@ static void test_config_control_max_answer_and_allow_upstream(void **state)
 	assert_int_equal(c.ncontrol_allow, 2);
 	assert_int_equal(c.control_allow[1].line, 2);
 	/* out of range, not a block, host bits: errors naming the line */
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(
 	    load(&c, &e,
@@ -3506,11 +3539,11 @@ static void test_config_control_url_without_a_host_is_an_error_naming_the_line(v
 	struct conf_errors e;
 
 	(void)state;
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e, "# pad\ncontrol-url http://\n"), -1);
 	assert_err_names(&e, "t.conf:2: control-url", "http://");
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e, "control-url https://[::1\n"), -1);
 	assert_err_names(&e, "t.conf:1: control-url", "https://[::1");
@@ -3525,7 +3558,7 @@ static void test_config_errors_of_two_keys_name_the_file_and_line(void **state)
 	struct conf_errors e;
 
 	(void)state;
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e,
 			      "prbe-listen 127.0.0.1:28970\nprbe-listen 127.0.0.1:28970\n"
@@ -3547,7 +3580,7 @@ static void test_config_state_directory_must_be_absolute(void **state)
 	struct conf_errors e;
 
 	(void)state;
-	conf_defaults(&c);
+	conf_defaults(&c, &etr_conf_schema);
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(load(&c, &e, "# pad\nstate-directory relative/dir\n"), -1);
 	assert_err_names(&e, "t.conf:2: state-directory", "absolute");
@@ -3750,7 +3783,7 @@ static void test_config_relays_on_a_wildcard_and_an_address_of_one_port_clash(vo
 		snprintf(text, sizeof(text),
 			 "[relay a]\nupstream h:1\nlisten %s\n[relay b]\nupstream h:2\nlisten %s\n",
 			 pairs[i][0], pairs[i][1]);
-		conf_defaults(&c);
+		conf_defaults(&c, &etr_conf_schema);
 		memset(&e, 0, sizeof(e));
 		assert_int_equal(run(&c, &e, text, NOARGS), -1);
 		assert_non_null(strstr(e.text, "already used by relay a"));
@@ -3773,6 +3806,7 @@ int main(void)
 	    cmocka_unit_test(test_config_defaults_are_et_with_documented_values_and_no_relay),
 	    cmocka_unit_test(test_config_upstream_alone_makes_one_default_relay_with_defaults),
 	    cmocka_unit_test(test_config_upstream_takes_hostname_and_ipv6),
+	    cmocka_unit_test(test_config_schema_names_each_key_once),
 	    cmocka_unit_test(test_config_missing_upstream_is_an_error_from_conf_finish),
 	    cmocka_unit_test(test_config_only_upstream_marks_the_command_line_as_naming_a_server),
 	    cmocka_unit_test(test_config_upstream_without_port_is_an_error),

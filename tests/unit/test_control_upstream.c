@@ -36,7 +36,7 @@ static struct ctl_upstream_policy *policy(void)
 	static struct etr_conf c;
 	union etr_sockaddr local[2] = {A("198.51.100.7:1"), A("10.8.0.1:1")};
 
-	conf_defaults(&c);
+	conf_defaults(&c, NULL);
 	c.nrelays = 1;
 	snprintf(c.relays[0].name, sizeof(c.relays[0].name), "et");
 	c.relays[0].listen = A("0.0.0.0:27960");
@@ -173,7 +173,7 @@ static void test_control_upstream_without_an_allow_list_private_and_host_are_ref
 	char why[200];
 
 	(void)state;
-	conf_defaults(&c);
+	conf_defaults(&c, NULL);
 	assert_int_equal(ctl_upstream_from_conf(&p, &c, NULL, 0), 0);
 	assert_int_equal(ctl_upstream_check(&p, &a, why, sizeof(why)), CTL_UPSTREAM_PRIVATE);
 	assert_int_equal(ctl_upstream_check(&p, &lo, why, sizeof(why)), CTL_UPSTREAM_HOST);

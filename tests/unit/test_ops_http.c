@@ -24,6 +24,7 @@
 
 #include "ops.h"
 #include "sni.h"
+#include "sni_conf.h"
 
 #define TOKEN_L	    "lifecycle-0123456789abcdef0123456789"
 #define TOKEN_R	    "readonly-0123456789abcdef0123456789"

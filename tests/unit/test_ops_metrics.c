@@ -18,7 +18,9 @@
 #include "loop.h"
 #include "ops_metrics.h"
 #include "sni.h"
+#include "sni_conf.h"
 #include "turn.h"
+#include "turn_conf.h"
 #include "xdp.h"
 
 static struct relay_stats et1, oa;

@@ -16,6 +16,7 @@
 
 #include "q3policy.h"
 #include "q3proto.h"
+#include "relay_conf.h"
 #include "unit_util.h"
 
 #include "fake_loop.h"
@@ -53,13 +54,11 @@ static uint32_t cache_bytes;
 static void setup_worker(struct fixture *f, const char *game, struct q3p_shared *sh,
 			 unsigned worker)
 {
-	struct etr_conf all;
 	static const uint8_t key[16] = {7};
 	struct udprelay_conf fc;
 
 	memset(f, 0, sizeof(*f));
-	conf_defaults(&all);
-	f->conf = all.base;
+	conf_relay_defaults(&f->conf);
 	snprintf(f->conf.game, sizeof(f->conf.game), "%s", game);
 	f->conf.nmasters = 1;
 	if (cache_bytes)

@@ -22,6 +22,7 @@
 #include "loop.h"
 #include "proxy_v2.h"
 #include "sni.h"
+#include "sni_conf.h"
 
 #include "fake_stream_loop.h"
 

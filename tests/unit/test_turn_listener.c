@@ -26,6 +26,7 @@
 #include "stats.h"
 #include "stun.h"
 #include "turn.h"
+#include "turn_conf.h"
 
 #include "fake_loop.h"
 
