@@ -50,15 +50,28 @@ void conf_prbe_ports(struct etr_conf *c, struct conf_errors *e)
 		const char *where = conf_line_where(c, c->prbe.listen_line[i], o, sizeof(o));
 
 		addr_str(&l->sa, a);
-		for (unsigned j = 0; j < i; j++)
-			if (conf_listeners_overlap(l, &c->prbe.listen[j])) {
-				if (c->prbe.listen_line[j])
-					conf_err(
-					    e, "%s: prbe-listen %s: given twice (first on line %u)",
-					    where, a, c->prbe.listen_line[j]);
-				else
-					conf_err(e, "%s: prbe-listen %s: given twice", where, a);
-			}
+		for (unsigned j = 0; j < i; j++) {
+			const union etr_sockaddr *m = &c->prbe.listen[j];
+			char b[ADDR_STRLEN], at[32] = "";
+
+			if (!conf_listeners_overlap(l, m))
+				continue;
+			if (c->prbe.listen_line[j])
+				snprintf(at, sizeof(at), " (line %u)", c->prbe.listen_line[j]);
+			/* The same address twice, or a wildcard and another
+			 * address on one port (attack13 F7: both said "given
+			 * twice"). */
+			if (!addr_equal(l, m))
+				conf_err(e,
+					 "%s: prbe-listen %s: the same port as prbe-listen %s%s (a "
+					 "wildcard address takes the port on every address)",
+					 where, a, addr_str(&m->sa, b), at);
+			else if (c->prbe.listen_line[j])
+				conf_err(e, "%s: prbe-listen %s: given twice (first on line %u)",
+					 where, a, c->prbe.listen_line[j]);
+			else
+				conf_err(e, "%s: prbe-listen %s: given twice", where, a);
+		}
 		for (unsigned j = 0; j < c->nrelays; j++)
 			if (conf_listeners_overlap(l, &c->relays[j].listen))
 				conf_err(e,

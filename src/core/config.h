@@ -330,6 +330,7 @@ struct turn_conf {
 	union etr_sockaddr listen, tcp_listen, tls_listen;
 	char tls_cert[CONF_PATH_MAX], tls_key[CONF_PATH_MAX];
 	unsigned tls_cert_line, tls_key_line, ports_line; /* 0: command line or default */
+	unsigned max_allocations_line;			  /* the same */
 	uint64_t tls_reload_ms;
 	bool tls_reload_set;	  /* tls-reload-interval given */
 	unsigned tls_reload_line; /* 0: from the command line */

@@ -196,7 +196,8 @@ static const struct conf_key turn_keys[] = {
     {"relay-address", tk_relay_address},
     {"public-ip", tk_public_ip},
     {"ports", tk_ports, .line_off = TK(ports_line)},
-    {"max-allocations", conf_set_u32, 0, TK(max_allocations), 1, 65536},
+    {"max-allocations", conf_set_u32, 0, TK(max_allocations), 1, 65536,
+     .line_off = TK(max_allocations_line)},
     {"user-quota", conf_set_u32, 0, TK(user_quota), 1, 65536},
     RATE("unauth-rate", unauth_rate),
     RATE("unauth-burst", unauth_burst),
@@ -317,6 +318,28 @@ const struct conf_part turn_conf_part = {
     .listens = turn_listens,
 };
 
+/* More allocations than relayed ports: said at the line of the later of
+ * the two keys (a file's), and whether max-allocations is the default. */
+static void turn_alloc_over_ports(const struct etr_conf *c, const struct turn_conf *t,
+				  unsigned width, struct conf_errors *e)
+{
+	unsigned line =
+	    t->max_allocations_line > t->ports_line ? t->max_allocations_line : t->ports_line;
+	bool dflt = !t->max_allocations_line && t->max_allocations == CONF_TURN_MAX_ALLOCATIONS;
+	char where[CONF_PATH_MAX + CONF_NAME_MAX + 32];
+
+	if (t->line)
+		snprintf(where, sizeof(where), "%s:%u: turn %s", conf_path(c),
+			 line ? line : t->line, t->name);
+	else
+		snprintf(where, sizeof(where), "etrelay: turn %s", t->name);
+	conf_err(e,
+		 "%s: max-allocations %u%s is more than the %u ports of ports %u-%u: widen "
+		 "ports or lower max-allocations",
+		 where, t->max_allocations, dflt ? " (the default)" : "", width, t->port_min,
+		 t->port_max);
+}
+
 /* tls-cert, tls-key or tls-reload-interval without tls-listen: nothing
  * would load (or reload) the pair (a start would not read it, -t would not
  * check it), so it is not what the operator meant. Named with the key's own
@@ -395,9 +418,7 @@ void turn_conf_finish(struct etr_conf *c, struct conf_errors *e)
 			t->public_ip = t->relay_addr;
 		width = (unsigned)t->port_max - t->port_min + 1;
 		if (t->max_allocations > width)
-			conf_err(e,
-				 "%s: max-allocations %u is more than the %u ports of ports %u-%u",
-				 where, t->max_allocations, width, t->port_min, t->port_max);
+			turn_alloc_over_ports(c, t, width, e);
 		if (t->tls_set && (!t->tls_cert[0] || !t->tls_key[0]))
 			conf_err(e, "%s: tls-listen: needs tls-cert and tls-key", where);
 		if (!t->tls_set)

@@ -2899,7 +2899,20 @@ static void test_config_turn_limits_and_addresses_are_checked(void **state)
 			     "max-allocations 11\n",
 			     NOARGS),
 			 -1);
-	assert_non_null(strstr(e.text, "max-allocations 11 is more than the 10 ports"));
+	/* At the later of the two keys' lines (attack13 F7: the header's). */
+	assert_non_null(
+	    strstr(e.text, PATH ":4: turn t: max-allocations 11 is more than the 10 ports"));
+	assert_int_equal(run(&c, &e,
+			     "[turn t]\nlisten 127.0.0.1:3478\nmax-allocations 11\n"
+			     "ports 40000-40009\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, PATH ":4: turn t: max-allocations 11 is more"));
+	/* The default, said so, with a range too narrow for it. */
+	assert_int_equal(
+	    run(&c, &e, "[turn t]\nlisten 127.0.0.1:3478\nports 40000-40999\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, PATH ":3: turn t: max-allocations 4000 (the default) is "
+					    "more than the 1000 ports"));
 	/* The default 4000 fits the default range. */
 	assert_int_equal(run(&c, &e, "[turn t]\nlisten 127.0.0.1:3478\n", NOARGS), 0);
 	/* A wildcard listener needs relay-address. */
@@ -3394,6 +3407,14 @@ static void test_config_prbe_listen_at_most_8_and_not_on_a_relays_port(void **st
 				  "--prbe-listen", "127.0.0.1:7000")),
 			 -1);
 	assert_err_names(&e, "prbe-listen 127.0.0.1:7000", "twice");
+	/* A wildcard and an address on one port: not "twice" (attack13 F7). */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--prbe-listen", "[::]:7000",
+				  "--prbe-listen", "127.0.0.1:7000")),
+			 -1);
+	assert_err_names(&e, "prbe-listen 127.0.0.1:7000",
+			 "the same port as prbe-listen [::]:7000");
+	assert_null(strstr(e.text, "twice"));
 }
 
 static void test_config_prbe_more_than_8_echo_ports_is_an_error(void **state)
