@@ -329,3 +329,40 @@ void conf_turn_clash(const struct etr_conf *c, unsigned i, const char *where, st
 				 t->port_max, o->name);
 	}
 }
+
+/* One UDP listener against every relay's session-ports. */
+struct session_clash {
+	const struct etr_conf *c;
+	struct conf_errors *e;
+};
+
+static void session_port_clash(void *arg, const struct conf_listen *l)
+{
+	const struct session_clash *x = arg;
+	uint16_t port = conf_port_of(l->addr);
+	char where[CONF_PATH_MAX + 48], a[ADDR_STRLEN];
+
+	/* The UDP ones: SNI, TURN TCP and TLS and the ops plane are TCP. */
+	if (strcmp(l->what, "game relay") != 0 && strcmp(l->what, "PRBE echo port") != 0 &&
+	    strcmp(l->what, "TURN listener") != 0)
+		return;
+	for (unsigned i = 0; i < x->c->nrelays; i++) {
+		const struct relay_conf *r = &x->c->relays[i];
+
+		if (!r->port_min || port < r->port_min || port > r->port_max)
+			continue;
+		conf_err(x->e, "%s: relay %s: session-ports %u-%u hold port %u of the %s%s%s %s",
+			 conf_key_origin(x->c, r, "session-ports", NULL, "etrelay", where,
+					 sizeof(where)),
+			 r->name, r->port_min, r->port_max, port, l->what, l->name[0] ? " " : "",
+			 l->name, addr_str(&l->addr->sa, a));
+	}
+}
+
+void conf_session_ports_clash(struct etr_conf *c, struct conf_errors *e)
+{
+	struct session_clash x = {c, e};
+
+	/* (A TURN listener's relayed ports against them: turn_ports_clash.) */
+	conf_each_listen(c, session_port_clash, &x);
+}

@@ -145,6 +145,9 @@ const char *conf_key_origin(const struct etr_conf *c, const struct relay_conf *r
  * NAME" or "etrelay: turn NAME"). */
 void conf_prbe_ports(struct etr_conf *c, struct conf_errors *e);
 void conf_tcp_clash(struct etr_conf *c, struct conf_errors *e);
+/* A relay's session-ports holding a UDP listener's port (attack13 F5:
+ * a session socket cannot bind it, and a client goes unanswered). */
+void conf_session_ports_clash(struct etr_conf *c, struct conf_errors *e);
 void conf_turn_clash(const struct etr_conf *c, unsigned i, const char *where,
 		     struct conf_errors *e);
 

@@ -121,8 +121,9 @@ static const struct conf_part *const parts[] = {
 
 /* In this order, so that -t's errors come as they always did. */
 static const conf_finish_fn finish[] = {
-    sni_conf_finish,  control_conf_finish, relay_conf_finish, conf_prbe_ports,
-    turn_conf_finish, conf_tcp_clash,	   ops_conf_finish,   NULL,
+    sni_conf_finish,	      control_conf_finish, relay_conf_finish,
+    conf_prbe_ports,	      turn_conf_finish,	   conf_tcp_clash,
+    conf_session_ports_clash, ops_conf_finish,	   NULL,
 };
 
 static const conf_warn_fn warn[] = {

@@ -811,6 +811,30 @@ static void test_config_max_sessions_above_the_session_ports_range_is_an_error(v
 			 0);
 	assert_int_equal(conf_finish(&c, &e), -1);
 	assert_err_names(&e, "max-sessions", "4000");
+	/* Not over a UDP listener's port: its own, an echo port's, TURN's
+	 * (attack13 F5: two of ten sessions could not bind, unsaid). */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--listen", "127.0.0.1:40005",
+				  "--session-ports", "40000-40009", "--max-sessions", "10")),
+			 -1);
+	assert_err_names(&e, "session-ports 40000-40009",
+			 "hold port 40005 of the game relay default 127.0.0.1:40005");
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--session-ports", "40000-40009",
+				  "--max-sessions", "10", "--prbe-listen", "0.0.0.0:40009")),
+			 -1);
+	assert_err_names(&e, "session-ports 40000-40009", "PRBE echo port 0.0.0.0:40009");
+	assert_int_equal(
+	    cli(&c, &e,
+		ARGV("--upstream", "h:1", "--session-ports", "40000-40009", "--max-sessions", "10",
+		     "--turn-listen", "127.0.0.1:40000", "--turn-ports", "45000-49999")),
+	    -1);
+	assert_err_names(&e, "session-ports 40000-40009", "TURN listener default");
+	/* A TCP listener's port is no clash (session sockets are UDP). */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--session-ports", "40000-40009",
+				  "--max-sessions", "10", "--ops-listen", "127.0.0.1:40001")),
+			 0);
 }
 
 /* --backend, --debug, the ops plane */
