@@ -83,7 +83,7 @@ static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
 	return flags | (uint64_t)(uint32_t)fd << 32 | id;
 }
 
-static void s_accept_resume(struct loop *l);
+static const struct loop_stream_ops ep_stream_ops;
 
 static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
@@ -109,7 +109,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;
 	}
-	l->b.accept_resume = s_accept_resume;
+	l->b.so = &ep_stream_ops;
 	ev.data.u64 = ev_data(l->tfd, 0, EV_TIMER);
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->tfd, &ev) < 0) {
 		err = -errno;
@@ -496,14 +496,9 @@ static void s_recycle(struct loop *l, uint32_t c)
 		s_sync(l, s);
 }
 
-static struct lstream *s_get(struct loop *l, int fd, int *err)
+static int s_ready(struct loop *l)
 {
-	struct lstream *s = NULL;
-
-	*err = streams_ready(&l->b, s_recycle);
-	if (!*err && !(s = stream_open(&l->b, fd)))
-		*err = -ENOMEM;
-	return s;
+	return streams_ready(&l->b, s_recycle);
 }
 
 /* Write what s has queued, oldest first, until the socket is full. */
@@ -562,7 +557,7 @@ static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
 		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		/* An error once per turn: the listener stays; out of fds it
-		 * pauses (out of the epoll set until accept_resume), else
+		 * pauses (out of the epoll set until so->resume), else
 		 * level-triggered EPOLLIN would wake us at once, for ever. */
 		if (fd < 0) {
 			int err = -errno;
@@ -575,21 +570,6 @@ static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
 		l->b.h.on_accept(l->b.h.arg, s->acc_id, fd);
 		if (fd < 0 || s->gen != gen || !(s->flags & SF_ACCEPT))
 			return;
-	}
-}
-
-/* The pause is over: every paused listener takes EPOLLIN again. */
-static void s_accept_resume(struct loop *l)
-{
-	struct loop_streams *x = l->b.sx;
-
-	for (unsigned i = 0; x && i < x->ns; i++) {
-		struct lstream *s = x->sv[i];
-
-		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
-			s->flags &= (uint8_t)~SF_PAUSED;
-			s_sync(l, s);
-		}
 	}
 }
 
@@ -752,16 +732,8 @@ static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
 		s_sync_to(l, s, strict);
 }
 
-static int ep_listen(struct loop *l, int fd, uint32_t id)
+static int s_listen(struct loop *l, struct lstream *s)
 {
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_ACCEPT)
-		return -EALREADY;
-	s->acc_id = id;
 	s->flags |= SF_ACCEPT;
 	s_sync_to(l, s, true);
 	if (!(s->events & EPOLLIN)) {
@@ -771,17 +743,10 @@ static int ep_listen(struct loop *l, int fd, uint32_t id)
 	return 0;
 }
 
-static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      uint32_t id)
+static int s_connect(struct loop *l, struct lstream *s, const struct sockaddr *dst,
+		     socklen_t dstlen, uint32_t id)
 {
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_CONNECT)
-		return -EALREADY;
-	if (connect(fd, dst, dstlen) == 0 || errno == EINPROGRESS) {
+	if (connect(s->fd, dst, dstlen) == 0 || errno == EINPROGRESS) {
 		s->conn_res = 0;
 	} else if (errno == EBADF || errno == ENOTSOCK || errno == EISCONN || errno == EALREADY ||
 		   errno == EAFNOSUPPORT || errno == EINVAL) {
@@ -796,20 +761,10 @@ static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
+/* The read a stream op asked for: tried at once when more is likely
+ * there, else when EPOLLIN comes. */
+static int s_read_asked(struct loop *l, struct lstream *s)
 {
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_READ)
-		return -EALREADY;
-	s->read_id = id;
-	s->bulk = bulk;
-	s->pipe = pipe;
-	s->pipe_len = (uint32_t)len;
-	s->flags |= SF_READ;
 	if ((s->flags & (SF_MORE | SF_EOF)) && l->nready < EP_READY) {
 		l->ready[l->nready][0] = s->slot;
 		l->ready[l->nready++][1] = s->gen;
@@ -818,27 +773,10 @@ static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, 
 	return 0;
 }
 
-static int ep_stream_read(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, false, -1, 0);
-}
-
-static int ep_stream_read_bulk(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, true, -1, 0);
-}
-
-static int ep_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
-{
-	if (pipe_w < 0 || len == 0 || len > INT_MAX)
-		return -EINVAL;
-	return s_read_ask(l, fd, id, true, pipe_w, len);
-}
-
 /* Sends on one fd leave in order: one written now when nothing waits
  * before it, else queued behind; what the socket did not take waits for
  * EPOLLOUT. on_sent always comes later, never from inside the op. */
-static void s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
+static int s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
 {
 	bool idle = s->qhead == STREAM_NONE;
 
@@ -846,54 +784,17 @@ static void s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
 	if (idle)
 		s_write(l, s);
 	s_sync(l, s);
-}
-
-static int ep_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
-{
-	int err;
-	struct lstream *s;
-	uint32_t c;
-
-	if (!l->b.sx || stream_take(&l->b, d, &c) < 0)
-		return -EINVAL;
-	if (!(s = s_get(l, fd, &err))) {
-		l->b.sx->c[c].state = CH_USER;
-		return err;
-	}
-	s_queue(l, s, c, id);
 	return 0;
 }
 
-static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
-		return err;
-	s_queue(l, s, c, id);
-	return 0;
-}
-
-static int ep_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if (pipe_r < 0 || len == 0)
-		return -EINVAL;
-	if ((err = stream_user(&l->b, NULL, len, &c)) < 0)
-		return err;
-	l->b.sx->c[c].pipe = pipe_r;
-	s_queue(l, s, c, id);
-	return 0;
-}
+static const struct loop_stream_ops ep_stream_ops = {
+    .listen = s_listen,
+    .resume = s_sync,
+    .connect = s_connect,
+    .ready = s_ready,
+    .read = s_read_asked,
+    .queue = s_queue,
+};
 
 static int ep_run(struct loop *l)
 {
@@ -974,18 +875,7 @@ const struct loop_ops loop_epoll_ops = {
     .watch = ep_watch,
     .forward = ep_forward,
     .send = ep_send,
-    .timer_set = loop_common_timer_set,
-    .timer_cancel = loop_common_timer_cancel,
     .run = ep_run,
-    .stop = loop_common_stop,
     .flush = ep_flush,
-    .stats = loop_common_stats,
-    .listen = ep_listen,
-    .connect = ep_connect,
-    .stream_read = ep_stream_read,
-    .stream_read_bulk = ep_stream_read_bulk,
-    .stream_forward = ep_stream_forward,
-    .stream_send = ep_stream_send,
-    .stream_splice_in = ep_stream_splice_in,
-    .stream_splice_out = ep_stream_splice_out,
+    LOOP_COMMON_OPS,
 };

@@ -185,7 +185,7 @@ static void explain(char *why, size_t whylen, const char *what, int err)
 	snprintf(why, whylen, "%s: %s%s", what, strerror(-err), hint);
 }
 
-static void ur_accept_resume(struct loop *l);
+static const struct loop_stream_ops ur_stream_ops;
 
 static int ur_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
@@ -271,7 +271,7 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "fd table: out of memory");
 		goto fail_mem;
 	}
-	l->b.accept_resume = ur_accept_resume;
+	l->b.so = &ur_stream_ops;
 	*lp = l;
 	return 0;
 fail_mem:
@@ -864,16 +864,6 @@ static int s_ready(struct loop *l)
 	return 0;
 }
 
-static struct lstream *s_get(struct loop *l, int fd, int *err)
-{
-	struct lstream *s = NULL;
-
-	*err = s_ready(l);
-	if (!*err && !(s = stream_open(&l->b, fd)))
-		*err = -ENOMEM;
-	return s;
-}
-
 /* A deleted stream's slot goes back once the kernel holds nothing of it. */
 static void s_release(struct loop *l, struct lstream *s)
 {
@@ -976,37 +966,18 @@ static void s_next(struct loop *l, struct lstream *s)
 		stream_finished(&l->b, stream_dequeue(&l->b, s), -EBUSY);
 }
 
-static int ur_listen(struct loop *l, int fd, uint32_t id)
+static int s_connect(struct loop *l, struct lstream *s, const struct sockaddr *dst,
+		     socklen_t dstlen, uint32_t id)
 {
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_ACCEPT)
-		return -EALREADY;
-	s->acc_id = id;
-	return arm_accept(l, s);
-}
-
-static int ur_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
 	struct io_uring_sqe *sqe;
 
-	if (!s)
-		return err;
-	if (s->flags & SF_CONNECT)
-		return -EALREADY;
 	if (dstlen > sizeof(s->dst))
 		return -EINVAL;
 	if (!(sqe = sqe_get(l)))
 		return -EBUSY;
 	/* The slot outlives the request: the kernel may read dst late. */
 	memcpy(&s->dst, dst, dstlen);
-	io_uring_prep_connect(sqe, fd, &s->dst.sa, dstlen);
+	io_uring_prep_connect(sqe, s->fd, &s->dst.sa, dstlen);
 	io_uring_sqe_set_data64(sqe, UD(OP_CONNECT, s->slot, 0));
 	s->conn_id = id;
 	s->inflight++;
@@ -1014,40 +985,10 @@ static int ur_connect(struct loop *l, int fd, const struct sockaddr *dst, sockle
 	return 0;
 }
 
-static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
+/* The read a stream op asked for, on the main ring. */
+static int s_read(struct loop *l, struct lstream *s)
 {
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_READ)
-		return -EALREADY;
-	s->read_id = id;
-	s->bulk = bulk;
-	s->pipe = pipe;
-	s->pipe_len = (uint32_t)len;
-	err = arm_srecv(l, s, 0);
-	if (!err)
-		s->flags |= SF_READ;
-	return err;
-}
-
-static int ur_stream_read(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, false, -1, 0);
-}
-
-static int ur_stream_read_bulk(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, true, -1, 0);
-}
-
-static int ur_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
-{
-	if (pipe_w < 0 || len == 0 || len > INT_MAX)
-		return -EINVAL;
-	return s_read_ask(l, fd, id, true, pipe_w, len);
+	return arm_srecv(l, s, 0);
 }
 
 /* Sends on one fd leave one at a time, in the order queued: the next goes
@@ -1066,54 +1007,6 @@ static int s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
 	return 0;
 }
 
-static int ur_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
-{
-	int err;
-	struct lstream *s;
-	uint32_t c;
-
-	if (!l->b.sx || (err = stream_take(&l->b, d, &c)) < 0)
-		return -EINVAL;
-	if (!(s = s_get(l, fd, &err)) || (err = s_queue(l, s, c, id)) < 0) {
-		l->b.sx->c[c].state = CH_USER; /* still the caller's */
-		return err;
-	}
-	return 0;
-}
-
-static int ur_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if (pipe_r < 0 || len == 0)
-		return -EINVAL;
-	if ((err = stream_user(&l->b, NULL, len, &c)) < 0)
-		return err;
-	l->b.sx->c[c].pipe = pipe_r;
-	if ((err = s_queue(l, s, c, id)) < 0)
-		chunk_put(&l->b, c);
-	return err;
-}
-
-static int ur_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
-		return err;
-	if ((err = s_queue(l, s, c, id)) < 0)
-		chunk_put(&l->b, c);
-	return err;
-}
-
 static void on_saccept(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe)
 {
 	bool more = cqe->flags & IORING_CQE_F_MORE;
@@ -1130,7 +1023,7 @@ static void on_saccept(struct loop *l, struct lstream *s, struct io_uring_cqe *c
 		return;
 	}
 	/* Out of fds the multishot ends: re-armed at once it would fail at
-	 * once, for ever. The listener pauses (accept_resume re-arms it). */
+	 * once, for ever. The listener pauses (s_resume re-arms it). */
 	if (!more && cqe->res < 0 && loop_accept_pause(&l->b, cqe->res))
 		s->flags |= SF_PAUSED;
 	if (cqe->res != -ECANCELED)
@@ -1141,20 +1034,11 @@ static void on_saccept(struct loop *l, struct lstream *s, struct io_uring_cqe *c
 		arm_accept(l, s);
 }
 
-/* The pause is over: every paused listener's accept is armed again. */
-static void ur_accept_resume(struct loop *l)
+/* A paused listener's accept is armed again. */
+static void s_resume(struct loop *l, struct lstream *s)
 {
-	struct loop_streams *x = l->b.sx;
-
-	for (unsigned i = 0; x && i < x->ns; i++) {
-		struct lstream *s = x->sv[i];
-
-		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
-			s->flags &= (uint8_t)~SF_PAUSED;
-			if (!(s->flags & SF_ACCEPT))
-				arm_accept(l, s);
-		}
-	}
+	if (!(s->flags & SF_ACCEPT))
+		arm_accept(l, s);
 }
 
 static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe, uint64_t now)
@@ -1288,6 +1172,15 @@ static void on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
 	}
 }
 
+static const struct loop_stream_ops ur_stream_ops = {
+    .listen = arm_accept,
+    .resume = s_resume,
+    .connect = s_connect,
+    .ready = s_ready,
+    .read = s_read,
+    .queue = s_queue,
+};
+
 const struct loop_ops loop_uring_ops = {
     .name = "io_uring",
     .create = ur_create,
@@ -1297,18 +1190,7 @@ const struct loop_ops loop_uring_ops = {
     .watch = ur_watch,
     .forward = ur_forward,
     .send = ur_send,
-    .timer_set = loop_common_timer_set,
-    .timer_cancel = loop_common_timer_cancel,
     .run = ur_run,
-    .stop = loop_common_stop,
     .flush = ur_flush,
-    .stats = loop_common_stats,
-    .listen = ur_listen,
-    .connect = ur_connect,
-    .stream_read = ur_stream_read,
-    .stream_read_bulk = ur_stream_read_bulk,
-    .stream_forward = ur_stream_forward,
-    .stream_send = ur_stream_send,
-    .stream_splice_in = ur_stream_splice_in,
-    .stream_splice_out = ur_stream_splice_out,
+    LOOP_COMMON_OPS,
 };
