@@ -7,11 +7,13 @@
  * kept out of the ring, recycled the same way. This file: the ring, the
  * turn, the timer, the flush; datagrams and streams have their own. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "log.h"
 #include "loop_uring.h"
 
 struct io_uring_sqe *ur_sqe_get(struct loop *l)
@@ -62,6 +64,12 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 	p.cq_entries = UR_CQ_ENTRIES;
 	err = io_uring_queue_init_params(UR_ENTRIES, &l->ring, &p);
 	if (err == -EINVAL) {
+		/* Every worker's ring meets the same kernel: one line says it. */
+		static atomic_bool said;
+
+		if (!atomic_exchange(&said, true))
+			log_info("io_uring: the kernel refused SINGLE_ISSUER and DEFER_TASKRUN "
+				 "(Linux 6.1+): a plain ring, completions run when they come");
 		memset(&p, 0, sizeof(p));
 		p.flags = IORING_SETUP_CQSIZE;
 		p.cq_entries = UR_CQ_ENTRIES;
