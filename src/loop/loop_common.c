@@ -68,6 +68,21 @@ bool loop_accept_pause(struct loop_base *b, int err)
 	return true;
 }
 
+/* The pause is over: every paused listener takes its accept up again. */
+static void streams_accept_resume(struct loop_base *b)
+{
+	struct loop_streams *x = b->sx;
+
+	for (unsigned i = 0; x && i < x->ns; i++) {
+		struct lstream *s = x->sv[i];
+
+		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
+			s->flags &= (uint8_t)~SF_PAUSED;
+			b->so->resume((struct loop *)(void *)b, s);
+		}
+	}
+}
+
 void loop_turn_end(struct loop_base *b)
 {
 	uint64_t now = loop_now();
@@ -79,8 +94,7 @@ void loop_turn_end(struct loop_base *b)
 		if (!(t = timers_pop(&b->timers, now)))
 			break;
 		if (t == &b->accept_timer) {
-			if (b->accept_resume)
-				b->accept_resume((struct loop *)(void *)b);
+			streams_accept_resume(b);
 			continue;
 		}
 		if (b->h.on_timer)
@@ -469,4 +483,128 @@ struct lstream *stream_unstall(struct loop_base *b, bool bulk)
 	x->nstalled--;
 	s->flags &= (uint8_t)~SF_STALLED;
 	return s;
+}
+
+struct lstream *stream_get(struct loop *l, int fd, int *err)
+{
+	struct loop_base *b = loop_base(l);
+	struct lstream *s = NULL;
+
+	*err = b->so->ready(l);
+	if (!*err && !(s = stream_open(b, fd)))
+		*err = -ENOMEM;
+	return s;
+}
+
+int loop_stream_listen(struct loop *l, int fd, uint32_t id)
+{
+	int err;
+	struct lstream *s = stream_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_ACCEPT)
+		return -EALREADY;
+	s->acc_id = id;
+	return loop_base(l)->so->listen(l, s);
+}
+
+int loop_stream_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+			uint32_t id)
+{
+	int err;
+	struct lstream *s = stream_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_CONNECT)
+		return -EALREADY;
+	return loop_base(l)->so->connect(l, s, dst, dstlen, id);
+}
+
+/* A read of fd for id: into a chunk (bulk: not from the reserve), or with
+ * pipe >= 0 a splice of at most len bytes into it. */
+static int stream_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
+{
+	int err;
+	struct lstream *s = stream_get(l, fd, &err);
+
+	if (!s)
+		return err;
+	if (s->flags & SF_READ)
+		return -EALREADY;
+	s->read_id = id;
+	s->bulk = bulk;
+	s->pipe = pipe;
+	s->pipe_len = (uint32_t)len;
+	s->flags |= SF_READ;
+	err = loop_base(l)->so->read(l, s);
+	if (err)
+		s->flags &= (uint8_t)~SF_READ;
+	return err;
+}
+
+int loop_stream_read(struct loop *l, int fd, uint32_t id)
+{
+	return stream_read_ask(l, fd, id, false, -1, 0);
+}
+
+int loop_stream_read_bulk(struct loop *l, int fd, uint32_t id)
+{
+	return stream_read_ask(l, fd, id, true, -1, 0);
+}
+
+int loop_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
+{
+	if (pipe_w < 0 || len == 0 || len > INT_MAX)
+		return -EINVAL;
+	return stream_read_ask(l, fd, id, true, pipe_w, len);
+}
+
+int loop_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
+{
+	struct loop_base *b = loop_base(l);
+	int err;
+	struct lstream *s;
+	uint32_t c;
+
+	if (!b->sx || stream_take(b, d, &c) < 0)
+		return -EINVAL;
+	if (!(s = stream_get(l, fd, &err)) || (err = b->so->queue(l, s, c, id)) < 0) {
+		b->sx->c[c].state = CH_USER; /* still the caller's */
+		return err;
+	}
+	return 0;
+}
+
+/* A send of len bytes: the caller's at buf, or with splice those waiting
+ * in the pipe whose read end is pipe. */
+static int stream_send_from(struct loop *l, int fd, const void *buf, bool splice, int pipe,
+			    size_t len, uint32_t id)
+{
+	struct loop_base *b = loop_base(l);
+	int err;
+	struct lstream *s = stream_get(l, fd, &err);
+	uint32_t c;
+
+	if (!s)
+		return err;
+	if (splice && (pipe < 0 || len == 0))
+		return -EINVAL;
+	if ((err = stream_user(b, buf, len, &c)) < 0)
+		return err;
+	b->sx->c[c].pipe = pipe;
+	if ((err = b->so->queue(l, s, c, id)) < 0)
+		chunk_put(b, c);
+	return err;
+}
+
+int loop_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
+{
+	return stream_send_from(l, fd, buf, false, -1, len, id);
+}
+
+int loop_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
+{
+	return stream_send_from(l, fd, NULL, true, pipe_r, len, id);
 }

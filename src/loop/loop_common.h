@@ -19,6 +19,7 @@
 #include "timers.h"
 
 struct loop_streams;
+struct loop_stream_ops;
 
 /* The first member of each backend's struct loop. */
 struct loop_base {
@@ -28,14 +29,14 @@ struct loop_base {
 	struct loop_stats st;
 	uint64_t armed; /* the wake-up the backend has set, UINT64_MAX for none */
 	bool stop;
-	bool taken;		 /* the datagram in on_dgram was forwarded */
-	bool gro;		 /* --gso and a kernel with it: trains both ways */
-	unsigned stream_chunks;	 /* the stream read pool's size (loop_conf) */
-	struct loop_streams *sx; /* NULL until the first stream op */
-	/* Listeners paused for want of fds (LOOP_ACCEPT_PAUSE_MS): the
-	 * backend's resume takes them all up again when this is due. */
+	bool taken;			  /* the datagram in on_dgram was forwarded */
+	bool gro;			  /* --gso and a kernel with it: trains both ways */
+	unsigned stream_chunks;		  /* the stream read pool's size (loop_conf) */
+	struct loop_streams *sx;	  /* NULL until the first stream op */
+	const struct loop_stream_ops *so; /* the backend's part of the stream ops */
+	/* Listeners paused for want of fds (LOOP_ACCEPT_PAUSE_MS): each
+	 * is taken up again (so->resume) when this is due. */
 	struct timer accept_timer;
-	void (*accept_resume)(struct loop *l);
 };
 
 static inline struct loop_base *loop_base(struct loop *l)
@@ -207,10 +208,55 @@ void stream_deliver(struct loop *l, struct lstream *s, uint32_t c, size_t len, u
 void stream_stall(struct loop_base *b, struct lstream *s);
 struct lstream *stream_unstall(struct loop_base *b, bool bulk);
 
+/* What a backend does under the stream ops both share (loop_stream_*
+ * below, straight in each backend's loop_ops). */
+struct loop_stream_ops {
+	/* Listener s (acc_id set, no accept armed): arm its accept,
+	 * setting SF_ACCEPT. 0 or -errno (SF_ACCEPT not set). */
+	int (*listen)(struct loop *l, struct lstream *s);
+	/* Paused listener s (SF_PAUSED just cleared): accept again. */
+	void (*resume)(struct loop *l, struct lstream *s);
+	/* Connect s to dst (no connect under way) for id. 0 or -errno. */
+	int (*connect)(struct loop *l, struct lstream *s, const struct sockaddr *dst,
+		       socklen_t dstlen, uint32_t id);
+	/* The stream pool (streams_ready) and what the backend keeps beside
+	 * it, on first use: 0 or -errno. */
+	int (*ready)(struct loop *l);
+	/* s's read was asked for (SF_READ, read_id, bulk, pipe and pipe_len
+	 * set): start it. 0, or -errno and SF_READ is taken back. */
+	int (*read)(struct loop *l, struct lstream *s);
+	/* Chunk c, a send for id, goes on s's queue: 0, or -errno and c is
+	 * not queued (still the caller's). */
+	int (*queue)(struct loop *l, struct lstream *s, uint32_t c, uint32_t id);
+};
+
+/* The stream on fd, made on first use (b->so->ready): NULL with *err. */
+struct lstream *stream_get(struct loop *l, int fd, int *err);
+
+/* The stream ops of loop.h, the same on both backends. */
+int loop_stream_listen(struct loop *l, int fd, uint32_t id);
+int loop_stream_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+			uint32_t id);
+int loop_stream_read(struct loop *l, int fd, uint32_t id);
+int loop_stream_read_bulk(struct loop *l, int fd, uint32_t id);
+int loop_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id);
+int loop_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id);
+int loop_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id);
+int loop_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id);
+
 /* The ops every backend shares. */
 int loop_common_timer_set(struct loop *l, struct timer *t, uint64_t at);
 void loop_common_timer_cancel(struct loop *l, struct timer *t);
 const struct loop_stats *loop_common_stats(const struct loop *l);
 void loop_common_stop(struct loop *l);
+
+/* The entries of a backend's loop_ops that are the same on both. */
+#define LOOP_COMMON_OPS                                                                            \
+	.timer_set = loop_common_timer_set, .timer_cancel = loop_common_timer_cancel,              \
+	.stop = loop_common_stop, .stats = loop_common_stats, .listen = loop_stream_listen,        \
+	.connect = loop_stream_connect, .stream_read = loop_stream_read,                           \
+	.stream_read_bulk = loop_stream_read_bulk, .stream_forward = loop_stream_forward,          \
+	.stream_send = loop_stream_send, .stream_splice_in = loop_stream_splice_in,                \
+	.stream_splice_out = loop_stream_splice_out
 
 #endif

@@ -4,10 +4,9 @@
  * run of the same socket (the replies of many sessions all leave through
  * the public socket; a run to one destination is one GSO train), one
  * timerfd for the earliest timer. Copied sends wait in an arena that, like
- * the receive pool, is free again after each flush. */
+ * the receive pool, is free again after each flush. Streams and splices:
+ * loop_epoll_stream.c. */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,75 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "loop.h"
-#include "loop_common.h"
-
-#define EP_BATCH	32  /* datagrams per recvmmsg */
-#define EP_POOL		256 /* receive buffers: sends of one turn wait in them */
-#define EP_TURN_BATCHES 4   /* recvmmsg calls per socket per turn: bounded work */
-#define EP_EVENTS	64
-/* Stream reads asked for while more bytes are likely there (the last read
- * filled its chunk) are tried at once, without an epoll_wait in between:
- * at most this many such rounds, then epoll_wait (not sleeping) lets the
- * other sockets in. */
-#define EP_READY	64
-#define EP_READY_ROUNDS 8
-/* Copied sends of one turn: a flush makes room when it is full. */
-#define EP_COPY_BYTES (256u << 10)
-
-struct loop {
-	struct loop_base b; /* first: loop_common.h */
-	int ep, tfd;
-
-	/* Receive batch. */
-	struct mmsghdr rmsg[EP_BATCH];
-	struct iovec riov[EP_BATCH];
-	union etr_sockaddr rname[EP_BATCH];
-	union gro_ctl rctl[EP_BATCH];
-	uint8_t *rbuf;	/* EP_POOL * EP_SLOT */
-	unsigned rused; /* pool buffers handed out since the last flush */
-	uint8_t *cbuf;	/* EP_COPY_BYTES for copied sends */
-	size_t cused;	/* bytes of it taken since the last flush */
-
-	/* Sends waiting for the end of the batch, in arrival order. */
-	unsigned nsend;
-	struct mmsghdr smsg[EP_POOL];
-	struct iovec siov[EP_POOL];
-	union etr_sockaddr sdst[EP_POOL];
-	int sfd[EP_POOL];
-	uint32_t sid[EP_POOL];
-
-	/* The same sends as trains, built by flush(): train t is datagrams
-	 * tfirst[t] .. tfirst[t] + tn[t] - 1. */
-	struct mmsghdr tmsg[EP_POOL];
-	union gso_ctl tctl[EP_POOL];
-	uint16_t tfirst[EP_POOL], tn[EP_POOL], tseg[EP_POOL];
-
-	/* Streams whose read is tried before the next epoll_wait: slot, gen. */
-	uint32_t ready[EP_READY][2];
-	unsigned nready;
-
-	/* The stream whose event is being handled: its interest is set once,
-	 * at the end of s_event, whatever its handlers asked meanwhile. */
-	struct lstream *cur;
-	uint32_t cur_gen;
-};
-
-/* One byte more than the largest datagram is not needed: MSG_TRUNC tells.
- * Each pool slot has LOOP_HEADROOM free bytes in front. */
-#define EP_BUF	LOOP_MAX_DGRAM
-#define EP_SLOT (LOOP_HEADROOM + EP_BUF)
-
-#define EV_WATCH  (1ull << 63)
-#define EV_TIMER  (1ull << 62)
-#define EV_STREAM (1ull << 61) /* then slot << 32 | gen */
-static uint64_t ev_data(int fd, uint32_t id, uint64_t flags)
-{
-	return flags | (uint64_t)(uint32_t)fd << 32 | id;
-}
-
-static void s_accept_resume(struct loop *l);
+#include "loop_epoll.h"
 
 static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)
@@ -109,7 +40,7 @@ static int ep_create(struct loop **lp, const struct loop_handler *h, const struc
 		snprintf(why, whylen, "epoll setup: out of memory");
 		goto fail;
 	}
-	l->b.accept_resume = s_accept_resume;
+	l->b.so = &ep_stream_ops;
 	ev.data.u64 = ev_data(l->tfd, 0, EV_TIMER);
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->tfd, &ev) < 0) {
 		err = -errno;
@@ -268,14 +199,12 @@ static void flush(struct loop *l)
 	l->cused = 0;
 }
 
-static void s_cancel(struct loop *l, struct lstream *s);
-
 static void ep_del_socket(struct loop *l, int fd, uint32_t id)
 {
 	struct lstream *s = stream_at(&l->b, fd);
 
 	if (s) {
-		s_cancel(l, s);
+		ep_s_cancel(l, s);
 		fdtab_clear(&l->b.fds, fd);
 		return;
 	}
@@ -435,466 +364,6 @@ static void arm(struct loop *l, uint64_t deadline)
 	l->b.armed = deadline;
 }
 
-/* Streams. The interest registered for a stream follows what it waits
- * for: EPOLLIN while it listens or a read is asked for (and a chunk is
- * free), EPOLLOUT while it connects or has bytes to send; none, and it is
- * out of the epoll set (level-triggered: an error would wake us forever).
- * Two exceptions save an epoll_ctl pair per connection:
- * - lazy: an EPOLLIN no longer wanted stays while the socket is not known
- *   to be readable (its last read neither hit EOF nor an error); should it
- *   fire, s_event takes it away then (strict). A connection between its
- *   hello and its next read keeps its EPOLLIN instead of a DEL and an ADD.
- * - a connection after del_socket stays in the set: its caller closes the
- *   fd next (loop.h), and close(2) takes it out. A listener (it may stay
- *   open, unwatched) leaves with an EPOLL_CTL_DEL. */
-static void s_sync_to(struct loop *l, struct lstream *s, bool strict)
-{
-	struct epoll_event ev = {0};
-	/* EPOLLRDHUP: a read that empties the socket after the peer's FIN
-	 * knows the next read is EOF (SF_EOF). EPOLLPRI: urgent data, where
-	 * a read stops short with bytes behind it (not EOF next then). */
-	uint32_t in = (s->flags & SF_ACCEPT) ? EPOLLIN : EPOLLIN | EPOLLRDHUP | EPOLLPRI;
-	uint32_t want = 0;
-	int op;
-
-	if (!(s->flags & SF_DEAD)) {
-		if ((s->flags & (SF_ACCEPT | SF_PAUSED)) == SF_ACCEPT ||
-		    (s->flags & (SF_READ | SF_STALLED)) == SF_READ)
-			want |= in;
-		if ((s->flags & SF_CONNECT) || s->qhead != STREAM_NONE)
-			want |= EPOLLOUT;
-	} else if (!(s->flags & SF_ACCEPT)) {
-		s->events = 0; /* close(2) comes next */
-		return;
-	}
-	if (want == s->events)
-		return;
-	if (!strict && (s->events & ~want) == in && !(want & ~s->events))
-		return; /* lazy */
-	op = !want ? EPOLL_CTL_DEL : !s->events ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-	ev.events = want;
-	ev.data.u64 = EV_STREAM | (uint64_t)s->slot << 32 | s->gen;
-	if (epoll_ctl(l->ep, op, s->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
-		s->events = want;
-}
-
-static void s_sync(struct loop *l, struct lstream *s)
-{
-	if (s == l->cur && s->gen == l->cur_gen)
-		return; /* s_event sets it when its handlers are done */
-	s_sync_to(l, s, false);
-}
-
-/* A read chunk is free again: the oldest read waiting for one goes on. */
-static void s_recycle(struct loop *l, uint32_t c)
-{
-	struct loop_streams *x = l->b.sx;
-	struct lstream *s;
-
-	x->rfree[x->nrfree++] = c;
-	if ((s = stream_unstall(&l->b, x->nrfree > x->nreserve)))
-		s_sync(l, s);
-}
-
-static struct lstream *s_get(struct loop *l, int fd, int *err)
-{
-	struct lstream *s = NULL;
-
-	*err = streams_ready(&l->b, s_recycle);
-	if (!*err && !(s = stream_open(&l->b, fd)))
-		*err = -ENOMEM;
-	return s;
-}
-
-/* Write what s has queued, oldest first, until the socket is full. */
-static void s_write(struct loop *l, struct lstream *s)
-{
-	struct loop_streams *x = l->b.sx;
-	uint32_t c;
-
-	while ((c = s->qhead) != STREAM_NONE) {
-		struct lchunk *ch = &x->c[c];
-		/* A splice's bytes wait in its pipe: pipe to socket, no copy. A
-		 * full socket is EAGAIN (the pipe holds them all, never
-		 * empty here). */
-		ssize_t n = ch->pipe >= 0 ? splice(ch->pipe, NULL, s->fd, NULL, ch->len - ch->done,
-						   SPLICE_F_NONBLOCK | SPLICE_F_MOVE)
-					  : send(s->fd, ch->data + ch->done, ch->len - ch->done,
-						 MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			if (errno == EINTR)
-				continue;
-			stream_finished(&l->b, stream_dequeue(&l->b, s), -errno);
-			continue;
-		}
-		ch->done += (uint32_t)n;
-		STAT_ADD(l->b.st.stream_tx_bytes, (uint64_t)n);
-		if (ch->done < ch->len)
-			return; /* short: the socket is full, EPOLLOUT brings the tail */
-		stream_finished(&l->b, stream_dequeue(&l->b, s), (int)ch->len);
-	}
-}
-
-/* del_socket of a stream: out of epoll, queued sends end as -ECANCELED
- * (their on_sent at the end of this event or turn, never inside). */
-static void s_cancel(struct loop *l, struct lstream *s)
-{
-	uint32_t c;
-
-	stream_detach(&l->b, s);
-	s_sync(l, s);
-	while ((c = stream_dequeue(&l->b, s)) != STREAM_NONE)
-		stream_finished(&l->b, c, -ECANCELED);
-	stream_close(&l->b, s);
-}
-
-static void s_accept(struct loop *l, struct lstream *s, uint32_t gen)
-{
-	/* Bounded: other sockets get their turn (LOOP_ACCEPT_TURN). */
-	for (unsigned i = 0; i < LOOP_ACCEPT_TURN; i++) {
-		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
-			continue;
-		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		/* An error once per turn: the listener stays; out of fds it
-		 * pauses (out of the epoll set until accept_resume), else
-		 * level-triggered EPOLLIN would wake us at once, for ever. */
-		if (fd < 0) {
-			int err = -errno;
-
-			if (loop_accept_pause(&l->b, err))
-				s->flags |= SF_PAUSED;
-			l->b.h.on_accept(l->b.h.arg, s->acc_id, err);
-			return;
-		}
-		l->b.h.on_accept(l->b.h.arg, s->acc_id, fd);
-		if (fd < 0 || s->gen != gen || !(s->flags & SF_ACCEPT))
-			return;
-	}
-}
-
-/* The pause is over: every paused listener takes EPOLLIN again. */
-static void s_accept_resume(struct loop *l)
-{
-	struct loop_streams *x = l->b.sx;
-
-	for (unsigned i = 0; x && i < x->ns; i++) {
-		struct lstream *s = x->sv[i];
-
-		if ((s->flags & (SF_PAUSED | SF_DEAD)) == SF_PAUSED) {
-			s->flags &= (uint8_t)~SF_PAUSED;
-			s_sync(l, s);
-		}
-	}
-}
-
-/* stream_splice_in: socket to pipe, no chunk taken. The caller asks only
- * with its pipe empty (loop.h), so EAGAIN is an empty socket, never a full
- * pipe. EOF and "EOF next" as for s_read. */
-static bool s_splice_in(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
-{
-	ssize_t n = (s->flags & SF_EOF) ? 0
-					: splice(s->fd, NULL, s->pipe, NULL, s->pipe_len,
-						 SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-		s->flags &= (uint8_t)~SF_MORE;
-		return false;
-	}
-	s->flags &= (uint8_t) ~(SF_READ | SF_MORE);
-	if (n < 0) {
-		l->b.h.on_recv_error(l->b.h.arg, s->read_id, -errno);
-		return true;
-	}
-	if ((size_t)n == s->pipe_len)
-		s->flags |= SF_MORE;
-	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
-		s->flags |= SF_EOF;
-	STAT_ADD(l->b.st.stream_spliced, (uint64_t)n);
-	stream_deliver(l, s, STREAM_NONE, (size_t)n, now);
-	return n == 0 || (s->flags & SF_EOF);
-}
-
-/* Read into a free chunk; events: what woke us, 0 from the ready list.
- * The peer's FIN seen (EPOLLRDHUP, no error, no urgent data: a read stops
- * short at its mark) and a read short of the chunk: the socket is empty, and the next read is EOF
- * without a recv (SF_EOF). True when the socket stays readable for good (EOF, EOF next, an error):
- * its EPOLLIN, unless asked again, goes at once. */
-static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t events)
-{
-	struct loop_streams *x = l->b.sx;
-	ssize_t n;
-	uint32_t c;
-
-	if (s->pipe >= 0)
-		return s_splice_in(l, s, now, events);
-	if (x->nrfree == 0 || (s->bulk && x->nrfree <= x->nreserve)) {
-		if (x->nrfree)
-			STAT_ADD(l->b.st.stream_reserve_waits, 1);
-		stream_stall(&l->b, s); /* s_sync drops EPOLLIN meanwhile */
-		return false;
-	}
-	c = x->rfree[--x->nrfree];
-	chunk_take(&l->b, c, CH_USER);
-	n = (s->flags & SF_EOF)
-		? 0
-		: recv(s->fd, chunk_base(x, c) + LOOP_HEADROOM, LOOP_STREAM_CHUNK, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-		chunk_put(&l->b, c);
-		s->flags &= (uint8_t)~SF_MORE;
-		return false;
-	}
-	s->flags &= (uint8_t) ~(SF_READ | SF_MORE);
-	if (n < 0) {
-		int err = -errno;
-
-		chunk_put(&l->b, c);
-		l->b.h.on_recv_error(l->b.h.arg, s->read_id, err);
-		return true;
-	}
-	if (n == LOOP_STREAM_CHUNK)
-		s->flags |= SF_MORE;
-	else if (n > 0 && (events & (EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) == EPOLLRDHUP)
-		s->flags |= SF_EOF;
-	stream_deliver(l, s, c, (size_t)n, now);
-	return n == 0 || (s->flags & SF_EOF);
-}
-
-/* The reads asked for while their sockets likely had more: tried now, each
- * at most once (a read asked again from its on_stream waits for the next
- * round); one that finds nothing waits for EPOLLIN as usual. */
-static void s_ready_reads(struct loop *l)
-{
-	struct loop_streams *x = l->b.sx;
-	uint32_t ready[EP_READY][2];
-	unsigned n = l->nready;
-	uint64_t now = loop_now();
-
-	memcpy(ready, l->ready, n * sizeof(ready[0]));
-	l->nready = 0;
-	for (unsigned i = 0; i < n && !l->b.stop; i++) {
-		struct lstream *s = x->sv[ready[i][0]];
-		bool eof;
-
-		if (s->gen != ready[i][1] ||
-		    (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
-			continue;
-		eof = s_read(l, s, now, 0);
-		streams_complete(l);
-		if (s->gen == ready[i][1] && !(s->flags & SF_DEAD))
-			s_sync_to(l, s, eof);
-	}
-}
-
-/* Writable without EPOLLERR: connected, no SO_ERROR to ask. */
-static void s_connected(struct loop *l, struct lstream *s, uint32_t events)
-{
-	int err = 0;
-	socklen_t len = sizeof(err);
-
-	s->flags &= (uint8_t)~SF_CONNECT;
-	if (s->conn_res)
-		err = -s->conn_res;
-	else if ((events & (EPOLLERR | EPOLLHUP)) &&
-		 getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		err = errno;
-	l->b.h.on_connected(l->b.h.arg, s->conn_id, -err);
-}
-
-static void s_event(struct loop *l, uint64_t u, uint32_t events, uint64_t now)
-{
-	struct loop_streams *x = l->b.sx;
-	uint32_t slot = (uint32_t)(u >> 32) & 0x1fffffff, gen = (uint32_t)u;
-	struct lstream *s;
-	uint32_t reg;
-	/* An error, a hang-up, an EPOLLIN not read or read to EOF: the
-	 * socket stays ready, so interest it no longer wants goes now. */
-	bool strict = (events & (EPOLLERR | EPOLLHUP)) != 0;
-
-	if (!x || slot >= x->ns)
-		return;
-	s = x->sv[slot];
-	/* Deleted earlier in this turn, perhaps taken again since. */
-	if (s->gen != gen || (s->flags & SF_DEAD))
-		return;
-	reg = s->events;
-	l->cur = s;
-	l->cur_gen = gen;
-	if ((reg & EPOLLOUT) && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-		if (s->flags & SF_CONNECT)
-			s_connected(l, s, events);
-		else if (s->qhead != STREAM_NONE)
-			s_write(l, s);
-	}
-	if (s->gen == gen && !(s->flags & SF_DEAD) && (reg & EPOLLIN) &&
-	    (events & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP))) {
-		/* EPOLLPRI alone (only the urgent byte left): a read skips it
-		 * and the mark is gone (it would fire again else). */
-		if (s->flags & SF_ACCEPT) {
-			s_accept(l, s, gen);
-			strict = true;
-		} else if ((s->flags & (SF_READ | SF_STALLED)) == SF_READ) {
-			strict |= s_read(l, s, now, events);
-		} else {
-			strict = true; /* lazy EPOLLIN fired */
-		}
-	}
-	/* The sends that finished (a relay asks for its next read there)
-	 * before the interest is set: one epoll_ctl less per chunk. */
-	streams_complete(l);
-	l->cur = NULL;
-	if (s->gen == gen && !(s->flags & SF_DEAD))
-		s_sync_to(l, s, strict);
-}
-
-static int ep_listen(struct loop *l, int fd, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_ACCEPT)
-		return -EALREADY;
-	s->acc_id = id;
-	s->flags |= SF_ACCEPT;
-	s_sync_to(l, s, true);
-	if (!(s->events & EPOLLIN)) {
-		s->flags &= (uint8_t)~SF_ACCEPT;
-		return -errno;
-	}
-	return 0;
-}
-
-static int ep_connect(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
-		      uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_CONNECT)
-		return -EALREADY;
-	if (connect(fd, dst, dstlen) == 0 || errno == EINPROGRESS) {
-		s->conn_res = 0;
-	} else if (errno == EBADF || errno == ENOTSOCK || errno == EISCONN || errno == EALREADY ||
-		   errno == EAFNOSUPPORT || errno == EINVAL) {
-		return -errno; /* the caller's mistake: no callback */
-	} else {
-		/* Refused at once (loopback can): reported like a late one. */
-		s->conn_res = -errno;
-	}
-	s->conn_id = id;
-	s->flags |= SF_CONNECT;
-	s_sync(l, s);
-	return 0;
-}
-
-static int s_read_ask(struct loop *l, int fd, uint32_t id, bool bulk, int pipe, size_t len)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-
-	if (!s)
-		return err;
-	if (s->flags & SF_READ)
-		return -EALREADY;
-	s->read_id = id;
-	s->bulk = bulk;
-	s->pipe = pipe;
-	s->pipe_len = (uint32_t)len;
-	s->flags |= SF_READ;
-	if ((s->flags & (SF_MORE | SF_EOF)) && l->nready < EP_READY) {
-		l->ready[l->nready][0] = s->slot;
-		l->ready[l->nready++][1] = s->gen;
-	}
-	s_sync(l, s);
-	return 0;
-}
-
-static int ep_stream_read(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, false, -1, 0);
-}
-
-static int ep_stream_read_bulk(struct loop *l, int fd, uint32_t id)
-{
-	return s_read_ask(l, fd, id, true, -1, 0);
-}
-
-static int ep_stream_splice_in(struct loop *l, int fd, int pipe_w, size_t len, uint32_t id)
-{
-	if (pipe_w < 0 || len == 0 || len > INT_MAX)
-		return -EINVAL;
-	return s_read_ask(l, fd, id, true, pipe_w, len);
-}
-
-/* Sends on one fd leave in order: one written now when nothing waits
- * before it, else queued behind; what the socket did not take waits for
- * EPOLLOUT. on_sent always comes later, never from inside the op. */
-static void s_queue(struct loop *l, struct lstream *s, uint32_t c, uint32_t id)
-{
-	bool idle = s->qhead == STREAM_NONE;
-
-	stream_enqueue(&l->b, s, c, id);
-	if (idle)
-		s_write(l, s);
-	s_sync(l, s);
-}
-
-static int ep_stream_forward(struct loop *l, int fd, struct loop_dgram *d, uint32_t id)
-{
-	int err;
-	struct lstream *s;
-	uint32_t c;
-
-	if (!l->b.sx || stream_take(&l->b, d, &c) < 0)
-		return -EINVAL;
-	if (!(s = s_get(l, fd, &err))) {
-		l->b.sx->c[c].state = CH_USER;
-		return err;
-	}
-	s_queue(l, s, c, id);
-	return 0;
-}
-
-static int ep_stream_send(struct loop *l, int fd, const void *buf, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if ((err = stream_user(&l->b, buf, len, &c)) < 0)
-		return err;
-	s_queue(l, s, c, id);
-	return 0;
-}
-
-static int ep_stream_splice_out(struct loop *l, int fd, int pipe_r, size_t len, uint32_t id)
-{
-	int err;
-	struct lstream *s = s_get(l, fd, &err);
-	uint32_t c;
-
-	if (!s)
-		return err;
-	if (pipe_r < 0 || len == 0)
-		return -EINVAL;
-	if ((err = stream_user(&l->b, NULL, len, &c)) < 0)
-		return err;
-	l->b.sx->c[c].pipe = pipe_r;
-	s_queue(l, s, c, id);
-	return 0;
-}
-
 static int ep_run(struct loop *l)
 {
 	struct epoll_event ev[EP_EVENTS];
@@ -911,7 +380,7 @@ static int ep_run(struct loop *l)
 				break;
 		}
 		for (unsigned r = 0; l->nready && r < EP_READY_ROUNDS && !l->b.stop; r++)
-			s_ready_reads(l);
+			ep_s_ready_reads(l);
 		if (l->b.stop)
 			break;
 		if (loop_wake_earlier(&l->b, &at))
@@ -937,7 +406,7 @@ static int ep_run(struct loop *l)
 				continue;
 			}
 			if (u & EV_STREAM) {
-				s_event(l, u, ev[i].events, now);
+				ep_s_event(l, u, ev[i].events, now);
 				continue;
 			}
 			/* An earlier handler in this turn may have closed this fd,
@@ -974,18 +443,7 @@ const struct loop_ops loop_epoll_ops = {
     .watch = ep_watch,
     .forward = ep_forward,
     .send = ep_send,
-    .timer_set = loop_common_timer_set,
-    .timer_cancel = loop_common_timer_cancel,
     .run = ep_run,
-    .stop = loop_common_stop,
     .flush = ep_flush,
-    .stats = loop_common_stats,
-    .listen = ep_listen,
-    .connect = ep_connect,
-    .stream_read = ep_stream_read,
-    .stream_read_bulk = ep_stream_read_bulk,
-    .stream_forward = ep_stream_forward,
-    .stream_send = ep_stream_send,
-    .stream_splice_in = ep_stream_splice_in,
-    .stream_splice_out = ep_stream_splice_out,
+    LOOP_COMMON_OPS,
 };
