@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -543,9 +544,21 @@ static int tcp_client(const struct sockaddr_in *sa, int snd, int rcv)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	/* Say why when it fails (once in a fresh-check run, while other
-	 * tests loaded loopback: -1, errno not known then). */
-	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
-		fail_msg("connect to 127.0.0.1:%u: %s", ntohs(sa->sin_port), strerror(errno));
+	 * tests loaded loopback: -1, errno not known then). A connect that
+	 * waits (a full backlog) is cut short by io_uring's task work on this
+	 * thread (EINTR, with SO_SNDTIMEO set): it goes on in the kernel;
+	 * wait for it. */
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		int err = errno, n = 0;
+		socklen_t len = sizeof(err);
+
+		for (int i = 0; err == EINTR && i < 50 && n <= 0; i++)
+			n = poll(&p, 1, 100);
+		if (n == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+			return fd;
+		fail_msg("connect to 127.0.0.1:%u: %s", ntohs(sa->sin_port), strerror(err));
+	}
 	return fd;
 }
 
