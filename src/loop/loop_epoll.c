@@ -14,7 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "loop_epoll.h"
+#include "loop_epoll_int.h"
 
 static int ep_create(struct loop **lp, const struct loop_handler *h, const struct loop_conf *c,
 		     char *why, size_t whylen)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "loop_epoll.h"
+#include "loop_epoll_int.h"
 
 /* The interest registered for a stream follows what it waits
  * for: EPOLLIN while it listens or a read is asked for (and a chunk is

@@ -14,20 +14,7 @@
 #include <sys/mman.h>
 
 #include "log.h"
-#include "loop_uring.h"
-
-struct io_uring_sqe *ur_sqe_get(struct loop *l)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
-
-	if (!sqe) {
-		/* The SQ is full mid-turn: submit early rather than fail. */
-		io_uring_submit(&l->ring);
-		STAT_ADD(l->b.st.send_batches, 1);
-		sqe = io_uring_get_sqe(&l->ring);
-	}
-	return sqe;
-}
+#include "loop_uring_int.h"
 
 /* Why io_uring cannot serve, in words an operator can act on. */
 static void explain(char *why, size_t whylen, const char *what, int err)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loop_uring.h"
+#include "loop_uring_int.h"
 
 static uint8_t *buf_at(struct loop *l, unsigned bid)
 {

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "loop_uring.h"
+#include "loop_uring_int.h"
 
 /* Which ring read chunk c belongs to. */
 static int s_group(const struct loop *l, uint32_t c)

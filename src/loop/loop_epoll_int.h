@@ -2,8 +2,8 @@
 /* The epoll backend's insides, shared by its two files (loop_epoll.c:
  * setup, datagrams, the turn; loop_epoll_stream.c: streams and splices):
  * sizes, event tags, struct loop. Only those include it. */
-#ifndef ETR_LOOP_EPOLL_H
-#define ETR_LOOP_EPOLL_H
+#ifndef ETR_LOOP_EPOLL_INT_H
+#define ETR_LOOP_EPOLL_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * user_data, struct loop, and what one file calls in another
  * (loop_uring.c: ring, turn, timer; loop_uring_dgram.c: datagrams;
  * loop_uring_stream.c: streams and splices). Only those include it. */
-#ifndef ETR_LOOP_URING_H
-#define ETR_LOOP_URING_H
+#ifndef ETR_LOOP_URING_INT_H
+#define ETR_LOOP_URING_INT_H
 
 #include <liburing.h>
 #include <stdbool.h>
@@ -109,7 +109,18 @@ struct loop {
 };
 
 /* A free SQE, submitting what is queued when the SQ is full; NULL if none. */
-struct io_uring_sqe *ur_sqe_get(struct loop *l);
+static inline struct io_uring_sqe *ur_sqe_get(struct loop *l)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+
+	if (!sqe) {
+		/* The SQ is full mid-turn: submit early rather than fail. */
+		io_uring_submit(&l->ring);
+		STAT_ADD(l->b.st.send_batches, 1);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	return sqe;
+}
 
 /* Datagrams (loop_uring_dgram.c). Buffer bid goes back to the ring. */
 void ur_buf_recycle(struct loop *l, unsigned bid);
