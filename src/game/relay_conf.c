@@ -246,6 +246,27 @@ static bool relay_loops(const struct etr_conf *c, const struct relay_conf *r,
 			 r->name, addr_str(&r->listen.sa, a));
 		return true;
 	}
+	/* This process's other UDP listeners: a PRBE echo port, a TURN
+	 * listener (attack13 F8: accepted, and the players' packets went to
+	 * them instead of a game server). Another relay: relay_cycle. */
+	for (unsigned i = 0; i < c->prbe.nlisten; i++)
+		if (addrclass_loops(up, &c->prbe.listen[i], local, nlocal)) {
+			conf_err(e,
+				 "%s: upstream %s (relay %s) is this process's PRBE echo port "
+				 "%s, not a game server",
+				 conf_key_origin(c, r, "upstream", NULL, where, o, sizeof(o)), hp,
+				 r->name, addr_str(&c->prbe.listen[i].sa, a));
+			return true;
+		}
+	for (unsigned i = 0; i < c->nturn; i++)
+		if (addrclass_loops(up, &c->turn[i].listen, local, nlocal)) {
+			conf_err(e,
+				 "%s: upstream %s (relay %s) is this process's TURN listener %s "
+				 "%s, not a game server",
+				 conf_key_origin(c, r, "upstream", NULL, where, o, sizeof(o)), hp,
+				 r->name, c->turn[i].name, addr_str(&c->turn[i].listen.sa, a));
+			return true;
+		}
 	return false;
 }
 

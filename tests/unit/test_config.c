@@ -3724,6 +3724,40 @@ static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 				       "60000 ms"));
 }
 
+/* attack13 F8: nor does one whose upstream is this process's echo port or
+ * TURN listener. */
+static void test_config_relay_upstream_that_is_another_udp_listener_is_an_error(void **state)
+{
+	struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "listen 127.0.0.1:27960\nupstream 127.0.0.1:27990\n"
+			     "prbe-listen 0.0.0.0:27990\n",
+			     NOARGS),
+			 -1);
+	assert_err_line(&e,
+			PATH ":2: upstream 127.0.0.1:27990 (relay default) is this process's PRBE "
+			     "echo port 0.0.0.0:27990, not a game server",
+			NULL, NULL);
+	assert_int_equal(run(&c, &e,
+			     "listen 127.0.0.1:27960\nupstream 127.0.0.1:3478\n"
+			     "[turn p2p]\nlisten 127.0.0.1:3478\n",
+			     NOARGS),
+			 -1);
+	assert_err_line(&e,
+			PATH ":2: upstream 127.0.0.1:3478 (relay default) is this process's TURN "
+			     "listener p2p 127.0.0.1:3478, not a game server",
+			NULL, NULL);
+	/* Another port of the same host is a game server as far as we know. */
+	assert_int_equal(run(&c, &e,
+			     "listen 127.0.0.1:27960\nupstream 127.0.0.1:3479\n"
+			     "[turn p2p]\nlisten 127.0.0.1:3478\n",
+			     NOARGS),
+			 0);
+}
+
 /* attacker10 F4: a relay whose upstream is itself answers nobody. */
 static void test_config_relay_upstream_that_is_its_own_listen_is_an_error(void **state)
 {
@@ -3992,6 +4026,7 @@ int main(void)
 	    cmocka_unit_test(test_config_missing_bootstrap_token_file_is_a_warning_unless_enrolled),
 	    cmocka_unit_test(test_config_control_backoff_min_above_max_is_an_error),
 	    cmocka_unit_test(test_config_relay_upstream_that_is_its_own_listen_is_an_error),
+	    cmocka_unit_test(test_config_relay_upstream_that_is_another_udp_listener_is_an_error),
 	    cmocka_unit_test(test_config_relays_upstreams_in_a_cycle_are_an_error),
 	};
 
