@@ -109,8 +109,13 @@ static int open_one(struct kind_env *e, unsigned i)
 	struct turn_shared *sh = e->shared;
 	char err[512];
 
-	if (turn_relay_addr_check(c, err, sizeof(err)) < 0 ||
-	    turn_shared_init(sh, i, c, e->nworkers, err, sizeof(err)) < 0) {
+	/* Not an address of this host: the host's fault, as a listen
+	 * address that is not its own (1), not the configuration's. */
+	if (turn_relay_addr_check(c, err, sizeof(err)) < 0) {
+		log_warnx("turn %s: %s", c->name, err);
+		return EXIT_FAILURE;
+	}
+	if (turn_shared_init(sh, i, c, e->nworkers, err, sizeof(err)) < 0) {
 		char where[CONF_PATH_MAX + 32];
 
 		/* A TLS pair that does not load: on its key's line, as -t. */
@@ -411,7 +416,7 @@ static void report(const struct etr_conf *c)
 		if (turn_relay_addr_check(t, err, sizeof(err)) < 0)
 			fprintf(stderr,
 				"etrelay: warning: turn %s: %s (a start on this host "
-				"refuses it)\n",
+				"exits 1 on it)\n",
 				t->name, err);
 		addr_str(&t->relay_addr.sa, r);
 		if (strrchr(r, ':')) /* an address alone (IPv4): no ":0" */
