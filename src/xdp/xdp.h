@@ -17,11 +17,17 @@
 
 struct xdp;
 
-/* The verdicts counted, in etrelay_xdp_packets_total{result}. */
-#define XDP_COUNTS 5
+/* The counters, etrelay_xdp_packets_total{listener,result}: a listener's
+ * results together, listener by listener (out[l * XDP_REASONS + r]). */
+#define XDP_LISTENERS 3
+#define XDP_REASONS   6
+#define XDP_COUNTS    (XDP_LISTENERS * XDP_REASONS)
 
-/* Result k's label value: passed, known, bogon, banned, rate. */
-const char *xdp_result_name(unsigned k);
+/* Listener l's label value: game, turn, prbe. */
+const char *xdp_listener_name(unsigned l);
+
+/* Result r's label value: passed, known, bogon, banned, shape, rate. */
+const char *xdp_result_name(unsigned r);
 
 /* What a start refuses: an interface that does not exist, said as
  * "PATH:LINE: xdp-interface IF: no such interface" in err. 0, or -ENODEV. */

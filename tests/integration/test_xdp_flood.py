@@ -42,6 +42,14 @@ PLAYERS, PLAYER_PPS, PLAY_SECONDS = 3, 40, 5.0
 FLOOD_SOURCES, FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 256, 600, 12.0
 XDP_RATE, XDP_BURST = 5, 10
 BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
+# From a source of their own, fewer than its bucket holds: not the game
+# relay's shape (a command no game server runs for a client, an in-game
+# packet too short for a qport, a getinfo behind a comment never closed),
+# and of its shape (a getinfo as the engines read it: quoted, after a
+# comment).
+SHAPELESS, SHAPELY = "198.19.9.9", "198.19.9.10"
+NOT_SHAPE = [b"\xff\xff\xff\xffgetservers 68 full", b"\x01\x00\x00", b"\xff\xff\xff\xff /* getinfo"]
+SHAPE = [b"\xff\xff\xff\xff /* x */ \"GETINFO\" xxx"]
 
 # Runs as a child (its own CPU, not this process's GIL): the frames, round
 # robin over the sources, each source FLOOD_PER_SOURCE times; stops at the
@@ -180,6 +188,12 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     for k in range(BAN_FRAMES):
         ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
                                   H.game_packet(7, b"banned", k), ns.host_mac, ns.ns_mac))
+    for k, payload in enumerate(NOT_SHAPE):
+        ns.send_frame(H.ether_udp((SHAPELESS, 32000 + k), (ns.ns_ip, lport), payload,
+                                  ns.host_mac, ns.ns_mac))
+    for k, payload in enumerate(SHAPE):
+        ns.send_frame(H.ether_udp((SHAPELY, 32000 + k), (ns.ns_ip, lport), payload,
+                                  ns.host_mac, ns.ns_mac))
     for t in threads:
         t.join(timeout=PLAY_SECONDS + 30)
     cpu = relay.cpu_seconds() - cpu0
@@ -202,8 +216,9 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
         return H.counter(m1, name, **labels) - H.counter(m0, name, **labels)
 
     relay_drops = grew("etrelay_dropped_datagrams_total")
-    counts = {r: grew("etrelay_xdp_packets_total", result=r)
-              for r in ("passed", "known", "bogon", "banned", "rate")}
+    counts = {r: grew("etrelay_xdp_packets_total", listener="game", result=r)
+              for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
+    counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
     ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
              f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
@@ -277,6 +292,8 @@ def test(ctx):
             f"+ {XDP_RATE}/s")
     H.check(x["rate"] > 0 and floor > 0, "the flood outran its buckets")
     H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
+    H.expect_eq(x["shape"], len(NOT_SHAPE), "XDP drops as shape")
+    H.expect_eq(x["other listeners"], 0, "XDP counts under listener game only")
     H.expect_eq(with_xdp["lost"], [0] * PLAYERS, "players' packets lost with XDP")
     H.check(x["known"] >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
@@ -284,7 +301,7 @@ def test(ctx):
     ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; relay "
              f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
              f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
-             f"{x['rate']} rate, {x['banned']} banned, passed {x['passed']}, known {x['known']}")
+             f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, known {x['known']}")
     H.check(with_xdp["reload"]["passed"] + with_xdp["reload"]["known"] >= BAN_FRAMES,
             f"the address unbanned by SIGHUP passes: {with_xdp['reload']}")
     ctx.check_relays_alive()
