@@ -759,8 +759,9 @@ static int open_control(struct daemon *d)
 	return 0;
 }
 
-/* A game session assured, or an assured one ended (a worker's thread):
- * the XDP program passes its source at once while it has one. */
+/* A game session assured or a TURN allocation over UDP made, or one such
+ * ended (a worker's thread): the XDP program passes its source at once
+ * while it has one. */
 static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool on)
 {
 	if (on)
@@ -827,6 +828,11 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const union etr_s
 		for (unsigned i = 0; i < d->nrelays; i++) {
 			W_RELAY(d->workers[w], i)->fwd.st.known = daemon_xdp_known;
 			W_RELAY(d->workers[w], i)->fwd.st.known_arg = d->xdp;
+		}
+	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)
+		for (unsigned i = 0; i < d->workers[w]->kind[KIND_TURN].n; i++) {
+			W_TURN(d->workers[w], i)->t.known = daemon_xdp_known;
+			W_TURN(d->workers[w], i)->t.known_arg = d->xdp;
 		}
 	if (load_bans(d) < 0)
 		return EXIT_CONFIG;

@@ -39,6 +39,25 @@ const char *xdp_result_name(unsigned r)
 	return r < XDP_RESULTS ? names[r] : "?";
 }
 
+void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst)
+{
+	uint64_t r = 0, b = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		r += c->relays[i].ip_query_rate;
+		b += c->relays[i].ip_query_burst;
+	}
+	/* Each echo port has a bucket per source (prbe.h). */
+	r += (uint64_t)c->prbe.rate * c->prbe.nports;
+	b += (uint64_t)c->prbe.burst * c->prbe.nports;
+	for (unsigned i = 0; i < c->nturn; i++) {
+		r += (uint64_t)c->turn[i].unauth_ip_rate + c->turn[i].authf_ip_rate;
+		b += (uint64_t)c->turn[i].unauth_ip_burst + c->turn[i].authf_ip_burst;
+	}
+	*rate = c->xdp.rate ? c->xdp.rate : r < 1 ? 1 : r > 1000000 ? 1000000 : (uint32_t)r;
+	*burst = c->xdp.burst ? c->xdp.burst : b < 1 ? 1 : b > 1000000 ? 1000000 : (uint32_t)b;
+}
+
 int xdp_check(const struct etr_conf *c, char *err, size_t n)
 {
 	for (unsigned i = 0; i < c->xdp.n; i++) {
@@ -151,12 +170,13 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	struct bpf_program *prog;
 	struct xdp *x;
 	char err[256];
-	uint32_t zero = 0, rate = c->xdp.rate, burst = c->xdp.burst;
+	uint32_t zero = 0, rate, burst;
 	int rc;
 
 	*out = NULL;
 	if (c->xdp.n == 0)
 		return 0;
+	xdp_rates(c, &rate, &burst);
 	if (xdp_check(c, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return -ENODEV;

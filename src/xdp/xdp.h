@@ -29,6 +29,14 @@ const char *xdp_listener_name(unsigned l);
 /* Result r's label value: passed, known, bogon, banned, shape, rate. */
 const char *xdp_result_name(unsigned r);
 
+/* The bucket of each source the program does not know: xdp-rate and
+ * xdp-burst where given, else the sum of the listeners' own per-source
+ * limits on what they take from such a source (each game relay's
+ * ip-query-rate and ip-query-burst, each echo port's prbe-rate and
+ * prbe-burst, each TURN listener's unauth-ip-* and auth-fail-ip-*), so
+ * that the program never drops what the relay would take. */
+void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst);
+
 /* What a start refuses: an interface that does not exist, said as
  * "PATH:LINE: xdp-interface IF: no such interface" in err. 0, or -ENODEV. */
 int xdp_check(const struct etr_conf *c, char *err, size_t n);

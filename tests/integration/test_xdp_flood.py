@@ -261,7 +261,29 @@ def reload_bans(ns, relay, bans, lport, ops_port, tok):
     return g
 
 
+def derived_rates(ctx):
+    """Without xdp-rate and xdp-burst, -t says the bucket is the sum of the
+    listeners' own per-source limits: a game relay's ip-query-rate and
+    -burst (1, 10), each echo port's prbe-rate and -burst (10, 20); given,
+    the values given. The old binary said 250 and 500 whatever the
+    listeners took."""
+    relay = ["--listen", f"127.0.0.1:{H.free_udp_port()}", "--upstream", "127.0.0.1:9",
+             "--xdp-interface", "lo"]
+    echo = ["--prbe-listen", f"127.0.0.1:{H.free_udp_port()}"]
+    derived = " (from the listeners' per-source limits)"
+    for args, want in ((relay, "1 packets/s per source, 10 at once" + derived),
+                       (relay + echo, "11 packets/s per source, 30 at once" + derived),
+                       (relay + ["--xdp-rate", "7"], "7 packets/s per source, 10 at once" + derived),
+                       (relay + echo + ["--xdp-rate", "7", "--xdp-burst", "9"],
+                        "7 packets/s per source, 9 at once")):
+        rc, out, err = H.run_etrelay(ctx, ["-t"] + args, timeout=10)
+        H.expect_eq(rc, 0, f"-t {' '.join(args)} ({err.strip()!r})")
+        H.check(f"xdp-interface lo: {want}\n" in out,
+                f"-t {' '.join(args[4:])}: 'xdp-interface lo: {want}' in {out.strip()!r}")
+
+
 def test(ctx):
+    derived_rates(ctx)
     ns = H.VethNetns(sysctls=(("net.ipv4.conf.all.rp_filter", 0),
                               ("net.ipv4.conf.{ns_if}.rp_filter", 0)))
     ctx.objs.append(ns)
