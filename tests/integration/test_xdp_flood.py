@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
 PLAYERS, PLAYER_PPS, PLAY_SECONDS = 3, 40, 5.0
-FLOOD_SOURCES, FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 256, 600, 12.0
+FLOOD_SOURCES, FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 1024, 150, 12.0
 XDP_RATE, XDP_BURST = 5, 10
 BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
 # From a source of their own, fewer than its bucket holds: not the game
@@ -63,7 +63,7 @@ src_mac, dst_mac = bytes.fromhex(sys.argv[5]), bytes.fromhex(sys.argv[6])
 nsrc, per, limit = int(sys.argv[7]), int(sys.argv[8]), float(sys.argv[9])
 frames = []
 for i in range(nsrc):
-    src = (f"198.18.{i // 250}.{i % 250 + 1}", 20000 + i)
+    src = (f"198.18.{i // 250}.{i % 250 + 1}", 20000 + i % 10000)
     payload = b"\xff\xff\xff\xffgetstatus flood"
     frames.append(ether_udp(src, (dst_ip, dst_port), payload, src_mac, dst_mac))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -136,7 +136,32 @@ def ip(*args):
         H.fail(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
 
-def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
+# The same policy as nftables rules in the relay's namespace (for
+# bench/compare-flood): bogons and the banned address dropped, a flow the
+# relay answered (conntrack: established) passed, every other source over
+# XDP_RATE/s, XDP_BURST at once dropped. No shape: nftables cannot read a
+# command behind whitespace and comments.
+NFT_RULES = """table inet etrelay_flood {{
+  chain pre {{
+    type filter hook prerouting priority -150; policy accept;
+    udp dport {port} ip saddr {{ 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/3 }} drop
+    udp dport {port} ip saddr {banned} drop
+    udp dport {port} ct state established accept
+    udp dport {port} meter flood4 {{ ip saddr limit rate over {rate}/second burst {burst} packets }} drop
+  }}
+}}
+"""
+
+
+def host_busy():
+    """Seconds every CPU of the host spent busy (/proc/stat), and in softirq."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(v) - v[3] - v[4]) / hz, v[6] / hz
+
+
+def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False):
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
     bans = os.path.join(tmp, "bans")
@@ -165,6 +190,11 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     H.expect_eq(life.status, 200, "GET /lifecycle")
     H.expect_eq(json.loads(life.text).get("xdp"), {"mode": "native"} if xdp else None,
                 "/lifecycle's xdp")
+    if nft:
+        r = subprocess.run(ns.wrapper() + ["nft", "-f", "-"], capture_output=True, text=True,
+                           timeout=10, input=NFT_RULES.format(port=lport, banned=BANNED,
+                                                              rate=XDP_RATE, burst=XDP_BURST))
+        H.check(r.returncode == 0, f"nft -f: {r.stderr.strip()}")
     players = [Player(a, (ns.ns_ip, lport), i) for i, a in enumerate(players_ips)]
     for p in players:
         ctx.objs.append(p)
@@ -176,11 +206,15 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     for t in threads:
         t.start()
     time.sleep(0.5)
+    busy0, soft0 = host_busy()
+    kids0 = os.times()
     flooder = subprocess.run(
         [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)), ns.host_if,
          ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(), str(FLOOD_SOURCES),
          str(FLOOD_PER_SOURCE), str(FLOOD_MAX_SECONDS)],
         capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+    kids1 = os.times()
+    busy1, soft1 = host_busy()
     H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
     words = flooder.stdout.split()
     sent, seconds, full = int(words[1]), float(words[3]), int(words[5])
@@ -219,13 +253,20 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     counts = {r: grew("etrelay_xdp_packets_total", listener="game", result=r)
               for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
     counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
+    tag = "nft" if nft else tag
     ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
              f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
     reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
     relay.expect_exit = True
     relay.close()
-    return dict(sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
+    if nft:
+        subprocess.run(ns.wrapper() + ["nft", "delete", "table", "inet", "etrelay_flood"],
+                       capture_output=True, timeout=10)
+    return dict(host_busy=busy1 - busy0, softirq=soft1 - soft0,
+                flooder_cpu=(kids1.children_user + kids1.children_system) -
+                (kids0.children_user + kids0.children_system),
+                sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
                 players=[len(p.sent) for p in players], reload=reload)
 
 
@@ -282,8 +323,9 @@ def derived_rates(ctx):
                 f"-t {' '.join(args[4:])}: 'xdp-interface lo: {want}' in {out.strip()!r}")
 
 
-def test(ctx):
-    derived_rates(ctx)
+def setup(ctx):
+    """The namespace, the stand-ins on this side, the players' addresses:
+    what every phase shares (bench/compare-flood runs phases too)."""
     ns = H.VethNetns(sysctls=(("net.ipv4.conf.all.rp_filter", 0),
                               ("net.ipv4.conf.{ns_if}.rp_filter", 0)))
     ctx.objs.append(ns)
@@ -298,7 +340,12 @@ def test(ctx):
     master = H.stand_in_on(H.Master, ns.host_ip, challenge=False)
     ctx.objs.append(master)
     tmp = ctx.tmpdir()
+    return ns, gs, master, players_ips, tmp
 
+
+def test(ctx):
+    derived_rates(ctx)
+    ns, gs, master, players_ips, tmp = setup(ctx)
     plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
     with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
 
@@ -323,7 +370,11 @@ def test(ctx):
     ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; relay "
              f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
              f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
-             f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, known {x['known']}")
+             f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, "
+             f"known {x['known']}; host busy over the flood {plain['host_busy']:.2f} s without "
+             f"(softirq {plain['softirq']:.2f}), {with_xdp['host_busy']:.2f} s with (softirq "
+             f"{with_xdp['softirq']:.2f}); the flooder's own CPU {plain['flooder_cpu']:.2f} s, "
+             f"{with_xdp['flooder_cpu']:.2f} s")
     H.check(with_xdp["reload"]["passed"] + with_xdp["reload"]["known"] >= BAN_FRAMES,
             f"the address unbanned by SIGHUP passes: {with_xdp['reload']}")
     ctx.check_relays_alive()
