@@ -8,7 +8,8 @@ own; the flood is getstatus queries (the reflection flood a game server
 sees) in Ethernet frames from FLOOD_SOURCES spoofed addresses
 (198.18.0.0/16, benchmarking: not bogons), round-robin over the sources,
 FLOOD_PER_SOURCE each, put on the veth with an AF_PACKET socket by a
-child process, bounded in count and time.
+child process (a Python loop here; bench/compare-flood drives the same
+phase with bench/flood.c's etrelay-flood), bounded in count and time.
 
 The same run twice: the relay without XDP, then with --xdp-interface on
 its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's
@@ -161,7 +162,8 @@ def host_busy():
     return (sum(v) - v[3] - v[4]) / hz, v[6] / hz
 
 
-def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False):
+def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOOD_PER_SOURCE,
+          c_flooder=False):
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
     bans = os.path.join(tmp, "bans")
@@ -208,11 +210,19 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False):
     time.sleep(0.5)
     busy0, soft0 = host_busy()
     kids0 = os.times()
-    flooder = subprocess.run(
-        [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)), ns.host_if,
-         ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(), str(FLOOD_SOURCES),
-         str(FLOOD_PER_SOURCE), str(FLOOD_MAX_SECONDS)],
-        capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+    # bench/compare-flood asks for bench/flood.c's sender (a C loop of
+    # sendmmsg: four times the Python one's rate here, enough to stall a
+    # loaded 2-CPU host's every thread: this test keeps the Python one).
+    c_flood = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ctx.binary))),
+                           "bench", "etrelay-flood")
+    if c_flooder and os.access(c_flood, os.X_OK):
+        cmd = [c_flood, ns.host_if, ns.host_mac.hex(), ns.ns_mac.hex(), ns.ns_ip, str(lport),
+               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
+    else:
+        cmd = [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)),
+               ns.host_if, ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(),
+               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
+    flooder = subprocess.run(cmd, capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
     kids1 = os.times()
     busy1, soft1 = host_busy()
     H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
@@ -254,7 +264,7 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False):
               for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
     counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
     tag = "nft" if nft else tag
-    ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
+    ctx.note(f"{tag}: flood ({os.path.basename(cmd[0])}) {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
              f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
     reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
