@@ -98,6 +98,8 @@ class Player:
         self.relay_addr = relay_addr
         self.qport = 4000 + n
         self.sent = []
+        self.sent_at = {}  # packet -> when it was sent
+        self.rtt = []  # seconds, each echo the game server's stand-in sent back
         self.ip = ip
         self.stop = threading.Event()
         H._register(self)
@@ -124,8 +126,26 @@ class Player:
             if when > now:
                 time.sleep(when - now)
             p = H.game_packet(self.qport, f"{tag}-{self.ip}-{k}".encode(), k + 2)
+            self.sent_at[p] = time.monotonic()
             self.sock.sendto(p, self.relay_addr)
             self.sent.append(p)
+
+    def read(self):
+        """The echoes (the stand-in's answer to each in-game packet, the
+        snapshots' place): each one's round trip, until stop (bounded by
+        the socket's timeout)."""
+        while not self.stop.is_set():
+            try:
+                data = self.sock.recv(2048)
+            except (socket.timeout, OSError):
+                continue
+            t = self.sent_at.get(data[5:]) if data.startswith(b"ECHO:") else None
+            if t is not None:
+                self.rtt.append(time.monotonic() - t)
+
+    def p99_ms(self):
+        r = sorted(self.rtt)
+        return r[min(len(r) - 1, int(len(r) * 0.99))] * 1000 if r else float("nan")
 
     def close(self):
         self.sock.close()
@@ -205,7 +225,8 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     cpu0 = relay.cpu_seconds()
     threads = [threading.Thread(target=p.run, args=(PLAY_SECONDS, tag), daemon=True)
                for p in players]
-    for t in threads:
+    readers = [threading.Thread(target=p.read, daemon=True) for p in players]
+    for t in threads + readers:
         t.start()
     time.sleep(0.5)
     busy0, soft0 = host_busy()
@@ -254,6 +275,12 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     except H.TestFailure:
         pass
     lost = [len(p.sent) - arrived(p) for p in players]
+    for p in players:
+        p.stop.set()
+    for t in readers:
+        t.join(timeout=1)
+    echoes_lost = [len(p.sent) - len(p.rtt) for p in players]
+    p99 = [round(p.p99_ms(), 1) for p in players]
     m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
 
     def grew(name, **labels):
@@ -266,7 +293,7 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     tag = "nft" if nft else tag
     ctx.note(f"{tag}: flood ({os.path.basename(cmd[0])}) {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
-             f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
+             f"lost {lost}, echoes lost {echoes_lost}, p99 {p99} ms; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
     reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
     relay.expect_exit = True
     relay.close()
@@ -276,7 +303,7 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     return dict(host_busy=busy1 - busy0, softirq=soft1 - soft0,
                 flooder_cpu=(kids1.children_user + kids1.children_system) -
                 (kids0.children_user + kids0.children_system),
-                sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
+                sent=sent, seconds=seconds, lost=lost, echoes_lost=echoes_lost, p99=p99, cpu=cpu, relay_drops=relay_drops, xdp=counts,
                 players=[len(p.sent) for p in players], reload=reload)
 
 
@@ -377,7 +404,9 @@ def test(ctx):
     H.check(x["known"] >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
             f"{sum(with_xdp['players'])}")
-    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; relay "
+    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; their "
+             f"echoes lost {plain['echoes_lost']} without, {with_xdp['echoes_lost']} with; "
+             f"p99 round trip {plain['p99']} ms without, {with_xdp['p99']} ms with; relay "
              f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
              f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
              f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, "
