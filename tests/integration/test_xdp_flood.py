@@ -360,6 +360,53 @@ def derived_rates(ctx):
                 f"-t {' '.join(args[4:])}: 'xdp-interface lo: {want}' in {out.strip()!r}")
 
 
+def turn_known(ctx, ns):
+    """A TURN allocation over UDP makes its client known to the program:
+    after it, 4 x XDP_BURST Binding requests at once from its address all
+    pass as known under {listener="turn"}, none is dropped as rate (before
+    it, the same burst would have been: the old program knew only game
+    sessions). The challenge and the Allocate pass as turn's shape."""
+    import turnutil as T
+    port, ops_port = H.free_udp_port(), H.free_tcp_port()
+    tok = os.urandom(24).hex()
+    relay = H.relay_env(ctx, {**T.env(), "ETRELAY_METRICS_TOKEN": tok},
+                        "--turn-listen", f"{ns.ns_ip}:{port}", *H.turn_ports(8),
+                        "--ops-listen", f"{ns.ns_ip}:{ops_port}", "--xdp-interface", ns.ns_if,
+                        "--xdp-rate", str(XDP_RATE), "--xdp-burst", str(XDP_BURST),
+                        listen=False, open_limits=False, wrapper=ns.wrapper(),
+                        ready_re=T.READY_RE)
+    H.check(relay.find_lines(rf"^xdp: on {ns.ns_if} in native mode"), "XDP attached (TURN)")
+    c = T.StunClient(port)
+    c.s.close()
+    c.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.s.bind((ns.host_ip, 0))
+    c.s.settimeout(1.0)
+    c.addr = (ns.ns_ip, port)
+    realm, nonce = c.challenge()
+    user, pw = T.rest_credentials(T.SECRET, "xdp")
+    key = T.longterm_key(user, pw, realm.decode())
+    _, (cls, _, _, a) = c.request(T.ALLOCATE, [T.u32(T.A_TRANSPORT, 17 << 24)] +
+                                  T.signed(user, realm, nonce), key=key)
+    H.expect_eq(cls, T.SUCCESS, f"Allocate through the XDP program: {a}")
+    m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+    n = 4 * XDP_BURST
+    for _ in range(n):
+        c.s.sendto(T.message(T.BINDING, os.urandom(12), []), c.addr)
+
+    def grown(r):
+        return (H.counter(H.get_metrics(ops_port, tok, host=ns.ns_ip),
+                          "etrelay_xdp_packets_total", listener="turn", result=r) -
+                H.counter(m0, "etrelay_xdp_packets_total", listener="turn", result=r))
+
+    H.wait_until(lambda: grown("known") + grown("rate") + grown("passed") >= n, 5,
+                 f"{n} Binding requests judged by the program", interval=0.05)
+    H.expect_eq((grown("known"), grown("rate")), (n, 0),
+                "an allocation's client: its Binding burst passed as known, none as rate")
+    c.close()
+    relay.expect_exit = True
+    relay.close()
+
+
 def setup(ctx):
     """The namespace, the stand-ins on this side, the players' addresses:
     what every phase shares (bench/compare-flood runs phases too)."""
@@ -385,6 +432,7 @@ def test(ctx):
     ns, gs, master, players_ips, tmp = setup(ctx)
     plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
     with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
+    turn_known(ctx, ns)
 
     x = with_xdp["xdp"]
     # Each source passes at most its burst and rate x time (+1 for the
