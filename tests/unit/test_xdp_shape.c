@@ -45,6 +45,7 @@ static const struct {
 };
 #define NPORTS (sizeof(ports) / sizeof(ports[0]))
 
+static struct bpf_object *obj;
 static int prog_fd, counts_fd;
 static unsigned long runs, failures;
 static uint64_t want[XDP_RESULTS * SHAPE_KINDS];
@@ -330,12 +331,12 @@ static void check_words(void)
 static int load(void)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "etrelay");
-	struct bpf_object *obj = bpf_object__open_mem(etrelay_bpf_o, sizeof(etrelay_bpf_o), &oo);
 	struct bpf_program *prog;
 	struct xdp_params none = {0};
 	uint32_t zero = 0;
 	int rc, pfd;
 
+	obj = bpf_object__open_mem(etrelay_bpf_o, sizeof(etrelay_bpf_o), &oo);
 	if (!obj) {
 		fprintf(stderr, "opening the program: %s\n", strerror(errno));
 		return -1;
@@ -366,8 +367,10 @@ int main(int argc, char **argv)
 	int ncpus = libbpf_num_possible_cpus(), rc = load();
 	uint64_t *vals;
 
-	if (rc == 77)
+	if (rc == 77) {
+		bpf_object__close(obj);
 		return 77;
+	}
 	if (rc < 0 || ncpus <= 0)
 		return 1;
 	for (int i = 1; i < argc; i++)
@@ -390,6 +393,7 @@ int main(int argc, char **argv)
 		}
 	}
 	free(vals);
+	bpf_object__close(obj);
 	printf("%lu runs, %llu dropped for their shape, %lu differences\n", runs,
 	       (unsigned long long)(want[XDP_R_SHAPE] + want[XDP_RESULTS + XDP_R_SHAPE] +
 				    want[2 * XDP_RESULTS + XDP_R_SHAPE]),
