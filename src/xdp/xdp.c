@@ -224,6 +224,7 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	add_ports(x, c);
 	p.interval_ns = 1000000000ull / rate;
 	p.tolerance_ns = p.interval_ns * (burst > 1 ? burst - 1 : 0);
+	p.walk_steps = XDP_WALK_STEPS;
 	if (bpf_map_update_elem(x->params, &zero, &p, BPF_ANY) < 0) {
 		snprintf(why, n, "the bucket's parameters: %s", strerror(errno));
 		log_warnx("xdp: %s; running without XDP", why);

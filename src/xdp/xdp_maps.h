@@ -29,6 +29,22 @@ struct xdp_lpm_key {
 struct xdp_params {
 	__u64 interval_ns;
 	__u64 tolerance_ns;
+	/* Steps of the Quake 3 line walk (a byte each) a CPU may spend each
+	 * second on lines longer than XDP_WALK_FREE bytes; past it such a
+	 * line goes by the bucket alone, unwalked (0: no limit). */
+	__u64 walk_steps;
+};
+
+/* A line this long or shorter is always walked (at most some 130 steps). */
+#define XDP_WALK_FREE 64
+
+/* The loader's walk budget: about 2 % of a core at ~11 ns a step. */
+#define XDP_WALK_STEPS 2000000
+
+/* A CPU's walk budget: the second it counts in, the steps spent. */
+struct xdp_walk {
+	__u64 window_ns;
+	__u64 steps;
 };
 
 /* Each packet to a listener port, counted once by its listener (shape.h's
