@@ -356,8 +356,12 @@ struct turn_conf {
  * bucket of each source it does not know. */
 #define CONF_XDP_IFACES_MAX 8
 #define CONF_XDP_IFNAME	    16 /* IFNAMSIZ */
-#define CONF_XDP_RATE	    250
-#define CONF_XDP_BURST	    500
+/* 0: the sum of the listeners' own per-source limits (xdp.h's xdp_rates),
+ * as --help says. */
+#define CONF_XDP_RATE  0
+#define CONF_XDP_BURST 0
+#define CONF_XDP_RDEF  summed listener limits
+#define CONF_XDP_BHELP likewise
 struct conf_xdp {
 	char iface[CONF_XDP_IFACES_MAX][CONF_XDP_IFNAME];
 	unsigned line[CONF_XDP_IFACES_MAX]; /* 0: the command line */

@@ -54,14 +54,18 @@ static int check_bans(const struct etr_conf *c)
 static int check_xdp(const struct etr_conf *c)
 {
 	char err[256];
+	uint32_t rate, burst;
 
+	xdp_rates(c, &rate, &burst);
 	if (xdp_check(c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "etrelay: %s\n", err);
 		return EXIT_CONFIG;
 	}
 	for (unsigned i = 0; i < c->xdp.n; i++)
-		printf("xdp-interface %s: %u packets/s per source, %u at once\n", c->xdp.iface[i],
-		       c->xdp.rate, c->xdp.burst);
+		printf("xdp-interface %s: %u packets/s per source, %u at once%s\n", c->xdp.iface[i],
+		       rate, burst,
+		       c->xdp.rate && c->xdp.burst ? ""
+						   : " (from the listeners' per-source limits)");
 	return 0;
 }
 

@@ -164,8 +164,8 @@ const struct conf_schema etr_conf_schema = {parts, finish, warn};
 	"  --xdp-interface IFACE     drop floods to the UDP listeners in an XDP program\n" \
 	"                            on IFACE, repeatable (needs CAP_BPF, CAP_NET_ADMIN)\n" \
 	"  --xdp-rate N              ... packets a second per source it does not know\n" \
-	"                            (an IPv4 address, an IPv6 /64) (" CONF_STR(CONF_XDP_RATE) ")\n" \
-	"  --xdp-burst N             ... and at once (" CONF_STR(CONF_XDP_BURST) ")\n" \
+	"                            (an IPv4 address, an IPv6 /64) (" CONF_STR(CONF_XDP_RDEF) ")\n" \
+	"  --xdp-burst N             ... and at once (" CONF_STR(CONF_XDP_BHELP) ")\n" \
 	"  --debug                   log heartbeats, sessions and connectionless packets\n" \
 	"                            (a refused one with the reason)\n" \
 	"  --log-time yes|no|auto    start log lines with the ISO 8601 time (auto: unless\n" \

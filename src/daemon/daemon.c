@@ -408,8 +408,9 @@ static int create_loops(struct daemon *d)
 	return 0;
 }
 
-/* A game session assured, or an assured one ended (a worker's thread):
- * the XDP program passes its source at once while it has one. */
+/* A game session assured or a TURN allocation over UDP made, or one such
+ * ended (a worker's thread): the XDP program passes its source at once
+ * while it has one. */
 static void daemon_xdp_known(void *arg, const union etr_sockaddr *client, bool on)
 {
 	if (on)
@@ -475,6 +476,13 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const void *const
 		for (unsigned i = 0; i < d->workers[w]->kind[KIND_RELAY].n; i++) {
 			W_RELAY(d->workers[w], i)->fwd.st.known = daemon_xdp_known;
 			W_RELAY(d->workers[w], i)->fwd.st.known_arg = d->xdp;
+		}
+	for (unsigned w = 0; d->xdp && w < d->nworkers; w++)
+		for (unsigned i = 0; i < d->workers[w]->kind[KIND_TURN].n; i++) {
+			struct turn_listener *t = worker_inst(d->workers[w], KIND_TURN, i);
+
+			t->t.known = daemon_xdp_known;
+			t->t.known_arg = d->xdp;
 		}
 	if (daemon_bans_load(d) < 0)
 		return EXIT_CONFIG;

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "shape.h"
+
 static const char *const names[Q3_CMD_COUNT] = {
     [Q3_GAME] = "game",
     [Q3_UNKNOWN] = "unknown",
@@ -70,22 +72,12 @@ bool q3_is_connectionless(const uint8_t *p, size_t n)
  */
 
 /* MAX_STRING_CHARS - 1: the longest line MSG_ReadStringLine returns. */
-#define Q3_LINE_MAX 1023
+#define Q3_LINE_MAX SHAPE_Q3_LINE_MAX
 
-/* Byte classes of the line reader and the tokenizer, one table lookup a
- * byte: NUL and '\n' end the line; the rest <= ' ' as a signed char is
- * whitespace; '"' and '/' may end a word. */
-enum { C_WORD, C_END, C_SPACE, C_QUOTE, C_SLASH };
-
-static const uint8_t cls[256] = {
-    [0] = C_END,
-    [1 ... 9] = C_SPACE,
-    ['\n'] = C_END,
-    [11 ... ' '] = C_SPACE,
-    ['"'] = C_QUOTE,
-    ['/'] = C_SLASH,
-    [0x80 ... 0xff] = C_SPACE,
-};
+/* The byte classes of the line reader and the tokenizer, one table lookup
+ * a byte, are shape.h's (shape_q3_cls, SHAPE_C_*): the XDP program reads
+ * them too. */
+#define cls shape_q3_cls
 
 /* A comment ("//" or slash star) starts at p[i], within p[..end). */
 static bool tok_comment(const uint8_t *p, size_t i, size_t end)
@@ -101,27 +93,27 @@ static bool first_token(const uint8_t *p, size_t n, size_t *off, size_t *len)
 	size_t end = n - 4 > Q3_LINE_MAX ? 4 + Q3_LINE_MAX : n, i = 4, s;
 
 	for (;;) {
-		while (i < end && cls[p[i]] == C_SPACE)
+		while (i < end && cls[p[i]] == SHAPE_C_SPACE)
 			i++;
-		if (i >= end || cls[p[i]] == C_END)
+		if (i >= end || cls[p[i]] == SHAPE_C_END)
 			return false;
-		if (cls[p[i]] != C_SLASH || !tok_comment(p, i, end))
+		if (cls[p[i]] != SHAPE_C_SLASH || !tok_comment(p, i, end))
 			break;
 		if (p[i + 1] == '/')
 			return false;
 		/* The end is looked for from the opening slash on. */
-		while (i + 1 < end && cls[p[i]] != C_END && !(p[i] == '*' && p[i + 1] == '/'))
+		while (i + 1 < end && cls[p[i]] != SHAPE_C_END && !(p[i] == '*' && p[i + 1] == '/'))
 			i++;
-		if (i + 1 >= end || cls[p[i]] == C_END)
+		if (i + 1 >= end || cls[p[i]] == SHAPE_C_END)
 			return false;
 		i += 2;
 	}
 	if (p[i] == '"') {
-		for (s = ++i; i < end && p[i] != '"' && cls[p[i]] != C_END; i++)
+		for (s = ++i; i < end && p[i] != '"' && cls[p[i]] != SHAPE_C_END; i++)
 			;
 	} else {
-		for (s = i; i < end && (cls[p[i]] == C_WORD ||
-					(cls[p[i]] == C_SLASH && !tok_comment(p, i, end)));
+		for (s = i; i < end && (cls[p[i]] == SHAPE_C_WORD ||
+					(cls[p[i]] == SHAPE_C_SLASH && !tok_comment(p, i, end)));
 		     i++)
 			;
 	}
@@ -169,7 +161,7 @@ static bool coded_connect_is_connect(const uint8_t *p, size_t n)
 {
 	uint8_t c, r = 0;
 
-	if (n == 11 || cls[p[11]] == C_SPACE || cls[p[11]] == C_END || p[11] == '"')
+	if (n == 11 || cls[p[11]] == SHAPE_C_SPACE || cls[p[11]] == SHAPE_C_END || p[11] == '"')
 		return true;
 	if (p[11] != '/' || n < 14 || (p[12] == 0 && p[13] == 0))
 		return false; /* nothing decoded: the line is "connect/" */
@@ -208,6 +200,19 @@ enum q3_cmd q3_classify(const uint8_t *p, size_t n)
 	size_t off, len;
 
 	return classify(p, n, &off, &len);
+}
+
+bool q3_served(enum q3_cmd c)
+{
+	return c == Q3_GETCHALLENGE || c == Q3_GETINFO || c == Q3_GETSTATUS || c == Q3_CONNECT ||
+	       c == Q3_RCON || c == Q3_DISCONNECT;
+}
+
+bool q3_shape(const uint8_t *p, size_t n)
+{
+	if (!q3_is_connectionless(p, n))
+		return n >= SHAPE_Q3_GAME_MIN;
+	return q3_served(q3_classify(p, n));
 }
 
 const char *q3_cmd_name(enum q3_cmd c)

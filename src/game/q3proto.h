@@ -39,6 +39,17 @@ bool q3_is_connectionless(const uint8_t *p, size_t n);
  * q3proto.c); Q3_UNKNOWN when none of them would run one we know. */
 enum q3_cmd q3_classify(const uint8_t *p, size_t n);
 
+/* A command a game server runs for a client (SV_ConnectionlessPacket):
+ * getchallenge, getinfo, getstatus, connect, rcon, disconnect (shape.h's
+ * shape_q3_served, by name). */
+bool q3_served(enum q3_cmd c);
+
+/* The game relay's shape for a datagram from a source without a session:
+ * a connectionless packet whose command q3_served, or an in-game packet
+ * long enough for its sequence and qport. The XDP program drops the rest
+ * (src/xdp/etrelay.bpf.c reads the same tables, shape.h). */
+bool q3_shape(const uint8_t *p, size_t n);
+
 /* Lower-case canonical name ("getchallenge"), "game" or "unknown". */
 const char *q3_cmd_name(enum q3_cmd c);
 

@@ -113,8 +113,8 @@ static const void *part(const struct mctx *c, enum msrc s, unsigned i, unsigned 
 		return st->turn->l[i].conf;
 	case CONTROL:
 		return &c->ctl;
-	case XDP:
-		return c->xdp;
+	case XDP: /* a listener's results */
+		return &c->xdp[i * XDP_REASONS];
 	case LOOP:
 		return stats_loop_of(st, w);
 	default:
@@ -153,6 +153,8 @@ static unsigned labels(const struct mctx *c, enum msrc s, unsigned i, const char
 	case TURN_L:
 	case TURN_CONF:
 		return pair(kv, "listener", c->st->turn->l[i].conf->name);
+	case XDP:
+		return pair(kv, "listener", xdp_listener_name(i));
 	default:
 		return 0;
 	}
@@ -552,11 +554,12 @@ static const struct metric metrics[] = {
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */
     {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
-     .label = LABEL_ENUM("result", XDP_COUNTS, xdp_result_name_k),
-     .help = "UDP packets to the relay's own ports that the XDP program judged, by result: "
-	     "passed (within its source's bucket, xdp-rate and xdp-burst), known (a known "
-	     "source's, passed at once), or dropped: bogon (a source that cannot be real), banned "
-	     "(in ban-file), rate (over its source's bucket)."},
+     .label = LABEL_ENUM("result", XDP_REASONS, xdp_result_name_k),
+     .help = "UDP packets to the relay's own ports that the XDP program judged, by listener "
+	     "(game, turn, prbe) and result: passed (its listener's shape, within its source's "
+	     "bucket, xdp-rate and xdp-burst), known (a known source's, passed at once), or "
+	     "dropped: bogon (a source that cannot be real), banned (in ban-file), shape (not "
+	     "what its listener takes from a new source), rate (over its source's bucket)."},
 
     /* The loops', summed over the workers. */
     {"etrelay_gso_trains_total", COUNTER, LOOP, L(gso_trains),
@@ -801,6 +804,7 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		c->ctl = *st->control;
 		pthread_mutex_unlock(&st->control->lock);
 	}
+	c->n[XDP] = XDP_LISTENERS;
 	if ((c->on[XDP] = st->xdp && st->xdp_counts))
 		st->xdp_counts(st->xdp, c->xdp);
 	c->on[LOOP] = st->loop;

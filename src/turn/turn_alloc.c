@@ -531,6 +531,8 @@ enum turn_alloc_err turn_alloc_create(struct turn_alloc_table *t, const struct t
 	a->deadline = a->expires;
 	heap_fix(t, a->heap_pos);
 	t->active++;
+	if (t->known && k->transport == TURN_UDP)
+		t->known(t->known_arg, &k->client, true);
 	*idx = i;
 	return TURN_OK;
 }
@@ -541,6 +543,8 @@ void turn_alloc_remove(struct turn_alloc_table *t, uint32_t idx)
 
 	if (!a->live)
 		return;
+	if (t->known && a->tuple.transport == TURN_UDP)
+		t->known(t->known_arg, &a->tuple.client, false);
 	slot_delete(t, t->slot, tuple_slot(t, &a->tuple));
 	heap_remove(t, idx);
 	t->by_port[a->port - t->ports.min] = NONE;

@@ -170,6 +170,11 @@ struct turn_alloc_table {
 	uint32_t active, nheap, nresv;
 	uint32_t free_head, free_tail;
 	uint8_t key[16];
+	/* Called when an allocation over UDP is made (on) and when it is
+	 * removed (!on): the XDP program's known sources, as a game session's
+	 * (session.h). NULL: nobody. Set after turn_alloc_init. */
+	void (*known)(void *arg, const union etr_sockaddr *client, bool on);
+	void *known_arg;
 };
 
 /* Make a table for cap allocations (1..TURN_ALLOC_CAP_MAX, at most the

@@ -15,16 +15,47 @@
 #include "log.h"
 #include "xdp_maps.h"
 
-_Static_assert(XDP_COUNTS == XDP_RESULTS, "xdp.h's XDP_COUNTS is xdp_maps.h's XDP_RESULTS");
+_Static_assert(XDP_REASONS == XDP_RESULTS && XDP_LISTENERS == SHAPE_KINDS,
+	       "xdp.h's counters are xdp_maps.h's");
 
-const char *xdp_result_name(unsigned k)
+const char *xdp_listener_name(unsigned l)
+{
+	static const char *const names[SHAPE_KINDS] = {
+	    [SHAPE_GAME] = "game",
+	    [SHAPE_TURN] = "turn",
+	    [SHAPE_PRBE] = "prbe",
+	};
+
+	return l < SHAPE_KINDS ? names[l] : "?";
+}
+
+const char *xdp_result_name(unsigned r)
 {
 	static const char *const names[XDP_RESULTS] = {
 	    [XDP_R_PASSED] = "passed", [XDP_R_KNOWN] = "known", [XDP_R_BOGON] = "bogon",
-	    [XDP_R_BANNED] = "banned", [XDP_R_RATE] = "rate",
+	    [XDP_R_BANNED] = "banned", [XDP_R_SHAPE] = "shape", [XDP_R_RATE] = "rate",
 	};
 
-	return k < XDP_RESULTS ? names[k] : "?";
+	return r < XDP_RESULTS ? names[r] : "?";
+}
+
+void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst)
+{
+	uint64_t r = 0, b = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		r += c->relays[i].ip_query_rate;
+		b += c->relays[i].ip_query_burst;
+	}
+	/* Each echo port has a bucket per source (prbe.h). */
+	r += (uint64_t)c->prbe.rate * c->prbe.nports;
+	b += (uint64_t)c->prbe.burst * c->prbe.nports;
+	for (unsigned i = 0; i < c->nturn; i++) {
+		r += (uint64_t)c->turn[i].unauth_ip_rate + c->turn[i].authf_ip_rate;
+		b += (uint64_t)c->turn[i].unauth_ip_burst + c->turn[i].authf_ip_burst;
+	}
+	*rate = c->xdp.rate ? c->xdp.rate : r < 1 ? 1 : r > 1000000 ? 1000000 : (uint32_t)r;
+	*burst = c->xdp.burst ? c->xdp.burst : b < 1 ? 1 : b > 1000000 ? 1000000 : (uint32_t)b;
 }
 
 int xdp_check(const struct etr_conf *c, char *err, size_t n)
@@ -82,18 +113,29 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-static void add_port(void *arg, const struct conf_listen *l)
+/* A UDP listener's port and its kind (XDP_PORT_*), added to those the
+ * port already has (a game relay with prbe yes has two). */
+static void add_port(struct xdp *x, const union etr_sockaddr *a, uint8_t kind)
 {
-	struct xdp *x = arg;
-	uint16_t port = l->addr->in.sin_port; /* network order, either family */
-	uint8_t one = 1;
+	uint16_t port = a->in.sin_port; /* network order, either family */
+	uint8_t kinds = 0;
 
-	/* The UDP listeners: game relays, PRBE echo ports, TURN over UDP. */
-	if (strcmp(l->key, "relay") && strcmp(l->key, "prbe-listen") &&
-	    strcmp(l->what, "TURN listener"))
-		return;
-	if (bpf_map_update_elem(x->ports, &port, &one, BPF_ANY) < 0)
+	(void)bpf_map_lookup_elem(x->ports, &port, &kinds);
+	kinds |= kind;
+	if (bpf_map_update_elem(x->ports, &port, &kinds, BPF_ANY) < 0)
 		log_warn("xdp: port %u", ntohs(port));
+}
+
+/* The UDP listeners: game relays, PRBE echo ports, TURN over UDP. */
+static void add_ports(struct xdp *x, const struct etr_conf *c)
+{
+	for (unsigned i = 0; i < c->nrelays; i++)
+		add_port(x, &c->relays[i].listen,
+			 XDP_PORT_GAME | (c->relays[i].prbe ? XDP_PORT_PRBE : 0));
+	for (unsigned i = 0; i < c->prbe.nlisten; i++)
+		add_port(x, &c->prbe.listen[i], XDP_PORT_PRBE);
+	for (unsigned i = 0; i < c->nturn; i++)
+		add_port(x, &c->turn[i].listen, XDP_PORT_TURN);
 }
 
 static int map_fd(struct xdp *x, const char *name)
@@ -128,12 +170,13 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	struct bpf_program *prog;
 	struct xdp *x;
 	char err[256];
-	uint32_t zero = 0;
+	uint32_t zero = 0, rate, burst;
 	int rc;
 
 	*out = NULL;
 	if (c->xdp.n == 0)
 		return 0;
+	xdp_rates(c, &rate, &burst);
 	if (xdp_check(c, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return -ENODEV;
@@ -178,9 +221,10 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
 	}
-	conf_each_listen(c, add_port, x);
-	p.interval_ns = 1000000000ull / c->xdp.rate;
-	p.tolerance_ns = p.interval_ns * (c->xdp.burst > 1 ? c->xdp.burst - 1 : 0);
+	add_ports(x, c);
+	p.interval_ns = 1000000000ull / rate;
+	p.tolerance_ns = p.interval_ns * (burst > 1 ? burst - 1 : 0);
+	p.walk_steps = XDP_WALK_STEPS;
 	if (bpf_map_update_elem(x->params, &zero, &p, BPF_ANY) < 0) {
 		snprintf(why, n, "the bucket's parameters: %s", strerror(errno));
 		log_warnx("xdp: %s; running without XDP", why);
@@ -196,8 +240,7 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 		}
 		x->n = i + 1;
 		log_info("xdp: on %s in %s mode (%u packets/s per source, %u at once)",
-			 c->xdp.iface[i], x->native[i] ? "native" : "generic", c->xdp.rate,
-			 c->xdp.burst);
+			 c->xdp.iface[i], x->native[i] ? "native" : "generic", rate, burst);
 	}
 	*out = x;
 	return 0;
@@ -356,7 +399,7 @@ void xdp_counts(struct xdp *x, uint64_t out[XDP_COUNTS])
 	if (!x)
 		return;
 	pthread_mutex_lock(&x->lock);
-	for (uint32_t k = 0; k < XDP_RESULTS; k++) {
+	for (uint32_t k = 0; k < XDP_COUNTS; k++) {
 		/* A per-CPU map's lookup fills one value per possible CPU. */
 		if (bpf_map_lookup_elem(x->counts, &k, x->vals) < 0)
 			continue;

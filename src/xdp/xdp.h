@@ -17,11 +17,25 @@
 
 struct xdp;
 
-/* The verdicts counted, in etrelay_xdp_packets_total{result}. */
-#define XDP_COUNTS 5
+/* The counters, etrelay_xdp_packets_total{listener,result}: a listener's
+ * results together, listener by listener (out[l * XDP_REASONS + r]). */
+#define XDP_LISTENERS 3
+#define XDP_REASONS   6
+#define XDP_COUNTS    (XDP_LISTENERS * XDP_REASONS)
 
-/* Result k's label value: passed, known, bogon, banned, rate. */
-const char *xdp_result_name(unsigned k);
+/* Listener l's label value: game, turn, prbe. */
+const char *xdp_listener_name(unsigned l);
+
+/* Result r's label value: passed, known, bogon, banned, shape, rate. */
+const char *xdp_result_name(unsigned r);
+
+/* The bucket of each source the program does not know: xdp-rate and
+ * xdp-burst where given, else the sum of the listeners' own per-source
+ * limits on what they take from such a source (each game relay's
+ * ip-query-rate and ip-query-burst, each echo port's prbe-rate and
+ * prbe-burst, each TURN listener's unauth-ip-* and auth-fail-ip-*), so
+ * that the program never drops what the relay would take. */
+void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst);
 
 /* What a start refuses: an interface that does not exist, said as
  * "PATH:LINE: xdp-interface IF: no such interface" in err. 0, or -ENODEV. */

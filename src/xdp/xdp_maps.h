@@ -6,6 +6,8 @@
 
 #include <linux/types.h>
 
+#include "shape.h"
+
 #define XDP_PORTS_MAX	256
 #define XDP_BANS_MAX	65536
 #define XDP_KNOWN_MAX	65536
@@ -27,16 +29,40 @@ struct xdp_lpm_key {
 struct xdp_params {
 	__u64 interval_ns;
 	__u64 tolerance_ns;
+	/* Steps of the Quake 3 line walk (a byte each) a CPU may spend each
+	 * second on lines longer than XDP_WALK_FREE bytes; past it such a
+	 * line goes by the bucket alone, unwalked (0: no limit). */
+	__u64 walk_steps;
 };
 
-/* Each packet to a listener port, counted once by its verdict. */
+/* A line this long or shorter is always walked (at most some 130 steps). */
+#define XDP_WALK_FREE 64
+
+/* The loader's walk budget: about 2 % of a core at ~11 ns a step. */
+#define XDP_WALK_STEPS 2000000
+
+/* A CPU's walk budget: the second it counts in, the steps spent. */
+struct xdp_walk {
+	__u64 window_ns;
+	__u64 steps;
+};
+
+/* Each packet to a listener port, counted once by its listener (shape.h's
+ * enum shape_kind) and its verdict: etr_counts[listener * XDP_RESULTS +
+ * result]. */
 enum xdp_result {
-	XDP_R_PASSED, /* within its source's bucket */
+	XDP_R_PASSED, /* its listener's shape, within its source's bucket */
 	XDP_R_KNOWN,  /* a known source: passed at once */
 	XDP_R_BOGON,
 	XDP_R_BANNED,
-	XDP_R_RATE, /* over its source's bucket */
+	XDP_R_SHAPE, /* not its listener's shape (shape.h) */
+	XDP_R_RATE,  /* over its source's bucket */
 	XDP_RESULTS
 };
+
+/* A port's entry in etr_ports: its listeners, a bit (1 << SHAPE_*) each. */
+#define XDP_PORT_GAME (1u << SHAPE_GAME)
+#define XDP_PORT_TURN (1u << SHAPE_TURN)
+#define XDP_PORT_PRBE (1u << SHAPE_PRBE)
 
 #endif

@@ -8,7 +8,8 @@ own; the flood is getstatus queries (the reflection flood a game server
 sees) in Ethernet frames from FLOOD_SOURCES spoofed addresses
 (198.18.0.0/16, benchmarking: not bogons), round-robin over the sources,
 FLOOD_PER_SOURCE each, put on the veth with an AF_PACKET socket by a
-child process, bounded in count and time.
+child process (a Python loop here; bench/compare-flood drives the same
+phase with bench/flood.c's etrelay-flood), bounded in count and time.
 
 The same run twice: the relay without XDP, then with --xdp-interface on
 its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's
@@ -39,9 +40,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
 PLAYERS, PLAYER_PPS, PLAY_SECONDS = 3, 40, 5.0
-FLOOD_SOURCES, FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 256, 600, 12.0
+# Under a checker (valgrind: H.SLOW) the relay is some 50 times slower:
+# the 1 024 sources' buckets alone pass it 13 000 frames, which it cannot
+# read before its queue fills (the players then lose packets with XDP
+# too); 256 sources, 3 800, it can.
+FLOOD_SOURCES = 1024 if H.SLOW == 1 else 256
+FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 153600 // FLOOD_SOURCES, 12.0
 XDP_RATE, XDP_BURST = 5, 10
 BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
+# From a source of their own, fewer than its bucket holds: not the game
+# relay's shape (a command no game server runs for a client, an in-game
+# packet too short for a qport, a getinfo behind a comment never closed),
+# and of its shape (a getinfo as the engines read it: quoted, after a
+# comment).
+SHAPELESS, SHAPELY = "198.19.9.9", "198.19.9.10"
+NOT_SHAPE = [b"\xff\xff\xff\xffgetservers 68 full", b"\x01\x00\x00", b"\xff\xff\xff\xff /* getinfo"]
+SHAPE = [b"\xff\xff\xff\xff /* x */ \"GETINFO\" xxx"]
 
 # Runs as a child (its own CPU, not this process's GIL): the frames, round
 # robin over the sources, each source FLOOD_PER_SOURCE times; stops at the
@@ -55,7 +69,7 @@ src_mac, dst_mac = bytes.fromhex(sys.argv[5]), bytes.fromhex(sys.argv[6])
 nsrc, per, limit = int(sys.argv[7]), int(sys.argv[8]), float(sys.argv[9])
 frames = []
 for i in range(nsrc):
-    src = (f"198.18.{i // 250}.{i % 250 + 1}", 20000 + i)
+    src = (f"198.18.{i // 250}.{i % 250 + 1}", 20000 + i % 10000)
     payload = b"\xff\xff\xff\xffgetstatus flood"
     frames.append(ether_udp(src, (dst_ip, dst_port), payload, src_mac, dst_mac))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -89,6 +103,8 @@ class Player:
         self.relay_addr = relay_addr
         self.qport = 4000 + n
         self.sent = []
+        self.sent_at = {}  # packet -> when it was sent
+        self.rtt = []  # seconds, each echo the game server's stand-in sent back
         self.ip = ip
         self.stop = threading.Event()
         H._register(self)
@@ -115,8 +131,26 @@ class Player:
             if when > now:
                 time.sleep(when - now)
             p = H.game_packet(self.qport, f"{tag}-{self.ip}-{k}".encode(), k + 2)
+            self.sent_at[p] = time.monotonic()
             self.sock.sendto(p, self.relay_addr)
             self.sent.append(p)
+
+    def read(self):
+        """The echoes (the stand-in's answer to each in-game packet, the
+        snapshots' place): each one's round trip, until stop (bounded by
+        the socket's timeout)."""
+        while not self.stop.is_set():
+            try:
+                data = self.sock.recv(2048)
+            except (socket.timeout, OSError):
+                continue
+            t = self.sent_at.get(data[5:]) if data.startswith(b"ECHO:") else None
+            if t is not None:
+                self.rtt.append(time.monotonic() - t)
+
+    def p99_ms(self):
+        r = sorted(self.rtt)
+        return r[min(len(r) - 1, int(len(r) * 0.99))] * 1000 if r else float("nan")
 
     def close(self):
         self.sock.close()
@@ -128,7 +162,33 @@ def ip(*args):
         H.fail(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
 
-def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
+# The same policy as nftables rules in the relay's namespace (for
+# bench/compare-flood): bogons and the banned address dropped, a flow the
+# relay answered (conntrack: established) passed, every other source over
+# XDP_RATE/s, XDP_BURST at once dropped. No shape: nftables cannot read a
+# command behind whitespace and comments.
+NFT_RULES = """table inet etrelay_flood {{
+  chain pre {{
+    type filter hook prerouting priority -150; policy accept;
+    udp dport {port} ip saddr {{ 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/3 }} drop
+    udp dport {port} ip saddr {banned} drop
+    udp dport {port} ct state established accept
+    udp dport {port} meter flood4 {{ ip saddr limit rate over {rate}/second burst {burst} packets }} drop
+  }}
+}}
+"""
+
+
+def host_busy():
+    """Seconds every CPU of the host spent busy (/proc/stat), and in softirq."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(v) - v[3] - v[4]) / hz, v[6] / hz
+
+
+def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOOD_PER_SOURCE,
+          c_flooder=False):
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
     bans = os.path.join(tmp, "bans")
@@ -157,6 +217,11 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     H.expect_eq(life.status, 200, "GET /lifecycle")
     H.expect_eq(json.loads(life.text).get("xdp"), {"mode": "native"} if xdp else None,
                 "/lifecycle's xdp")
+    if nft:
+        r = subprocess.run(ns.wrapper() + ["nft", "-f", "-"], capture_output=True, text=True,
+                           timeout=10, input=NFT_RULES.format(port=lport, banned=BANNED,
+                                                              rate=XDP_RATE, burst=XDP_BURST))
+        H.check(r.returncode == 0, f"nft -f: {r.stderr.strip()}")
     players = [Player(a, (ns.ns_ip, lport), i) for i, a in enumerate(players_ips)]
     for p in players:
         ctx.objs.append(p)
@@ -165,14 +230,27 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     cpu0 = relay.cpu_seconds()
     threads = [threading.Thread(target=p.run, args=(PLAY_SECONDS, tag), daemon=True)
                for p in players]
-    for t in threads:
+    readers = [threading.Thread(target=p.read, daemon=True) for p in players]
+    for t in threads + readers:
         t.start()
     time.sleep(0.5)
-    flooder = subprocess.run(
-        [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)), ns.host_if,
-         ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(), str(FLOOD_SOURCES),
-         str(FLOOD_PER_SOURCE), str(FLOOD_MAX_SECONDS)],
-        capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+    busy0, soft0 = host_busy()
+    kids0 = os.times()
+    # bench/compare-flood asks for bench/flood.c's sender (a C loop of
+    # sendmmsg: four times the Python one's rate here, enough to stall a
+    # loaded 2-CPU host's every thread: this test keeps the Python one).
+    c_flood = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ctx.binary))),
+                           "bench", "etrelay-flood")
+    if c_flooder and os.access(c_flood, os.X_OK):
+        cmd = [c_flood, ns.host_if, ns.host_mac.hex(), ns.ns_mac.hex(), ns.ns_ip, str(lport),
+               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
+    else:
+        cmd = [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)),
+               ns.host_if, ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(),
+               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
+    flooder = subprocess.run(cmd, capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+    kids1 = os.times()
+    busy1, soft1 = host_busy()
     H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
     words = flooder.stdout.split()
     sent, seconds, full = int(words[1]), float(words[3]), int(words[5])
@@ -180,6 +258,12 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     for k in range(BAN_FRAMES):
         ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
                                   H.game_packet(7, b"banned", k), ns.host_mac, ns.ns_mac))
+    for k, payload in enumerate(NOT_SHAPE):
+        ns.send_frame(H.ether_udp((SHAPELESS, 32000 + k), (ns.ns_ip, lport), payload,
+                                  ns.host_mac, ns.ns_mac))
+    for k, payload in enumerate(SHAPE):
+        ns.send_frame(H.ether_udp((SHAPELY, 32000 + k), (ns.ns_ip, lport), payload,
+                                  ns.host_mac, ns.ns_mac))
     for t in threads:
         t.join(timeout=PLAY_SECONDS + 30)
     cpu = relay.cpu_seconds() - cpu0
@@ -196,21 +280,35 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp):
     except H.TestFailure:
         pass
     lost = [len(p.sent) - arrived(p) for p in players]
+    for p in players:
+        p.stop.set()
+    for t in readers:
+        t.join(timeout=1)
+    echoes_lost = [len(p.sent) - len(p.rtt) for p in players]
+    p99 = [round(p.p99_ms(), 1) for p in players]
     m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
 
     def grew(name, **labels):
         return H.counter(m1, name, **labels) - H.counter(m0, name, **labels)
 
     relay_drops = grew("etrelay_dropped_datagrams_total")
-    counts = {r: grew("etrelay_xdp_packets_total", result=r)
-              for r in ("passed", "known", "bogon", "banned", "rate")}
-    ctx.note(f"{tag}: flood {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
+    counts = {r: grew("etrelay_xdp_packets_total", listener="game", result=r)
+              for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
+    counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
+    tag = "nft" if nft else tag
+    ctx.note(f"{tag}: flood ({os.path.basename(cmd[0])}) {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
              f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
-             f"lost {lost}; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
+             f"lost {lost}, echoes lost {echoes_lost}, p99 {p99} ms; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
     reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
     relay.expect_exit = True
     relay.close()
-    return dict(sent=sent, seconds=seconds, lost=lost, cpu=cpu, relay_drops=relay_drops, xdp=counts,
+    if nft:
+        subprocess.run(ns.wrapper() + ["nft", "delete", "table", "inet", "etrelay_flood"],
+                       capture_output=True, timeout=10)
+    return dict(host_busy=busy1 - busy0, softirq=soft1 - soft0,
+                flooder_cpu=(kids1.children_user + kids1.children_system) -
+                (kids0.children_user + kids0.children_system),
+                sent=sent, seconds=seconds, lost=lost, echoes_lost=echoes_lost, p99=p99, cpu=cpu, relay_drops=relay_drops, xdp=counts,
                 players=[len(p.sent) for p in players], reload=reload)
 
 
@@ -246,7 +344,77 @@ def reload_bans(ns, relay, bans, lport, ops_port, tok):
     return g
 
 
-def test(ctx):
+def derived_rates(ctx):
+    """Without xdp-rate and xdp-burst, -t says the bucket is the sum of the
+    listeners' own per-source limits: a game relay's ip-query-rate and
+    -burst (1, 10), each echo port's prbe-rate and -burst (10, 20); given,
+    the values given. The old binary said 250 and 500 whatever the
+    listeners took."""
+    relay = ["--listen", f"127.0.0.1:{H.free_udp_port()}", "--upstream", "127.0.0.1:9",
+             "--xdp-interface", "lo"]
+    echo = ["--prbe-listen", f"127.0.0.1:{H.free_udp_port()}"]
+    derived = " (from the listeners' per-source limits)"
+    for args, want in ((relay, "1 packets/s per source, 10 at once" + derived),
+                       (relay + echo, "11 packets/s per source, 30 at once" + derived),
+                       (relay + ["--xdp-rate", "7"], "7 packets/s per source, 10 at once" + derived),
+                       (relay + echo + ["--xdp-rate", "7", "--xdp-burst", "9"],
+                        "7 packets/s per source, 9 at once")):
+        rc, out, err = H.run_etrelay(ctx, ["-t"] + args, timeout=10)
+        H.expect_eq(rc, 0, f"-t {' '.join(args)} ({err.strip()!r})")
+        H.check(f"xdp-interface lo: {want}\n" in out,
+                f"-t {' '.join(args[4:])}: 'xdp-interface lo: {want}' in {out.strip()!r}")
+
+
+def turn_known(ctx, ns):
+    """A TURN allocation over UDP makes its client known to the program:
+    after it, 4 x XDP_BURST Binding requests at once from its address all
+    pass as known under {listener="turn"}, none is dropped as rate (before
+    it, the same burst would have been: the old program knew only game
+    sessions). The challenge and the Allocate pass as turn's shape."""
+    import turnutil as T
+    port, ops_port = H.free_udp_port(), H.free_tcp_port()
+    tok = os.urandom(24).hex()
+    relay = H.relay_env(ctx, {**T.env(), "ETRELAY_METRICS_TOKEN": tok},
+                        "--turn-listen", f"{ns.ns_ip}:{port}", *H.turn_ports(8),
+                        "--ops-listen", f"{ns.ns_ip}:{ops_port}", "--xdp-interface", ns.ns_if,
+                        "--xdp-rate", str(XDP_RATE), "--xdp-burst", str(XDP_BURST),
+                        listen=False, open_limits=False, wrapper=ns.wrapper(),
+                        ready_re=T.READY_RE)
+    H.check(relay.find_lines(rf"^xdp: on {ns.ns_if} in native mode"), "XDP attached (TURN)")
+    c = T.StunClient(port)
+    c.s.close()
+    c.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.s.bind((ns.host_ip, 0))
+    c.s.settimeout(1.0)
+    c.addr = (ns.ns_ip, port)
+    realm, nonce = c.challenge()
+    user, pw = T.rest_credentials(T.SECRET, "xdp")
+    key = T.longterm_key(user, pw, realm.decode())
+    _, (cls, _, _, a) = c.request(T.ALLOCATE, [T.u32(T.A_TRANSPORT, 17 << 24)] +
+                                  T.signed(user, realm, nonce), key=key)
+    H.expect_eq(cls, T.SUCCESS, f"Allocate through the XDP program: {a}")
+    m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
+    n = 4 * XDP_BURST
+    for _ in range(n):
+        c.s.sendto(T.message(T.BINDING, os.urandom(12), []), c.addr)
+
+    def grown(r):
+        return (H.counter(H.get_metrics(ops_port, tok, host=ns.ns_ip),
+                          "etrelay_xdp_packets_total", listener="turn", result=r) -
+                H.counter(m0, "etrelay_xdp_packets_total", listener="turn", result=r))
+
+    H.wait_until(lambda: grown("known") + grown("rate") + grown("passed") >= n, 5,
+                 f"{n} Binding requests judged by the program", interval=0.05)
+    H.expect_eq((grown("known"), grown("rate")), (n, 0),
+                "an allocation's client: its Binding burst passed as known, none as rate")
+    c.close()
+    relay.expect_exit = True
+    relay.close()
+
+
+def setup(ctx):
+    """The namespace, the stand-ins on this side, the players' addresses:
+    what every phase shares (bench/compare-flood runs phases too)."""
     ns = H.VethNetns(sysctls=(("net.ipv4.conf.all.rp_filter", 0),
                               ("net.ipv4.conf.{ns_if}.rp_filter", 0)))
     ctx.objs.append(ns)
@@ -261,9 +429,15 @@ def test(ctx):
     master = H.stand_in_on(H.Master, ns.host_ip, challenge=False)
     ctx.objs.append(master)
     tmp = ctx.tmpdir()
+    return ns, gs, master, players_ips, tmp
 
+
+def test(ctx):
+    derived_rates(ctx)
+    ns, gs, master, players_ips, tmp = setup(ctx)
     plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
     with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
+    turn_known(ctx, ns)
 
     x = with_xdp["xdp"]
     # Each source passes at most its burst and rate x time (+1 for the
@@ -277,14 +451,22 @@ def test(ctx):
             f"+ {XDP_RATE}/s")
     H.check(x["rate"] > 0 and floor > 0, "the flood outran its buckets")
     H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
+    H.expect_eq(x["shape"], len(NOT_SHAPE), "XDP drops as shape")
+    H.expect_eq(x["other listeners"], 0, "XDP counts under listener game only")
     H.expect_eq(with_xdp["lost"], [0] * PLAYERS, "players' packets lost with XDP")
     H.check(x["known"] >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
             f"{sum(with_xdp['players'])}")
-    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; relay "
+    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; their "
+             f"echoes lost {plain['echoes_lost']} without, {with_xdp['echoes_lost']} with; "
+             f"p99 round trip {plain['p99']} ms without, {with_xdp['p99']} ms with; relay "
              f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
              f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
-             f"{x['rate']} rate, {x['banned']} banned, passed {x['passed']}, known {x['known']}")
+             f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, "
+             f"known {x['known']}; host busy over the flood {plain['host_busy']:.2f} s without "
+             f"(softirq {plain['softirq']:.2f}), {with_xdp['host_busy']:.2f} s with (softirq "
+             f"{with_xdp['softirq']:.2f}); the flooder's own CPU {plain['flooder_cpu']:.2f} s, "
+             f"{with_xdp['flooder_cpu']:.2f} s")
     H.check(with_xdp["reload"]["passed"] + with_xdp["reload"]["known"] >= BAN_FRAMES,
             f"the address unbanned by SIGHUP passes: {with_xdp['reload']}")
     ctx.check_relays_alive()

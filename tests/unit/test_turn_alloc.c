@@ -124,6 +124,53 @@ static void test_stream_5tuples_are_told_apart_by_connection_and_listener(void *
 	turn_alloc_free(&t);
 }
 
+/* The XDP program's known sources, as the table reports them. */
+static int known_on, known_off;
+static union etr_sockaddr known_last;
+
+static void known(void *arg, const union etr_sockaddr *client, bool on)
+{
+	assert_ptr_equal(arg, &known_on);
+	known_last = *client;
+	if (on)
+		known_on++;
+	else
+		known_off++;
+}
+
+static void test_udp_allocations_are_reported_known_until_removed(void **state)
+{
+	struct turn_alloc_table t;
+	struct turn_5tuple u = udp(1), tcp = udp(2);
+	uint32_t iu, it, x;
+
+	(void)state;
+	known_on = known_off = 0;
+	assert_int_equal(turn_alloc_init(&t, 8, 50000, 50099, hkey, 1), 0);
+	t.known = known;
+	t.known_arg = &known_on;
+	tcp.transport = TURN_TCP;
+	tcp.conn = 3;
+	assert_int_equal(alloc_as(&t, &u, "u", 600, 0, &iu), TURN_OK);
+	assert_int_equal(known_on, 1);
+	assert_memory_equal(&known_last.in, &u.client.in, sizeof(u.client.in));
+	/* Over TCP: the program never sees its packets. */
+	assert_int_equal(alloc_as(&t, &tcp, "u", 600, 0, &it), TURN_OK);
+	assert_int_equal(known_on, 1);
+	/* Refused (437): nothing new is known. */
+	assert_int_equal(alloc_as(&t, &u, "u", 600, 0, &x), TURN_E_EXISTS);
+	assert_int_equal(known_on, 1);
+	turn_alloc_remove(&t, it);
+	assert_int_equal(known_off, 0);
+	turn_alloc_remove(&t, iu);
+	assert_int_equal(known_off, 1);
+	assert_memory_equal(&known_last.in, &u.client.in, sizeof(u.client.in));
+	/* Removed twice: reported once. */
+	turn_alloc_remove(&t, iu);
+	assert_int_equal(known_off, 1);
+	turn_alloc_free(&t);
+}
+
 static void test_node_cap_refuses_with_508_until_one_goes(void **state)
 {
 	struct turn_alloc_table t;
@@ -896,6 +943,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_allocation_is_found_by_5tuple_and_by_port),
 	    cmocka_unit_test(test_stream_5tuples_are_told_apart_by_connection_and_listener),
+	    cmocka_unit_test(test_udp_allocations_are_reported_known_until_removed),
 	    cmocka_unit_test(test_node_cap_refuses_with_508_until_one_goes),
 	    cmocka_unit_test(test_init_refuses_a_cap_wider_than_the_port_range),
 	    cmocka_unit_test(test_long_username_is_refused),
