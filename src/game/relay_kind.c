@@ -3,6 +3,7 @@
 #include "relay_kind.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "q3proto.h"
@@ -178,6 +180,96 @@ static uint32_t active(const void *shared, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		v += atomic_load_explicit(&all->r[i].sessions, memory_order_relaxed);
 	return v;
+}
+
+/* The relays the open put into the stats (worker 0's). */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->nrelays < STATS_RELAYS_MAX ? e->stats->nrelays : STATS_RELAYS_MAX;
+}
+
+/* No address here: /readyz needs no token, and the game server behind the
+ * relay is what a relay hides. /lifecycle names it. */
+static const char *ready(const struct kind_env *e, unsigned i, char *buf, size_t len)
+{
+	const struct relay_stats *r = e->stats->relay[i];
+	int server;
+
+	if (!r || (server = STAT_GET(r->server)) == SERVER_UP)
+		return NULL;
+	snprintf(buf, len, "relay %s: the game server %s", r->name,
+		 server == SERVER_DOWN ? "did not answer its last probe" : "was not probed yet");
+	return buf;
+}
+
+/* GET /lifecycle: the sessions of every relay. */
+static void lifecycle_details(const struct kind_env *e, FILE *f, bool *first)
+{
+	uint64_t active = 0;
+
+	for (unsigned i = 0, n = running(e); i < n; i++)
+		if (e->stats->relay[i])
+			active += stats_sessions_active(e->stats, i);
+	fprintf(f, "%s\"active_sessions\":%" PRIu64, *first ? "" : ",", active);
+	*first = false;
+}
+
+static void lifecycle_relay(FILE *f, struct relay_stats *r, uint32_t active)
+{
+	struct master_status m[STATS_MASTERS_MAX];
+	unsigned nm = stats_relay_masters(r, m);
+	int server = STAT_GET(r->server);
+
+	fputs("{\"name\":", f);
+	json_string(f, r->name);
+	fputs(",\"public_address\":", f);
+	json_string(f, r->public_addr);
+	fputs(",\"upstream\":", f);
+	json_string(f, r->upstream);
+	fputs(",\"game\":", f);
+	json_string(f, r->game);
+	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
+		server == SERVER_UP	? "up"
+		: server == SERVER_DOWN ? "down"
+					: "unknown",
+		active);
+	for (unsigned j = 0; j < nm; j++) {
+		fputs(j ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, m[j].name);
+		fputs(",\"address\":", f);
+		if (m[j].addr[0])
+			json_string(f, m[j].addr);
+		else
+			fputs("null", f);
+		if (m[j].last_heartbeat)
+			fprintf(f, ",\"last_heartbeat\":%" PRIu64, m[j].last_heartbeat);
+		else
+			fputs(",\"last_heartbeat\":null", f);
+		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s",
+			stats_hb_result_name(m[j].last_result),
+			m[j].listing_confirmed ? "true" : "false");
+		if (m[j].last_confirmed)
+			fprintf(f, ",\"last_confirmed\":%" PRIu64, m[j].last_confirmed);
+		else
+			fputs(",\"last_confirmed\":null", f);
+		fprintf(f, ",\"quiet\":%s}", m[j].quiet ? "true" : "false");
+	}
+	fputs("]}", f);
+}
+
+/* GET /lifecycle: "relays", each with its game server and masters (an
+ * empty array without relays). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	fputs(",\"relays\":[", f);
+	for (unsigned i = 0, n = running(e), comma = 0; i < n; i++) {
+		if (!e->stats->relay[i])
+			continue;
+		if (comma++)
+			fputc(',', f);
+		lifecycle_relay(f, e->stats->relay[i], stats_sessions_active(e->stats, i));
+	}
+	fputc(']', f);
 }
 
 /* Each relay once the loops run (stats' version: the process's), and the
@@ -437,6 +529,12 @@ const struct kind relay_kind = {
     .sessions_key = "sessions",
     .sessions = sessions,
     .listener = listener,
+    .running = running,
+    .ready = ready,
+    .ready_more_one = "relay whose game server is not up",
+    .ready_more_many = "relays whose game server is not up",
+    .lifecycle_details = lifecycle_details,
+    .lifecycle = lifecycle,
     .report = report,
     .probe = probe_all,
     .summary_one = "relay",

@@ -84,6 +84,23 @@ struct kind {
 	 * plane knows the kind by its name); NULL: not reported. */
 	void (*listener)(const struct kind_env *e, unsigned i, struct kind_listener *out);
 
+	/* The ops plane (/readyz, /lifecycle) and the control plane's
+	 * heartbeat (its health), any thread, from e->stats (atomics, or
+	 * what the open set before either thread started). running: how
+	 * many of its listeners run (none: not opened, or none configured;
+	 * the process is "no relay yet" while no kind runs one); ready: why
+	 * running listener i is not ready, in buf (returned), NULL: ready;
+	 * those past the reasons' room are counted in ready_more_one/_many
+	 * words ("relay whose game server is not up"). NULL: always ready. */
+	unsigned (*running)(const struct kind_env *e);
+	const char *(*ready)(const struct kind_env *e, unsigned i, char *buf, size_t len);
+	const char *ready_more_one, *ready_more_many;
+	/* GET /lifecycle: its members of "details" (a comma before unless
+	 * *first), then its members of the document (a comma before each),
+	 * in table order. NULL: none. */
+	void (*lifecycle_details)(const struct kind_env *e, FILE *f, bool *first);
+	void (*lifecycle)(const struct kind_env *e, FILE *f);
+
 	/* -t: what a start here (workers: as many as it would run) refuses,
 	 * said on stderr: EXIT_CONFIG, else 0; NULL: nothing. Then its
 	 * listeners, one line each on stdout (report), and with --probe what

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "resolver.h"
@@ -203,6 +204,36 @@ static void listener(const struct kind_env *e, unsigned i, struct kind_listener 
 	out->name = e->conf->sni[i].name;
 }
 
+/* The ops plane reads e->stats->sni, set as the listeners open. */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->sni ? e->stats->sni->n : 0;
+}
+
+/* GET /lifecycle: "sni_listeners" (an empty array without listeners). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	struct sni_shared *sh = e->stats->sni;
+
+	fputs(",\"sni_listeners\":[", f);
+	for (unsigned i = 0; sh && i < sh->n; i++) {
+		const struct sni_conf *sc = sh->l[i].conf;
+		uint32_t sact, scap, sroutes;
+		char a[ADDR_STRLEN];
+
+		sni_listener_info(sh, i, &sact, &scap, &sroutes);
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, sc->name);
+		fputs(",\"listen\":", f);
+		json_string(f, addr_str(&sc->listen.sa, a));
+		fprintf(f,
+			",\"routes\":%" PRIu32 ",\"active_connections\":%" PRIu32
+			",\"max_connections\":%" PRIu32 "}",
+			sroutes, sact, scap);
+	}
+	fputc(']', f);
+}
+
 /* A TCP connect to a within ms. Returns 0 or an errno value. */
 static int tcp_connect(const union etr_sockaddr *a, uint64_t ms)
 {
@@ -304,6 +335,8 @@ const struct kind sni_kind = {
     .log_start = log_start,
     .log_stats = log_stats,
     .listener = listener,
+    .running = running,
+    .lifecycle = lifecycle,
     .report = report,
     .probe = probe_all,
     .summary_one = "SNI listener",
