@@ -19,6 +19,7 @@
 #include "resolver.h"
 #include "loop.h"
 #include "relay.h"
+#include "relay_conf.h"
 #include "stats.h"
 
 /* What the relays share across the workers: one struct relay_shared per
@@ -39,6 +40,46 @@ static size_t dials(const struct etr_conf *c, const void *resolved, union etr_so
 	for (unsigned i = 0; out && i < c->nrelays; i++)
 		out[i] = ((const union etr_sockaddr *)resolved)[i];
 	return c->nrelays;
+}
+
+/* Addresses of the host a loop check compares with (as the SNI
+ * listeners' SNI_LOCAL_MAX). */
+#define RELAY_LOCAL_MAX 64
+
+int relay_kind_loops(const struct etr_conf *c, const union etr_sockaddr *up)
+{
+	union etr_sockaddr local[RELAY_LOCAL_MAX];
+	size_t nlocal = net_local_addrs(local, RELAY_LOCAL_MAX);
+	struct conf_errors e = {.len = 0};
+
+	if (conf_relay_loops(c, up, local, nlocal, &e) == 0)
+		return 0;
+	fputs(e.text, stderr);
+	return -1;
+}
+
+/* Each relay's game server (*out: union etr_sockaddr upstream[i]), then
+ * a relay whose resolved upstream is itself is refused. */
+static int resolve(const struct etr_conf *c, void **out)
+{
+	union etr_sockaddr *up = calloc(c->nrelays, sizeof(*up));
+
+	if (!(*out = up)) {
+		log_warn("relays");
+		return EXIT_FAILURE;
+	}
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *r = &c->relays[i];
+		struct resolver_result res;
+
+		if (resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res) != 0) {
+			log_warnx("relay %s: upstream %s: cannot resolve (%s)", r->name,
+				  r->upstream_host, gai_strerror(res.gai_err));
+			return EXIT_FAILURE;
+		}
+		up[i] = res.addr;
+	}
+	return relay_kind_loops(c, up) < 0 ? EXIT_CONFIG : 0;
 }
 
 /* max-sessions is a total across the workers; each relay's public
@@ -513,6 +554,8 @@ const struct kind relay_kind = {
     .size = sizeof(struct relay),
     .count = count,
     .shared_size = sizeof(struct relay_kind_shared),
+    .resolve = resolve,
+    .resolved_free = free,
     .dials = dials,
     .open = open_all,
     .shared_free = shared_free,

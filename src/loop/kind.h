@@ -36,6 +36,13 @@ struct kind {
 	 * The control plane, SIGHUP and the ops plane reach it through the
 	 * hooks below. */
 	size_t shared_size;
+	/* At a start (not -t), before the workers, blocking: resolve the
+	 * names it connects to and refuse what the addresses make a loop;
+	 * *out (resolved_free frees it, whatever the return) is what open
+	 * and dials get as resolved. Called in table order, for a kind with
+	 * listeners. Returns 0 or the exit status (said). NULL: nothing. */
+	int (*resolve)(const struct etr_conf *c, void **out);
+	void (*resolved_free)(void *resolved);
 	/* Every address resolved names that the process connects to, into out
 	 * (NULL: only counted); how many. NULL: none. */
 	size_t (*dials)(const struct etr_conf *c, const void *resolved, union etr_sockaddr *out);
