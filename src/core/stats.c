@@ -4,6 +4,7 @@
 #include "stats.h"
 
 #include <stdio.h>
+#include <string.h>
 
 uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off)
 {
@@ -30,6 +31,17 @@ uint32_t stats_sessions_active(const struct etr_stats *st, unsigned i)
 		if (r)
 			n += STAT_GET(r->sessions_active);
 	}
+	return n;
+}
+
+unsigned stats_relay_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX])
+{
+	unsigned n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->nmasters < STATS_MASTERS_MAX ? r->nmasters : STATS_MASTERS_MAX;
+	memcpy(out, r->masters, n * sizeof(*out));
+	pthread_mutex_unlock(&r->lock);
 	return n;
 }
 

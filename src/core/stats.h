@@ -198,6 +198,9 @@ uint64_t stats_relay_sum(const struct etr_stats *st, unsigned i, size_t off);
 /* Relay i's open sessions, on every worker. */
 uint32_t stats_sessions_active(const struct etr_stats *st, unsigned i);
 
+/* Copy relay r's masters' status under its lock; returns how many. */
+unsigned stats_relay_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX]);
+
 /* Add the counters of `from` to `to` (for a relay's one line at exit). */
 void stats_relay_add(struct relay_stats *to, const struct relay_stats *from);
 

@@ -496,7 +496,8 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const void *const
 		struct ops_config oc = {.listen = conf->ops_listen,
 					.allow_public = conf->ops_allow_public,
 					.sessions = daemon_sessions_call,
-					.sessions_arg = d};
+					.sessions_arg = d,
+					.kinds = {KINDS, kinds, d->kenv}};
 		char err[512]; /* libmicrohttpd's message and addr_bind_hint's */
 
 		/* A port in use is the host's state, as for every other

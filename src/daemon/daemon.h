@@ -95,9 +95,9 @@ struct daemon {
  * in the process's affinity mask, at most CONF_WORKERS_MAX. */
 unsigned daemon_workers_wanted(const struct etr_conf *conf);
 
-/* Open every kind's listeners on every worker (resolved[k]: what main
- * resolved for kind k, its kind_env.resolved: the game relays' upstreams,
- * one per relay; the SNI listeners' config routes), attach the reuseport
+/* Open every kind's listeners on every worker (resolved[k]: what kind k's
+ * resolve gave, its kind_env.resolved: the game relays' upstreams, one per
+ * relay; the SNI listeners' config routes), attach the reuseport
  * programs, create the loops on the configured backend (auto: io_uring,
  * else epoll with a log line), start the ops plane. Returns 0, or the exit
  * status to leave with. */

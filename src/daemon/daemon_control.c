@@ -19,7 +19,7 @@ static void control_report(void *arg, struct control_report *r)
 	struct daemon *d = arg;
 	struct ops_readiness rd;
 
-	ops_readiness(&d->stats, &rd);
+	ops_readiness(&d->stats, &(struct ops_kinds){KINDS, kinds, d->kenv}, &rd);
 	r->health = rd.ready	  ? CTL_HEALTH_READY
 		    : rd.draining ? CTL_HEALTH_DRAINING
 				  : CTL_HEALTH_DEGRADED;

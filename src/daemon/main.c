@@ -2,7 +2,6 @@
 /* etrelay: argv and the config file, resolve the game servers, check the
  * limits, then hand over to the daemon. */
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +14,9 @@
 #include "daemon.h"
 #include "kinds.h"
 #include "log.h"
-#include "net.h"
 #include "ops.h"
-#include "relay_conf.h"
-#include "resolver.h"
-#include "sni.h"
+#include "relay_kind.h"
+#include "sni_kind.h"
 #include "turn.h"
 #include "version.h"
 
@@ -97,118 +94,6 @@ static int check_nofile(const struct etr_conf *conf, rlim_t nofile)
 	return -1;
 }
 
-static int resolve_upstream(const struct relay_conf *r, union etr_sockaddr *sa)
-{
-	struct resolver_result res;
-
-	if (resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res) != 0) {
-		log_warnx("relay %s: upstream %s: cannot resolve (%s)", r->name, r->upstream_host,
-			  gai_strerror(res.gai_err));
-		return -1;
-	}
-	*sa = res.addr;
-	return 0;
-}
-
-/* The SNI listeners' config routes with their upstreams resolved, as the
- * game servers' are: at start, blocking. Returns 0 or -1 (logged). */
-static int resolve_sni(const struct etr_conf *c, struct sni_route *out[CONF_SNI_MAX])
-{
-	for (unsigned i = 0; i < c->nsni; i++) {
-		const struct sni_conf *s = &c->sni[i];
-
-		out[i] = calloc(s->nroutes + 1, sizeof(*out[i]));
-		if (!out[i]) {
-			log_warn("sni %s", s->name);
-			return -1;
-		}
-		for (unsigned j = 0; j < s->nroutes; j++) {
-			const struct sni_route_conf *r = &s->routes[j];
-			struct resolver_result res;
-
-			if (resolver_lookup(r->host, r->port, AF_UNSPEC, &res) != 0) {
-				log_warnx("sni %s: route %s: upstream %s: cannot resolve (%s)",
-					  s->name, r->name, r->host, gai_strerror(res.gai_err));
-				return -1;
-			}
-			snprintf(out[i][j].name, sizeof(out[i][j].name), "%s", r->name);
-			out[i][j].upstream = res.addr;
-			out[i][j].proxy_v2 = r->proxy_v2;
-		}
-	}
-	return 0;
-}
-
-/* A route whose upstream is one of the SNI listeners (or, on a wildcard
- * listener's port, an address of this host) would chain connections until
- * the caps run out, and one to the ops listener would publish it: refused,
- * naming its line. Without resolved (-t, and
- * before the names are resolved) only numeric upstreams are checked.
- * Returns 0 or -1 (written to stderr). */
-static int sni_loops(const struct etr_conf *c, struct sni_route *const *resolved)
-{
-	union etr_sockaddr local[SNI_LOCAL_MAX], up;
-	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
-	char hp[ADDR_HOSTLEN + 8], a[ADDR_STRLEN], where[CONF_NAME_MAX + 300];
-	int rc = 0;
-
-	for (unsigned i = 0; i < c->nsni; i++) {
-		for (unsigned j = 0; j < c->sni[i].nroutes; j++) {
-			const struct sni_route_conf *r = &c->sni[i].routes[j];
-
-			addr_hostport(r->host, r->port, hp);
-			if (resolved && resolved[i])
-				up = resolved[i][j].upstream;
-			else if (addr_parse_numeric(hp, &up) < 0)
-				continue;
-			if (r->line)
-				snprintf(where, sizeof(where), "%s:%u: sni %s",
-					 c->path ? c->path : "", r->line, c->sni[i].name);
-			else
-				snprintf(where, sizeof(where), "etrelay: sni-route");
-			for (unsigned k = 0; k < c->nsni; k++) {
-				if (!addrclass_loops(&up, &c->sni[k].listen, local, nlocal))
-					continue;
-				fprintf(stderr,
-					"%s: route %s: upstream %s is the SNI listener %s (%s): a "
-					"loop\n",
-					where, r->name, hp, c->sni[k].name,
-					addr_str(&c->sni[k].listen.sa, a));
-				rc = -1;
-				break;
-			}
-			/* The ops plane is private (ops-listen refuses a public
-			 * address): a route would put it on the public port. A
-			 * control-plane route there is refused too. TURN's TCP
-			 * and TLS ports stay routable (TURNS behind 443). */
-			if (c->ops_enabled && addrclass_loops(&up, &c->ops_listen, local, nlocal)) {
-				fprintf(
-				    stderr,
-				    "%s: route %s: upstream %s is the ops listener (%s): the "
-				    "route would serve the private ops plane on a public port\n",
-				    where, r->name, hp, addr_str(&c->ops_listen.sa, a));
-				rc = -1;
-			}
-		}
-	}
-	return rc;
-}
-
-/* A relay whose upstream is itself (conf_relay_loops), with the host's
- * addresses: up NULL checks the numeric upstreams (-t, before resolving).
- * Returns 0 or -1 (written to stderr). */
-static int relay_loops(const struct etr_conf *c, const union etr_sockaddr *up)
-{
-	union etr_sockaddr local[SNI_LOCAL_MAX];
-	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
-	struct conf_errors e = {.len = 0};
-
-	if (conf_relay_loops(c, up, local, nlocal, &e) == 0)
-		return 0;
-	fputs(e.text, stderr);
-	return -1;
-}
-
 /* Parse argv and the file; returns 0 or the exit status. */
 static int configure(struct etr_conf *c, int argc, char **argv)
 {
@@ -249,8 +134,7 @@ int main(int argc, char **argv)
 {
 	static struct etr_conf conf;
 	static struct daemon d;
-	union etr_sockaddr upstream[CONF_RELAYS_MAX];
-	struct sni_route *sni_routes[CONF_SNI_MAX] = {NULL};
+	void *resolved[KINDS] = {NULL};
 	char err[512];
 	rlim_t nofile;
 	bool nofile_ok;
@@ -274,7 +158,7 @@ int main(int argc, char **argv)
 		log_warnx("ops plane: %s", err);
 		return EXIT_CONFIG;
 	}
-	if (sni_loops(&conf, NULL) < 0 || relay_loops(&conf, NULL) < 0)
+	if (sni_kind_loops(&conf, NULL) < 0 || relay_kind_loops(&conf, NULL) < 0)
 		return EXIT_CONFIG;
 	if (conf.nturn) {
 		struct turn_secret_set *s = malloc(sizeof(*s));
@@ -316,30 +200,19 @@ int main(int argc, char **argv)
 			  (unsigned long long)nofile);
 	if (conf.test)
 		return check_run(&conf, nofile_ok);
-	for (unsigned i = 0; i < conf.nrelays; i++)
-		if (resolve_upstream(&conf.relays[i], &upstream[i]) < 0)
-			return EXIT_FAILURE;
-	if (relay_loops(&conf, upstream) < 0)
-		return EXIT_CONFIG;
-	if (resolve_sni(&conf, sni_routes) < 0) {
-		rc = EXIT_FAILURE;
+	/* What each kind opens its listeners with (kind_env.resolved). */
+	for (unsigned k = 0; k < KINDS && rc == 0; k++)
+		if (kinds[k]->resolve && kinds[k]->count(&conf))
+			rc = kinds[k]->resolve(&conf, &resolved[k]);
+	if (rc != 0)
 		goto out;
-	}
-	if (sni_loops(&conf, sni_routes) < 0) {
-		rc = EXIT_CONFIG;
-		goto out;
-	}
-	{
-		/* What each kind opens its listeners with (kind_env.resolved). */
-		const void *resolved[KINDS] = {[KIND_RELAY] = upstream, [KIND_SNI] = sni_routes};
-
-		rc = daemon_open(&d, &conf, resolved);
-	}
+	rc = daemon_open(&d, &conf, (const void *const *)resolved);
 	if (rc == 0)
 		rc = daemon_run(&d);
 	daemon_close(&d);
 out:
-	for (unsigned i = 0; i < CONF_SNI_MAX; i++)
-		free(sni_routes[i]);
+	for (unsigned k = 0; k < KINDS; k++)
+		if (resolved[k])
+			kinds[k]->resolved_free(resolved[k]);
 	return rc;
 }

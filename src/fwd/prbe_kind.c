@@ -147,6 +147,12 @@ static void log_start(const struct kind_env *e, const char *backend)
 		log_info("PRBE echo on %s", e->stats->prbe_port[0][i]->port);
 }
 
+/* An echo-only process (prbe-listen alone) is ready while it runs. */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->nprbe_ports;
+}
+
 /* -t: each echo-only port, and the echo on every port. */
 static void report(const struct etr_conf *c)
 {
@@ -173,6 +179,7 @@ const struct kind prbe_kind = {
     .attach = attach,
     .take_bans = take_bans,
     .close = close_,
+    .running = running,
     .log_start = log_start,
     .report = report,
     .summary_one = "echo port",

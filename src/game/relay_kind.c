@@ -3,6 +3,7 @@
 #include "relay_kind.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -11,12 +12,14 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "q3proto.h"
 #include "resolver.h"
 #include "loop.h"
 #include "relay.h"
+#include "relay_conf.h"
 #include "stats.h"
 
 /* What the relays share across the workers: one struct relay_shared per
@@ -37,6 +40,46 @@ static size_t dials(const struct etr_conf *c, const void *resolved, union etr_so
 	for (unsigned i = 0; out && i < c->nrelays; i++)
 		out[i] = ((const union etr_sockaddr *)resolved)[i];
 	return c->nrelays;
+}
+
+/* Addresses of the host a loop check compares with (as the SNI
+ * listeners' SNI_LOCAL_MAX). */
+#define RELAY_LOCAL_MAX 64
+
+int relay_kind_loops(const struct etr_conf *c, const union etr_sockaddr *up)
+{
+	union etr_sockaddr local[RELAY_LOCAL_MAX];
+	size_t nlocal = net_local_addrs(local, RELAY_LOCAL_MAX);
+	struct conf_errors e = {.len = 0};
+
+	if (conf_relay_loops(c, up, local, nlocal, &e) == 0)
+		return 0;
+	fputs(e.text, stderr);
+	return -1;
+}
+
+/* Each relay's game server (*out: union etr_sockaddr upstream[i]), then
+ * a relay whose resolved upstream is itself is refused. */
+static int resolve(const struct etr_conf *c, void **out)
+{
+	union etr_sockaddr *up = calloc(c->nrelays, sizeof(*up));
+
+	if (!(*out = up)) {
+		log_warn("relays");
+		return EXIT_FAILURE;
+	}
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *r = &c->relays[i];
+		struct resolver_result res;
+
+		if (resolver_lookup(r->upstream_host, r->upstream_port, AF_UNSPEC, &res) != 0) {
+			log_warnx("relay %s: upstream %s: cannot resolve (%s)", r->name,
+				  r->upstream_host, gai_strerror(res.gai_err));
+			return EXIT_FAILURE;
+		}
+		up[i] = res.addr;
+	}
+	return relay_kind_loops(c, up) < 0 ? EXIT_CONFIG : 0;
 }
 
 /* max-sessions is a total across the workers; each relay's public
@@ -178,6 +221,96 @@ static uint32_t active(const void *shared, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		v += atomic_load_explicit(&all->r[i].sessions, memory_order_relaxed);
 	return v;
+}
+
+/* The relays the open put into the stats (worker 0's). */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->nrelays < STATS_RELAYS_MAX ? e->stats->nrelays : STATS_RELAYS_MAX;
+}
+
+/* No address here: /readyz needs no token, and the game server behind the
+ * relay is what a relay hides. /lifecycle names it. */
+static const char *ready(const struct kind_env *e, unsigned i, char *buf, size_t len)
+{
+	const struct relay_stats *r = e->stats->relay[i];
+	int server;
+
+	if (!r || (server = STAT_GET(r->server)) == SERVER_UP)
+		return NULL;
+	snprintf(buf, len, "relay %s: the game server %s", r->name,
+		 server == SERVER_DOWN ? "did not answer its last probe" : "was not probed yet");
+	return buf;
+}
+
+/* GET /lifecycle: the sessions of every relay. */
+static void lifecycle_details(const struct kind_env *e, FILE *f, bool *first)
+{
+	uint64_t active = 0;
+
+	for (unsigned i = 0, n = running(e); i < n; i++)
+		if (e->stats->relay[i])
+			active += stats_sessions_active(e->stats, i);
+	fprintf(f, "%s\"active_sessions\":%" PRIu64, *first ? "" : ",", active);
+	*first = false;
+}
+
+static void lifecycle_relay(FILE *f, struct relay_stats *r, uint32_t active)
+{
+	struct master_status m[STATS_MASTERS_MAX];
+	unsigned nm = stats_relay_masters(r, m);
+	int server = STAT_GET(r->server);
+
+	fputs("{\"name\":", f);
+	json_string(f, r->name);
+	fputs(",\"public_address\":", f);
+	json_string(f, r->public_addr);
+	fputs(",\"upstream\":", f);
+	json_string(f, r->upstream);
+	fputs(",\"game\":", f);
+	json_string(f, r->game);
+	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
+		server == SERVER_UP	? "up"
+		: server == SERVER_DOWN ? "down"
+					: "unknown",
+		active);
+	for (unsigned j = 0; j < nm; j++) {
+		fputs(j ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, m[j].name);
+		fputs(",\"address\":", f);
+		if (m[j].addr[0])
+			json_string(f, m[j].addr);
+		else
+			fputs("null", f);
+		if (m[j].last_heartbeat)
+			fprintf(f, ",\"last_heartbeat\":%" PRIu64, m[j].last_heartbeat);
+		else
+			fputs(",\"last_heartbeat\":null", f);
+		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s",
+			stats_hb_result_name(m[j].last_result),
+			m[j].listing_confirmed ? "true" : "false");
+		if (m[j].last_confirmed)
+			fprintf(f, ",\"last_confirmed\":%" PRIu64, m[j].last_confirmed);
+		else
+			fputs(",\"last_confirmed\":null", f);
+		fprintf(f, ",\"quiet\":%s}", m[j].quiet ? "true" : "false");
+	}
+	fputs("]}", f);
+}
+
+/* GET /lifecycle: "relays", each with its game server and masters (an
+ * empty array without relays). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	fputs(",\"relays\":[", f);
+	for (unsigned i = 0, n = running(e), comma = 0; i < n; i++) {
+		if (!e->stats->relay[i])
+			continue;
+		if (comma++)
+			fputc(',', f);
+		lifecycle_relay(f, e->stats->relay[i], stats_sessions_active(e->stats, i));
+	}
+	fputc(']', f);
 }
 
 /* Each relay once the loops run (stats' version: the process's), and the
@@ -421,6 +554,8 @@ const struct kind relay_kind = {
     .size = sizeof(struct relay),
     .count = count,
     .shared_size = sizeof(struct relay_kind_shared),
+    .resolve = resolve,
+    .resolved_free = free,
     .dials = dials,
     .open = open_all,
     .shared_free = shared_free,
@@ -437,6 +572,12 @@ const struct kind relay_kind = {
     .sessions_key = "sessions",
     .sessions = sessions,
     .listener = listener,
+    .running = running,
+    .ready = ready,
+    .ready_more_one = "relay whose game server is not up",
+    .ready_more_many = "relays whose game server is not up",
+    .lifecycle_details = lifecycle_details,
+    .lifecycle = lifecycle,
     .report = report,
     .probe = probe_all,
     .summary_one = "relay",

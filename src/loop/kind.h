@@ -36,6 +36,13 @@ struct kind {
 	 * The control plane, SIGHUP and the ops plane reach it through the
 	 * hooks below. */
 	size_t shared_size;
+	/* At a start (not -t), before the workers, blocking: resolve the
+	 * names it connects to and refuse what the addresses make a loop;
+	 * *out (resolved_free frees it, whatever the return) is what open
+	 * and dials get as resolved. Called in table order, for a kind with
+	 * listeners. Returns 0 or the exit status (said). NULL: nothing. */
+	int (*resolve)(const struct etr_conf *c, void **out);
+	void (*resolved_free)(void *resolved);
 	/* Every address resolved names that the process connects to, into out
 	 * (NULL: only counted); how many. NULL: none. */
 	size_t (*dials)(const struct etr_conf *c, const void *resolved, union etr_sockaddr *out);
@@ -83,6 +90,23 @@ struct kind {
 	/* The control plane's heartbeat: listener i as it runs (the control
 	 * plane knows the kind by its name); NULL: not reported. */
 	void (*listener)(const struct kind_env *e, unsigned i, struct kind_listener *out);
+
+	/* The ops plane (/readyz, /lifecycle) and the control plane's
+	 * heartbeat (its health), any thread, from e->stats (atomics, or
+	 * what the open set before either thread started). running: how
+	 * many of its listeners run (none: not opened, or none configured;
+	 * the process is "no relay yet" while no kind runs one); ready: why
+	 * running listener i is not ready, in buf (returned), NULL: ready;
+	 * those past the reasons' room are counted in ready_more_one/_many
+	 * words ("relay whose game server is not up"). NULL: always ready. */
+	unsigned (*running)(const struct kind_env *e);
+	const char *(*ready)(const struct kind_env *e, unsigned i, char *buf, size_t len);
+	const char *ready_more_one, *ready_more_many;
+	/* GET /lifecycle: its members of "details" (a comma before unless
+	 * *first), then its members of the document (a comma before each),
+	 * in table order. NULL: none. */
+	void (*lifecycle_details)(const struct kind_env *e, FILE *f, bool *first);
+	void (*lifecycle)(const struct kind_env *e, FILE *f);
 
 	/* -t: what a start here (workers: as many as it would run) refuses,
 	 * said on stderr: EXIT_CONFIG, else 0; NULL: nothing. Then its

@@ -31,12 +31,11 @@
 #include "addrclass.h"
 #include "control_stats.h"
 #include "json.h"
+#include "kind.h"
 #include "log.h"
 #include "ops_metrics.h"
 #include "secret.h"
-#include "sni_shared.h"
 #include "timers.h"
-#include "turn.h"
 
 /* Longest token kept: far above any sane secret, far below a header. */
 /* MHD keeps a request's headers and its response headers in one pool per
@@ -209,9 +208,32 @@ static enum MHD_Result serve_healthz(struct ops *op, struct MHD_Connection *c)
 	return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ok\n");
 }
 
-void ops_readiness(struct etr_stats *st, struct ops_readiness *out)
+/* Kind k's listeners that are not ready: a reason each while there is
+ * room, the last slot saying how many more. */
+static void kind_reasons(const struct kind *k, const struct kind_env *e, unsigned n,
+			 struct ops_readiness *out)
 {
-	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX, down = 0;
+	char buf[OPS_REASON_LEN];
+	unsigned more = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *why = k->ready(e, i, buf, sizeof(buf));
+
+		if (!why)
+			continue;
+		if (out->n < OPS_REASONS_MAX - 1)
+			snprintf(out->reason[out->n++], OPS_REASON_LEN, "%s", why);
+		else
+			more++;
+	}
+	if (more && out->n < OPS_REASONS_MAX)
+		snprintf(out->reason[out->n++], OPS_REASON_LEN, "and %u more %s", more,
+			 more == 1 ? k->ready_more_one : k->ready_more_many);
+}
+
+void ops_readiness(struct etr_stats *st, const struct ops_kinds *k, struct ops_readiness *out)
+{
+	unsigned nk = k ? k->n : 0, any = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (atomic_load(&st->lifecycle) != LIFECYCLE_ACTIVE) {
@@ -219,31 +241,15 @@ void ops_readiness(struct etr_stats *st, struct ops_readiness *out)
 		snprintf(out->reason[out->n++], OPS_REASON_LEN, "draining");
 		return;
 	}
-	/* An echo-only process (prbe-listen alone) is ready while it runs. */
-	if (!n && !st->sni && !st->nprbe_ports && !st->turn) {
+	for (unsigned i = 0; i < nk; i++)
+		any += k->kind[i]->running ? k->kind[i]->running(&k->env[i]) : 0;
+	if (!any) {
 		snprintf(out->reason[out->n++], OPS_REASON_LEN, "no relay yet");
 		return;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		const struct relay_stats *r = st->relay[i];
-		int server;
-
-		if (!r || (server = STAT_GET(r->server)) == SERVER_UP)
-			continue;
-		/* No address here: /readyz needs no token, and the game server
-		 * behind the relay is what a relay hides. /lifecycle names it. */
-		if (out->n < OPS_REASONS_MAX - 1)
-			snprintf(out->reason[out->n++], OPS_REASON_LEN,
-				 "relay %s: the game server %s", r->name,
-				 server == SERVER_DOWN ? "did not answer its last probe"
-						       : "was not probed yet");
-		else
-			down++;
-	}
-	if (down)
-		snprintf(out->reason[out->n++], OPS_REASON_LEN,
-			 "and %u more relay%s whose game server is not up", down,
-			 down == 1 ? "" : "s");
+	for (unsigned i = 0; i < nk; i++)
+		if (k->kind[i]->running && k->kind[i]->ready)
+			kind_reasons(k->kind[i], &k->env[i], k->kind[i]->running(&k->env[i]), out);
 	out->ready = out->n == 0;
 }
 
@@ -251,54 +257,11 @@ static enum MHD_Result serve_readyz(struct ops *op, struct MHD_Connection *c)
 {
 	struct ops_readiness r;
 
-	ops_readiness(op->st, &r);
+	ops_readiness(op->st, &op->cfg.kinds, &r);
 	if (r.ready)
 		return reply_text(c, MHD_HTTP_OK, NULL, NULL, "ready\n");
 	/* One line: the first reason. */
 	return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, NULL, "%s\n", r.reason[0]);
-}
-
-static void json_relay(FILE *f, struct relay_stats *r, uint32_t active)
-{
-	struct master_status m[STATS_MASTERS_MAX];
-	unsigned nm = ops_metrics_masters(r, m);
-	int server = STAT_GET(r->server);
-
-	fputs("{\"name\":", f);
-	json_string(f, r->name);
-	fputs(",\"public_address\":", f);
-	json_string(f, r->public_addr);
-	fputs(",\"upstream\":", f);
-	json_string(f, r->upstream);
-	fputs(",\"game\":", f);
-	json_string(f, r->game);
-	fprintf(f, ",\"server\":\"%s\",\"active_sessions\":%" PRIu32 ",\"masters\":[",
-		server == SERVER_UP	? "up"
-		: server == SERVER_DOWN ? "down"
-					: "unknown",
-		active);
-	for (unsigned j = 0; j < nm; j++) {
-		fputs(j ? ",{\"name\":" : "{\"name\":", f);
-		json_string(f, m[j].name);
-		fputs(",\"address\":", f);
-		if (m[j].addr[0])
-			json_string(f, m[j].addr);
-		else
-			fputs("null", f);
-		if (m[j].last_heartbeat)
-			fprintf(f, ",\"last_heartbeat\":%" PRIu64, m[j].last_heartbeat);
-		else
-			fputs(",\"last_heartbeat\":null", f);
-		fprintf(f, ",\"last_result\":\"%s\",\"listing_confirmed\":%s",
-			stats_hb_result_name(m[j].last_result),
-			m[j].listing_confirmed ? "true" : "false");
-		if (m[j].last_confirmed)
-			fprintf(f, ",\"last_confirmed\":%" PRIu64, m[j].last_confirmed);
-		else
-			fputs(",\"last_confirmed\":null", f);
-		fprintf(f, ",\"quiet\":%s}", m[j].quiet ? "true" : "false");
-	}
-	fputs("]}", f);
 }
 
 /* The control plane's part of /lifecycle. */
@@ -332,99 +295,29 @@ static void json_control(FILE *f, struct control_stats *cs)
 static enum MHD_Result serve_lifecycle(struct ops *op, struct MHD_Connection *c)
 {
 	struct etr_stats *st = op->st;
-	unsigned n = st->nrelays < STATS_RELAYS_MAX ? st->nrelays : STATS_RELAYS_MAX;
-	uint64_t now = (uint64_t)time(NULL), active = 0;
+	const struct ops_kinds *k = &op->cfg.kinds;
+	uint64_t now = (uint64_t)time(NULL);
 	char *body = NULL;
 	size_t len = 0;
+	bool first = true;
 	FILE *f;
 
 	if (!(f = open_memstream(&body, &len)))
 		return MHD_NO;
-	for (unsigned i = 0; i < n; i++)
-		if (st->relay[i])
-			active += stats_sessions_active(st, i);
 	fprintf(f, "{\"role\":\"relay\",\"state\":\"%s\",\"version\":",
 		atomic_load(&st->lifecycle) == LIFECYCLE_ACTIVE ? "active" : "draining");
 	json_string(f, st->version ? st->version : "unknown");
 	fputs(",\"backend\":", f);
 	json_string(f, st->backend ? st->backend : "unknown");
-	fprintf(f,
-		",\"workers\":%u,\"uptime_seconds\":%" PRIu64
-		",\"details\":{\"active_sessions\":%" PRIu64,
-		stats_workers(st), now > st->started_unix ? now - st->started_unix : 0, active);
-	if (st->turn) {
-		/* What a registry's probe of a TURN node reads: its live
-		 * allocations, the address clients reach, the transports. */
-		const struct turn_conf *tc = st->turn->l[0].conf;
-		char a[ADDR_STRLEN], *colon;
-		bool tcp = false, tls = false;
-
-		for (unsigned i = 0; i < st->turn->n; i++) {
-			tcp |= st->turn->l[i].conf->tcp_set;
-			tls |= st->turn->l[i].conf->tls_set;
-		}
-		addr_str(&tc->public_ip.sa, a);
-		if ((colon = strrchr(a, ':')) != NULL) /* the address alone: "1.2.3.4:0" */
-			*colon = '\0';
-		fprintf(f, ",\"active_allocations\":%" PRIu32 ",\"public_ip\":",
-			turn_active_total(st->turn));
-		json_string(f, a);
-		fprintf(f, ",\"transports\":[\"udp\"%s%s]", tcp ? ",\"tcp\"" : "",
-			tls ? ",\"tls\"" : "");
-	}
-	fputs("},\"relays\":[", f);
-	for (unsigned i = 0, comma = 0; i < n; i++) {
-		if (!st->relay[i])
-			continue;
-		if (comma++)
-			fputc(',', f);
-		json_relay(f, st->relay[i], stats_sessions_active(st, i));
-	}
-	fputs("],\"sni_listeners\":[", f);
-	for (unsigned i = 0; st->sni && i < st->sni->n; i++) {
-		const struct sni_conf *sc = st->sni->l[i].conf;
-		uint32_t sact, scap, sroutes;
-		char a[ADDR_STRLEN];
-
-		sni_listener_info(st->sni, i, &sact, &scap, &sroutes);
-		fputs(i ? ",{\"name\":" : "{\"name\":", f);
-		json_string(f, sc->name);
-		fputs(",\"listen\":", f);
-		json_string(f, addr_str(&sc->listen.sa, a));
-		fprintf(f,
-			",\"routes\":%" PRIu32 ",\"active_connections\":%" PRIu32
-			",\"max_connections\":%" PRIu32 "}",
-			sroutes, sact, scap);
-	}
-	fputc(']', f);
-	if (st->turn) {
-		fputs(",\"turn_listeners\":[", f);
-		for (unsigned i = 0; i < st->turn->n; i++) {
-			const struct turn_conf *tc = st->turn->l[i].conf;
-			char a[ADDR_STRLEN];
-
-			fputs(i ? ",{\"name\":" : "{\"name\":", f);
-			json_string(f, tc->name);
-			fputs(",\"listen\":", f);
-			json_string(f, addr_str(&tc->listen.sa, a));
-			fputs(",\"tcp_listen\":", f);
-			if (tc->tcp_set)
-				json_string(f, addr_str(&tc->tcp_listen.sa, a));
-			else
-				fputs("null", f);
-			fputs(",\"public_ip\":", f);
-			addr_str(&tc->public_ip.sa, a);
-			if (strrchr(a, ':'))
-				*strrchr(a, ':') = '\0';
-			json_string(f, a);
-			fprintf(f,
-				",\"active_allocations\":%" PRIu32 ",\"max_allocations\":%" PRIu32
-				"}",
-				atomic_load_explicit(&st->turn->l[i].active, memory_order_relaxed),
-				tc->max_allocations);
-		}
-		fputc(']', f);
-	}
+	fprintf(f, ",\"workers\":%u,\"uptime_seconds\":%" PRIu64 ",\"details\":{",
+		stats_workers(st), now > st->started_unix ? now - st->started_unix : 0);
+	for (unsigned i = 0; i < k->n; i++)
+		if (k->kind[i]->lifecycle_details)
+			k->kind[i]->lifecycle_details(&k->env[i], f, &first);
+	fputc('}', f);
+	for (unsigned i = 0; i < k->n; i++)
+		if (k->kind[i]->lifecycle)
+			k->kind[i]->lifecycle(&k->env[i], f);
 	if (st->control)
 		json_control(f, st->control);
 	if (st->xdp_mode[0]) {

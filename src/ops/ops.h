@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* The operations plane: an HTTP listener in a thread of its own serving
  * /healthz, /readyz, /lifecycle, drain and resume, /sessions and /metrics from
- * struct etr_stats. It never touches the packet loop's memory beyond that. */
+ * struct etr_stats (the listener kinds' parts through their hooks, which read
+ * it). It never touches the packet loop's memory beyond that. */
 #ifndef ETR_OPS_H
 #define ETR_OPS_H
 
@@ -28,6 +29,17 @@
 #define OPS_FDS_MAX (OPS_CONN_SLOTS + 4)
 
 struct ops;
+struct kind;
+struct kind_env;
+
+/* The listener kinds (loop/kind.h): the daemon's table and each kind's
+ * environment, walked in order for their part of /readyz, the heartbeat's
+ * health and /lifecycle (n 0: none). */
+struct ops_kinds {
+	unsigned n;
+	const struct kind *const *kind;
+	const struct kind_env *env;
+};
 
 /* Why the process is not ready, as GET /readyz says it (it answers with
  * the first reason), and the heartbeat's health carries (every reason). */
@@ -40,10 +52,12 @@ struct ops_readiness {
 	char reason[OPS_REASONS_MAX][OPS_REASON_LEN];
 };
 
-/* What /readyz answers, from st (any thread: atomics only): draining, no
- * relay yet, or each relay whose game server did not answer its last probe
- * round (up to OPS_REASONS_MAX reasons, the last saying how many more). */
-void ops_readiness(struct etr_stats *st, struct ops_readiness *out);
+/* What /readyz answers, from st and the kinds (any thread: atomics only):
+ * draining, no relay yet (no kind runs a listener), or each listener a kind
+ * says is not ready, as a relay whose game server did not answer its last
+ * probe round (up to OPS_REASONS_MAX reasons, a kind's last saying how many
+ * more). */
+void ops_readiness(struct etr_stats *st, const struct ops_kinds *k, struct ops_readiness *out);
 
 struct ops_config {
 	union etr_sockaddr listen;
@@ -52,6 +66,9 @@ struct ops_config {
 	 * thread; returns 0 or -1 (the loop did not answer in time). */
 	int (*sessions)(void *arg, char **buf, size_t *len);
 	void *sessions_arg;
+	/* /readyz's reasons and /lifecycle's members of the listener kinds;
+	 * the table and its environments outlive the ops plane. */
+	struct ops_kinds kinds;
 };
 
 /* True for loopback, RFC 1918, CGNAT (100.64/10), ULA (fc00::/7),

@@ -19,17 +19,6 @@
 #include <stddef.h>
 #include <string.h>
 
-unsigned ops_metrics_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX])
-{
-	unsigned n;
-
-	pthread_mutex_lock(&r->lock);
-	n = r->nmasters < STATS_MASTERS_MAX ? r->nmasters : STATS_MASTERS_MAX;
-	memcpy(out, r->masters, n * sizeof(*out));
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
-
 /* Where a family's samples come from: each source has instances (a relay,
  * a listener...), each a struct the row's offsets point into. RELAY, PRBE
  * and LOOP are summed over the workers; RELAY_WORKER is each relay on each
@@ -730,7 +719,7 @@ static void render(FILE *f, struct mctx *c, const struct metric *m)
 		/* One copy of a relay's masters for the family's samples. */
 		if (m->src == MASTER && i % STATS_MASTERS_MAX == 0) {
 			r = c->st->relay[i / STATS_MASTERS_MAX];
-			c->nm = r ? ops_metrics_masters(r, c->m) : 0;
+			c->nm = r ? stats_relay_masters(r, c->m) : 0;
 		}
 		if (!(base = part(c, m->src, i, 0)))
 			continue;

@@ -24,9 +24,6 @@ struct ops_process {
 	uint64_t max_fds;
 };
 
-/* Copy a relay's master status under its lock; returns how many. */
-unsigned ops_metrics_masters(struct relay_stats *r, struct master_status out[STATS_MASTERS_MAX]);
-
 /* Write every metric to out (open_memstream makes it a growable buffer).
  * proc may be NULL. Takes each relay's lock while copying its masters.
  * Returns 0, or -EIO when the stream failed. */

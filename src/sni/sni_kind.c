@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addrclass.h"
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "resolver.h"
@@ -21,6 +23,100 @@
 static unsigned count(const struct etr_conf *c)
 {
 	return c->nsni;
+}
+
+int sni_kind_loops(const struct etr_conf *c, struct sni_route *const *resolved)
+{
+	union etr_sockaddr local[SNI_LOCAL_MAX], up;
+	size_t nlocal = net_local_addrs(local, SNI_LOCAL_MAX);
+	char hp[ADDR_HOSTLEN + 8], a[ADDR_STRLEN], where[CONF_NAME_MAX + 300];
+	int rc = 0;
+
+	for (unsigned i = 0; i < c->nsni; i++) {
+		for (unsigned j = 0; j < c->sni[i].nroutes; j++) {
+			const struct sni_route_conf *r = &c->sni[i].routes[j];
+
+			addr_hostport(r->host, r->port, hp);
+			if (resolved && resolved[i])
+				up = resolved[i][j].upstream;
+			else if (addr_parse_numeric(hp, &up) < 0)
+				continue;
+			if (r->line)
+				snprintf(where, sizeof(where), "%s:%u: sni %s",
+					 c->path ? c->path : "", r->line, c->sni[i].name);
+			else
+				snprintf(where, sizeof(where), "etrelay: sni-route");
+			for (unsigned k = 0; k < c->nsni; k++) {
+				if (!addrclass_loops(&up, &c->sni[k].listen, local, nlocal))
+					continue;
+				fprintf(stderr,
+					"%s: route %s: upstream %s is the SNI listener %s (%s): a "
+					"loop\n",
+					where, r->name, hp, c->sni[k].name,
+					addr_str(&c->sni[k].listen.sa, a));
+				rc = -1;
+				break;
+			}
+			/* The ops plane is private (ops-listen refuses a public
+			 * address): a route would put it on the public port. A
+			 * control-plane route there is refused too. TURN's TCP
+			 * and TLS ports stay routable (TURNS behind 443). */
+			if (c->ops_enabled && addrclass_loops(&up, &c->ops_listen, local, nlocal)) {
+				fprintf(
+				    stderr,
+				    "%s: route %s: upstream %s is the ops listener (%s): the "
+				    "route would serve the private ops plane on a public port\n",
+				    where, r->name, hp, addr_str(&c->ops_listen.sa, a));
+				rc = -1;
+			}
+		}
+	}
+	return rc;
+}
+
+/* The config routes with their upstreams resolved, as the game servers'
+ * are (*out: struct sni_route *routes[i], listener i's, NULL after the
+ * last), then a route that makes a loop is refused. */
+static int resolve(const struct etr_conf *c, void **out)
+{
+	struct sni_route **routes = calloc(c->nsni + 1, sizeof(*routes));
+
+	if (!(*out = routes)) {
+		log_warn("sni");
+		return EXIT_FAILURE;
+	}
+	for (unsigned i = 0; i < c->nsni; i++) {
+		const struct sni_conf *s = &c->sni[i];
+
+		routes[i] = calloc(s->nroutes + 1, sizeof(*routes[i]));
+		if (!routes[i]) {
+			log_warn("sni %s", s->name);
+			return EXIT_FAILURE;
+		}
+		for (unsigned j = 0; j < s->nroutes; j++) {
+			const struct sni_route_conf *r = &s->routes[j];
+			struct resolver_result res;
+
+			if (resolver_lookup(r->host, r->port, AF_UNSPEC, &res) != 0) {
+				log_warnx("sni %s: route %s: upstream %s: cannot resolve (%s)",
+					  s->name, r->name, r->host, gai_strerror(res.gai_err));
+				return EXIT_FAILURE;
+			}
+			snprintf(routes[i][j].name, sizeof(routes[i][j].name), "%s", r->name);
+			routes[i][j].upstream = res.addr;
+			routes[i][j].proxy_v2 = r->proxy_v2;
+		}
+	}
+	return sni_kind_loops(c, routes) < 0 ? EXIT_CONFIG : 0;
+}
+
+static void resolved_free(void *resolved)
+{
+	struct sni_route **routes = resolved;
+
+	for (unsigned i = 0; routes[i]; i++)
+		free(routes[i]);
+	free(routes);
 }
 
 /* Every config route's upstream (resolved: struct sni_route *routes[i],
@@ -203,6 +299,36 @@ static void listener(const struct kind_env *e, unsigned i, struct kind_listener 
 	out->name = e->conf->sni[i].name;
 }
 
+/* The ops plane reads e->stats->sni, set as the listeners open. */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->sni ? e->stats->sni->n : 0;
+}
+
+/* GET /lifecycle: "sni_listeners" (an empty array without listeners). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	struct sni_shared *sh = e->stats->sni;
+
+	fputs(",\"sni_listeners\":[", f);
+	for (unsigned i = 0; sh && i < sh->n; i++) {
+		const struct sni_conf *sc = sh->l[i].conf;
+		uint32_t sact, scap, sroutes;
+		char a[ADDR_STRLEN];
+
+		sni_listener_info(sh, i, &sact, &scap, &sroutes);
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, sc->name);
+		fputs(",\"listen\":", f);
+		json_string(f, addr_str(&sc->listen.sa, a));
+		fprintf(f,
+			",\"routes\":%" PRIu32 ",\"active_connections\":%" PRIu32
+			",\"max_connections\":%" PRIu32 "}",
+			sroutes, sact, scap);
+	}
+	fputc(']', f);
+}
+
 /* A TCP connect to a within ms. Returns 0 or an errno value. */
 static int tcp_connect(const union etr_sockaddr *a, uint64_t ms)
 {
@@ -290,6 +416,8 @@ const struct kind sni_kind = {
     .size = sizeof(struct sni_listener),
     .count = count,
     .shared_size = sizeof(struct sni_shared),
+    .resolve = resolve,
+    .resolved_free = resolved_free,
     .dials = dials,
     .open = open_all,
     .shared_free = shared_free,
@@ -304,6 +432,8 @@ const struct kind sni_kind = {
     .log_start = log_start,
     .log_stats = log_stats,
     .listener = listener,
+    .running = running,
+    .lifecycle = lifecycle,
     .report = report,
     .probe = probe_all,
     .summary_one = "SNI listener",

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "net.h"
 #include "stats.h"
@@ -300,6 +301,74 @@ static void listener(const struct kind_env *e, unsigned i, struct kind_listener 
 	out->max = sh->l[i].conf->max_allocations;
 }
 
+/* The ops plane reads e->stats->turn, set once every listener opened. */
+static unsigned running(const struct kind_env *e)
+{
+	return e->stats->turn ? e->stats->turn->n : 0;
+}
+
+/* ip:port's address alone ("1.2.3.4:0" -> "1.2.3.4"), into a. */
+static const char *addr_only(const union etr_sockaddr *ip, char a[ADDR_STRLEN])
+{
+	char *colon;
+
+	addr_str(&ip->sa, a);
+	if ((colon = strrchr(a, ':')) != NULL)
+		*colon = '\0';
+	return a;
+}
+
+/* GET /lifecycle's details: what a registry's probe of a TURN node reads,
+ * its live allocations, the address clients reach, the transports. */
+static void lifecycle_details(const struct kind_env *e, FILE *f, bool *first)
+{
+	const struct turn_shared *sh = e->stats->turn;
+	char a[ADDR_STRLEN];
+	bool tcp = false, tls = false;
+
+	if (!sh)
+		return;
+	for (unsigned i = 0; i < sh->n; i++) {
+		tcp |= sh->l[i].conf->tcp_set;
+		tls |= sh->l[i].conf->tls_set;
+	}
+	fprintf(f, "%s\"active_allocations\":%" PRIu32 ",\"public_ip\":", *first ? "" : ",",
+		turn_active_total(sh));
+	json_string(f, addr_only(&sh->l[0].conf->public_ip, a));
+	fprintf(f, ",\"transports\":[\"udp\"%s%s]", tcp ? ",\"tcp\"" : "", tls ? ",\"tls\"" : "");
+	*first = false;
+}
+
+/* GET /lifecycle: "turn_listeners", when there are. */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	const struct turn_shared *sh = e->stats->turn;
+
+	if (!sh)
+		return;
+	fputs(",\"turn_listeners\":[", f);
+	for (unsigned i = 0; i < sh->n; i++) {
+		const struct turn_conf *tc = sh->l[i].conf;
+		char a[ADDR_STRLEN];
+
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		json_string(f, tc->name);
+		fputs(",\"listen\":", f);
+		json_string(f, addr_str(&tc->listen.sa, a));
+		fputs(",\"tcp_listen\":", f);
+		if (tc->tcp_set)
+			json_string(f, addr_str(&tc->tcp_listen.sa, a));
+		else
+			fputs("null", f);
+		fputs(",\"public_ip\":", f);
+		json_string(f, addr_only(&tc->public_ip, a));
+		fprintf(f, ",\"active_allocations\":%" PRIu32 ",\"max_allocations\":%" PRIu32 "}",
+			atomic_load_explicit(&sh->l[i].active, memory_order_relaxed),
+			tc->max_allocations);
+	}
+	fputc(']', f);
+}
+
 /* -t as root reads any file; the service may not (the shipped unit runs
  * as a DynamicUser). A file only root can read is refused at start by
  * another user: said here, since "valid" would be false for that start. A
@@ -453,6 +522,9 @@ const struct kind turn_kind = {
     .sessions_key = "allocations",
     .sessions = sessions,
     .listener = listener,
+    .running = running,
+    .lifecycle_details = lifecycle_details,
+    .lifecycle = lifecycle,
     .check = check,
     .report = report,
     .summary_one = "TURN listener",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* The ops listener over real TCP on loopback: every route and status code,
  * the token rules, drain and resume, and the bounds on time, size and
- * connections. The stats are filled by hand; no relay runs. */
+ * connections. The stats are filled by hand (the relay and SNI kinds read
+ * them); no relay runs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,8 +24,10 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "relay_kind.h"
 #include "sni.h"
 #include "sni_conf.h"
+#include "sni_kind.h"
 
 #define TOKEN_L	    "lifecycle-0123456789abcdef0123456789"
 #define TOKEN_R	    "readonly-0123456789abcdef0123456789"
@@ -37,6 +40,10 @@ static struct etr_stats st;
 static struct sni_conf tls_conf;
 static struct sni_shared sni;
 static struct ops *op;
+/* The kinds whose part of /readyz and /lifecycle the ops plane asks for,
+ * reading the stats filled by hand, as the daemon's table would. */
+static const struct kind *const kinds[] = {&relay_kind, &sni_kind};
+static struct kind_env kenv[] = {{.stats = &st}, {.stats = &st}};
 static int port;
 static char dir[] = "/tmp/etrelay-test-ops-http-XXXXXX";
 
@@ -231,6 +238,7 @@ static int group_setup(void **state)
 	unsetenv(OPS_ENV_READ);
 	unsetenv(OPS_ENV_METRICS);
 	fill_stats();
+	cfg.kinds = (struct ops_kinds){2, kinds, kenv};
 	cfg.listen.in.sin_family = AF_INET;
 	cfg.listen.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (ops_start(&op, &cfg, &st, err, sizeof(err)) != 0) {

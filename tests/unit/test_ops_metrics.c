@@ -544,7 +544,7 @@ static void test_ops_metrics_masters_copies_under_the_bound(void **state)
 	struct master_status m[STATS_MASTERS_MAX];
 
 	et1.nmasters = STATS_MASTERS_MAX + 5; /* a writer bug must not overrun us */
-	assert_int_equal(ops_metrics_masters(&et1, m), STATS_MASTERS_MAX);
+	assert_int_equal(stats_relay_masters(&et1, m), STATS_MASTERS_MAX);
 	assert_string_equal(m[0].name, "etmaster.net:27950");
 }
 
