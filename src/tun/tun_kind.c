@@ -158,17 +158,25 @@ static void close_(void *inst)
 	(void)inst;
 }
 
+/* The relay's tunnel address, without a port. */
+static const char *cidr_ip(const struct conf_cidr *c, char buf[INET6_ADDRSTRLEN])
+{
+	const void *a = c->addr.sa.sa_family == AF_INET ? (const void *)&c->addr.in.sin_addr
+							: (const void *)&c->addr.in6.sin6_addr;
+
+	return inet_ntop(c->addr.sa.sa_family, a, buf, INET6_ADDRSTRLEN) ? buf : "?";
+}
+
 static void log_start(const struct kind_env *e, const char *backend)
 {
 	const struct tun_shared *s = e->shared;
-	char a[ADDR_STRLEN];
+	char a[INET6_ADDRSTRLEN];
 
-	(void)backend;
 	if (!s->up)
 		return;
-	addr_str(&e->conf->tunnel[0].address.addr.sa, a);
-	log_info("tunnel on %s (%s), WireGuard port %u, address %s/%u, public key %s",
-		 s->dev.ifname, way_name(s->dev.way), s->port, a, e->conf->tunnel[0].address.bits,
+	log_info("tunnel on %s (%s), WireGuard port %u, address %s/%u, backend %s, public key %s",
+		 s->dev.ifname, way_name(s->dev.way), s->port,
+		 cidr_ip(&e->conf->tunnel[0].address, a), e->conf->tunnel[0].address.bits, backend,
 		 s->pub);
 }
 
@@ -189,10 +197,10 @@ static void report(const struct etr_conf *c)
 {
 	for (unsigned i = 0; i < c->ntunnel; i++) {
 		const struct tun_conf *t = &c->tunnel[i];
-		char a[ADDR_STRLEN];
+		char a[INET6_ADDRSTRLEN];
 
 		printf("tunnel %s: listen-port %u, address %s/%u, create %s\n", t->ifname,
-		       (unsigned)t->listen_port, addr_str(&t->address.addr.sa, a), t->address.bits,
+		       (unsigned)t->listen_port, cidr_ip(&t->address, a), t->address.bits,
 		       t->create ? "yes" : "no");
 	}
 }

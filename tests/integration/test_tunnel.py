@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""The tunnel (issue 25, first slice): in a network namespace, wireguard-go
+makes a WireGuard interface; etrelay runs in that namespace with a
+[tunnel] on it and heartbeats a stand-in control plane on the host side of
+a veth pair. The heartbeat carries the relay's public key and port, and
+`wg show` in the namespace shows the same; the peers of the answer appear
+on the interface with their allowed IPs (and preshared key); a peer left
+out of the next answer is gone within about one heartbeat interval; a
+bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
+peers as they were. 77 without root, namespaces, wireguard-go or wg."""
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+INTERVAL = 0.5  # --control-interval, seconds
+
+
+def T(seconds):
+    return seconds * H.SLOW
+
+
+def key():
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+class WireguardGo:
+    """wireguard-go in the foreground in namespace ns, for interface ifname;
+    close() stops it (the interface and its socket go with it)."""
+
+    def __init__(self, ns, ifname):
+        self.sock = f"/var/run/wireguard/{ifname}.sock"
+        self.p = subprocess.Popen(ns.wrapper() + ["wireguard-go", "-f", ifname],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        H.wait_until(lambda: os.path.exists(self.sock) or self.p.poll() is not None, T(5),
+                     f"wireguard-go's socket {self.sock}")
+        if self.p.poll() is not None:
+            raise H.TestSkip(f"wireguard-go exited with status {self.p.returncode}")
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(timeout=5)
+
+
+def wg_dump(ns, ifname):
+    """(public key, listen port), {peer key: (psk or None, sorted allowed IPs)}."""
+    p = subprocess.run(ns.wrapper() + ["wg", "show", ifname, "dump"], capture_output=True,
+                       text=True, timeout=10)
+    if p.returncode != 0:
+        raise H.TestFailure(f"wg show {ifname}: {p.stderr.strip()}")
+    lines = p.stdout.splitlines()
+    dev = lines[0].split("\t")
+    peers = {}
+    for line in lines[1:]:
+        f = line.split("\t")
+        peers[f[0]] = (None if f[1] == "(none)" else f[1],
+                       sorted(f[3].split(",")) if f[3] != "(none)" else [])
+    return (dev[1], int(dev[2])), peers
+
+
+def tunnel_peers_follow_the_control_plane(ctx):
+    for prog in ("wireguard-go", "wg"):
+        if not shutil.which(prog):
+            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    ns = H.VethNetns()
+    ifname = f"etw{os.getpid() % 100000}"
+    wgo = WireguardGo(ns, ifname)
+    ctx.objs.append(wgo)
+    tmp = ctx.tmpdir()
+    wg_port = H.free_udp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n")
+    tokf = os.path.join(tmp, "token")
+    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("ctl-" + "c" * 40 + "\n")
+    state = os.path.join(tmp, "state")
+    os.mkdir(state, 0o700)
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    a, b = key(), key()
+    psk = key()
+    peer_a = {"publicKey": a, "allowedIps": ["10.8.0.2/32", "192.168.77.0/24"]}
+    peer_b = {"publicKey": b, "allowedIps": ["10.8.0.3/32"], "presharedKey": psk}
+    cp.set(wg_peers=[peer_a, peer_b])
+    env = dict(H.CONTROL_NO_PROXY)
+    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
+    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state,
+                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
+                        "--control-timeout", "1s", listen=False, open_limits=False,
+                        wait_ready=False, wrapper=ns.wrapper())
+    relay.READY_RE = r"^tunnel on "
+    relay.wait_ready(T(5))
+    m = re.search(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, address "
+                  r"10\.8\.0\.1/24, backend \S+, public key (\S+)$",
+                  "\n".join(relay.text_lines()), re.M)
+    if not m:
+        raise H.TestFailure("no 'tunnel on IF (uapi), WireGuard port P, address A, backend B, "
+                            "public key K' line")
+    pub = m.group(1)
+    H.expect_eq(wg_dump(ns, ifname)[0], (pub, wg_port), "wg show's public key and port")
+    addr = subprocess.run(ns.wrapper() + ["ip", "-4", "addr", "show", ifname],
+                          capture_output=True, text=True, timeout=10).stdout
+    if "inet 10.8.0.1/24" not in addr or ",UP" not in addr:
+        raise H.TestFailure(f"{ifname} has not 10.8.0.1/24 and up: {addr}")
+
+    # The heartbeat reports the key and port.
+    H.wait_until(lambda: cp.of(H.CONTROL_HEARTBEAT), T(5), "a heartbeat")
+    body = json.loads(cp.of(H.CONTROL_HEARTBEAT)[0][3])
+    H.expect_eq(body.get("wireguard"), {"publicKey": pub, "listenPort": wg_port},
+                "the heartbeat's wireguard")
+
+    want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"])}
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3),
+                 "peers a and b on the interface with their allowed IPs")
+
+    # a left out: revoked within about one interval.
+    cp.set(wg_peers=[peer_b])
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == {b: want_ab[b]}, T(INTERVAL * 2 + 1),
+                 "peer a removed at the next heartbeat")
+
+    # A bad set, and a failed heartbeat: the peers stay as they were.
+    bad_sets = (("a key twice", [peer_a, peer_a], r"publicKey \S+ given twice"),
+                ("bad base64", [peer_a, {"publicKey": "not base64!"}], r"publicKey: expected"))
+    for what, peers, rx in bad_sets:
+        start = len(relay.text_lines())
+        cp.set(wg_peers=peers)
+        relay.wait_for_line(rf"^control: heartbeat failed \(wireguardPeers.*{rx}", T(3),
+                            start=start, what=what)
+        n = len(cp.of(H.CONTROL_HEARTBEAT))
+        H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 1, T(3),
+                     f"a heartbeat after {what}")
+        H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, f"peers after {what}")
+    cp.set(wg_peers=[peer_a, peer_b], heartbeat="503")
+    n = len(cp.of(H.CONTROL_HEARTBEAT))
+    H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 2, T(4), "two failed heartbeats")
+    H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, "peers after a failed heartbeat")
+    cp.set(heartbeat="ok")
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3), "peer a back")
+    ctx.check_relays_alive()
+
+
+def test(ctx):
+    H.run_parts(ctx, [tunnel_peers_follow_the_control_plane])
+
+
+if __name__ == "__main__":
+    H.main(test)
