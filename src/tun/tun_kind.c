@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "stats.h"
 #include "wgdev.h"
 
 /* Each request to the interface waits at most this long. */
@@ -28,7 +29,7 @@ struct tun_shared {
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
-	uint64_t peers, reconciles[TUN_RECONCILE_RESULTS];
+	struct tun_stats st;  /* the ops plane reads it (etr_stats.tunnel) */
 };
 
 /* A worker's instance: none of its own yet (rung 3's socket will be). */
@@ -124,6 +125,7 @@ static int open_(struct kind_env *e)
 		return EXIT_FAILURE;
 	}
 	s->up = true;
+	e->stats->tunnel = &s->st;
 	return 0;
 }
 
@@ -229,14 +231,14 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	pthread_mutex_lock(&s->lock);
 	rc = wgdev_reconcile(&s->dev, want, n, s->cur, TUN_PEERS_MAX, s->ops, &r);
 	if (rc == 0) {
-		__atomic_store_n(&s->peers, (uint64_t)n, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->st.peers, (uint64_t)n, __ATOMIC_RELAXED);
 		if (r.removed + r.updated + r.added)
 			log_info("tunnel %s: peers %zu (%u added, %u updated, %u removed)",
 				 s->dev.ifname, n, r.added, r.updated, r.removed);
 	} else {
 		snprintf(err, errlen, "tunnel %s: reconcile: %s", s->dev.ifname, strerror(-rc));
 	}
-	__atomic_add_fetch(&s->reconciles[rc == 0 ? TUN_RECONCILE_OK : TUN_RECONCILE_FAILED], 1,
+	__atomic_add_fetch(&s->st.reconciles[rc == 0 ? TUN_RECONCILE_OK : TUN_RECONCILE_FAILED], 1,
 			   __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -246,9 +248,9 @@ void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_R
 {
 	const struct tun_shared *s = shared;
 
-	*peers = s ? __atomic_load_n(&s->peers, __ATOMIC_RELAXED) : 0;
+	*peers = s ? __atomic_load_n(&s->st.peers, __ATOMIC_RELAXED) : 0;
 	for (unsigned i = 0; i < TUN_RECONCILE_RESULTS; i++)
-		reconciles[i] = s ? __atomic_load_n(&s->reconciles[i], __ATOMIC_RELAXED) : 0;
+		reconciles[i] = s ? __atomic_load_n(&s->st.reconciles[i], __ATOMIC_RELAXED) : 0;
 }
 
 const struct kind tun_kind = {

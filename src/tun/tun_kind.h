@@ -18,6 +18,7 @@
  * refused past it). */
 #define TUN_PEERS_MAX 4096
 
+/* etrelay_tunnel_reconciles_total's results (struct tun_stats). */
 enum tun_reconcile_result { TUN_RECONCILE_OK, TUN_RECONCILE_FAILED, TUN_RECONCILE_RESULTS };
 
 extern const struct kind tun_kind;

@@ -8,7 +8,8 @@ a veth pair. The heartbeat carries the relay's public key and port, and
 on the interface with their allowed IPs (and preshared key); a peer left
 out of the next answer is gone within about one heartbeat interval; a
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
-peers as they were. 77 without root, namespaces, wireguard-go or wg."""
+peers as they were; the metrics count the peers and reconciles. 77
+without root, namespaces, wireguard-go or wg."""
 
 import base64
 import json
@@ -81,6 +82,7 @@ def tunnel_peers_follow_the_control_plane(ctx):
     ctx.objs.append(wgo)
     tmp = ctx.tmpdir()
     wg_port = H.free_udp_port()
+    ops = H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
         f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n")
@@ -100,7 +102,8 @@ def tunnel_peers_follow_the_control_plane(ctx):
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
                         "--state-directory", state,
                         "--control-interval", f"{int(INTERVAL * 1000)}ms",
-                        "--control-timeout", "1s", listen=False, open_limits=False,
+                        "--control-timeout", "1s", "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        listen=False, open_limits=False,
                         wait_ready=False, wrapper=ns.wrapper())
     relay.READY_RE = r"^tunnel on "
     relay.wait_ready(T(5))
@@ -150,6 +153,18 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, "peers after a failed heartbeat")
     cp.set(heartbeat="ok")
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3), "peer a back")
+
+    def tunnel_metrics():
+        m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
+        return (H.metric_value(m, "etrelay_tunnel_peers"),
+                H.metric_value(m, "etrelay_tunnel_reconciles_total", result="ok"),
+                H.metric_value(m, "etrelay_tunnel_reconciles_total", result="failed"))
+    peers, ok, failed = tunnel_metrics()
+    H.expect_eq((peers, failed), (2, 0), "etrelay_tunnel_peers, reconciles failed")
+    # a and b, b, a and b again: at least the three good answers that
+    # changed something (each good heartbeat reconciles, changed or not).
+    if not ok or ok < 3:
+        raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=ok}} {ok}, expected >= 3")
     ctx.check_relays_alive()
 
 
