@@ -6,7 +6,10 @@ makes a WireGuard interface; etrelay runs in that namespace with a
 a veth pair. The heartbeat carries the relay's public key and port, and
 `wg show` in the namespace shows the same; the peers of the answer appear
 on the interface with their allowed IPs (and preshared key); a peer left
-out of the next answer is gone within about one heartbeat interval; a
+out of the next answer is gone within about one heartbeat interval. A
+gateway (a namespace of its own beside the relay's, its own wireguard-go)
+pings the relay's tunnel address and is pinged back; removed from the
+answer, it is not answered any more. A
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
 peers as they were; the metrics count the peers and reconciles. 77
 without root, namespaces, wireguard-go or wg."""
@@ -72,6 +75,79 @@ def wg_dump(ns, ifname):
     return (dev[1], int(dev[2])), peers
 
 
+class Gateway:
+    """A gateway: a namespace of its own joined to the relay's (relay_ns)
+    by a veth pair (relay side 10.214.O.1/30, gateway side .2/30), its own
+    wireguard-go interface with a key of its own and tunnel address
+    10.8.0.2/24. connect(pub, port) points it at the relay's WireGuard
+    port; close() stops it and deletes the namespace."""
+
+    def __init__(self, ctx, relay_ns):
+        tag = f"{os.getpid() % 100000}"
+        self.ip = relay_ns.ip
+        self.name = f"etrelay-g{tag}"
+        self.ifname = f"etg{tag}"
+        self.wgo = None
+        octet = 4 * (os.getpid() % 60 + 1)
+        self.relay_ip, self.gw_ip = f"10.214.{octet}.1", f"10.214.{octet}.2"
+        ctx.objs.append(self)
+        ra, ga = f"etga{tag}", f"etgb{tag}"
+        steps = [
+            ["netns", "add", self.name],
+            ["-n", relay_ns.name, "link", "add", ra, "type", "veth", "peer", "name", ga,
+             "netns", self.name],
+            ["-n", relay_ns.name, "addr", "add", f"{self.relay_ip}/30", "dev", ra],
+            ["-n", relay_ns.name, "link", "set", ra, "up"],
+            ["-n", self.name, "addr", "add", f"{self.gw_ip}/30", "dev", ga],
+            ["-n", self.name, "link", "set", ga, "up"],
+            ["-n", self.name, "link", "set", "lo", "up"],
+        ]
+        self.created = False
+        for i, st in enumerate(steps):
+            r = subprocess.run([self.ip] + st, capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                raise H.TestFailure(f"ip {' '.join(st)}: {r.stderr.strip()}")
+            self.created = True
+        self.wgo = WireguardGo(self, self.ifname)
+        priv = subprocess.run(["wg", "genkey"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        self.pub = subprocess.run(["wg", "pubkey"], input=priv, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        self.keyfile = os.path.join(ctx.tmpdir(), "gw.key")
+        with open(os.open(self.keyfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(priv + "\n")
+        self.run("ip", "addr", "add", "10.8.0.2/24", "dev", self.ifname)
+        self.run("ip", "link", "set", self.ifname, "up")
+
+    def wrapper(self):
+        return [self.ip, "netns", "exec", self.name]
+
+    def run(self, *argv):
+        r = subprocess.run(self.wrapper() + list(argv), capture_output=True, text=True,
+                           timeout=10)
+        if r.returncode != 0:
+            raise H.TestFailure(f"gateway: {' '.join(argv)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def connect(self, pub, port):
+        self.run("wg", "set", self.ifname, "private-key", self.keyfile, "peer", pub,
+                 "endpoint", f"{self.relay_ip}:{port}", "allowed-ips", "10.8.0.1/32",
+                 "persistent-keepalive", "1")
+
+    def close(self):
+        if self.wgo:
+            self.wgo.close()
+        if self.created:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, timeout=10)
+            self.created = False
+
+
+def pings(ns, addr):
+    """One ping from namespace ns to addr answered within a second."""
+    return subprocess.run(ns.wrapper() + ["ping", "-n", "-q", "-c", "1", "-W", "1", addr],
+                          capture_output=True, timeout=10).returncode == 0
+
+
 def tunnel_peers_follow_the_control_plane(ctx):
     for prog in ("wireguard-go", "wg"):
         if not shutil.which(prog):
@@ -94,9 +170,11 @@ def tunnel_peers_follow_the_control_plane(ctx):
     cp = H.control_plane(ctx, host=ns.host_ip)
     a, b = key(), key()
     psk = key()
-    peer_a = {"publicKey": a, "allowedIps": ["10.8.0.2/32", "192.168.77.0/24"]}
+    peer_a = {"publicKey": a, "allowedIps": ["10.8.0.4/32", "192.168.77.0/24"]}
     peer_b = {"publicKey": b, "allowedIps": ["10.8.0.3/32"], "presharedKey": psk}
-    cp.set(wg_peers=[peer_a, peer_b])
+    gw = Gateway(ctx, ns)
+    peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
+    cp.set(wg_peers=[peer_a, peer_b, peer_gw])
     env = dict(H.CONTROL_NO_PROXY)
     env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
@@ -126,9 +204,22 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.expect_eq(body.get("wireguard"), {"publicKey": pub, "listenPort": wg_port},
                 "the heartbeat's wireguard")
 
-    want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"])}
+    want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"]),
+               gw.pub: (None, ["10.8.0.2/32"])}
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3),
-                 "peers a and b on the interface with their allowed IPs")
+                 "peers a, b and the gateway on the interface with their allowed IPs")
+
+    # The gateway reaches the relay over the tunnel, both ways.
+    gw.connect(pub, wg_port)
+    H.wait_until(lambda: pings(ns, "10.8.0.2"), T(5), "a ping from the relay to 10.8.0.2")
+    if not pings(gw, "10.8.0.1"):
+        raise H.TestFailure("no ping from the gateway to the relay's 10.8.0.1")
+    want_ab.pop(gw.pub)
+    cp.set(wg_peers=[peer_a, peer_b])
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(INTERVAL * 2 + 1),
+                 "the gateway removed at the next heartbeat")
+    if pings(ns, "10.8.0.2"):
+        raise H.TestFailure("a ping to the removed gateway was answered")
 
     # a left out: revoked within about one interval.
     cp.set(wg_peers=[peer_b])
