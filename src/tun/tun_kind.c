@@ -8,11 +8,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf_key.h"
 #include "log.h"
 #include "stats.h"
 #include "wgdev.h"
@@ -194,6 +196,34 @@ static void log_stats(const struct kind_env *e)
 		 (unsigned long long)r[TUN_RECONCILE_FAILED]);
 }
 
+/* -t: what a start refuses of the interface without changing it. With
+ * create no, the interface must be there and reachable one way or the
+ * other; with create yes, whether the kernel makes one shows at the start
+ * only. */
+static int check(const struct etr_conf *c, unsigned workers)
+{
+	const struct tun_conf *t = &c->tunnel[0];
+	struct wgdev d;
+	int rc;
+
+	(void)workers;
+	if (t->create)
+		return 0;
+	rc = wgdev_open(&d, t->ifname, NULL);
+	if (rc == 0 && d.way == WGDEV_KERNEL && if_nametoindex(t->ifname) == 0)
+		rc = -ENODEV;
+	wgdev_close(&d);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s%s\n", conf_path(c), t->line, t->ifname,
+		strerror(-rc),
+		rc == -ENODEV
+		    ? ": no such WireGuard interface: start wireguard-go for it (a unit), "
+		      "or set create yes in [tunnel] (a kernel interface)"
+		    : "");
+	return EXIT_CONFIG;
+}
+
 /* -t: the tunnel as configured. */
 static void report(const struct etr_conf *c)
 {
@@ -267,6 +297,7 @@ const struct kind tun_kind = {
     .close = close_,
     .log_start = log_start,
     .log_stats = log_stats,
+    .check = check,
     .report = report,
     .summary_one = "tunnel",
     .summary_many = "tunnels",

@@ -11,7 +11,8 @@ gateway (a namespace of its own beside the relay's, its own wireguard-go)
 pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
-peers as they were; the metrics count the peers and reconciles. 77
+peers as they were; the metrics count the peers and reconciles. A
+missing interface fails the start (1) and -t (78) with the fix. 77
 without root, namespaces, wireguard-go or wg."""
 
 import base64
@@ -167,6 +168,24 @@ def tunnel_peers_follow_the_control_plane(ctx):
         f.write("ctl-" + "c" * 40 + "\n")
     state = os.path.join(tmp, "state")
     os.mkdir(state, 0o700)
+    # No such interface: the start fails (status 1), saying the fix, and
+    # -t refuses it (78).
+    bad = os.path.join(tmp, "missing.conf")
+    with open(bad, "w") as f:
+        f.write(f"[tunnel]\ninterface etwno{os.getpid() % 10000}\naddress 10.8.0.1/24\n")
+    st, _, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "-c", bad], wrapper=ns.wrapper())
+    if st != 1 or not re.search(r"tunnel etwno\d+: open: No such device: no such WireGuard "
+                                r"interface: start wireguard-go for it", err):
+        raise H.TestFailure(f"a missing interface: exit {st}, {err.strip()!r}")
+    st, _, err = H.run_etrelay(ctx, ["-t", "-c", bad], wrapper=ns.wrapper())
+    if st != 78 or "no such WireGuard interface" not in err:
+        raise H.TestFailure(f"-t with a missing interface: exit {st}, {err.strip()!r}")
+
+    st, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], wrapper=ns.wrapper())
+    if st != 0 or f"tunnel {ifname}: listen-port {wg_port}, address 10.8.0.1/24, create no" \
+            not in out:
+        raise H.TestFailure(f"-t with the interface there: exit {st}, {out!r} {err!r}")
+
     cp = H.control_plane(ctx, host=ns.host_ip)
     a, b = key(), key()
     psk = key()
