@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* libFuzzer harness for the control plane's answers: ctl_msg_routes,
- * ctl_msg_credential, the certificate's answer, the value count that
+ * ctl_msg_wg_peers, ctl_msg_credential, the certificate's answer, the value count that
  * guards jansson, and the error text. Input: an answer body, as the control plane sends it. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data;
 	struct ctl_credential cred;
 	struct sni_route *list = NULL;
+	struct wgp_peer *peers = NULL;
 	char err[512], text[64];
 	size_t n = 7, v, clen;
 	char *chain;
@@ -32,6 +33,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	free(list);
+	/* The peer set: whole, sorted, no key twice, at most the bound. */
+	memset(err, 'x', sizeof(err));
+	if (ctl_msg_wg_peers(body, size, &peers, &n, err, sizeof(err)) == 0) {
+		if (n > CTL_WG_PEERS_MAX || (n == 0) != (peers == NULL))
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (peers[i].n_allowed > WGP_ALLOWED_MAX ||
+			    (i && memcmp(peers[i - 1].key, peers[i].key, WGP_KEY_LEN) >= 0))
+				abort();
+	} else if (peers != NULL || n != 0 || memchr(err, '\0', sizeof(err)) == NULL) {
+		abort();
+	}
+	free(peers);
 	memset(err, 'x', sizeof(err));
 	if (ctl_msg_credential(body, size, &cred, err, sizeof(err)) == 0) {
 		if (!cred.relay_id[0] || !cred.api_token[0])

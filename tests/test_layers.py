@@ -31,15 +31,15 @@ LAYERS = {
     "xdp": ["xdp", "sys", "core"],
     "loop": ["loop", "core"],
     "tls": ["tls", "core"],
-    "tun": ["tun", "sys", "core"],
+    "tun": ["tun", "loop", "sys", "core"],
     "fwd": ["fwd", "loop", "sys", "core"],
     "game": ["game", "fwd", "loop", "sys", "core"],
     "sni": ["sni", "loop", "sys", "core"],
     "turn": ["turn", "tls", "loop", "sys", "core"],
-    "ctl": ["ctl", "sni", "loop", "sys", "core"],
-    "ops": ["ops", "ctl", "sni", "turn", "tls", "xdp", "loop", "sys", "core"],
-    "daemon": ["daemon", "ops", "ctl", "turn", "sni", "game", "fwd", "tls", "xdp", "loop", "sys",
-               "core"],
+    "ctl": ["ctl", "sni", "tun", "loop", "sys", "core"],
+    "ops": ["ops", "ctl", "sni", "turn", "tls", "tun", "xdp", "loop", "sys", "core"],
+    "daemon": ["daemon", "ops", "ctl", "turn", "sni", "game", "fwd", "tls", "tun", "xdp", "loop",
+               "sys", "core"],
 }
 # The file whose command stands for its folder's library (the daemon's
 # sources are compiled into the executable, with every layer).

@@ -61,6 +61,7 @@ struct conf_section {
 	size_t name_off, line_off; /* of its char[CONF_NAME_MAX] name and unsigned line */
 	void (*init)(void *obj);   /* defaults */
 	void *discard;		   /* the keys of a refused header are checked into it */
+	bool bare;		   /* "[NAME]" without a label, at most once ([tunnel]) */
 };
 
 /* One kind's share of the configuration. */

@@ -527,7 +527,7 @@ static const struct conf_section *section_of(const struct etr_conf *c, const cha
 		size_t n = sec ? strlen(sec->name) : 0;
 
 		if (sec && strncmp(s + 1, sec->name, n) == 0 &&
-		    (s[1 + n] == ' ' || s[1 + n] == '\t'))
+		    (sec->bare ? s[1 + n] == ']' : s[1 + n] == ' ' || s[1 + n] == '\t'))
 			return sec;
 	}
 	return NULL;
@@ -544,8 +544,8 @@ static const char *section_list(const struct etr_conf *c, char *buf, size_t n)
 		if (!(*p)->section || o >= n)
 			continue;
 		left--;
-		o += (size_t)snprintf(buf + o, n - o, "%s[%s NAME]", left ? ", " : " or ",
-				      (*p)->section->name);
+		o += (size_t)snprintf(buf + o, n - o, "%s[%s%s]", left ? ", " : " or ",
+				      (*p)->section->name, (*p)->section->bare ? "" : " NAME");
 	}
 	return buf;
 }
@@ -559,7 +559,13 @@ static void *section_open(struct etr_conf *c, const struct conf_section *sec, co
 	unsigned *n = (unsigned *)(void *)((char *)c + sec->count), line;
 
 	sec->init(sec->discard);
-	if (!conf_valid_name(name)) {
+	if (sec->bare && *n > 0) {
+		memcpy(&line, all + sec->line_off, sizeof(line));
+		conf_err(e, "%s:%u: [%s] already given at line %u (one only)", path, lineno,
+			 sec->name, line);
+		return sec->discard;
+	}
+	if (!sec->bare && !conf_valid_name(name)) {
 		conf_err(e, "%s:%u: %s name '%s': use 1 to %d letters, digits, '-', '_' or '.'",
 			 path, lineno, sec->name, name, CONF_NAME_MAX - 1);
 		return sec->discard;

@@ -369,6 +369,20 @@ struct conf_xdp {
 	uint32_t rate, burst; /* packets per second, and at once, per source */
 };
 
+/* The tunnel (seed 002): one [tunnel] section, a WireGuard interface
+ * the relay keys and whose peers the control plane gives (tun/). */
+#define CONF_TUN_PORT	51820
+#define CONF_TUN_IFNAME 16 /* IFNAMSIZ */
+struct tun_conf {
+	char name[CONF_NAME_MAX]; /* "": the section has no label */
+	unsigned line;		  /* of its [tunnel] header */
+	char ifname[CONF_TUN_IFNAME];
+	bool ifname_set, address_set;
+	bool create;		  /* make a kernel interface (else use one, e.g. wireguard-go's) */
+	uint32_t listen_port;	  /* WireGuard's UDP port */
+	struct conf_cidr address; /* the relay's own tunnel address and prefix */
+};
+
 struct conf_cli {
 	const char *key, *value; /* value NULL for flags */
 };
@@ -421,6 +435,9 @@ struct etr_conf {
 	unsigned nturn;
 	struct turn_conf turn_cli;
 	bool turn_cli_set; /* a --turn-* key was given */
+	/* The tunnel: ntunnel is 0 or 1. */
+	struct tun_conf tunnel[1];
+	unsigned ntunnel;
 };
 
 /* Error lines, all of them, newline-separated. */

@@ -139,6 +139,14 @@ struct sni_shared;
 struct turn_shared;
 struct control_stats; /* control_stats.h */
 
+/* The tunnel's (tun_kind.c, written on the control thread with atomics):
+ * peers on the interface after the last good reconcile, reconciles by
+ * result (ok, failed). */
+struct tun_stats {
+	uint64_t peers;
+	uint64_t reconciles[2];
+};
+
 /* Every worker keeps its own counters (its relays', its loop's), written
  * by its thread alone, on cache lines no other worker writes; the ops
  * plane sums them. relay[i] and loop are worker 0's: the owner's, which
@@ -164,6 +172,7 @@ struct etr_stats {
 	/* The TURN listeners (turn.h), NULL: none. */
 	struct turn_shared *turn;
 	struct control_stats *control; /* the control-plane client's; NULL without one */
+	struct tun_stats *tunnel;      /* the tunnel's; NULL without one */
 	/* The XDP program (xdp.h), NULL: not attached; xdp_counts(xdp, out)
 	 * fills out[XDP_COUNTS] with its counters. */
 	struct xdp *xdp;

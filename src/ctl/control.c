@@ -553,9 +553,11 @@ static void heartbeat(struct control *c)
 	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
 	struct control_report rep;
 	struct sni_route *list = NULL;
+	struct wgp_peer *peers = NULL;
+	size_t npeers = 0;
 	struct answer a = {0};
 	enum ctl_result r = CTL_NETWORK;
-	char err[512] = "", *body;
+	char err[512] = "", wgerr[512] = "", *body;
 	long status = 0;
 	size_t n = 0;
 	uint64_t now, sig = 0;
@@ -574,6 +576,11 @@ static void heartbeat(struct control *c)
 	if (r == CTL_OK &&
 	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
+	/* The peers are read before anything is taken: a bad set fails the
+	 * whole answer, as a bad route does. */
+	if (r == CTL_OK && c->cfg.wg_peers &&
+	    ctl_msg_wg_peers(a.buf ? a.buf : "", a.len, &peers, &npeers, err, sizeof(err)) < 0)
+		r = CTL_BAD_ANSWER;
 	/* The set as given (the route check runs again on it at a start,
 	 * under the configuration of then), for the route file when it
 	 * differs from the file's. */
@@ -590,6 +597,12 @@ static void heartbeat(struct control *c)
 		if (sig != c->disk_sig)
 			routes_save(c, saved, sig);
 	}
+	/* The interface's failure is its own (counted and logged there): the
+	 * heartbeat stands, and the next one brings the whole set again. */
+	if (r == CTL_OK && c->cfg.wg_peers &&
+	    c->cfg.wg_peers(c->cfg.arg, peers, npeers, wgerr, sizeof(wgerr)) < 0)
+		log_warnx("control: %s; the next heartbeat tries again", wgerr);
+	free(peers);
 	free(saved);
 	free(list);
 	free(a.buf);

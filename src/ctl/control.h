@@ -54,6 +54,13 @@ struct control_config {
 	 * Returns 0, or -1 with why in err: the heartbeat counts as failed
 	 * and the set before stays. */
 	int (*routes)(void *arg, const struct sni_route *list, size_t n, char *err, size_t errlen);
+	/* A good answer's whole WireGuard peer set (wireguardPeers, absent:
+	 * none; sorted in place): the tunnel's interface is made to hold
+	 * exactly it (on the control thread, blocking). NULL: no tunnel, the
+	 * field is not read. A set that does not parse fails the heartbeat
+	 * (bad_answer) and nothing of the answer is taken; a failed call
+	 * returns -1 with why in err, logged, and the heartbeat stands. */
+	int (*wg_peers)(void *arg, struct wgp_peer *list, size_t n, char *err, size_t errlen);
 	void *arg;
 	struct control_stats *stats; /* initialised by control_start */
 };

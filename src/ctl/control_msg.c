@@ -110,6 +110,17 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 			o = NULL;
 		}
 	}
+	/* The tunnel only when there is one: a control plane that knows
+	 * nothing of it sees the report it always saw. */
+	if (o && r->wg) {
+		json_t *w = json_pack("{s:s, s:I}", "publicKey", r->wg_public_key, "listenPort",
+				      (json_int_t)r->wg_listen_port);
+
+		if (!w || json_object_set_new(o, "wireguard", w) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
 	/* The TURN array only when there is a TURN listener: a control plane
 	 * that knows nothing of TURN sees the report it always saw. */
 	for (unsigned k = 0; o && k < 3; k++)
@@ -259,6 +270,114 @@ int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t
 	if (sni_routes_build(&t, out, count, err, errlen) < 0)
 		goto fail;
 	sni_routes_free(t);
+	json_decref(root);
+	*list = out;
+	*n = count;
+	return 0;
+fail:
+	free(out);
+	json_decref(root);
+	return -1;
+}
+
+/* Peer i of wireguardPeers into p, or -1 with err naming it. */
+static int wg_peer_parse(json_t *e, size_t i, struct wgp_peer *p, char *err, size_t errlen)
+{
+	json_t *key = json_object_get(e, "publicKey"), *ips = json_object_get(e, "allowedIps");
+	json_t *psk = json_object_get(e, "presharedKey");
+	size_t nips;
+
+	memset(p, 0, sizeof(*p));
+	if (!json_is_object(e)) {
+		snprintf(err, errlen, "wireguardPeers[%zu]: not an object", i);
+		return -1;
+	}
+	if (!json_is_string(key) ||
+	    !wgp_key_from_b64(json_string_value(key), json_string_length(key), p->key)) {
+		snprintf(err, errlen,
+			 "wireguardPeers[%zu]: publicKey: expected the base64 of 32 bytes", i);
+		return -1;
+	}
+	if (psk && !json_is_null(psk) &&
+	    (!json_is_string(psk) ||
+	     !wgp_key_from_b64(json_string_value(psk), json_string_length(psk), p->psk))) {
+		snprintf(err, errlen,
+			 "wireguardPeers[%zu]: presharedKey: expected the base64 of 32 bytes", i);
+		return -1;
+	}
+	if (ips && !json_is_null(ips) && !json_is_array(ips)) {
+		snprintf(err, errlen, "wireguardPeers[%zu]: allowedIps: not an array", i);
+		return -1;
+	}
+	nips = json_is_array(ips) ? json_array_size(ips) : 0;
+	if (nips > WGP_ALLOWED_MAX) {
+		snprintf(err, errlen, "wireguardPeers[%zu]: %zu allowedIps, at most %u", i, nips,
+			 WGP_ALLOWED_MAX);
+		return -1;
+	}
+	for (size_t j = 0; j < nips; j++) {
+		json_t *c = json_array_get(ips, j);
+
+		if (!json_is_string(c) ||
+		    wgp_cidr_parse(json_string_value(c), json_string_length(c), &p->allowed[j]) <
+			0) {
+			snprintf(err, errlen,
+				 "wireguardPeers[%zu]: allowedIps[%zu]: expected an address or a "
+				 "CIDR block such as 10.8.0.2/32",
+				 i, j);
+			return -1;
+		}
+	}
+	p->n_allowed = (uint16_t)nips;
+	wgp_peer_canon(p);
+	return 0;
+}
+
+static int wg_key_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct wgp_peer *)a)->key, ((const struct wgp_peer *)b)->key,
+		      WGP_KEY_LEN);
+}
+
+int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_t *n, char *err,
+		     size_t errlen)
+{
+	json_t *root = load_object(body, len, err, errlen), *arr;
+	struct wgp_peer *out = NULL;
+	size_t count;
+
+	*list = NULL;
+	*n = 0;
+	if (!root)
+		return -1;
+	arr = json_object_get(root, "wireguardPeers");
+	count = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (arr && !json_is_null(arr) && !json_is_array(arr)) {
+		snprintf(err, errlen, "wireguardPeers: not an array");
+		goto fail;
+	}
+	if (count > CTL_WG_PEERS_MAX) {
+		snprintf(err, errlen, "wireguardPeers: %zu peers, at most %u", count,
+			 CTL_WG_PEERS_MAX);
+		goto fail;
+	}
+	if (count && !(out = calloc(count, sizeof(*out)))) {
+		snprintf(err, errlen, "out of memory for %zu peers", count);
+		goto fail;
+	}
+	for (size_t i = 0; i < count; i++)
+		if (wg_peer_parse(json_array_get(arr, i), i, &out[i], err, errlen) < 0)
+			goto fail;
+	/* A key twice: which of the two is meant cannot be told. */
+	qsort(out, count, sizeof(*out), wg_key_cmp);
+	for (size_t i = 1; i < count; i++)
+		if (wg_key_cmp(&out[i - 1], &out[i]) == 0) {
+			char b64[WGP_KEY_B64_LEN + 1];
+
+			wgp_key_to_b64(out[i].key, b64);
+			snprintf(err, errlen, "wireguardPeers: publicKey %s given twice", b64);
+			goto fail;
+		}
 	json_decref(root);
 	*list = out;
 	*n = count;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "sni_routes.h"
+#include "wgpeers.h"
 
 /* Longest relay id and API token kept from an answer. */
 #define CTL_ID_MAX    127
@@ -55,6 +56,11 @@ struct control_report {
 	unsigned nreasons;
 	struct ctl_listener listeners[CTL_LISTENERS_MAX];
 	unsigned nlisteners;
+	/* The tunnel's WireGuard interface, when there is one:
+	 * "wireguard":{"publicKey","listenPort"}. */
+	bool wg;
+	char wg_public_key[WGP_KEY_B64_LEN + 1];
+	uint16_t wg_listen_port;
 };
 
 /* The Enroll request body: {"version":..., "hostname":...}. Returns a
@@ -82,6 +88,19 @@ char *ctl_msg_credential_json(const struct ctl_credential *c);
  * the reason, naming the route, in err. */
 int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t *n, char *err,
 		   size_t errlen);
+
+/* WireGuard peers one answer may give (the tunnel's interface takes as
+ * many: tun_kind.h's TUN_PEERS_MAX). */
+#define CTL_WG_PEERS_MAX 4096u
+
+/* Parse a Heartbeat answer's wireguardPeers, the whole set (absent: no
+ * peer): each {"publicKey":B64, "allowedIps":["10.8.0.2/32",...],
+ * "presharedKey":B64 (optional)}, keys the canonical base64 of 32 bytes,
+ * at most WGP_ALLOWED_MAX allowed IPs each, no key twice. Any bad entry
+ * refuses the set whole. Returns 0 with a malloc'd *list of *n peers
+ * (NULL when 0), or -1 with the reason, naming the peer, in err. */
+int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_t *n, char *err,
+		     size_t errlen);
 
 /* The route file's text for a set (the shape of a Heartbeat answer, so
  * ctl_msg_routes reads it back): {"sniRoutes":[{"name","upstream"

@@ -13,6 +13,7 @@
 #include "prbe_conf.h"
 #include "relay_conf.h"
 #include "sni_conf.h"
+#include "tun_conf.h"
 #include "turn_conf.h"
 
 static const char *set_backend(struct conf_ctx *x, const struct conf_key *k, const char *v)
@@ -115,15 +116,15 @@ static const struct conf_part process_conf_part = {
 };
 
 static const struct conf_part *const parts[] = {
-    &relay_conf_part,	&prbe_conf_part, &sni_conf_part,     &turn_conf_part,
-    &control_conf_part, &ops_conf_part,	 &process_conf_part, NULL,
+    &relay_conf_part, &prbe_conf_part,	  &sni_conf_part,
+    &turn_conf_part,  &tun_conf_part,	  &control_conf_part,
+    &ops_conf_part,   &process_conf_part, NULL,
 };
 
 /* In this order, so that -t's errors come as they always did. */
 static const conf_finish_fn finish[] = {
-    sni_conf_finish,	      control_conf_finish, relay_conf_finish,
-    conf_prbe_ports,	      turn_conf_finish,	   conf_tcp_clash,
-    conf_session_ports_clash, ops_conf_finish,	   NULL,
+    sni_conf_finish, control_conf_finish,      relay_conf_finish, conf_prbe_ports, turn_conf_finish,
+    conf_tcp_clash,  conf_session_ports_clash, ops_conf_finish,	  tun_conf_finish, NULL,
 };
 
 static const conf_warn_fn warn[] = {
@@ -198,4 +199,4 @@ const struct conf_schema etr_conf_schema = {parts, finish, warn};
 /* clang-format on */
 
 const char conf_usage[] = CONF_USAGE_INTRO RELAY_CONF_USAGE PRBE_CONF_USAGE SNI_CONF_USAGE
-    TURN_CONF_USAGE CONTROL_CONF_USAGE PROCESS_CONF_USAGE;
+    TURN_CONF_USAGE TUN_CONF_USAGE CONTROL_CONF_USAGE PROCESS_CONF_USAGE;

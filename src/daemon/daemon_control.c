@@ -10,6 +10,7 @@
 #include "daemon_int.h"
 #include "log.h"
 #include "ops.h"
+#include "tun_kind.h"
 #include "version.h"
 
 /* The control thread: the heartbeat's report, from the counters the ops
@@ -42,6 +43,20 @@ static void control_report(void *arg, struct control_report *r)
 			l->max = kl.max;
 		}
 	}
+	r->wg = tun_wireguard(d->kenv[KIND_TUN].shared, r->wg_public_key, &r->wg_listen_port);
+}
+
+_Static_assert(CTL_WG_PEERS_MAX <= TUN_PEERS_MAX, "the interface takes every peer of a set");
+
+/* The control thread: a good heartbeat's whole peer set is the tunnel's
+ * interface's (a peer left out is removed: revocation). The control
+ * plane's peers are the tunnel's by its protocol, as its routes are
+ * SNI's. */
+static int control_wg_peers(void *arg, struct wgp_peer *list, size_t n, char *err, size_t errlen)
+{
+	struct daemon *d = arg;
+
+	return tun_set_peers(d->kenv[KIND_TUN].shared, list, n, err, errlen) < 0 ? -1 : 0;
 }
 
 /* The control thread: a good heartbeat's whole route set replaces the
@@ -74,6 +89,8 @@ int daemon_control_open(struct daemon *d)
 				    .version = ETRELAY_VERSION,
 				    .report = control_report,
 				    .routes = control_routes,
+				    .wg_peers =
+					kinds[KIND_TUN]->count(conf) ? control_wg_peers : NULL,
 				    .arg = d,
 				    .stats = &d->control_stats};
 	char err[1024];

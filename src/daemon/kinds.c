@@ -6,11 +6,13 @@
 #include "prbe_kind.h"
 #include "relay_kind.h"
 #include "sni_kind.h"
+#include "tun_kind.h"
 #include "turn_kind.h"
 
 const struct kind *const kinds[KINDS] = {
-    [KIND_RELAY] = &relay_kind,
-    [KIND_PRBE] = &prbe_kind,
-    [KIND_SNI] = &sni_kind,
-    [KIND_TURN] = &turn_kind,
+    [KIND_RELAY] = &relay_kind, /* game/ */
+    [KIND_PRBE] = &prbe_kind,	/* fwd/ */
+    [KIND_SNI] = &sni_kind,	/* sni/ */
+    [KIND_TURN] = &turn_kind,	/* turn/ */
+    [KIND_TUN] = &tun_kind,	/* tun/ */
 };

@@ -7,7 +7,7 @@
 
 #include "kind.h"
 
-enum kind_id { KIND_RELAY, KIND_PRBE, KIND_SNI, KIND_TURN, KINDS };
+enum kind_id { KIND_RELAY, KIND_PRBE, KIND_SNI, KIND_TURN, KIND_TUN, KINDS };
 
 extern const struct kind *const kinds[KINDS];
 

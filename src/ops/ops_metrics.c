@@ -38,6 +38,7 @@ enum msrc {
 	TURN_L,
 	TURN_CONF,
 	CONTROL,
+	TUNNEL,
 	XDP,
 	LOOP,
 	PROC,
@@ -60,6 +61,7 @@ struct mctx {
 	struct sni_totals sni[CONF_SNI_MAX];
 	struct turn_stats turn[CONF_TURN_MAX];
 	struct control_stats ctl;
+	struct tun_stats tun;
 	uint64_t xdp[XDP_COUNTS]; /* the program's counters, summed over the CPUs */
 };
 
@@ -102,6 +104,8 @@ static const void *part(const struct mctx *c, enum msrc s, unsigned i, unsigned 
 		return st->turn->l[i].conf;
 	case CONTROL:
 		return &c->ctl;
+	case TUNNEL:
+		return &c->tun;
 	case XDP: /* a listener's results */
 		return &c->xdp[i * XDP_REASONS];
 	case LOOP:
@@ -266,6 +270,7 @@ struct metric {
 #define T(f)		 offsetof(struct turn_stats, f)
 #define TC(f)		 offsetof(struct turn_conf, f)
 #define C(f)		 offsetof(struct control_stats, f)
+#define TU(f)		 offsetof(struct tun_stats, f)
 #define L(f)		 offsetof(struct loop_stats, f)
 #define P(f)		 offsetof(struct ops_process, f)
 
@@ -541,6 +546,14 @@ static const struct metric metrics[] = {
     {"etrelay_control_last_success_timestamp_seconds", GAUGE, CONTROL, C(last_success),
      .help = "Unix time of the last good heartbeat; 0 before the first."},
 
+    /* The tunnel's ([tunnel]). */
+    {"etrelay_tunnel_peers", GAUGE, TUNNEL, TU(peers),
+     .help = "WireGuard peers on the tunnel's interface after the last good reconcile with the "
+	     "control plane's set."},
+    {"etrelay_tunnel_reconciles_total", COUNTER, TUNNEL, TU(reconciles), .label = l_okfailed,
+     .help = "Reconciles of the tunnel's interface with a good heartbeat's peer set, by result "
+	     "(failed: the interface refused or did not answer; its peers stay until the next)."},
+
     /* The XDP program's (xdp-interface), summed over the CPUs. */
     {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
      .label = LABEL_ENUM("result", XDP_REASONS, xdp_result_name_k),
@@ -794,6 +807,12 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		pthread_mutex_unlock(&st->control->lock);
 	}
 	c->n[XDP] = XDP_LISTENERS;
+	if ((c->on[TUNNEL] = st->tunnel)) {
+		c->tun.peers = __atomic_load_n(&st->tunnel->peers, __ATOMIC_RELAXED);
+		for (unsigned i = 0; i < 2; i++)
+			c->tun.reconciles[i] =
+			    __atomic_load_n(&st->tunnel->reconciles[i], __ATOMIC_RELAXED);
+	}
 	if ((c->on[XDP] = st->xdp && st->xdp_counts))
 		st->xdp_counts(st->xdp, c->xdp);
 	c->on[LOOP] = st->loop;

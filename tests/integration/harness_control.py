@@ -31,14 +31,17 @@ class ControlPlane:
     empty object, with status huge_status, framed as huge_framing: "length"
     (Content-Length), "chunked" or "close" (neither: the body ends with the
     connection), streamed). routes is the set a good heartbeat is answered
-    with (dicts as the JSON has them)."""
+    with (dicts as the JSON has them); wg_peers, when not None, its
+    wireguardPeers. host: the address it listens on (a namespace's relay
+    reaches the host side of its veth pair)."""
 
-    def __init__(self, hang=2.5):
+    def __init__(self, hang=2.5, host=LOOPBACK):
         self.lock = threading.Lock()
         self.requests = []  # (monotonic time, path, headers, body)
         self.enroll = "ok"
         self.heartbeat = "ok"
         self.routes = []
+        self.wg_peers = None
         self.stop = threading.Event()
         self.hang = hang
         self.location = None
@@ -64,6 +67,7 @@ class ControlPlane:
                     mode = cp.enroll if path == CONTROL_ENROLL else cp.heartbeat
                     location = cp.location
                     sets = list(cp.routes)
+                    peers = cp.wg_peers
                     huge = (cp.huge_bytes, cp.huge_status, cp.huge_framing)
                 if mode == "hang":
                     cp.stop.wait(cp.hang)
@@ -71,7 +75,10 @@ class ControlPlane:
                 if mode == "ok" and path == CONTROL_ENROLL:
                     self.answer(200, {"relayId": CONTROL_RELAY_ID, "apiToken": CONTROL_API_TOKEN})
                 elif mode == "ok" and path == CONTROL_HEARTBEAT:
-                    self.answer(200, {"sniRoutes": sets, "unknownField": {"x": 1}})
+                    hb = {"sniRoutes": sets, "unknownField": {"x": 1}}
+                    if peers is not None:
+                        hb["wireguardPeers"] = peers
+                    self.answer(200, hb)
                 elif mode == "redirect":
                     try:
                         self.send_response(307)
@@ -139,7 +146,7 @@ class ControlPlane:
         # one a client socket of a test beside this one may take next)
         for attempt in range(20):
             try:
-                self.server = _http_server.ThreadingHTTPServer((LOOPBACK, free_tcp_port()),
+                self.server = _http_server.ThreadingHTTPServer((host, free_tcp_port(host)),
                                                                Handler)
                 break
             except OSError:
@@ -147,7 +154,7 @@ class ControlPlane:
                     raise
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

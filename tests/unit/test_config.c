@@ -3874,6 +3874,40 @@ static void test_config_relays_on_a_wildcard_and_an_address_of_one_port_clash(vo
 			 0);
 }
 
+static void test_config_tunnel_section_defaults_and_errors_name_their_line(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n", NOARGS), 0);
+	assert_int_equal(c.nrelays, 0);
+	assert_int_equal(c.ntunnel, 1);
+	assert_string_equal(c.tunnel[0].ifname, "wg0");
+	assert_int_equal(c.tunnel[0].listen_port, 51820);
+	assert_int_equal(c.tunnel[0].address.bits, 24);
+	assert_false(c.tunnel[0].create);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\nlisten-port 0\naddress 10.8.0.1\ncreate maybe\n"
+			     "[tunnel]\ninterface wg1\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "t.conf:2: listen-port: invalid value '0'"));
+	assert_non_null(strstr(e.text, "t.conf:3: address: invalid value '10.8.0.1'"));
+	assert_non_null(strstr(e.text, "t.conf:4: create: invalid value 'maybe'"));
+	assert_non_null(strstr(e.text, "t.conf:5: [tunnel] already given at line 1"));
+	assert_non_null(strstr(e.text, "t.conf:1: tunnel: interface: missing"));
+	assert_non_null(strstr(e.text, "t.conf:1: tunnel: address: missing"));
+	/* WireGuard's port on a game relay's. */
+	assert_int_equal(run(&c, &e,
+			     "upstream 127.0.0.1:27960\nlisten 0.0.0.0:51820\n"
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(
+	    strstr(e.text, "t.conf:3: tunnel: listen-port 51820 is the port of game relay"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -4028,6 +4062,7 @@ int main(void)
 	    cmocka_unit_test(test_config_relay_upstream_that_is_its_own_listen_is_an_error),
 	    cmocka_unit_test(test_config_relay_upstream_that_is_another_udp_listener_is_an_error),
 	    cmocka_unit_test(test_config_relays_upstreams_in_a_cycle_are_an_error),
+	    cmocka_unit_test(test_config_tunnel_section_defaults_and_errors_name_their_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

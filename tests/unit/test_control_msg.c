@@ -580,11 +580,79 @@ static void test_control_msg_certificate_request_and_answer(void **state)
 					      strlen("{\"code\":\"failed_precondition\"}")));
 }
 
+static void test_control_msg_heartbeat_reports_the_tunnel_only_when_there_is_one(void **state)
+{
+	struct control_report r;
+	json_t *o, *w;
+	char *s;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_null(json_object_get(o, "wireguard"));
+	json_decref(o);
+	free(s);
+	r.wg = true;
+	strcpy(r.wg_public_key, "tawR8rL8aWI1ECuOkG0eb05Odbsi8DZxpStLtZS/ZHY=");
+	r.wg_listen_port = 51820;
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	w = json_object_get(o, "wireguard");
+	assert_string_equal(json_string_value(json_object_get(w, "publicKey")), r.wg_public_key);
+	assert_int_equal(json_integer_value(json_object_get(w, "listenPort")), 51820);
+	json_decref(o);
+	free(s);
+}
+
+#define K1 "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+#define K2 "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="
+
+static void test_control_msg_wireguard_peers_are_read_whole_or_refused_whole(void **state)
+{
+	const char *good = "{\"wireguardPeers\":[{\"publicKey\":\"" K2 "\",\"allowedIps\":["
+			   "\"10.8.0.3/32\"],\"presharedKey\":\"" K1 "\"},{\"publicKey\":\"" K1
+			   "\",\"allowedIps\":[\"10.8.0.2/32\",\"192.168.5.0/24\"]}]}";
+	const char *bad[] = {
+	    "{\"wireguardPeers\":[{\"publicKey\":\"" K1 "\"},{\"publicKey\":\"" K1 "\"}]}",
+	    "{\"wireguardPeers\":[{\"publicKey\":\"" K1 "\"},{\"publicKey\":\"AQEB!\"}]}",
+	    "{\"wireguardPeers\":[{\"publicKey\":\"" K1 "\",\"allowedIps\":[\"10.8.0.300/32\"]}]}",
+	    "{\"wireguardPeers\":[{\"publicKey\":\"" K1 "\",\"presharedKey\":7}]}",
+	    "{\"wireguardPeers\":{}}",
+	};
+	struct wgp_peer *p;
+	char err[256];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(ctl_msg_wg_peers(good, strlen(good), &p, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(p[0].key[0], 1); /* sorted by key */
+	assert_int_equal(p[0].n_allowed, 2);
+	assert_int_equal(p[0].psk[0], 0);
+	assert_int_equal(p[1].n_allowed, 1);
+	assert_int_equal(p[1].psk[0], 1);
+	free(p);
+	assert_int_equal(ctl_msg_wg_peers("{}", 2, &p, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	assert_null(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(ctl_msg_wg_peers(bad[i], strlen(bad[i]), &p, &n, err, sizeof(err)),
+				 -1);
+		assert_null(p);
+		assert_non_null(strstr(err, "wireguardPeers"));
+	}
+	assert_int_equal(ctl_msg_wg_peers(bad[0], strlen(bad[0]), &p, &n, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "given twice"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_control_msg_enroll_request_carries_version_and_hostname),
 	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
+	    cmocka_unit_test(test_control_msg_heartbeat_reports_the_tunnel_only_when_there_is_one),
+	    cmocka_unit_test(test_control_msg_wireguard_peers_are_read_whole_or_refused_whole),
 	    cmocka_unit_test(test_control_msg_a_degraded_heartbeat_names_its_reasons),
 	    cmocka_unit_test(test_control_msg_route_file_reads_back_the_set_it_was_written_from),
 	    cmocka_unit_test(test_control_msg_route_set_digest_tells_sets_apart),

@@ -592,6 +592,7 @@ static struct turn_conf w_turn_conf[CONF_TURN_MAX];
 static struct turn_shared w_turn;
 static struct turn_stats w_turn_stats[CONF_TURN_MAX][W_WORKERS];
 static struct control_stats w_ctl;
+static struct tun_stats w_tun;
 static uint64_t w_seq;
 static uint64_t w_xdp[XDP_COUNTS];
 
@@ -802,6 +803,10 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 		w_xdp[r] = next();
 	s->xdp = (struct xdp *)w_xdp;
 	s->xdp_counts = w_xdp_counts;
+	w_tun.peers = next();
+	w_tun.reconciles[0] = next();
+	w_tun.reconciles[1] = next();
+	s->tunnel = &w_tun;
 	return s;
 }
 

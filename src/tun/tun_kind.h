@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: ISC */
+/* The tunnel as a listener kind (loop/kind.h): at start, the WireGuard
+ * interface of the [tunnel] section keyed with a key made in memory, its
+ * port and the relay's tunnel address set; then, on the control thread,
+ * the peers of every good heartbeat. No worker socket yet (rung 3 will
+ * be one). */
+#ifndef ETR_TUN_KIND_H
+#define ETR_TUN_KIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kind.h"
+#include "wgpeers.h"
+
+/* The most peers the interface is given (the control plane's set is
+ * refused past it). */
+#define TUN_PEERS_MAX 4096
+
+/* etrelay_tunnel_reconciles_total's results (struct tun_stats). */
+enum tun_reconcile_result { TUN_RECONCILE_OK, TUN_RECONCILE_FAILED, TUN_RECONCILE_RESULTS };
+
+extern const struct kind tun_kind;
+
+/* What the heartbeat reports: the interface's public key (base64) and
+ * listen port. false: no tunnel open (shared NULL, or not configured). */
+bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *port);
+
+/* The control thread: make the interface's peers want[0..n) (sorted in
+ * place), blocking, bounded by the device's timeout. Returns 0, or
+ * -errno with why in err (the interface keeps what the failed request had
+ * not reached). */
+int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen);
+
+/* The counters /metrics reads: peers on the interface after the last
+ * reconcile, reconciles by result. */
+void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_RECONCILE_RESULTS]);
+
+#endif

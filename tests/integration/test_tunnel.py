@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""The tunnel (issue 25, first slice): in a network namespace, wireguard-go
+makes a WireGuard interface; etrelay runs in that namespace with a
+[tunnel] on it and heartbeats a stand-in control plane on the host side of
+a veth pair. The heartbeat carries the relay's public key and port, and
+`wg show` in the namespace shows the same; the peers of the answer appear
+on the interface with their allowed IPs (and preshared key); a peer left
+out of the next answer is gone within about one heartbeat interval. A
+gateway (a namespace of its own beside the relay's, its own wireguard-go)
+pings the relay's tunnel address and is pinged back; removed from the
+answer, it is not answered any more. A
+bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
+peers as they were; the metrics count the peers and reconciles. A
+missing interface fails the start (1) and -t (78) with the fix. 77
+without root, namespaces, wireguard-go or wg."""
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+INTERVAL = 0.5  # --control-interval, seconds
+
+
+def T(seconds):
+    return seconds * H.SLOW
+
+
+def key():
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+class WireguardGo:
+    """wireguard-go in the foreground in namespace ns, for interface ifname;
+    close() stops it (the interface and its socket go with it)."""
+
+    def __init__(self, ns, ifname):
+        self.sock = f"/var/run/wireguard/{ifname}.sock"
+        self.p = subprocess.Popen(ns.wrapper() + ["wireguard-go", "-f", ifname],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        H.wait_until(lambda: os.path.exists(self.sock) or self.p.poll() is not None, T(5),
+                     f"wireguard-go's socket {self.sock}")
+        if self.p.poll() is not None:
+            raise H.TestSkip(f"wireguard-go exited with status {self.p.returncode}")
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(timeout=5)
+
+
+def wg_dump(ns, ifname):
+    """(public key, listen port), {peer key: (psk or None, sorted allowed IPs)}."""
+    p = subprocess.run(ns.wrapper() + ["wg", "show", ifname, "dump"], capture_output=True,
+                       text=True, timeout=10)
+    if p.returncode != 0:
+        raise H.TestFailure(f"wg show {ifname}: {p.stderr.strip()}")
+    lines = p.stdout.splitlines()
+    dev = lines[0].split("\t")
+    peers = {}
+    for line in lines[1:]:
+        f = line.split("\t")
+        peers[f[0]] = (None if f[1] == "(none)" else f[1],
+                       sorted(f[3].split(",")) if f[3] != "(none)" else [])
+    return (dev[1], int(dev[2])), peers
+
+
+class Gateway:
+    """A gateway: a namespace of its own joined to the relay's (relay_ns)
+    by a veth pair (relay side 10.214.O.1/30, gateway side .2/30), its own
+    wireguard-go interface with a key of its own and tunnel address
+    10.8.0.2/24. connect(pub, port) points it at the relay's WireGuard
+    port; close() stops it and deletes the namespace."""
+
+    def __init__(self, ctx, relay_ns):
+        tag = f"{os.getpid() % 100000}"
+        self.ip = relay_ns.ip
+        self.name = f"etrelay-g{tag}"
+        self.ifname = f"etg{tag}"
+        self.wgo = None
+        octet = 4 * (os.getpid() % 60 + 1)
+        self.relay_ip, self.gw_ip = f"10.214.{octet}.1", f"10.214.{octet}.2"
+        ctx.objs.append(self)
+        ra, ga = f"etga{tag}", f"etgb{tag}"
+        steps = [
+            ["netns", "add", self.name],
+            ["-n", relay_ns.name, "link", "add", ra, "type", "veth", "peer", "name", ga,
+             "netns", self.name],
+            ["-n", relay_ns.name, "addr", "add", f"{self.relay_ip}/30", "dev", ra],
+            ["-n", relay_ns.name, "link", "set", ra, "up"],
+            ["-n", self.name, "addr", "add", f"{self.gw_ip}/30", "dev", ga],
+            ["-n", self.name, "link", "set", ga, "up"],
+            ["-n", self.name, "link", "set", "lo", "up"],
+        ]
+        self.created = False
+        for i, st in enumerate(steps):
+            r = subprocess.run([self.ip] + st, capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                raise H.TestFailure(f"ip {' '.join(st)}: {r.stderr.strip()}")
+            self.created = True
+        self.wgo = WireguardGo(self, self.ifname)
+        priv = subprocess.run(["wg", "genkey"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        self.pub = subprocess.run(["wg", "pubkey"], input=priv, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        self.keyfile = os.path.join(ctx.tmpdir(), "gw.key")
+        with open(os.open(self.keyfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(priv + "\n")
+        self.run("ip", "addr", "add", "10.8.0.2/24", "dev", self.ifname)
+        self.run("ip", "link", "set", self.ifname, "up")
+
+    def wrapper(self):
+        return [self.ip, "netns", "exec", self.name]
+
+    def run(self, *argv):
+        r = subprocess.run(self.wrapper() + list(argv), capture_output=True, text=True,
+                           timeout=10)
+        if r.returncode != 0:
+            raise H.TestFailure(f"gateway: {' '.join(argv)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def connect(self, pub, port):
+        self.run("wg", "set", self.ifname, "private-key", self.keyfile, "peer", pub,
+                 "endpoint", f"{self.relay_ip}:{port}", "allowed-ips", "10.8.0.1/32",
+                 "persistent-keepalive", "1")
+
+    def close(self):
+        if self.wgo:
+            self.wgo.close()
+        if self.created:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, timeout=10)
+            self.created = False
+
+
+def pings(ns, addr):
+    """One ping from namespace ns to addr answered within a second."""
+    return subprocess.run(ns.wrapper() + ["ping", "-n", "-q", "-c", "1", "-W", "1", addr],
+                          capture_output=True, timeout=10).returncode == 0
+
+
+def tunnel_peers_follow_the_control_plane(ctx):
+    for prog in ("wireguard-go", "wg"):
+        if not shutil.which(prog):
+            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    ns = H.VethNetns()
+    ifname = f"etw{os.getpid() % 100000}"
+    wgo = WireguardGo(ns, ifname)
+    ctx.objs.append(wgo)
+    tmp = ctx.tmpdir()
+    wg_port = H.free_udp_port()
+    ops = H.free_tcp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n")
+    tokf = os.path.join(tmp, "token")
+    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("ctl-" + "c" * 40 + "\n")
+    state = os.path.join(tmp, "state")
+    os.mkdir(state, 0o700)
+    # No such interface: the start fails (status 1), saying the fix, and
+    # -t refuses it (78).
+    bad = os.path.join(tmp, "missing.conf")
+    with open(bad, "w") as f:
+        f.write(f"[tunnel]\ninterface etwno{os.getpid() % 10000}\naddress 10.8.0.1/24\n")
+    st, _, err = H.run_etrelay(ctx, ["--backend", ctx.backend, "-c", bad], wrapper=ns.wrapper())
+    if st != 1 or not re.search(r"tunnel etwno\d+: open: No such device: no such WireGuard "
+                                r"interface: start wireguard-go for it", err):
+        raise H.TestFailure(f"a missing interface: exit {st}, {err.strip()!r}")
+    st, _, err = H.run_etrelay(ctx, ["-t", "-c", bad], wrapper=ns.wrapper())
+    if st != 78 or "no such WireGuard interface" not in err:
+        raise H.TestFailure(f"-t with a missing interface: exit {st}, {err.strip()!r}")
+
+    st, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], wrapper=ns.wrapper())
+    if st != 0 or f"tunnel {ifname}: listen-port {wg_port}, address 10.8.0.1/24, create no" \
+            not in out:
+        raise H.TestFailure(f"-t with the interface there: exit {st}, {out!r} {err!r}")
+
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    a, b = key(), key()
+    psk = key()
+    peer_a = {"publicKey": a, "allowedIps": ["10.8.0.4/32", "192.168.77.0/24"]}
+    peer_b = {"publicKey": b, "allowedIps": ["10.8.0.3/32"], "presharedKey": psk}
+    gw = Gateway(ctx, ns)
+    peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
+    cp.set(wg_peers=[peer_a, peer_b, peer_gw])
+    env = dict(H.CONTROL_NO_PROXY)
+    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
+    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state,
+                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
+                        "--control-timeout", "1s", "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        listen=False, open_limits=False,
+                        wait_ready=False, wrapper=ns.wrapper())
+    relay.READY_RE = r"^tunnel on "
+    relay.wait_ready(T(5))
+    m = re.search(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, address "
+                  r"10\.8\.0\.1/24, backend \S+, public key (\S+)$",
+                  "\n".join(relay.text_lines()), re.M)
+    if not m:
+        raise H.TestFailure("no 'tunnel on IF (uapi), WireGuard port P, address A, backend B, "
+                            "public key K' line")
+    pub = m.group(1)
+    H.expect_eq(wg_dump(ns, ifname)[0], (pub, wg_port), "wg show's public key and port")
+    addr = subprocess.run(ns.wrapper() + ["ip", "-4", "addr", "show", ifname],
+                          capture_output=True, text=True, timeout=10).stdout
+    if "inet 10.8.0.1/24" not in addr or ",UP" not in addr:
+        raise H.TestFailure(f"{ifname} has not 10.8.0.1/24 and up: {addr}")
+
+    # The heartbeat reports the key and port.
+    H.wait_until(lambda: cp.of(H.CONTROL_HEARTBEAT), T(5), "a heartbeat")
+    body = json.loads(cp.of(H.CONTROL_HEARTBEAT)[0][3])
+    H.expect_eq(body.get("wireguard"), {"publicKey": pub, "listenPort": wg_port},
+                "the heartbeat's wireguard")
+
+    want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"]),
+               gw.pub: (None, ["10.8.0.2/32"])}
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3),
+                 "peers a, b and the gateway on the interface with their allowed IPs")
+
+    # The gateway reaches the relay over the tunnel, both ways.
+    gw.connect(pub, wg_port)
+    H.wait_until(lambda: pings(ns, "10.8.0.2"), T(5), "a ping from the relay to 10.8.0.2")
+    if not pings(gw, "10.8.0.1"):
+        raise H.TestFailure("no ping from the gateway to the relay's 10.8.0.1")
+    want_ab.pop(gw.pub)
+    cp.set(wg_peers=[peer_a, peer_b])
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(INTERVAL * 2 + 1),
+                 "the gateway removed at the next heartbeat")
+    if pings(ns, "10.8.0.2"):
+        raise H.TestFailure("a ping to the removed gateway was answered")
+
+    # a left out: revoked within about one interval.
+    cp.set(wg_peers=[peer_b])
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == {b: want_ab[b]}, T(INTERVAL * 2 + 1),
+                 "peer a removed at the next heartbeat")
+
+    # A bad set, and a failed heartbeat: the peers stay as they were.
+    bad_sets = (("a key twice", [peer_a, peer_a], r"publicKey \S+ given twice"),
+                ("bad base64", [peer_a, {"publicKey": "not base64!"}], r"publicKey: expected"))
+    for what, peers, rx in bad_sets:
+        start = len(relay.text_lines())
+        cp.set(wg_peers=peers)
+        relay.wait_for_line(rf"^control: heartbeat failed \(wireguardPeers.*{rx}", T(3),
+                            start=start, what=what)
+        n = len(cp.of(H.CONTROL_HEARTBEAT))
+        H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 1, T(3),
+                     f"a heartbeat after {what}")
+        H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, f"peers after {what}")
+    cp.set(wg_peers=[peer_a, peer_b], heartbeat="503")
+    n = len(cp.of(H.CONTROL_HEARTBEAT))
+    H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 2, T(4), "two failed heartbeats")
+    H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, "peers after a failed heartbeat")
+    cp.set(heartbeat="ok")
+    H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3), "peer a back")
+
+    def tunnel_metrics():
+        m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
+        return (H.metric_value(m, "etrelay_tunnel_peers"),
+                H.metric_value(m, "etrelay_tunnel_reconciles_total", result="ok"),
+                H.metric_value(m, "etrelay_tunnel_reconciles_total", result="failed"))
+    peers, ok, failed = tunnel_metrics()
+    H.expect_eq((peers, failed), (2, 0), "etrelay_tunnel_peers, reconciles failed")
+    # a and b, b, a and b again: at least the three good answers that
+    # changed something (each good heartbeat reconciles, changed or not).
+    if not ok or ok < 3:
+        raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=ok}} {ok}, expected >= 3")
+    ctx.check_relays_alive()
+
+
+def test(ctx):
+    H.run_parts(ctx, [tunnel_peers_follow_the_control_plane])
+
+
+if __name__ == "__main__":
+    H.main(test)
