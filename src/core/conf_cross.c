@@ -291,6 +291,14 @@ void conf_each_listen(const struct etr_conf *c,
 			each(arg, &l);
 		}
 	}
+	for (unsigned i = 0; i < c->ntunnel; i++) {
+		/* WireGuard listens on every address (the callee copies). */
+		union etr_sockaddr wg = {.in = {.sin_family = AF_INET}};
+
+		wg.in.sin_port = htons((uint16_t)c->tunnel[i].listen_port);
+		l = (struct conf_listen){"tunnel", "WireGuard port", c->tunnel[i].name, &wg};
+		each(arg, &l);
+	}
 	if (c->ops_enabled) {
 		l = (struct conf_listen){"ops-listen", "ops listener", "", &c->ops_listen};
 		each(arg, &l);
@@ -344,7 +352,7 @@ static void session_port_clash(void *arg, const struct conf_listen *l)
 
 	/* The UDP ones: SNI, TURN TCP and TLS and the ops plane are TCP. */
 	if (strcmp(l->what, "game relay") != 0 && strcmp(l->what, "PRBE echo port") != 0 &&
-	    strcmp(l->what, "TURN listener") != 0)
+	    strcmp(l->what, "TURN listener") != 0 && strcmp(l->what, "WireGuard port") != 0)
 		return;
 	for (unsigned i = 0; i < x->c->nrelays; i++) {
 		const struct relay_conf *r = &x->c->relays[i];

@@ -501,11 +501,12 @@ int conf_addr_family(const union etr_sockaddr *a);
 
 /* Every listening address the configuration names, each kind's, and the
  * ops plane's: key is the config's word ("relay", "prbe-listen", "sni",
- * "turn", "ops-listen"), what the prose ("game relay", "PRBE echo port",
- * "SNI listener", "TURN listener", "TURN TCP listener", "TURN TLS
- * listener", "ops listener"), name the listener's ("" when it has none).
- * The one list that -t's warnings, the TURN peer policy and the control
- * plane's upstream check read. */
+ * "turn", "tunnel", "ops-listen"), what the prose ("game relay", "PRBE echo
+ * port", "SNI listener", "TURN listener", "TURN TCP listener", "TURN TLS
+ * listener", "WireGuard port", "ops listener"), name the listener's (""
+ * when it has none); addr is valid during the call only. The one list
+ * that -t's warnings, the TURN peer policy, the control plane's upstream
+ * check and the session-ports check read. */
 struct conf_listen {
 	const char *key, *what, *name;
 	const union etr_sockaddr *addr;

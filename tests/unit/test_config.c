@@ -830,6 +830,13 @@ static void test_config_max_sessions_above_the_session_ports_range_is_an_error(v
 		     "--turn-listen", "127.0.0.1:40000", "--turn-ports", "45000-49999")),
 	    -1);
 	assert_err_names(&e, "session-ports 40000-40009", "TURN listener default");
+	/* Nor the tunnel's WireGuard port (it listens on every address). */
+	assert_int_equal(run(&c, &e,
+			     "upstream h:1\nsession-ports 40000-40009\nmax-sessions 10\n"
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\nlisten-port 40003\n",
+			     NOARGS),
+			 -1);
+	assert_err_names(&e, "session-ports 40000-40009", "the WireGuard port 0.0.0.0:40003");
 	/* A TCP listener's port is no clash (session sockets are UDP). */
 	assert_int_equal(cli(&c, &e,
 			     ARGV("--upstream", "h:1", "--session-ports", "40000-40009",
