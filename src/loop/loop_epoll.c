@@ -379,8 +379,16 @@ static int ep_run(struct loop *l)
 			if (l->b.stop)
 				break;
 		}
-		for (unsigned r = 0; l->nready && r < EP_READY_ROUNDS && !l->b.stop; r++)
+		/* Half the turn's reads for the streams that likely have more
+		 * (a queue: each read goes to its back), the rest for the
+		 * stream events (from a turning start): none waits for ever. */
+		l->turn_reads = 0;
+		l->read_limit = EP_TURN_READS / 2;
+		for (unsigned r = 0; l->nready && r < EP_READY_ROUNDS && !l->b.stop &&
+				     l->turn_reads < l->read_limit;
+		     r++)
 			ep_s_ready_reads(l);
+		l->read_limit = EP_TURN_READS;
 		if (l->b.stop)
 			break;
 		if (loop_wake_earlier(&l->b, &at))
@@ -392,6 +400,7 @@ static int ep_run(struct loop *l)
 			return -errno;
 		}
 		now = loop_now();
+		/* Datagrams and timers first, then the streams (below). */
 		for (int i = 0; i < n && !l->b.stop; i++) {
 			uint64_t u = ev[i].data.u64;
 			int fd = (int)(u >> 32 & 0x3fffffff);
@@ -405,10 +414,8 @@ static int ep_run(struct loop *l)
 				l->b.armed = UINT64_MAX;
 				continue;
 			}
-			if (u & EV_STREAM) {
-				ep_s_event(l, u, ev[i].events, now);
+			if (u & EV_STREAM)
 				continue;
-			}
 			/* An earlier handler in this turn may have closed this fd,
 			 * and the number may now belong to another socket. */
 			if (!fdtab_is(&l->b.fds, fd, id))
@@ -418,6 +425,13 @@ static int ep_run(struct loop *l)
 			else
 				drain_socket(l, fd, id, now);
 		}
+		/* Then the streams, from a turning start, within the turn's
+		 * reads: an event left over (level-triggered) comes again
+		 * with the next epoll_wait. */
+		for (int k = 0, i = n ? (int)(l->ev_turn++ % (unsigned)n) : 0;
+		     k < n && !l->b.stop && l->turn_reads < l->read_limit; k++, i = (i + 1) % n)
+			if (ev[i].data.u64 & EV_STREAM)
+				ep_s_event(l, ev[i].data.u64, ev[i].events, now);
 		/* Timers' sends (probes, heartbeats) leave with the turn's. */
 		loop_turn_end(&l->b);
 		flush(l);

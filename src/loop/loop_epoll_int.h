@@ -23,6 +23,13 @@
  * other sockets in. */
 #define EP_READY	64
 #define EP_READY_ROUNDS 8
+/* Stream reads (a chunk each, 64 KiB at most, copied or spliced) in one
+ * turn: half for the rounds above, the rest for the stream events, which
+ * come after the turn's datagram sockets are drained; past it the rest
+ * waits for the next turn (attack14: 20 bulk SNI uploads from one
+ * address, 8 rounds of 64 streams before each epoll_wait, moved the game's
+ * p50 from 0.3 to 170 ms). */
+#define EP_TURN_READS 8
 /* Copied sends of one turn: a flush makes room when it is full. */
 #define EP_COPY_BYTES (256u << 10)
 
@@ -57,6 +64,8 @@ struct loop {
 	/* Streams whose read is tried before the next epoll_wait: slot, gen. */
 	uint32_t ready[EP_READY][2];
 	unsigned nready;
+	unsigned turn_reads, read_limit; /* stream reads this turn, and up to */
+	unsigned ev_turn;		 /* where the stream events' pass starts */
 
 	/* The stream whose event is being handled: its interest is set once,
 	 * at the end of s_event, whatever its handlers asked meanwhile. */

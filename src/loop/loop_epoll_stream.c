@@ -184,6 +184,7 @@ static bool s_read(struct loop *l, struct lstream *s, uint64_t now, uint32_t eve
 	ssize_t n;
 	uint32_t c;
 
+	l->turn_reads++;
 	if (s->pipe >= 0)
 		return s_splice_in(l, s, now, events);
 	if (x->nrfree == 0 || (s->bulk && x->nrfree <= x->nreserve)) {
@@ -234,6 +235,15 @@ void ep_s_ready_reads(struct loop *l)
 		struct lstream *s = x->sv[ready[i][0]];
 		bool eof;
 
+		/* The turn's reads spent: the rest next turn, after the
+		 * datagram sockets (they keep their EPOLLIN meanwhile). */
+		if (l->turn_reads >= l->read_limit) {
+			if (l->nready < EP_READY) {
+				l->ready[l->nready][0] = ready[i][0];
+				l->ready[l->nready++][1] = ready[i][1];
+			}
+			continue;
+		}
 		if (s->gen != ready[i][1] ||
 		    (s->flags & (SF_DEAD | SF_READ | SF_STALLED)) != SF_READ)
 			continue;
