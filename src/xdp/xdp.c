@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "addrclass.h"
 #include "log.h"
@@ -58,17 +61,47 @@ void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst)
 	*burst = c->xdp.burst ? c->xdp.burst : b < 1 ? 1 : b > 1000000 ? 1000000 : (uint32_t)b;
 }
 
+/* Whether interface name is a loopback one (IFF_LOOPBACK). */
+static bool is_loopback(const char *name)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool lo = false;
+
+	if (fd < 0)
+		return false;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+		lo = (ifr.ifr_flags & IFF_LOOPBACK) != 0;
+	close(fd);
+	return lo;
+}
+
 int xdp_check(const struct etr_conf *c, char *err, size_t n)
 {
 	for (unsigned i = 0; i < c->xdp.n; i++) {
-		if (if_nametoindex(c->xdp.iface[i]) != 0)
+		const char *why;
+		char where[CONF_PATH_MAX + 32];
+		int rc;
+
+		if (if_nametoindex(c->xdp.iface[i]) == 0) {
+			why = "no such interface";
+			rc = -ENODEV;
+		} else if (is_loopback(c->xdp.iface[i])) {
+			/* Every source there is a loopback address, a bogon
+			 * to the program (attack14: the game went dark). */
+			why = "a loopback interface: the program belongs on the public one";
+			rc = -EINVAL;
+		} else {
 			continue;
+		}
 		if (c->xdp.line[i])
-			snprintf(err, n, "%s:%u: xdp-interface %s: no such interface",
-				 c->path ? c->path : "", c->xdp.line[i], c->xdp.iface[i]);
+			snprintf(where, sizeof(where), "%s:%u: xdp-interface",
+				 c->path ? c->path : "", c->xdp.line[i]);
 		else
-			snprintf(err, n, "--xdp-interface %s: no such interface", c->xdp.iface[i]);
-		return -ENODEV;
+			snprintf(where, sizeof(where), "--xdp-interface");
+		snprintf(err, n, "%s %s: %s", where, c->xdp.iface[i], why);
+		return rc;
 	}
 	return 0;
 }

@@ -344,14 +344,24 @@ def reload_bans(ns, relay, bans, lport, ops_port, tok):
     return g
 
 
-def derived_rates(ctx):
+def derived_rates(ctx, ns):
     """Without xdp-rate and xdp-burst, -t says the bucket is the sum of the
     listeners' own per-source limits: a game relay's ip-query-rate and
     -burst (1, 10), each echo port's prbe-rate and -burst (10, 20); given,
     the values given. The old binary said 250 and 500 whatever the
-    listeners took."""
+    listeners took. A loopback interface is refused (attack14: every
+    source there is a bogon to the program, the game went dark), by -t as
+    by a start."""
+    for extra in (["-t"], []):
+        rc, out, err = H.run_etrelay(ctx, extra + [
+            "--listen", f"127.0.0.1:{H.free_udp_port()}", "--upstream", "127.0.0.1:9",
+            "--xdp-interface", "lo"], timeout=10)
+        H.expect_eq(rc, 78, f"{' '.join(extra)} --xdp-interface lo ({err.strip()!r})")
+        H.check("--xdp-interface lo: a loopback interface" in err,
+                f"--xdp-interface lo refused, said why: {err.strip()!r}")
+    iface = ns.host_if
     relay = ["--listen", f"127.0.0.1:{H.free_udp_port()}", "--upstream", "127.0.0.1:9",
-             "--xdp-interface", "lo"]
+             "--xdp-interface", iface]
     echo = ["--prbe-listen", f"127.0.0.1:{H.free_udp_port()}"]
     derived = " (from the listeners' per-source limits)"
     for args, want in ((relay, "1 packets/s per source, 10 at once" + derived),
@@ -361,8 +371,8 @@ def derived_rates(ctx):
                         "7 packets/s per source, 9 at once")):
         rc, out, err = H.run_etrelay(ctx, ["-t"] + args, timeout=10)
         H.expect_eq(rc, 0, f"-t {' '.join(args)} ({err.strip()!r})")
-        H.check(f"xdp-interface lo: {want}\n" in out,
-                f"-t {' '.join(args[4:])}: 'xdp-interface lo: {want}' in {out.strip()!r}")
+        H.check(f"xdp-interface {iface}: {want}\n" in out,
+                f"-t {' '.join(args[4:])}: 'xdp-interface {iface}: {want}' in {out.strip()!r}")
 
 
 def turn_known(ctx, ns):
@@ -433,8 +443,8 @@ def setup(ctx):
 
 
 def test(ctx):
-    derived_rates(ctx)
     ns, gs, master, players_ips, tmp = setup(ctx)
+    derived_rates(ctx, ns)
     plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
     with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
     turn_known(ctx, ns)
