@@ -298,6 +298,7 @@ struct sni_conf {
 	 * the others copy. */
 	bool splice;
 	uint32_t max_spliced;
+	unsigned max_spliced_line; /* 0: command line or default */
 	struct sni_route_conf routes[CONF_SNI_ROUTES_MAX];
 	unsigned nroutes;
 };

@@ -128,10 +128,7 @@ static const conf_finish_fn finish[] = {
 };
 
 static const conf_warn_fn warn[] = {
-    conf_turn_warnings,
-    conf_control_warnings,
-    conf_master_warnings,
-    NULL,
+    conf_sni_warnings, conf_turn_warnings, conf_control_warnings, conf_master_warnings, NULL,
 };
 
 const struct conf_schema etr_conf_schema = {parts, finish, warn};

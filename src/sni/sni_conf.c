@@ -119,7 +119,8 @@ static const struct conf_key sni_keys[] = {
     {"max-connections-per-ip", conf_set_u32, 0, SK(max_per_ip), 1, CONF_SNI_CONNECTIONS_LIMIT},
     {"max-preread", conf_set_u32, 0, SK(max_preread), 1, CONF_SNI_CONNECTIONS_LIMIT},
     {"splice", conf_set_bool, 0, SK(splice)},
-    {"max-spliced", conf_set_u32, 0, SK(max_spliced), 1, CONF_SNI_CONNECTIONS_LIMIT},
+    {"max-spliced", conf_set_u32, 0, SK(max_spliced), 1, CONF_SNI_CONNECTIONS_LIMIT,
+     .line_off = SK(max_spliced_line)},
 };
 
 static void sni_init(void *obj)
@@ -238,4 +239,26 @@ void sni_conf_finish(struct etr_conf *c, struct conf_errors *e)
 					conf_err(e, "%s: route %s given twice", where,
 						 s->routes[r].name);
 	}
+}
+
+unsigned conf_sni_warnings(const struct etr_conf *c, struct conf_errors *w)
+{
+	unsigned before = w->count;
+
+	for (unsigned i = 0; i < c->nsni; i++) {
+		const struct sni_conf *s = &c->sni[i];
+		char where[CONF_PATH_MAX + 32];
+
+		if (!s->max_spliced || s->splice)
+			continue;
+		if (s->max_spliced_line)
+			snprintf(where, sizeof(where), "%s:%u", conf_path(c), s->max_spliced_line);
+		else
+			snprintf(where, sizeof(where), "etrelay");
+		conf_err(w,
+			 "%s: warning: sni %s: max-spliced %u without splice yes: no connection is "
+			 "spliced, the setting does nothing",
+			 where, s->name, s->max_spliced);
+	}
+	return w->count - before;
 }

@@ -19,6 +19,10 @@ const char *conf_sni_route_parse(const char *v, char sep, struct sni_route_conf 
  * listener must pass. */
 void sni_conf_finish(struct etr_conf *c, struct conf_errors *e);
 
+/* -t's and the start's warnings: max-spliced without splice yes (it has
+ * no effect; attack14 found it said nothing). Returns how many. */
+unsigned conf_sni_warnings(const struct etr_conf *c, struct conf_errors *w);
+
 /* Its lines of --help. */
 /* clang-format off */
 #define SNI_CONF_USAGE \

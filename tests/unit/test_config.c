@@ -3242,6 +3242,31 @@ static void test_config_turn_peers_public_ip_and_port_0_are_checked(void **state
 	assert_err_line(&w, "etrelay: --turn-allow-peer: warning: turn default", NULL, NULL);
 }
 
+/* attack14: max-spliced without splice yes does nothing; say so. */
+static void test_config_sni_max_spliced_without_splice_is_a_warning(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e, w;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[sni web]\nlisten 127.0.0.1:8443\nroute a.example.com 127.0.0.1:1\n"
+			     "max-spliced 64\n",
+			     NOARGS),
+			 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_sni_warnings(&c, &w), 1);
+	assert_err_line(&w, PATH ":4: warning: sni web: max-spliced 64 without splice yes", NULL,
+			NULL);
+	assert_int_equal(run(&c, &e,
+			     "[sni web]\nlisten 127.0.0.1:8443\nroute a.example.com 127.0.0.1:1\n"
+			     "max-spliced 64\nsplice yes\n",
+			     NOARGS),
+			 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(conf_sni_warnings(&c, &w), 0);
+}
+
 static void test_config_cidr_blocks_are_parsed(void **state)
 {
 	struct conf_cidr b;
@@ -4043,6 +4068,7 @@ int main(void)
 	    cmocka_unit_test(test_config_every_pair_of_tcp_listeners_on_one_port_is_an_error),
 	    cmocka_unit_test(test_config_turn_ports_holding_another_listener_are_an_error),
 	    cmocka_unit_test(test_config_turn_peers_public_ip_and_port_0_are_checked),
+	    cmocka_unit_test(test_config_sni_max_spliced_without_splice_is_a_warning),
 	    cmocka_unit_test(test_config_cidr_blocks_are_parsed),
 	    cmocka_unit_test(test_config_sni_defaults_are_the_documented_ones),
 	    cmocka_unit_test(test_config_sni_bad_values_name_their_line),
