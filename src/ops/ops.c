@@ -459,7 +459,7 @@ static const struct ops_route {
 	const char *method; /* GET also answers HEAD */
 	unsigned need;	    /* a grant; needed only if some configured token gives it */
 	enum MHD_Result (*serve)(struct ops *op, struct MHD_Connection *c);
-} routes[] = {
+} ops_routes[] = {
     {"/healthz", "GET", 0, serve_healthz},
     {"/readyz", "GET", 0, serve_readyz},
     {"/lifecycle", "GET", OPS_GRANT_READ, serve_lifecycle},
@@ -501,9 +501,9 @@ static enum MHD_Result ops_request(void *cls, struct MHD_Connection *c, const ch
 	if (bytes > OPS_REQUEST_MAX)
 		return reply_text(c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, NULL, NULL,
 				  "request headers over %d bytes\n", OPS_REQUEST_MAX);
-	for (size_t i = 0; !rt && i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strcmp(url, routes[i].path) == 0)
-			rt = &routes[i];
+	for (size_t i = 0; !rt && i < sizeof(ops_routes) / sizeof(ops_routes[0]); i++)
+		if (strcmp(url, ops_routes[i].path) == 0)
+			rt = &ops_routes[i];
 	grants = token_grants(op, c, &configured);
 	/* Drain and resume exist only when a lifecycle token is set. */
 	if (!rt || (rt->need == OPS_GRANT_WRITE && !(configured & OPS_GRANT_WRITE)))
