@@ -153,6 +153,10 @@ def tunnel_peers_follow_the_control_plane(ctx):
     for prog in ("wireguard-go", "wg"):
         if not shutil.which(prog):
             raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    # The README's command installs it: its absence is a broken install
+    # (a fresh Debian has no ping), not a skip.
+    if not shutil.which("ping"):
+        raise H.TestFailure("ping not installed (Debian: iputils-ping, in the README's command)")
     ns = H.VethNetns()
     ifname = f"etw{os.getpid() % 100000}"
     wgo = WireguardGo(ns, ifname)
