@@ -368,8 +368,10 @@ int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_
 	for (size_t i = 0; i < count; i++)
 		if (wg_peer_parse(json_array_get(arr, i), i, &out[i], err, errlen) < 0)
 			goto fail;
-	/* A key twice: which of the two is meant cannot be told. */
-	qsort(out, count, sizeof(*out), wg_key_cmp);
+	/* A key twice: which of the two is meant cannot be told. (No sort
+	 * of none: qsort's array may not be NULL, even for 0.) */
+	if (count > 1)
+		qsort(out, count, sizeof(*out), wg_key_cmp);
 	for (size_t i = 1; i < count; i++)
 		if (wg_key_cmp(&out[i - 1], &out[i]) == 0) {
 			char b64[WGP_KEY_B64_LEN + 1];

@@ -145,7 +145,8 @@ static int wgp_key_cmp(const void *a, const void *b)
 
 static bool wgp_sorted_unique(struct wgp_peer *p, size_t n)
 {
-	qsort(p, n, sizeof(*p), wgp_key_cmp);
+	if (n > 1) /* none may come as NULL: qsort's array may not be */
+		qsort(p, n, sizeof(*p), wgp_key_cmp);
 	for (size_t i = 0; i < n; i++) {
 		wgp_peer_canon(&p[i]);
 		if (i && wgp_key_cmp(&p[i - 1], &p[i]) == 0)
