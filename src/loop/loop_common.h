@@ -128,6 +128,10 @@ struct lstream {
 	uint32_t qhead, qtail;	/* sends, oldest first (chunks) */
 	uint32_t next;		/* free slots */
 	union etr_sockaddr dst; /* the connect's address, alive until it ends */
+	/* io_uring: the read's completion, waiting for its turn (ur_s_reads):
+	 * its result, its chunk (or STREAM_NONE), the next stream waiting. */
+	int cres;
+	uint32_t cchunk, cnext;
 };
 
 struct lchunk {

@@ -115,6 +115,7 @@ static int ur_create(struct loop **lp, const struct loop_handler *h, const struc
 	l->rmsg.msg_namelen = UR_NAMELEN;
 	l->rmsg.msg_controllen = UR_CTL_SPACE;
 	l->pend = TX_NONE;
+	l->rq_head = l->rq_tail = STREAM_NONE;
 	if (loop_base_init(&l->b, h, c) < 0) {
 		err = -ENOMEM;
 		snprintf(why, whylen, "fd table: out of memory");
@@ -225,7 +226,12 @@ static int ur_run(struct loop *l)
 			ur_s_unstall(l);
 		if (l->pend != TX_NONE)
 			ur_tx_flush(l);
-		err = io_uring_submit_and_wait(&l->ring, 1);
+		/* Stream reads waiting for their turn: what completed meanwhile
+		 * is taken without a wait. */
+		if (l->rq_head != STREAM_NONE)
+			err = io_uring_submit_and_get_events(&l->ring);
+		else
+			err = io_uring_submit_and_wait(&l->ring, 1);
 		STAT_ADD(l->b.st.send_batches, 1);
 		if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
 			return err;
@@ -270,6 +276,12 @@ static int ur_run(struct loop *l)
 				break;
 		}
 		io_uring_cq_advance(&l->ring, seen);
+		/* The turn's forwards go to the kernel ahead of its stream
+		 * sends, then a bounded share of the stream reads (stream
+		 * reads' completions wait in a queue, s_defer). */
+		if (l->pend != TX_NONE)
+			ur_tx_flush(l);
+		ur_s_reads(l, now);
 		loop_turn_end(&l->b);
 	}
 	return 0;

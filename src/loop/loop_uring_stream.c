@@ -271,17 +271,30 @@ static void s_resume(struct loop *l, struct lstream *s)
 		arm_accept(l, s);
 }
 
-static void on_srecv(struct loop *l, struct lstream *s, struct io_uring_cqe *cqe, uint64_t now)
+/* A read's completion waits for its turn (ur_s_reads), its chunk out of
+ * the ring now. The read stays counted in inflight meanwhile: a
+ * del_socket keeps the slot until it is handed up. */
+static void s_defer(struct loop *l, struct lstream *s, const struct io_uring_cqe *cqe)
 {
-	uint32_t c = STREAM_NONE;
-	int res = cqe->res;
-
-	s->inflight--;
+	s->cres = cqe->res;
+	s->cchunk = STREAM_NONE;
+	s->cnext = STREAM_NONE;
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
-		c = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-		ur_s_took(l, c);
-		chunk_take(&l->b, c, CH_USER);
+		s->cchunk = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		ur_s_took(l, s->cchunk);
+		chunk_take(&l->b, s->cchunk, CH_USER);
 	}
+	if (l->rq_tail == STREAM_NONE)
+		l->rq_head = s->slot;
+	else
+		l->b.sx->sv[l->rq_tail]->cnext = s->slot;
+	l->rq_tail = s->slot;
+}
+
+/* s's read completed with res into chunk c (or STREAM_NONE). */
+static void on_srecv(struct loop *l, struct lstream *s, int res, uint32_t c, uint64_t now)
+{
+	s->inflight--;
 	if (s->flags & SF_DEAD) {
 		if (c != STREAM_NONE)
 			chunk_put(&l->b, c);
@@ -352,6 +365,21 @@ void ur_on_ssend(struct loop *l, struct io_uring_cqe *cqe)
 	streams_complete(l);
 }
 
+void ur_s_reads(struct loop *l, uint64_t now)
+{
+	for (unsigned n = 0; l->rq_head != STREAM_NONE && n < UR_TURN_READS && !l->b.stop;) {
+		struct lstream *s = l->b.sx->sv[l->rq_head];
+
+		l->rq_head = s->cnext;
+		if (l->rq_head == STREAM_NONE)
+			l->rq_tail = STREAM_NONE;
+		/* Bytes count (each is a send to come); an end, an error or a
+		 * wait for a chunk is only bookkeeping. */
+		n += s->cres > 0 && !(s->flags & SF_DEAD);
+		on_srecv(l, s, s->cres, s->cchunk, now);
+	}
+}
+
 /* Reads waiting for a chunk go on, oldest first, one per free chunk: on
  * the main ring any of them, on the reserve's those that are not bulk. */
 void ur_s_unstall(struct loop *l)
@@ -389,7 +417,7 @@ void ur_on_stream_cqe(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 			l->b.h.on_connected(l->b.h.arg, s->conn_id, cqe->res);
 		break;
 	case OP_SRECV:
-		on_srecv(l, s, cqe, now);
+		s_defer(l, s, cqe);
 		break;
 	case OP_SPOLL:
 		s->inflight--;

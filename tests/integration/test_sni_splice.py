@@ -25,8 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from tlsutil import Backend, TlsEcho, TlsSession, hello, make_cert  # noqa: E402
-from test_sni_stall import Flood  # noqa: E402
+from tlsutil import Backend, Flood, TlsEcho, TlsSession, hello, make_cert  # noqa: E402
 
 MB = 1 << 20
 BIG = 50 * MB

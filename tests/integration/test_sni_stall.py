@@ -36,7 +36,6 @@ import os
 import resource
 import socket
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,51 +44,6 @@ import tlsutil as T  # noqa: E402
 import turnutil as TU  # noqa: E402
 
 ATTACK_PER_ADDR = 96 * int(H.WORKERS)
-
-
-class Flood(threading.Thread):
-    """An upstream that reads a hello, then sends without end until the
-    relay stops taking bytes (the sends block: one thread each)."""
-
-    def __init__(self, ctx):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(512)
-        self.s.settimeout(0.2)
-        self.port = self.s.getsockname()[1]
-        self.stop = False
-        self.conns = []
-        ctx.objs.append(self)
-        self.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                c, _ = self.s.accept()
-            except OSError:
-                continue
-            self.conns.append(c)
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
-
-    def serve(self, c):
-        blob = b"d" * 65536
-        c.settimeout(60)
-        try:
-            c.recv(65536)
-            while not self.stop:
-                c.sendall(blob)
-        except OSError:
-            pass
-
-    def close(self):
-        self.stop = True
-        self.s.close()
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
 
 
 def attacker(src, port):
@@ -122,7 +76,7 @@ def spliced(ops):
 
 
 def pinned(ctx):
-    flood = Flood(ctx)
+    flood = T.Flood(ctx)
     tls = T.TlsEcho(ctx, ctx.tmpdir(), "tls.test")
     tmp = ctx.tmpdir()
     port, ops, tport = H.free_tcp_port(), H.free_tcp_port(), TU.free_port()
@@ -203,7 +157,7 @@ def many_sources(ctx):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 3000:
         raise H.TestSkip("the test needs 3000 file descriptors of its own")
-    flood = Flood(ctx)
+    flood = T.Flood(ctx)
     tmp = ctx.tmpdir()
     port, ops, tport = H.free_tcp_port(), H.free_tcp_port(), TU.free_port()
     conf = os.path.join(tmp, "etrelay.conf")
@@ -256,7 +210,7 @@ def many_sources(ctx):
 
 def stalled(ctx):
     """send-timeout resets a side that takes nothing."""
-    flood = Flood(ctx)
+    flood = T.Flood(ctx)
     tmp = ctx.tmpdir()
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")

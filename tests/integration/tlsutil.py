@@ -37,20 +37,22 @@ def hello(name, size=0, sni=True):
     return out
 
 
-class Backend(threading.Thread):
-    """A TCP echo backend; with proxy, it first reads a PROXY v2 header and
-    records the source address it names."""
+class TcpServer(threading.Thread):
+    """A TCP service on a port drawn below the ephemeral range
+    (H.free_tcp_port): each connection in a thread of its own, running
+    serve(c); close() (or ctx's cleanup, when ctx is given) ends them."""
 
-    def __init__(self, proxy=False):
+    def __init__(self, ctx=None, backlog=64):
         super().__init__(daemon=True)
         self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(64)
+        self.port = H.free_tcp_port()
+        self.s.bind((H.LOOPBACK, self.port))
+        self.s.listen(backlog)
         self.s.settimeout(0.2)
-        self.port = self.s.getsockname()[1]
-        self.proxy = proxy
-        self.sources = []
         self.stop = False
+        self.conns = []
+        if ctx is not None:
+            ctx.objs.append(self)
         self.start()
 
     def run(self):
@@ -59,7 +61,30 @@ class Backend(threading.Thread):
                 c, _ = self.s.accept()
             except OSError:
                 continue
+            self.conns.append(c)
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        raise NotImplementedError
+
+    def close(self):
+        self.stop = True
+        self.s.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class Backend(TcpServer):
+    """A TCP echo backend; with proxy, it first reads a PROXY v2 header and
+    records the source address it names."""
+
+    def __init__(self, proxy=False, ctx=None):
+        self.proxy = proxy
+        self.sources = []
+        super().__init__(ctx)
 
     def serve(self, c):
         c.settimeout(20)
@@ -94,6 +119,43 @@ class Backend(threading.Thread):
         return b
 
 
+class Sink(TcpServer):
+    """A service that reads and forgets: bytes counts what it read."""
+
+    def __init__(self, ctx):
+        self.bytes = 0
+        super().__init__(ctx)
+
+    def serve(self, c):
+        c.settimeout(30)
+        try:
+            while not self.stop:
+                n = len(c.recv(1 << 20))
+                if n == 0:
+                    return
+                self.bytes += n
+        except OSError:
+            pass
+
+
+class Flood(TcpServer):
+    """An upstream that reads a hello, then sends without end until the
+    relay stops taking bytes (the sends block: one thread each)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, backlog=512)
+
+    def serve(self, c):
+        blob = b"d" * 65536
+        c.settimeout(60)
+        try:
+            c.recv(65536)
+            while not self.stop:
+                c.sendall(blob)
+        except OSError:
+            pass
+
+
 def refused(port, data, what):
     """Send data; the relay must send nothing and close: b"" (EOF)."""
     c = socket.create_connection((H.LOOPBACK, port), timeout=5)
@@ -126,38 +188,22 @@ def s_server(ctx, tmp, cn):
     return port
 
 
-class TlsEcho(threading.Thread):
+class TlsEcho(TcpServer):
     """A TLS backend with its own self-signed certificate (CN cn): any
     number of sessions at once; "GET " first gets an HTTP/1.0 reply whose
     body names cn, anything else is echoed back for as long as the client
     keeps the session. sessions counts the handshakes done."""
 
     def __init__(self, ctx, tmp, cn):
-        super().__init__(daemon=True)
         self.cn = cn
         key, crt = make_cert(tmp, cn)
         with open(crt) as f:
             self.der = ssl.PEM_cert_to_DER_cert(f.read())
         self.cx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.cx.load_cert_chain(crt, key)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(64)
-        self.s.settimeout(0.2)
-        self.port = self.s.getsockname()[1]
         self.lock = threading.Lock()
         self.sessions = 0
-        self.stop = False
-        ctx.objs.append(self)
-        self.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                c, _ = self.s.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+        super().__init__(ctx)
 
     def serve(self, c):
         c.settimeout(30)
@@ -185,10 +231,6 @@ class TlsEcho(threading.Thread):
             pass
         finally:
             t.close()
-
-    def close(self):
-        self.stop = True
-        self.s.close()
 
 
 class TlsSession:

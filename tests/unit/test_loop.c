@@ -351,6 +351,7 @@ struct sfix {
 	void (*sent_cb)(struct sfix *f, uint32_t id, int res);
 	void (*tick_cb)(struct sfix *f);
 	void (*del_cb)(struct sfix *f);
+	void (*dgram_cb)(struct sfix *f, uint32_t id, struct loop_dgram *d);
 	int fd[8]; /* whatever sockets the test needs */
 	size_t n[4];
 	struct sockaddr_in sa;
@@ -366,10 +367,11 @@ static void s_watch_chunks(struct sfix *f)
 
 static void sh_dgram(void *arg, uint32_t id, struct loop_dgram *d)
 {
-	(void)arg;
-	(void)id;
-	(void)d;
-	fail_msg("a datagram in a stream test");
+	struct sfix *f = arg;
+
+	if (!f->dgram_cb)
+		fail_msg("a datagram in a stream test");
+	f->dgram_cb(f, id, d);
 }
 
 static void sh_recv_error(void *arg, uint32_t id, int err)
@@ -1590,6 +1592,69 @@ static void test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped(v
 	s_teardown(f);
 }
 
+/* A turn's worth of stream reads, at most (EP_TURN_READS, UR_TURN_READS). */
+#define TURN_READS 8
+#define BUSY	   12
+
+static void busy_dgram(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	assert_int_equal(id, SID_C);
+	assert_int_equal(d->len, 4);
+	f->n[0] = f->nstreams; /* the streams handed up before it */
+	f->n[1] = 1;
+	if (f->nstreams == BUSY)
+		ops->stop(f->l);
+}
+
+static void busy_stream(struct sfix *f, uint32_t id, struct loop_dgram *d)
+{
+	(void)id;
+	assert_int_equal(d->len, 1000);
+	if (f->nstreams == BUSY && f->n[1])
+		ops->stop(f->l);
+}
+
+/* Twelve streams with bytes waiting and a datagram behind them: the
+ * datagram is handed up before a turn's worth of stream reads is spent
+ * (epoll drains its datagram sockets before stream events; io_uring's
+ * stream reads' completions wait behind the turn's datagrams, attack
+ * round 15: bulk uploads lagged the game's players). */
+static void test_stream_reads_leave_a_datagram_ahead_of_a_turns_worth(void **state)
+{
+	struct sfix *f = s_setup(0, 3);
+	int le[BUSY], fe[BUSY], u[2];
+	char buf[1000] = {0};
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, u), 0);
+	set_nonblock(u[0]);
+	f->dgram_cb = busy_dgram;
+	f->stream_cb = busy_stream;
+	for (unsigned i = 0; i < BUSY; i++) {
+		tcp_pair(&le[i], &fe[i], 0, 0);
+		assert_int_equal(send(fe[i], buf, sizeof(buf), 0), sizeof(buf));
+		assert_int_equal(ops->stream_read(f->l, le[i], SID_A), 0);
+	}
+	/* Asked for after the reads: without a budget, its completion comes
+	 * behind theirs. */
+	assert_int_equal(send(u[1], "ping", 4, 0), 4);
+	assert_int_equal(ops->add_socket(f->l, u[0], SID_C), 0);
+	assert_int_equal(ops->run(f->l), 0);
+	assert_int_equal(f->timeouts, 0);
+	assert_int_equal(f->n[1], 1);
+	assert_int_equal(f->nstreams, BUSY);
+	assert_in_range(f->n[0], 0, TURN_READS);
+	ops->del_socket(f->l, u[0], SID_C);
+	for (unsigned i = 0; i < BUSY; i++) {
+		ops->del_socket(f->l, le[i], SID_A);
+		close(le[i]);
+		close(fe[i]);
+	}
+	close(u[0]);
+	close(u[1]);
+	s_teardown(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1619,6 +1684,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_urgent_data_before_the_fin_does_not_cut_the_stream),
 	    cmocka_unit_test(test_stream_bytes_nobody_asked_for_neither_read_nor_spin),
 	    cmocka_unit_test(test_stream_an_event_of_a_connection_closed_in_its_turn_is_dropped),
+	    cmocka_unit_test(test_stream_reads_leave_a_datagram_ahead_of_a_turns_worth),
 	};
 	struct loop *l;
 	const struct loop_handler h = {0};
