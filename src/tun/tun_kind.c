@@ -63,21 +63,38 @@ static const char *way_name(enum wgdev_way w)
 	return w == WGDEV_UAPI ? "uapi" : "kernel";
 }
 
+/* How the fix names the create key: the [tunnel]'s, or the quick-start
+ * tunnel's option (its line is 0). */
+static const char *tun_create_key(const struct tun_conf *t)
+{
+	return t->line ? "set create" : "give --wg-create";
+}
+
+static const char *tun_create_where(const struct tun_conf *t)
+{
+	return t->line ? " in [tunnel]" : "";
+}
+
 /* Why a step on the interface failed, and the fix. */
 static void open_fail(const struct tun_conf *t, const char *step, int rc)
 {
-	const char *fix = "";
+	char fix[256] = "";
 
 	if (rc == -EPERM || rc == -EACCES)
-		fix = ": etrelay needs CAP_NET_ADMIN for it (a systemd drop-in: "
-		      "AmbientCapabilities=CAP_NET_ADMIN and CapabilityBoundingSet=CAP_NET_ADMIN; "
-		      "see TUNNEL in etrelay(8))";
+		snprintf(fix, sizeof(fix), "%s",
+			 ": etrelay needs CAP_NET_ADMIN for it (a systemd drop-in: "
+			 "AmbientCapabilities=CAP_NET_ADMIN and "
+			 "CapabilityBoundingSet=CAP_NET_ADMIN; see TUNNEL in etrelay(8))");
 	else if (rc == -ENODEV && !t->create)
-		fix = ": no such WireGuard interface: start wireguard-go for it (a unit), or set "
-		      "create yes in [tunnel] (a kernel interface)";
+		snprintf(fix, sizeof(fix),
+			 ": no such WireGuard interface: start wireguard-go for it (a unit), or "
+			 "%s yes%s (a kernel interface)",
+			 tun_create_key(t), tun_create_where(t));
 	else if (rc == -ENODEV || rc == -EOPNOTSUPP)
-		fix = ": this kernel has no WireGuard: run wireguard-go for the interface and set "
-		      "create no";
+		snprintf(fix, sizeof(fix),
+			 ": this kernel has no WireGuard: run wireguard-go for the interface and "
+			 "%s no",
+			 tun_create_key(t));
 	log_warnx("tunnel %s: %s: %s%s", t->ifname, step, strerror(-rc), fix);
 }
 
@@ -215,12 +232,17 @@ static int check(const struct etr_conf *c, unsigned workers)
 	wgdev_close(&d);
 	if (rc == 0)
 		return 0;
-	fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s%s\n", conf_path(c), t->line, t->ifname,
-		strerror(-rc),
-		rc == -ENODEV
-		    ? ": no such WireGuard interface: start wireguard-go for it (a unit), "
-		      "or set create yes in [tunnel] (a kernel interface)"
-		    : "");
+	if (t->line)
+		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c), t->line, t->ifname,
+			strerror(-rc));
+	else
+		fprintf(stderr, "etrelay: tunnel %s: %s", t->ifname, strerror(-rc));
+	if (rc == -ENODEV)
+		fprintf(stderr,
+			": no such WireGuard interface: start wireguard-go for it (a unit), or "
+			"%s yes%s (a kernel interface)",
+			tun_create_key(t), tun_create_where(t));
+	fputc('\n', stderr);
 	return EXIT_CONFIG;
 }
 

@@ -12,7 +12,8 @@ pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
 peers as they were; the metrics count the peers and reconciles. A
-missing interface fails the start (1) and -t (78) with the fix. 77
+missing interface fails the start (1) and -t (78) with the fix, from a
+[tunnel] or from --wg-interface. 77
 without root, namespaces, wireguard-go or wg."""
 
 import base64
@@ -184,6 +185,14 @@ def tunnel_peers_follow_the_control_plane(ctx):
     st, _, err = H.run_etrelay(ctx, ["-t", "-c", bad], wrapper=ns.wrapper())
     if st != 78 or "no such WireGuard interface" not in err:
         raise H.TestFailure(f"-t with a missing interface: exit {st}, {err.strip()!r}")
+    # The same from the quick-start options, the fix in their words.
+    quick = ["--wg-interface", f"etwno{os.getpid() % 10000}", "--wg-address", "10.8.0.1/24"]
+    for args, want in ((["--backend", ctx.backend], 1), (["-t"], 78)):
+        st, _, err = H.run_etrelay(ctx, args + quick, wrapper=ns.wrapper())
+        if st != want or not re.search(r"tunnel etwno\d+: (open: )?No such device: no such "
+                                       r"WireGuard interface: start wireguard-go for it \(a "
+                                       r"unit\), or give --wg-create yes", err):
+            raise H.TestFailure(f"{args[0]} --wg-interface, missing: exit {st}, {err.strip()!r}")
 
     st, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], wrapper=ns.wrapper())
     if st != 0 or f"tunnel {ifname}: listen-port {wg_port}, address 10.8.0.1/24, create no" \
