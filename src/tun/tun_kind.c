@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf_key.h"
 #include "log.h"
@@ -270,6 +271,43 @@ bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *
 	return true;
 }
 
+/* WireGuard starts a new handshake every 2 min while a session is used
+ * (REKEY_AFTER_TIME) and drops a session after 3 min without one
+ * (REJECT_AFTER_TIME): the buckets part live peers (120, 180) from the
+ * gone (an hour, a day). */
+const uint64_t tun_age_bound_ns[STATS_TUN_AGE_BUCKETS] = {
+    10000000000ull,  30000000000ull,  60000000000ull,	120000000000ull,   180000000000ull,
+    300000000000ull, 900000000000ull, 3600000000000ull, 86400000000000ull,
+};
+
+/* The interface's peers as the reconcile's get read them, less those it
+ * removed: their handshake ages for /metrics. Read with the reconcile,
+ * never per scrape: a get of thousands of peers is the control thread's
+ * work once a heartbeat. */
+static void tun_read_ages(struct tun_shared *s, const struct wgdev_result *r)
+{
+	bool skip[TUN_PEERS_MAX];
+	uint64_t hist[STATS_TUN_AGE_BUCKETS + 1], sum, never, count = 0;
+	size_t nops = (size_t)r->removed + r->updated + r->added;
+	struct timespec ts;
+
+	memset(skip, 0, r->current * sizeof(skip[0]));
+	for (size_t i = 0; i < nops; i++)
+		if (s->ops[i].kind == WGP_OP_REMOVE)
+			skip[s->ops[i].peer - s->cur] = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wgp_ages(s->cur, r->current, skip, ts.tv_sec, (uint32_t)ts.tv_nsec, tun_age_bound_ns,
+		 STATS_TUN_AGE_BUCKETS, hist, &sum, &never);
+	for (unsigned b = 0; b <= STATS_TUN_AGE_BUCKETS; b++) {
+		__atomic_store_n(&s->st.age_hist[b], hist[b], __ATOMIC_RELAXED);
+		count += hist[b];
+	}
+	__atomic_store_n(&s->st.age_sum_ns, sum, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.age_count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.no_handshake, never, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.ages_read, (uint64_t)ts.tv_sec, __ATOMIC_RELAXED);
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -284,6 +322,7 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	rc = wgdev_reconcile(&s->dev, want, n, s->cur, TUN_PEERS_MAX, s->ops, &r);
 	if (rc == 0) {
 		__atomic_store_n(&s->st.peers, (uint64_t)n, __ATOMIC_RELAXED);
+		tun_read_ages(s, &r);
 		if (r.removed + r.updated + r.added)
 			log_info("tunnel %s: peers %zu (%u added, %u updated, %u removed)",
 				 s->dev.ifname, n, r.added, r.updated, r.removed);

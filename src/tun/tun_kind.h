@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kind.h"
+#include "stats.h"
 #include "wgpeers.h"
 
 /* The most peers the interface is given (the control plane's set is
@@ -22,6 +23,10 @@
 enum tun_reconcile_result { TUN_RECONCILE_OK, TUN_RECONCILE_FAILED, TUN_RECONCILE_RESULTS };
 
 extern const struct kind tun_kind;
+
+/* The bounds of the handshake age histogram (struct tun_stats's age_hist),
+ * ns. */
+extern const uint64_t tun_age_bound_ns[STATS_TUN_AGE_BUCKETS];
 
 /* What the heartbeat reports: the interface's public key (base64) and
  * listen port. false: no tunnel open (shared NULL, or not configured). */

@@ -11,7 +11,8 @@ gateway (a namespace of its own beside the relay's, its own wireguard-go)
 pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
-peers as they were; the metrics count the peers and reconciles. A
+peers as they were; the metrics count the peers and reconciles, and show
+the gateway's handshake age (no label per peer). A
 missing interface fails the start (1) and -t (78) with the fix, from a
 [tunnel] or from --wg-interface. 77
 without root, namespaces, wireguard-go or wg."""
@@ -23,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -246,6 +248,25 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.wait_until(lambda: pings(ns, "10.8.0.2"), T(5), "a ping from the relay to 10.8.0.2")
     if not pings(gw, "10.8.0.1"):
         raise H.TestFailure("no ping from the gateway to the relay's 10.8.0.1")
+
+    # The next reconcile reads the gateway's handshake: one age, seconds
+    # old (in the 10 s bucket), and a and b without one; no label names a
+    # peer.
+    def ages():
+        text = H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text
+        m = H.parse_metrics(text)
+        return (text, H.metric_value(m, "etrelay_tunnel_handshake_age_seconds_count"),
+                H.metric_value(m, "etrelay_tunnel_handshake_age_seconds_bucket", le="10"),
+                H.metric_value(m, "etrelay_tunnel_peers_without_handshake"),
+                H.metric_value(m, "etrelay_tunnel_peers_read_timestamp_seconds"))
+    H.wait_until(lambda: ages()[1:4] == (1, 1, 2), T(INTERVAL * 2 + 2),
+                 "the gateway's handshake age in the histogram's 10 s bucket, a and b without")
+    text, _, _, _, read = ages()
+    if not read or abs(read - time.time()) > T(5):
+        raise H.TestFailure(f"etrelay_tunnel_peers_read_timestamp_seconds {read}, not now")
+    for k in (a, b, gw.pub):
+        if k in text:
+            raise H.TestFailure(f"/metrics names peer {k}")
     want_ab.pop(gw.pub)
     cp.set(wg_peers=[peer_a, peer_b])
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(INTERVAL * 2 + 1),
@@ -282,6 +303,8 @@ def tunnel_peers_follow_the_control_plane(ctx):
         return (H.metric_value(m, "etrelay_tunnel_peers"),
                 H.metric_value(m, "etrelay_tunnel_reconciles_total", result="ok"),
                 H.metric_value(m, "etrelay_tunnel_reconciles_total", result="failed"))
+    # The interface shows a and b before the reconcile's counters do.
+    H.wait_until(lambda: tunnel_metrics()[0] == 2, T(3), "etrelay_tunnel_peers 2")
     peers, ok, failed = tunnel_metrics()
     H.expect_eq((peers, failed), (2, 0), "etrelay_tunnel_peers, reconciles failed")
     # a and b, b, a and b again: at least the three good answers that
