@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include "conf_key.h"
+#include "json.h"
 #include "log.h"
 #include "stats.h"
 #include "wgdev.h"
@@ -33,6 +35,12 @@ struct tun_shared {
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
 	struct tun_stats st;  /* the ops plane reads it (etr_stats.tunnel) */
+	/* The last reconcile, for /lifecycle: the control thread writes it,
+	 * the ops thread reads it, never waiting on the device's lock. */
+	pthread_mutex_t last_lock;
+	bool last_lock_init, reconciled, last_ok;
+	uint64_t last_at;   /* unix seconds */
+	char last_err[256]; /* why, when it failed */
 };
 
 /* A worker's instance: none of its own yet (rung 3's socket will be). */
@@ -114,6 +122,9 @@ static int open_(struct kind_env *e)
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		return EXIT_FAILURE;
 	s->lock_init = true;
+	if (pthread_mutex_init(&s->last_lock, NULL) != 0)
+		return EXIT_FAILURE;
+	s->last_lock_init = true;
 	s->cur = calloc(TUN_PEERS_MAX, sizeof(*s->cur));
 	s->ops = calloc(2 * TUN_PEERS_MAX, sizeof(*s->ops));
 	if (!s->cur || !s->ops) {
@@ -161,6 +172,8 @@ static void shared_free(struct kind_env *e)
 	free(s->ops);
 	if (s->lock_init)
 		pthread_mutex_destroy(&s->lock);
+	if (s->last_lock_init)
+		pthread_mutex_destroy(&s->last_lock);
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -212,6 +225,45 @@ static void log_stats(const struct kind_env *e)
 		 (unsigned long long)peers,
 		 (unsigned long long)(r[TUN_RECONCILE_OK] + r[TUN_RECONCILE_FAILED]),
 		 (unsigned long long)r[TUN_RECONCILE_FAILED]);
+}
+
+/* GET /lifecycle: "tunnel", when there is one: the interface, how it is
+ * reached, its port, address and key, its peers, and the last reconcile
+ * (null before the first, with why). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	struct tun_shared *s = e->shared;
+	const struct tun_conf *t = &e->conf->tunnel[0];
+	char a[INET6_ADDRSTRLEN];
+
+	if (!s || !s->up)
+		return;
+	fputs(",\"tunnel\":{\"interface\":", f);
+	json_string(f, s->dev.ifname);
+	fprintf(f,
+		",\"backend\":\"%s\",\"listen_port\":%u,\"address\":\"%s/%u\",\"public_key\":"
+		"\"%s\",\"peers\":%" PRIu64 ",\"last_reconcile\":",
+		s->dev.way == WGDEV_UAPI ? "wireguard-go" : "kernel", s->port,
+		cidr_ip(&t->address, a), t->address.bits, s->pub,
+		__atomic_load_n(&s->st.peers, __ATOMIC_RELAXED));
+	pthread_mutex_lock(&s->last_lock);
+	if (s->reconciled) {
+		fprintf(f, "{\"result\":\"%s\",\"at\":%" PRIu64 ",\"error\":",
+			s->last_ok ? "ok" : "failed", s->last_at);
+		if (s->last_ok)
+			fputs("null", f);
+		else
+			json_string(f, s->last_err);
+		fputc('}', f);
+	} else {
+		fputs("null,\"why\":", f);
+		json_string(f, e->conf->control_url[0]
+				   ? "no good heartbeat answer yet"
+				   : "no control plane (control-url): the peers come with its "
+				     "heartbeats");
+	}
+	pthread_mutex_unlock(&s->last_lock);
+	fputc('}', f);
 }
 
 /* -t: what a start refuses of the interface without changing it. With
@@ -308,6 +360,18 @@ static void tun_read_ages(struct tun_shared *s, const struct wgdev_result *r)
 	__atomic_store_n(&s->st.ages_read, (uint64_t)ts.tv_sec, __ATOMIC_RELAXED);
 }
 
+/* The last reconcile's result, its time and why it failed, for
+ * /lifecycle. */
+static void tun_note(struct tun_shared *s, bool ok, const char *why)
+{
+	pthread_mutex_lock(&s->last_lock);
+	s->reconciled = true;
+	s->last_ok = ok;
+	s->last_at = (uint64_t)time(NULL);
+	snprintf(s->last_err, sizeof(s->last_err), "%s", ok ? "" : why);
+	pthread_mutex_unlock(&s->last_lock);
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -331,6 +395,7 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	}
 	__atomic_add_fetch(&s->st.reconciles[rc == 0 ? TUN_RECONCILE_OK : TUN_RECONCILE_FAILED], 1,
 			   __ATOMIC_RELAXED);
+	tun_note(s, rc == 0, err);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -358,6 +423,7 @@ const struct kind tun_kind = {
     .close = close_,
     .log_start = log_start,
     .log_stats = log_stats,
+    .lifecycle = lifecycle,
     .check = check,
     .report = report,
     .summary_one = "tunnel",

@@ -12,7 +12,8 @@ pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
 peers as they were; the metrics count the peers and reconciles, and show
-the gateway's handshake age (no label per peer). A
+the gateway's handshake age (no label per peer); /lifecycle shows the
+tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
 [tunnel] or from --wg-interface. 77
 without root, namespaces, wireguard-go or wg."""
@@ -208,7 +209,8 @@ def tunnel_peers_follow_the_control_plane(ctx):
     peer_b = {"publicKey": b, "allowedIps": ["10.8.0.3/32"], "presharedKey": psk}
     gw = Gateway(ctx, ns)
     peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
-    cp.set(wg_peers=[peer_a, peer_b, peer_gw])
+    # No good answer at first: /lifecycle says why there is no reconcile.
+    cp.set(wg_peers=[peer_a, peer_b, peer_gw], heartbeat="503")
     env = dict(H.CONTROL_NO_PROXY)
     env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
@@ -238,10 +240,23 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.expect_eq(body.get("wireguard"), {"publicKey": pub, "listenPort": wg_port},
                 "the heartbeat's wireguard")
 
+    def tunnel_state():
+        return H.http_request(ops, "GET", "/lifecycle", host=ns.ns_ip).json().get("tunnel")
+    H.expect_eq(tunnel_state(),
+                {"interface": ifname, "backend": "wireguard-go", "listen_port": wg_port,
+                 "address": "10.8.0.1/24", "public_key": pub, "peers": 0,
+                 "last_reconcile": None, "why": "no good heartbeat answer yet"},
+                "/lifecycle's tunnel before a good answer")
+    cp.set(heartbeat="ok")
+
     want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"]),
                gw.pub: (None, ["10.8.0.2/32"])}
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3),
                  "peers a, b and the gateway on the interface with their allowed IPs")
+    H.wait_until(lambda: tunnel_state()["peers"] == 3, T(3), "/lifecycle's 3 peers")
+    last = tunnel_state()["last_reconcile"]
+    if last["result"] != "ok" or last["error"] is not None or abs(last["at"] - time.time()) > T(5):
+        raise H.TestFailure(f"/lifecycle's last_reconcile after a good answer: {last}")
 
     # The gateway reaches the relay over the tunnel, both ways.
     gw.connect(pub, wg_port)
