@@ -553,7 +553,8 @@ static const struct metric metrics[] = {
 	     "control plane's set."},
     {"etrelay_tunnel_reconciles_total", COUNTER, TUNNEL, TU(reconciles), .label = l_okfailed,
      .help = "Reconciles of the tunnel's interface with a good heartbeat's peer set, by result "
-	     "(failed: the interface refused or did not answer; its peers stay until the next)."},
+	     "(failed: the set did not parse, or the interface refused or did not answer; its "
+	     "peers stay until the next)."},
     {"etrelay_tunnel_handshake_age_seconds", HISTOGRAM, TUNNEL, TU(age_hist),
      .hist = &(const struct mhist){tun_age_bound_ns, STATS_TUN_AGE_BUCKETS, TU(age_sum_ns),
 				   TU(age_count)},

@@ -400,6 +400,19 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	return rc;
 }
 
+void tun_peers_refused(void *shared, const char *why)
+{
+	struct tun_shared *s = shared;
+	char err[sizeof(s->last_err)];
+
+	if (!s || !s->up)
+		return;
+	snprintf(err, sizeof(err), "tunnel %s: the control plane's peer set refused: %s",
+		 s->dev.ifname, why);
+	__atomic_add_fetch(&s->st.reconciles[TUN_RECONCILE_FAILED], 1, __ATOMIC_RELAXED);
+	tun_note(s, false, err);
+}
+
 void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_RECONCILE_RESULTS])
 {
 	const struct tun_shared *s = shared;

@@ -38,6 +38,11 @@ bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *
  * not reached). */
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen);
 
+/* The control thread: the control plane's peer set did not parse (why):
+ * the interface keeps its peers; counted as a failed reconcile and shown
+ * in /lifecycle. */
+void tun_peers_refused(void *shared, const char *why);
+
 /* The counters /metrics reads: peers on the interface after the last
  * reconcile, reconciles by result. */
 void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_RECONCILE_RESULTS]);

@@ -10,8 +10,9 @@ out of the next answer is gone within about one heartbeat interval. A
 gateway (a namespace of its own beside the relay's, its own wireguard-go)
 pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
-bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
-peers as they were; the metrics count the peers and reconciles, and show
+bad set (a key twice, bad base64) is refused whole while the answer's
+routes are taken, and a failed heartbeat (503) leaves the peers as they
+were; the metrics count the peers and reconciles, and show
 the gateway's handshake age (no label per peer); /lifecycle shows the
 tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
@@ -217,6 +218,7 @@ def tunnel_peers_follow_the_control_plane(ctx):
                         "--state-directory", state,
                         "--control-interval", f"{int(INTERVAL * 1000)}ms",
                         "--control-timeout", "1s", "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        "--control-allow-upstream", "10.8.0.0/16",
                         listen=False, open_limits=False,
                         wait_ready=False, wrapper=ns.wrapper())
     relay.READY_RE = r"^tunnel on "
@@ -294,18 +296,27 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == {b: want_ab[b]}, T(INTERVAL * 2 + 1),
                  "peer a removed at the next heartbeat")
 
-    # A bad set, and a failed heartbeat: the peers stay as they were.
+    # A bad peer set is refused whole (the peers stay as they were) and
+    # the rest of the answer is taken: its routes are in force.
+    def routes_in_force():
+        m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
+        return H.metric_value(m, "etrelay_control_routes")
     bad_sets = (("a key twice", [peer_a, peer_a], r"publicKey \S+ given twice"),
                 ("bad base64", [peer_a, {"publicKey": "not base64!"}], r"publicKey: expected"))
-    for what, peers, rx in bad_sets:
+    for i, (what, peers, rx) in enumerate(bad_sets):
         start = len(relay.text_lines())
-        cp.set(wg_peers=peers)
-        relay.wait_for_line(rf"^control: heartbeat failed \(wireguardPeers.*{rx}", T(3),
-                            start=start, what=what)
-        n = len(cp.of(H.CONTROL_HEARTBEAT))
-        H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 1, T(3),
-                     f"a heartbeat after {what}")
+        routes = [{"name": f"gw{j}.example.org", "upstream": "10.8.0.2:443", "proxyV2": False}
+                  for j in range(i + 1)]
+        cp.set(wg_peers=peers, routes=routes)
+        relay.wait_for_line(rf"^control: wireguardPeers refused \(.*{rx}.*\): the tunnel keeps "
+                            "its peers, the routes are taken$", T(3), start=start, what=what)
+        H.wait_until(lambda: routes_in_force() == i + 1, T(3),
+                     f"the {i + 1} route(s) of the answer with {what} in force")
         H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, f"peers after {what}")
+        last = tunnel_state()["last_reconcile"]
+        if last["result"] != "failed" or "peer set refused" not in (last["error"] or ""):
+            raise H.TestFailure(f"/lifecycle's last_reconcile after {what}: {last}")
+    # A failed heartbeat: the peers stay as they were.
     cp.set(wg_peers=[peer_a, peer_b], heartbeat="503")
     n = len(cp.of(H.CONTROL_HEARTBEAT))
     H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 2, T(4), "two failed heartbeats")
@@ -321,7 +332,8 @@ def tunnel_peers_follow_the_control_plane(ctx):
     # The interface shows a and b before the reconcile's counters do.
     H.wait_until(lambda: tunnel_metrics()[0] == 2, T(3), "etrelay_tunnel_peers 2")
     peers, ok, failed = tunnel_metrics()
-    H.expect_eq((peers, failed), (2, 0), "etrelay_tunnel_peers, reconciles failed")
+    # The two refused sets count as failed reconciles.
+    H.expect_eq((peers, failed), (2, 2), "etrelay_tunnel_peers, reconciles failed")
     # a and b, b, a and b again: at least the three good answers that
     # changed something (each good heartbeat reconciles, changed or not).
     if not ok or ok < 3:
