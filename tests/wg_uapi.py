@@ -66,6 +66,7 @@ def apply(peers, chunk=4096):
     if p.returncode != 0:
         fail(f"wgp_apply exit {p.returncode}: {p.stderr.strip()}")
     out = dict(kv.split("=") for kv in p.stdout.split())
+    out.pop("us", None)
     if out.pop("way", None) != WAY:
         fail(f"wgp_apply reached the interface another way: {p.stdout.strip()}")
     return out, dt

@@ -3,7 +3,8 @@
  * src/tun/wgdev.c, the way the tunnel reaches it: wireguard-go's socket in
  * DIR when there is one, else the kernel's generic netlink family (run it
  * in the interface's namespace then). Set requests of at most CHUNK bytes.
- * Prints "remove=R update=U add=A requests=N way=uapi|kernel". With
+ * Prints "remove=R update=U add=A requests=N way=uapi|kernel us=T" (T: the
+ * reconcile's microseconds: get, plan and sets). With
  * "device PORT", gives the interface a new key pair and the port instead,
  * and prints its public key; with "address ADDR/PREFIX", gives the
  * interface that address and brings it up; with "create", creates a
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "wgdev.h"
 
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
 {
 	struct wgdev d;
 	struct wgdev_result r;
+	struct timespec t0, t1;
 	size_t nwant = 0;
 	int rc;
 
@@ -104,14 +107,17 @@ int main(int argc, char **argv)
 			return 64;
 		}
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = wgdev_reconcile(&d, want, nwant, cur, PEERS_MAX, ops, &r);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc != 0) {
 		fprintf(stderr, "wgp_apply: reconcile: %s (%u requests)\n", strerror(-rc),
 			r.requests);
 		return 1;
 	}
-	printf("remove=%u update=%u add=%u requests=%u way=%s\n", r.removed, r.updated, r.added,
-	       r.requests, d.way == WGDEV_KERNEL ? "kernel" : "uapi");
+	printf("remove=%u update=%u add=%u requests=%u way=%s us=%lld\n", r.removed, r.updated,
+	       r.added, r.requests, d.way == WGDEV_KERNEL ? "kernel" : "uapi",
+	       (long long)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	wgdev_close(&d);
 	return 0;
 }

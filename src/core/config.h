@@ -436,9 +436,12 @@ struct etr_conf {
 	unsigned nturn;
 	struct turn_conf turn_cli;
 	bool turn_cli_set; /* a --turn-* key was given */
-	/* The tunnel: ntunnel is 0 or 1. */
+	/* The tunnel: ntunnel is 0 or 1. tunnel_cli gathers the --wg-* options
+	 * (or the same keys at the file's top level) for the quick-start one. */
 	struct tun_conf tunnel[1];
 	unsigned ntunnel;
+	struct tun_conf tunnel_cli;
+	bool tunnel_cli_set; /* a --wg-* key was given */
 };
 
 /* Error lines, all of them, newline-separated. */

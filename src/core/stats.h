@@ -141,10 +141,19 @@ struct control_stats; /* control_stats.h */
 
 /* The tunnel's (tun_kind.c, written on the control thread with atomics):
  * peers on the interface after the last good reconcile, reconciles by
- * result (ok, failed). */
+ * result (ok, failed); and from the interface's peers as the last
+ * reconcile read them (when, unix seconds, 0: never): how long ago each
+ * last completed a handshake, as a histogram (bucket b: up to the b-th
+ * bound, the last the rest; the sum in ns and the count), and how many
+ * never did. */
+#define STATS_TUN_AGE_BUCKETS 9
 struct tun_stats {
 	uint64_t peers;
 	uint64_t reconciles[2];
+	uint64_t age_hist[STATS_TUN_AGE_BUCKETS + 1];
+	uint64_t age_sum_ns, age_count;
+	uint64_t no_handshake;
+	uint64_t ages_read;
 };
 
 /* Every worker keeps its own counters (its relays', its loop's), written

@@ -58,6 +58,7 @@ struct control {
 	int routes_werr;   /* the last route file write's error logged; 0: none */
 	struct ctl_upstream_policy upstream;
 	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
+	char wg_refused[512]; /* why the last peer set was refused, logged; "": taken */
 	bool hosts_warned;    /* the host list outgrew the policy, said once */
 };
 
@@ -548,16 +549,47 @@ out:
 	free(list);
 }
 
+/* The control thread: a good answer's WireGuard peers, apart from the
+ * rest of it. A set that does not parse is refused whole (the interface
+ * keeps its peers: a peer left out would be revoked, a bad entry is no
+ * revocation) and the routes are taken all the same: a gateway's bad
+ * entry must not freeze every SNI route. Both that and an interface that
+ * fails are the tunnel's (counted, and shown in /lifecycle); the
+ * heartbeat stands and the next one brings the whole set again. A refusal
+ * is logged once per reason. */
+static void wg_take(struct control *c, const char *body, size_t len)
+{
+	struct wgp_peer *peers = NULL;
+	size_t n = 0;
+	char err[512] = "";
+
+	if (ctl_msg_wg_peers(body, len, &peers, &n, err, sizeof(err)) == 0) {
+		c->wg_refused[0] = '\0';
+		if (c->cfg.wg_peers(c->cfg.arg, peers, n, err, sizeof(err)) < 0)
+			log_warnx("control: %s; the next heartbeat tries again", err);
+		free(peers);
+		return;
+	}
+	if (c->cfg.wg_refused)
+		c->cfg.wg_refused(c->cfg.arg, err);
+	if (strcmp(err, c->wg_refused) != 0)
+		log_warnx("control: wireguardPeers refused (%s): the tunnel keeps its peers, "
+			  "the routes are taken",
+			  err);
+	else
+		log_debug("control: wireguardPeers refused (%s)", err);
+	snprintf(c->wg_refused, sizeof(c->wg_refused), "%s", err);
+	free(peers);
+}
+
 static void heartbeat(struct control *c)
 {
 	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
 	struct control_report rep;
 	struct sni_route *list = NULL;
-	struct wgp_peer *peers = NULL;
-	size_t npeers = 0;
 	struct answer a = {0};
 	enum ctl_result r = CTL_NETWORK;
-	char err[512] = "", wgerr[512] = "", *body;
+	char err[512] = "", *body;
 	long status = 0;
 	size_t n = 0;
 	uint64_t now, sig = 0;
@@ -576,11 +608,6 @@ static void heartbeat(struct control *c)
 	if (r == CTL_OK &&
 	    ctl_msg_routes(a.buf ? a.buf : "", a.len, &list, &n, err, sizeof(err)) < 0)
 		r = CTL_BAD_ANSWER;
-	/* The peers are read before anything is taken: a bad set fails the
-	 * whole answer, as a bad route does. */
-	if (r == CTL_OK && c->cfg.wg_peers &&
-	    ctl_msg_wg_peers(a.buf ? a.buf : "", a.len, &peers, &npeers, err, sizeof(err)) < 0)
-		r = CTL_BAD_ANSWER;
 	/* The set as given (the route check runs again on it at a start,
 	 * under the configuration of then), for the route file when it
 	 * differs from the file's. */
@@ -597,12 +624,8 @@ static void heartbeat(struct control *c)
 		if (sig != c->disk_sig)
 			routes_save(c, saved, sig);
 	}
-	/* The interface's failure is its own (counted and logged there): the
-	 * heartbeat stands, and the next one brings the whole set again. */
-	if (r == CTL_OK && c->cfg.wg_peers &&
-	    c->cfg.wg_peers(c->cfg.arg, peers, npeers, wgerr, sizeof(wgerr)) < 0)
-		log_warnx("control: %s; the next heartbeat tries again", wgerr);
-	free(peers);
+	if (r == CTL_OK && c->cfg.wg_peers)
+		wg_take(c, a.buf ? a.buf : "", a.len);
 	free(saved);
 	free(list);
 	free(a.buf);

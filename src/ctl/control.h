@@ -57,10 +57,14 @@ struct control_config {
 	/* A good answer's whole WireGuard peer set (wireguardPeers, absent:
 	 * none; sorted in place): the tunnel's interface is made to hold
 	 * exactly it (on the control thread, blocking). NULL: no tunnel, the
-	 * field is not read. A set that does not parse fails the heartbeat
-	 * (bad_answer) and nothing of the answer is taken; a failed call
-	 * returns -1 with why in err, logged, and the heartbeat stands. */
+	 * field is not read. A failed call returns -1 with why in err,
+	 * logged, and the heartbeat stands. */
 	int (*wg_peers)(void *arg, struct wgp_peer *list, size_t n, char *err, size_t errlen);
+	/* A good answer's peer set that does not parse, and why: refused
+	 * whole (the interface keeps its peers), the rest of the answer
+	 * taken, the heartbeat good (on the control thread). NULL: logged
+	 * only. */
+	void (*wg_refused)(void *arg, const char *why);
 	void *arg;
 	struct control_stats *stats; /* initialised by control_start */
 };

@@ -123,8 +123,17 @@ static const struct conf_part *const parts[] = {
 
 /* In this order, so that -t's errors come as they always did. */
 static const conf_finish_fn finish[] = {
-    sni_conf_finish, control_conf_finish,      relay_conf_finish, conf_prbe_ports, turn_conf_finish,
-    conf_tcp_clash,  conf_session_ports_clash, ops_conf_finish,	  tun_conf_finish, NULL,
+    tun_conf_take,
+    sni_conf_finish,
+    control_conf_finish,
+    relay_conf_finish,
+    conf_prbe_ports,
+    turn_conf_finish,
+    conf_tcp_clash,
+    conf_session_ports_clash,
+    ops_conf_finish,
+    tun_conf_finish,
+    NULL,
 };
 
 static const conf_warn_fn warn[] = {
@@ -169,8 +178,8 @@ const struct conf_schema etr_conf_schema = {parts, finish, warn};
 	"  --log-time yes|no|auto    start log lines with the ISO 8601 time (auto: unless\n" \
 	"                            stderr is the journal)\n" \
 	"  -c, --config FILE         config file (default " CONF_DEFAULT_PATH " when\n" \
-	"                            no --upstream, --sni-listen, --turn-listen or\n" \
-	"                            --prbe-listen is given)\n" \
+	"                            no --upstream, --sni-listen, --turn-listen,\n" \
+	"                            --prbe-listen or --wg-interface is given)\n" \
 	"  -t, --test                check the configuration and exit (0 valid, 78 not)\n" \
 	"  --probe                   with -t: also resolve masters (to an address the\n" \
 	"                            listener can reach), probe game servers, resolve\n" \

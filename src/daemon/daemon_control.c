@@ -59,6 +59,15 @@ static int control_wg_peers(void *arg, struct wgp_peer *list, size_t n, char *er
 	return tun_set_peers(d->kenv[KIND_TUN].shared, list, n, err, errlen) < 0 ? -1 : 0;
 }
 
+/* The control thread: a good heartbeat's peer set did not parse; the
+ * tunnel keeps its peers and says why. */
+static void control_wg_refused(void *arg, const char *why)
+{
+	struct daemon *d = arg;
+
+	tun_peers_refused(d->kenv[KIND_TUN].shared, why);
+}
+
 /* The control thread: a good heartbeat's whole route set replaces the
  * control plane's routes of every SNI listener (a bad set changes nothing).
  * The control plane's routes are SNI's by its protocol: no other kind
@@ -91,6 +100,7 @@ int daemon_control_open(struct daemon *d)
 				    .routes = control_routes,
 				    .wg_peers =
 					kinds[KIND_TUN]->count(conf) ? control_wg_peers : NULL,
+				    .wg_refused = control_wg_refused,
 				    .arg = d,
 				    .stats = &d->control_stats};
 	char err[1024];

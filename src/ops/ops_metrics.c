@@ -10,6 +10,7 @@
 #include "control_stats.h"
 #include "loop.h"
 #include "sni_shared.h"
+#include "tun_kind.h"
 #include "turn.h"
 #include "xdp.h"
 
@@ -552,7 +553,21 @@ static const struct metric metrics[] = {
 	     "control plane's set."},
     {"etrelay_tunnel_reconciles_total", COUNTER, TUNNEL, TU(reconciles), .label = l_okfailed,
      .help = "Reconciles of the tunnel's interface with a good heartbeat's peer set, by result "
-	     "(failed: the interface refused or did not answer; its peers stay until the next)."},
+	     "(failed: the set did not parse, or the interface refused or did not answer; its "
+	     "peers stay until the next)."},
+    {"etrelay_tunnel_handshake_age_seconds", HISTOGRAM, TUNNEL, TU(age_hist),
+     .hist = &(const struct mhist){tun_age_bound_ns, STATS_TUN_AGE_BUCKETS, TU(age_sum_ns),
+				   TU(age_count)},
+     .help = "Time since each peer's last handshake as the last reconcile read the interface "
+	     "(etrelay_tunnel_peers_read_timestamp_seconds): a snapshot, not a count since the "
+	     "start; over 180 s, the peer has no session. Peers that never completed one are "
+	     "in etrelay_tunnel_peers_without_handshake."},
+    {"etrelay_tunnel_peers_without_handshake", GAUGE, TUNNEL, TU(no_handshake),
+     .help = "Peers that never completed a handshake, as the last reconcile read the "
+	     "interface."},
+    {"etrelay_tunnel_peers_read_timestamp_seconds", GAUGE, TUNNEL, TU(ages_read),
+     .help = "Unix time the last reconcile read the interface's peers (their handshake "
+	     "ages); 0 before the first."},
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */
     {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
@@ -812,6 +827,13 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		for (unsigned i = 0; i < 2; i++)
 			c->tun.reconciles[i] =
 			    __atomic_load_n(&st->tunnel->reconciles[i], __ATOMIC_RELAXED);
+		for (unsigned b = 0; b <= STATS_TUN_AGE_BUCKETS; b++)
+			c->tun.age_hist[b] =
+			    __atomic_load_n(&st->tunnel->age_hist[b], __ATOMIC_RELAXED);
+		c->tun.age_sum_ns = __atomic_load_n(&st->tunnel->age_sum_ns, __ATOMIC_RELAXED);
+		c->tun.age_count = __atomic_load_n(&st->tunnel->age_count, __ATOMIC_RELAXED);
+		c->tun.no_handshake = __atomic_load_n(&st->tunnel->no_handshake, __ATOMIC_RELAXED);
+		c->tun.ages_read = __atomic_load_n(&st->tunnel->ages_read, __ATOMIC_RELAXED);
 	}
 	if ((c->on[XDP] = st->xdp && st->xdp_counts))
 		st->xdp_counts(st->xdp, c->xdp);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* The tunnel's keys: one [tunnel] section naming a WireGuard interface,
  * its UDP port, the relay's own tunnel address, and whether the relay
- * makes the interface (a kernel one) or finds it (wireguard-go's). */
+ * makes the interface (a kernel one) or finds it (wireguard-go's); and
+ * --wg-KEY (or the same at the file's top level) for a quick start. */
 #include "tun_conf.h"
 
 #include <stdio.h>
@@ -71,13 +72,44 @@ static const struct conf_section tun_section = {
     .bare = true,
 };
 
+/* wg-KEY: KEY of the quick-start tunnel (no line kept: the command
+ * line's, or the top level's, are named by their key). */
+static const char *set_wg(struct conf_ctx *x, const struct conf_key *k, const char *v)
+{
+	const struct conf_key *tk = conf_section_key(&tun_section, k->name + 3);
+	struct conf_ctx q = *x;
+
+	x->c->tunnel_cli_set = true;
+	q.obj = &x->c->tunnel_cli;
+	q.line = 0;
+	return tk->set(&q, tk, v);
+}
+
+static const struct conf_key tun_top_keys[] = {
+    {"wg-interface", set_wg, CONF_LISTENER},
+    {"wg-listen-port", set_wg},
+    {"wg-address", set_wg},
+    {"wg-create", set_wg},
+};
+_Static_assert(sizeof(tun_top_keys) / sizeof(tun_top_keys[0]) ==
+		   sizeof(tun_keys) / sizeof(tun_keys[0]),
+	       "a wg-KEY for every KEY of [tunnel]");
+
+static void tun_defaults(struct etr_conf *c)
+{
+	tun_init(&c->tunnel_cli);
+}
+
 static bool tun_listens(const struct etr_conf *c)
 {
-	return c->ntunnel > 0;
+	return c->ntunnel > 0 || c->tunnel_cli_set;
 }
 
 const struct conf_part tun_conf_part = {
+    .keys = tun_top_keys,
+    .nkeys = sizeof(tun_top_keys) / sizeof(tun_top_keys[0]),
     .section = &tun_section,
+    .defaults = tun_defaults,
     .listens = tun_listens,
 };
 
@@ -103,28 +135,50 @@ static void tun_each(void *arg, const struct conf_listen *l)
 	}
 }
 
+/* The quick-start tunnel (--wg-*) becomes the one tunnel, unless the file
+ * has a [tunnel]: one interface per process, and two places for its keys
+ * would leave an operator guessing which one holds. */
+void tun_conf_take(struct etr_conf *c, struct conf_errors *e)
+{
+	if (!c->tunnel_cli_set)
+		return;
+	if (c->ntunnel)
+		conf_err(e,
+			 "etrelay: wg-*: the file has a [tunnel] already (%s:%u); give the "
+			 "tunnel there",
+			 conf_path(c), c->tunnel[0].line);
+	else
+		c->tunnel[c->ntunnel++] = c->tunnel_cli;
+	c->tunnel_cli_set = false;
+}
+
 void tun_conf_finish(struct etr_conf *c, struct conf_errors *e)
 {
 	for (unsigned i = 0; i < c->ntunnel; i++) {
 		const struct tun_conf *t = &c->tunnel[i];
 		struct tun_clash k = {.t = t};
 		char where[CONF_PATH_MAX + 32];
+		/* The quick-start tunnel's keys are its options. */
+		const char *p = t->line ? "" : "wg-";
 
-		snprintf(where, sizeof(where), "%s:%u: tunnel", conf_path(c), t->line);
+		if (t->line)
+			snprintf(where, sizeof(where), "%s:%u: tunnel", conf_path(c), t->line);
+		else
+			snprintf(where, sizeof(where), "etrelay: tunnel");
 		if (!t->ifname_set)
-			conf_err(e, "%s: interface: missing (the WireGuard interface, e.g. wg0)",
-				 where);
+			conf_err(e, "%s: %sinterface: missing (the WireGuard interface, e.g. wg0)",
+				 where, p);
 		if (!t->address_set)
 			conf_err(e,
-				 "%s: address: missing (the relay's tunnel address with its "
+				 "%s: %saddress: missing (the relay's tunnel address with its "
 				 "prefix, e.g. 10.8.0.1/24)",
-				 where);
+				 where, p);
 		conf_each_listen(c, tun_each, &k);
 		if (k.hit)
 			conf_err(e,
-				 "%s: listen-port %u is the port of %s%s%s too: WireGuard needs "
+				 "%s: %slisten-port %u is the port of %s%s%s too: WireGuard needs "
 				 "a UDP port of its own",
-				 where, (unsigned)t->listen_port, k.hit->what,
+				 where, p, (unsigned)t->listen_port, k.hit->what,
 				 k.hit->name && k.hit->name[0] ? " " : "",
 				 k.hit->name ? k.hit->name : "");
 	}

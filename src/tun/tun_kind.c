@@ -8,13 +8,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf_key.h"
+#include "json.h"
 #include "log.h"
 #include "stats.h"
 #include "wgdev.h"
@@ -32,6 +35,12 @@ struct tun_shared {
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
 	struct tun_stats st;  /* the ops plane reads it (etr_stats.tunnel) */
+	/* The last reconcile, for /lifecycle: the control thread writes it,
+	 * the ops thread reads it, never waiting on the device's lock. */
+	pthread_mutex_t last_lock;
+	bool last_lock_init, reconciled, last_ok;
+	uint64_t last_at;   /* unix seconds */
+	char last_err[256]; /* why, when it failed */
 };
 
 /* A worker's instance: none of its own yet (rung 3's socket will be). */
@@ -63,21 +72,38 @@ static const char *way_name(enum wgdev_way w)
 	return w == WGDEV_UAPI ? "uapi" : "kernel";
 }
 
+/* How the fix names the create key: the [tunnel]'s, or the quick-start
+ * tunnel's option (its line is 0). */
+static const char *tun_create_key(const struct tun_conf *t)
+{
+	return t->line ? "set create" : "give --wg-create";
+}
+
+static const char *tun_create_where(const struct tun_conf *t)
+{
+	return t->line ? " in [tunnel]" : "";
+}
+
 /* Why a step on the interface failed, and the fix. */
 static void open_fail(const struct tun_conf *t, const char *step, int rc)
 {
-	const char *fix = "";
+	char fix[256] = "";
 
 	if (rc == -EPERM || rc == -EACCES)
-		fix = ": etrelay needs CAP_NET_ADMIN for it (a systemd drop-in: "
-		      "AmbientCapabilities=CAP_NET_ADMIN and CapabilityBoundingSet=CAP_NET_ADMIN; "
-		      "see TUNNEL in etrelay(8))";
+		snprintf(fix, sizeof(fix), "%s",
+			 ": etrelay needs CAP_NET_ADMIN for it (a systemd drop-in: "
+			 "AmbientCapabilities=CAP_NET_ADMIN and "
+			 "CapabilityBoundingSet=CAP_NET_ADMIN; see TUNNEL in etrelay(8))");
 	else if (rc == -ENODEV && !t->create)
-		fix = ": no such WireGuard interface: start wireguard-go for it (a unit), or set "
-		      "create yes in [tunnel] (a kernel interface)";
+		snprintf(fix, sizeof(fix),
+			 ": no such WireGuard interface: start wireguard-go for it (a unit), or "
+			 "%s yes%s (a kernel interface)",
+			 tun_create_key(t), tun_create_where(t));
 	else if (rc == -ENODEV || rc == -EOPNOTSUPP)
-		fix = ": this kernel has no WireGuard: run wireguard-go for the interface and set "
-		      "create no";
+		snprintf(fix, sizeof(fix),
+			 ": this kernel has no WireGuard: run wireguard-go for the interface and "
+			 "%s no",
+			 tun_create_key(t));
 	log_warnx("tunnel %s: %s: %s%s", t->ifname, step, strerror(-rc), fix);
 }
 
@@ -96,6 +122,9 @@ static int open_(struct kind_env *e)
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		return EXIT_FAILURE;
 	s->lock_init = true;
+	if (pthread_mutex_init(&s->last_lock, NULL) != 0)
+		return EXIT_FAILURE;
+	s->last_lock_init = true;
 	s->cur = calloc(TUN_PEERS_MAX, sizeof(*s->cur));
 	s->ops = calloc(2 * TUN_PEERS_MAX, sizeof(*s->ops));
 	if (!s->cur || !s->ops) {
@@ -143,6 +172,8 @@ static void shared_free(struct kind_env *e)
 	free(s->ops);
 	if (s->lock_init)
 		pthread_mutex_destroy(&s->lock);
+	if (s->last_lock_init)
+		pthread_mutex_destroy(&s->last_lock);
 }
 
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
@@ -196,6 +227,45 @@ static void log_stats(const struct kind_env *e)
 		 (unsigned long long)r[TUN_RECONCILE_FAILED]);
 }
 
+/* GET /lifecycle: "tunnel", when there is one: the interface, how it is
+ * reached, its port, address and key, its peers, and the last reconcile
+ * (null before the first, with why). */
+static void lifecycle(const struct kind_env *e, FILE *f)
+{
+	struct tun_shared *s = e->shared;
+	const struct tun_conf *t = &e->conf->tunnel[0];
+	char a[INET6_ADDRSTRLEN];
+
+	if (!s || !s->up)
+		return;
+	fputs(",\"tunnel\":{\"interface\":", f);
+	json_string(f, s->dev.ifname);
+	fprintf(f,
+		",\"backend\":\"%s\",\"listen_port\":%u,\"address\":\"%s/%u\",\"public_key\":"
+		"\"%s\",\"peers\":%" PRIu64 ",\"last_reconcile\":",
+		s->dev.way == WGDEV_UAPI ? "wireguard-go" : "kernel", s->port,
+		cidr_ip(&t->address, a), t->address.bits, s->pub,
+		__atomic_load_n(&s->st.peers, __ATOMIC_RELAXED));
+	pthread_mutex_lock(&s->last_lock);
+	if (s->reconciled) {
+		fprintf(f, "{\"result\":\"%s\",\"at\":%" PRIu64 ",\"error\":",
+			s->last_ok ? "ok" : "failed", s->last_at);
+		if (s->last_ok)
+			fputs("null", f);
+		else
+			json_string(f, s->last_err);
+		fputc('}', f);
+	} else {
+		fputs("null,\"why\":", f);
+		json_string(f, e->conf->control_url[0]
+				   ? "no good heartbeat answer yet"
+				   : "no control plane (control-url): the peers come with its "
+				     "heartbeats");
+	}
+	pthread_mutex_unlock(&s->last_lock);
+	fputc('}', f);
+}
+
 /* -t: what a start refuses of the interface without changing it. With
  * create no, the interface must be there and reachable one way or the
  * other; with create yes, whether the kernel makes one shows at the start
@@ -215,12 +285,17 @@ static int check(const struct etr_conf *c, unsigned workers)
 	wgdev_close(&d);
 	if (rc == 0)
 		return 0;
-	fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s%s\n", conf_path(c), t->line, t->ifname,
-		strerror(-rc),
-		rc == -ENODEV
-		    ? ": no such WireGuard interface: start wireguard-go for it (a unit), "
-		      "or set create yes in [tunnel] (a kernel interface)"
-		    : "");
+	if (t->line)
+		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c), t->line, t->ifname,
+			strerror(-rc));
+	else
+		fprintf(stderr, "etrelay: tunnel %s: %s", t->ifname, strerror(-rc));
+	if (rc == -ENODEV)
+		fprintf(stderr,
+			": no such WireGuard interface: start wireguard-go for it (a unit), or "
+			"%s yes%s (a kernel interface)",
+			tun_create_key(t), tun_create_where(t));
+	fputc('\n', stderr);
 	return EXIT_CONFIG;
 }
 
@@ -248,6 +323,55 @@ bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *
 	return true;
 }
 
+/* WireGuard starts a new handshake every 2 min while a session is used
+ * (REKEY_AFTER_TIME) and drops a session after 3 min without one
+ * (REJECT_AFTER_TIME): the buckets part live peers (120, 180) from the
+ * gone (an hour, a day). */
+const uint64_t tun_age_bound_ns[STATS_TUN_AGE_BUCKETS] = {
+    10000000000ull,  30000000000ull,  60000000000ull,	120000000000ull,   180000000000ull,
+    300000000000ull, 900000000000ull, 3600000000000ull, 86400000000000ull,
+};
+
+/* The interface's peers as the reconcile's get read them, less those it
+ * removed: their handshake ages for /metrics. Read with the reconcile,
+ * never per scrape: a get of thousands of peers is the control thread's
+ * work once a heartbeat. */
+static void tun_read_ages(struct tun_shared *s, const struct wgdev_result *r)
+{
+	bool skip[TUN_PEERS_MAX];
+	uint64_t hist[STATS_TUN_AGE_BUCKETS + 1], sum, never, count = 0;
+	size_t nops = (size_t)r->removed + r->updated + r->added;
+	struct timespec ts;
+
+	memset(skip, 0, r->current * sizeof(skip[0]));
+	for (size_t i = 0; i < nops; i++)
+		if (s->ops[i].kind == WGP_OP_REMOVE)
+			skip[s->ops[i].peer - s->cur] = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wgp_ages(s->cur, r->current, skip, ts.tv_sec, (uint32_t)ts.tv_nsec, tun_age_bound_ns,
+		 STATS_TUN_AGE_BUCKETS, hist, &sum, &never);
+	for (unsigned b = 0; b <= STATS_TUN_AGE_BUCKETS; b++) {
+		__atomic_store_n(&s->st.age_hist[b], hist[b], __ATOMIC_RELAXED);
+		count += hist[b];
+	}
+	__atomic_store_n(&s->st.age_sum_ns, sum, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.age_count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.no_handshake, never, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->st.ages_read, (uint64_t)ts.tv_sec, __ATOMIC_RELAXED);
+}
+
+/* The last reconcile's result, its time and why it failed, for
+ * /lifecycle. */
+static void tun_note(struct tun_shared *s, bool ok, const char *why)
+{
+	pthread_mutex_lock(&s->last_lock);
+	s->reconciled = true;
+	s->last_ok = ok;
+	s->last_at = (uint64_t)time(NULL);
+	snprintf(s->last_err, sizeof(s->last_err), "%s", ok ? "" : why);
+	pthread_mutex_unlock(&s->last_lock);
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -262,6 +386,7 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	rc = wgdev_reconcile(&s->dev, want, n, s->cur, TUN_PEERS_MAX, s->ops, &r);
 	if (rc == 0) {
 		__atomic_store_n(&s->st.peers, (uint64_t)n, __ATOMIC_RELAXED);
+		tun_read_ages(s, &r);
 		if (r.removed + r.updated + r.added)
 			log_info("tunnel %s: peers %zu (%u added, %u updated, %u removed)",
 				 s->dev.ifname, n, r.added, r.updated, r.removed);
@@ -270,8 +395,22 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 	}
 	__atomic_add_fetch(&s->st.reconciles[rc == 0 ? TUN_RECONCILE_OK : TUN_RECONCILE_FAILED], 1,
 			   __ATOMIC_RELAXED);
+	tun_note(s, rc == 0, err);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+void tun_peers_refused(void *shared, const char *why)
+{
+	struct tun_shared *s = shared;
+	char err[sizeof(s->last_err)];
+
+	if (!s || !s->up)
+		return;
+	snprintf(err, sizeof(err), "tunnel %s: the control plane's peer set refused: %s",
+		 s->dev.ifname, why);
+	__atomic_add_fetch(&s->st.reconciles[TUN_RECONCILE_FAILED], 1, __ATOMIC_RELAXED);
+	tun_note(s, false, err);
 }
 
 void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_RECONCILE_RESULTS])
@@ -297,6 +436,7 @@ const struct kind tun_kind = {
     .close = close_,
     .log_start = log_start,
     .log_stats = log_stats,
+    .lifecycle = lifecycle,
     .check = check,
     .report = report,
     .summary_one = "tunnel",

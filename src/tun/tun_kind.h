@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kind.h"
+#include "stats.h"
 #include "wgpeers.h"
 
 /* The most peers the interface is given (the control plane's set is
@@ -23,6 +24,10 @@ enum tun_reconcile_result { TUN_RECONCILE_OK, TUN_RECONCILE_FAILED, TUN_RECONCIL
 
 extern const struct kind tun_kind;
 
+/* The bounds of the handshake age histogram (struct tun_stats's age_hist),
+ * ns. */
+extern const uint64_t tun_age_bound_ns[STATS_TUN_AGE_BUCKETS];
+
 /* What the heartbeat reports: the interface's public key (base64) and
  * listen port. false: no tunnel open (shared NULL, or not configured). */
 bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *port);
@@ -32,6 +37,11 @@ bool tun_wireguard(const void *shared, char pub[WGP_KEY_B64_LEN + 1], uint16_t *
  * -errno with why in err (the interface keeps what the failed request had
  * not reached). */
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen);
+
+/* The control thread: the control plane's peer set did not parse (why):
+ * the interface keeps its peers; counted as a failed reconcile and shown
+ * in /lifecycle. */
+void tun_peers_refused(void *shared, const char *why);
 
 /* The counters /metrics reads: peers on the interface after the last
  * reconcile, reconciles by result. */

@@ -253,6 +253,7 @@ int wgdev_reconcile(struct wgdev *d, struct wgp_peer *want, size_t nwant, struct
 	rc = wgdev_get(d, &dev, cur, cap, &ncur);
 	if (rc != 0)
 		return rc;
+	r->current = ncur;
 	n = wgp_plan(cur, ncur, want, nwant, ops, cap + nwant);
 	if (n < 0)
 		return n;

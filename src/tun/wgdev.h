@@ -37,6 +37,7 @@ struct wgdev {
 /* What one reconcile did. */
 struct wgdev_result {
 	unsigned removed, updated, added, requests;
+	size_t current; /* peers the get read (cur[0..current), sorted by key) */
 };
 
 /* Open interface ifname: its socket in uapi_dir (NULL: WGDEV_UAPI_DIR)

@@ -423,3 +423,40 @@ int wgp_uapi_errno(const char *text, size_t len)
 
 	return wgp_uapi_parse_get(text, len, &dev, NULL, 0, &n);
 }
+
+/* Ages past this are taken as this: 30 years, far from int64_t's ns. */
+#define WGP_AGE_MAX_SEC (30ll * 365 * 86400)
+
+void wgp_ages(const struct wgp_peer *p, size_t n, const bool *skip, int64_t now_sec,
+	      uint32_t now_nsec, const uint64_t *bound_ns, unsigned nb, uint64_t *hist,
+	      uint64_t *sum_ns, uint64_t *never)
+{
+	memset(hist, 0, (nb + 1) * sizeof(*hist));
+	*sum_ns = 0;
+	*never = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t ds, age;
+		unsigned b = 0;
+
+		if (skip && skip[i])
+			continue;
+		if (p[i].handshake_sec == 0 && p[i].handshake_nsec == 0) {
+			(*never)++;
+			continue;
+		}
+		/* Bounded before the subtraction: a bogus time cannot wrap. */
+		if (p[i].handshake_sec > now_sec)
+			ds = -1;
+		else if (p[i].handshake_sec < now_sec - WGP_AGE_MAX_SEC)
+			ds = WGP_AGE_MAX_SEC;
+		else
+			ds = now_sec - p[i].handshake_sec;
+		age = ds * 1000000000ll + (int64_t)now_nsec - (int64_t)p[i].handshake_nsec;
+		if (age < 0)
+			age = 0;
+		while (b < nb && (uint64_t)age > bound_ns[b])
+			b++;
+		hist[b]++;
+		*sum_ns += (uint64_t)age;
+	}
+}

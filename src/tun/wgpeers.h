@@ -131,4 +131,14 @@ int wgp_uapi_parse_get(const char *text, size_t len, struct wgp_device *dev, str
  * -EPROTO. */
 int wgp_uapi_errno(const char *text, size_t len);
 
+/* How long ago each of peers p[0..n) (skip[i] set: left out; skip may be
+ * NULL) last completed a handshake, at unix time now_sec.now_nsec: the ages
+ * into hist[0..nb] (hist[b]: up to bound_ns[b], ascending; hist[nb]: the
+ * rest), their sum in ns into *sum_ns, and the peers that never did into
+ * *never (not in hist). A handshake after now (the clock stepped back) is
+ * age 0. */
+void wgp_ages(const struct wgp_peer *p, size_t n, const bool *skip, int64_t now_sec,
+	      uint32_t now_nsec, const uint64_t *bound_ns, unsigned nb, uint64_t *hist,
+	      uint64_t *sum_ns, uint64_t *never);
+
 #endif

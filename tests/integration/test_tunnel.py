@@ -10,9 +10,13 @@ out of the next answer is gone within about one heartbeat interval. A
 gateway (a namespace of its own beside the relay's, its own wireguard-go)
 pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
-bad set (a key twice, bad base64) and a failed heartbeat (503) leave the
-peers as they were; the metrics count the peers and reconciles. A
-missing interface fails the start (1) and -t (78) with the fix. 77
+bad set (a key twice, bad base64) is refused whole while the answer's
+routes are taken, and a failed heartbeat (503) leaves the peers as they
+were; the metrics count the peers and reconciles, and show
+the gateway's handshake age (no label per peer); /lifecycle shows the
+tunnel and its last reconcile (none before a good answer, and why). A
+missing interface fails the start (1) and -t (78) with the fix, from a
+[tunnel] or from --wg-interface. 77
 without root, namespaces, wireguard-go or wg."""
 
 import base64
@@ -22,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -184,6 +189,14 @@ def tunnel_peers_follow_the_control_plane(ctx):
     st, _, err = H.run_etrelay(ctx, ["-t", "-c", bad], wrapper=ns.wrapper())
     if st != 78 or "no such WireGuard interface" not in err:
         raise H.TestFailure(f"-t with a missing interface: exit {st}, {err.strip()!r}")
+    # The same from the quick-start options, the fix in their words.
+    quick = ["--wg-interface", f"etwno{os.getpid() % 10000}", "--wg-address", "10.8.0.1/24"]
+    for args, want in ((["--backend", ctx.backend], 1), (["-t"], 78)):
+        st, _, err = H.run_etrelay(ctx, args + quick, wrapper=ns.wrapper())
+        if st != want or not re.search(r"tunnel etwno\d+: (open: )?No such device: no such "
+                                       r"WireGuard interface: start wireguard-go for it \(a "
+                                       r"unit\), or give --wg-create yes", err):
+            raise H.TestFailure(f"{args[0]} --wg-interface, missing: exit {st}, {err.strip()!r}")
 
     st, out, err = H.run_etrelay(ctx, ["-t", "-c", conf], wrapper=ns.wrapper())
     if st != 0 or f"tunnel {ifname}: listen-port {wg_port}, address 10.8.0.1/24, create no" \
@@ -197,13 +210,15 @@ def tunnel_peers_follow_the_control_plane(ctx):
     peer_b = {"publicKey": b, "allowedIps": ["10.8.0.3/32"], "presharedKey": psk}
     gw = Gateway(ctx, ns)
     peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
-    cp.set(wg_peers=[peer_a, peer_b, peer_gw])
+    # No good answer at first: /lifecycle says why there is no reconcile.
+    cp.set(wg_peers=[peer_a, peer_b, peer_gw], heartbeat="503")
     env = dict(H.CONTROL_NO_PROXY)
     env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
                         "--state-directory", state,
                         "--control-interval", f"{int(INTERVAL * 1000)}ms",
                         "--control-timeout", "1s", "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        "--control-allow-upstream", "10.8.0.0/16",
                         listen=False, open_limits=False,
                         wait_ready=False, wrapper=ns.wrapper())
     relay.READY_RE = r"^tunnel on "
@@ -227,16 +242,48 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.expect_eq(body.get("wireguard"), {"publicKey": pub, "listenPort": wg_port},
                 "the heartbeat's wireguard")
 
+    def tunnel_state():
+        return H.http_request(ops, "GET", "/lifecycle", host=ns.ns_ip).json().get("tunnel")
+    H.expect_eq(tunnel_state(),
+                {"interface": ifname, "backend": "wireguard-go", "listen_port": wg_port,
+                 "address": "10.8.0.1/24", "public_key": pub, "peers": 0,
+                 "last_reconcile": None, "why": "no good heartbeat answer yet"},
+                "/lifecycle's tunnel before a good answer")
+    cp.set(heartbeat="ok")
+
     want_ab = {a: (None, sorted(peer_a["allowedIps"])), b: (psk, ["10.8.0.3/32"]),
                gw.pub: (None, ["10.8.0.2/32"])}
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(3),
                  "peers a, b and the gateway on the interface with their allowed IPs")
+    H.wait_until(lambda: tunnel_state()["peers"] == 3, T(3), "/lifecycle's 3 peers")
+    last = tunnel_state()["last_reconcile"]
+    if last["result"] != "ok" or last["error"] is not None or abs(last["at"] - time.time()) > T(5):
+        raise H.TestFailure(f"/lifecycle's last_reconcile after a good answer: {last}")
 
     # The gateway reaches the relay over the tunnel, both ways.
     gw.connect(pub, wg_port)
     H.wait_until(lambda: pings(ns, "10.8.0.2"), T(5), "a ping from the relay to 10.8.0.2")
     if not pings(gw, "10.8.0.1"):
         raise H.TestFailure("no ping from the gateway to the relay's 10.8.0.1")
+
+    # The next reconcile reads the gateway's handshake: one age, seconds
+    # old (in the 10 s bucket), and a and b without one; no label names a
+    # peer.
+    def ages():
+        text = H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text
+        m = H.parse_metrics(text)
+        return (text, H.metric_value(m, "etrelay_tunnel_handshake_age_seconds_count"),
+                H.metric_value(m, "etrelay_tunnel_handshake_age_seconds_bucket", le="10"),
+                H.metric_value(m, "etrelay_tunnel_peers_without_handshake"),
+                H.metric_value(m, "etrelay_tunnel_peers_read_timestamp_seconds"))
+    H.wait_until(lambda: ages()[1:4] == (1, 1, 2), T(INTERVAL * 2 + 2),
+                 "the gateway's handshake age in the histogram's 10 s bucket, a and b without")
+    text, _, _, _, read = ages()
+    if not read or abs(read - time.time()) > T(5):
+        raise H.TestFailure(f"etrelay_tunnel_peers_read_timestamp_seconds {read}, not now")
+    for k in (a, b, gw.pub):
+        if k in text:
+            raise H.TestFailure(f"/metrics names peer {k}")
     want_ab.pop(gw.pub)
     cp.set(wg_peers=[peer_a, peer_b])
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == want_ab, T(INTERVAL * 2 + 1),
@@ -249,18 +296,27 @@ def tunnel_peers_follow_the_control_plane(ctx):
     H.wait_until(lambda: wg_dump(ns, ifname)[1] == {b: want_ab[b]}, T(INTERVAL * 2 + 1),
                  "peer a removed at the next heartbeat")
 
-    # A bad set, and a failed heartbeat: the peers stay as they were.
+    # A bad peer set is refused whole (the peers stay as they were) and
+    # the rest of the answer is taken: its routes are in force.
+    def routes_in_force():
+        m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
+        return H.metric_value(m, "etrelay_control_routes")
     bad_sets = (("a key twice", [peer_a, peer_a], r"publicKey \S+ given twice"),
                 ("bad base64", [peer_a, {"publicKey": "not base64!"}], r"publicKey: expected"))
-    for what, peers, rx in bad_sets:
+    for i, (what, peers, rx) in enumerate(bad_sets):
         start = len(relay.text_lines())
-        cp.set(wg_peers=peers)
-        relay.wait_for_line(rf"^control: heartbeat failed \(wireguardPeers.*{rx}", T(3),
-                            start=start, what=what)
-        n = len(cp.of(H.CONTROL_HEARTBEAT))
-        H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 1, T(3),
-                     f"a heartbeat after {what}")
+        routes = [{"name": f"gw{j}.example.org", "upstream": "10.8.0.2:443", "proxyV2": False}
+                  for j in range(i + 1)]
+        cp.set(wg_peers=peers, routes=routes)
+        relay.wait_for_line(rf"^control: wireguardPeers refused \(.*{rx}.*\): the tunnel keeps "
+                            "its peers, the routes are taken$", T(3), start=start, what=what)
+        H.wait_until(lambda: routes_in_force() == i + 1, T(3),
+                     f"the {i + 1} route(s) of the answer with {what} in force")
         H.expect_eq(wg_dump(ns, ifname)[1], {b: want_ab[b]}, f"peers after {what}")
+        last = tunnel_state()["last_reconcile"]
+        if last["result"] != "failed" or "peer set refused" not in (last["error"] or ""):
+            raise H.TestFailure(f"/lifecycle's last_reconcile after {what}: {last}")
+    # A failed heartbeat: the peers stay as they were.
     cp.set(wg_peers=[peer_a, peer_b], heartbeat="503")
     n = len(cp.of(H.CONTROL_HEARTBEAT))
     H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 2, T(4), "two failed heartbeats")
@@ -273,8 +329,11 @@ def tunnel_peers_follow_the_control_plane(ctx):
         return (H.metric_value(m, "etrelay_tunnel_peers"),
                 H.metric_value(m, "etrelay_tunnel_reconciles_total", result="ok"),
                 H.metric_value(m, "etrelay_tunnel_reconciles_total", result="failed"))
+    # The interface shows a and b before the reconcile's counters do.
+    H.wait_until(lambda: tunnel_metrics()[0] == 2, T(3), "etrelay_tunnel_peers 2")
     peers, ok, failed = tunnel_metrics()
-    H.expect_eq((peers, failed), (2, 0), "etrelay_tunnel_peers, reconciles failed")
+    # The two refused sets count as failed reconciles.
+    H.expect_eq((peers, failed), (2, 2), "etrelay_tunnel_peers, reconciles failed")
     # a and b, b, a and b again: at least the three good answers that
     # changed something (each good heartbeat reconciles, changed or not).
     if not ok or ok < 3:

@@ -3940,6 +3940,72 @@ static void test_config_tunnel_section_defaults_and_errors_name_their_line(void 
 	    strstr(e.text, "t.conf:3: tunnel: listen-port 51820 is the port of game relay"));
 }
 
+/* --wg-KEY is KEY of [tunnel] for a quick start: the same checks, named
+ * by the option, and checked against the other listeners as a file's
+ * [tunnel] is. */
+static void test_config_wg_options_make_the_quick_start_tunnel(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--wg-interface", "wg0", "--wg-address", "10.8.0.1/24",
+				  "--wg-listen-port", "51821", "--wg-create", "yes")),
+			 0);
+	assert_int_equal(c.nrelays, 0);
+	assert_true(c.cli_listener);
+	assert_int_equal(c.ntunnel, 1);
+	assert_string_equal(c.tunnel[0].ifname, "wg0");
+	assert_int_equal(c.tunnel[0].listen_port, 51821);
+	assert_int_equal(c.tunnel[0].address.bits, 24);
+	assert_true(c.tunnel[0].create);
+	assert_int_equal(c.tunnel[0].line, 0);
+	/* Defaults as the section's. */
+	assert_int_equal(cli(&c, &e, ARGV("--wg-interface", "wg1", "--wg-address", "fd00::1/64")),
+			 0);
+	assert_int_equal(c.tunnel[0].listen_port, 51820);
+	assert_false(c.tunnel[0].create);
+	/* A bad value is refused at the option. */
+	assert_int_equal(cli(&c, &e, ARGV("--wg-interface", "a/b")), -1);
+	assert_err_names(&e, "etrelay: --wg-interface: invalid value 'a/b'", "interface name");
+	assert_int_equal(cli(&c, &e, ARGV("--wg-listen-port", "0")), -1);
+	assert_err_names(&e, "etrelay: --wg-listen-port: invalid value '0'", NULL);
+	assert_int_equal(cli(&c, &e, ARGV("--wg-address", "10.8.0.1")), -1);
+	assert_err_names(&e, "etrelay: --wg-address: invalid value '10.8.0.1'", "prefix");
+	assert_int_equal(cli(&c, &e, ARGV("--wg-create", "maybe")), -1);
+	assert_err_names(&e, "etrelay: --wg-create: invalid value 'maybe'", NULL);
+	/* What is missing, by the option's name. */
+	assert_int_equal(cli(&c, &e, ARGV("--wg-interface", "wg0")), -1);
+	assert_err_names(&e, "etrelay: tunnel: wg-address: missing", NULL);
+	/* (--wg-interface makes the process one without a relay; without
+	 * it the relay's upstream is missing too.) */
+	assert_int_equal(cli(&c, &e, ARGV("--wg-address", "10.8.0.1/24")), -1);
+	assert_non_null(strstr(e.text, "etrelay: tunnel: wg-interface: missing"));
+	/* The same keys at the file's top level. */
+	assert_int_equal(run(&c, &e, "wg-interface wg0\nwg-address 10.8.0.1/24\n", NOARGS), 0);
+	assert_int_equal(c.ntunnel, 1);
+	assert_int_equal(c.nrelays, 0);
+	/* Beside a file's [tunnel]: one interface per process. */
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n",
+			     ARGV("--wg-listen-port", "51821")),
+			 -1);
+	assert_err_names(&e, "etrelay: wg-*: the file has a [tunnel] already (t.conf:1)", NULL);
+	/* Its port against the other listeners, as a file's. */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--listen", "0.0.0.0:51820",
+				  "--wg-interface", "wg0", "--wg-address", "10.8.0.1/24")),
+			 -1);
+	assert_err_names(&e, "etrelay: tunnel: wg-listen-port 51820 is the port of game relay",
+			 NULL);
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--upstream", "h:1", "--session-ports", "40000-40009",
+				  "--max-sessions", "10", "--wg-interface", "wg0", "--wg-address",
+				  "10.8.0.1/24", "--wg-listen-port", "40003")),
+			 -1);
+	assert_err_names(&e, "session-ports 40000-40009", "the WireGuard port 0.0.0.0:40003");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -4096,6 +4162,7 @@ int main(void)
 	    cmocka_unit_test(test_config_relay_upstream_that_is_another_udp_listener_is_an_error),
 	    cmocka_unit_test(test_config_relays_upstreams_in_a_cycle_are_an_error),
 	    cmocka_unit_test(test_config_tunnel_section_defaults_and_errors_name_their_line),
+	    cmocka_unit_test(test_config_wg_options_make_the_quick_start_tunnel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

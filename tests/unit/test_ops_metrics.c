@@ -806,6 +806,12 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 	w_tun.peers = next();
 	w_tun.reconciles[0] = next();
 	w_tun.reconciles[1] = next();
+	w_tun.age_count = 0;
+	for (unsigned b = 0; b <= STATS_TUN_AGE_BUCKETS; b++)
+		w_tun.age_count += (w_tun.age_hist[b] = next());
+	w_tun.age_sum_ns = next() * 1000000000ull;
+	w_tun.no_handshake = next();
+	w_tun.ages_read = next();
 	s->tunnel = &w_tun;
 	return s;
 }

@@ -354,6 +354,43 @@ static void test_wgp_uapi_parse_get_refuses_truncated_or_malformed_answers(void 
 	assert_true(ops[0].allowed_changed);
 }
 
+/* Handshake ages into buckets: at a bound is in its bucket, past the last
+ * bound in the last; never is apart; skipped peers and a handshake in the
+ * future (age 0) as said; a bogus time far in the past cannot wrap. */
+static void test_wgp_ages_buckets_each_peer_by_its_last_handshake(void **state)
+{
+	static const uint64_t bound[3] = {10000000000ull, 60000000000ull, 180000000000ull};
+	struct wgp_peer p[8];
+	bool skip[8] = {false};
+	uint64_t hist[4], sum, never;
+	const int64_t now = 1700000000;
+
+	(void)state;
+	memset(p, 0, sizeof(p));
+	p[0].handshake_sec = now - 10;	/* exactly 10 s: first bucket */
+	p[1].handshake_sec = now - 11;	/* second */
+	p[2].handshake_sec = now - 200; /* past the last bound */
+	p[3].handshake_sec = 0;		/* never */
+	p[4].handshake_sec = now + 5;	/* the clock stepped back: 0 */
+	p[5].handshake_sec = now - 100; /* skipped (removed) */
+	skip[5] = true;
+	p[6].handshake_sec = INT64_MIN + 1; /* bogus: the oldest */
+	p[7].handshake_sec = now - 1;
+	p[7].handshake_nsec = 500000000; /* 0.5 s ago */
+	wgp_ages(p, 8, skip, now, 0, bound, 3, hist, &sum, &never);
+	assert_int_equal(hist[0], 3);
+	assert_int_equal(hist[1], 1);
+	assert_int_equal(hist[2], 0);
+	assert_int_equal(hist[3], 2);
+	assert_int_equal(never, 1);
+	assert_true(sum > (10ull + 11 + 200) * 1000000000ull + 500000000ull);
+	/* No skip list: every peer counts. */
+	wgp_ages(p, 6, NULL, now, 0, bound, 3, hist, &sum, &never);
+	assert_int_equal(hist[0] + hist[1] + hist[2] + hist[3], 5);
+	assert_int_equal(hist[2], 1);
+	assert_int_equal(sum, (10ull + 11 + 200 + 0 + 100) * 1000000000ull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +404,7 @@ int main(void)
 	    cmocka_unit_test(test_wgp_uapi_set_writes_the_plan_as_wireguard_go_reads_it),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_reads_wireguard_gos_answer),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_refuses_truncated_or_malformed_answers),
+	    cmocka_unit_test(test_wgp_ages_buckets_each_peer_by_its_last_handshake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
