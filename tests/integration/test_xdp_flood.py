@@ -271,13 +271,14 @@ def oa_seqs(oa):
 
 
 def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
-          flood_seconds=FLOOD_SECONDS, relay_cpu=None, flood_cpus=None, before_close=None):
+          flood_seconds=FLOOD_SECONDS, relay_cpu=None, flood_cpus=(None,),
+          before_close=None):
     """One run: a fresh relay (with XDP or not; nft_rules, a str.format
     template of {port}, loaded in its namespace after it started), the
     players joined, the flood, the counts. relay_cpu, flood_cpus,
-    before_close (bench/compare-flood): the CPU the relay is pinned to, the
-    CPUs the flooder is, what to call with the namespace before the relay
-    exits."""
+    before_close (bench/compare-flood): the CPU the relay is pinned to, a
+    flooder for each item of flood_cpus (pinned to those CPUs, or not:
+    None), what to call with the namespace before the relay exits."""
     ns, oa = w.ns, w.oa
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
@@ -340,16 +341,26 @@ def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
         cmd = [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)),
                ns.host_if, ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(),
                str(FLOOD_SOURCES), str(per_source), str(flood_seconds)]
-    if flood_cpus:
-        cmd = ["taskset", "-c", flood_cpus] + cmd
-    flooder = subprocess.run(cmd, capture_output=True, text=True, timeout=flood_seconds + 30)
+    flooders = [subprocess.Popen((["taskset", "-c", c] if c else []) + cmd,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for c in flood_cpus]
+    outs = []
+    for f in flooders:
+        try:
+            outs.append(f.communicate(timeout=flood_seconds + 30) + (f.returncode,))
+        except subprocess.TimeoutExpired:
+            f.kill()
+            outs.append(f.communicate() + (f.returncode,))
     kids1 = os.times()
     kdrops1 = kernel_drops(ns)
     busy1, soft1 = host_busy()
     core1 = cpu_busy(relay_cpu) if relay_cpu is not None else None
-    H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
-    words = flooder.stdout.split()
-    sent, seconds, full = int(words[1]), float(words[3]), int(words[5])
+    sent = seconds = full = 0
+    for out, err, rc in outs:
+        H.check(rc == 0, f"the flooder: {err.strip()[-500:]}")
+        words = out.split()
+        sent, seconds = sent + int(words[1]), max(seconds, float(words[3]))
+        full += int(words[5])
     # A banned source's frames, after the flood: dropped as banned with XDP.
     for k in range(BAN_FRAMES):
         ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
