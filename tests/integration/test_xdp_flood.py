@@ -29,9 +29,10 @@ drops by reason; with XDP, the program's counts. Asserted with XDP: the
 program attached in native mode (the log and /lifecycle say so; without,
 /lifecycle has no xdp), every flood source past its bucket was dropped
 there (counted as rate, at least what the bucket cannot have passed), the
-players lost (almost) nothing, every packet of theirs passed as known, and
-OpenArena still lists all three (getstatus, asked directly) after the
-flood; a banned address's frames are dropped as banned, and after a SIGHUP
+players lost (almost) nothing, every packet of theirs passed as known
+(less the frames the program never judged), /metrics has
+etrelay_xdp_lines_unwalked_total, and OpenArena still lists all three
+(getstatus, asked directly) after the flood; a banned address's frames are dropped as banned, and after a SIGHUP
 with another address in the ban file, the new one is dropped and the old
 one passes. A kernel that refuses XDP is a skip with its reason, as is a
 host without openarena-server (after the parts that need no game server).
