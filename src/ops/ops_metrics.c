@@ -295,6 +295,17 @@ static bool turn_tcp_or_tls(const struct mctx *c, unsigned i, unsigned k)
 	return c->st->turn->l[i].conf->tcp_set || c->st->turn->l[i].conf->tls_set;
 }
 
+/* The walk budget's count is the game listener's alone. */
+static uint64_t xdp_unwalked(const struct mctx *c, unsigned i)
+{
+	return c->xdp[XDP_UNWALKED];
+}
+
+static bool xdp_game(const struct mctx *c, unsigned i, unsigned k)
+{
+	return i == XDP_LISTENER_GAME;
+}
+
 /* Every family, in the order of the output. */
 static const struct metric metrics[] = {
     /* A state set rather than a number: no one has to remember which
@@ -577,6 +588,12 @@ static const struct metric metrics[] = {
 	     "bucket, xdp-rate and xdp-burst), known (a known source's, passed at once), or "
 	     "dropped: bogon (a source that cannot be real), banned (in ban-file), shape (not "
 	     "what its listener takes from a new source), rate (over its source's bucket)."},
+    {"etrelay_xdp_lines_unwalked_total", COUNTER, XDP, .get = xdp_unwalked, .when = xdp_game,
+     .help = "Quake 3 lines longer than 64 bytes from sources the XDP program does not know "
+	     "that it passed to the bucket without reading their command: the CPU's walk budget "
+	     "(2000000 steps, about a byte each, a second) was spent. Such a line is counted again "
+	     "under "
+	     "etrelay_xdp_packets_total as passed or rate."},
 
     /* The loops', summed over the workers. */
     {"etrelay_gso_trains_total", COUNTER, LOOP, L(gso_trains),

@@ -246,8 +246,10 @@ static __always_inline int game_shape(struct xdp_md *ctx, const struct pkt *k)
 				wb->window_ns = now;
 				wb->steps = 0;
 			}
-			if (wb->steps >= p->walk_steps)
+			if (wb->steps >= p->walk_steps) {
+				wb->unwalked++; /* per CPU: no atomics */
 				return 1;
+			}
 		} else {
 			wb = NULL;
 		}

@@ -18,8 +18,11 @@
 #include "log.h"
 #include "xdp_maps.h"
 
-_Static_assert(XDP_REASONS == XDP_RESULTS && XDP_LISTENERS == SHAPE_KINDS,
+_Static_assert(XDP_REASONS == XDP_RESULTS && XDP_LISTENERS == SHAPE_KINDS &&
+		   XDP_LISTENER_GAME == SHAPE_GAME,
 	       "xdp.h's counters are xdp_maps.h's");
+/* A per-CPU map's values are 8-byte aligned, one after the other. */
+_Static_assert(sizeof(struct xdp_walk) % 8 == 0, "struct xdp_walk as the kernel lays it out");
 
 const char *xdp_listener_name(unsigned l)
 {
@@ -119,8 +122,8 @@ int xdp_check(const struct etr_conf *c, char *err, size_t n)
 
 struct xdp {
 	struct bpf_object *obj;
-	int ports, bans, known, params, counts; /* map fds */
-	int link[CONF_XDP_IFACES_MAX];		/* -1: not attached */
+	int ports, bans, known, params, counts, walk; /* map fds */
+	int link[CONF_XDP_IFACES_MAX];		      /* -1: not attached */
 	bool native[CONF_XDP_IFACES_MAX];
 	unsigned n;
 	/* The banned map's keys, sorted: a reload adds the new ones, then
@@ -128,7 +131,8 @@ struct xdp {
 	struct xdp_lpm_key *ban;
 	size_t nban;
 	int ncpus;
-	uint64_t *vals; /* one counter's per-CPU values, read under lock */
+	uint64_t *vals;		/* one counter's per-CPU values, read under lock */
+	struct xdp_walk *walks; /* the walk budgets' per-CPU values, likewise */
 	pthread_mutex_t lock;
 };
 
@@ -224,7 +228,8 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 		x->link[i] = -1;
 	pthread_mutex_init(&x->lock, NULL);
 	x->ncpus = libbpf_num_possible_cpus();
-	if (x->ncpus > 0 && !(x->vals = calloc((size_t)x->ncpus, sizeof(*x->vals)))) {
+	if (x->ncpus > 0 && (!(x->vals = calloc((size_t)x->ncpus, sizeof(*x->vals))) ||
+			     !(x->walks = calloc((size_t)x->ncpus, sizeof(*x->walks))))) {
 		log_warn("xdp");
 		goto fail;
 	}
@@ -247,9 +252,10 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	x->known = map_fd(x, "etr_known");
 	x->params = map_fd(x, "etr_params");
 	x->counts = map_fd(x, "etr_counts");
+	x->walk = map_fd(x, "etr_walk");
 	prog = bpf_object__find_program_by_name(x->obj, "etrelay_xdp");
 	if (x->ports < 0 || x->bans < 0 || x->known < 0 || x->params < 0 || x->counts < 0 ||
-	    !prog) {
+	    x->walk < 0 || !prog) {
 		snprintf(why, n, "the program lacks a map or its entry");
 		log_warnx("xdp: %s; running without XDP", why);
 		goto fail;
@@ -428,17 +434,22 @@ int xdp_known_del(struct xdp *x, const union etr_sockaddr *a)
 
 void xdp_counts(struct xdp *x, uint64_t out[XDP_COUNTS])
 {
+	uint32_t zero = 0;
+
 	memset(out, 0, XDP_COUNTS * sizeof(*out));
 	if (!x)
 		return;
 	pthread_mutex_lock(&x->lock);
-	for (uint32_t k = 0; k < XDP_COUNTS; k++) {
+	for (uint32_t k = 0; k < XDP_UNWALKED; k++) {
 		/* A per-CPU map's lookup fills one value per possible CPU. */
 		if (bpf_map_lookup_elem(x->counts, &k, x->vals) < 0)
 			continue;
 		for (int c = 0; c < x->ncpus; c++)
 			out[k] += x->vals[c];
 	}
+	if (bpf_map_lookup_elem(x->walk, &zero, x->walks) == 0)
+		for (int c = 0; c < x->ncpus; c++)
+			out[XDP_UNWALKED] += x->walks[c].unwalked;
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -461,6 +472,7 @@ void xdp_stop(struct xdp *x)
 	bpf_object__close(x->obj);
 	free(x->ban);
 	free(x->vals);
+	free(x->walks);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 }

@@ -18,10 +18,14 @@
 struct xdp;
 
 /* The counters, etrelay_xdp_packets_total{listener,result}: a listener's
- * results together, listener by listener (out[l * XDP_REASONS + r]). */
-#define XDP_LISTENERS 3
-#define XDP_REASONS   6
-#define XDP_COUNTS    (XDP_LISTENERS * XDP_REASONS)
+ * results together, listener by listener (out[l * XDP_REASONS + r]); then
+ * etrelay_xdp_lines_unwalked_total, the game's lines the walk budget left
+ * unwalked (out[XDP_UNWALKED]). */
+#define XDP_LISTENERS	  3
+#define XDP_LISTENER_GAME 0 /* the listener whose lines are walked */
+#define XDP_REASONS	  6
+#define XDP_UNWALKED	  (XDP_LISTENERS * XDP_REASONS)
+#define XDP_COUNTS	  (XDP_UNWALKED + 1)
 
 /* Listener l's label value: game, turn, prbe. */
 const char *xdp_listener_name(unsigned l);

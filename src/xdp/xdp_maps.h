@@ -41,10 +41,13 @@ struct xdp_params {
 /* The loader's walk budget: about 2 % of a core at ~11 ns a step. */
 #define XDP_WALK_STEPS 2000000
 
-/* A CPU's walk budget: the second it counts in, the steps spent. */
+/* A CPU's walk budget: the second it counts in, the steps spent; and the
+ * long lines it left unwalked since the program was loaded (the budget
+ * spent: they went by their source's bucket alone). */
 struct xdp_walk {
 	__u64 window_ns;
 	__u64 steps;
+	__u64 unwalked;
 };
 
 /* Each packet to a listener port, counted once by its listener (shape.h's

@@ -55,12 +55,13 @@ def find_qstat():
 
 
 class OpenArena:
-    """openarena-server on 127.0.0.1:<port>, HOME in a temp dir, console
-    output in a log file that the test reads while it runs."""
+    """openarena-server on 127.0.0.1:<port> (or ip), HOME in a temp dir,
+    console output in a log file that the test reads while it runs; extra:
+    more "+set" arguments, before the map."""
 
-    def __init__(self, port, hostname):
+    def __init__(self, port, hostname, ip=H.LOOPBACK, extra=()):
         self.port = port
-        self.addr = (H.LOOPBACK, port)
+        self.addr = (ip, port)
         self.hostname = hostname
         self.tmp = tempfile.mkdtemp(prefix="etrelay-oa-")
         self.home = os.path.join(self.tmp, "home")
@@ -70,7 +71,7 @@ class OpenArena:
             OA_SERVER,
             "+set", "dedicated", "1",        # 1 = LAN: never heartbeats
             "+set", "net_enabled", "1",      # IPv4 only
-            "+set", "net_ip", H.LOOPBACK,
+            "+set", "net_ip", ip,
             "+set", "net_port", str(port),
             "+set", "sv_master1", "",        # the wrapper sets dpmaster.deathmask.net
             "+set", "sv_master2", "",
@@ -80,6 +81,7 @@ class OpenArena:
             "+set", "sv_hostname", hostname,
             "+set", "developer", "1",        # "SV packet <ip> : <cmd>" lines
             "+set", "com_hunkMegs", "64",
+            *extra,
             "+map", OA_MAP,
         ]
         env = dict(os.environ)

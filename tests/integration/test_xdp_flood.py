@@ -1,51 +1,70 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""The XDP front door under a flood (issue 26). The relay runs in a
-network namespace on its end of a veth pair; the game-server stand-in,
-three players and the flood are on the other end (this namespace). The
-players each send 40 in-game packets a second from an address of their
-own; the flood is getstatus queries (the reflection flood a game server
+"""The XDP front door under a flood (issue 26), with real peers. The relay
+runs in a network namespace on its end of a veth pair; a real OpenArena
+server (openarena-server, oa.py) behind it, three players and the flood
+are on the other end (this namespace). The players join OpenArena through
+the relay for real (getchallenge, a Huffman-coded connect, answered
+connectResponse: their sessions are assured), then each sends 40 in-game
+packets a second from an address of its own, in a sequence range of its
+own; OpenArena (+set showpackets 1) logs the sequence of every packet its
+netchan takes, which is how each player's lost packets are counted at the
+game server; what OpenArena sends back (its stream to a connecting client)
+is counted as each player's snapshots, with the p99 of the gaps between
+them. The flood is getstatus queries (the reflection flood a game server
 sees) in Ethernet frames from FLOOD_SOURCES spoofed addresses
 (198.18.0.0/16, benchmarking: not bogons), round-robin over the sources,
-FLOOD_PER_SOURCE each, put on the veth with an AF_PACKET socket by a
-child process (a Python loop here; bench/compare-flood drives the same
-phase with bench/flood.c's etrelay-flood), bounded in count and time.
+for FLOOD_SECONDS (at most FLOOD_PER_SOURCE frames each), put on the veth
+with an AF_PACKET socket by a child process as fast as it goes
+(bench/flood.c's etrelay-flood, built with the tree; a Python loop where it
+is not); the players play from just before it starts to just after it
+ends.
 
 The same run twice: the relay without XDP, then with --xdp-interface on
-its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's
-40 packets a second pass only as a known source (its session assured by
-the game server), the flood's sources by their buckets. Measured
-both times: each player's packets that did not reach the game server,
-the relay's CPU seconds, its drops by reason; with XDP, the program's
-counts. Asserted with XDP: the program attached in native mode (the log
-and /lifecycle say so; without, /lifecycle has no xdp), every
-flood source past its bucket was dropped there (counted as rate, at
-least what the bucket cannot have passed), the players lost nothing
-and every packet of theirs passed as known, and a banned address's frames are
-dropped as banned, and after a SIGHUP with another address in the ban
-file, the new one is dropped and the old one passes. A kernel that refuses XDP is a skip with its reason.
+its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's 40
+packets a second pass only as a known source, the flood's sources by their
+buckets. Measured both times: each player's packets that did not reach
+OpenArena, its snapshots and their p99 gap, the relay's CPU seconds, its
+drops by reason; with XDP, the program's counts. Asserted with XDP: the
+program attached in native mode (the log and /lifecycle say so; without,
+/lifecycle has no xdp), every flood source past its bucket was dropped
+there (counted as rate, at least what the bucket cannot have passed), the
+players lost (almost) nothing, every packet of theirs passed as known
+(less the frames the program never judged), /metrics has
+etrelay_xdp_lines_unwalked_total, and OpenArena still lists all three
+(getstatus, asked directly) after the flood; a banned address's frames are dropped as banned, and after a SIGHUP
+with another address in the ban file, the new one is dropped and the old
+one passes. A kernel that refuses XDP is a skip with its reason, as is a
+host without openarena-server (after the parts that need no game server).
 On the old binary (no --xdp-interface) the XDP start fails: the test
 fails."""
 
 import json
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import q3huff  # noqa: E402
+from oa import OA_SERVER, PROBE_SRC, OpenArena  # noqa: E402
 
-PLAYERS, PLAYER_PPS, PLAY_SECONDS = 3, 40, 5.0
+PLAYERS, PLAYER_PPS = 3, 40
 # Under a checker (valgrind: H.SLOW) the relay is some 50 times slower:
 # the 1 024 sources' buckets alone pass it 13 000 frames, which it cannot
 # read before its queue fills (the players then lose packets with XDP
 # too); 256 sources, 3 800, it can.
 FLOOD_SOURCES = 1024 if H.SLOW == 1 else 256
-FLOOD_PER_SOURCE, FLOOD_MAX_SECONDS = 153600 // FLOOD_SOURCES, 12.0
+FLOOD_PER_SOURCE, FLOOD_SECONDS = 100000, 1.0
+# The players play this long before the flood starts and after it ends.
+PLAY_MARGIN = 0.3
 XDP_RATE, XDP_BURST = 5, 10
 BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
 # From a source of their own, fewer than its bucket holds: not the game
@@ -56,10 +75,20 @@ BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
 SHAPELESS, SHAPELY = "198.19.9.9", "198.19.9.10"
 NOT_SHAPE = [b"\xff\xff\xff\xffgetservers 68 full", b"\x01\x00\x00", b"\xff\xff\xff\xff /* getinfo"]
 SHAPE = [b"\xff\xff\xff\xff /* x */ \"GETINFO\" xxx"]
+GAMENAME = "Quake3Arena"  # OpenArena's com_gamename
+# OpenArena as the players need it: every packet its netchan takes logged
+# with its sequence ("server recv <size> : s=<seq>"), the players of every
+# phase in (they all come from the relay's one address: ioq3 allows 3 per
+# address by default; 16 clients fit com_hunkMegs 64), and a phase's
+# players gone 10 s after their last packet.
+OA_EXTRA = ("+set", "showpackets", "1", "+set", "sv_clientsPerIp", "16",
+            "+set", "sv_maxclients", "16", "+set", "sv_timeout", "10")
+OA_RECV = re.compile(r" recv +\d+ : s=(\d+)")
 
 # Runs as a child (its own CPU, not this process's GIL): the frames, round
 # robin over the sources, each source FLOOD_PER_SOURCE times; stops at the
-# count or after max seconds; prints "sent N in S".
+# count or after max seconds; prints "sent N in S full F", as
+# etrelay-flood does.
 FLOODER = r"""
 import socket, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -92,65 +121,86 @@ print(f"sent {sent} in {time.monotonic() - t0:.2f} full {full}", flush=True)
 
 
 class Player:
-    """A player on its own address: PLAYER_PPS in-game packets a second,
-    each one unique, from a thread (ticks missed are skipped, never sent
-    in a burst)."""
+    """A player on its own address that joins OpenArena through the relay
+    (getchallenge, a Huffman-coded connect with its qport: answered
+    connectResponse), then sends PLAYER_PPS in-game packets a second
+    (sequence, qport: legacy protocol 71 has no checksum), its sequences
+    from a range of its own (seq0 on) so that OpenArena's log tells the
+    players apart, from a thread (ticks missed are skipped, never sent in a
+    burst), and counts what OpenArena sends it (its snapshots)."""
 
-    def __init__(self, ip, relay_addr, n):
+    def __init__(self, ip, relay_addr, n, name):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, 0))
         self.sock.settimeout(0.2)
         self.relay_addr = relay_addr
-        self.qport = 4000 + n
-        self.sent = []
-        self.sent_at = {}  # packet -> when it was sent
-        self.rtt = []  # seconds, each echo the game server's stand-in sent back
-        self.ip = ip
+        self.qport = H.new_qport()
+        self.seq0 = (n + 1) * 1000000
+        self.sent = []  # sequences
+        self.snaps = []  # arrival times of what OpenArena sent
+        self.ip, self.name = ip, name
         self.stop = threading.Event()
         H._register(self)
 
-    def hello(self):
-        """The session opened: an echo within a bounded wait."""
-        p = H.game_packet(self.qport, b"hello", 1)
-        deadline = time.monotonic() + 5
+    def _ask(self, pkt, want, deadline):
+        """Send pkt every 0.5 s until an answer whose word is in want:
+        (word, rest), or None at the deadline."""
         while time.monotonic() < deadline:
-            self.sock.sendto(p, self.relay_addr)
-            try:
-                if self.sock.recv(2048) == b"ECHO:" + p:
-                    return
-            except socket.timeout:
-                pass
-        H.fail(f"player {self.ip}: no echo through the relay")
+            self.sock.sendto(pkt, self.relay_addr)
+            end = min(deadline, time.monotonic() + 0.5)
+            while time.monotonic() < end:
+                try:
+                    data = self.sock.recv(H.MAX_DGRAM)
+                except (socket.timeout, OSError):
+                    break
+                word, rest = H.split_command(data)
+                if word in want:
+                    return word, rest
+        return None
 
-    def run(self, seconds, tag):
+    def join(self):
+        """getchallenge, then connect, each resent within a bounded wait
+        (OpenArena allows the relay's address a query a second past a
+        burst of ten, and a phase's relay follows a flood's)."""
+        deadline = time.monotonic() + 8 * H.SLOW
+        n = random.randrange(100000, 999999)
+        r = self._ask(H.cmd(f"getchallenge {n} {GAMENAME}"), ("challengeResponse",), deadline)
+        H.check(r, f"player {self.name}: no challengeResponse through the relay")
+        info = (f"\\challenge\\{r[1].split()[0]}\\qport\\{self.qport}\\protocol\\71"
+                f"\\name\\{self.name}\\rate\\25000\\snaps\\20"
+                f"\\cl_guid\\{os.urandom(16).hex().upper()}")
+        r = self._ask(q3huff.connect_packet(info), ("connectResponse", "print"), deadline)
+        H.check(r and r[0] == "connectResponse",
+                f"player {self.name}: OpenArena did not take the connect: {r}")
+
+    def run(self, done):
+        """In-game packets until done is set (at most a minute's)."""
         period, t0 = 1.0 / PLAYER_PPS, time.monotonic()
-        n = int(seconds * PLAYER_PPS)
-        for k in range(n):
+        for k in range(60 * PLAYER_PPS):
+            if done.is_set():
+                break
             when = t0 + k * period
             now = time.monotonic()
             if when > now:
                 time.sleep(when - now)
-            p = H.game_packet(self.qport, f"{tag}-{self.ip}-{k}".encode(), k + 2)
-            self.sent_at[p] = time.monotonic()
-            self.sock.sendto(p, self.relay_addr)
-            self.sent.append(p)
+            elif now - when > period:
+                continue  # a tick missed
+            self.sock.sendto(H.game_packet(self.qport, b"", self.seq0 + k), self.relay_addr)
+            self.sent.append(self.seq0 + k)
 
     def read(self):
-        """The echoes (the stand-in's answer to each in-game packet, the
-        snapshots' place): each one's round trip, until stop (bounded by
-        the socket's timeout)."""
+        """What OpenArena sends, until stop (bounded by the socket's
+        timeout)."""
         while not self.stop.is_set():
             try:
-                data = self.sock.recv(2048)
+                self.sock.recv(H.MAX_DGRAM)
             except (socket.timeout, OSError):
                 continue
-            t = self.sent_at.get(data[5:]) if data.startswith(b"ECHO:") else None
-            if t is not None:
-                self.rtt.append(time.monotonic() - t)
+            self.snaps.append(time.monotonic())
 
-    def p99_ms(self):
-        r = sorted(self.rtt)
-        return r[min(len(r) - 1, int(len(r) * 0.99))] * 1000 if r else float("nan")
+    def snap_gap_p99_ms(self):
+        g = sorted(b - a for a, b in zip(self.snaps, self.snaps[1:]))
+        return round(g[min(len(g) - 1, int(len(g) * 0.99))] * 1000, 1) if g else float("nan")
 
     def close(self):
         self.sock.close()
@@ -162,48 +212,89 @@ def ip(*args):
         H.fail(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
 
-# The same policy as nftables rules in the relay's namespace (for
-# bench/compare-flood): bogons and the banned address dropped, a flow the
-# relay answered (conntrack: established) passed, every other source over
-# XDP_RATE/s, XDP_BURST at once dropped. No shape: nftables cannot read a
-# command behind whitespace and comments.
-NFT_RULES = """table inet etrelay_flood {{
-  chain pre {{
-    type filter hook prerouting priority -150; policy accept;
-    udp dport {port} ip saddr {{ 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/3 }} drop
-    udp dport {port} ip saddr {banned} drop
-    udp dport {port} ct state established accept
-    udp dport {port} meter flood4 {{ ip saddr limit rate over {rate}/second burst {burst} packets }} drop
-  }}
-}}
-"""
+def cpu_busy(cpu=""):
+    """Seconds CPU cpu (every CPU: "") spent busy, and in softirq, from
+    /proc/stat: user, nice, system, irq, softirq (not idle, iowait, the
+    hypervisor's steal, nor guest, which user counts already)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                v = [int(x) for x in line.split()[1:]]
+                return (v[0] + v[1] + v[2] + v[5] + v[6]) / hz, v[6] / hz
+    return 0.0, 0.0
 
 
 def host_busy():
-    """Seconds every CPU of the host spent busy (/proc/stat), and in softirq."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    hz = os.sysconf("SC_CLK_TCK")
-    return (sum(v) - v[3] - v[4]) / hz, v[6] / hz
+    return cpu_busy()
 
 
-def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOOD_PER_SOURCE,
-          c_flooder=False):
+def kernel_drops(ns):
+    """Datagrams the kernel dropped before the relay read them: at the
+    CPUs' backlogs (/proc/net/softnet_stat, every CPU: the host's) and at
+    full UDP receive queues in the relay's namespace (Udp RcvbufErrors)."""
+    with open("/proc/net/softnet_stat") as f:
+        backlog = sum(int(line.split()[1], 16) for line in f if line.strip())
+    r = subprocess.run(ns.wrapper() + ["cat", "/proc/net/snmp"], capture_output=True, text=True,
+                       timeout=10)
+    udp = [line.split() for line in r.stdout.splitlines() if line.startswith("Udp:")]
+    rcvbuf = int(udp[1][udp[0].index("RcvbufErrors")]) if len(udp) == 2 else 0
+    return backlog, rcvbuf
+
+
+def oa_players(oa):
+    """The names OpenArena lists (getstatus, asked directly from the probe
+    address, within a bounded wait); None when it did not answer."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        try:
+            s.bind((PROBE_SRC, 0))
+        except OSError:
+            s.bind((H.LOOPBACK, 0))
+        s.settimeout(0.5)
+        for k in range(6):
+            s.sendto(H.cmd(f"getstatus x{k}"), oa.addr)
+            try:
+                data = s.recv(H.MAX_DGRAM)
+            except (socket.timeout, OSError):
+                continue
+            word, rest = H.split_command(data)
+            if word == "statusResponse":
+                return [m.group(1) for m in re.finditer(r'^-?\d+ -?\d+ "([^"]*)"', rest, re.M)]
+        return None
+    finally:
+        s.close()
+
+
+def oa_seqs(oa):
+    """The sequences of every in-game packet OpenArena's netchan took."""
+    return {int(m.group(1)) for m in (OA_RECV.search(ln) for ln in oa.log_lines()) if m}
+
+
+def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
+          flood_seconds=FLOOD_SECONDS, relay_cpu=None, flood_cpus=(None,),
+          before_close=None):
+    """One run: a fresh relay (with XDP or not; nft_rules, a str.format
+    template of {port}, loaded in its namespace after it started), the
+    players joined, the flood, the counts. relay_cpu, flood_cpus,
+    before_close (bench/compare-flood): the CPU the relay is pinned to, a
+    flooder for each item of flood_cpus (pinned to those CPUs, or not:
+    None), what to call with the namespace before the relay exits."""
+    ns, oa = w.ns, w.oa
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
-    bans = os.path.join(tmp, "bans")
+    bans = os.path.join(w.tmp, "bans")
     with open(bans, "w") as f:
         f.write(f"{BANNED}\n")
-    args = ["--listen", f"{ns.ns_ip}:{lport}", "--upstream", f"{ns.host_ip}:{gs.port}",
-            "--master", f"{ns.host_ip}:{master.port}", "--ops-listen", f"{ns.ns_ip}:{ops_port}",
+    args = ["--listen", f"{ns.ns_ip}:{lport}", "--upstream", f"{ns.host_ip}:{oa.port}",
+            "--master", f"{ns.host_ip}:{w.master.port}", "--ops-listen", f"{ns.ns_ip}:{ops_port}",
             "--ban-file", bans]
     if xdp:
         args += ["--xdp-interface", ns.ns_if, "--xdp-rate", str(XDP_RATE),
                  "--xdp-burst", str(XDP_BURST)]
+    wrapper = ns.wrapper() + (["taskset", "-c", str(relay_cpu)] if relay_cpu is not None else [])
     relay = H.relay_env(ctx, {"ETRELAY_METRICS_TOKEN": tok, "ETRELAY_LIFECYCLE_READ_TOKEN": tok},
-                        *args, listen=False,
-                        wrapper=ns.wrapper(), open_limits=False)
-    tag = "xdp" if xdp else "plain"
+                        *args, listen=False, wrapper=wrapper, open_limits=False)
     if xdp:
         lines = relay.find_lines(r"^xdp: ")
         said = " / ".join(relay.text_lines()[i] for i, _ in lines)
@@ -212,48 +303,65 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
             raise H.TestSkip(f"the kernel refuses the XDP program: {said}")
         H.check(relay.find_lines(rf"^xdp: on {ns.ns_if} in native mode"),
                 f"XDP attached in native mode on {ns.ns_if} (log: {said or 'nothing'})")
-    relay.wait_for_line(r"^server up: ", timeout=10, what="the probe answered across the veth")
+    relay.wait_for_line(r"^server up: ", timeout=10 * H.SLOW,
+                        what="OpenArena answered the probe across the veth")
     life = H.http_request(ops_port, "GET", "/lifecycle", token=tok, host=ns.ns_ip)
     H.expect_eq(life.status, 200, "GET /lifecycle")
     H.expect_eq(json.loads(life.text).get("xdp"), {"mode": "native"} if xdp else None,
                 "/lifecycle's xdp")
-    if nft:
+    if nft_rules:
         r = subprocess.run(ns.wrapper() + ["nft", "-f", "-"], capture_output=True, text=True,
-                           timeout=10, input=NFT_RULES.format(port=lport, banned=BANNED,
-                                                              rate=XDP_RATE, burst=XDP_BURST))
+                           timeout=10, input=nft_rules.format(port=lport))
         H.check(r.returncode == 0, f"nft -f: {r.stderr.strip()}")
-    players = [Player(a, (ns.ns_ip, lport), i) for i, a in enumerate(players_ips)]
+    players = [Player(a, (ns.ns_ip, lport), i, f"{tag}{i}") for i, a in enumerate(w.players_ips)]
     for p in players:
         ctx.objs.append(p)
-        p.hello()
+        p.join()
     m0 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
     cpu0 = relay.cpu_seconds()
-    threads = [threading.Thread(target=p.run, args=(PLAY_SECONDS, tag), daemon=True)
-               for p in players]
+    done = threading.Event()
+    threads = [threading.Thread(target=p.run, args=(done,), daemon=True) for p in players]
     readers = [threading.Thread(target=p.read, daemon=True) for p in players]
+    t_play = time.monotonic()
     for t in threads + readers:
         t.start()
-    time.sleep(0.5)
+    time.sleep(PLAY_MARGIN)
     busy0, soft0 = host_busy()
+    core0 = cpu_busy(relay_cpu) if relay_cpu is not None else None
     kids0 = os.times()
-    # bench/compare-flood asks for bench/flood.c's sender (a C loop of
-    # sendmmsg: four times the Python one's rate here, enough to stall a
-    # loaded 2-CPU host's every thread: this test keeps the Python one).
+    kdrops0 = kernel_drops(ns)
+    # bench/flood.c's sender (a C loop of sendmmsg, ten times the Python
+    # one's rate here) where the build has it.
     c_flood = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ctx.binary))),
                            "bench", "etrelay-flood")
-    if c_flooder and os.access(c_flood, os.X_OK):
+    flood_name = "etrelay-flood" if os.access(c_flood, os.X_OK) else "python"
+    if flood_name == "etrelay-flood":
         cmd = [c_flood, ns.host_if, ns.host_mac.hex(), ns.ns_mac.hex(), ns.ns_ip, str(lport),
-               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
+               str(FLOOD_SOURCES), str(per_source), str(flood_seconds)]
     else:
         cmd = [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)),
                ns.host_if, ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(),
-               str(FLOOD_SOURCES), str(per_source), str(FLOOD_MAX_SECONDS)]
-    flooder = subprocess.run(cmd, capture_output=True, text=True, timeout=FLOOD_MAX_SECONDS + 30)
+               str(FLOOD_SOURCES), str(per_source), str(flood_seconds)]
+    flooders = [subprocess.Popen((["taskset", "-c", c] if c else []) + cmd,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for c in flood_cpus]
+    outs = []
+    for f in flooders:
+        try:
+            outs.append(f.communicate(timeout=flood_seconds + 30) + (f.returncode,))
+        except subprocess.TimeoutExpired:
+            f.kill()
+            outs.append(f.communicate() + (f.returncode,))
     kids1 = os.times()
+    kdrops1 = kernel_drops(ns)
     busy1, soft1 = host_busy()
-    H.check(flooder.returncode == 0, f"the flooder: {flooder.stderr.strip()[-500:]}")
-    words = flooder.stdout.split()
-    sent, seconds, full = int(words[1]), float(words[3]), int(words[5])
+    core1 = cpu_busy(relay_cpu) if relay_cpu is not None else None
+    sent = seconds = full = 0
+    for out, err, rc in outs:
+        H.check(rc == 0, f"the flooder: {err.strip()[-500:]}")
+        words = out.split()
+        sent, seconds = sent + int(words[1]), max(seconds, float(words[3]))
+        full += int(words[5])
     # A banned source's frames, after the flood: dropped as banned with XDP.
     for k in range(BAN_FRAMES):
         ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
@@ -264,28 +372,33 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     for k, payload in enumerate(SHAPE):
         ns.send_frame(H.ether_udp((SHAPELY, 32000 + k), (ns.ns_ip, lport), payload,
                                   ns.host_mac, ns.ns_mac))
+    time.sleep(PLAY_MARGIN)
+    done.set()
     for t in threads:
-        t.join(timeout=PLAY_SECONDS + 30)
+        t.join(timeout=5)
+    play = time.monotonic() - t_play
     cpu = relay.cpu_seconds() - cpu0
-    want = {p: set(p.sent) for p in players}
+    # Asked at once: OpenArena drops a player 10 s after its last packet.
+    listed = oa_players(oa)
 
-    def arrived(p):
-        return len({x.data for x in gs.packets(lambda x: x.data in want[p])})
+    def arrived():
+        got = oa_seqs(oa)
+        return [len(got.intersection(p.sent)) for p in players]
 
     # Every player's last packets in flight: a bounded wait for all, then
     # count what is there.
     try:
-        H.wait_until(lambda: all(arrived(p) == len(p.sent) for p in players), 3,
-                     "every player's packets at the game server", interval=0.05)
+        H.wait_until(lambda: arrived() == [len(p.sent) for p in players], 3 * H.SLOW,
+                     "every player's packets in OpenArena's log", interval=0.1)
     except H.TestFailure:
         pass
-    lost = [len(p.sent) - arrived(p) for p in players]
+    lost = [len(p.sent) - n for p, n in zip(players, arrived())]
     for p in players:
         p.stop.set()
     for t in readers:
         t.join(timeout=1)
-    echoes_lost = [len(p.sent) - len(p.rtt) for p in players]
-    p99 = [round(p.p99_ms(), 1) for p in players]
+    snaps = [len(p.snaps) for p in players]
+    p99 = [p.snap_gap_p99_ms() for p in players]
     m1 = H.get_metrics(ops_port, tok, host=ns.ns_ip)
 
     def grew(name, **labels):
@@ -295,21 +408,33 @@ def phase(ctx, ns, gs, master, xdp, players_ips, tmp, nft=False, per_source=FLOO
     counts = {r: grew("etrelay_xdp_packets_total", listener="game", result=r)
               for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
     counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
-    tag = "nft" if nft else tag
-    ctx.note(f"{tag}: flood ({os.path.basename(cmd[0])}) {sent} frames from {FLOOD_SOURCES} sources in {seconds:.2f} s "
-             f"({sent / max(seconds, 0.01):.0f}/s, {full} refused ENOBUFS); players sent {[len(p.sent) for p in players]}, "
-             f"lost {lost}, echoes lost {echoes_lost}, p99 {p99} ms; relay CPU {cpu:.2f} s, its drops +{relay_drops}; xdp {counts}")
+    counts["unwalked"] = grew("etrelay_xdp_lines_unwalked_total")
+    unwalked_shown = H.metric_value(m1, "etrelay_xdp_lines_unwalked_total",
+                                    listener="game") is not None
+    ctx.note(f"{tag}: flood ({flood_name}) {sent} frames "
+             f"from {FLOOD_SOURCES} sources in {seconds:.2f} s ({sent / max(seconds, 0.01):.0f}/s, "
+             f"{full} refused ENOBUFS); players played {play:.2f} s, sent "
+             f"{[len(p.sent) for p in players]}, lost at OpenArena {lost}, snapshots {snaps} "
+             f"(p99 gap {p99} ms), listed by OpenArena after: {listed}; relay CPU {cpu:.2f} s, "
+             f"its drops +{relay_drops}; the kernel's (backlog, socket queue) "
+             f"+{[b - a for a, b in zip(kdrops0, kdrops1)]}; xdp {counts}")
     reload = reload_bans(ns, relay, bans, lport, ops_port, tok) if xdp else None
+    if before_close:
+        before_close(ns)
     relay.expect_exit = True
     relay.close()
-    if nft:
+    if nft_rules:
         subprocess.run(ns.wrapper() + ["nft", "delete", "table", "inet", "etrelay_flood"],
                        capture_output=True, timeout=10)
     return dict(host_busy=busy1 - busy0, softirq=soft1 - soft0,
+                core=[b - a for a, b in zip(core0, core1)] if core0 else None,
+                kernel_drops=[b - a for a, b in zip(kdrops0, kdrops1)],
                 flooder_cpu=(kids1.children_user + kids1.children_system) -
                 (kids0.children_user + kids0.children_system),
-                sent=sent, seconds=seconds, lost=lost, echoes_lost=echoes_lost, p99=p99, cpu=cpu, relay_drops=relay_drops, xdp=counts,
-                players=[len(p.sent) for p in players], reload=reload)
+                sent=sent, seconds=seconds, play=play, lost=lost, snaps=snaps, p99=p99, cpu=cpu,
+                relay_drops=relay_drops, xdp=counts, players=[len(p.sent) for p in players],
+                names=[p.name for p in players], listed=listed, reload=reload,
+                unwalked_shown=unwalked_shown)
 
 
 def reload_bans(ns, relay, bans, lport, ops_port, tok):
@@ -422,32 +547,62 @@ def turn_known(ctx, ns):
     relay.close()
 
 
-def setup(ctx):
-    """The namespace, the stand-ins on this side, the players' addresses:
-    what every phase shares (bench/compare-flood runs phases too)."""
+def network(ctx, rps_cpu=None):
+    """The namespace and the players' addresses. rps_cpu
+    (bench/compare-flood): the CPU whose softirq takes every frame the
+    relay's end of the pair receives (RPS), as a NIC's queue whose
+    interrupt lands on the relay's CPU."""
     ns = H.VethNetns(sysctls=(("net.ipv4.conf.all.rp_filter", 0),
                               ("net.ipv4.conf.{ns_if}.rp_filter", 0)))
     ctx.objs.append(ns)
     # Answers to the flood's addresses leave by the veth (and are lost).
     ip("-n", ns.name, "route", "add", "default", "via", ns.host_ip)
+    if rps_cpu is not None:
+        r = subprocess.run(ns.wrapper() + [
+            "sh", "-c", f"echo {1 << rps_cpu:x} > /sys/class/net/{ns.ns_if}/queues/rx-0/rps_cpus"],
+            capture_output=True, text=True, timeout=10)
+        H.check(r.returncode == 0, f"rps_cpus on {ns.ns_if}: {r.stderr.strip()}")
     base = ns.host_ip.rsplit(".", 1)[0]
     players_ips = [f"{base}.{11 + i}" for i in range(PLAYERS)]
     for a in players_ips:
         ip("addr", "add", f"{a}/32", "dev", ns.host_if)
-    gs = H.stand_in_on(H.GameServer, ns.host_ip)
-    ctx.objs.append(gs)
-    master = H.stand_in_on(H.Master, ns.host_ip, challenge=False)
-    ctx.objs.append(master)
-    tmp = ctx.tmpdir()
-    return ns, gs, master, players_ips, tmp
+    return types.SimpleNamespace(ns=ns, players_ips=players_ips, tmp=ctx.tmpdir())
+
+
+def game_server(ctx, w):
+    """OpenArena (started, not waited for: it loads its map meanwhile) and
+    the master's stand-in on this side of the pair, into w: what every
+    phase shares (bench/compare-flood runs phases too). w.oa is None
+    without openarena-server."""
+    w.oa = None
+    if os.path.isfile(OA_SERVER) and os.access(OA_SERVER, os.X_OK):
+        w.oa = OpenArena(H.free_udp_port(), "etrelay-xdp-" + H.rand_token(6), ip=w.ns.host_ip,
+                         extra=OA_EXTRA)
+        ctx.objs.append(w.oa)
+    w.master = H.stand_in_on(H.Master, w.ns.host_ip, challenge=False)
+    ctx.objs.append(w.master)
+    return w
+
+
+def game_server_ready(w):
+    """OpenArena answers getinfo; skips (77) without openarena-server."""
+    if not w.oa:
+        raise H.TestSkip(f"{OA_SERVER} is not installed (Debian package openarena-server)")
+    w.oa.wait_ready()
+    return w
+
+
+def setup(ctx, rps_cpu=None):
+    return game_server_ready(game_server(ctx, network(ctx, rps_cpu)))
 
 
 def test(ctx):
-    ns, gs, master, players_ips, tmp = setup(ctx)
-    derived_rates(ctx, ns)
-    plain = phase(ctx, ns, gs, master, False, players_ips, tmp)
-    with_xdp = phase(ctx, ns, gs, master, True, players_ips, tmp)
-    turn_known(ctx, ns)
+    w = game_server(ctx, network(ctx))
+    derived_rates(ctx, w.ns)
+    turn_known(ctx, w.ns)
+    game_server_ready(w)
+    plain = phase(ctx, w, False, "plain")
+    with_xdp = phase(ctx, w, True, "xdp")
 
     x = with_xdp["xdp"]
     # Each source passes at most its burst and rate x time (+1 for the
@@ -463,22 +618,36 @@ def test(ctx):
     H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
     H.expect_eq(x["shape"], len(NOT_SHAPE), "XDP drops as shape")
     H.expect_eq(x["other listeners"], 0, "XDP counts under listener game only")
+    H.check(with_xdp["unwalked_shown"], "/metrics has etrelay_xdp_lines_unwalked_total")
+    H.expect_eq(x["unwalked"], 0, "long lines left unwalked (there were none)")
     # The program passes every packet of a player (known, just below);
     # past it, a relay starved of CPU by the oversubscribed CI step lost 2
     # of 200 in the socket queue once: 2 % is the bound, 0 the usual.
     H.check(all(n <= max(s // 50, 1) for n, s in zip(with_xdp["lost"], with_xdp["players"])),
-            f"players' packets lost with XDP: {with_xdp['lost']} of {with_xdp['players']}")
-    H.check(x["known"] >= sum(with_xdp["players"]),
+            f"players' packets lost at OpenArena with XDP: {with_xdp['lost']} of "
+            f"{with_xdp['players']}")
+    # Frames the program never saw (the veth's ring full, or a frame the
+    # veth hands to the stack past its NAPI: one in 500 000 here, once)
+    # excuse as many of the players' packets missing from known; a player's
+    # packet judged by the bucket is not excused.
+    judged = sum(v for k, v in x.items() if k not in ("other listeners", "unwalked"))
+    unjudged = max(0, with_xdp["sent"] + BAN_FRAMES + len(NOT_SHAPE) + len(SHAPE) +
+                   sum(with_xdp["players"]) - judged)
+    H.check(x["known"] + unjudged >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
-            f"{sum(with_xdp['players'])}")
-    ctx.note(f"summary: players lost {plain['lost']} without XDP, {with_xdp['lost']} with; their "
-             f"echoes lost {plain['echoes_lost']} without, {with_xdp['echoes_lost']} with; "
-             f"p99 round trip {plain['p99']} ms without, {with_xdp['p99']} ms with; relay "
-             f"CPU {plain['cpu']:.2f} s without, {with_xdp['cpu']:.2f} s with; relay drops "
-             f"+{plain['relay_drops']} without, +{with_xdp['relay_drops']} with; XDP dropped "
-             f"{x['rate']} rate, {x['banned']} banned, {x['shape']} shape, passed {x['passed']}, "
-             f"known {x['known']}; host busy over the flood {plain['host_busy']:.2f} s without "
-             f"(softirq {plain['softirq']:.2f}), {with_xdp['host_busy']:.2f} s with (softirq "
+            f"{sum(with_xdp['players'])} (less {unjudged} frames it never judged)")
+    H.check(with_xdp["listed"] is not None and set(with_xdp["names"]) <= set(with_xdp["listed"]),
+            f"OpenArena lists the players after the flood with XDP: {with_xdp['listed']}, "
+            f"want {with_xdp['names']}")
+    ctx.note(f"summary: players lost {plain['lost']} of {plain['players']} without XDP, "
+             f"{with_xdp['lost']} of {with_xdp['players']} with; their snapshots "
+             f"{plain['snaps']} without, {with_xdp['snaps']} with (p99 gap {plain['p99']} ms "
+             f"without, {with_xdp['p99']} ms with); relay CPU {plain['cpu']:.2f} s without, "
+             f"{with_xdp['cpu']:.2f} s with; relay drops +{plain['relay_drops']} without, "
+             f"+{with_xdp['relay_drops']} with; XDP dropped {x['rate']} rate, {x['banned']} "
+             f"banned, {x['shape']} shape, passed {x['passed']}, known {x['known']}; host busy "
+             f"over the flood {plain['host_busy']:.2f} s without (softirq "
+             f"{plain['softirq']:.2f}), {with_xdp['host_busy']:.2f} s with (softirq "
              f"{with_xdp['softirq']:.2f}); the flooder's own CPU {plain['flooder_cpu']:.2f} s, "
              f"{with_xdp['flooder_cpu']:.2f} s")
     H.check(with_xdp["reload"]["passed"] + with_xdp["reload"]["known"] >= BAN_FRAMES,

@@ -329,14 +329,32 @@ static void check_words(void)
 	}
 }
 
+/* The long lines left unwalked, summed over the CPUs (what
+ * etrelay_xdp_lines_unwalked_total shows); UINT64_MAX: unreadable. */
+static uint64_t unwalked(int ncpus)
+{
+	int fd = bpf_object__find_map_fd_by_name(obj, "etr_walk");
+	struct xdp_walk *w = calloc((size_t)ncpus, sizeof(*w));
+	uint64_t n = UINT64_MAX;
+	uint32_t zero = 0;
+
+	if (w && fd >= 0 && bpf_map_lookup_elem(fd, &zero, w) == 0)
+		for (int c = n = 0; c < ncpus; c++)
+			n += w[c].unwalked;
+	free(w);
+	return n;
+}
+
 /* With a walk budget, a long line is walked (and dropped for its shape)
  * until this CPU's steps for the second are spent, then passed unwalked
- * to the bucket (none here); short lines are walked whatever the budget. */
-static void check_walk_budget(void)
+ * to the bucket (none here), each counted in the CPU's unwalked; short
+ * lines are walked whatever the budget. */
+static void check_walk_budget(int ncpus)
 {
 	struct xdp_params p = {.walk_steps = 5000};
 	static uint8_t line[PAYLOAD_MAX], f[PAYLOAD_MAX + 128];
 	unsigned dropped = 0, passed = 0;
+	uint64_t unwalked0 = unwalked(ncpus), unwalked1;
 	uint32_t zero = 0;
 
 	memset(line, ' ', sizeof(line));
@@ -364,6 +382,12 @@ static void check_walk_budget(void)
 			passed);
 		failures++;
 	}
+	unwalked1 = unwalked(ncpus);
+	if (unwalked0 != 0 || unwalked1 != passed) {
+		fprintf(stderr, "walk budget: %llu then %llu lines counted unwalked, %u passed\n",
+			(unsigned long long)unwalked0, (unsigned long long)unwalked1, passed);
+		failures++;
+	}
 	/* A short shapeless line is still walked and dropped. */
 	{
 		static const uint8_t junk[] = "\xff\xff\xff\xffjunk";
@@ -377,8 +401,9 @@ static void check_walk_budget(void)
 			failures++;
 		}
 	}
-	printf("walk budget of 5000 steps: %u long lines dropped, %u passed unwalked\n", dropped,
-	       passed);
+	printf("walk budget of 5000 steps: %u long lines dropped, %u passed unwalked (counted "
+	       "%llu)\n",
+	       dropped, passed, (unsigned long long)unwalked1);
 }
 
 static int load(void)
@@ -446,7 +471,7 @@ int main(int argc, char **argv)
 		}
 	}
 	free(vals);
-	check_walk_budget();
+	check_walk_budget(ncpus);
 	bpf_object__close(obj);
 	printf("%lu runs, %llu dropped for their shape, %lu differences\n", runs,
 	       (unsigned long long)(want[XDP_R_SHAPE] + want[XDP_RESULTS + XDP_R_SHAPE] +
