@@ -121,6 +121,17 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 			o = NULL;
 		}
 	}
+	/* tunnelUrl only while it is served (proto3 JSON leaves an empty
+	 * string out). */
+	if (o && r->tunnel_url[0]) {
+		char url[CTL_TUNNEL_URL_MAX];
+
+		snprintf(url, sizeof(url), "%s", r->tunnel_url);
+		if (json_object_set_new(o, "tunnelUrl", json_pack("s", url)) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
 	/* The TURN array only when there is a TURN listener: a control plane
 	 * that knows nothing of TURN sees the report it always saw. */
 	for (unsigned k = 0; o && k < 3; k++)

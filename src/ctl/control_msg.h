@@ -20,6 +20,9 @@
 /* Listeners one heartbeat reports. */
 #define CTL_LISTENERS_MAX 128
 
+/* The longest tunnelUrl: "wss://", a DNS name, "/t". */
+#define CTL_TUNNEL_URL_MAX 272
+
 /* What enrolment gives: the durable credential (also the state file). */
 struct ctl_credential {
 	char relay_id[CTL_ID_MAX + 1];
@@ -61,6 +64,9 @@ struct control_report {
 	bool wg;
 	char wg_public_key[WGP_KEY_B64_LEN + 1];
 	uint16_t wg_listen_port;
+	/* "tunnelUrl": wss://NAME/t while the tunnel certificate for NAME is
+	 * served on rung 3; "" (left out) otherwise. Never derived. */
+	char tunnel_url[CTL_TUNNEL_URL_MAX];
 };
 
 /* The Enroll request body: {"version":..., "hostname":...}. Returns a

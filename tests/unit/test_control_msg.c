@@ -601,6 +601,14 @@ static void test_control_msg_heartbeat_reports_the_tunnel_only_when_there_is_one
 	w = json_object_get(o, "wireguard");
 	assert_string_equal(json_string_value(json_object_get(w, "publicKey")), r.wg_public_key);
 	assert_int_equal(json_integer_value(json_object_get(w, "listenPort")), 51820);
+	assert_null(json_object_get(o, "tunnelUrl"));
+	json_decref(o);
+	free(s);
+	/* tunnelUrl only while a certificate is served, as given. */
+	strcpy(r.tunnel_url, "wss://tunnel.r1.relays.example.net/t");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "tunnelUrl")), r.tunnel_url);
 	json_decref(o);
 	free(s);
 }
