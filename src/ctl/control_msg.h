@@ -108,6 +108,19 @@ int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t
 int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_t *n, char *err,
 		     size_t errlen);
 
+/* tunnelTokens one answer may give: one per gateway. */
+#define CTL_TUNNEL_TOKENS_MAX CTL_WG_PEERS_MAX
+
+/* Parse a Heartbeat answer's tunnelTokens, the whole set of rung-3 tokens
+ * (absent: none), minted per gateway by the control plane: each a string
+ * the upgrade reader takes as a Bearer token (ws_token_valid: 1 to 256
+ * token68 characters), none twice. Any bad entry refuses the set whole.
+ * Returns 0 with *list malloc'd as one block (the n pointers, then the
+ * NUL-terminated tokens; NULL when 0) and *n, or -1 with the reason in err,
+ * which names the entry's index and never the token. */
+int ctl_msg_tunnel_tokens(const char *body, size_t len, char ***list, size_t *n, char *err,
+			  size_t errlen);
+
 /* The route file's text for a set (the shape of a Heartbeat answer, so
  * ctl_msg_routes reads it back): {"sniRoutes":[{"name","upstream"
  * [,"proxyV2":true]}, ...]} and a newline. malloc'd, or NULL. */
