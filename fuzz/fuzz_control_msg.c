@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: ISC */
 /* libFuzzer harness for the control plane's answers: ctl_msg_routes,
- * ctl_msg_wg_peers, ctl_msg_credential, the certificate's answer, the value count that
- * guards jansson, and the error text. Input: an answer body, as the control plane sends it. */
+ * ctl_msg_wg_peers, ctl_msg_tunnel_tokens, ctl_msg_credential, the certificate's answer, the value
+ * count that guards jansson, and the error text. Input: an answer body, as the control plane sends
+ * it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "control_msg.h"
+#include "ws.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ctl_credential cred;
 	struct sni_route *list = NULL;
 	struct wgp_peer *peers = NULL;
+	char **tokens = NULL;
 	char err[512], text[64];
 	size_t n = 7, v, clen;
 	char *chain;
@@ -46,6 +49,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	free(peers);
+	/* The rung-3 tokens: each one the upgrade reader takes, none twice. */
+	memset(err, 'x', sizeof(err));
+	if (ctl_msg_tunnel_tokens(body, size, &tokens, &n, err, sizeof(err)) == 0) {
+		if (n > CTL_TUNNEL_TOKENS_MAX || (n == 0) != (tokens == NULL))
+			abort();
+		for (size_t i = 0; i < n; i++) {
+			if (!ws_token_valid(tokens[i], strlen(tokens[i])))
+				abort();
+			for (size_t j = 0; j < i && n < 64; j++)
+				if (strcmp(tokens[i], tokens[j]) == 0)
+					abort();
+		}
+	} else if (tokens != NULL || n != 0 || memchr(err, '\0', sizeof(err)) == NULL) {
+		abort();
+	}
+	free(tokens);
 	memset(err, 'x', sizeof(err));
 	if (ctl_msg_credential(body, size, &cred, err, sizeof(err)) == 0) {
 		if (!cred.relay_id[0] || !cred.api_token[0])

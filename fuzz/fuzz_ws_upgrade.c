@@ -71,8 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* It ended with the blank line. */
 		if (used[0] < 4 || memcmp(data + used[0] - 4, "\r\n\r\n", 4) != 0)
 			abort();
+		/* A token taken here is one the control plane's set may hold
+		 * (ws_token_valid, which ctl_msg_tunnel_tokens asks). */
 		if (u[0].token_len == 0 || u[0].token_len > WS_TOKEN_MAX ||
-		    strlen(u[0].token) != u[0].token_len || strlen(u[0].key) != WS_KEY_LEN)
+		    strlen(u[0].token) != u[0].token_len || strlen(u[0].key) != WS_KEY_LEN ||
+		    !ws_token_valid(u[0].token, u[0].token_len))
 			abort();
 		if (memcmp(u[0].token, u[1].token, u[0].token_len) != 0)
 			abort();

@@ -102,6 +102,11 @@
 #define CONF_CONTROL_TIMEOUT	 (10 * 1000ull)	     /* ms per request */
 #define CONF_CONTROL_BACKOFF_MIN (60 * 1000ull)	     /* ms, first enrolment retry */
 #define CONF_CONTROL_BACKOFF_MAX (30 * 60 * 1000ull) /* ms, doubling up to this */
+/* The tunnel certificate's request (certsched.h): after a failure, doubling
+ * up to the max; after "no certificates offered". */
+#define CONF_CONTROL_CERT_RETRY_MIN   (60 * 1000ull)
+#define CONF_CONTROL_CERT_RETRY_MAX   (30 * 60 * 1000ull)
+#define CONF_CONTROL_CERT_NOT_OFFERED (60 * 60 * 1000ull)
 /* The largest answer read (bytes): about 10 000 routes of 200 bytes. */
 #define CONF_CONTROL_MAX_ANSWER	    (2u << 20)
 #define CONF_CONTROL_MAX_ANSWER_MIN (4u << 10)
@@ -410,6 +415,9 @@ struct etr_conf {
 	char state_dir[CONF_PATH_MAX];
 	uint64_t control_interval_ms, control_timeout_ms;
 	uint64_t control_backoff_min_ms, control_backoff_max_ms;
+	/* The tunnel certificate's waits (with a [tunnel] only). */
+	uint64_t control_cert_retry_min_ms, control_cert_retry_max_ms;
+	uint64_t control_cert_not_offered_ms;
 	uint32_t control_max_answer; /* bytes */
 	/* Private and host blocks the control plane's routes may reach. */
 	struct conf_cidr control_allow[CONF_CONTROL_ALLOW_MAX];

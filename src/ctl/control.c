@@ -19,12 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "certsched.h"
 #include "control_sched.h"
 #include "control_state.h"
 #include "log.h"
 #include "net.h"
 #include "secret.h"
 #include "timers.h"
+#include "tun_cert.h"
 #include "url.h"
 
 #define NS_PER_MS_ 1000000ull
@@ -57,9 +59,11 @@ struct control {
 	uint64_t disk_sig; /* ctl_msg_routes_sig of the route file's set; 0: unknown */
 	int routes_werr;   /* the last route file write's error logged; 0: none */
 	struct ctl_upstream_policy upstream;
-	uint64_t refused_sig; /* of the refused routes last logged; 0: none */
-	char wg_refused[512]; /* why the last peer set was refused, logged; "": taken */
-	bool hosts_warned;    /* the host list outgrew the policy, said once */
+	uint64_t refused_sig;  /* of the refused routes last logged; 0: none */
+	char wg_refused[512];  /* why the last peer set was refused, logged; "": taken */
+	bool hosts_warned;     /* the host list outgrew the policy, said once */
+	struct certsched cert; /* with cfg.cert: when to ask for it next (ms) */
+	struct ctl_logstate log_cert;
 };
 
 /* State directory and file */
@@ -665,6 +669,84 @@ static void heartbeat(struct control *c)
 			  (unsigned long long)((c->sched.next - now) / NS_PER_MS_));
 }
 
+/* The tunnel certificate */
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Ask for the tunnel certificate (a new key, a request naming nothing),
+ * put the answer in force when it checks, and schedule the next request:
+ * a failure keeps the pair in force, if any, and is tried again after
+ * cert_retry_min_ms, doubling; "no certificates offered" after
+ * cert_not_offered_ms; a certificate is renewed at two thirds of its life. */
+static void cert_request(struct control *c)
+{
+	enum certsched_result res = CERTSCHED_FAILED;
+	struct tun_cert_taken t = {0};
+	char err[512] = "", *csr = NULL, *body = NULL, *chain = NULL;
+	char name[TLS_CERT_NAME_MAX];
+	struct answer a = {0};
+	enum ctl_result r = CTL_NETWORK;
+	long status = 0;
+	size_t len = 0;
+	uint64_t now, due;
+	bool had;
+
+	had = tun_cert_name(c->cfg.cert, (int64_t)time(NULL), name);
+	if (tun_cert_request(c->cfg.cert, &csr, err, sizeof(err)) < 0)
+		r = CTL_BAD_ANSWER; /* not the control plane's: counted as failed */
+	else if (!(body = ctl_msg_cert_request(csr)))
+		snprintf(err, sizeof(err), "out of memory");
+	else
+		r = post(c, CONTROL_PATH_CERT, c->cred.api_token, body, &a, &status, err,
+			 sizeof(err));
+	if (r != CTL_OK && status >= 400 &&
+	    ctl_msg_cert_not_offered(status, a.buf ? a.buf : "", a.len))
+		res = CERTSCHED_NOT_OFFERED;
+	else if (r == CTL_OK &&
+		 ctl_msg_cert_answer(a.buf ? a.buf : "", a.len, &chain, &len, err, sizeof(err)) ==
+		     0 &&
+		 tun_cert_take(c->cfg.cert, chain, len,
+			       c->cred.relay_id[0] ? c->cred.relay_id : NULL, wall_ms(), &t, err,
+			       sizeof(err)) == 0)
+		res = CERTSCHED_OK;
+	free(chain);
+	free(a.buf);
+	free(body);
+	free(csr);
+	now = mono_ns();
+	due = certsched_done(&c->cert, now / NS_PER_MS_, res, t.valid_for_ms, t.age_ms);
+	pthread_mutex_lock(&c->st->lock);
+	c->st->cert_requests[res]++;
+	if (res == CERTSCHED_OK)
+		c->st->cert_not_after = (uint64_t)t.not_after;
+	pthread_mutex_unlock(&c->st->lock);
+	due = due > now / NS_PER_MS_ ? due - now / NS_PER_MS_ : 0;
+	if (res == CERTSCHED_OK) {
+		tun_cert_name(c->cfg.cert, (int64_t)time(NULL), name);
+		log_info("control: tunnel certificate for %s in force, %llu s left, renewed in "
+			 "%.1f s",
+			 name, (unsigned long long)(t.valid_for_ms / 1000), (double)due / 1000);
+		ctl_log_changed(&c->log_cert, CTL_OK, 0, NULL);
+	} else if (res == CERTSCHED_NOT_OFFERED) {
+		if (ctl_log_changed(&c->log_cert, CTL_HTTP_ERROR, 0, "not offered"))
+			log_info("control: the control plane offers no tunnel certificate (%s); "
+				 "asking again in %.1f s",
+				 err, (double)due / 1000);
+	} else if (ctl_log_changed(&c->log_cert, r, 0, err)) {
+		log_warnx("control: tunnel certificate request failed (%s); %s%s, next in %llu ms",
+			  err, had ? "keeping the one in force for " : "no certificate yet",
+			  had ? name : "", (unsigned long long)due);
+	} else {
+		log_debug("control: tunnel certificate request failed (%s)", err);
+	}
+}
+
 static void *control_thread(void *arg)
 {
 	struct control *c = arg;
@@ -672,10 +754,18 @@ static void *control_thread(void *arg)
 	if (gethostname(c->hostname, sizeof(c->hostname) - 1) < 0)
 		snprintf(c->hostname, sizeof(c->hostname), "unknown");
 	for (;;) {
-		uint64_t next = c->sched.next;
-		struct timespec until = {.tv_sec = (time_t)(next / 1000000000ull),
-					 .tv_nsec = (long)(next % 1000000000ull)};
+		uint64_t next = c->sched.next, cert = UINT64_MAX;
+		struct timespec until;
 		bool stop;
+
+		/* The certificate once enrolled, on its own schedule; a
+		 * heartbeat due at the same time goes first. */
+		if (c->enrolled && c->cfg.cert && c->cert.due <= UINT64_MAX / NS_PER_MS_)
+			cert = c->cert.due * NS_PER_MS_;
+		if (cert < next)
+			next = cert;
+		until = (struct timespec){.tv_sec = (time_t)(next / 1000000000ull),
+					  .tv_nsec = (long)(next % 1000000000ull)};
 
 		pthread_mutex_lock(&c->lock);
 		while (!c->stop && mono_ns() < next)
@@ -685,10 +775,12 @@ static void *control_thread(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		if (stop)
 			break;
-		if (c->enrolled)
-			heartbeat(c);
-		else
+		if (!c->enrolled)
 			enrol(c);
+		else if (mono_ns() >= c->sched.next)
+			heartbeat(c);
+		else if (mono_ns() >= cert)
+			cert_request(c);
 	}
 	return NULL;
 }
@@ -786,6 +878,14 @@ int control_open(struct control **out, const struct control_config *cfg, char *e
 	pthread_mutex_init(&c->st->lock, NULL);
 	ctl_sched_init(&c->sched, cfg->interval_ms * NS_PER_MS_, cfg->backoff_min_ms * NS_PER_MS_,
 		       cfg->backoff_max_ms * NS_PER_MS_, c->enrolled, mono_ns());
+	if (cfg->cert) {
+		/* The first request right after the first heartbeat. */
+		certsched_init(&c->cert, mono_ns() / NS_PER_MS_);
+		c->cert.retry_first = c->cert.retry = cfg->cert_retry_min_ms;
+		c->cert.retry_max = cfg->cert_retry_max_ms;
+		c->cert.not_offered = cfg->cert_not_offered_ms;
+		c->st->cert_on = true;
+	}
 	publish(c, mono_ns());
 	/* A password in the URL stays out of the log. */
 	url_redact(cfg->url, shown, sizeof(shown));

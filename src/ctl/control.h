@@ -2,7 +2,8 @@
 /* The control-plane client: a thread of its own that enrols once (the
  * bootstrap token buys a durable credential, kept in the state directory),
  * then sends a heartbeat every interval and hands the whole SNI route set
- * of each good answer to the daemon. It never runs in a loop thread: its
+ * of each good answer to the daemon; with a tunnel, it asks for the tunnel
+ * certificate and renews it. It never runs in a loop thread: its
  * HTTP calls block, bounded by the timeout. */
 #ifndef ETR_CONTROL_H
 #define ETR_CONTROL_H
@@ -29,11 +30,13 @@
 /* The services' paths under control-url. */
 #define CONTROL_PATH_ENROLL    "/etrelay.v1.RelayEnrollmentService/Enroll"
 #define CONTROL_PATH_HEARTBEAT "/etrelay.v1.RelayService/Heartbeat"
+#define CONTROL_PATH_CERT      "/etrelay.v1.RelayService/RequestCertificate"
 /* The bytes of an error answer (not 2xx) kept for the log; the rest is
  * not read. */
 #define CONTROL_ERROR_BODY_MAX 256
 
 struct control;
+struct tun_cert;
 
 struct control_config {
 	const char *url;	    /* no trailing '/' */
@@ -66,6 +69,12 @@ struct control_config {
 	 * only. */
 	void (*wg_refused)(void *arg, const char *why);
 	void *arg;
+	/* The tunnel certificate's holder (tun_cert.h; NULL: no tunnel, no
+	 * certificate asked for): once enrolled, RequestCertificate on
+	 * certsched.h's schedule with these waits (ms), each answer's chain
+	 * checked and put in force there. */
+	struct tun_cert *cert;
+	uint64_t cert_retry_min_ms, cert_retry_max_ms, cert_not_offered_ms;
 	struct control_stats *stats; /* initialised by control_start */
 };
 

@@ -19,6 +19,9 @@ static void control_defaults(struct etr_conf *c)
 	c->control_backoff_min_ms = CONF_CONTROL_BACKOFF_MIN;
 	c->control_backoff_max_ms = CONF_CONTROL_BACKOFF_MAX;
 	c->control_max_answer = CONF_CONTROL_MAX_ANSWER;
+	c->control_cert_retry_min_ms = CONF_CONTROL_CERT_RETRY_MIN;
+	c->control_cert_retry_max_ms = CONF_CONTROL_CERT_RETRY_MAX;
+	c->control_cert_not_offered_ms = CONF_CONTROL_CERT_NOT_OFFERED;
 }
 
 /* control-url: http:// or https://, visible ASCII; trailing '/' dropped so
@@ -84,6 +87,9 @@ static const struct conf_key control_keys[] = {
     {"control-timeout", conf_set_duration, 0, GK(control_timeout_ms), 0, 0, DUR},
     {"control-backoff-min", conf_set_duration, 0, GK(control_backoff_min_ms), 0, 0, DUR},
     {"control-backoff-max", conf_set_duration, 0, GK(control_backoff_max_ms), 0, 0, DUR},
+    {"control-cert-retry-min", conf_set_duration, 0, GK(control_cert_retry_min_ms), 0, 0, DUR},
+    {"control-cert-retry-max", conf_set_duration, 0, GK(control_cert_retry_max_ms), 0, 0, DUR},
+    {"control-cert-not-offered", conf_set_duration, 0, GK(control_cert_not_offered_ms), 0, 0, DUR},
     {"control-max-answer", conf_set_bytes, 0, GK(control_max_answer), CONF_CONTROL_MAX_ANSWER_MIN,
      CONF_CONTROL_MAX_ANSWER_MAX, "expected a number of bytes from 4k to 64M, such as 2M"},
     {"control-allow-upstream", set_control_allow},
@@ -105,6 +111,14 @@ void control_conf_finish(struct etr_conf *c, struct conf_errors *e)
 					 "etrelay", where, sizeof(where)),
 			 (unsigned long long)c->control_backoff_min_ms,
 			 (unsigned long long)c->control_backoff_max_ms);
+	if (c->control_cert_retry_min_ms > c->control_cert_retry_max_ms)
+		conf_err(e,
+			 "%s: control-cert-retry-min %llu ms is above control-cert-retry-max %llu "
+			 "ms",
+			 conf_key_origin(c, &c->base, "control-cert-retry-min",
+					 "control-cert-retry-max", "etrelay", where, sizeof(where)),
+			 (unsigned long long)c->control_cert_retry_min_ms,
+			 (unsigned long long)c->control_cert_retry_max_ms);
 }
 
 unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w)

@@ -8,7 +8,8 @@
 
 extern const struct conf_part control_conf_part;
 
-/* conf_finish's step: control-backoff-min at most control-backoff-max. */
+/* conf_finish's step: control-backoff-min at most control-backoff-max,
+ * control-cert-retry-min at most control-cert-retry-max. */
 void control_conf_finish(struct etr_conf *c, struct conf_errors *e);
 
 /* What is legal but likely a mistake in the control plane's keys, as
@@ -40,6 +41,11 @@ unsigned conf_control_warnings(const struct etr_conf *c, struct conf_errors *w);
 	"                            above --control-interval)\n" \
 	"  --control-backoff-min DUR first wait after a failed enrolment (1m), doubling\n" \
 	"  --control-backoff-max DUR ... up to this (30m)\n" \
+	"  --control-cert-retry-min DUR  with a [tunnel]: first wait after a failed\n" \
+	"                            tunnel certificate request (1m), doubling\n" \
+	"  --control-cert-retry-max DUR  ... up to this (30m)\n" \
+	"  --control-cert-not-offered DUR  wait when the control plane offers no\n" \
+	"                            certificate (60m)\n" \
 	"  --control-max-answer BYTES  longest answer read (2M, 4k to 64M); a longer one\n" \
 	"                            is cut off and the heartbeat fails (too_large)\n" \
 	"  --control-allow-upstream CIDR\n" \

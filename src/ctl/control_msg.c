@@ -3,6 +3,7 @@
  * fuzzed JSON library rather than a parser of our own. */
 #include "control_msg.h"
 #include "url.h"
+#include "ws.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -117,6 +118,17 @@ char *ctl_msg_heartbeat_request(const char *version, const char *hostname,
 				      (json_int_t)r->wg_listen_port);
 
 		if (!w || json_object_set_new(o, "wireguard", w) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	/* tunnelUrl only while it is served (proto3 JSON leaves an empty
+	 * string out). */
+	if (o && r->tunnel_url[0]) {
+		char url[CTL_TUNNEL_URL_MAX];
+
+		snprintf(url, sizeof(url), "%s", r->tunnel_url);
+		if (json_object_set_new(o, "tunnelUrl", json_pack("s", url)) < 0) {
 			json_decref(o);
 			o = NULL;
 		}
@@ -385,6 +397,78 @@ int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_
 	*n = count;
 	return 0;
 fail:
+	free(out);
+	json_decref(root);
+	return -1;
+}
+
+static int str_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ctl_msg_tunnel_tokens(const char *body, size_t len, char ***list, size_t *n, char *err,
+			  size_t errlen)
+{
+	json_t *root = load_object(body, len, err, errlen), *arr;
+	char **out = NULL, **sorted = NULL, *p;
+	size_t count, bytes = 0;
+
+	*list = NULL;
+	*n = 0;
+	if (!root)
+		return -1;
+	arr = json_object_get(root, "tunnelTokens");
+	count = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (arr && !json_is_null(arr) && !json_is_array(arr)) {
+		snprintf(err, errlen, "tunnelTokens: not an array");
+		goto fail;
+	}
+	if (count > CTL_TUNNEL_TOKENS_MAX) {
+		snprintf(err, errlen, "tunnelTokens: %zu tokens, at most %u", count,
+			 CTL_TUNNEL_TOKENS_MAX);
+		goto fail;
+	}
+	for (size_t i = 0; i < count; i++) {
+		json_t *t = json_array_get(arr, i);
+
+		if (!json_is_string(t) ||
+		    !ws_token_valid(json_string_value(t), json_string_length(t))) {
+			snprintf(err, errlen,
+				 "tunnelTokens[%zu]: expected a Bearer token of 1 to %u token68 "
+				 "characters",
+				 i, WS_TOKEN_MAX);
+			goto fail;
+		}
+		bytes += json_string_length(t) + 1;
+	}
+	if (count && (!(out = malloc(count * sizeof(*out) + bytes)) ||
+		      !(sorted = malloc(count * sizeof(*sorted))))) {
+		snprintf(err, errlen, "out of memory for %zu tokens", count);
+		goto fail;
+	}
+	p = (char *)(out + count);
+	for (size_t i = 0; i < count; i++) {
+		json_t *t = json_array_get(arr, i);
+
+		out[i] = sorted[i] = p;
+		memcpy(p, json_string_value(t), json_string_length(t) + 1);
+		p += json_string_length(t) + 1;
+	}
+	if (count)
+		qsort(sorted, count, sizeof(*sorted), str_ptr_cmp);
+	for (size_t i = 1; i < count; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+			snprintf(err, errlen, "tunnelTokens: a token given twice");
+			goto fail;
+		}
+	free(sorted);
+	json_decref(root);
+	*list = out;
+	*n = count;
+	return 0;
+fail:
+	free(sorted);
 	free(out);
 	json_decref(root);
 	return -1;

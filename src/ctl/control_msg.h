@@ -20,6 +20,9 @@
 /* Listeners one heartbeat reports. */
 #define CTL_LISTENERS_MAX 128
 
+/* The longest tunnelUrl: "wss://", a DNS name, "/t". */
+#define CTL_TUNNEL_URL_MAX 272
+
 /* What enrolment gives: the durable credential (also the state file). */
 struct ctl_credential {
 	char relay_id[CTL_ID_MAX + 1];
@@ -61,6 +64,9 @@ struct control_report {
 	bool wg;
 	char wg_public_key[WGP_KEY_B64_LEN + 1];
 	uint16_t wg_listen_port;
+	/* "tunnelUrl": wss://NAME/t while the tunnel certificate for NAME is
+	 * served on rung 3; "" (left out) otherwise. Never derived. */
+	char tunnel_url[CTL_TUNNEL_URL_MAX];
 };
 
 /* The Enroll request body: {"version":..., "hostname":...}. Returns a
@@ -101,6 +107,19 @@ int ctl_msg_routes(const char *body, size_t len, struct sni_route **list, size_t
  * (NULL when 0), or -1 with the reason, naming the peer, in err. */
 int ctl_msg_wg_peers(const char *body, size_t len, struct wgp_peer **list, size_t *n, char *err,
 		     size_t errlen);
+
+/* tunnelTokens one answer may give: one per gateway. */
+#define CTL_TUNNEL_TOKENS_MAX CTL_WG_PEERS_MAX
+
+/* Parse a Heartbeat answer's tunnelTokens, the whole set of rung-3 tokens
+ * (absent: none), minted per gateway by the control plane: each a string
+ * the upgrade reader takes as a Bearer token (ws_token_valid: 1 to 256
+ * token68 characters), none twice. Any bad entry refuses the set whole.
+ * Returns 0 with *list malloc'd as one block (the n pointers, then the
+ * NUL-terminated tokens; NULL when 0) and *n, or -1 with the reason in err,
+ * which names the entry's index and never the token. */
+int ctl_msg_tunnel_tokens(const char *body, size_t len, char ***list, size_t *n, char *err,
+			  size_t errlen);
 
 /* The route file's text for a set (the shape of a Heartbeat answer, so
  * ctl_msg_routes reads it back): {"sniRoutes":[{"name","upstream"

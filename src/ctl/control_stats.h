@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "certsched.h"
 #include "control_upstream.h"
 
 /* The result of one enrolment or heartbeat (a metric label each). */
@@ -40,6 +41,20 @@ static inline const char *ctl_result_name(enum ctl_result r)
 	return (unsigned)r < CTL_RESULT_COUNT ? names[r] : "unknown";
 }
 
+/* A certificate request's results: enum certsched_result's. */
+#define CTL_CERT_RESULTS 3
+
+/* Metric label and log word of a certificate request's result. */
+static inline const char *ctl_cert_result_name(enum certsched_result r)
+{
+	static const char *const names[CTL_CERT_RESULTS] = {
+	    [CERTSCHED_OK] = "ok",
+	    [CERTSCHED_FAILED] = "failed",
+	    [CERTSCHED_NOT_OFFERED] = "not_offered",
+	};
+	return (unsigned)r < CTL_CERT_RESULTS ? names[r] : "unknown";
+}
+
 struct control_stats {
 	pthread_mutex_t lock;
 	bool enrolled;	    /* a credential is held */
@@ -58,6 +73,12 @@ struct control_stats {
 	uint64_t routes_refused[CTL_UPSTREAM_WHYS];
 	uint64_t heartbeats[CTL_RESULT_COUNT];
 	uint64_t enrolments[CTL_RESULT_COUNT];
+	/* The tunnel certificate, with a tunnel only (cert_on): its requests
+	 * by result (enum certsched_result), and the notAfter (unix seconds)
+	 * of the one in force, 0: none. */
+	bool cert_on;
+	uint64_t cert_requests[CTL_CERT_RESULTS];
+	uint64_t cert_not_after;
 };
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* The daemon's side of the control-plane client: the heartbeat's report
  * (readiness, and each listener of every kind the control plane knows),
- * and the route set a good heartbeat brings, handed to the SNI listeners. */
+ * and the route set a good heartbeat brings, handed to the SNI listeners;
+ * the tunnel's peers and its certificate's holder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,10 @@ int daemon_control_open(struct daemon *d)
 					kinds[KIND_TUN]->count(conf) ? control_wg_peers : NULL,
 				    .wg_refused = control_wg_refused,
 				    .arg = d,
+				    .cert = tun_kind_cert(d->kenv[KIND_TUN].shared),
+				    .cert_retry_min_ms = conf->control_cert_retry_min_ms,
+				    .cert_retry_max_ms = conf->control_cert_retry_max_ms,
+				    .cert_not_offered_ms = conf->control_cert_not_offered_ms,
 				    .stats = &d->control_stats};
 	char err[1024];
 

@@ -181,6 +181,7 @@ NAMES(turn_drop_name, enum turn_drop)
 NAMES(turn_tcp_drop_name, enum turn_tcp_drop)
 NAMES(ctl_result_name, enum ctl_result)
 NAMES(ctl_upstream_why_name, enum ctl_upstream_why)
+NAMES(ctl_cert_result_name, enum certsched_result)
 NAMES(xdp_result_name, unsigned)
 
 static const char *turn_code_k(unsigned k, char *buf)
@@ -304,6 +305,13 @@ static uint64_t xdp_unwalked(const struct mctx *c, unsigned i)
 static bool xdp_game(const struct mctx *c, unsigned i, unsigned k)
 {
 	return i == XDP_LISTENER_GAME;
+}
+
+/* The tunnel certificate's families: with a tunnel only. */
+static bool ctl_cert_on(const struct mctx *c, unsigned i, unsigned k)
+{
+	(void)i, (void)k;
+	return c->ctl.cert_on;
 }
 
 /* Every family, in the order of the output. */
@@ -557,6 +565,17 @@ static const struct metric metrics[] = {
 	     "unicast); the other routes apply."},
     {"etrelay_control_last_success_timestamp_seconds", GAUGE, CONTROL, C(last_success),
      .help = "Unix time of the last good heartbeat; 0 before the first."},
+
+    {"etrelay_tunnel_certificate_requests_total", COUNTER, CONTROL, C(cert_requests),
+     .label = LABEL_ENUM("result", CTL_CERT_RESULTS, ctl_cert_result_name_k), .when = ctl_cert_on,
+     .help = "Requests for the tunnel certificate (RequestCertificate), by result (ok: a "
+	     "chain for the request's key and one tunnel name, put in force; failed: no answer, "
+	     "an error or a chain refused, the certificate in force stays; not_offered: the "
+	     "control plane gives none, asked again after control-cert-not-offered)."},
+    {"etrelay_tunnel_certificate_expiry_timestamp_seconds", GAUGE, CONTROL, C(cert_not_after),
+     .when = ctl_cert_on,
+     .help = "Unix time the tunnel certificate in force expires (its notAfter); 0 before the "
+	     "first. It is renewed at two thirds of its lifetime."},
 
     /* The tunnel's ([tunnel]). */
     {"etrelay_tunnel_peers", GAUGE, TUNNEL, TU(peers),

@@ -4,6 +4,7 @@
 #include "tls_csr.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,25 @@ static const char *leaf_name(X509 *leaf, char out[TLS_CERT_NAME_MAX])
 	return why;
 }
 
+/* Whether name is tunnel.<relay_id>.<suffix>, or with relay_id NULL
+ * tunnel.<one label>.<suffix>; prefix is scratch room. */
+static bool name_is_tunnel(const char *name, const char *relay_id, char prefix[TLS_CERT_NAME_MAX])
+{
+	const char *id, *dot;
+	int n;
+
+	if (relay_id) {
+		n = snprintf(prefix, TLS_CERT_NAME_MAX, "tunnel.%s.", relay_id);
+		return n > 0 && (size_t)n < TLS_CERT_NAME_MAX &&
+		       strncmp(name, prefix, (size_t)n) == 0 && name[n] != '\0';
+	}
+	if (strncmp(name, "tunnel.", 7) != 0)
+		return false;
+	id = name + 7;
+	dot = strchr(id, '.');
+	return dot && dot > id && dot[1] != '\0';
+}
+
 int tls_cert_accept(EVP_PKEY *key, const char *chain_pem, size_t len, const char *relay_id,
 		    int64_t now, struct tls_cert_info *out, char *err, size_t errlen)
 {
@@ -132,7 +152,6 @@ int tls_cert_accept(EVP_PKEY *key, const char *chain_pem, size_t len, const char
 	const char *why;
 	BIO *bio;
 	X509 *x, *leaf;
-	int n;
 
 	memset(out, 0, sizeof(*out));
 	if (len > INT32_MAX || !(bio = BIO_new_mem_buf(chain_pem, (int)len)))
@@ -157,15 +176,13 @@ int tls_cert_accept(EVP_PKEY *key, const char *chain_pem, size_t len, const char
 		tls_cert_info_free(out);
 		return refuse(err, errlen, "the certificate has %s", why);
 	}
-	n = snprintf(prefix, sizeof(prefix), "tunnel.%s.", relay_id);
-	if (n < 0 || (size_t)n >= sizeof(prefix) || strncmp(out->name, prefix, (size_t)n) != 0 ||
-	    out->name[n] == '\0') {
+	if (!name_is_tunnel(out->name, relay_id, prefix)) {
 		char name[TLS_CERT_NAME_MAX];
 
 		memcpy(name, out->name, sizeof(name));
 		tls_cert_info_free(out);
 		return refuse(err, errlen, "the certificate names %s, not tunnel.%s.<suffix>", name,
-			      relay_id);
+			      relay_id ? relay_id : "<relay-id>");
 	}
 	if (!asn1_seconds(X509_get0_notBefore(leaf), &out->not_before) ||
 	    !asn1_seconds(X509_get0_notAfter(leaf), &out->not_after) ||

@@ -32,7 +32,9 @@ struct tls_cert_info {
 };
 
 /* Read the PEM chain the control plane answered (leaf first) against key.
- * relay_id: the name must be tunnel.<relay_id>.<something>. Returns 0 with
+ * relay_id: the name must be tunnel.<relay_id>.<something>; NULL (a relay
+ * that does not know its id: its credential came from the environment)
+ * tunnel.<one label>.<something>. Returns 0 with
  * *out filled, or -EINVAL with the reason in err: no certificate, a leaf
  * for another key, no DNS name or more than one, a wildcard, another
  * relay's name, already expired or not yet valid at now (seconds). */

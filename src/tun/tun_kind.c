@@ -20,6 +20,7 @@
 #include "json.h"
 #include "log.h"
 #include "stats.h"
+#include "tun_cert.h"
 #include "wgdev.h"
 
 /* Each request to the interface waits at most this long. */
@@ -39,8 +40,9 @@ struct tun_shared {
 	 * the ops thread reads it, never waiting on the device's lock. */
 	pthread_mutex_t last_lock;
 	bool last_lock_init, reconciled, last_ok;
-	uint64_t last_at;   /* unix seconds */
-	char last_err[256]; /* why, when it failed */
+	uint64_t last_at;     /* unix seconds */
+	char last_err[256];   /* why, when it failed */
+	struct tun_cert cert; /* the tunnel certificate (tun_cert.h) */
 };
 
 /* A worker's instance: none of its own yet (rung 3's socket will be). */
@@ -125,6 +127,10 @@ static int open_(struct kind_env *e)
 	if (pthread_mutex_init(&s->last_lock, NULL) != 0)
 		return EXIT_FAILURE;
 	s->last_lock_init = true;
+	if (tun_cert_init(&s->cert) < 0) {
+		log_warnx("tunnel %s: its certificate holder", t->ifname);
+		return EXIT_FAILURE;
+	}
 	s->cur = calloc(TUN_PEERS_MAX, sizeof(*s->cur));
 	s->ops = calloc(2 * TUN_PEERS_MAX, sizeof(*s->ops));
 	if (!s->cur || !s->ops) {
@@ -167,6 +173,7 @@ static void shared_free(struct kind_env *e)
 	if (!s || !s->lock_init) /* open was not called: nothing there */
 		return;
 	wgdev_close(&s->dev);
+	tun_cert_free(&s->cert);
 	explicit_bzero(s->priv, sizeof(s->priv));
 	free(s->cur);
 	free(s->ops);
@@ -420,6 +427,13 @@ void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_R
 	*peers = s ? __atomic_load_n(&s->st.peers, __ATOMIC_RELAXED) : 0;
 	for (unsigned i = 0; i < TUN_RECONCILE_RESULTS; i++)
 		reconciles[i] = s ? __atomic_load_n(&s->st.reconciles[i], __ATOMIC_RELAXED) : 0;
+}
+
+struct tun_cert *tun_kind_cert(void *shared)
+{
+	struct tun_shared *s = shared;
+
+	return s && s->up ? &s->cert : NULL;
 }
 
 const struct kind tun_kind = {

@@ -47,4 +47,9 @@ void tun_peers_refused(void *shared, const char *why);
  * reconcile, reconciles by result. */
 void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_RECONCILE_RESULTS]);
 
+struct tun_cert;
+
+/* The tunnel certificate's holder (tun_cert.h), NULL: no tunnel open. */
+struct tun_cert *tun_kind_cert(void *shared);
+
 #endif

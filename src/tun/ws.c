@@ -61,6 +61,19 @@ static bool ws_token68_char(uint8_t c)
 	return c && strchr("-._~+/", c) != NULL;
 }
 
+bool ws_token_valid(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && ws_token68_char((uint8_t)s[i]))
+		i++;
+	if (i == 0)
+		return false;
+	while (i < n && s[i] == '=')
+		i++;
+	return i == n && n <= WS_TOKEN_MAX;
+}
+
 static bool ws_is(const char *v, size_t n, const char *word)
 {
 	return strlen(word) == n && strncasecmp(v, word, n) == 0;

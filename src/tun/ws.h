@@ -112,6 +112,11 @@ int ws_up_answer(const struct ws_upgrade *u, enum ws_up_result r, char *out, siz
 /* Sec-WebSocket-Accept for a key: base64(SHA-1(key GUID)), NUL-terminated. */
 void ws_accept(const char key[WS_KEY_LEN], char out[WS_ACCEPT_LEN + 1]);
 
+/* True when the n bytes at s are a token the upgrade reader takes: 1 to
+ * WS_TOKEN_MAX bytes of RFC 6750's b64token (token68 characters, then any
+ * '=' tail). */
+bool ws_token_valid(const char *s, size_t n);
+
 /* Two tokens compared in a time that does not depend on where they differ
  * or on their lengths (their SHA-256 digests, compared with CRYPTO_memcmp). */
 bool ws_token_equal(const char *a, size_t alen, const char *b, size_t blen);

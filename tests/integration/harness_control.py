@@ -14,6 +14,7 @@ from harness_ports import free_tcp_port
 
 CONTROL_ENROLL = "/etrelay.v1.RelayEnrollmentService/Enroll"
 CONTROL_HEARTBEAT = "/etrelay.v1.RelayService/Heartbeat"
+CONTROL_CERT = "/etrelay.v1.RelayService/RequestCertificate"
 CONTROL_RELAY_ID = "relay-7"
 CONTROL_API_TOKEN = "api-" + "a" * 40
 # libcurl honours the proxy variables; the stand-in is on loopback.
@@ -32,8 +33,10 @@ class ControlPlane:
     (Content-Length), "chunked" or "close" (neither: the body ends with the
     connection), streamed). routes is the set a good heartbeat is answered
     with (dicts as the JSON has them); wg_peers, when not None, its
-    wireguardPeers. host: the address it listens on (a namespace's relay
-    reaches the host side of its veth pair)."""
+    wireguardPeers. cert is RequestCertificate's answer: a status number
+    (501: no certificates offered), or a function of the request's CSR (PEM
+    text) that returns (status, JSON object). host: the address it listens
+    on (a namespace's relay reaches the host side of its veth pair)."""
 
     def __init__(self, hang=2.5, host=LOOPBACK):
         self.lock = threading.Lock()
@@ -42,6 +45,7 @@ class ControlPlane:
         self.heartbeat = "ok"
         self.routes = []
         self.wg_peers = None
+        self.cert = "501"
         self.stop = threading.Event()
         self.hang = hang
         self.location = None
@@ -64,7 +68,8 @@ class ControlPlane:
                 path = _urlparse.urlsplit(self.path).path
                 with cp.lock:
                     cp.requests.append((t, self.path, dict(self.headers), body))
-                    mode = cp.enroll if path == CONTROL_ENROLL else cp.heartbeat
+                    mode = (cp.enroll if path == CONTROL_ENROLL else
+                            cp.cert if path == CONTROL_CERT else cp.heartbeat)
                     location = cp.location
                     sets = list(cp.routes)
                     peers = cp.wg_peers
@@ -72,7 +77,9 @@ class ControlPlane:
                 if mode == "hang":
                     cp.stop.wait(cp.hang)
                     mode = "ok"
-                if mode == "ok" and path == CONTROL_ENROLL:
+                if path == CONTROL_CERT and callable(mode):
+                    self.answer(*mode(_json.loads(body or b"{}").get("csr", "")))
+                elif mode == "ok" and path == CONTROL_ENROLL:
                     self.answer(200, {"relayId": CONTROL_RELAY_ID, "apiToken": CONTROL_API_TOKEN})
                 elif mode == "ok" and path == CONTROL_HEARTBEAT:
                     hb = {"sniRoutes": sets, "unknownField": {"x": 1}}

@@ -3518,6 +3518,9 @@ static void test_config_control_keys_default_off_with_documented_defaults(void *
 	assert_int_equal(c.control_timeout_ms, 10000);
 	assert_int_equal(c.control_backoff_min_ms, 60000);
 	assert_int_equal(c.control_backoff_max_ms, 30 * 60000);
+	assert_int_equal(c.control_cert_retry_min_ms, 60000);
+	assert_int_equal(c.control_cert_retry_max_ms, 30 * 60000);
+	assert_int_equal(c.control_cert_not_offered_ms, 60 * 60000);
 }
 
 static void test_config_control_keys_from_the_file_and_the_command_line(void **state)
@@ -3532,8 +3535,11 @@ static void test_config_control_keys_from_the_file_and_the_command_line(void **s
 			     "state-directory /srv/etrelay\n"
 			     "control-interval 500ms\ncontrol-timeout 2s\n"
 			     "control-backoff-min 200ms\ncontrol-backoff-max 1s\n"
+			     "control-cert-retry-min 300ms\ncontrol-cert-retry-max 2s\n"
+			     "control-cert-not-offered 5m\n"
 			     "[relay a]\nupstream h:1\n",
-			     ARGV("--control-interval", "1s", "--state-directory", "/tmp/st")),
+			     ARGV("--control-interval", "1s", "--state-directory", "/tmp/st",
+				  "--control-cert-retry-max", "3s")),
 			 0);
 	/* the trailing '/' goes: the service path brings its own */
 	assert_string_equal(c.control_url, "https://cp.example.com/api");
@@ -3543,6 +3549,9 @@ static void test_config_control_keys_from_the_file_and_the_command_line(void **s
 	assert_int_equal(c.control_timeout_ms, 2000);
 	assert_int_equal(c.control_backoff_min_ms, 200);
 	assert_int_equal(c.control_backoff_max_ms, 1000);
+	assert_int_equal(c.control_cert_retry_min_ms, 300);
+	assert_int_equal(c.control_cert_retry_max_ms, 3000);
+	assert_int_equal(c.control_cert_not_offered_ms, 5 * 60000);
 }
 
 static void test_config_control_bad_values_are_errors_naming_the_key(void **state)
@@ -3754,6 +3763,23 @@ static void test_config_control_backoff_min_above_max_is_an_error(void **state)
 	assert_errors(&e, 1);
 	assert_non_null(strstr(e.text, "control-backoff-min 120000 ms is above control-backoff-max "
 				       "60000 ms"));
+	/* The tunnel certificate's waits alike, at the line of the file. */
+	conf_defaults(&c, &etr_conf_schema);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e,
+			      "control-cert-retry-max 1m\ncontrol-cert-retry-min 2m\n"
+			      "control-cert-not-offered 0\n[relay a]\nupstream h:1\n"),
+			 -1);
+	assert_err_line(&e, "t.conf:3: control-cert-not-offered", "invalid value '0'", NULL);
+	conf_defaults(&c, &etr_conf_schema);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(load(&c, &e,
+			      "control-cert-retry-max 1m\ncontrol-cert-retry-min 2m\n"
+			      "[relay a]\nupstream h:1\n"),
+			 0);
+	assert_int_equal(conf_finish(&c, &e), -1);
+	assert_err_line(&e, "t.conf:2: control-cert-retry-min",
+			"120000 ms is above control-cert-retry-max 60000 ms", NULL);
 }
 
 /* attack13 F8: nor does one whose upstream is this process's echo port or

@@ -601,6 +601,14 @@ static void test_control_msg_heartbeat_reports_the_tunnel_only_when_there_is_one
 	w = json_object_get(o, "wireguard");
 	assert_string_equal(json_string_value(json_object_get(w, "publicKey")), r.wg_public_key);
 	assert_int_equal(json_integer_value(json_object_get(w, "listenPort")), 51820);
+	assert_null(json_object_get(o, "tunnelUrl"));
+	json_decref(o);
+	free(s);
+	/* tunnelUrl only while a certificate is served, as given. */
+	strcpy(r.tunnel_url, "wss://tunnel.r1.relays.example.net/t");
+	s = ctl_msg_heartbeat_request("0.1.0", "host", &r);
+	o = parse(s);
+	assert_string_equal(json_string_value(json_object_get(o, "tunnelUrl")), r.tunnel_url);
 	json_decref(o);
 	free(s);
 }
@@ -646,6 +654,53 @@ static void test_control_msg_wireguard_peers_are_read_whole_or_refused_whole(voi
 	assert_non_null(strstr(err, "given twice"));
 }
 
+/* The rung-3 tokens: the whole set or none, each one the upgrade reader
+ * takes, none twice, and an error that never shows a token. */
+static void test_control_msg_tunnel_tokens_are_read_whole_or_refused_whole(void **state)
+{
+	static const char *const bad[] = {
+	    "{\"tunnelTokens\":[\"tok-a\",\"tok-a\"]}",
+	    "{\"tunnelTokens\":[\"tok-a\",\"\"]}",
+	    "{\"tunnelTokens\":[\"tok-a\",\"has space\"]}",
+	    "{\"tunnelTokens\":[\"tok-a\",\"a=b\"]}",
+	    "{\"tunnelTokens\":[\"tok-a\",\"nul\\u0000x\"]}",
+	    "{\"tunnelTokens\":[\"tok-a\",7]}",
+	    "{\"tunnelTokens\":\"tok-a\"}",
+	};
+	const char *good = "{\"tunnelTokens\":[\"tok-b\",\"AbC.9_~+/x==\"]}";
+	char big[400], body[512], err[256];
+	char **t;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(ctl_msg_tunnel_tokens(good, strlen(good), &t, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(t[0], "tok-b");
+	assert_string_equal(t[1], "AbC.9_~+/x==");
+	free(t);
+	assert_int_equal(ctl_msg_tunnel_tokens("{}", 2, &t, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	assert_null(t);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(
+		    ctl_msg_tunnel_tokens(bad[i], strlen(bad[i]), &t, &n, err, sizeof(err)), -1);
+		assert_null(t);
+		assert_int_equal(n, 0);
+		/* jansson itself refuses a NUL in a string. */
+		if (!strstr(err, "tunnelTokens") && !strstr(err, "not JSON"))
+			fail_msg("%s: %s", bad[i], err);
+		assert_null(strstr(err, "tok-a"));
+	}
+	/* 256 characters are a token, 257 are not. */
+	memset(big, 'k', sizeof(big));
+	snprintf(body, sizeof(body), "{\"tunnelTokens\":[\"%.*s\"]}", 256, big);
+	assert_int_equal(ctl_msg_tunnel_tokens(body, strlen(body), &t, &n, err, sizeof(err)), 0);
+	assert_int_equal(strlen(t[0]), 256);
+	free(t);
+	snprintf(body, sizeof(body), "{\"tunnelTokens\":[\"%.*s\"]}", 257, big);
+	assert_int_equal(ctl_msg_tunnel_tokens(body, strlen(body), &t, &n, err, sizeof(err)), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +708,7 @@ int main(void)
 	    cmocka_unit_test(test_control_msg_heartbeat_request_reports_health_and_each_listener),
 	    cmocka_unit_test(test_control_msg_heartbeat_reports_the_tunnel_only_when_there_is_one),
 	    cmocka_unit_test(test_control_msg_wireguard_peers_are_read_whole_or_refused_whole),
+	    cmocka_unit_test(test_control_msg_tunnel_tokens_are_read_whole_or_refused_whole),
 	    cmocka_unit_test(test_control_msg_a_degraded_heartbeat_names_its_reasons),
 	    cmocka_unit_test(test_control_msg_route_file_reads_back_the_set_it_was_written_from),
 	    cmocka_unit_test(test_control_msg_route_set_digest_tells_sets_apart),

@@ -813,6 +813,10 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 	w_tun.no_handshake = next();
 	w_tun.ages_read = next();
 	s->tunnel = &w_tun;
+	w_ctl.cert_on = true;
+	for (unsigned r = 0; r < CTL_CERT_RESULTS; r++)
+		w_ctl.cert_requests[r] = next();
+	w_ctl.cert_not_after = 1764450000 + next();
 	return s;
 }
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -211,11 +212,54 @@ static void test_tls_cert_refuses_what_is_not_exactly_its_own_name(void **state)
 	test_cert_free(&ca);
 }
 
+/* A relay that does not know its id (its credential came from the
+ * environment) takes tunnel.<any one label>.<suffix>, nothing else. */
+static void test_tls_cert_without_relay_id_takes_any_one_id_label(void **state)
+{
+	static const struct {
+		const char *san;
+		bool ok;
+	} cases[] = {
+	    {"DNS:tunnel.r9.relays.example.net", true},
+	    {"DNS:tunnel.r9.net", true},
+	    {"DNS:tunnel.example", false},
+	    {"DNS:tunnels.r9.example.net", false},
+	    {"DNS:svc.r9.example.net", false},
+	};
+	struct tls_cert_info info;
+	struct test_cert ca;
+	EVP_PKEY *key;
+	char *csr, *chain;
+
+	(void)state;
+	make_ca(&ca);
+	assert_int_equal(tls_csr_new(&key, &csr), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		chain = sign(&ca, csr, cases[i].san, -60, 86400);
+		rc = tls_cert_accept(key, chain, strlen(chain), NULL, time(NULL), &info, err,
+				     sizeof(err));
+		if ((rc == 0) != cases[i].ok)
+			fail_msg("%s: %d (%s)", cases[i].san, rc, err);
+		if (rc == 0)
+			assert_string_equal(info.name, cases[i].san + 4);
+		else
+			assert_non_null(strstr(err, "not tunnel.<relay-id>.<suffix>"));
+		tls_cert_info_free(&info);
+		free(chain);
+	}
+	free(csr);
+	EVP_PKEY_free(key);
+	test_cert_free(&ca);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tls_csr_names_nothing_and_is_signed_by_its_key),
 	    cmocka_unit_test(test_tls_cert_accepts_one_name_of_its_own_and_serves_it),
+	    cmocka_unit_test(test_tls_cert_without_relay_id_takes_any_one_id_label),
 	    cmocka_unit_test(test_tls_cert_refuses_what_is_not_exactly_its_own_name),
 	};
 

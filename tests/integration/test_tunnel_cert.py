@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""The tunnel certificate (issue 25, item 3): etrelay runs in a network
+namespace with a [tunnel] on wireguard-go's interface and a stand-in
+control plane that signs its requests with a test CA (certsign.py, Debian's
+python3-cryptography). Each request names nothing and comes after the
+first heartbeat; the control plane's answers, one per request, in order:
+503 twice (logged once), a wildcard name, a name that is not
+tunnel.<id>.<suffix> (each refused, tried again after
+control-cert-retry-min doubling to -max and no further), "no
+certificates offered" (501: asked again after control-cert-not-offered),
+a good chain (in force,
+logged with its name), at two thirds of its lifetime a renewal answered
+with a wildcard (refused: the one in force stays, and says so), then a
+good one again. The metrics count each result and show the notAfter in
+force; tunnelUrl stays out of every heartbeat (no rung 3 serves it yet).
+77 without root, namespaces, wireguard-go or wg."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+from test_tunnel import WireguardGo  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEBIAN_PYTHON = "/usr/bin/python3"
+NAME = "tunnel.relay-7.relays.test"
+INTERVAL = 0.5  # --control-interval, seconds
+
+
+def T(seconds):
+    return seconds * H.SLOW
+
+
+# The waits (--control-cert-*) and the lifetime of a good chain, scaled at
+# most twice under a slow run (valgrind's ETRELAY_SLOW 5): a slow relay
+# only makes each gap longer, which the checks below allow for, and the
+# whole schedule under valgrind then takes about 12 s rather than 25.
+S = min(H.SLOW, 2.0)
+RETRY_MIN, RETRY_MAX, NOT_OFFERED, LIFETIME = 0.3 * S, 0.6 * S, 1.2 * S, 2.0 * S
+
+
+class Signer:
+    """The stand-in's RequestCertificate: the answers of plan, one per
+    request (the last repeated), each ("status", N), ("san", NAME, s) for
+    a chain naming NAME for s seconds. Records each request (monotonic
+    time, the chain's validity or None, wall time, monotonic time of the
+    answer: the relay's wait starts there, after the signing)."""
+
+    def __init__(self, ctx, plan):
+        self.dir = ctx.tmpdir()
+        self.plan = list(plan)
+        self.lock = threading.Lock()
+        self.seen = []
+        self.pipe = threading.Lock()
+        r = subprocess.run([DEBIAN_PYTHON, os.path.join(HERE, "certsign.py"), "init", self.dir],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise H.TestFailure(f"certsign.py init: {r.stderr.strip()}")
+        self.p = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "certsign.py"), "serve",
+                                   self.dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        ctx.objs.append(self)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(timeout=5)
+
+    def __call__(self, csr):
+        t = time.monotonic()
+        with self.lock:
+            step = self.plan[min(len(self.seen), len(self.plan) - 1)]
+            self.seen.append([t, None, time.time(), t])
+            rec = self.seen[-1]
+        if step[0] == "status":
+            return step[1], {"code": "unavailable", "message": "scripted"}
+        with self.pipe:  # one request at a time through the pipe
+            self.p.stdin.write(json.dumps({"csr": csr, "san": step[1], "lifetime": step[2]}) +
+                               "\n")
+            self.p.stdin.flush()
+            r = json.loads(self.p.stdout.readline() or '{"error": "certsign.py exited"}')
+        if "error" in r:
+            # The request named something: say so in the relay's log.
+            return 400, {"code": "invalid_argument", "message": r["error"][:200]}
+        rec[1] = (r["nb"], r["na"])
+        rec[3] = time.monotonic()
+        return 200, {"certificateChain": r["chain"]}
+
+    def times(self):
+        with self.lock:
+            return [s[0] for s in self.seen]
+
+    def gaps(self):
+        """From each answer to the next request."""
+        with self.lock:
+            return [b[0] - a[3] for a, b in zip(self.seen, self.seen[1:])]
+
+
+def tunnel_certificate_is_asked_for_renewed_and_kept(ctx):
+    for prog in ("wireguard-go", "wg"):
+        if not shutil.which(prog):
+            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    # The README's command installs it: its absence is a broken install.
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import cryptography.x509"],
+                      capture_output=True, timeout=30).returncode != 0:
+        raise H.TestFailure(f"{DEBIAN_PYTHON} has no cryptography (Debian: "
+                            "python3-cryptography, in the README's command)")
+    plan = [("status", 503), ("status", 503), ("san", "*.relay-7.relays.test", LIFETIME),
+            ("san", "svc.relays.test", LIFETIME), ("status", 501),
+            ("san", NAME, LIFETIME), ("san", "*.relays.test", LIFETIME), ("san", NAME, 3600)]
+    ns = H.VethNetns()
+    ifname = f"etc{os.getpid() % 100000}"
+    wgo = WireguardGo(ns, ifname)
+    ctx.objs.append(wgo)
+    tmp = ctx.tmpdir()
+    ops = H.free_tcp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {H.free_udp_port()}\n"
+                "address 10.8.0.1/24\n")
+    tokf = os.path.join(tmp, "token")
+    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("ctl-" + "c" * 40 + "\n")
+    state = os.path.join(tmp, "state")
+    os.mkdir(state, 0o700)
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    signer = Signer(ctx, plan)
+    cp.set(cert=signer)
+    env = dict(H.CONTROL_NO_PROXY)
+    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
+    ms = lambda s: f"{int(s * 1000)}ms"  # noqa: E731
+    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state,
+                        "--control-interval", ms(INTERVAL), "--control-timeout", "5s",
+                        "--control-cert-retry-min", ms(RETRY_MIN),
+                        "--control-cert-retry-max", ms(RETRY_MAX),
+                        "--control-cert-not-offered", ms(NOT_OFFERED),
+                        "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
+    relay.READY_RE = r"^tunnel on "
+    relay.wait_ready(T(5))
+
+    def metrics():
+        m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
+        return ({r: H.metric_value(m, "etrelay_tunnel_certificate_requests_total", result=r)
+                 for r in ("ok", "failed", "not_offered")},
+                H.metric_value(m, "etrelay_tunnel_certificate_expiry_timestamp_seconds"))
+    H.wait_until(lambda: len(signer.times()) >= 8, T(4 * RETRY_MAX + NOT_OFFERED + LIFETIME + 6),
+                 "eight certificate requests")
+    t = signer.times()
+    hb = [r[0] for r in cp.of(H.CONTROL_HEARTBEAT)]
+    if not hb or hb[0] > t[0]:
+        raise H.TestFailure("the first certificate request came before the first heartbeat")
+    # Each request a new key, naming nothing (certsign.py refuses one that
+    # names something: that would be a 400 and no chain at all).
+    csrs = [json.loads(r[3])["csr"] for r in cp.of(H.CONTROL_CERT)]
+    if len(set(csrs)) != len(csrs) or not all("CERTIFICATE REQUEST" in c for c in csrs):
+        raise H.TestFailure("the requests are not each a new CSR")
+    g = signer.gaps()
+    # After failures: min, doubled, then the max (no further doubling).
+    if g[0] < RETRY_MIN * 0.9 or g[1] < RETRY_MAX * 0.9 or g[1] < 1.5 * g[0]:
+        raise H.TestFailure(f"retries after {g[0]:.2f} s, {g[1]:.2f} s: expected "
+                            f"{RETRY_MIN} s, then twice that")
+    if g[2] < RETRY_MAX * 0.9 or g[2] > 1.6 * g[1]:
+        raise H.TestFailure(f"third retry after {g[2]:.2f} s, the second {g[1]:.2f} s: expected "
+                            f"control-cert-retry-max ({RETRY_MAX} s) again")
+    # "No certificates offered" (501): asked again after its own wait.
+    if g[4] < NOT_OFFERED * 0.9 or g[4] < 1.5 * g[3]:
+        raise H.TestFailure(f"after 'not offered' the next request came after {g[4]:.2f} s, "
+                            f"expected {NOT_OFFERED} s (a failure's wait was {g[3]:.2f} s)")
+    # A good chain renewed at two thirds of its life (from its notBefore;
+    # the request's time on this clock, the validity in unix seconds).
+    nb, na = signer.seen[5][1]
+    life, at = na - nb, signer.seen[6][2] - nb
+    if not 0.6 * life <= at <= 0.75 * life + T(0.4):
+        raise H.TestFailure(f"renewed {at:.2f} s into a {life} s certificate, expected at two "
+                            "thirds of it")
+    lines = "\n".join(relay.text_lines())
+    failed = r"tunnel certificate request failed \("
+    for rx, what in ((failed + r"HTTP 503: .*\); no certificate yet, next in", "503"),
+                     (failed + r"the certificate has a wildcard name\); no certificate yet",
+                      "a wildcard"),
+                     (failed + r"the certificate names svc\.relays\.test, not "
+                      r"tunnel\.<relay-id>\.<suffix>\)", "another name"),
+                     (r"the control plane offers no tunnel certificate \(HTTP 501.*\); asking "
+                      r"again in", "not offered"),
+                     (rf"tunnel certificate for {re.escape(NAME)} in force, \d+ s left, renewed "
+                      r"in \d+\.\d s", "in force"),
+                     (failed + r"the certificate has a wildcard name\); keeping the one in "
+                      rf"force for {re.escape(NAME)}", "a failed renewal")):
+        if not re.search(r"^control: " + rx, lines, re.M):
+            raise H.TestFailure(f"no log line for {what} ({rx})")
+    # Logged once per reason: the two 503s in a row were one line.
+    n503 = len(re.findall(r"request failed \(HTTP 503", lines))
+    if n503 != 1:
+        raise H.TestFailure(f"{n503} lines for two 503s in a row, expected 1")
+    # The last good chain (plan[7]: an hour) is the one in force.
+    H.wait_until(lambda: metrics()[0]["ok"] == 2, T(3), "two good requests counted")
+    counts, expiry = metrics()
+    H.expect_eq((counts["failed"], counts["not_offered"]), (5, 1),
+                "certificate requests failed, not_offered")
+    H.expect_eq(expiry, signer.seen[7][1][1], "etrelay_tunnel_certificate_expiry_timestamp_seconds")
+    # No rung 3 serves it yet: tunnelUrl is never reported.
+    bodies = [json.loads(r[3]) for r in cp.of(H.CONTROL_HEARTBEAT)]
+    if any("tunnelUrl" in b for b in bodies):
+        raise H.TestFailure("a heartbeat reported tunnelUrl with no rung 3 serving it")
+    ctx.check_relays_alive()
+
+
+def test(ctx):
+    H.run_parts(ctx, [tunnel_certificate_is_asked_for_renewed_and_kept])
+
+
+if __name__ == "__main__":
+    H.main(test)
