@@ -66,6 +66,13 @@ struct {
 	__type(value, struct xdp_walk);
 } etr_walk SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64); /* GCRA: the budget's theoretical arrival time */
+} etr_budget SEC(".maps");
+
 /* The datagram at hand: its listener (the label), its payload. */
 struct pkt {
 	__u32 listener, kinds;
@@ -317,7 +324,7 @@ static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v
 {
 	struct xdp_lpm_key lk;
 	struct xdp_params *p;
-	__u64 now, *tat, t, next;
+	__u64 now, *tat, *budget, t, next;
 	__u32 zero = 0;
 
 	if (sport == 0 || (v4 ? bogon_v4(*(__u32 *)&src->b[12]) : bogon_v6(src)))
@@ -338,17 +345,27 @@ static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v
 		__builtin_memset(&src->b[8], 0, 8);
 	now = bpf_ktime_get_ns();
 	tat = bpf_map_lookup_elem(&etr_buckets, src);
-	if (!tat) {
-		next = now + p->interval_ns;
-		bpf_map_update_elem(&etr_buckets, src, &next, BPF_ANY);
-		return count(k, XDP_R_PASSED, XDP_PASS);
-	}
 	/* GCRA: one number per source; a race between CPUs loses at most a
 	 * packet's worth of tokens either way. */
-	t = *tat > now ? *tat : now;
+	t = tat && *tat > now ? *tat : now;
 	if (t - now > p->tolerance_ns)
 		return count(k, XDP_R_RATE, XDP_DROP);
-	*tat = t + p->interval_ns;
+	/* Within its bucket: within this CPU's budget for every source not
+	 * known together too (a source it refuses stays as it was: a fresh
+	 * one gets no bucket). Per CPU: no atomics. */
+	budget = bpf_map_lookup_elem(&etr_budget, &zero);
+	if (budget && p->budget_interval_ns) {
+		__u64 bt = *budget > now ? *budget : now;
+
+		if (bt - now > p->budget_tolerance_ns)
+			return count(k, XDP_R_BUDGET, XDP_DROP);
+		*budget = bt + p->budget_interval_ns;
+	}
+	next = t + p->interval_ns;
+	if (tat)
+		*tat = next;
+	else
+		bpf_map_update_elem(&etr_buckets, src, &next, BPF_ANY);
 	return count(k, XDP_R_PASSED, XDP_PASS);
 }
 
