@@ -245,9 +245,9 @@ def _listen_below_ephemeral(self, *backlog):
         port = self.getsockname()[1]
         e_lo, e_hi = _ephemeral_range()
         if port == 0 or e_lo <= port <= e_hi:
-            fail(f"a listening socket on {'a port the kernel picks (port 0)' if port == 0 else port}"
-                 f", in the ephemeral range {e_lo}-{e_hi}: bind it to a drawn port "
-                 f"(free_tcp_port, or tlsutil.TcpServer)")
+            where = "a port the kernel picks (port 0)" if port == 0 else port
+            fail(f"a listening socket on {where}, in the ephemeral range {e_lo}-{e_hi}: "
+                 f"bind it to a drawn port (free_tcp_port, or tlsutil.TcpServer)")
     return _socket_listen(self, *backlog)
 
 
