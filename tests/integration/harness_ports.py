@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: ISC
 """Ports for the tests, all below the kernel's ephemeral range: drawn
 (free_udp_port, free_tcp_port, free_udp_tcp_port, free_udp_range,
-turn_ports), reserved across test processes by a lock file, and the
+turn_ports), reserved across test processes by a lock file, the
 run-time check of an etrelay command line or configuration file
-(check_ports)."""
+(check_ports), and of the test's own listening sockets (socket.listen
+refuses a port the kernel picked: a socket bound to port 0, or to none)."""
 
 import fcntl
 import os
@@ -229,6 +230,28 @@ def check_ports(args, starts=True):
         fail(f"a port in the ephemeral range {e_lo}-{e_hi} (net.ipv4.ip_local_port_range): "
              f"{'; '.join(bad)}: draw it with the harness (free_udp_port, free_tcp_port, "
              f"free_udp_range, turn_ports)")
+
+
+_socket_listen = socket.socket.listen
+
+
+def _listen_below_ephemeral(self, *backlog):
+    """socket.listen for the tests: a listening socket of a test (or of
+    a peer the test runs in its own process) must sit on a drawn port,
+    below the ephemeral range. Bound to port 0, or not bound at all, it
+    gets an ephemeral port that the next client socket of any program may
+    already hold; refused before it listens."""
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        port = self.getsockname()[1]
+        e_lo, e_hi = _ephemeral_range()
+        if port == 0 or e_lo <= port <= e_hi:
+            where = "a port the kernel picks (port 0)" if port == 0 else port
+            fail(f"a listening socket on {where}, in the ephemeral range {e_lo}-{e_hi}: "
+                 f"bind it to a drawn port (free_tcp_port, or tlsutil.TcpServer)")
+    return _socket_listen(self, *backlog)
+
+
+socket.socket.listen = _listen_below_ephemeral
 
 
 def free_tcp_port(host=LOOPBACK):
