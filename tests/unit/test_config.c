@@ -4002,7 +4002,7 @@ static void test_config_wg_options_make_the_quick_start_tunnel(void **state)
 	/* No address a host cannot take as its own (attack15: loopback took
 	 * routes from lo, multicast and broadcast were set as unicast). */
 	{
-		static const char *const bad[] = {
+		static char bad[][24] = {
 		    "127.0.0.1/8", "224.0.0.1/24", "255.255.255.255/32",  "0.0.0.0/8", "::1/128",
 		    "ff02::1/64",  "::/64",	   "::ffff:127.0.0.1/120"};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
