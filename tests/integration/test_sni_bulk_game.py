@@ -4,7 +4,7 @@
 (attack14, HIGH: on the epoll loop 20 uploads from one address moved a
 player's median round trip from 0.3 ms to 170 ms, p99 to 700 ms: the loop
 read up to 8 rounds of 64 streams before it looked at a datagram socket
-again; attack round 15 on io_uring's copy mode: a turn handed up every
+again; attack round 14 on io_uring's copy mode: a turn handed up every
 stream read that had completed, each a 64 KiB send more in the next
 submit, ahead of the turn's forwards).
 
