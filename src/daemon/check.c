@@ -54,18 +54,21 @@ static int check_bans(const struct etr_conf *c)
 static int check_xdp(const struct etr_conf *c)
 {
 	char err[256];
-	uint32_t rate, burst;
+	uint32_t rate, burst, brate, bburst;
 
 	xdp_rates(c, &rate, &burst);
+	xdp_budget(c, &brate, &bburst);
 	if (xdp_check(c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "etrelay: %s\n", err);
 		return EXIT_CONFIG;
 	}
 	for (unsigned i = 0; i < c->xdp.n; i++)
-		printf("xdp-interface %s: %u packets/s per source, %u at once%s\n", c->xdp.iface[i],
-		       rate, burst,
+		printf("xdp-interface %s: %u packets/s per source, %u at once%s; from sources not "
+		       "known %u/s, %u at once, per CPU\n",
+		       c->xdp.iface[i], rate, burst,
 		       c->xdp.rate && c->xdp.burst ? ""
-						   : " (from the listeners' per-source limits)");
+						   : " (from the listeners' per-source limits)",
+		       brate, bburst);
 	return 0;
 }
 

@@ -505,7 +505,8 @@ def derived_rates(ctx, ns):
     listeners' own per-source limits: a game relay's ip-query-rate and
     -burst (1, 10), each echo port's prbe-rate and -burst (10, 20); given,
     the values given. The old binary said 250 and 500 whatever the
-    listeners took. A loopback interface is refused (attack14: every
+    listeners took. -t also says the budget for sources not known, as the
+    start logs it. A loopback interface is refused (attack14: every
     source there is a bogon to the program, the game went dark), by -t as
     by a start."""
     for extra in (["-t"], []):
@@ -520,11 +521,17 @@ def derived_rates(ctx, ns):
              "--xdp-interface", iface]
     echo = ["--prbe-listen", f"127.0.0.1:{H.free_udp_port()}"]
     derived = " (from the listeners' per-source limits)"
-    for args, want in ((relay, "1 packets/s per source, 10 at once" + derived),
-                       (relay + echo, "11 packets/s per source, 30 at once" + derived),
-                       (relay + ["--xdp-rate", "7"], "7 packets/s per source, 10 at once" + derived),
+    # The budget for sources not known, per CPU: the game relay's limits on
+    # all of them (301/s), the echo port's prbe-listener-rate (200) on top;
+    # the burst at most 256. -t says it as the start logs it.
+    b1, b2 = "; from sources not known 301/s, 256 at once, per CPU", \
+        "; from sources not known 501/s, 256 at once, per CPU"
+    for args, want in ((relay, "1 packets/s per source, 10 at once" + derived + b1),
+                       (relay + echo, "11 packets/s per source, 30 at once" + derived + b2),
+                       (relay + ["--xdp-rate", "7"],
+                        "7 packets/s per source, 10 at once" + derived + b1),
                        (relay + echo + ["--xdp-rate", "7", "--xdp-burst", "9"],
-                        "7 packets/s per source, 9 at once")):
+                        "7 packets/s per source, 9 at once" + b2)):
         rc, out, err = H.run_etrelay(ctx, ["-t"] + args, timeout=10)
         H.expect_eq(rc, 0, f"-t {' '.join(args)} ({err.strip()!r})")
         H.check(f"xdp-interface {iface}: {want}\n" in out,
