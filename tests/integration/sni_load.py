@@ -20,6 +20,7 @@ import tlsutil as T  # noqa: E402
 
 
 ERRORS = []  # (source, error) of the uploads that ended early
+STARTED = []  # one entry per upload that connected and sent its hello
 
 
 def upload(port, src, name, stop):
@@ -31,6 +32,7 @@ def upload(port, src, name, stop):
         c.bind((src, 0))
         c.connect((H.LOOPBACK, port))
         c.sendall(T.hello(name))
+        STARTED.append(src)
         while not stop.is_set():
             c.sendall(blob)
     except OSError as e:
@@ -72,7 +74,9 @@ class Load:
 
 def main():
     uploads, sources, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    sink = T.Sink(None)
+    # The relay connects every upload to the sink at once: a backlog for
+    # all of them (a full accept queue drops SYNs, retried 1 s, 3 s, 7 s on).
+    sink = T.Sink(None, backlog=2 * uploads)
     print(sink.port, flush=True)
     line = sys.stdin.readline()
     if not line.strip():
@@ -82,9 +86,15 @@ def main():
     for i in range(uploads):
         threading.Thread(target=upload, args=(int(line), f"127.0.3.{1 + i % sources}", name,
                                               stop), daemon=True).start()
-    end = time.monotonic() + 120
+    t0 = time.monotonic()
+    end, told = t0 + 120, False
     while not stop.is_set() and time.monotonic() < end:
         print(sink.bytes, flush=True)
+        if not told and sink.bytes < (4 << 20) and time.monotonic() - t0 > 5:
+            told = True  # what a slow start was waiting for, once
+            print(f"sni_load: after 5 s {len(STARTED)} of {uploads} uploads sent their hello, "
+                  f"{len(ERRORS)} ended, the sink accepted {len(sink.conns)} and read "
+                  f"{sink.bytes} bytes", file=sys.stderr, flush=True)
         stop.wait(0.1)
     stop.set()
     sink.close()

@@ -19,7 +19,7 @@ the round trips wait for this one's GIL). With two workers the uploads'
 addresses spread over both.
 
 What is judged is the lower quartile of the round trips with the uploads:
-at most 3 times the one without plus 10 ms, times ETRELAY_SLOW (a checker's
+at most 3 times the one without plus 12 ms, times ETRELAY_SLOW (a checker's
 run; twice under ASan). A loop that puts stream reads ahead of the turn's
 forwards delays every round trip, the best ones too; a host short of CPUs
 (CI's step beside a busy loop) delays some of them, by the run queue's
@@ -29,7 +29,8 @@ loop) more than the lower quartile. Guards: the median at most 3 times plus
 at least 50 MB (they were really there). Measured here, lower quartile /
 median: the loop before the budget (ee76746) 21-26 / 26-36 ms alone, 17-86
 / 19-96 ms beside a busy loop (fails); with it 0.3-4 / 3-6 ms alone, 1.4-7
-/ 2-10 ms beside a busy loop; epoll 2.8 ms median."""
+/ 2-10 ms beside a busy loop, 3-7 / 5-9 ms on a host at load 13 (both
+loops, spliced too)."""
 
 import os
 import statistics
@@ -81,7 +82,7 @@ def test(ctx):
     base = round_trips(client)
     load.go(sport)
     try:
-        H.wait_until(lambda: load.bytes > (4 << 20), 10 * H.SLOW, "the uploads under way")
+        H.wait_until(lambda: load.bytes > (4 << 20), 15 * H.SLOW, "the uploads under way")
         b0, t0 = load.bytes, time.monotonic()
         busy = round_trips(client)
         moved, took = load.bytes - b0, time.monotonic() - t0
@@ -96,7 +97,7 @@ def test(ctx):
     slow = H.SLOW * (2 if ctx.asan else 1)
     H.check(moved >= 50e6 / slow,
             f"the uploads moved only {moved / 1e6:.0f} MB: no load to judge by")
-    for i, what, times, plus in ((0, "lower quartile", 3, 10.0), (1, "median", 3, 30.0),
+    for i, what, times, plus in ((0, "lower quartile", 3, 12.0), (1, "median", 3, 30.0),
                                  (3, "p99", 10, 150.0)):
         H.check(busy[i] <= times * base[i] + plus * slow,
                 f"the player's {what} round trip went from {base[i]:.2f} ms to {busy[i]:.2f} ms "

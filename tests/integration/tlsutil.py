@@ -144,9 +144,9 @@ class Backend(TcpServer):
 class Sink(TcpServer):
     """A service that reads and forgets: bytes counts what it read."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, backlog=64):
         self.bytes = 0
-        super().__init__(ctx)
+        super().__init__(ctx, backlog=backlog)
 
     def serve(self, c):
         c.settimeout(30)
