@@ -9,8 +9,11 @@ such a test fails now and then on a busy host ('bind 127.0.0.1:42303:
 Address already in use'); the harness draws ports below the range
 (free_udp_port, free_tcp_port, free_udp_range, turn_ports) and refuses
 such a port at run time too (harness.check_ports), this catches the
-literal before it runs. A line may opt out with "# port-check: not bound"
-(a value etrelay refuses or never binds, such as an error message's).
+literal before it runs. Nor does a test's own server listen on a port the
+kernel picks (a socket bound to port 0 that listens within the next lines:
+an ephemeral port; the harness's socket.listen refuses one at run time
+too). A line may opt out with "# port-check: not bound" (a value etrelay
+refuses or never binds, such as an error message's).
 
 Usage: test_ports_static.py FILE|DIR...   (a directory: its *.py and
 integration/*.py; exit 0, or 1 listing each literal)"""
@@ -31,6 +34,9 @@ IN_LISTEN = re.compile(r"(?:^|\s|\\n)(?:--)?(?:[a-z]+-)*listen[\s=]+\S*?:(\d+)\b
 LISTEN_FLAG = re.compile(r"^--(?:[a-z]+-)*listen$")
 HOST_PORT = re.compile(r"^\S*:(\d+)$")
 OPT_OUT = "# port-check: not bound"
+# a socket bound to port 0 (that then listens: a server on a port the
+# kernel picks from the ephemeral range)
+BIND_ANY = re.compile(r"([\w.]+)\.bind\(\([^()]*,\s*0\s*\)\)")
 
 
 def literals(text):
@@ -72,6 +78,14 @@ def scan(path, text):
             if LOW <= hi <= 65535 or LOW <= lo <= 65535:
                 bad.append(f"{path}:{n}: port {lo if lo == hi else f'{lo}-{hi}'} reaches the "
                            f"ephemeral range (from {LOW}): {lines[n - 1].strip()}")
+    for m in BIND_ANY.finditer(text):
+        n = text.count("\n", 0, m.start()) + 1
+        if OPT_OUT in lines[n - 1]:
+            continue
+        # its listen within the next lines (a client of the same name elsewhere binds a source)
+        if re.search(re.escape(m.group(1)) + r"\.listen\(", "\n".join(lines[n:n + 8])):
+            bad.append(f"{path}:{n}: {m.group(1)} listens on a port the kernel picks (bound to "
+                       f"port 0: an ephemeral port): {lines[n - 1].strip()}")
     return bad
 
 
@@ -92,7 +106,8 @@ def main():
         print(b)
     if bad:
         print(f"{len(bad)} port(s) in the ephemeral range: draw them with the harness "
-              f"(tests/integration/harness_ports.py: free_udp_port, free_udp_range, turn_ports)")
+              f"(tests/integration/harness_ports.py: free_udp_port, free_tcp_port, free_udp_range, "
+              f"turn_ports; tlsutil.TcpServer)")
         sys.exit(1)
     print(f"{len(paths)} files: no listen port or port range from {LOW} up")
 

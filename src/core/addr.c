@@ -3,6 +3,7 @@
 #include "addr.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,11 @@ int addr_split(const char *s, char host[ADDR_HOSTLEN], uint16_t *port, int defpo
 	}
 	if (he == hs || (size_t)(he - hs) >= ADDR_HOSTLEN)
 		return -1;
+	/* A name's letters, digits, '-', '_' and '.', an address's ':' and
+	 * a scope's '%': "= host" (a config line's typo) is no host. */
+	for (const char *c = hs; c < he; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("-_.:%", *c))
+			return -1;
 	if (colon) {
 		if (parse_port(colon + 1, port) < 0)
 			return -1;

@@ -21,7 +21,8 @@ union etr_sockaddr {
 };
 
 /* Split "host:port", "[v6]:port" or (when defport >= 0) "host" into host and
- * port. Returns 0, or -1 when the text is not of that shape. */
+ * port. Returns 0, or -1 when the text is not of that shape or the host
+ * has a character no name or address has (a space, '='). */
 int addr_split(const char *s, char host[ADDR_HOSTLEN], uint16_t *port, int defport);
 
 /* Parse a numeric "ip:port" or "[v6]:port" into sa. Returns 0 or -1. */

@@ -25,7 +25,7 @@
  * rest wait, in completion order, for the next turns. Each one handed up
  * is a send and a read more in the next submit: unbounded, 96 bulk SNI
  * uploads from 24 addresses made submits of 128 requests ahead of the
- * game's forwards (attack round 15; a player's median 0.4 -> 18-31 ms). */
+ * game's forwards (attack round 14; a player's median 0.4 -> 18-31 ms). */
 #define UR_TURN_READS 8
 /* Each buffer: the recvmsg_out header, the name (sockaddr_in6 rounded up so
  * the cmsg after it is aligned), the control area, the largest datagram or

@@ -607,7 +607,9 @@ static const struct metric metrics[] = {
 	     "(game, turn, prbe) and result: passed (its listener's shape, within its source's "
 	     "bucket, xdp-rate and xdp-burst), known (a known source's, passed at once), or "
 	     "dropped: bogon (a source that cannot be real), banned (in ban-file), shape (not "
-	     "what its listener takes from a new source), rate (over its source's bucket)."},
+	     "what its listener takes from a new source), rate (over its source's bucket), "
+	     "budget (within its bucket, over the CPU's budget for every source not known "
+	     "together: what the listeners take from all of them)."},
     {"etrelay_xdp_lines_unwalked_total", COUNTER, XDP, .get = xdp_unwalked, .when = xdp_game,
      .help = "Quake 3 lines longer than 64 bytes from sources the XDP program does not know "
 	     "that it passed to the bucket without reading their command: the CPU's walk budget "

@@ -5,8 +5,11 @@
  * --wg-KEY (or the same at the file's top level) for a quick start. */
 #include "tun_conf.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "addrclass.h"
 
 static const char *tk_interface(struct conf_ctx *x, const struct conf_key *k, const char *v)
 {
@@ -25,6 +28,7 @@ static const char *tk_interface(struct conf_ctx *x, const struct conf_key *k, co
 static const char *tk_address(struct conf_ctx *x, const struct conf_key *k, const char *v)
 {
 	struct tun_conf *t = x->obj;
+	union etr_sockaddr a;
 	unsigned max;
 
 	(void)k;
@@ -33,6 +37,13 @@ static const char *tk_address(struct conf_ctx *x, const struct conf_key *k, cons
 	max = t->address.addr.sa.sa_family == AF_INET ? 32 : 128;
 	if (t->address.bits == 0 || t->address.bits > max)
 		return "expected a prefix from 1 to 32 (IPv4) or 128 (IPv6)";
+	/* An interface given loopback would take routes from lo; multicast,
+	 * broadcast and the unspecified address are no host's own. */
+	a = t->address.addr;
+	a.in.sin_port = htons(1); /* the check is of sources: port 0 is one */
+	if (addrclass_bogon(&a, false))
+		return "expected an address a host can take as its own, not loopback, "
+		       "multicast, broadcast, reserved or unspecified (such as 10.8.0.1/24)";
 	t->address_set = true;
 	return NULL;
 }

@@ -32,6 +32,7 @@ struct tun_shared {
 	struct wgdev dev;
 	uint8_t priv[WGP_KEY_LEN];
 	char pub[WGP_KEY_B64_LEN + 1];
+	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
@@ -150,6 +151,7 @@ static int open_(struct kind_env *e)
 		return EXIT_FAILURE;
 	}
 	wgp_key_to_b64(pub, s->pub);
+	memcpy(s->own, pub, sizeof(s->own));
 	s->port = (uint16_t)t->listen_port;
 	if ((rc = wgdev_set_device(&s->dev, s->priv, s->port)) < 0) {
 		open_fail(t, "private key and listen-port", rc);
@@ -383,6 +385,7 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 {
 	struct tun_shared *s = shared;
 	struct wgdev_result r;
+	char why[256];
 	int rc;
 
 	if (!s || !s->up) {
@@ -390,6 +393,13 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 		return -ENODEV;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (wgp_set_check(want, n, s->own, why, sizeof(why)) < 0) {
+		pthread_mutex_unlock(&s->lock);
+		snprintf(err, errlen, "tunnel %s: the control plane's peer set refused: %s",
+			 s->dev.ifname, why);
+		tun_peers_refused(s, why);
+		return -EINVAL;
+	}
 	rc = wgdev_reconcile(&s->dev, want, n, s->cur, TUN_PEERS_MAX, s->ops, &r);
 	if (rc == 0) {
 		__atomic_store_n(&s->st.peers, (uint64_t)n, __ATOMIC_RELAXED);

@@ -137,6 +137,56 @@ void wgp_peer_canon(struct wgp_peer *p)
 	p->n_allowed = (uint16_t)o;
 }
 
+/* An allowed IP and the peer that gave it, for wgp_set_check. */
+struct wgp_owned {
+	struct wgp_cidr c;
+	size_t peer;
+};
+
+static int wgp_owned_cmp(const void *a, const void *b)
+{
+	return wgp_cidr_cmp(&((const struct wgp_owned *)a)->c, &((const struct wgp_owned *)b)->c);
+}
+
+int wgp_set_check(const struct wgp_peer *p, size_t n, const uint8_t own[WGP_KEY_LEN], char *err,
+		  size_t errlen)
+{
+	struct wgp_owned *all;
+	size_t m = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(p[i].key, own, WGP_KEY_LEN) == 0) {
+			snprintf(err, errlen, "peer %zu has the relay's own public key", i + 1);
+			return -EINVAL;
+		}
+		m += p[i].n_allowed < WGP_ALLOWED_MAX ? p[i].n_allowed : WGP_ALLOWED_MAX;
+	}
+	if (m < 2)
+		return 0;
+	all = malloc(m * sizeof(*all));
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	m = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < p[i].n_allowed && j < WGP_ALLOWED_MAX; j++)
+			all[m++] = (struct wgp_owned){p[i].allowed[j], i};
+	qsort(all, m, sizeof(*all), wgp_owned_cmp);
+	for (size_t k = 1; k < m && rc == 0; k++) {
+		char t[WGP_CIDR_STRLEN];
+
+		if (all[k].peer == all[k - 1].peer || wgp_owned_cmp(&all[k - 1], &all[k]) != 0)
+			continue;
+		wgp_cidr_str(&all[k].c, t);
+		snprintf(err, errlen, "allowed IP %s given to two peers", t);
+		rc = -EINVAL;
+	}
+	free(all);
+	return rc;
+}
+
 static int wgp_key_cmp(const void *a, const void *b)
 {
 	return memcmp(((const struct wgp_peer *)a)->key, ((const struct wgp_peer *)b)->key,

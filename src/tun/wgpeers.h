@@ -100,6 +100,14 @@ size_t wgp_cidr_str(const struct wgp_cidr *c, char out[WGP_CIDR_STRLEN]);
  * compare equal after it. */
 void wgp_peer_canon(struct wgp_peer *p);
 
+/* A control plane's set p[0..n) that WireGuard would not keep as given:
+ * a peer with the interface's own public key own (wireguard-go drops it
+ * and the count would lie), or one network among two peers' allowed IPs
+ * (the interface gives it to the last, and the set would move it at every
+ * reconcile). Returns 0, or -EINVAL with why in err; -ENOMEM. */
+int wgp_set_check(const struct wgp_peer *p, size_t n, const uint8_t own[WGP_KEY_LEN], char *err,
+		  size_t errlen);
+
 /* The plan that makes the interface's peers cur[0..ncur) the set
  * want[0..nwant): removes first, then updates, then adds, each in key
  * order. Sorts both arrays by key and canonicalizes their allowed IPs (the

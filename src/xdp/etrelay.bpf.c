@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: ISC */
 /* The XDP front door: UDP to the relay's own ports, judged before the
  * kernel builds an skb. In order: bogon sources, banned sources, known
- * sources (pass at once), then the listener's shape (shape.h, the tables
- * the relay's classifiers read) and a token bucket per source (an IPv4
- * address, an IPv6 /64). Everything else passes untouched. Built with
+ * sources (pass at once), then a token bucket per source (an IPv4
+ * address, an IPv6 /64), a budget per CPU for every such source together
+ * and the listener's shape (shape.h, the tables the relay's classifiers
+ * read): the shape last, as its walk costs most. Everything else passes
+ * untouched. Built with
  * clang -target bpf; loaded by xdp.c, which fills the maps. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -65,6 +67,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xdp_walk);
 } etr_walk SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64); /* GCRA: the budget's theoretical arrival time */
+} etr_budget SEC(".maps");
 
 /* The datagram at hand: its listener (the label), its payload. */
 struct pkt {
@@ -317,7 +326,7 @@ static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v
 {
 	struct xdp_lpm_key lk;
 	struct xdp_params *p;
-	__u64 now, *tat, t, next;
+	__u64 now, *tat = NULL, *budget = NULL, t = 0, bt = 0, next;
 	__u32 zero = 0;
 
 	if (sport == 0 || (v4 ? bogon_v4(*(__u32 *)&src->b[12]) : bogon_v6(src)))
@@ -328,27 +337,43 @@ static __always_inline int judge(struct xdp_md *ctx, struct xdp_addr *src, int v
 		return count(k, XDP_R_BANNED, XDP_DROP);
 	if (bpf_map_lookup_elem(&etr_known, src))
 		return count(k, XDP_R_KNOWN, XDP_PASS);
-	if (!shape(ctx, k))
-		return count(k, XDP_R_SHAPE, XDP_DROP);
 	p = bpf_map_lookup_elem(&etr_params, &zero);
 	if (!p || p->interval_ns == 0)
-		return count(k, XDP_R_PASSED, XDP_PASS);
-	/* The source's key: an IPv6 /64, an IPv4 address. */
+		return shape(ctx, k) ? count(k, XDP_R_PASSED, XDP_PASS)
+				     : count(k, XDP_R_SHAPE, XDP_DROP);
+	/* The bucket and the budget before the shape: a lookup costs little,
+	 * a line's walk much; a packet over either is dropped unwalked, and
+	 * neither is charged until the packet passes (the same verdicts as
+	 * the shape first). The source's key: an IPv6 /64, an IPv4
+	 * address. */
 	if (!v4)
 		__builtin_memset(&src->b[8], 0, 8);
 	now = bpf_ktime_get_ns();
 	tat = bpf_map_lookup_elem(&etr_buckets, src);
-	if (!tat) {
-		next = now + p->interval_ns;
-		bpf_map_update_elem(&etr_buckets, src, &next, BPF_ANY);
-		return count(k, XDP_R_PASSED, XDP_PASS);
-	}
 	/* GCRA: one number per source; a race between CPUs loses at most a
 	 * packet's worth of tokens either way. */
-	t = *tat > now ? *tat : now;
+	t = tat && *tat > now ? *tat : now;
 	if (t - now > p->tolerance_ns)
 		return count(k, XDP_R_RATE, XDP_DROP);
-	*tat = t + p->interval_ns;
+	/* Within its bucket: within this CPU's budget for every source not
+	 * known together too (a source it refuses stays as it was: a fresh
+	 * one gets no bucket). Per CPU: no atomics. */
+	if (p->budget_interval_ns)
+		budget = bpf_map_lookup_elem(&etr_budget, &zero);
+	if (budget) {
+		bt = *budget > now ? *budget : now;
+		if (bt - now > p->budget_tolerance_ns)
+			return count(k, XDP_R_BUDGET, XDP_DROP);
+	}
+	if (!shape(ctx, k))
+		return count(k, XDP_R_SHAPE, XDP_DROP);
+	if (budget)
+		*budget = bt + p->budget_interval_ns;
+	next = t + p->interval_ns;
+	if (tat)
+		*tat = next;
+	else
+		bpf_map_update_elem(&etr_buckets, src, &next, BPF_ANY);
 	return count(k, XDP_R_PASSED, XDP_PASS);
 }
 

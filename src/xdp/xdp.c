@@ -40,6 +40,7 @@ const char *xdp_result_name(unsigned r)
 	static const char *const names[XDP_RESULTS] = {
 	    [XDP_R_PASSED] = "passed", [XDP_R_KNOWN] = "known", [XDP_R_BOGON] = "bogon",
 	    [XDP_R_BANNED] = "banned", [XDP_R_SHAPE] = "shape", [XDP_R_RATE] = "rate",
+	    [XDP_R_BUDGET] = "budget",
 	};
 
 	return r < XDP_RESULTS ? names[r] : "?";
@@ -62,6 +63,28 @@ void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst)
 	}
 	*rate = c->xdp.rate ? c->xdp.rate : r < 1 ? 1 : r > 1000000 ? 1000000 : (uint32_t)r;
 	*burst = c->xdp.burst ? c->xdp.burst : b < 1 ? 1 : b > 1000000 ? 1000000 : (uint32_t)b;
+}
+
+void xdp_budget(const struct etr_conf *c, uint32_t *rate, uint32_t *burst)
+{
+	uint64_t r = 0, b = 0;
+
+	for (unsigned i = 0; i < c->nrelays; i++) {
+		const struct relay_conf *g = &c->relays[i];
+		/* The cache's answers have no burst: a second's worth. */
+		uint32_t cache = g->query_cache_ms ? g->query_cache_rate : 0;
+
+		r += (uint64_t)g->server_query_rate + g->session_rate + cache;
+		b += (uint64_t)g->server_query_burst + g->session_rate + cache;
+	}
+	r += (uint64_t)c->prbe.listener_rate * c->prbe.nports;
+	b += (uint64_t)c->prbe.listener_burst * c->prbe.nports;
+	for (unsigned i = 0; i < c->nturn; i++) {
+		r += (uint64_t)c->turn[i].unauth_rate + c->turn[i].authf_rate;
+		b += (uint64_t)c->turn[i].unauth_burst + c->turn[i].authf_burst;
+	}
+	*rate = r < 1 ? 1 : r > 1000000 ? 1000000 : (uint32_t)r;
+	*burst = b < 1 ? 1 : b > XDP_BUDGET_BURST_MAX ? XDP_BUDGET_BURST_MAX : (uint32_t)b;
 }
 
 /* Whether interface name is a loopback one (IFF_LOOPBACK). */
@@ -207,13 +230,14 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	struct bpf_program *prog;
 	struct xdp *x;
 	char err[256];
-	uint32_t zero = 0, rate, burst;
+	uint32_t zero = 0, rate, burst, brate, bburst;
 	int rc;
 
 	*out = NULL;
 	if (c->xdp.n == 0)
 		return 0;
 	xdp_rates(c, &rate, &burst);
+	xdp_budget(c, &brate, &bburst);
 	if (xdp_check(c, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return -ENODEV;
@@ -264,6 +288,8 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 	p.interval_ns = 1000000000ull / rate;
 	p.tolerance_ns = p.interval_ns * (burst > 1 ? burst - 1 : 0);
 	p.walk_steps = XDP_WALK_STEPS;
+	p.budget_interval_ns = 1000000000ull / brate;
+	p.budget_tolerance_ns = p.budget_interval_ns * (bburst - 1);
 	if (bpf_map_update_elem(x->params, &zero, &p, BPF_ANY) < 0) {
 		snprintf(why, n, "the bucket's parameters: %s", strerror(errno));
 		log_warnx("xdp: %s; running without XDP", why);
@@ -278,8 +304,10 @@ int xdp_start(struct xdp **out, const struct etr_conf *c, char *why, size_t n)
 			goto fail;
 		}
 		x->n = i + 1;
-		log_info("xdp: on %s in %s mode (%u packets/s per source, %u at once)",
-			 c->xdp.iface[i], x->native[i] ? "native" : "generic", rate, burst);
+		log_info("xdp: on %s in %s mode (%u packets/s per source, %u at once; from "
+			 "sources not known %u/s, %u at once, per CPU)",
+			 c->xdp.iface[i], x->native[i] ? "native" : "generic", rate, burst, brate,
+			 bburst);
 	}
 	*out = x;
 	return 0;

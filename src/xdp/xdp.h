@@ -23,14 +23,15 @@ struct xdp;
  * unwalked (out[XDP_UNWALKED]). */
 #define XDP_LISTENERS	  3
 #define XDP_LISTENER_GAME 0 /* the listener whose lines are walked */
-#define XDP_REASONS	  6
+#define XDP_REASONS	  7
 #define XDP_UNWALKED	  (XDP_LISTENERS * XDP_REASONS)
 #define XDP_COUNTS	  (XDP_UNWALKED + 1)
 
 /* Listener l's label value: game, turn, prbe. */
 const char *xdp_listener_name(unsigned l);
 
-/* Result r's label value: passed, known, bogon, banned, shape, rate. */
+/* Result r's label value: passed, known, bogon, banned, shape, rate,
+ * budget. */
 const char *xdp_result_name(unsigned r);
 
 /* The bucket of each source the program does not know: xdp-rate and
@@ -40,6 +41,15 @@ const char *xdp_result_name(unsigned r);
  * prbe-burst, each TURN listener's unauth-ip-* and auth-fail-ip-*), so
  * that the program never drops what the relay would take. */
 void xdp_rates(const struct etr_conf *c, uint32_t *rate, uint32_t *burst);
+
+/* The budget, per CPU, of frames from every source not known together
+ * (each also within its own bucket): the sum of the listeners' own limits
+ * on what they take from all such sources (each game relay's
+ * server-query-rate and -burst, session-rate and its query cache's
+ * query-cache-rate, each echo port's prbe-listener-rate and -burst, each
+ * TURN listener's unauth-* and auth-fail-*), the burst at most
+ * XDP_BUDGET_BURST_MAX (256): what a listener's receive queue takes. */
+void xdp_budget(const struct etr_conf *c, uint32_t *rate, uint32_t *burst);
 
 /* What a start refuses: an interface that does not exist, said as
  * "PATH:LINE: xdp-interface IF: no such interface" in err. 0, or -ENODEV. */

@@ -33,7 +33,18 @@ struct xdp_params {
 	 * second on lines longer than XDP_WALK_FREE bytes; past it such a
 	 * line goes by the bucket alone, unwalked (0: no limit). */
 	__u64 walk_steps;
+	/* The budget of frames from sources not known (GCRA per CPU, as
+	 * above; budget_interval_ns 0: none): what the program passes from
+	 * every such source together, that a flood of fresh sources (each
+	 * within its own bucket) cannot fill the listeners' receive queues. */
+	__u64 budget_interval_ns;
+	__u64 budget_tolerance_ns;
 };
+
+/* The budget's burst per CPU at most: frames a listener's receive queue
+ * (4 MiB of page-sized buffers, some 900) takes from two CPUs at once,
+ * with room left for the known sources' packets. */
+#define XDP_BUDGET_BURST_MAX 256
 
 /* A line this long or shorter is always walked (at most some 130 steps). */
 #define XDP_WALK_FREE 64
@@ -58,8 +69,9 @@ enum xdp_result {
 	XDP_R_KNOWN,  /* a known source: passed at once */
 	XDP_R_BOGON,
 	XDP_R_BANNED,
-	XDP_R_SHAPE, /* not its listener's shape (shape.h) */
-	XDP_R_RATE,  /* over its source's bucket */
+	XDP_R_SHAPE,  /* not its listener's shape (shape.h) */
+	XDP_R_RATE,   /* over its source's bucket */
+	XDP_R_BUDGET, /* within its bucket, over the CPU's budget for them */
 	XDP_RESULTS
 };
 

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: ISC
 """Ports for the tests, all below the kernel's ephemeral range: drawn
 (free_udp_port, free_tcp_port, free_udp_tcp_port, free_udp_range,
-turn_ports), reserved across test processes by a lock file, and the
+turn_ports), reserved across test processes by a lock file, the
 run-time check of an etrelay command line or configuration file
-(check_ports)."""
+(check_ports), and of the test's own listening sockets (socket.listen
+refuses a port the kernel picked: a socket bound to port 0, or to none)."""
 
 import fcntl
 import os
@@ -111,7 +112,7 @@ def free_udp_range(n):
 
 def turn_ports(n=64, allocations=True):
     """--turn-ports of n relayed ports drawn by free_udp_range (the default,
-    49152-65535, lies in the ephemeral range), and --turn-max-allocations n
+    the dynamic range, lies in the ephemeral range), and --turn-max-allocations n
     (the default, 4000, needs as many ports) unless allocations is False."""
     lo, hi = free_udp_range(n)
     return ["--turn-ports", f"{lo}-{hi}"] + (["--turn-max-allocations", str(n)]
@@ -216,7 +217,7 @@ def check_ports(args, starts=True):
     """Fail when a test asks etrelay for a port in the kernel's ephemeral
     range (a listen port, a TURN relayed or session port range, on the
     command line or in a -c file), or, for a relay that starts (starts, and
-    no -t), for a TURN listener on the default relayed ports, 49152-65535:
+    no -t), for a TURN listener on the default relayed ports (IANA's dynamic range):
     any client socket of any program may sit there ('bind 127.0.0.1:PORT:
     Address already in use' in a loaded suite). Draw them with the helpers
     above (free_udp_port, free_tcp_port, free_udp_range, turn_ports)."""
@@ -224,11 +225,34 @@ def check_ports(args, starts=True):
     e_lo, e_hi = _ephemeral_range()
     bad = [w for w, lo, hi in found if lo <= e_hi and e_lo <= hi]
     if starts and "-t" not in [str(a) for a in args]:
-        bad += [f"{w} without relayed ports (default 49152-65535)" for w in unranged]
+        bad += [f"{w} without relayed ports (the default: the dynamic range)"
+                for w in unranged]
     if bad:
         fail(f"a port in the ephemeral range {e_lo}-{e_hi} (net.ipv4.ip_local_port_range): "
              f"{'; '.join(bad)}: draw it with the harness (free_udp_port, free_tcp_port, "
              f"free_udp_range, turn_ports)")
+
+
+_socket_listen = socket.socket.listen
+
+
+def _listen_below_ephemeral(self, *backlog):
+    """socket.listen for the tests: a listening socket of a test (or of
+    a peer the test runs in its own process) must sit on a drawn port,
+    below the ephemeral range. Bound to port 0, or not bound at all, it
+    gets an ephemeral port that the next client socket of any program may
+    already hold; refused before it listens."""
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        port = self.getsockname()[1]
+        e_lo, e_hi = _ephemeral_range()
+        if port == 0 or e_lo <= port <= e_hi:
+            where = "a port the kernel picks (port 0)" if port == 0 else port
+            fail(f"a listening socket on {where}, in the ephemeral range {e_lo}-{e_hi}: "
+                 f"bind it to a drawn port (free_tcp_port, or tlsutil.TcpServer)")
+    return _socket_listen(self, *backlog)
+
+
+socket.socket.listen = _listen_below_ephemeral
 
 
 def free_tcp_port(host=LOOPBACK):

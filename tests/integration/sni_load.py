@@ -19,6 +19,9 @@ import harness as H  # noqa: E402
 import tlsutil as T  # noqa: E402
 
 
+ERRORS = []  # (source, error) of the uploads that ended early
+
+
 def upload(port, src, name, stop):
     import socket
     blob = b"u" * 65536
@@ -30,8 +33,9 @@ def upload(port, src, name, stop):
         c.sendall(T.hello(name))
         while not stop.is_set():
             c.sendall(blob)
-    except OSError:
-        pass
+    except OSError as e:
+        if not stop.is_set():
+            ERRORS.append((src, e))
     finally:
         c.close()
 
@@ -84,6 +88,10 @@ def main():
         stop.wait(0.1)
     stop.set()
     sink.close()
+    if ERRORS:
+        src, e = ERRORS[0]
+        print(f"sni_load: {len(ERRORS)} of {uploads} uploads ended early, the first from {src}: "
+              f"{e}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -68,17 +68,18 @@ def same(got, want, what):
         H.check(g == w, f"{what}: datagram {i} differs ({len(g)} B, want {len(w)} B)")
 
 
-def udp6_socket():
-    """A UDP socket on [::1], closed with the test."""
+def udp6_socket(port=0):
+    """A UDP socket on [::1] (port 0: a client's), closed with the test."""
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    s.bind(("::1", 0))
+    s.bind(("::1", port))
     s.settimeout(1.0)
     H._register(s)
     return s
 
 
 def start(ctx, *args, upstream_host=H.LOOPBACK, v6=False):
-    up = udp6_socket() if v6 else H.udp_socket(upstream_host)
+    # the game server: others send to it first, so on a drawn port
+    up = udp6_socket(H.free_udp_port()) if v6 else H.udp_socket(upstream_host, H.free_udp_port())
     upstream = f"[::1]:{up.getsockname()[1]}" if v6 else f"{upstream_host}:{up.getsockname()[1]}"
     master = ctx.master(challenge=False)
     ops, tok = H.free_tcp_port(), os.urandom(24).hex()

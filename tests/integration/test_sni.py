@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from tlsutil import Backend, hello, refused, s_server  # noqa: E402
+from tlsutil import Backend, TcpServer, hello, refused, s_server  # noqa: E402
 
 # The loop's stream chunk and its pool per worker (src/loop/loop.h).
 CHUNK = 65536
@@ -65,25 +65,18 @@ def echo_exact(port, data, what):
             f"{'different' if len(back) == len(data) else ''}")
 
 
-class Sender(threading.Thread):
+class Sender(TcpServer):
     """A backend that reads the ClientHello (hello_len bytes), then sends
     data in 64 KiB pieces and closes; sent counts what the kernel took."""
 
-    def __init__(self, hello_len, data):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(4)
-        self.s.settimeout(10)
-        self.port = self.s.getsockname()[1]
+    def __init__(self, ctx, hello_len, data):
         self.hello_len, self.data = hello_len, data
         self.sent = 0
         self.error = None
-        self.start()
+        super().__init__(ctx)
 
-    def run(self):
+    def serve(self, c):
         try:
-            c, _ = self.s.accept()
             c.settimeout(30)
             Backend.recv_exact(c, self.hello_len)
             mv = memoryview(self.data)
@@ -180,7 +173,7 @@ def routing(ctx):
     pp = Backend(proxy=True)
     slow_hello = hello("slow.test")
     bigdata = os.urandom(50 << 20)
-    sender = Sender(len(slow_hello), bigdata)
+    sender = Sender(ctx, len(slow_hello), bigdata)
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
@@ -444,32 +437,25 @@ max-connections-per-ip 2
     echo.stop = True
 
 
-class ManyEcho(threading.Thread):
+class ManyEcho(TcpServer):
     """An echo backend for many connections at once: one thread, a
     selector, every accepted connection echoed until its EOF, then shut.
     Held, its connections have small receive buffers and are not read
     until release(): what the relay sends them waits in the relay."""
 
-    def __init__(self, held=False):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        if held:
-            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(1024)
-        self.s.setblocking(False)
-        self.port = self.s.getsockname()[1]
+    def __init__(self, ctx, held=False):
         self.held = [] if held else None
-        self.accepted, self.stop = 0, False
+        self.accepted = 0
         self.go = threading.Event()
         if not held:
             self.go.set()
-        self.start()
+        super().__init__(ctx, backlog=1024, rcvbuf=2048 if held else None)
 
     def release(self):
         self.go.set()
 
     def run(self):
+        self.s.setblocking(False)
         sel = selectors.DefaultSelector()
         sel.register(self.s, selectors.EVENT_READ)
         while not self.stop:
@@ -565,7 +551,7 @@ def many_in_flight(ctx):
     finite bucket, with a sum that fits."""
     n, m, k, timeout_s = 200, 50, 20, 2
     tmp = ctx.tmpdir()
-    echo = ManyEcho(held=True)
+    echo = ManyEcho(ctx, held=True)
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:

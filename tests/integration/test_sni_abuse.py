@@ -337,17 +337,12 @@ def slow_many(ctx):
     echo.stop = True
 
 
-def reset(ctx):
-    be = socket.socket()
-    be.bind((H.LOOPBACK, 0))
-    be.listen(4)
-    be.settimeout(10)
-    relay, port, ops, echo = start(ctx, "rst", f"route rst.test {H.LOOPBACK}:"
-                                   f"{be.getsockname()[1]}\n")
+class Resetter(T.TcpServer):
+    """An upstream that reads the hello, sends 1 MiB and resets."""
 
-    def serve():
+    def serve(self, a):
         try:
-            a, _ = be.accept()
+            a.settimeout(10)
             a.recv(65536)  # the hello
             a.sendall(b"x" * (1 << 20))
             a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -355,8 +350,10 @@ def reset(ctx):
         except OSError:
             pass
 
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
+
+def reset(ctx):
+    be = Resetter(ctx, backlog=4)
+    relay, port, ops, echo = start(ctx, "rst", f"route rst.test {H.LOOPBACK}:{be.port}\n")
     c = socket.create_connection((H.LOOPBACK, port), timeout=10)
     c.sendall(T.hello("rst.test"))
     got, how = 0, "timeout"
@@ -372,7 +369,7 @@ def reset(ctx):
     except socket.timeout:
         pass
     c.close()
-    t.join(5)
+    be.wait_served(1, 5)
     be.close()
     ctx.note(f"reset: the client read {got} bytes, then {how}")
     H.expect_eq(how, "reset", f"the client's end after {got} bytes of a reset upstream")

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from tlsutil import Backend, Flood, TlsEcho, TlsSession, hello, make_cert  # noqa: E402
+from tlsutil import Backend, Flood, TcpServer, TlsEcho, TlsSession, hello, make_cert  # noqa: E402
 
 MB = 1 << 20
 BIG = 50 * MB
@@ -46,27 +46,20 @@ def recv_exact(c, n, h=None):
     return b"".join(parts)
 
 
-class TlsPeer(threading.Thread):
-    """One TLS connection: read BIG bytes and answer their SHA-256, then
-    send BIG bytes of down (whose hash the client checks)."""
+class TlsPeer(TcpServer):
+    """TLS connections: each reads BIG bytes and answers their SHA-256,
+    then sends BIG bytes of down (whose hash the client checks)."""
 
-    def __init__(self, tmp, down):
-        super().__init__(daemon=True)
+    def __init__(self, ctx, tmp, down):
         key, crt = make_cert(tmp, "bulk")
         self.cx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.cx.load_cert_chain(crt, key)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(4)
-        self.s.settimeout(60)
-        self.port = self.s.getsockname()[1]
         self.down = down
         self.error = None
-        self.start()
+        super().__init__(ctx)
 
-    def run(self):
+    def serve(self, c):
         try:
-            c, _ = self.s.accept()
             c.settimeout(60)
             t = self.cx.wrap_socket(c, server_side=True)
             h = hashlib.sha256()
@@ -78,24 +71,17 @@ class TlsPeer(threading.Thread):
             self.error = e
 
 
-class UpstreamShutsFirst(threading.Thread):
+class UpstreamShutsFirst(TcpServer):
     """After the hello: send first bytes, shut its write side, then read
     to EOF and keep the hash of what came."""
 
-    def __init__(self, hello_len, first):
-        super().__init__(daemon=True)
-        self.s = socket.socket()
-        self.s.bind((H.LOOPBACK, 0))
-        self.s.listen(4)
-        self.s.settimeout(30)
-        self.port = self.s.getsockname()[1]
+    def __init__(self, ctx, hello_len, first):
         self.hello_len, self.first = hello_len, first
         self.digest, self.error = None, None
-        self.start()
+        super().__init__(ctx)
 
-    def run(self):
+    def serve(self, c):
         try:
-            c, _ = self.s.accept()
             c.settimeout(30)
             recv_exact(c, self.hello_len)
             c.sendall(self.first)
@@ -123,11 +109,11 @@ def metrics(ops):
 def test(ctx):
     tmp = ctx.tmpdir()
     down = os.urandom(BIG)
-    peer = TlsPeer(tmp, down)
+    peer = TlsPeer(ctx, tmp, down)
     echo = Backend()
     h_up = hello("up.test")
     first = os.urandom(4 * MB)
-    shuts = UpstreamShutsFirst(len(hello("down.test")), first)
+    shuts = UpstreamShutsFirst(ctx, len(hello("down.test")), first)
     port, ops = H.free_tcp_port(), H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
@@ -179,7 +165,7 @@ splice yes
     H.check(h.digest() == hashlib.sha256(down).digest(),
             "the 50 MB the upstream sent over TLS, as the client read them")
     c.close()
-    peer.join(30)
+    H.check(peer.wait_served(1, 30), "TLS upstream: its session did not end within 30 s")
     H.check(peer.error is None, f"TLS upstream: {peer.error}")
     ctx.note("TLS: 50 MB up and 50 MB down, SHA-256 equal both ways")
 
@@ -221,7 +207,7 @@ splice yes
     late = os.urandom(6 * MB)
     c.sendall(late)
     c.shutdown(socket.SHUT_WR)
-    shuts.join(30)
+    H.check(shuts.wait_served(1, 30), "upstream shut first: its connection did not end in 30 s")
     H.check(shuts.error is None, f"upstream shut first: {shuts.error}")
     H.check(shuts.digest == hashlib.sha256(late).digest(),
             "upstream shut first: the 6 MB the client sent after the upstream's EOF")

@@ -260,7 +260,8 @@ def connecting(ctx):
     # 0 that never accepts takes one connection, then leaves the next SYNs
     # unanswered (the kernel drops them while its queue is full).
     up = socket.socket()
-    up.bind((H.LOOPBACK, 0))
+    ctx.objs.append(up)
+    up.bind((H.LOOPBACK, H.free_tcp_port()))
     up.listen(0)
     filler = socket.create_connection(up.getsockname(), timeout=2)
     filler2 = socket.socket()

@@ -154,6 +154,18 @@ def pings(ns, addr):
                           capture_output=True, timeout=10).returncode == 0
 
 
+def control_files(tmp):
+    """(environment, state directory) of a relay enrolled with the
+    control-plane stand-in: a token file (0600) and an empty state
+    directory in tmp."""
+    tokf = os.path.join(tmp, "token")
+    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("ctl-" + "c" * 40 + "\n")
+    state = os.path.join(tmp, "state")
+    os.mkdir(state, 0o700)
+    return dict(H.CONTROL_NO_PROXY, ETRELAY_CONTROL_TOKEN_FILE=tokf), state
+
+
 def tunnel_peers_follow_the_control_plane(ctx):
     for prog in ("wireguard-go", "wg"):
         if not shutil.which(prog):
@@ -172,11 +184,7 @@ def tunnel_peers_follow_the_control_plane(ctx):
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
         f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n")
-    tokf = os.path.join(tmp, "token")
-    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write("ctl-" + "c" * 40 + "\n")
-    state = os.path.join(tmp, "state")
-    os.mkdir(state, 0o700)
+    env, state = control_files(tmp)
     # No such interface: the start fails (status 1), saying the fix, and
     # -t refuses it (78).
     bad = os.path.join(tmp, "missing.conf")
@@ -212,8 +220,6 @@ def tunnel_peers_follow_the_control_plane(ctx):
     peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
     # No good answer at first: /lifecycle says why there is no reconcile.
     cp.set(wg_peers=[peer_a, peer_b, peer_gw], heartbeat="503")
-    env = dict(H.CONTROL_NO_PROXY)
-    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
                         "--state-directory", state,
                         "--control-interval", f"{int(INTERVAL * 1000)}ms",

@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_tunnel import WireguardGo  # noqa: E402
+from test_tunnel import WireguardGo, control_files  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -130,16 +130,10 @@ def tunnel_certificate_is_asked_for_renewed_and_kept(ctx):
     with open(conf, "w") as f:
         f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {H.free_udp_port()}\n"
                 "address 10.8.0.1/24\n")
-    tokf = os.path.join(tmp, "token")
-    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write("ctl-" + "c" * 40 + "\n")
-    state = os.path.join(tmp, "state")
-    os.mkdir(state, 0o700)
+    env, state = control_files(tmp)
     cp = H.control_plane(ctx, host=ns.host_ip)
     signer = Signer(ctx, plan)
     cp.set(cert=signer)
-    env = dict(H.CONTROL_NO_PROXY)
-    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     ms = lambda s: f"{int(s * 1000)}ms"  # noqa: E731
     relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
                         "--state-directory", state,

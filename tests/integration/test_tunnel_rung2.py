@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_tunnel import Gateway, WireguardGo, pings, T  # noqa: E402
+from test_tunnel import Gateway, WireguardGo, control_files, pings, T  # noqa: E402
 
 INTERVAL = 0.5  # --control-interval, seconds
 
@@ -64,16 +64,10 @@ def gateway_reaches_the_tunnel_on_udp_443(ctx):
     wgo = WireguardGo(ns, ifname)
     ctx.objs.append(wgo)
     tmp = ctx.tmpdir()
-    tokf = os.path.join(tmp, "token")
-    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write("ctl-" + "c" * 40 + "\n")
-    state = os.path.join(tmp, "state")
-    os.mkdir(state, 0o700)
+    env, state = control_files(tmp)
     cp = H.control_plane(ctx, host=ns.host_ip)
     gw = Gateway(ctx, ns)
     cp.set(wg_peers=[{"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}])
-    env = dict(H.CONTROL_NO_PROXY)
-    env["ETRELAY_CONTROL_TOKEN_FILE"] = tokf
     relay = H.relay_env(ctx, env, "--wg-interface", ifname, "--wg-address", "10.8.0.1/24",
                         "--wg-listen-port", str(wg_port), "--prbe-listen", f"0.0.0.0:{echo}",
                         "--control-url", cp.url, "--state-directory", state,

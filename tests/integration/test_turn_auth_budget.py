@@ -547,7 +547,7 @@ def own_address(ctx):
     port, ops = T.free_port(), H.free_tcp_port()
     lo, hi = H.free_udp_range(8)
     # A service of the host inside the relayed range (WireGuard's 51820 in
-    # the default 49152-65535): the relay cannot bind its port.
+    # the default, the dynamic range): the relay cannot bind its port.
     wg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     wg.bind(("127.0.0.1", hi))
     wg.settimeout(0.5)

@@ -18,7 +18,6 @@ the peer and the policy's reason), a ChannelBind without an allocation
 import os
 import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -26,37 +25,25 @@ import tlsutil as T  # noqa: E402
 import turnutil as U  # noqa: E402
 
 
-class Closer(threading.Thread):
+class Closer(T.TcpServer):
     """A TCP upstream that reads what comes, then closes (reset: RST, else
-    FIN), or first answers `answer`. Serves up to `n` connections."""
+    FIN), or first answers `answer`."""
 
-    def __init__(self, n, reset=False, answer=b""):
-        super().__init__(daemon=True)
-        self.port = H.free_tcp_port()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((H.LOOPBACK, self.port))
-        self.sock.listen(16)
-        self.sock.settimeout(10)
-        self.n, self.reset, self.answer, self.served = n, reset, answer, 0
+    def __init__(self, ctx, reset=False, answer=b""):
+        self.reset, self.answer = reset, answer
+        super().__init__(ctx, backlog=16)
 
-    def run(self):
-        for _ in range(self.n):
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            c.settimeout(5)
-            try:
-                c.recv(65536)
-                if self.answer:
-                    c.sendall(self.answer)
-                if self.reset:
-                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
-            except OSError:
-                pass
-            c.close()
-            self.served += 1
+    def serve(self, c):
+        c.settimeout(5)
+        try:
+            c.recv(65536)
+            if self.answer:
+                c.sendall(self.answer)
+            if self.reset:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+        except OSError:
+            pass
+        c.close()
 
 
 def client(port, name):
@@ -79,9 +66,7 @@ def client(port, name):
 
 
 def sni_upstream_gone(ctx):
-    pp, rst, ok = Closer(1), Closer(1, reset=True), Closer(1, answer=b"hello")
-    for c in (pp, rst, ok):
-        c.start()
+    pp, rst, ok = Closer(ctx), Closer(ctx, reset=True), Closer(ctx, answer=b"hello")
     port = H.free_tcp_port()
     relay = ctx.relay("--sni-listen", f"{H.LOOPBACK}:{port}",
                       "--sni-route", f"pp.test={H.LOOPBACK}:{pp.port},proxy-v2",

@@ -23,13 +23,17 @@ ends.
 The same run twice: the relay without XDP, then with --xdp-interface on
 its veth end (native mode) and --xdp-rate 5 --xdp-burst 10: a player's 40
 packets a second pass only as a known source, the flood's sources by their
-buckets. Measured both times: each player's packets that did not reach
+buckets, the relay held (SIGSTOP) while the flood's fresh sources send
+their first bursts. Measured both times: each player's packets that did not reach
 OpenArena, its snapshots and their p99 gap, the relay's CPU seconds, its
 drops by reason; with XDP, the program's counts. Asserted with XDP: the
 program attached in native mode (the log and /lifecycle say so; without,
 /lifecycle has no xdp), every flood source past its bucket was dropped
-there (counted as rate, at least what the bucket cannot have passed), the
-players lost (almost) nothing, every packet of theirs passed as known
+there (counted as rate or budget, at least what the bucket cannot have
+passed), the
+relay's receive queue dropped nothing while it was held (the budget for
+sources not known: without it, on main's build, 2 403 dropped there), the
+players lost nothing the program saw, every packet of theirs passed as known
 (less the frames the program never judged), /metrics has
 etrelay_xdp_lines_unwalked_total, and OpenArena still lists all three
 (getstatus, asked directly) after the flood; a banned address's frames are dropped as banned, and after a SIGHUP
@@ -65,6 +69,14 @@ FLOOD_SOURCES = 1024 if H.SLOW == 1 else 256
 FLOOD_PER_SOURCE, FLOOD_SECONDS = 100000, 1.0
 # The players play this long before the flood starts and after it ends.
 PLAY_MARGIN = 0.3
+# With XDP the relay is held (SIGSTOP, as a loaded host's scheduler may
+# hold it) from the flood's start until the flood's first FLOOD_SOURCES x
+# XDP_BURST frames are out and HOLD seconds more: the fresh sources, each
+# within its bucket, would pass all of those meanwhile, a page-sized
+# buffer each, more than the relay's receive queue holds (the players'
+# packets behind them dropped); the program's budget for sources it does
+# not know passes at most 256 a CPU at once.
+HOLD = 0.1
 XDP_RATE, XDP_BURST = 5, 10
 BANNED, BAN_FRAMES = "198.19.7.7", 8  # fewer than a bucket holds
 # From a source of their own, fewer than its bucket holds: not the game
@@ -273,13 +285,15 @@ def oa_seqs(oa):
 
 def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
           flood_seconds=FLOOD_SECONDS, relay_cpu=None, flood_cpus=(None,),
-          before_close=None):
+          before_close=None, hold=0.0):
     """One run: a fresh relay (with XDP or not; nft_rules, a str.format
     template of {port}, loaded in its namespace after it started), the
     players joined, the flood, the counts. relay_cpu, flood_cpus,
     before_close (bench/compare-flood): the CPU the relay is pinned to, a
     flooder for each item of flood_cpus (pinned to those CPUs, or not:
-    None), what to call with the namespace before the relay exits."""
+    None), what to call with the namespace before the relay exits; hold,
+    the seconds the relay stays stopped (from the flood's start) once the
+    flood's first FLOOD_SOURCES x XDP_BURST frames are out."""
     ns, oa = w.ns, w.oa
     lport, ops_port = H.free_udp_port(), H.free_tcp_port()
     tok = os.urandom(24).hex()
@@ -342,9 +356,22 @@ def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
         cmd = [sys.executable, "-c", FLOODER, os.path.dirname(os.path.abspath(__file__)),
                ns.host_if, ns.ns_ip, str(lport), ns.host_mac.hex(), ns.ns_mac.hex(),
                str(FLOOD_SOURCES), str(per_source), str(flood_seconds)]
+    if hold:
+        os.kill(relay.proc.pid, signal.SIGSTOP)
+        tx = f"/sys/class/net/{ns.host_if}/statistics/tx_packets"
+        with open(tx) as f:
+            tx0 = int(f.read())
     flooders = [subprocess.Popen((["taskset", "-c", c] if c else []) + cmd,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for c in flood_cpus]
+    if hold:
+        # Bounded: a flooder that never starts fails below.
+        try:
+            H.wait_until(lambda: int(open(tx).read()) - tx0 >= FLOOD_SOURCES * XDP_BURST,
+                         5 * H.SLOW, "the fresh sources' first frames out", interval=0.005)
+        finally:
+            time.sleep(hold)
+            os.kill(relay.proc.pid, signal.SIGCONT)
     outs = []
     for f in flooders:
         try:
@@ -366,6 +393,10 @@ def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
     for k in range(BAN_FRAMES):
         ns.send_frame(H.ether_udp((BANNED, 30000 + k), (ns.ns_ip, lport),
                                   H.game_packet(7, b"banned", k), ns.host_mac, ns.ns_mac))
+    # The budget for sources not known, spent by the flood, refills (301
+    # frames a second): the shapes' frames meet it with room, and the
+    # program judges their shape (it checks the budget first).
+    time.sleep(0.1)
     for k, payload in enumerate(NOT_SHAPE):
         ns.send_frame(H.ether_udp((SHAPELESS, 32000 + k), (ns.ns_ip, lport), payload,
                                   ns.host_mac, ns.ns_mac))
@@ -406,7 +437,7 @@ def phase(ctx, w, xdp, tag, nft_rules=None, per_source=FLOOD_PER_SOURCE,
 
     relay_drops = grew("etrelay_dropped_datagrams_total")
     counts = {r: grew("etrelay_xdp_packets_total", listener="game", result=r)
-              for r in ("passed", "known", "bogon", "banned", "shape", "rate")}
+              for r in ("passed", "known", "bogon", "banned", "shape", "rate", "budget")}
     counts["other listeners"] = grew("etrelay_xdp_packets_total") - sum(counts.values())
     counts["unwalked"] = grew("etrelay_xdp_lines_unwalked_total")
     unwalked_shown = H.metric_value(m1, "etrelay_xdp_lines_unwalked_total",
@@ -602,30 +633,30 @@ def test(ctx):
     turn_known(ctx, w.ns)
     game_server_ready(w)
     plain = phase(ctx, w, False, "plain")
-    with_xdp = phase(ctx, w, True, "xdp")
+    with_xdp = phase(ctx, w, True, "xdp", hold=HOLD)
 
     x = with_xdp["xdp"]
+    # The budget keeps the relay's receive queue from overflowing while it
+    # was held (main's build, without it: 2 403 dropped there).
+    H.expect_eq(with_xdp["kernel_drops"][1], 0,
+                "datagrams dropped at the relay's full receive queue with XDP")
     # Each source passes at most its burst and rate x time (+1 for the
-    # bucket's edge); all the rest must be dropped as rate.
+    # bucket's edge); all the rest must be dropped as rate or budget.
     per_source = with_xdp["sent"] // FLOOD_SOURCES
     can_pass = XDP_BURST + XDP_RATE * (with_xdp["seconds"] + 1.0) + 1
     floor = FLOOD_SOURCES * max(0, per_source - can_pass)
-    H.check(x["rate"] >= floor,
-            f"XDP dropped {x['rate']} flood packets as rate; at least {floor:.0f} of "
+    H.check(x["rate"] + x["budget"] >= floor,
+            f"XDP dropped {x['rate']} flood packets as rate, {x['budget']} as budget; at least "
+            f"{floor:.0f} of "
             f"{with_xdp['sent']} cannot have passed {FLOOD_SOURCES} buckets of {XDP_BURST} "
             f"+ {XDP_RATE}/s")
-    H.check(x["rate"] > 0 and floor > 0, "the flood outran its buckets")
+    H.check(x["rate"] + x["budget"] > 0 and floor > 0, "the flood outran its buckets")
     H.expect_eq(x["banned"], BAN_FRAMES, "XDP drops as banned")
     H.expect_eq(x["shape"], len(NOT_SHAPE), "XDP drops as shape")
     H.expect_eq(x["other listeners"], 0, "XDP counts under listener game only")
     H.check(with_xdp["unwalked_shown"], "/metrics has etrelay_xdp_lines_unwalked_total")
     H.expect_eq(x["unwalked"], 0, "long lines left unwalked (there were none)")
-    # The program passes every packet of a player (known, just below);
-    # past it, a relay starved of CPU by the oversubscribed CI step lost 2
-    # of 200 in the socket queue once: 2 % is the bound, 0 the usual.
-    H.check(all(n <= max(s // 50, 1) for n, s in zip(with_xdp["lost"], with_xdp["players"])),
-            f"players' packets lost at OpenArena with XDP: {with_xdp['lost']} of "
-            f"{with_xdp['players']}")
+    H.check(x["budget"] > 0, f"the fresh sources' burst met the budget: {x}")
     # Frames the program never saw (the veth's ring full, or a frame the
     # veth hands to the stack past its NAPI: one in 500 000 here, once)
     # excuse as many of the players' packets missing from known; a player's
@@ -636,6 +667,10 @@ def test(ctx):
     H.check(x["known"] + unjudged >= sum(with_xdp["players"]),
             f"XDP passed {x['known']} as known: at least the players' "
             f"{sum(with_xdp['players'])} (less {unjudged} frames it never judged)")
+    # The players lose nothing but what the program never saw.
+    H.check(sum(with_xdp["lost"]) <= unjudged,
+            f"players' packets lost at OpenArena with XDP: {with_xdp['lost']} of "
+            f"{with_xdp['players']} (excused: {unjudged} frames the program never judged)")
     H.check(with_xdp["listed"] is not None and set(with_xdp["names"]) <= set(with_xdp["listed"]),
             f"OpenArena lists the players after the flood with XDP: {with_xdp['listed']}, "
             f"want {with_xdp['names']}")

@@ -40,17 +40,25 @@ def hello(name, size=0, sni=True):
 class TcpServer(threading.Thread):
     """A TCP service on a port drawn below the ephemeral range
     (H.free_tcp_port): each connection in a thread of its own, running
-    serve(c); close() (or ctx's cleanup, when ctx is given) ends them."""
+    serve(c); wait_served(n, timeout) waits for n of them to end; close()
+    (or ctx's cleanup, when ctx is given) ends them. rcvbuf sets the
+    listening socket's SO_RCVBUF before it listens (its connections'
+    windows). A subclass may replace run() (one thread for all, say):
+    self.s is bound and listening, with a 0.2 s timeout."""
 
-    def __init__(self, ctx=None, backlog=64):
+    def __init__(self, ctx=None, backlog=64, rcvbuf=None):
         super().__init__(daemon=True)
         self.s = socket.socket()
+        if rcvbuf is not None:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.port = H.free_tcp_port()
         self.s.bind((H.LOOPBACK, self.port))
         self.s.listen(backlog)
         self.s.settimeout(0.2)
         self.stop = False
         self.conns = []
+        self.served = 0
+        self.cond = threading.Condition()
         if ctx is not None:
             ctx.objs.append(self)
         self.start()
@@ -62,10 +70,24 @@ class TcpServer(threading.Thread):
             except OSError:
                 continue
             self.conns.append(c)
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            self.serve(c)
+        finally:
+            with self.cond:
+                self.served += 1
+                self.cond.notify_all()
 
     def serve(self, c):
         raise NotImplementedError
+
+    def wait_served(self, n=1, timeout=30.0):
+        """True once n connections were served (serve returned) within
+        timeout."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.served >= n, timeout)
 
     def close(self):
         self.stop = True

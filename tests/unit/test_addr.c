@@ -104,6 +104,21 @@ static void test_addr_split_explicit_port_beats_default_port(void **state)
 	assert_int_equal(port, 27961);
 }
 
+/* attack15: "upstream = 127.0.0.1:23100" passed -t as the host
+ * "= 127.0.0.1" and failed to resolve at start, without its line. */
+static void test_addr_split_rejects_a_host_no_name_or_address_has(void **state)
+{
+	char host[ADDR_HOSTLEN];
+	uint16_t port;
+
+	(void)state;
+	assert_int_equal(addr_split("= 127.0.0.1:23100", host, &port, -1), -1);
+	assert_int_equal(addr_split("a b:1", host, &port, -1), -1);
+	assert_int_equal(addr_split("[::1 ]:1", host, &port, -1), -1);
+	assert_int_equal(addr_split("[fe80::1%eth0]:1", host, &port, -1), 0);
+	assert_int_equal(addr_split("_srv.host-1.example:1", host, &port, -1), 0);
+}
+
 static void test_addr_split_rejects_bare_host_without_default_port(void **state)
 {
 	char host[ADDR_HOSTLEN];
@@ -541,6 +556,7 @@ int main(void)
 	    cmocka_unit_test(test_addr_split_takes_hostname_and_port),
 	    cmocka_unit_test(test_addr_split_uses_default_port_for_bare_host),
 	    cmocka_unit_test(test_addr_split_explicit_port_beats_default_port),
+	    cmocka_unit_test(test_addr_split_rejects_a_host_no_name_or_address_has),
 	    cmocka_unit_test(test_addr_split_rejects_bare_host_without_default_port),
 	    cmocka_unit_test(test_addr_split_rejects_port_zero),
 	    cmocka_unit_test(test_addr_split_rejects_port_above_65535),

@@ -3999,6 +3999,22 @@ static void test_config_wg_options_make_the_quick_start_tunnel(void **state)
 	assert_err_names(&e, "etrelay: --wg-listen-port: invalid value '0'", NULL);
 	assert_int_equal(cli(&c, &e, ARGV("--wg-address", "10.8.0.1")), -1);
 	assert_err_names(&e, "etrelay: --wg-address: invalid value '10.8.0.1'", "prefix");
+	/* No address a host cannot take as its own (attack15: loopback took
+	 * routes from lo, multicast and broadcast were set as unicast). */
+	{
+		static char bad[][24] = {
+		    "127.0.0.1/8", "224.0.0.1/24", "255.255.255.255/32",  "0.0.0.0/8", "::1/128",
+		    "ff02::1/64",  "::/64",	   "::ffff:127.0.0.1/120"};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			assert_int_equal(
+			    cli(&c, &e, ARGV("--wg-interface", "wg0", "--wg-address", bad[i])), -1);
+			assert_err_names(&e, "etrelay: --wg-address: invalid value", "loopback");
+		}
+		assert_int_equal(
+		    run(&c, &e, "[tunnel]\ninterface wg0\naddress 127.0.0.2/8\n", NOARGS), -1);
+		assert_err_line(&e, "t.conf:3: address: invalid value '127.0.0.2/8'", "multicast",
+				NULL);
+	}
 	assert_int_equal(cli(&c, &e, ARGV("--wg-create", "maybe")), -1);
 	assert_err_names(&e, "etrelay: --wg-create: invalid value 'maybe'", NULL);
 	/* What is missing, by the option's name. */

@@ -216,6 +216,35 @@ static void test_wgp_plan_refuses_a_set_naming_a_key_twice(void **state)
 	assert_int_equal(wgp_plan(cur, 1, want, 2, ops, 3), -EINVAL);
 }
 
+/* attack15: a peer with the relay's own key was "added" at every
+ * heartbeat (wireguard-go drops it) and a network given to three peers
+ * moved between them at every reconcile. */
+static void test_wgp_set_check_refuses_the_own_key_and_a_network_of_two_peers(void **state)
+{
+	struct wgp_peer p[3] = {peer(1, "10.99.0.2/32"), peer(2, "10.99.1.0/24"),
+				peer(3, "10.99.2.0/24")};
+	uint8_t own[WGP_KEY_LEN];
+	char err[128];
+
+	(void)state;
+	key(own, 9);
+	assert_int_equal(wgp_set_check(p, 3, own, err, sizeof(err)), 0);
+	assert_int_equal(wgp_set_check(NULL, 0, own, err, sizeof(err)), 0);
+	/* One peer may hold a network inside another's: WireGuard routes the
+	 * longest prefix. */
+	p[1].allowed[1] = cidr("10.99.0.0/16");
+	p[1].n_allowed = 2;
+	assert_int_equal(wgp_set_check(p, 3, own, err, sizeof(err)), 0);
+	key(own, 2);
+	assert_int_equal(wgp_set_check(p, 3, own, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "peer 2 has the relay's own public key"));
+	key(own, 9);
+	p[2].allowed[1] = cidr("10.99.1.7/24"); /* the same network as peer 2's */
+	p[2].n_allowed = 2;
+	assert_int_equal(wgp_set_check(p, 3, own, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "allowed IP 10.99.1.0/24 given to two peers"));
+}
+
 static void test_wgp_plan_of_1000_peers_with_10_changed_has_10_ops(void **state)
 {
 	enum { N = 1000 };
@@ -400,6 +429,7 @@ int main(void)
 	    cmocka_unit_test(test_wgp_plan_leaves_an_unchanged_set_alone),
 	    cmocka_unit_test(test_wgp_plan_removes_then_updates_then_adds),
 	    cmocka_unit_test(test_wgp_plan_refuses_a_set_naming_a_key_twice),
+	    cmocka_unit_test(test_wgp_set_check_refuses_the_own_key_and_a_network_of_two_peers),
 	    cmocka_unit_test(test_wgp_plan_of_1000_peers_with_10_changed_has_10_ops),
 	    cmocka_unit_test(test_wgp_uapi_set_writes_the_plan_as_wireguard_go_reads_it),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_reads_wireguard_gos_answer),

@@ -410,7 +410,14 @@ static int load(void)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "etrelay");
 	struct bpf_program *prog;
-	struct xdp_params none = {0};
+	/* A bucket and a budget that never refuse (a nanosecond a packet,
+	 * years of burst): the runs go the program's way for a source not
+	 * known (the bucket, the budget, then the shape), no walk budget: a
+	 * packet of its listener's shape passes. */
+	struct xdp_params none = {.interval_ns = 1,
+				  .tolerance_ns = 1ull << 60,
+				  .budget_interval_ns = 1,
+				  .budget_tolerance_ns = 1ull << 60};
 	uint32_t zero = 0;
 	int rc, pfd;
 
@@ -433,7 +440,6 @@ static int load(void)
 		if (bpf_map_update_elem(pfd, &port, &ports[k].kinds, BPF_ANY) < 0)
 			return -1;
 	}
-	/* No bucket, no walk budget: a packet of its listener's shape passes. */
 	params_fd = bpf_object__find_map_fd_by_name(obj, "etr_params");
 	if (bpf_map_update_elem(params_fd, &zero, &none, BPF_ANY) < 0)
 		return -1;
