@@ -478,6 +478,30 @@ void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_R
 		reconciles[i] = s ? __atomic_load_n(&s->st.reconciles[i], __ATOMIC_RELAXED) : 0;
 }
 
+int tun_set_tokens(void *shared, char *const *list, size_t n, char *err, size_t errlen)
+{
+	struct tun_shared *s = shared;
+	int rc;
+
+	if (!s || !s->up) {
+		snprintf(err, errlen, "no tunnel");
+		return -1;
+	}
+	rc = tun_tokens_set(&s->tokens, list, n);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s",
+			 rc == -ENOMEM ? "out of memory" : "a token empty or too long");
+		return -1;
+	}
+	if (rc == 1) {
+		log_info("tunnel %s: %zu rung-3 token%s in force", s->dev.ifname, n,
+			 n == 1 ? "" : "s");
+		for (unsigned w = 0; w < s->env->nworkers; w++)
+			s->env->post(s->env, w);
+	}
+	return 0;
+}
+
 struct tun_cert *tun_kind_cert(void *shared)
 {
 	struct tun_shared *s = shared;

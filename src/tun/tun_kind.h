@@ -52,6 +52,12 @@ struct tun_cert;
 /* The tunnel certificate's holder (tun_cert.h), NULL: no tunnel open. */
 struct tun_cert *tun_kind_cert(void *shared);
 
+/* The control thread: the heartbeat's rung-3 tokens list[0..n) are the set
+ * in force from now on; when it changed, every worker takes it (a
+ * connection whose token left is closed, 1008). Returns 0, or -1 with why
+ * in err (the set in force stays). */
+int tun_set_tokens(void *shared, char *const *list, size_t n, char *err, size_t errlen);
+
 /* On a worker's thread, its instance inst: a rung-3 connection an SNI
  * listener of that worker hands over (sni_tunnel's take): fd, its peer and
  * the len bytes read from it at pre. 0, or -errno: not taken, the caller
