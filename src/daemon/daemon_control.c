@@ -18,18 +18,23 @@
 
 /* The control thread, at each heartbeat: the SNI listeners hand over the
  * tunnel certificate's name (rung 3) while it is in force, nothing once
- * none is (expired). A certificate just taken serves from the next
- * heartbeat. */
-static void tunnel_name(struct daemon *d)
+ * none is (expired); and the report's tunnelUrl is wss://NAME/t only
+ * then. A certificate just taken serves from the next heartbeat. */
+static void tunnel_name(struct daemon *d, struct control_report *r)
 {
 	struct tun_cert *tc = tun_kind_cert(d->kenv[KIND_TUN].shared);
+	struct sni_shared *sh = d->kenv[KIND_SNI].shared;
 	char name[TLS_CERT_NAME_MAX];
 
-	if (!tc || !d->conf->nsni)
+	if (!tc || !d->conf->nsni || !sh->tunnel.take)
 		return;
 	tun_cert_name(tc, (int64_t)time(NULL), name);
-	if (sni_tunnel_set_name(d->kenv[KIND_SNI].shared, name, strlen(name)) < 0)
+	if (sni_tunnel_set_name(sh, name, strlen(name)) < 0) {
 		log_debug("tunnel: %s: not a name the SNI listeners take", name);
+		return;
+	}
+	if (name[0])
+		snprintf(r->tunnel_url, sizeof(r->tunnel_url), "wss://%s%s", name, TUN_CERT_PATH);
 }
 
 /* The control thread: the heartbeat's report, from the counters the ops
@@ -63,7 +68,7 @@ static void control_report(void *arg, struct control_report *r)
 		}
 	}
 	r->wg = tun_wireguard(d->kenv[KIND_TUN].shared, r->wg_public_key, &r->wg_listen_port);
-	tunnel_name(d);
+	tunnel_name(d, r);
 }
 
 /* The control thread: a good heartbeat's rung-3 tokens are the tunnel's

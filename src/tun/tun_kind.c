@@ -62,17 +62,18 @@ static unsigned count(const struct etr_conf *c)
 }
 
 /* The netlink or userspace-API socket, one at a time (the control thread's
- * requests are one after another); the rtnetlink one at start is closed. */
+ * requests are one after another); the rtnetlink one at start is closed.
+ * With an SNI listener, rung 3's connections: a stream and a socket to
+ * WireGuard each, TUN_R3_CONNS per worker. */
 static uint64_t fds(const struct etr_conf *c, unsigned workers)
 {
-	(void)workers;
-	return c->ntunnel;
+	return c->ntunnel + (c->ntunnel && c->nsni ? 2ull * TUN_R3_CONNS * workers : 0);
 }
 
 static const char *fds_what(const struct etr_conf *c)
 {
-	(void)c;
-	return "the tunnel's interface socket";
+	return c->nsni ? "the tunnel's interface socket and rung 3's connections"
+		       : "the tunnel's interface socket";
 }
 
 static const char *way_name(enum wgdev_way w)
