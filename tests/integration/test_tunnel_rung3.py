@@ -10,7 +10,8 @@ python3-websockets, which carries the datagrams to wss://NAME/t through
 the relay's SNI port: a ping over the tunnel passes. Refused: a wrong
 token (403), a wrong path (4xx), a name that is not the tunnel's (closed
 without an answer). The heartbeat's tunnelUrl is absent until the name is
-served, then wss://NAME/t. 77 without root, namespaces, wireguard-go, wg or
+served, then wss://NAME/t. The gateway's token left out of an answer
+closes its WebSocket (1008) within about a heartbeat. 77 without root, namespaces, wireguard-go, wg or
 /usr/bin/python3's websockets."""
 
 import json
@@ -126,6 +127,7 @@ def rung3_carries_a_gateway(ctx):
             b.close()
         return line == "open"
     H.wait_until(bridge_up, T(8), "the gateway's udpws bridge upgraded")
+    bridge = ctx.objs[-1]
     gw.run("wg", "set", gw.ifname, "private-key", gw.keyfile, "peer", pub, "endpoint",
            f"127.0.0.1:{bridge_port}", "allowed-ips", "10.8.0.1/32", "persistent-keepalive", "1")
     H.wait_until(lambda: pings(gw, "10.8.0.1"), T(10), "a ping from the gateway over rung 3")
@@ -140,6 +142,15 @@ def rung3_carries_a_gateway(ctx):
         got = probe(gw, addr, name, path, token)
         if not re.search(want, got):
             raise H.TestFailure(f"{what}: {got!r}, expected {want}")
+
+    # The gateway's token left out of the next answer: its WebSocket is
+    # closed (1008) within about one heartbeat.
+    cp.set(tunnel_tokens=["another-gateway"])
+    H.wait_until(lambda: bridge.p.poll() is not None, T(INTERVAL * 2 + 2),
+                 "the bridge's WebSocket closed after its token left the set")
+    out = bridge.p.stdout.read().strip()
+    if out != "closed 1008":
+        raise H.TestFailure(f"the bridge after its token left: {out!r}, expected 'closed 1008'")
     ctx.check_relays_alive()
 
 

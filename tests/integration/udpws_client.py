@@ -81,6 +81,8 @@ async def bridge(listen, addr, name, path, token):
             async for m in ws:
                 if isinstance(m, bytes) and udp.peer:
                     tr.sendto(m, udp.peer)
+        except websockets.exceptions.ConnectionClosed:
+            pass  # a close code but 1000 and 1001: said below
         finally:
             task.cancel()
         print(f"closed {ws.close_code}", flush=True)
