@@ -61,6 +61,7 @@ struct control {
 	struct ctl_upstream_policy upstream;
 	uint64_t refused_sig;  /* of the refused routes last logged; 0: none */
 	char wg_refused[512];  /* why the last peer set was refused, logged; "": taken */
+	char tok_refused[512]; /* likewise for the last rung-3 token set */
 	bool hosts_warned;     /* the host list outgrew the policy, said once */
 	struct certsched cert; /* with cfg.cert: when to ask for it next (ms) */
 	struct ctl_logstate log_cert;
@@ -586,6 +587,29 @@ static void wg_take(struct control *c, const char *body, size_t len)
 	free(peers);
 }
 
+/* The control thread: a good answer's rung-3 tokens, apart from the rest
+ * of it, as its peers are. A set that does not parse leaves the one in
+ * force (a token left out would close its gateway's connections); logged
+ * once per reason. */
+static void tokens_take(struct control *c, const char *body, size_t len)
+{
+	char **list = NULL, err[512] = "";
+	size_t n = 0;
+
+	if (ctl_msg_tunnel_tokens(body, len, &list, &n, err, sizeof(err)) == 0 &&
+	    c->cfg.tun_tokens(c->cfg.arg, list, n, err, sizeof(err)) == 0) {
+		c->tok_refused[0] = '\0';
+		free(list);
+		return;
+	}
+	free(list);
+	if (strcmp(err, c->tok_refused) != 0)
+		log_warnx("control: tunnelTokens refused (%s): the tunnel keeps its tokens", err);
+	else
+		log_debug("control: tunnelTokens refused (%s)", err);
+	snprintf(c->tok_refused, sizeof(c->tok_refused), "%s", err);
+}
+
 static void heartbeat(struct control *c)
 {
 	uint64_t refused[CTL_UPSTREAM_WHYS] = {0};
@@ -630,6 +654,8 @@ static void heartbeat(struct control *c)
 	}
 	if (r == CTL_OK && c->cfg.wg_peers)
 		wg_take(c, a.buf ? a.buf : "", a.len);
+	if (r == CTL_OK && c->cfg.tun_tokens)
+		tokens_take(c, a.buf ? a.buf : "", a.len);
 	free(saved);
 	free(list);
 	free(a.buf);

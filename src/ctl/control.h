@@ -68,6 +68,12 @@ struct control_config {
 	 * taken, the heartbeat good (on the control thread). NULL: logged
 	 * only. */
 	void (*wg_refused)(void *arg, const char *why);
+	/* A good answer's whole rung-3 token set (tunnelTokens, absent:
+	 * none): the tunnel's set in force from now on (on the control
+	 * thread). NULL: no tunnel, the field is not read. A set that does
+	 * not parse, or that the call refuses (-1, why in err), is logged and
+	 * the set in force stays; the heartbeat stands. */
+	int (*tun_tokens)(void *arg, char *const *list, size_t n, char *err, size_t errlen);
 	void *arg;
 	/* The tunnel certificate's holder (tun_cert.h; NULL: no tunnel, no
 	 * certificate asked for): once enrolled, RequestCertificate on

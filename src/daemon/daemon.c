@@ -22,6 +22,7 @@
 #include "ops.h"
 #include "reuseport.h"
 #include "sdnotify.h"
+#include "tun_kind.h"
 #include "version.h"
 #include "worker.h"
 #include "xdp.h"
@@ -352,6 +353,18 @@ static int open_kinds(struct daemon *d, const void *const *resolved)
 	return rc;
 }
 
+/* A worker's SNI listener: a connection for the tunnel's name goes to the
+ * same worker's tunnel instance (rung 3). */
+static int daemon_tunnel_take(void *arg, unsigned worker, int fd, const union etr_sockaddr *peer,
+			      const uint8_t *pre, size_t len)
+{
+	struct daemon *d = arg;
+
+	return tun_kind_take(worker_inst(d->workers[worker], KIND_TUN, 0), fd, peer, pre, len) < 0
+		   ? -1
+		   : 0;
+}
+
 /* A worker's listeners of every kind register with its loop (on its own
  * thread). */
 static int attach_listeners(struct worker *w)
@@ -456,6 +469,14 @@ int daemon_open(struct daemon *d, const struct etr_conf *conf, const void *const
 	d->stats.nworkers = d->nworkers;
 	if ((rc = open_kinds(d, resolved)) != 0)
 		return rc;
+	/* Rung 3: the SNI listeners hand the tunnel's name over (the name
+	 * itself comes with the tunnel certificate, daemon_control.c). */
+	if (kinds[KIND_TUN]->count(conf) && conf->nsni) {
+		struct sni_shared *sh = d->kenv[KIND_SNI].shared;
+
+		sh->tunnel.arg = d;
+		sh->tunnel.take = daemon_tunnel_take;
+	}
 	d->bans = calloc(1, sizeof(*d->bans));
 	if (!d->bans) {
 		log_warn("ban list");

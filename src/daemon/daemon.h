@@ -33,7 +33,7 @@ struct worker;
  * each worker's endpoint table. */
 _Static_assert(CONF_RELAYS_MAX *RELAY_ENDPOINTS + CONF_SNI_MAX +
 		       CONF_PRBE_LISTEN_MAX * PRBE_PORT_ENDPOINTS + CONF_TURN_MAX * TURN_ENDPOINTS +
-		       DAEMON_ENDPOINTS <=
+		       1 /* the tunnel's rung 3 */ + DAEMON_ENDPOINTS <=
 		   ENDPOINT_MAX,
 	       "the relays, SNI listeners and echo ports do not fit the endpoint table");
 

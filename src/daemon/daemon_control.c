@@ -6,13 +6,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "control.h"
 #include "daemon_int.h"
 #include "log.h"
 #include "ops.h"
+#include "tun_cert.h"
 #include "tun_kind.h"
 #include "version.h"
+
+/* The control thread, at each heartbeat: the SNI listeners hand over the
+ * tunnel certificate's name (rung 3) while it is in force, nothing once
+ * none is (expired); and the report's tunnelUrl is wss://NAME/t only
+ * then. A certificate just taken serves from the next heartbeat. */
+static void tunnel_name(struct daemon *d, struct control_report *r)
+{
+	struct tun_cert *tc = tun_kind_cert(d->kenv[KIND_TUN].shared);
+	struct sni_shared *sh = d->kenv[KIND_SNI].shared;
+	char name[TLS_CERT_NAME_MAX];
+
+	if (!tc || !d->conf->nsni || !sh->tunnel.take)
+		return;
+	tun_cert_name(tc, (int64_t)time(NULL), name);
+	if (sni_tunnel_set_name(sh, name, strlen(name)) < 0) {
+		log_debug("tunnel: %s: not a name the SNI listeners take", name);
+		return;
+	}
+	if (name[0])
+		snprintf(r->tunnel_url, sizeof(r->tunnel_url), "wss://%s%s", name, TUN_CERT_PATH);
+}
 
 /* The control thread: the heartbeat's report, from the counters the ops
  * plane reads too; its health is what /readyz answers. */
@@ -45,6 +68,16 @@ static void control_report(void *arg, struct control_report *r)
 		}
 	}
 	r->wg = tun_wireguard(d->kenv[KIND_TUN].shared, r->wg_public_key, &r->wg_listen_port);
+	tunnel_name(d, r);
+}
+
+/* The control thread: a good heartbeat's rung-3 tokens are the tunnel's
+ * (by the control plane's protocol). */
+static int control_tun_tokens(void *arg, char *const *list, size_t n, char *err, size_t errlen)
+{
+	struct daemon *d = arg;
+
+	return tun_set_tokens(d->kenv[KIND_TUN].shared, list, n, err, errlen);
 }
 
 _Static_assert(CTL_WG_PEERS_MAX <= TUN_PEERS_MAX, "the interface takes every peer of a set");
@@ -85,29 +118,30 @@ int daemon_control_open(struct daemon *d)
 {
 	const struct etr_conf *conf = d->conf;
 	const struct sni_shared *sni = d->kenv[KIND_SNI].shared;
-	struct control_config cc = {.url = conf->control_url,
-				    .bootstrap_file = conf->control_bootstrap_file,
-				    .state_dir = conf->state_dir,
-				    .interval_ms = conf->control_interval_ms,
-				    .timeout_ms = conf->control_timeout_ms,
-				    .backoff_min_ms = conf->control_backoff_min_ms,
-				    .backoff_max_ms = conf->control_backoff_max_ms,
-				    .max_answer = conf->control_max_answer,
-				    .conf = conf,
-				    .local = sni->local,
-				    .nlocal = sni->nlocal,
-				    .version = ETRELAY_VERSION,
-				    .report = control_report,
-				    .routes = control_routes,
-				    .wg_peers =
-					kinds[KIND_TUN]->count(conf) ? control_wg_peers : NULL,
-				    .wg_refused = control_wg_refused,
-				    .arg = d,
-				    .cert = tun_kind_cert(d->kenv[KIND_TUN].shared),
-				    .cert_retry_min_ms = conf->control_cert_retry_min_ms,
-				    .cert_retry_max_ms = conf->control_cert_retry_max_ms,
-				    .cert_not_offered_ms = conf->control_cert_not_offered_ms,
-				    .stats = &d->control_stats};
+	struct control_config cc = {
+	    .url = conf->control_url,
+	    .bootstrap_file = conf->control_bootstrap_file,
+	    .state_dir = conf->state_dir,
+	    .interval_ms = conf->control_interval_ms,
+	    .timeout_ms = conf->control_timeout_ms,
+	    .backoff_min_ms = conf->control_backoff_min_ms,
+	    .backoff_max_ms = conf->control_backoff_max_ms,
+	    .max_answer = conf->control_max_answer,
+	    .conf = conf,
+	    .local = sni->local,
+	    .nlocal = sni->nlocal,
+	    .version = ETRELAY_VERSION,
+	    .report = control_report,
+	    .routes = control_routes,
+	    .wg_peers = kinds[KIND_TUN]->count(conf) ? control_wg_peers : NULL,
+	    .wg_refused = control_wg_refused,
+	    .tun_tokens = kinds[KIND_TUN]->count(conf) ? control_tun_tokens : NULL,
+	    .arg = d,
+	    .cert = tun_kind_cert(d->kenv[KIND_TUN].shared),
+	    .cert_retry_min_ms = conf->control_cert_retry_min_ms,
+	    .cert_retry_max_ms = conf->control_cert_retry_max_ms,
+	    .cert_not_offered_ms = conf->control_cert_not_offered_ms,
+	    .stats = &d->control_stats};
 	char err[1024];
 
 	if (!conf->control_url[0])

@@ -417,7 +417,8 @@ static const struct metric metrics[] = {
     {"etrelay_sni_connections_total", COUNTER, SNI, S(result),
      .label = LABEL_ENUM("result", SNI_RESULTS, sni_result_name_k),
      .help = "Connections accepted by an SNI listener, by result: spliced (connected to its "
-	     "route's upstream) or the reason it was closed without a byte."},
+	     "route's upstream), tunnel (the tunnel's name, handed to rung 3) or the reason it "
+	     "was closed without a byte."},
     {"etrelay_sni_connections_ended_total", COUNTER, SNI, S(ended),
      .label = LABEL_ENUM("reason", SNI_ENDS, sni_end_name_k),
      .help = "Spliced connections closed, by reason: done (both sides closed), idle "

@@ -50,6 +50,7 @@ struct sni_listener {
 	struct sni_pin pin;
 	const struct loop_stats *lst; /* NULL: a loop without counters */
 	uint64_t log_next;	      /* rate limit of the accept error log */
+	struct sni_tunnel_seen tun;   /* the tunnel's name, as this worker last read it */
 };
 
 /* Open worker w's listening socket (joining the port's group when

@@ -59,6 +59,23 @@ static void connect_upstream(struct sni_listener *l, struct sni_conn *c, uint64_
 	sni_conn_arm(l, c, now + l->conf->connect_timeout_ms * NS_PER_MS);
 }
 
+/* The tunnel's name: its hook takes the connection, fd and bytes read,
+ * and the slot is freed without a close (the fd is the hook's now). */
+static void hand_to_tunnel(struct sni_listener *l, struct sni_conn *c, uint64_t now)
+{
+	struct sni_tunnel *t = &l->all->tunnel;
+	int fd = c->fd[SIDE_C];
+
+	if (t->take(t->arg, l->worker, fd, &c->peer, c->pre + PROXY_V2_MAX, c->pre_len) < 0) {
+		sni_conn_refuse(l, c, SNI_NO_RESOURCES, now);
+		return;
+	}
+	c->fd[SIDE_C] = -1;
+	c->dir[SIDE_C] = 0;
+	SNI_ADD(l->stats.result[SNI_TUNNEL], 1);
+	sni_conn_free(l, c);
+}
+
 /* A chunk of the ClientHello: keep it, feed the reader, act on its answer. */
 void sni_preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgram *d)
 {
@@ -106,6 +123,11 @@ void sni_preread(struct sni_listener *l, struct sni_conn *c, struct loop_dgram *
 	 * process's lifecycle, not a copy) splices nothing new. */
 	if (sni_draining(l)) {
 		sni_conn_refuse(l, c, SNI_DRAINING, d->now);
+		return;
+	}
+	/* The tunnel's name before the routes: exact, never a wildcard's. */
+	if (sni_tunnel_match(l->all, &l->tun, c->hello.name, c->hello.name_len)) {
+		hand_to_tunnel(l, c, d->now);
 		return;
 	}
 	r = sni_routes_lookup(l->routes, c->hello.name, c->hello.name_len);

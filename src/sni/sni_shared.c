@@ -34,6 +34,7 @@ static const char *const result_names[SNI_RESULTS] = {
     [SNI_ROUTE_GONE] = "route_gone",
     [SNI_NO_RESOURCES] = "no_resources",
     [SNI_BANNED] = "banned",
+    [SNI_TUNNEL] = "tunnel",
 };
 
 static const char *const end_names[SNI_ENDS] = {
@@ -76,6 +77,8 @@ int sni_shared_init(struct sni_shared *sh, unsigned i, const struct sni_conf *c,
 
 	memset(l, 0, sizeof(*l));
 	pthread_mutex_init(&l->lock, NULL);
+	if (i == 0)
+		pthread_mutex_init(&sh->tunnel.lock, NULL);
 	l->conf = c;
 	sh->nworkers = nworkers;
 	if (i >= sh->n)
@@ -355,6 +358,8 @@ void sni_shared_free(struct sni_shared *sh)
 		srctab_free(&l->ips);
 		pthread_mutex_destroy(&l->lock);
 	}
+	if (sh->n)
+		pthread_mutex_destroy(&sh->tunnel.lock);
 	sh->n = 0;
 }
 
@@ -389,4 +394,51 @@ void sni_shared_ip_put(struct sni_lshared *l, const union etr_sockaddr *a)
 	pthread_mutex_lock(&l->lock);
 	srctab_put(&l->ips, a);
 	pthread_mutex_unlock(&l->lock);
+}
+
+int sni_tunnel_set_name(struct sni_shared *sh, const char *name, size_t len)
+{
+	struct sni_tunnel *t = &sh->tunnel;
+	char low[TLS_NAME_MAX + 1];
+
+	if (!sh->n || len > TLS_NAME_MAX)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		char ch = name[i];
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (char)(ch - 'A' + 'a');
+		/* A host name's letters, digits, '-' and dots between
+		 * labels: no wildcard, no empty label. */
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		      (ch == '.' && i > 0 && i + 1 < len && low[i - 1] != '.')))
+			return -1;
+		low[i] = ch;
+	}
+	low[len] = '\0';
+	pthread_mutex_lock(&t->lock);
+	if (len != t->len || memcmp(low, t->name, len) != 0) {
+		memcpy(t->name, low, len + 1);
+		t->len = len;
+		atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+bool sni_tunnel_match(struct sni_shared *sh, struct sni_tunnel_seen *seen, const char *name,
+		      size_t len)
+{
+	struct sni_tunnel *t = &sh->tunnel;
+
+	if (!t->take)
+		return false;
+	if (atomic_load_explicit(&t->gen, memory_order_acquire) != seen->gen) {
+		pthread_mutex_lock(&t->lock);
+		seen->gen = atomic_load_explicit(&t->gen, memory_order_relaxed);
+		seen->len = t->len;
+		memcpy(seen->name, t->name, t->len + 1);
+		pthread_mutex_unlock(&t->lock);
+	}
+	return seen->len && len == seen->len && memcmp(name, seen->name, len) == 0;
 }

@@ -18,6 +18,7 @@
 #include "sni_pin.h"
 #include "sni_routes.h"
 #include "srctab.h"
+#include "tls_hello.h"
 
 /* How a connection ended up: spliced, or refused (closed without a byte)
  * and why. One count per connection. */
@@ -42,6 +43,7 @@ enum sni_result {
 	SNI_ROUTE_GONE,	      /* its route went away before the connect ended */
 	SNI_NO_RESOURCES,     /* out of memory, sockets or connection slots */
 	SNI_BANNED,	      /* its source is in ban-file: closed at accept */
+	SNI_TUNNEL,	      /* the tunnel's name: handed to rung 3 (sni_tunnel) */
 	SNI_RESULTS
 };
 
@@ -125,8 +127,32 @@ struct sni_lshared {
 	struct sni_stats *stats[CONF_WORKERS_MAX]; /* each worker's */
 };
 
+/* Rung 3 of the tunnel (issue 25): the one name the SNI listeners do not
+ * splice but hand over, with the bytes read, to the tunnel's instance on
+ * the same worker (which terminates its TLS). sni/ sees neither tls/ nor
+ * tun/: the daemon sets the hook, the control thread the name (the
+ * tunnel certificate's, when one is taken). The name is exact (never a
+ * wildcard) and checked before the route table. */
+struct sni_tunnel {
+	pthread_mutex_t lock;	     /* name, len (initialized with listener 0) */
+	char name[TLS_NAME_MAX + 1]; /* lower case; "" none */
+	size_t len;
+	_Atomic uint64_t gen; /* bumped at each change: workers copy anew */
+	/* On worker's thread, inside the listener's callback: connection fd
+	 * (accepted from peer, on that worker's loop, no operation pending on
+	 * it) whose first bytes are pre[0..len) (its ClientHello and whatever
+	 * came with it; valid during the call only). 0: fd is the hook's now (its loop ops with its
+	 * own ids, its del_socket and close); -1: not taken, the listener refuses it
+	 * (no_resources). NULL: no tunnel (nothing is handed over). Set, with arg, before the
+	 * workers start. */
+	int (*take)(void *arg, unsigned worker, int fd, const union etr_sockaddr *peer,
+		    const uint8_t *pre, size_t len);
+	void *arg;
+};
+
 struct sni_shared {
 	unsigned n, nworkers;
+	struct sni_tunnel tunnel;
 	struct sni_lshared l[CONF_SNI_MAX];
 	/* The process's lifecycle (enum stats_lifecycle): anything but 0
 	 * (active) refuses new connections. */
@@ -184,6 +210,24 @@ void sni_listener_totals(const struct sni_shared *sh, unsigned i, struct sni_tot
 uint32_t sni_active_total(const struct sni_shared *sh);
 
 void sni_shared_free(struct sni_shared *sh);
+
+/* The tunnel's name from now on (any thread but the workers; the control
+ * thread): name (len bytes, any case; 0: none, nothing is handed over).
+ * Returns 0, or -1: no SNI listener, or not a name a ClientHello can carry
+ * (empty label, over TLS_NAME_MAX, a wildcard). */
+int sni_tunnel_set_name(struct sni_shared *sh, const char *name, size_t len);
+
+/* A worker's copy of the tunnel's name, taken anew when it changed. */
+struct sni_tunnel_seen {
+	uint64_t gen;
+	size_t len;
+	char name[TLS_NAME_MAX + 1];
+};
+
+/* On a worker's thread: whether name (len bytes, lower case, as
+ * tls_hello gives it) is the tunnel's, exactly, and a hook takes it. */
+bool sni_tunnel_match(struct sni_shared *sh, struct sni_tunnel_seen *seen, const char *name,
+		      size_t len);
 
 /* For the listener's files, on a worker's thread: the table in force now
  * (its generation in *gen, marked as taken by worker); and the per-source

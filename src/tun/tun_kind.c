@@ -21,6 +21,7 @@
 #include "log.h"
 #include "stats.h"
 #include "tun_cert.h"
+#include "tun_r3.h"
 #include "wgdev.h"
 
 /* Each request to the interface waits at most this long. */
@@ -44,11 +45,15 @@ struct tun_shared {
 	uint64_t last_at;     /* unix seconds */
 	char last_err[256];   /* why, when it failed */
 	struct tun_cert cert; /* the tunnel certificate (tun_cert.h) */
+	/* Rung 3's tokens, from the control thread's heartbeats. */
+	struct tun_tokens tokens;
+	bool tokens_init;
+	const struct kind_env *env; /* to tell the workers of a new token set */
 };
 
-/* A worker's instance: none of its own yet (rung 3's socket will be). */
+/* A worker's instance: its rung-3 connections (tun_r3.h). */
 struct tun_inst {
-	int unused;
+	struct tun_r3 r3;
 };
 
 static unsigned count(const struct etr_conf *c)
@@ -57,17 +62,18 @@ static unsigned count(const struct etr_conf *c)
 }
 
 /* The netlink or userspace-API socket, one at a time (the control thread's
- * requests are one after another); the rtnetlink one at start is closed. */
+ * requests are one after another); the rtnetlink one at start is closed.
+ * With an SNI listener, rung 3's connections: a stream and a socket to
+ * WireGuard each, TUN_R3_CONNS per worker. */
 static uint64_t fds(const struct etr_conf *c, unsigned workers)
 {
-	(void)workers;
-	return c->ntunnel;
+	return c->ntunnel + (c->ntunnel && c->nsni ? 2ull * TUN_R3_CONNS * workers : 0);
 }
 
 static const char *fds_what(const struct etr_conf *c)
 {
-	(void)c;
-	return "the tunnel's interface socket";
+	return c->nsni ? "the tunnel's interface socket and rung 3's connections"
+		       : "the tunnel's interface socket";
 }
 
 static const char *way_name(enum wgdev_way w)
@@ -132,6 +138,12 @@ static int open_(struct kind_env *e)
 		log_warnx("tunnel %s: its certificate holder", t->ifname);
 		return EXIT_FAILURE;
 	}
+	if (tun_tokens_init(&s->tokens) < 0) {
+		log_warnx("tunnel %s: its token set", t->ifname);
+		return EXIT_FAILURE;
+	}
+	s->tokens_init = true;
+	s->env = e;
 	s->cur = calloc(TUN_PEERS_MAX, sizeof(*s->cur));
 	s->ops = calloc(2 * TUN_PEERS_MAX, sizeof(*s->ops));
 	if (!s->cur || !s->ops) {
@@ -163,6 +175,16 @@ static int open_(struct kind_env *e)
 		open_fail(t, "address", rc);
 		return EXIT_FAILURE;
 	}
+	/* Rung 3 on every worker: connections come from its SNI listeners
+	 * (none until the daemon hands them over). */
+	for (unsigned w = 0; w < e->nworkers; w++) {
+		rc = tun_r3_open(e->inst(e, w, 0), &s->cert, &s->tokens, s->port, TUN_R3_CONNS);
+		e->opened(e, w, 1);
+		if (rc < 0) {
+			log_warnx("tunnel %s: rung 3's connections: %s", t->ifname, strerror(-rc));
+			return EXIT_FAILURE;
+		}
+	}
 	s->up = true;
 	e->stats->tunnel = &s->st;
 	return 0;
@@ -176,6 +198,8 @@ static void shared_free(struct kind_env *e)
 		return;
 	wgdev_close(&s->dev);
 	tun_cert_free(&s->cert);
+	if (s->tokens_init)
+		tun_tokens_free(&s->tokens);
 	explicit_bzero(s->priv, sizeof(s->priv));
 	free(s->cur);
 	free(s->ops);
@@ -188,18 +212,34 @@ static void shared_free(struct kind_env *e)
 static int attach(void *inst, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep)
 {
-	(void)inst, (void)ops, (void)loop, (void)ep;
-	return 0;
+	return tun_r3_attach(&((struct tun_inst *)inst)->r3, ops, loop, ep);
+}
+
+/* The token set in force moved (tun_set_tokens). */
+static void poke(void *inst)
+{
+	tun_r3_tokens(&((struct tun_inst *)inst)->r3);
 }
 
 static void take_bans(void *inst, const struct banlist *b)
 {
-	(void)inst, (void)b;
+	tun_r3_bans(&((struct tun_inst *)inst)->r3, b);
+}
+
+static void shutdown_(void *inst)
+{
+	tun_r3_shutdown(&((struct tun_inst *)inst)->r3);
 }
 
 static void close_(void *inst)
 {
-	(void)inst;
+	tun_r3_close(&((struct tun_inst *)inst)->r3);
+}
+
+int tun_kind_take(void *inst, int fd, const union etr_sockaddr *peer, const uint8_t *pre,
+		  size_t len)
+{
+	return tun_r3_take(&((struct tun_inst *)inst)->r3, fd, peer, pre, len, loop_now());
 }
 
 /* The relay's tunnel address, without a port. */
@@ -439,6 +479,30 @@ void tun_counters(const void *shared, uint64_t *peers, uint64_t reconciles[TUN_R
 		reconciles[i] = s ? __atomic_load_n(&s->st.reconciles[i], __ATOMIC_RELAXED) : 0;
 }
 
+int tun_set_tokens(void *shared, char *const *list, size_t n, char *err, size_t errlen)
+{
+	struct tun_shared *s = shared;
+	int rc;
+
+	if (!s || !s->up) {
+		snprintf(err, errlen, "no tunnel");
+		return -1;
+	}
+	rc = tun_tokens_set(&s->tokens, list, n);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s",
+			 rc == -ENOMEM ? "out of memory" : "a token empty or too long");
+		return -1;
+	}
+	if (rc == 1) {
+		log_info("tunnel %s: %zu rung-3 token%s in force", s->dev.ifname, n,
+			 n == 1 ? "" : "s");
+		for (unsigned w = 0; w < s->env->nworkers; w++)
+			s->env->post(s->env, w);
+	}
+	return 0;
+}
+
 struct tun_cert *tun_kind_cert(void *shared)
 {
 	struct tun_shared *s = shared;
@@ -456,7 +520,9 @@ const struct kind tun_kind = {
     .fds = fds,
     .fds_what = fds_what,
     .attach = attach,
+    .poke = poke,
     .take_bans = take_bans,
+    .shutdown = shutdown_,
     .close = close_,
     .log_start = log_start,
     .log_stats = log_stats,

@@ -2,8 +2,8 @@
 /* The tunnel as a listener kind (loop/kind.h): at start, the WireGuard
  * interface of the [tunnel] section keyed with a key made in memory, its
  * port and the relay's tunnel address set; then, on the control thread,
- * the peers of every good heartbeat. No worker socket yet (rung 3 will
- * be one). */
+ * the peers of every good heartbeat; on every worker, rung 3's
+ * connections (tun_r3.h), handed over by the SNI listeners. */
 #ifndef ETR_TUN_KIND_H
 #define ETR_TUN_KIND_H
 
@@ -51,5 +51,18 @@ struct tun_cert;
 
 /* The tunnel certificate's holder (tun_cert.h), NULL: no tunnel open. */
 struct tun_cert *tun_kind_cert(void *shared);
+
+/* The control thread: the heartbeat's rung-3 tokens list[0..n) are the set
+ * in force from now on; when it changed, every worker takes it (a
+ * connection whose token left is closed, 1008). Returns 0, or -1 with why
+ * in err (the set in force stays). */
+int tun_set_tokens(void *shared, char *const *list, size_t n, char *err, size_t errlen);
+
+/* On a worker's thread, its instance inst: a rung-3 connection an SNI
+ * listener of that worker hands over (sni_tunnel's take): fd, its peer and
+ * the len bytes read from it at pre. 0, or -errno: not taken, the caller
+ * closes fd. Nothing calls it yet (the daemon's hook is the next step). */
+int tun_kind_take(void *inst, int fd, const union etr_sockaddr *peer, const uint8_t *pre,
+		  size_t len);
 
 #endif

@@ -33,7 +33,8 @@ class ControlPlane:
     (Content-Length), "chunked" or "close" (neither: the body ends with the
     connection), streamed). routes is the set a good heartbeat is answered
     with (dicts as the JSON has them); wg_peers, when not None, its
-    wireguardPeers. cert is RequestCertificate's answer: a status number
+    wireguardPeers, and tunnel_tokens, when not None, its tunnelTokens.
+    cert is RequestCertificate's answer: a status number
     (501: no certificates offered), or a function of the request's CSR (PEM
     text) that returns (status, JSON object). host: the address it listens
     on (a namespace's relay reaches the host side of its veth pair)."""
@@ -45,6 +46,7 @@ class ControlPlane:
         self.heartbeat = "ok"
         self.routes = []
         self.wg_peers = None
+        self.tunnel_tokens = None
         self.cert = "501"
         self.stop = threading.Event()
         self.hang = hang
@@ -73,6 +75,7 @@ class ControlPlane:
                     location = cp.location
                     sets = list(cp.routes)
                     peers = cp.wg_peers
+                    tokens = cp.tunnel_tokens
                     huge = (cp.huge_bytes, cp.huge_status, cp.huge_framing)
                 if mode == "hang":
                     cp.stop.wait(cp.hang)
@@ -85,6 +88,8 @@ class ControlPlane:
                     hb = {"sniRoutes": sets, "unknownField": {"x": 1}}
                     if peers is not None:
                         hb["wireguardPeers"] = peers
+                    if tokens is not None:
+                        hb["tunnelTokens"] = tokens
                     self.answer(200, hb)
                 elif mode == "redirect":
                     try:

@@ -12,7 +12,8 @@ pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) is refused whole while the answer's
 routes are taken, and a failed heartbeat (503) leaves the peers as they
-were; the metrics count the peers and reconciles, and show
+were; rung 3's tokens (tunnelTokens) are put in force, a bad set refused
+whole; the metrics count the peers and reconciles, and show
 the gateway's handshake age (no label per peer); /lifecycle shows the
 tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
@@ -349,6 +350,22 @@ def tunnel_peers_follow_the_control_plane(ctx):
     # changed something (each good heartbeat reconciles, changed or not).
     if not ok or ok < 3:
         raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=ok}} {ok}, expected >= 3")
+
+    # Rung 3's tokens come with every good answer: a new set is put in
+    # force (and said), a set that does not parse is refused whole and
+    # the one in force stays (said once), an empty one is a set too.
+    start = len(relay.text_lines())
+    cp.set(tunnel_tokens=["tok-a", "tok-b"])
+    relay.wait_for_line(rf"^tunnel {ifname}: 2 rung-3 tokens in force$", T(3), start=start,
+                        what="two tokens")
+    start = len(relay.text_lines())
+    cp.set(tunnel_tokens=["tok-a", "tok-a"])
+    relay.wait_for_line(r"^control: tunnelTokens refused \(tunnelTokens: a token given "
+                        r"twice\): the tunnel keeps its tokens$", T(3), start=start,
+                        what="a token twice")
+    cp.set(tunnel_tokens=[])
+    relay.wait_for_line(rf"^tunnel {ifname}: 0 rung-3 tokens in force$", T(3), start=start,
+                        what="no token")
     ctx.check_relays_alive()
 
 

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1013,6 +1014,151 @@ static void test_sni_a_closed_connection_keeps_its_preread_until_on_sent(void **
 	assert_int_equal(atomic_load(&f->l.stats.active), 1);
 }
 
+/* The tunnel's hook (rung 3): what it was handed, and what it answers. */
+struct taken {
+	int rc;
+	unsigned n, worker;
+	int fd;
+	union etr_sockaddr peer;
+	uint8_t pre[1024];
+	size_t len;
+};
+
+static int take(void *arg, unsigned worker, int fd, const union etr_sockaddr *peer,
+		const uint8_t *pre, size_t len)
+{
+	struct taken *t = arg;
+
+	t->n++;
+	t->worker = worker;
+	t->fd = fd;
+	t->peer = *peer;
+	t->len = len;
+	memcpy(t->pre, pre, len < sizeof(t->pre) ? len : sizeof(t->pre));
+	return t->rc;
+}
+
+/* refused() again on a listener that has seen others: the count-th of
+ * why, no connect or send of its own, closed without a byte. */
+static void refused_nth(struct fx *f, const void *p, size_t n, enum sni_result why, uint64_t count)
+{
+	unsigned connects = f->loop.nconnects, sends = f->loop.nsends;
+	uint8_t buf[64];
+	int fd = accept_one(f);
+
+	deliver(f, fd, p, n);
+	assert_int_equal(result(f, why), count);
+	assert_int_equal(f->loop.nconnects, connects);
+	assert_int_equal(f->loop.nsends, sends);
+	assert_int_equal(client_read(f->clients[f->nclients - 1], buf, sizeof(buf)), 0);
+	deliver(f, fd, "", 0);
+	assert_int_equal(atomic_load(&f->l.stats.lingering), 0);
+}
+
+static struct fx *start_tunnel(void **state, struct taken *t, const char *name)
+{
+	struct fx *f = start(state);
+
+	f->sh.tunnel.take = take;
+	f->sh.tunnel.arg = t;
+	assert_int_equal(sni_tunnel_set_name(&f->sh, name, strlen(name)), 0);
+	return f;
+}
+
+/* The tunnel's name (any case, checked before the routes: a.test has
+ * one) hands the connection over: its fd, not closed, no del_socket, and
+ * every byte read; the slot, its counts and memory are free again. */
+static void test_sni_the_tunnel_name_is_handed_over_before_the_routes(void **state)
+{
+	struct taken t = {.rc = 0};
+	struct fx *f = start_tunnel(state, &t, "A.Test");
+	uint8_t h[512];
+	size_t n = hello(h, "a.TEST");
+	int fd = accept_one(f);
+
+	deliver(f, fd, h, 10);
+	assert_int_equal(t.n, 0);
+	memcpy(h + n, "early", 5);
+	deliver(f, fd, h + 10, n + 5 - 10);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.fd, fd);
+	assert_int_equal(t.worker, 0);
+	assert_int_equal(t.len, n + 5);
+	assert_memory_equal(t.pre, h, n + 5);
+	assert_int_equal(t.peer.sa.sa_family, AF_INET);
+	assert_int_equal(result(f, SNI_TUNNEL), 1);
+	assert_int_equal(f->loop.nconnects, 0);
+	assert_int_equal(f->loop.nsends, 0);
+	assert_int_equal(f->loop.ndels, 0);
+	assert_int_equal(atomic_load(&f->l.stats.active), 0);
+	assert_int_equal(atomic_load(&f->l.stats.preread), 0);
+	assert_int_equal(atomic_load(&f->l.stats.memory), 0);
+	assert_int_equal(atomic_load(&f->sh.l[0].active), 0);
+	/* The fd is open (the hook's now): the client reads nothing yet. */
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+	assert_true(still_open(f->clients[0]));
+	close(fd);
+}
+
+/* Only that name: another is routed as ever, a name under a wildcard
+ * tunnel name cannot be (a wildcard is refused), nor a suffix. */
+static void test_sni_only_the_exact_tunnel_name_is_handed_over(void **state)
+{
+	struct taken t = {.rc = 0};
+	struct fx *f = start_tunnel(state, &t, "tunnel.r1.test");
+	uint8_t h[512];
+	size_t n = hello(h, "a.test");
+	int fd = accept_one(f);
+
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "*.r1.test", 9), -1);
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "a..test", 7), -1);
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "a.test.", 7), -1);
+	deliver(f, fd, h, n);
+	assert_int_equal(f->loop.nconnects, 1);
+	assert_int_equal(t.n, 0);
+	n = hello(h, "x.tunnel.r1.test");
+	refused_nth(f, h, n, SNI_UNKNOWN_NAME, 1);
+	n = hello(h, "r1.test");
+	refused_nth(f, h, n, SNI_UNKNOWN_NAME, 2);
+	assert_int_equal(t.n, 0);
+}
+
+/* A new name is in force for the next hello; none (length 0) hands
+ * nothing over; nor does a name without a hook. */
+static void test_sni_the_tunnel_name_changes_and_goes(void **state)
+{
+	struct taken t = {.rc = 0};
+	struct fx *f = start_tunnel(state, &t, "old.test");
+	uint8_t h[512];
+	size_t n = hello(h, "new.test");
+
+	refused(f, h, n, SNI_UNKNOWN_NAME);
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "new.test", 8), 0);
+	deliver(f, accept_one(f), h, n);
+	assert_int_equal(t.n, 1);
+	close(t.fd);
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "", 0), 0);
+	refused_nth(f, h, n, SNI_UNKNOWN_NAME, 2);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(sni_tunnel_set_name(&f->sh, "new.test", 8), 0);
+	f->sh.tunnel.take = NULL;
+	refused_nth(f, h, n, SNI_UNKNOWN_NAME, 3);
+	assert_int_equal(t.n, 1);
+}
+
+/* A hook that cannot take it: refused without a byte. */
+static void test_sni_a_tunnel_hook_that_refuses_closes_without_a_byte(void **state)
+{
+	struct taken t = {.rc = -1};
+	struct fx *f = start_tunnel(state, &t, "tunnel.r1.test");
+	uint8_t h[512];
+	size_t n = hello(h, "tunnel.r1.test");
+
+	refused(f, h, n, SNI_NO_RESOURCES);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(result(f, SNI_TUNNEL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1047,6 +1193,10 @@ int main(void)
 	    T(test_sni_a_source_at_its_cap_of_chunks_waits_for_one_back),
 	    T(test_sni_a_closed_connection_keeps_its_preread_until_on_sent),
 	    T(test_sni_a_preread_ended_in_its_accepts_turn_is_timed_right),
+	    T(test_sni_the_tunnel_name_is_handed_over_before_the_routes),
+	    T(test_sni_only_the_exact_tunnel_name_is_handed_over),
+	    T(test_sni_the_tunnel_name_changes_and_goes),
+	    T(test_sni_a_tunnel_hook_that_refuses_closes_without_a_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: ISC */
+/* Rung 3 on one worker (tun_r3.h): the connections handed over by the SNI
+ * listener, their sockets, limits and timers. */
+#include "tun_r3.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+#include "r3conn.h"
+#include "ref.h"
+#include "tun_cert.h"
+
+/* A connection's ref: index (16 bits), generation (7), side (1: its
+ * WireGuard socket). */
+#define R3_IDX_BITS 16
+#define R3_GEN_BITS 7
+#define R3_SIDE_U   (1u << (R3_IDX_BITS + R3_GEN_BITS))
+#define R3_NONE	    UINT32_MAX
+_Static_assert(REF_FITS(R3_IDX_BITS, R3_GEN_BITS + 1, ENDPOINT_REF_BITS), "ref layout");
+_Static_assert(TUN_R3_CONNS < (1u << R3_IDX_BITS), "connection index bits");
+_Static_assert(TUN_R3_MSG >= WS_MSG_MIN && TUN_R3_MSG <= WS_MSG_MAX, "message bounds");
+
+/* A slot's states: OPEN (TLS, the upgrade, then datagrams; closing once
+ * its last bytes are queued), GONE (its sockets closed while the loop
+ * still sends from its TLS session: freed at that send's on_sent). */
+enum { S_FREE, S_OPEN, S_GONE };
+
+/* The connection's memory besides OpenSSL's: taken at the hand-over. */
+struct r3mem {
+	struct r3conn c;
+	char host[TLS_CERT_NAME_MAX];
+	uint8_t msg[TUN_R3_MSG];
+};
+
+static const struct udpws_tokens no_tokens = {NULL, 0};
+
+static uint32_t idx_of(const struct tun_r3 *w, const struct tun_r3_slot *s)
+{
+	return (uint32_t)(s - w->conns);
+}
+
+static uint32_t id_of(const struct tun_r3 *w, const struct tun_r3_slot *s, bool udp)
+{
+	uint32_t ref = ref_pack(idx_of(w, s), R3_IDX_BITS, s->gen, R3_GEN_BITS);
+
+	return endpoint_ref_id(w->slot, ref | (udp ? R3_SIDE_U : 0));
+}
+
+static struct tun_r3_slot *deref(struct tun_r3 *w, uint32_t ref, bool *udp)
+{
+	uint32_t i = ref_idx(ref, R3_IDX_BITS);
+	struct tun_r3_slot *s;
+
+	if (i >= w->nconns)
+		return NULL;
+	s = &w->conns[i];
+	if (s->state == S_FREE || !ref_gen_ok(ref, R3_IDX_BITS, R3_GEN_BITS, s->gen))
+		return NULL;
+	*udp = (ref & R3_SIDE_U) != 0;
+	return s;
+}
+
+static const struct udpws_tokens *tokset(const struct tun_r3 *w)
+{
+	return w->set ? &w->set->t : &no_tokens;
+}
+
+/* The slot back on the free list, its memory freed. */
+static void slot_free(struct tun_r3 *w, struct tun_r3_slot *s)
+{
+	if (s->c) {
+		r3conn_free(s->c);
+		free(s->c);
+		s->c = NULL;
+	}
+	s->state = S_FREE;
+	s->gen = (uint8_t)((s->gen + 1) & ((1u << R3_GEN_BITS) - 1));
+	s->next_free = w->free_head;
+	w->free_head = idx_of(w, s);
+	w->live--;
+}
+
+/* The one way a connection ends: its sockets closed, its counts given
+ * back; its slot waits for a send still with the loop. */
+static void finish(struct tun_r3 *w, struct tun_r3_slot *s)
+{
+	if (s->state != S_OPEN)
+		return;
+	w->ops->timer_cancel(w->loop, &s->timer);
+	if (s->ufd >= 0) {
+		w->ops->del_socket(w->loop, s->ufd, id_of(w, s, true));
+		close(s->ufd);
+		s->ufd = -1;
+	}
+	w->ops->del_socket(w->loop, s->fd, id_of(w, s, false));
+	close(s->fd);
+	s->fd = -1;
+	srctab_put(&w->src, &s->peer);
+	if (s->admitted && w->per_token && s->token >= 0)
+		w->per_token[s->token]--;
+	s->admitted = false;
+	s->state = S_GONE;
+	if (!s->sending)
+		slot_free(w, s);
+}
+
+/* Hand the session's next ciphertext to the loop unless a send of its is
+ * out. False when the connection ended. */
+static bool kick(struct tun_r3 *w, struct tun_r3_slot *s)
+{
+	const uint8_t *p;
+	size_t n;
+
+	if (s->sending)
+		return true;
+	n = tls_conn_pending_out(s->c->tls, &p);
+	if (n) {
+		if (w->ops->stream_send(w->loop, s->fd, p, n, id_of(w, s, false)) < 0) {
+			finish(w, s);
+			return false;
+		}
+		s->sending = true;
+		return true;
+	}
+	if (s->closing) {
+		finish(w, s);
+		return false;
+	}
+	return true;
+}
+
+/* The connection ends once its last bytes left, at most TUN_R3_LINGER
+ * from now. */
+static void set_closing(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
+{
+	if (s->closing)
+		return;
+	s->closing = true;
+	w->ops->timer_set(w->loop, &s->timer, now + TUN_R3_LINGER);
+}
+
+/* Close from the relay's side: a close frame (code) when open, TLS's
+ * close_notify, then the connection once they left (or TUN_R3_LINGER). */
+static void close_with(struct tun_r3 *w, struct tun_r3_slot *s, uint16_t code, uint64_t now)
+{
+	if (s->closing)
+		return;
+	r3conn_close(s->c, code);
+	set_closing(w, s, now);
+}
+
+/* The upgrade let a token in: counted under it (TUN_R3_PER_TOKEN), and the
+ * connection's socket to WireGuard. False: closed. */
+static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
+{
+	long t = s->c->ws.token;
+	int fd;
+
+	if (t < 0 || !w->per_token || (size_t)t >= w->set->t.n) {
+		close_with(w, s, WS_CLOSE_INTERNAL, now);
+		return false;
+	}
+	if (w->per_token[t] >= TUN_R3_PER_TOKEN) {
+		w->count[TUN_R3_TOKEN_FULL]++;
+		close_with(w, s, WS_CLOSE_POLICY, now);
+		return false;
+	}
+	fd = net_connect_udp(&w->wg);
+	if (fd < 0 || w->ops->add_socket(w->loop, fd, id_of(w, s, true)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		log_debug("tunnel: rung 3: a socket to WireGuard: %s",
+			  strerror(fd < 0 ? -fd : EIO));
+		close_with(w, s, WS_CLOSE_INTERNAL, now);
+		return false;
+	}
+	s->ufd = fd;
+	s->token = t;
+	s->admitted = true;
+	w->per_token[t]++;
+	w->ops->timer_set(w->loop, &s->timer, s->last + TUN_R3_IDLE);
+	return true;
+}
+
+/* What the bytes fed ask for, until more are needed or the end. */
+static void work(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
+{
+	const uint8_t *dg;
+	size_t len;
+
+	/* Bounded: each turn consumes bytes fed, or ends. */
+	for (;;) {
+		enum r3_ev ev = r3conn_next(s->c, tokset(w), &dg, &len);
+
+		if (ev == R3_CLOSE) {
+			set_closing(w, s, now);
+			break;
+		}
+		if (!s->admitted && !s->closing && s->c->ws.state == UDPWS_OPEN &&
+		    !admit(w, s, now))
+			break;
+		if (ev == R3_MORE)
+			break;
+		if (s->closing || !s->admitted)
+			continue; /* closed by the relay: read to the end, drop */
+		if (w->ops->send(w->loop, s->ufd, NULL, 0, dg, len, id_of(w, s, true)) == 0)
+			w->count[TUN_R3_DG_IN]++;
+		else
+			w->count[TUN_R3_DROP_WG]++;
+	}
+}
+
+/* Ask for the client's next bytes. False when the connection ended. */
+static bool read_next(struct tun_r3 *w, struct tun_r3_slot *s)
+{
+	if (s->reading || s->closing)
+		return true;
+	if (w->ops->stream_read(w->loop, s->fd, id_of(w, s, false)) < 0) {
+		finish(w, s);
+		return false;
+	}
+	s->reading = true;
+	return true;
+}
+
+/* The client's ciphertext, a record's worth at a time, each worked
+ * through before the next: what waits in the session stays small. */
+static void feed(struct tun_r3 *w, struct tun_r3_slot *s, const uint8_t *p, size_t n, uint64_t now)
+{
+	for (size_t off = 0; off < n && !s->closing;) {
+		size_t take = n - off < R3_PLAIN ? n - off : R3_PLAIN;
+
+		if (r3conn_feed(s->c, p + off, take) < 0) {
+			set_closing(w, s, now); /* its alert, if any, is pending_out's */
+			break;
+		}
+		off += take;
+		work(w, s, now);
+	}
+	if (kick(w, s))
+		read_next(w, s);
+}
+
+static void on_stream(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct tun_r3 *w = obj;
+	bool udp;
+	struct tun_r3_slot *s = deref(w, ref, &udp);
+
+	if (!s || udp || s->state != S_OPEN)
+		return;
+	s->reading = false;
+	if (d->len == 0) { /* the client's EOF: nothing more can reach it */
+		finish(w, s);
+		return;
+	}
+	s->last = d->now;
+	feed(w, s, d->data, d->len, d->now);
+}
+
+static void on_sent(void *obj, uint32_t ref, int res)
+{
+	struct tun_r3 *w = obj;
+	bool udp;
+	struct tun_r3_slot *s = deref(w, ref, &udp);
+
+	if (!s || udp)
+		return; /* a copied send to WireGuard: nothing to give back */
+	s->sending = false;
+	if (s->state == S_GONE) {
+		slot_free(w, s);
+		return;
+	}
+	if (res < 0) {
+		finish(w, s);
+		return;
+	}
+	tls_conn_out_done(s->c->tls, (size_t)res);
+	kick(w, s);
+}
+
+static void on_recv_error(void *obj, uint32_t ref, int err)
+{
+	struct tun_r3 *w = obj;
+	bool udp;
+	struct tun_r3_slot *s = deref(w, ref, &udp);
+
+	(void)err;
+	if (!s || s->state != S_OPEN)
+		return;
+	if (udp) { /* WireGuard's port refused (not up yet): the client retries */
+		w->count[TUN_R3_WG_ERROR]++;
+		return;
+	}
+	s->reading = false;
+	finish(w, s);
+}
+
+/* A datagram from WireGuard, to the client as one binary message. */
+static void on_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
+{
+	struct tun_r3 *w = obj;
+	bool udp;
+	struct tun_r3_slot *s = deref(w, ref, &udp);
+
+	if (!s || !udp || s->state != S_OPEN || s->closing || d->truncated)
+		return;
+	if (r3conn_send(s->c, d->data, d->len) < 0) {
+		w->count[TUN_R3_DROP_SLOW]++;
+		return;
+	}
+	w->count[TUN_R3_DG_OUT]++;
+	kick(w, s);
+}
+
+static void on_timer(void *obj, uint32_t ref, uint64_t now)
+{
+	struct tun_r3 *w = obj;
+	bool udp;
+	struct tun_r3_slot *s = deref(w, ref, &udp);
+	uint64_t due;
+
+	if (!s || s->state != S_OPEN)
+		return;
+	if (s->closing) { /* its last bytes did not leave in TUN_R3_LINGER */
+		finish(w, s);
+		return;
+	}
+	due = s->admitted ? s->last + TUN_R3_IDLE : s->start + TUN_R3_UPGRADE;
+	if (now < due) {
+		w->ops->timer_set(w->loop, &s->timer, due);
+		return;
+	}
+	w->count[TUN_R3_IDLE_END]++;
+	close_with(w, s, WS_CLOSE_GOING_AWAY, now);
+	kick(w, s);
+}
+
+static const struct endpoint_ops r3_ops = {
+    .name = "tunnel",
+    .multi = true,
+    .on_dgram = on_dgram,
+    .on_recv_error = on_recv_error,
+    .on_sent = on_sent,
+    .on_timer = on_timer,
+    .on_stream = on_stream,
+};
+
+int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
+		uint16_t wg_port, uint32_t nconns)
+{
+	memset(w, 0, sizeof(*w));
+	if (nconns == 0 || nconns > TUN_R3_CONNS)
+		return -EINVAL;
+	w->cert = cert;
+	w->tokens = tokens;
+	w->wg.in.sin_family = AF_INET;
+	w->wg.in.sin_port = htons(wg_port);
+	w->wg.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	w->conns = calloc(nconns, sizeof(*w->conns));
+	if (!w->conns || srctab_init(&w->src, nconns, TUN_R3_PER_SOURCE, 0) < 0) {
+		free(w->conns);
+		w->conns = NULL;
+		return -ENOMEM;
+	}
+	w->nconns = nconns;
+	for (uint32_t k = 0; k < nconns; k++) {
+		w->conns[k].fd = w->conns[k].ufd = -1;
+		w->conns[k].next_free = k + 1 < nconns ? k + 1 : R3_NONE;
+		timer_init(&w->conns[k].timer, 0);
+	}
+	w->free_head = 0;
+	return 0;
+}
+
+int tun_r3_attach(struct tun_r3 *w, const struct loop_ops *ops, struct loop *loop,
+		  struct endpoint_table *ep)
+{
+	int a;
+
+	if (!ops->stream_read || !ops->stream_send)
+		return -EOPNOTSUPP;
+	w->ops = ops;
+	w->loop = loop;
+	w->ep = ep;
+	if ((a = endpoint_add(ep, &r3_ops, w)) < 0)
+		return a;
+	w->slot = (unsigned)a;
+	w->attached = true;
+	return 0;
+}
+
+void tun_r3_tokens(struct tun_r3 *w)
+{
+	struct tun_tokset *ns, *old = w->set;
+	uint32_t *counts = NULL;
+	uint64_t gen, now;
+
+	if (!w->tokens || !tun_tokens_moved(w->tokens, w->gen))
+		return;
+	ns = tun_tokens_take(w->tokens, &gen);
+	if (ns && ns->t.n && !(counts = calloc(ns->t.n, sizeof(*counts)))) {
+		tun_tokset_put(ns); /* no memory: the old set stays, tried again */
+		return;
+	}
+	now = loop_now();
+	for (uint32_t k = 0; k < w->nconns; k++) {
+		struct tun_r3_slot *s = &w->conns[k];
+		long t;
+
+		if (s->state != S_OPEN || !s->admitted)
+			continue;
+		t = tun_token_remap(old ? &old->t : NULL, s->token, ns ? &ns->t : NULL);
+		if (t < 0) {
+			s->admitted = false; /* its count goes with the old set */
+			w->count[TUN_R3_TOKEN_GONE]++;
+			close_with(w, s, WS_CLOSE_POLICY, now);
+			if (w->attached)
+				kick(w, s);
+			continue;
+		}
+		s->token = t;
+		counts[t]++;
+	}
+	free(w->per_token);
+	w->per_token = counts;
+	w->set = ns;
+	w->gen = gen;
+	tun_tokset_put(old);
+}
+
+int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const uint8_t *pre,
+		size_t len, uint64_t now)
+{
+	struct tun_r3_slot *s;
+	struct r3mem *m;
+
+	if (!w->attached)
+		return -ENOTCONN;
+	tun_r3_tokens(w);
+	if (w->free_head == R3_NONE) {
+		w->count[TUN_R3_FULL]++;
+		return -ENOSPC;
+	}
+	if (!srctab_take(&w->src, peer)) {
+		w->count[TUN_R3_SOURCE]++;
+		return -EBUSY;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || !tun_cert_name(w->cert, (int64_t)time(NULL), m->host) ||
+	    r3conn_init(&m->c, &w->cert->tls, m->host, m->msg, sizeof(m->msg)) < 0) {
+		if (m)
+			r3conn_free(&m->c); /* nothing, or a session made before a failure */
+		free(m);
+		srctab_put(&w->src, peer);
+		w->count[TUN_R3_NO_CERT]++;
+		return -ENOENT;
+	}
+	s = &w->conns[w->free_head];
+	w->free_head = s->next_free;
+	w->live++;
+	s->state = S_OPEN;
+	s->reading = s->sending = s->closing = s->admitted = false;
+	s->fd = fd;
+	s->ufd = -1;
+	s->token = -1;
+	s->peer = *peer;
+	s->start = s->last = now;
+	s->c = &m->c;
+	s->timer.id = id_of(w, s, false);
+	w->count[TUN_R3_TAKEN]++;
+	w->ops->timer_set(w->loop, &s->timer, now + TUN_R3_UPGRADE);
+	feed(w, s, pre, len, now);
+	return 0;
+}
+
+void tun_r3_bans(struct tun_r3 *w, const struct banlist *b)
+{
+	for (uint32_t k = 0; k < w->nconns && w->attached && b; k++)
+		if (w->conns[k].state == S_OPEN && banlist_match(b, &w->conns[k].peer))
+			finish(w, &w->conns[k]);
+}
+
+void tun_r3_shutdown(struct tun_r3 *w)
+{
+	for (uint32_t k = 0; k < w->nconns && w->attached; k++)
+		finish(w, &w->conns[k]);
+}
+
+void tun_r3_close(struct tun_r3 *w)
+{
+	for (uint32_t k = 0; k < w->nconns; k++) {
+		struct tun_r3_slot *s = &w->conns[k];
+
+		if (s->fd >= 0)
+			close(s->fd);
+		if (s->ufd >= 0)
+			close(s->ufd);
+		if (s->c) {
+			r3conn_free(s->c);
+			free(s->c);
+		}
+	}
+	free(w->conns);
+	w->conns = NULL;
+	w->nconns = 0;
+	free(w->per_token);
+	w->per_token = NULL;
+	tun_tokset_put(w->set);
+	w->set = NULL;
+	srctab_free(&w->src);
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""Rung 3 (issue 25 item 4): WireGuard in a WebSocket over TLS, on the SNI
+listener. etrelay runs in a namespace with a wireguard-go interface and an
+SNI listener; the control-plane stand-in signs its tunnel certificate
+(tunnel.relay-7.relays.test, a test CA) and answers with the gateway as a
+peer and its rung-3 token. The gateway (a namespace of its own) points its
+wireguard-go at a local UDP port of a udpws client written with Debian's
+python3-websockets, which carries the datagrams to wss://NAME/t through
+the relay's SNI port: a ping over the tunnel passes. Refused: a wrong
+token (403), a wrong path (4xx), a name that is not the tunnel's (closed
+without an answer). The heartbeat's tunnelUrl is absent until the name is
+served, then wss://NAME/t. The gateway's token left out of an answer
+closes its WebSocket (1008) within about a heartbeat. 77 without root, namespaces, wireguard-go, wg or
+/usr/bin/python3's websockets."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+from test_tunnel import Gateway, WireguardGo, control_files, pings  # noqa: E402
+from test_tunnel_cert import DEBIAN_PYTHON, NAME, Signer  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT = os.path.join(HERE, "udpws_client.py")
+INTERVAL = 0.5  # --control-interval, seconds
+TOKEN = "gw-token-1"
+
+
+def T(seconds):
+    return seconds * H.SLOW
+
+
+class Bridge:
+    """udpws_client.py bridge in the gateway's namespace."""
+
+    def __init__(self, gw, listen, addr, token):
+        self.p = subprocess.Popen(gw.wrapper() + [DEBIAN_PYTHON, CLIENT, "bridge", listen, addr,
+                                                  NAME, "/t", token],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(timeout=5)
+
+
+def probe(gw, addr, name, path, token):
+    r = subprocess.run(gw.wrapper() + [DEBIAN_PYTHON, CLIENT, "probe", addr, name, path, token],
+                       capture_output=True, text=True, timeout=T(15))
+    return r.stdout.strip() or f"no answer ({r.stderr.strip()[-200:]})"
+
+
+def rung3_carries_a_gateway(ctx):
+    for prog in ("wireguard-go", "wg"):
+        if not shutil.which(prog):
+            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    if not shutil.which("ping"):
+        raise H.TestFailure("ping not installed (Debian: iputils-ping, in the README's command)")
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import websockets"], capture_output=True,
+                      timeout=30).returncode != 0:
+        raise H.TestSkip("no websockets for /usr/bin/python3 (Debian: python3-websockets)")
+    ns = H.VethNetns()
+    # Rung 3 reaches WireGuard on loopback.
+    r = subprocess.run([ns.ip, "-n", ns.name, "link", "set", "lo", "up"], capture_output=True,
+                       text=True, timeout=10)
+    if r.returncode != 0:
+        raise H.TestFailure(f"lo up in the relay's namespace: {r.stderr.strip()}")
+    ifname = f"etw{os.getpid() % 100000}"
+    ctx.objs.append(WireguardGo(ns, ifname))
+    tmp = ctx.tmpdir()
+    wg_port = H.free_udp_port()
+    sni_port = H.free_tcp_port()
+    bridge_port = H.free_udp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n"
+                f"[sni rung3]\nlisten 0.0.0.0:{sni_port}\n"
+                "route www.relays.test 127.0.0.1:9\n")
+    env, state = control_files(tmp)
+    signer = Signer(ctx, [("san", NAME, 3600)])
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    gw = Gateway(ctx, ns)
+    cp.set(cert=signer, wg_peers=[{"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}],
+           tunnel_tokens=[TOKEN, "another-gateway"])
+    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state,
+                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
+                        "--control-timeout", "1s", listen=False, open_limits=False,
+                        wait_ready=False, wrapper=ns.wrapper())
+    relay.READY_RE = r"^tunnel on "
+    relay.wait_ready(T(5))
+    m = re.search(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, .* public key "
+                  r"(\S+)$", "\n".join(relay.text_lines()), re.M)
+    if not m:
+        raise H.TestFailure("no 'tunnel on IF (uapi), ..., public key K' line")
+    pub = m.group(1)
+    relay.wait_for_line(rf"tunnel certificate for {re.escape(NAME)} in force", T(5),
+                        what="the tunnel certificate")
+    relay.wait_for_line(r"^tunnel \S+: 2 rung-3 tokens in force$", T(5), what="the tokens")
+    addr = f"{gw.relay_ip}:{sni_port}"
+    # tunnelUrl: absent before the certificate (the first heartbeat comes
+    # before the request), then wss://NAME/t while rung 3 serves it.
+    H.wait_until(lambda: cp.of(H.CONTROL_HEARTBEAT), T(5), "a heartbeat")
+    if "tunnelUrl" in json.loads(cp.of(H.CONTROL_HEARTBEAT)[0][3]):
+        raise H.TestFailure("tunnelUrl in the first heartbeat, before any certificate")
+    H.wait_until(lambda: json.loads(cp.of(H.CONTROL_HEARTBEAT)[-1][3]).get("tunnelUrl") ==
+                 f"wss://{NAME}/t", T(5), f"tunnelUrl wss://{NAME}/t in a heartbeat")
+
+    # The name is served from the heartbeat after the certificate: the
+    # gateway's bridge retries until upgraded (bounded).
+    def bridge_up():
+        b = Bridge(gw, f"127.0.0.1:{bridge_port}", addr, TOKEN)
+        ctx.objs.append(b)
+        line = b.p.stdout.readline().strip()
+        if line != "open":
+            b.close()
+        return line == "open"
+    H.wait_until(bridge_up, T(8), "the gateway's udpws bridge upgraded")
+    bridge = ctx.objs[-1]
+    gw.run("wg", "set", gw.ifname, "private-key", gw.keyfile, "peer", pub, "endpoint",
+           f"127.0.0.1:{bridge_port}", "allowed-ips", "10.8.0.1/32", "persistent-keepalive", "1")
+    H.wait_until(lambda: pings(gw, "10.8.0.1"), T(10), "a ping from the gateway over rung 3")
+    if not pings(ns, "10.8.0.2"):
+        raise H.TestFailure("no ping from the relay to the gateway over rung 3")
+
+    # Refusals.
+    for name, path, token, want, what in (
+            (NAME, "/t", "not-a-token", r"^status 403$", "a wrong token"),
+            (NAME, "/x", TOKEN, r"^status 4\d\d$", "a wrong path"),
+            ("other.relays.test", "/t", TOKEN, r"^closed$", "a name not the tunnel's")):
+        got = probe(gw, addr, name, path, token)
+        if not re.search(want, got):
+            raise H.TestFailure(f"{what}: {got!r}, expected {want}")
+
+    # The gateway's token left out of the next answer: its WebSocket is
+    # closed (1008) within about one heartbeat.
+    cp.set(tunnel_tokens=["another-gateway"])
+    H.wait_until(lambda: bridge.p.poll() is not None, T(INTERVAL * 2 + 2),
+                 "the bridge's WebSocket closed after its token left the set")
+    out = bridge.p.stdout.read().strip()
+    if out != "closed 1008":
+        raise H.TestFailure(f"the bridge after its token left: {out!r}, expected 'closed 1008'")
+    ctx.check_relays_alive()
+
+
+def test(ctx):
+    H.run_parts(ctx, [rung3_carries_a_gateway])
+
+
+if __name__ == "__main__":
+    H.main(test)

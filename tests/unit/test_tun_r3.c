@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: ISC */
+/* Unit tests for rung 3 on a worker (tun/tun_r3.c) over a fake loop
+ * (tests/unit/fake_stream_loop.h, with datagram sockets and sends added
+ * here): the test plays the loop, an OpenSSL client in memory plays the
+ * gateway. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+#include "fake_stream_loop.h"
+#include "r3conn.h"
+#include "tls_peer.h"
+#include "tun_cert.h"
+#include "tun_r3.h"
+
+#define HOST "tunnel.r1.example.net"
+
+/* The datagram side the stream fake lacks: sockets added, sends. */
+static struct fake_call dg_adds[FAKE_MAX], dg_sends[FAKE_MAX];
+static unsigned ndg_adds, ndg_sends;
+
+static int fake_add_socket(struct loop *l, int fd, uint32_t id)
+{
+	(void)l;
+	fake_rec(dg_adds, &ndg_adds, fd, id, NULL, 0);
+	return 0;
+}
+
+static int fake_send(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
+		     const void *buf, size_t len, uint32_t id)
+{
+	(void)l, (void)dst, (void)dstlen;
+	fake_rec(dg_sends, &ndg_sends, fd, id, buf, len);
+	return 0;
+}
+
+static struct loop_ops ops;
+
+struct fx {
+	struct test_cert tc;
+	struct tun_cert cert;
+	struct tun_tokens tokens;
+	struct tun_r3 w;
+	struct loop loop;
+	struct endpoint_table ep;
+	struct test_client cl;
+	unsigned sends_seen;
+	int peers[16];
+	unsigned npeers;
+	uint64_t now;
+};
+
+static char *tok_ab[] = {"tok-a", "tok-b"};
+static char *tok_a[] = {"tok-a"};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	ops = fake_stream_ops;
+	ops.add_socket = fake_add_socket;
+	ops.send = fake_send;
+	ndg_adds = ndg_sends = 0;
+	test_cert_make(&f->tc, HOST);
+	assert_int_equal(tun_cert_init(&f->cert), 0);
+	tls_server_set_ctx(&f->cert.tls, test_server_ctx(&f->tc));
+	snprintf(f->cert.name, sizeof(f->cert.name), "%s", HOST);
+	f->cert.not_after = (int64_t)time(NULL) + 3600;
+	assert_int_equal(tun_tokens_init(&f->tokens), 0);
+	assert_int_equal(tun_tokens_set(&f->tokens, tok_ab, 2), 1);
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, 16), 0);
+	endpoint_table_init(&f->ep);
+	assert_int_equal(tun_r3_attach(&f->w, &ops, &f->loop, &f->ep), 0);
+	test_client_new(&f->cl, 0);
+	f->now = 1000 * NS_PER_SEC;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	tun_r3_shutdown(&f->w);
+	tun_r3_close(&f->w);
+	tun_tokens_free(&f->tokens);
+	tun_cert_free(&f->cert);
+	test_client_free(&f->cl);
+	test_cert_free(&f->tc);
+	for (unsigned i = 0; i < f->npeers; i++)
+		close(f->peers[i]);
+	free(f);
+	return 0;
+}
+
+/* A connected stream socket for the worker (the other end kept). */
+static int stream_fd(struct fx *f)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	f->peers[f->npeers++] = sv[1];
+	return sv[0];
+}
+
+static union etr_sockaddr src(const char *ip)
+{
+	union etr_sockaddr a;
+
+	memset(&a, 0, sizeof(a));
+	a.in.sin_family = AF_INET;
+	a.in.sin_port = htons(40000);
+	assert_int_equal(inet_pton(AF_INET, ip, &a.in.sin_addr), 1);
+	return a;
+}
+
+/* The loop's part: every send the worker queued reaches the client and
+ * completes (a completion may queue the next). */
+static void deliver(struct fx *f)
+{
+	for (int round = 0; round < 100 && f->sends_seen < f->loop.nsends; round++) {
+		struct fake_call *c = &f->loop.sends[f->sends_seen++ % FAKE_MAX];
+
+		assert_int_equal(BIO_write(f->cl.rbio, c->ptr, (int)c->len), (int)c->len);
+		endpoint_sent(&f->ep, c->id, (int)c->len);
+	}
+}
+
+/* What the client wrote reaches the worker as one read's answer. */
+static void to_worker(struct fx *f)
+{
+	uint8_t buf[16384];
+	int n = BIO_read(f->cl.wbio, buf, sizeof(buf));
+	struct loop_dgram d = {.data = buf, .now = f->now};
+
+	assert_true(n > 0);
+	assert_true(f->loop.nreads > 0);
+	d.len = (size_t)n;
+	assert_true(endpoint_stream(&f->ep, f->loop.reads[(f->loop.nreads - 1) % FAKE_MAX].id, &d));
+	deliver(f);
+}
+
+/* Hand a connection over with the client's ClientHello, and finish TLS. */
+static void connect_tls(struct fx *f)
+{
+	uint8_t hello[4096];
+	union etr_sockaddr a = src("192.0.2.1");
+	int n;
+
+	assert_int_equal(SSL_do_handshake(f->cl.ssl), -1);
+	n = BIO_read(f->cl.wbio, hello, sizeof(hello));
+	assert_true(n > 0);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, hello, (size_t)n, f->now), 0);
+	deliver(f);
+	assert_int_equal(SSL_do_handshake(f->cl.ssl), 1);
+	to_worker(f);
+}
+
+static void upgrade(struct fx *f, const char *path, const char *token)
+{
+	char req[1024];
+	int n = snprintf(req, sizeof(req),
+			 "GET %s HTTP/1.1\r\nHost: " HOST "\r\nUpgrade: websocket\r\n"
+			 "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+			 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+			 "Authorization: Bearer %s\r\n\r\n",
+			 path, token);
+
+	assert_int_equal(SSL_write(f->cl.ssl, req, n), n);
+	to_worker(f);
+}
+
+/* What the client reads now (bounded). */
+static size_t client_read(struct fx *f, uint8_t *buf, size_t cap)
+{
+	size_t got = 0;
+
+	for (int i = 0; i < 100 && got < cap; i++) {
+		int r = SSL_read(f->cl.ssl, buf + got, (int)(cap - got));
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
+/* A masked binary frame from the client. */
+static void client_datagram(struct fx *f, const char *p)
+{
+	uint8_t fr[256];
+	size_t n = strlen(p);
+
+	fr[0] = 0x82;
+	fr[1] = 0x80 | (uint8_t)n;
+	memset(fr + 2, 0x5a, 4);
+	for (size_t i = 0; i < n; i++)
+		fr[6 + i] = (uint8_t)p[i] ^ 0x5a;
+	assert_int_equal(SSL_write(f->cl.ssl, fr, (int)(6 + n)), (int)(6 + n));
+	to_worker(f);
+}
+
+static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[2048];
+	size_t got;
+	struct loop_dgram d = {.data = (uint8_t *)"from-wg", .len = 7};
+	union etr_sockaddr a;
+
+	connect_tls(f);
+	upgrade(f, "/t", "tok-b");
+	got = client_read(f, buf, sizeof(buf) - 1);
+	buf[got] = '\0';
+	assert_non_null(strstr((char *)buf, "HTTP/1.1 101"));
+	assert_int_equal(f->w.live, 1);
+	assert_int_equal(ndg_adds, 1); /* its socket to WireGuard, after the token */
+
+	client_datagram(f, "wg-datagram-1");
+	assert_int_equal(ndg_sends, 1);
+	assert_int_equal(dg_sends[0].fd, dg_adds[0].fd);
+	assert_int_equal(dg_sends[0].len, 13);
+	assert_memory_equal(dg_sends[0].data, "wg-datagram-1", 13);
+	assert_int_equal(f->w.count[TUN_R3_DG_IN], 1);
+
+	/* WireGuard's answer, as one binary message. */
+	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
+	deliver(f);
+	got = client_read(f, buf, sizeof(buf));
+	assert_int_equal(got, 9);
+	assert_int_equal(buf[0], 0x82);
+	assert_int_equal(buf[1], 7);
+	assert_memory_equal(buf + 2, "from-wg", 7);
+
+	/* The set without tok-b: closed with 1008, then the sockets. */
+	assert_int_equal(tun_tokens_set(&f->tokens, tok_a, 1), 1);
+	tun_r3_tokens(&f->w);
+	deliver(f);
+	got = client_read(f, buf, sizeof(buf));
+	assert_true(got >= 4);
+	assert_int_equal(buf[0], 0x88);
+	assert_int_equal(buf[2] << 8 | buf[3], 1008);
+	assert_int_equal(f->w.count[TUN_R3_TOKEN_GONE], 1);
+	assert_int_equal(f->w.live, 0);
+	assert_int_equal(f->loop.ndels, 2); /* the stream and the WireGuard socket */
+	a = src("192.0.2.1");
+	assert_int_equal(srctab_count(&f->w.src, &a, SRCTAB_ADDR), 0);
+}
+
+static void test_tun_r3_wrong_token_is_403_and_closed_without_a_socket(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[2048];
+	size_t got;
+
+	connect_tls(f);
+	upgrade(f, "/t", "tok-nope");
+	got = client_read(f, buf, sizeof(buf) - 1);
+	buf[got] = '\0';
+	assert_non_null(strstr((char *)buf, "HTTP/1.1 403"));
+	assert_int_equal(ndg_adds, 0);
+	assert_int_equal(f->w.live, 0);
+	assert_int_equal(f->loop.ndels, 1);
+}
+
+static void test_tun_r3_wrong_path_is_refused(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[2048];
+	size_t got;
+
+	connect_tls(f);
+	upgrade(f, "/x", "tok-a");
+	got = client_read(f, buf, sizeof(buf) - 1);
+	buf[got] = '\0';
+	assert_non_null(strstr((char *)buf, "HTTP/1.1 4"));
+	assert_int_equal(ndg_adds, 0);
+	assert_int_equal(f->w.live, 0);
+}
+
+static void test_tun_r3_source_holds_at_most_its_share(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.7"), b = src("192.0.2.8");
+	int fd;
+
+	for (unsigned i = 0; i < TUN_R3_PER_SOURCE; i++)
+		assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -EBUSY);
+	close(fd); /* refused: still the caller's */
+	assert_int_equal(f->w.count[TUN_R3_SOURCE], 1);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
+	assert_int_equal(f->w.live, TUN_R3_PER_SOURCE + 1);
+}
+
+static void test_tun_r3_refused_without_a_certificate(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.9");
+	int fd = stream_fd(f);
+
+	f->cert.name[0] = '\0';
+	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -ENOENT);
+	assert_int_equal(f->w.count[TUN_R3_NO_CERT], 1);
+	assert_int_equal(f->w.live, 0);
+	/* Its source was given back: the fd is open and the caller's. */
+	assert_int_equal(close(fd), 0);
+	f->cert.name[0] = 't';
+}
+
+static void test_tun_r3_upgrade_not_done_in_time_ends_it(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.10");
+	struct tun_r3_slot *s;
+
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	s = &f->w.conns[0];
+	assert_int_equal(s->timer.at, f->now + TUN_R3_UPGRADE);
+	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE - 1));
+	assert_int_equal(f->w.live, 1); /* not yet: armed again */
+	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE));
+	deliver(f);
+	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 1);
+	assert_int_equal(f->w.live, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_wrong_token_is_403_and_closed_without_a_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_wrong_path_is_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_source_holds_at_most_its_share, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_refused_without_a_certificate, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_upgrade_not_done_in_time_ends_it, setup,
+					    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
