@@ -33,6 +33,7 @@ struct tun_shared {
 	uint8_t priv[WGP_KEY_LEN];
 	char pub[WGP_KEY_B64_LEN + 1];
 	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
+	struct conf_cidr self;	  /* the tunnel address, for wgp_set_check_self */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
@@ -153,6 +154,7 @@ static int open_(struct kind_env *e)
 	wgp_key_to_b64(pub, s->pub);
 	memcpy(s->own, pub, sizeof(s->own));
 	s->port = (uint16_t)t->listen_port;
+	s->self = *a;
 	if ((rc = wgdev_set_device(&s->dev, s->priv, s->port)) < 0) {
 		open_fail(t, "private key and listen-port", rc);
 		return EXIT_FAILURE;
@@ -381,6 +383,18 @@ static void tun_note(struct tun_shared *s, bool ok, const char *why)
 	pthread_mutex_unlock(&s->last_lock);
 }
 
+/* A set with a peer that claims the relay's own tunnel address (attack
+ * round 15, F3b): refused whole, as wgp_set_check's. */
+static int tun_self_check(const struct tun_shared *s, const struct wgp_peer *want, size_t n,
+			  char *why, size_t len)
+{
+	const union etr_sockaddr *a = &s->self.addr;
+	const uint8_t *ab = a->sa.sa_family == AF_INET ? (const uint8_t *)&a->in.sin_addr
+						       : (const uint8_t *)&a->in6.sin6_addr;
+
+	return wgp_set_check_self(want, n, a->sa.sa_family, ab, s->self.bits, why, len);
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -393,7 +407,8 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 		return -ENODEV;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (wgp_set_check(want, n, s->own, why, sizeof(why)) < 0) {
+	if (wgp_set_check(want, n, s->own, why, sizeof(why)) < 0 ||
+	    tun_self_check(s, want, n, why, sizeof(why)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		snprintf(err, errlen, "tunnel %s: the control plane's peer set refused: %s",
 			 s->dev.ifname, why);

@@ -12,7 +12,8 @@ pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) is refused whole while the answer's
 routes are taken, and a failed heartbeat (503) leaves the peers as they
-were; the metrics count the peers and reconciles, and show
+were; so is a set with a peer holding the relay's own tunnel address
+(10.8.0.1/32, or its network 10.8.0.0/24); the metrics count the peers and reconciles, and show
 the gateway's handshake age (no label per peer); /lifecycle shows the
 tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
@@ -344,6 +345,22 @@ def tunnel_peers_follow_the_control_plane(ctx):
     # changed something (each good heartbeat reconciles, changed or not).
     if not ok or ok < 3:
         raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=ok}} {ok}, expected >= 3")
+
+    # A peer whose allowed IPs hold the relay's own tunnel address (the
+    # address itself, or its network) would take the relay's traffic to
+    # itself and could send in its name: the set is refused whole, as
+    # the sets above, and counted as a failed reconcile (attack15 F3b).
+    for bad in ("10.8.0.1/32", "10.8.0.0/24"):
+        start = len(relay.text_lines())
+        cp.set(wg_peers=[peer_a, peer_b, {"publicKey": key(), "allowedIps": [bad]}])
+        relay.wait_for_line(rf"^control: tunnel {ifname}: the control plane's peer set refused: "
+                            rf"peer \d+'s allowed IP {re.escape(bad)} holds the relay's own "
+                            r"tunnel address 10\.8\.0\.1; the next heartbeat tries again$",
+                            T(3), start=start, what=f"a peer with {bad}")
+        H.expect_eq(wg_dump(ns, ifname)[1], want_ab, f"peers after a peer with {bad}")
+        H.wait_until(lambda: tunnel_metrics()[2] > failed, T(3),
+                     f"the set with {bad} counted as a failed reconcile")
+        failed = tunnel_metrics()[2]
     ctx.check_relays_alive()
 
 
