@@ -296,9 +296,10 @@ static int check(const struct etr_conf *c, unsigned workers)
 	wgdev_close(&d);
 	if (rc == 0)
 		return 0;
+	/* The line of interface (the last one given holds), else of [tunnel]. */
 	if (t->line)
-		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c), t->line, t->ifname,
-			strerror(-rc));
+		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c),
+			t->ifname_line ? t->ifname_line : t->line, t->ifname, strerror(-rc));
 	else
 		fprintf(stderr, "etrelay: tunnel %s: %s", t->ifname, strerror(-rc));
 	if (rc == -ENODEV)
