@@ -683,11 +683,14 @@ static int64_t wall_ms(void)
  * put the answer in force when it checks, and schedule the next request:
  * a failure keeps the pair in force, if any, and is tried again after
  * cert_retry_min_ms, doubling; "no certificates offered" after
- * cert_not_offered_ms; a certificate is renewed at two thirds of its life. */
+ * cert_not_offered_ms; a certificate is renewed at two thirds of its life.
+ * One with less than certsched_floor left is a failure of its own
+ * (CERTSCHED_SHORT), not put in force. */
 static void cert_request(struct control *c)
 {
 	enum certsched_result res = CERTSCHED_FAILED;
 	struct tun_cert_taken t = {0};
+	int took = -1;
 	char err[512] = "", *csr = NULL, *body = NULL, *chain = NULL;
 	char name[TLS_CERT_NAME_MAX];
 	struct answer a = {0};
@@ -708,13 +711,15 @@ static void cert_request(struct control *c)
 	if (r != CTL_OK && status >= 400 &&
 	    ctl_msg_cert_not_offered(status, a.buf ? a.buf : "", a.len))
 		res = CERTSCHED_NOT_OFFERED;
-	else if (r == CTL_OK &&
-		 ctl_msg_cert_answer(a.buf ? a.buf : "", a.len, &chain, &len, err, sizeof(err)) ==
-		     0 &&
-		 tun_cert_take(c->cfg.cert, chain, len,
-			       c->cred.relay_id[0] ? c->cred.relay_id : NULL, wall_ms(), &t, err,
-			       sizeof(err)) == 0)
+	else if (r == CTL_OK && ctl_msg_cert_answer(a.buf ? a.buf : "", a.len, &chain, &len, err,
+						    sizeof(err)) == 0)
+		took = tun_cert_take_floor(c->cfg.cert, chain, len,
+					   c->cred.relay_id[0] ? c->cred.relay_id : NULL, wall_ms(),
+					   certsched_floor(&c->cert), &t, err, sizeof(err));
+	if (took == 0)
 		res = CERTSCHED_OK;
+	else if (took == TUN_CERT_SHORT)
+		res = CERTSCHED_SHORT;
 	free(chain);
 	free(a.buf);
 	free(body);
