@@ -228,8 +228,62 @@ def tunnel_certificate_is_asked_for_renewed_and_kept(ctx):
     ctx.check_relays_alive()
 
 
+def a_held_certificate_request_does_not_hold_the_heartbeat(ctx):
+    """The control plane holds RequestCertificate open for hold seconds
+    (then 503), under a control-timeout longer than that: a heartbeat due
+    meanwhile went out only when the request ended (attack round 15). The
+    request waits no longer than until the next heartbeat is due (at least
+    1 s): the gap between two heartbeats stays under the interval and a
+    second, half of hold."""
+    for prog in ("wireguard-go", "wg"):
+        if not shutil.which(prog):
+            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    hold = 5.0 * S
+    ns = H.VethNetns()
+    ifname = f"eth{os.getpid() % 100000}"
+    wgo = WireguardGo(ns, ifname)
+    ctx.objs.append(wgo)
+    tmp = ctx.tmpdir()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {H.free_udp_port()}\n"
+                "address 10.8.0.1/24\n")
+    env, state = control_files(tmp)
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    held = []
+
+    def held_open(csr):
+        held.append(time.monotonic())
+        cp.stop.wait(hold)
+        return 503, {"code": "unavailable", "message": "held"}
+    cp.set(cert=held_open)
+    ms = lambda s: f"{int(s * 1000)}ms"  # noqa: E731
+    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state,
+                        "--control-interval", ms(INTERVAL), "--control-timeout", ms(hold + 2),
+                        "--control-cert-retry-min", ms(RETRY_MIN),
+                        "--control-cert-retry-max", ms(RETRY_MAX),
+                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
+    relay.READY_RE = r"^tunnel on "
+    relay.wait_ready(T(5))
+    H.wait_until(lambda: len(held) >= 3, T(3 * hold + 5), "three certificate requests")
+    # (the third just made: the second has ended, cut short or not)
+    end = time.monotonic()
+    hb = [r[0] for r in cp.of(H.CONTROL_HEARTBEAT) if r[0] >= held[0] - INTERVAL]
+    hb.append(end)
+    gap = max(b - a for a, b in zip(hb, hb[1:]))
+    H.log(f"longest gap between heartbeats while held: {gap:.2f} s (hold {hold} s)")
+    if gap > hold / 2:
+        raise H.TestFailure(f"a heartbeat {gap:.2f} s after the one before while "
+                            f"RequestCertificate was held open {hold} s (interval {INTERVAL} s)")
+    relay.wait_for_line(r"^control: tunnel certificate request failed \(no answer within "
+                        r"\d+ ms\); no certificate yet", T(3), what="the held request cut short")
+    ctx.check_relays_alive()
+
+
 def test(ctx):
-    H.run_parts(ctx, [tunnel_certificate_is_asked_for_renewed_and_kept])
+    H.run_parts(ctx, [tunnel_certificate_is_asked_for_renewed_and_kept,
+                      a_held_certificate_request_does_not_hold_the_heartbeat])
 
 
 if __name__ == "__main__":
