@@ -34,6 +34,7 @@ struct tun_shared {
 	char pub[WGP_KEY_B64_LEN + 1];
 	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
 	struct conf_cidr self;	  /* the tunnel address, for wgp_set_check_self */
+	bool self_added;	  /* the interface had it not: taken away at exit */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
@@ -159,15 +160,36 @@ static int open_(struct kind_env *e)
 		open_fail(t, "private key and listen-port", rc);
 		return EXIT_FAILURE;
 	}
-	/* Already there after a restart: the same address, fine. */
+	/* Already there (an operator's, or a restart after a crash): kept,
+	 * and left at exit. */
 	rc = wgdev_address(t->ifname, a->addr.sa.sa_family, ab, a->bits, TUN_TIMEOUT_MS);
 	if (rc < 0 && rc != -EEXIST) {
 		open_fail(t, "address", rc);
 		return EXIT_FAILURE;
 	}
+	s->self_added = rc == 0;
 	s->up = true;
 	e->stats->tunnel = &s->st;
 	return 0;
+}
+
+/* At exit: the tunnel address off the interface, when the start put it
+ * there (attack round 15: it stayed, routes and all). */
+static void tun_self_remove(struct tun_shared *s)
+{
+	const union etr_sockaddr *a = &s->self.addr;
+	const uint8_t *ab = a->sa.sa_family == AF_INET ? (const uint8_t *)&a->in.sin_addr
+						       : (const uint8_t *)&a->in6.sin6_addr;
+	int rc;
+
+	if (!s->self_added)
+		return;
+	s->self_added = false;
+	rc = wgdev_address_del(s->dev.ifname, a->sa.sa_family, ab, s->self.bits, TUN_TIMEOUT_MS);
+	/* An interface gone (wireguard-go stopped first) took it along. */
+	if (rc < 0 && rc != -ENODEV)
+		log_warnx("tunnel %s: taking the address away at exit: %s", s->dev.ifname,
+			  strerror(-rc));
 }
 
 static void shared_free(struct kind_env *e)
@@ -176,6 +198,7 @@ static void shared_free(struct kind_env *e)
 
 	if (!s || !s->lock_init) /* open was not called: nothing there */
 		return;
+	tun_self_remove(s);
 	wgdev_close(&s->dev);
 	tun_cert_free(&s->cert);
 	explicit_bzero(s->priv, sizeof(s->priv));

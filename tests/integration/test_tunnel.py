@@ -17,7 +17,8 @@ were; so is a set with a peer holding the relay's own tunnel address
 the gateway's handshake age (no label per peer); /lifecycle shows the
 tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
-[tunnel] or from --wg-interface. 77
+[tunnel] or from --wg-interface. At exit the relay takes away the
+tunnel address it added, and leaves one the interface had before. 77
 without root, namespaces, wireguard-go or wg."""
 
 import base64
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -362,6 +364,27 @@ def tunnel_peers_follow_the_control_plane(ctx):
                      f"the set with {bad} counted as a failed reconcile")
         failed = tunnel_metrics()[2]
     ctx.check_relays_alive()
+
+    # At exit the relay takes away the tunnel address it added; one the
+    # interface had before the start is left (attack round 15).
+    def has_address():
+        return "inet 10.8.0.1/24" in subprocess.run(
+            ns.wrapper() + ["ip", "-4", "addr", "show", ifname], capture_output=True, text=True,
+            timeout=10).stdout
+    relay.signal(signal.SIGTERM)
+    H.expect_eq(relay.wait_exit(T(10)), 0, "the exit status after SIGTERM")
+    if has_address():
+        raise H.TestFailure("10.8.0.1/24 left on the interface after the relay's exit")
+    subprocess.run(ns.wrapper() + ["ip", "addr", "add", "10.8.0.1/24", "dev", ifname],
+                   check=True, capture_output=True, timeout=10)
+    again = H.relay_env(ctx, H.CONTROL_NO_PROXY, "-c", conf, "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
+    again.READY_RE = r"^tunnel on "
+    again.wait_ready(T(5))
+    again.signal(signal.SIGTERM)
+    H.expect_eq(again.wait_exit(T(10)), 0, "the exit status after SIGTERM")
+    if not has_address():
+        raise H.TestFailure("the address the interface had before the start was taken away")
 
 
 def test(ctx):
