@@ -341,8 +341,13 @@ def tunnel_peers_follow_the_control_plane(ctx):
     # The interface shows a and b before the reconcile's counters do.
     H.wait_until(lambda: tunnel_metrics()[0] == 2, T(3), "etrelay_tunnel_peers 2")
     peers, ok, failed = tunnel_metrics()
-    # The two refused sets count as failed reconciles.
-    H.expect_eq((peers, failed), (2, 2), "etrelay_tunnel_peers, reconciles failed")
+    # The two refused sets count as failed reconciles: once for each
+    # heartbeat that brought one (two or more on a slow host, where a set
+    # outlives an interval).
+    H.expect_eq(peers, 2, "etrelay_tunnel_peers")
+    if not failed or failed < 2:
+        raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=failed}} {failed}, "
+                            "expected >= 2")
     # a and b, b, a and b again: at least the three good answers that
     # changed something (each good heartbeat reconciles, changed or not).
     if not ok or ok < 3:
