@@ -292,11 +292,14 @@ void conf_each_listen(const struct etr_conf *c,
 		}
 	}
 	for (unsigned i = 0; i < c->ntunnel; i++) {
+		const struct tun_conf *t = &c->tunnel[i];
 		/* WireGuard listens on every address (the callee copies). */
 		union etr_sockaddr wg = {.in = {.sin_family = AF_INET}};
 
-		wg.in.sin_port = htons((uint16_t)c->tunnel[i].listen_port);
-		l = (struct conf_listen){"tunnel", "WireGuard port", c->tunnel[i].name, &wg};
+		wg.in.sin_port = htons((uint16_t)t->listen_port);
+		/* The line of listen-port, else of [tunnel] (its default). */
+		l = (struct conf_listen){"tunnel", "WireGuard port", t->name, &wg,
+					 t->port_line ? t->port_line : t->line};
 		each(arg, &l);
 	}
 	if (c->ops_enabled) {
@@ -348,22 +351,24 @@ static void session_port_clash(void *arg, const struct conf_listen *l)
 {
 	const struct session_clash *x = arg;
 	uint16_t port = conf_port_of(l->addr);
-	char where[CONF_PATH_MAX + 48], a[ADDR_STRLEN];
+	char where[CONF_PATH_MAX + 48], a[ADDR_STRLEN], at[32] = "";
 
 	/* The UDP ones: SNI, TURN TCP and TLS and the ops plane are TCP. */
 	if (strcmp(l->what, "game relay") != 0 && strcmp(l->what, "PRBE echo port") != 0 &&
 	    strcmp(l->what, "TURN listener") != 0 && strcmp(l->what, "WireGuard port") != 0)
 		return;
+	if (l->line)
+		snprintf(at, sizeof(at), " (line %u)", l->line);
 	for (unsigned i = 0; i < x->c->nrelays; i++) {
 		const struct relay_conf *r = &x->c->relays[i];
 
 		if (!r->port_min || port < r->port_min || port > r->port_max)
 			continue;
-		conf_err(x->e, "%s: relay %s: session-ports %u-%u hold port %u of the %s%s%s %s",
+		conf_err(x->e, "%s: relay %s: session-ports %u-%u hold port %u of the %s%s%s %s%s",
 			 conf_key_origin(x->c, r, "session-ports", NULL, "etrelay", where,
 					 sizeof(where)),
 			 r->name, r->port_min, r->port_max, port, l->what, l->name[0] ? " " : "",
-			 l->name, addr_str(&l->addr->sa, a));
+			 l->name, addr_str(&l->addr->sa, a), at);
 	}
 }
 

@@ -383,7 +383,8 @@ struct tun_conf {
 	char name[CONF_NAME_MAX]; /* "": the section has no label */
 	unsigned line;		  /* of its [tunnel] header */
 	char ifname[CONF_TUN_IFNAME];
-	bool ifname_set, address_set;
+	bool ifname_set, address_set;	 /* given (perhaps wrong, and said so) */
+	unsigned ifname_line, port_line; /* of interface, listen-port; 0: none */
 	bool create;		  /* make a kernel interface (else use one, e.g. wireguard-go's) */
 	uint32_t listen_port;	  /* WireGuard's UDP port */
 	struct conf_cidr address; /* the relay's own tunnel address and prefix */
@@ -516,12 +517,14 @@ int conf_addr_family(const union etr_sockaddr *a);
  * "turn", "tunnel", "ops-listen"), what the prose ("game relay", "PRBE echo
  * port", "SNI listener", "TURN listener", "TURN TCP listener", "TURN TLS
  * listener", "WireGuard port", "ops listener"), name the listener's (""
- * when it has none); addr is valid during the call only. The one list
+ * when it has none); line the file's line that gives it (0: not kept);
+ * addr is valid during the call only. The one list
  * that -t's warnings, the TURN peer policy, the control plane's upstream
  * check and the session-ports check read. */
 struct conf_listen {
 	const char *key, *what, *name;
 	const union etr_sockaddr *addr;
+	unsigned line;
 };
 void conf_each_listen(const struct etr_conf *c,
 		      void (*each)(void *arg, const struct conf_listen *l), void *arg);

@@ -31,6 +31,11 @@
 
 #define NS_PER_MS_ 1000000ull
 
+/* The least a certificate request may wait for its answer, bounded
+ * otherwise by the time to the next heartbeat (cert_timeout): the most a
+ * request held open delays a heartbeat. */
+#define CONTROL_CERT_WAIT_MIN_MS 1000ull
+
 struct control {
 	struct control_config cfg;
 	struct control_stats *st;
@@ -65,6 +70,7 @@ struct control {
 	bool hosts_warned;     /* the host list outgrew the policy, said once */
 	struct certsched cert; /* with cfg.cert: when to ask for it next (ms) */
 	struct ctl_logstate log_cert;
+	uint64_t call_ms; /* post's bound when not 0 (else control-timeout) */
 };
 
 /* State directory and file */
@@ -199,6 +205,7 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	char url[CONF_URL_MAX + 64], auth[1100], cerr[CURL_ERROR_SIZE] = "";
 	char ua[64], msg[CONTROL_ERROR_BODY_MAX + 4];
 	struct curl_slist *h = NULL, *t;
+	uint64_t tmo = c->call_ms ? c->call_ms : c->cfg.timeout_ms;
 	enum ctl_result r;
 	CURLcode cc;
 
@@ -227,8 +234,8 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->cfg.timeout_ms);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)tmo);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)tmo);
 	/* A redirect would carry the token to wherever it points: a 3xx is a
 	 * failed call. The peer's certificate and name are checked against the
 	 * system's CA store (libcurl's defaults, set again here on purpose). */
@@ -278,8 +285,7 @@ static enum ctl_result post(struct control *c, const char *path, const char *tok
 			 (unsigned)c->cfg.max_answer);
 		return CTL_TOO_LARGE;
 	case CURLE_OPERATION_TIMEDOUT:
-		snprintf(err, errlen, "no answer within %llu ms",
-			 (unsigned long long)c->cfg.timeout_ms);
+		snprintf(err, errlen, "no answer within %llu ms", (unsigned long long)tmo);
 		return CTL_TIMEOUT;
 	case CURLE_WRITE_ERROR:
 		if (!a->too_large) {
@@ -705,15 +711,33 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* How long a certificate request may wait at now: control-timeout, but
+ * not past the next heartbeat's time (at least CONTROL_CERT_WAIT_MIN_MS):
+ * both are the control thread's, and a control plane holding
+ * RequestCertificate open must not hold the heartbeat, and with it
+ * revocation, for control-timeout (attack round 15). Cut short, the
+ * request is a failure, tried again on its schedule. */
+static uint64_t cert_timeout(const struct control *c, uint64_t now)
+{
+	uint64_t left = c->sched.next > now ? (c->sched.next - now) / NS_PER_MS_ : 0;
+
+	if (left < CONTROL_CERT_WAIT_MIN_MS)
+		left = CONTROL_CERT_WAIT_MIN_MS;
+	return left < c->cfg.timeout_ms ? left : c->cfg.timeout_ms;
+}
+
 /* Ask for the tunnel certificate (a new key, a request naming nothing),
  * put the answer in force when it checks, and schedule the next request:
  * a failure keeps the pair in force, if any, and is tried again after
  * cert_retry_min_ms, doubling; "no certificates offered" after
- * cert_not_offered_ms; a certificate is renewed at two thirds of its life. */
+ * cert_not_offered_ms; a certificate is renewed at two thirds of its life.
+ * One with less than certsched_floor left is a failure of its own
+ * (CERTSCHED_SHORT), not put in force. */
 static void cert_request(struct control *c)
 {
 	enum certsched_result res = CERTSCHED_FAILED;
 	struct tun_cert_taken t = {0};
+	int took = -1;
 	char err[512] = "", *csr = NULL, *body = NULL, *chain = NULL;
 	char name[TLS_CERT_NAME_MAX];
 	struct answer a = {0};
@@ -728,19 +752,24 @@ static void cert_request(struct control *c)
 		r = CTL_BAD_ANSWER; /* not the control plane's: counted as failed */
 	else if (!(body = ctl_msg_cert_request(csr)))
 		snprintf(err, sizeof(err), "out of memory");
-	else
+	else {
+		c->call_ms = cert_timeout(c, mono_ns());
 		r = post(c, CONTROL_PATH_CERT, c->cred.api_token, body, &a, &status, err,
 			 sizeof(err));
+		c->call_ms = 0;
+	}
 	if (r != CTL_OK && status >= 400 &&
 	    ctl_msg_cert_not_offered(status, a.buf ? a.buf : "", a.len))
 		res = CERTSCHED_NOT_OFFERED;
-	else if (r == CTL_OK &&
-		 ctl_msg_cert_answer(a.buf ? a.buf : "", a.len, &chain, &len, err, sizeof(err)) ==
-		     0 &&
-		 tun_cert_take(c->cfg.cert, chain, len,
-			       c->cred.relay_id[0] ? c->cred.relay_id : NULL, wall_ms(), &t, err,
-			       sizeof(err)) == 0)
+	else if (r == CTL_OK && ctl_msg_cert_answer(a.buf ? a.buf : "", a.len, &chain, &len, err,
+						    sizeof(err)) == 0)
+		took = tun_cert_take_floor(c->cfg.cert, chain, len,
+					   c->cred.relay_id[0] ? c->cred.relay_id : NULL, wall_ms(),
+					   certsched_floor(&c->cert), &t, err, sizeof(err));
+	if (took == 0)
 		res = CERTSCHED_OK;
+	else if (took == TUN_CERT_SHORT)
+		res = CERTSCHED_SHORT;
 	free(chain);
 	free(a.buf);
 	free(body);

@@ -42,7 +42,7 @@ static inline const char *ctl_result_name(enum ctl_result r)
 }
 
 /* A certificate request's results: enum certsched_result's. */
-#define CTL_CERT_RESULTS 3
+#define CTL_CERT_RESULTS 4
 
 /* Metric label and log word of a certificate request's result. */
 static inline const char *ctl_cert_result_name(enum certsched_result r)
@@ -51,6 +51,7 @@ static inline const char *ctl_cert_result_name(enum certsched_result r)
 	    [CERTSCHED_OK] = "ok",
 	    [CERTSCHED_FAILED] = "failed",
 	    [CERTSCHED_NOT_OFFERED] = "not_offered",
+	    [CERTSCHED_SHORT] = "short_lived",
 	};
 	return (unsigned)r < CTL_CERT_RESULTS ? names[r] : "unknown";
 }

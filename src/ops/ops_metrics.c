@@ -572,7 +572,9 @@ static const struct metric metrics[] = {
      .help = "Requests for the tunnel certificate (RequestCertificate), by result (ok: a "
 	     "chain for the request's key and one tunnel name, put in force; failed: no answer, "
 	     "an error or a chain refused, the certificate in force stays; not_offered: the "
-	     "control plane gives none, asked again after control-cert-not-offered)."},
+	     "control plane gives none, asked again after control-cert-not-offered; "
+	     "short_lived: a good chain with less than ten times control-cert-retry-min (at "
+	     "most 10 minutes) left, not put in force, tried again as a failure)."},
     {"etrelay_tunnel_certificate_expiry_timestamp_seconds", GAUGE, CONTROL, C(cert_not_after),
      .when = ctl_cert_on,
      .help = "Unix time the tunnel certificate in force expires (its notAfter); 0 before the "

@@ -29,8 +29,9 @@ int rtnl_link_add_msg(uint8_t *out, size_t cap, uint32_t seq, const char *ifname
 	return nl_msg_end(&w);
 }
 
-int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
-		      const uint8_t *addr, unsigned prefix)
+/* An address message of type (RTM_NEWADDR, RTM_DELADDR) with flags. */
+static int rtnl_addr_msg(uint8_t *out, size_t cap, uint16_t type, uint16_t flags, uint32_t seq,
+			 unsigned ifindex, int family, const uint8_t *addr, unsigned prefix)
 {
 	struct nl_wr w = {out, cap, 0, false};
 	size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
@@ -38,9 +39,7 @@ int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, 
 
 	if (!alen || prefix > alen * 8 || ifindex == 0)
 		return -EINVAL;
-	ifa =
-	    nl_msg_start(&w, RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE,
-			 seq, sizeof(*ifa));
+	ifa = nl_msg_start(&w, type, NLM_F_REQUEST | NLM_F_ACK | flags, seq, sizeof(*ifa));
 	if (!ifa)
 		return -ENOSPC;
 	ifa->ifa_family = (uint8_t)family;
@@ -50,6 +49,21 @@ int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, 
 	nl_put(&w, IFA_LOCAL, addr, alen);
 	nl_put(&w, IFA_ADDRESS, addr, alen);
 	return nl_msg_end(&w);
+}
+
+/* Exclusive: an address that is there already says so (-EEXIST), so that
+ * the caller knows whether the one at exit is its own to take away. */
+int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
+		      const uint8_t *addr, unsigned prefix)
+{
+	return rtnl_addr_msg(out, cap, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, seq, ifindex, family,
+			     addr, prefix);
+}
+
+int rtnl_addr_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
+		      const uint8_t *addr, unsigned prefix)
+{
+	return rtnl_addr_msg(out, cap, RTM_DELADDR, 0, seq, ifindex, family, addr, prefix);
 }
 
 int rtnl_link_up_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* The three rtnetlink requests the tunnel makes of the kernel: an
- * interface of a kind (the kernel's "wireguard"), an address on it, and
- * the interface up. Each message is written by a pure function; rtnl_do
+/* The rtnetlink requests the tunnel makes of the kernel: an interface of
+ * a kind (the kernel's "wireguard"), an address on it (and off it at
+ * exit), and the interface up. Each message is written by a pure function; rtnl_do
  * sends one on a NETLINK_ROUTE socket (nl_socket) and waits for its
  * acknowledgement. Needs CAP_NET_ADMIN. */
 #ifndef ETR_RTNL_H
@@ -14,9 +14,13 @@
  * answers -EEXIST when there is one. */
 int rtnl_link_add_msg(uint8_t *out, size_t cap, uint32_t seq, const char *ifname, const char *kind);
 
-/* RTM_NEWADDR: addr (4 or 16 bytes of family)/prefix on ifindex, replacing
- * the same address. */
+/* RTM_NEWADDR: addr (4 or 16 bytes of family)/prefix on ifindex; the
+ * kernel answers -EEXIST when ifindex has it (left as it is). */
 int rtnl_addr_add_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
+		      const uint8_t *addr, unsigned prefix);
+
+/* RTM_DELADDR: the same address off ifindex. */
+int rtnl_addr_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, int family,
 		      const uint8_t *addr, unsigned prefix);
 
 /* RTM_NEWLINK setting IFF_UP on ifindex. */

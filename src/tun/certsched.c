@@ -13,6 +13,13 @@ void certsched_init(struct certsched *s, uint64_t now)
 	s->due = now;
 }
 
+uint64_t certsched_floor(const struct certsched *s)
+{
+	uint64_t cap = 10 * MIN_MS;
+
+	return s->retry_first > cap / 10 ? cap : s->retry_first * 10;
+}
+
 uint64_t certsched_done(struct certsched *s, uint64_t now, enum certsched_result r,
 			uint64_t valid_for, uint64_t age)
 {
@@ -33,6 +40,7 @@ uint64_t certsched_done(struct certsched *s, uint64_t now, enum certsched_result
 		wait = s->not_offered;
 		break;
 	case CERTSCHED_FAILED:
+	case CERTSCHED_SHORT:
 	default:
 		wait = s->retry;
 		s->retry = s->retry > s->retry_max / 2 ? s->retry_max : s->retry * 2;

@@ -52,6 +52,13 @@ int tun_cert_request(struct tun_cert *c, char **pem, char *err, size_t errlen)
 int tun_cert_take(struct tun_cert *c, const char *chain, size_t len, const char *relay_id,
 		  int64_t now_ms, struct tun_cert_taken *t, char *err, size_t errlen)
 {
+	return tun_cert_take_floor(c, chain, len, relay_id, now_ms, 0, t, err, errlen);
+}
+
+int tun_cert_take_floor(struct tun_cert *c, const char *chain, size_t len, const char *relay_id,
+			int64_t now_ms, uint64_t min_left_ms, struct tun_cert_taken *t, char *err,
+			size_t errlen)
+{
 	int64_t now = now_ms / 1000;
 	struct tls_cert_info info;
 	char why[256];
@@ -65,6 +72,16 @@ int tun_cert_take(struct tun_cert *c, const char *chain, size_t len, const char 
 	}
 	if (tls_cert_accept(c->key, chain, len, relay_id, now, &info, err, errlen) < 0)
 		goto out;
+	if (info.not_after * 1000 - now_ms < (int64_t)min_left_ms) {
+		snprintf(err, errlen,
+			 "the certificate for %s has %.1f s left, less than the %.1f s one must "
+			 "have to be put in force",
+			 info.name, (double)(info.not_after * 1000 - now_ms) / 1000,
+			 (double)min_left_ms / 1000);
+		tls_cert_info_free(&info);
+		rc = TUN_CERT_SHORT;
+		goto out;
+	}
 	if (!(ctx = tls_cert_ctx(c->key, &info))) {
 		snprintf(err, errlen, "OpenSSL refused the pair: %s",
 			 tls_error_text(why, sizeof(why)));

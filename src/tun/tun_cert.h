@@ -53,6 +53,15 @@ struct tun_cert_taken {
 int tun_cert_take(struct tun_cert *c, const char *chain, size_t len, const char *relay_id,
 		  int64_t now_ms, struct tun_cert_taken *t, char *err, size_t errlen);
 
+/* tun_cert_take, refusing a chain that checks but has less than
+ * min_left_ms to live at now_ms (attack round 15, F7: one with seconds
+ * left would be renewed again and again): TUN_CERT_SHORT with why in err,
+ * and the pair in force (if any) stays. */
+#define TUN_CERT_SHORT 1
+int tun_cert_take_floor(struct tun_cert *c, const char *chain, size_t len, const char *relay_id,
+			int64_t now_ms, uint64_t min_left_ms, struct tun_cert_taken *t, char *err,
+			size_t errlen);
+
 /* The name of the certificate in force into name; false (name "") while
  * there is none or it has expired at now (unix seconds). */
 bool tun_cert_name(struct tun_cert *c, int64_t now, char name[TLS_CERT_NAME_MAX]);

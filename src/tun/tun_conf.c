@@ -11,6 +11,15 @@
 
 #include "addrclass.h"
 
+/* A wrong value of interface or address still counts as given: its
+ * error names its line, and "missing" does not follow it (attack round
+ * 15, F5). "KEY = VALUE" is a common slip: said so. */
+static const char *tun_bad(bool *set, const char *v, const char *why, const char *eq)
+{
+	*set = true;
+	return v[0] == '=' && eq ? eq : why;
+}
+
 static const char *tk_interface(struct conf_ctx *x, const struct conf_key *k, const char *v)
 {
 	struct tun_conf *t = x->obj;
@@ -19,7 +28,10 @@ static const char *tk_interface(struct conf_ctx *x, const struct conf_key *k, co
 	(void)k;
 	if (len == 0 || len >= CONF_TUN_IFNAME || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
 	    strpbrk(v, "/: \t"))
-		return "expected an interface name such as wg0 (at most 15 characters)";
+		return tun_bad(&t->ifname_set, v,
+			       "expected an interface name such as wg0 (at most 15 characters)",
+			       "expected an interface name such as wg0: write the key, a space and "
+			       "the value, without '='");
 	memcpy(t->ifname, v, len + 1);
 	t->ifname_set = true;
 	return NULL;
@@ -33,25 +45,33 @@ static const char *tk_address(struct conf_ctx *x, const struct conf_key *k, cons
 
 	(void)k;
 	if (!strchr(v, '/') || conf_cidr_parse(v, &t->address) < 0)
-		return "expected the relay's address with its prefix, such as 10.8.0.1/24";
+		return tun_bad(&t->address_set, v,
+			       "expected the relay's address with its prefix, such as 10.8.0.1/24",
+			       "expected the relay's address with its prefix, such as 10.8.0.1/24: "
+			       "write the key, a space and the value, without '='");
 	max = t->address.addr.sa.sa_family == AF_INET ? 32 : 128;
 	if (t->address.bits == 0 || t->address.bits > max)
-		return "expected a prefix from 1 to 32 (IPv4) or 128 (IPv6)";
+		return tun_bad(&t->address_set, v,
+			       "expected a prefix from 1 to 32 (IPv4) or 128 (IPv6)", NULL);
 	/* An interface given loopback would take routes from lo; multicast,
 	 * broadcast and the unspecified address are no host's own. */
 	a = t->address.addr;
 	a.in.sin_port = htons(1); /* the check is of sources: port 0 is one */
 	if (addrclass_bogon(&a, false))
-		return "expected an address a host can take as its own, not loopback, "
-		       "multicast, broadcast, reserved or unspecified (such as 10.8.0.1/24)";
+		return tun_bad(
+		    &t->address_set, v,
+		    "expected an address a host can take as its own, not loopback, "
+		    "multicast, broadcast, reserved or unspecified (such as 10.8.0.1/24)",
+		    NULL);
 	t->address_set = true;
 	return NULL;
 }
 
 #define TK(field) offsetof(struct tun_conf, field)
 static const struct conf_key tun_keys[] = {
-    {"interface", tk_interface},
-    {"listen-port", conf_set_u32, 0, TK(listen_port), 1, 65535, "expected a port from 1 to 65535"},
+    {"interface", tk_interface, .line_off = TK(ifname_line)},
+    {"listen-port", conf_set_u32, 0, TK(listen_port), 1, 65535, "expected a port from 1 to 65535",
+     .line_off = TK(port_line)},
     {"address", tk_address},
     {"create", conf_set_bool, 0, TK(create)},
 };
@@ -185,6 +205,9 @@ void tun_conf_finish(struct etr_conf *c, struct conf_errors *e)
 				 "prefix, e.g. 10.8.0.1/24)",
 				 where, p);
 		conf_each_listen(c, tun_each, &k);
+		/* Named at listen-port's line when the file gives it. */
+		if (k.hit && t->port_line)
+			snprintf(where, sizeof(where), "%s:%u: tunnel", conf_path(c), t->port_line);
 		if (k.hit)
 			conf_err(e,
 				 "%s: %slisten-port %u is the port of %s%s%s too: WireGuard needs "

@@ -34,6 +34,8 @@ struct tun_shared {
 	uint8_t priv[WGP_KEY_LEN];
 	char pub[WGP_KEY_B64_LEN + 1];
 	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
+	struct conf_cidr self;	  /* the tunnel address, for wgp_set_check_self */
+	bool self_added;	  /* the interface had it not: taken away at exit */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
@@ -165,16 +167,19 @@ static int open_(struct kind_env *e)
 	wgp_key_to_b64(pub, s->pub);
 	memcpy(s->own, pub, sizeof(s->own));
 	s->port = (uint16_t)t->listen_port;
+	s->self = *a;
 	if ((rc = wgdev_set_device(&s->dev, s->priv, s->port)) < 0) {
 		open_fail(t, "private key and listen-port", rc);
 		return EXIT_FAILURE;
 	}
-	/* Already there after a restart: the same address, fine. */
+	/* Already there (an operator's, or a restart after a crash): kept,
+	 * and left at exit. */
 	rc = wgdev_address(t->ifname, a->addr.sa.sa_family, ab, a->bits, TUN_TIMEOUT_MS);
 	if (rc < 0 && rc != -EEXIST) {
 		open_fail(t, "address", rc);
 		return EXIT_FAILURE;
 	}
+	s->self_added = rc == 0;
 	/* Rung 3 on every worker: connections come from its SNI listeners
 	 * (none until the daemon hands them over). */
 	for (unsigned w = 0; w < e->nworkers; w++) {
@@ -190,12 +195,32 @@ static int open_(struct kind_env *e)
 	return 0;
 }
 
+/* At exit: the tunnel address off the interface, when the start put it
+ * there (attack round 15: it stayed, routes and all). */
+static void tun_self_remove(struct tun_shared *s)
+{
+	const union etr_sockaddr *a = &s->self.addr;
+	const uint8_t *ab = a->sa.sa_family == AF_INET ? (const uint8_t *)&a->in.sin_addr
+						       : (const uint8_t *)&a->in6.sin6_addr;
+	int rc;
+
+	if (!s->self_added)
+		return;
+	s->self_added = false;
+	rc = wgdev_address_del(s->dev.ifname, a->sa.sa_family, ab, s->self.bits, TUN_TIMEOUT_MS);
+	/* An interface gone (wireguard-go stopped first) took it along. */
+	if (rc < 0 && rc != -ENODEV)
+		log_warnx("tunnel %s: taking the address away at exit: %s", s->dev.ifname,
+			  strerror(-rc));
+}
+
 static void shared_free(struct kind_env *e)
 {
 	struct tun_shared *s = e->shared;
 
 	if (!s || !s->lock_init) /* open was not called: nothing there */
 		return;
+	tun_self_remove(s);
 	wgdev_close(&s->dev);
 	tun_cert_free(&s->cert);
 	if (s->tokens_init)
@@ -334,9 +359,10 @@ static int check(const struct etr_conf *c, unsigned workers)
 	wgdev_close(&d);
 	if (rc == 0)
 		return 0;
+	/* The line of interface (the last one given holds), else of [tunnel]. */
 	if (t->line)
-		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c), t->line, t->ifname,
-			strerror(-rc));
+		fprintf(stderr, "etrelay: %s:%u: tunnel %s: %s", conf_path(c),
+			t->ifname_line ? t->ifname_line : t->line, t->ifname, strerror(-rc));
 	else
 		fprintf(stderr, "etrelay: tunnel %s: %s", t->ifname, strerror(-rc));
 	if (rc == -ENODEV)
@@ -421,6 +447,18 @@ static void tun_note(struct tun_shared *s, bool ok, const char *why)
 	pthread_mutex_unlock(&s->last_lock);
 }
 
+/* A set with a peer that claims the relay's own tunnel address (attack
+ * round 15, F3b): refused whole, as wgp_set_check's. */
+static int tun_self_check(const struct tun_shared *s, const struct wgp_peer *want, size_t n,
+			  char *why, size_t len)
+{
+	const union etr_sockaddr *a = &s->self.addr;
+	const uint8_t *ab = a->sa.sa_family == AF_INET ? (const uint8_t *)&a->in.sin_addr
+						       : (const uint8_t *)&a->in6.sin6_addr;
+
+	return wgp_set_check_self(want, n, a->sa.sa_family, ab, s->self.bits, why, len);
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -433,7 +471,8 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 		return -ENODEV;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (wgp_set_check(want, n, s->own, why, sizeof(why)) < 0) {
+	if (wgp_set_check(want, n, s->own, why, sizeof(why)) < 0 ||
+	    tun_self_check(s, want, n, why, sizeof(why)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		snprintf(err, errlen, "tunnel %s: the control plane's peer set refused: %s",
 			 s->dev.ifname, why);

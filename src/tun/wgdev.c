@@ -300,8 +300,29 @@ int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned 
 	if (fd < 0)
 		return fd;
 	rc = rtnl_do(fd, msg, rtnl_addr_add_msg(msg, sizeof(msg), 1, idx, family, addr, prefix), 1);
-	if (rc == 0)
-		rc = rtnl_do(fd, msg, rtnl_link_up_msg(msg, sizeof(msg), 2, idx), 2);
+	if (rc == 0 || rc == -EEXIST) {
+		int up = rtnl_do(fd, msg, rtnl_link_up_msg(msg, sizeof(msg), 2, idx), 2);
+
+		if (up < 0)
+			rc = up;
+	}
+	close(fd);
+	return rc;
+}
+
+int wgdev_address_del(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
+		      int timeout_ms)
+{
+	_Alignas(4) uint8_t msg[256];
+	unsigned idx = if_nametoindex(ifname);
+	int fd, rc;
+
+	if (idx == 0)
+		return -errno;
+	fd = nl_socket(NETLINK_ROUTE, timeout_ms);
+	if (fd < 0)
+		return fd;
+	rc = rtnl_do(fd, msg, rtnl_addr_del_msg(msg, sizeof(msg), 1, idx, family, addr, prefix), 1);
 	close(fd);
 	return rc;
 }

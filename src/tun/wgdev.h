@@ -75,8 +75,15 @@ void wgdev_close(struct wgdev *d);
 int wgdev_create(const char *ifname, int timeout_ms);
 
 /* Interface ifname (either way's) gets addr (4 or 16 bytes of family) with
- * prefix, the relay's own tunnel address, and goes up: 0 or -errno. */
+ * prefix, the relay's own tunnel address, and goes up: 0, -EEXIST when it
+ * had the address already (up all the same), or -errno. */
 int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
 		  int timeout_ms);
+
+/* The same address off interface ifname (at exit, when wgdev_address
+ * added it): 0 or -errno (-ENODEV: the interface is gone, and the address
+ * with it). */
+int wgdev_address_del(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
+		      int timeout_ms);
 
 #endif

@@ -187,6 +187,52 @@ int wgp_set_check(const struct wgp_peer *p, size_t n, const uint8_t own[WGP_KEY_
 	return rc;
 }
 
+/* Whether block c holds address a (c's family, host bits ignored). */
+static bool wgp_cidr_holds(const struct wgp_cidr *c, const uint8_t *a)
+{
+	struct wgp_cidr h = {.family = c->family, .bits = c->bits};
+
+	memcpy(h.addr, a, c->family == AF_INET ? 4 : 16);
+	wgp_cidr_mask(&h);
+	return memcmp(h.addr, c->addr, sizeof(h.addr)) == 0;
+}
+
+int wgp_set_check_self(const struct wgp_peer *p, size_t n, int family, const uint8_t *addr,
+		       unsigned prefix, char *err, size_t errlen)
+{
+	struct wgp_cidr net = {.family = (uint8_t)family, .bits = (uint8_t)prefix};
+	unsigned max = family == AF_INET ? 32 : 128;
+	char t[WGP_CIDR_STRLEN], a[INET6_ADDRSTRLEN] = "";
+
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	memcpy(net.addr, addr, family == AF_INET ? 4 : 16);
+	wgp_cidr_mask(&net);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < p[i].n_allowed && j < WGP_ALLOWED_MAX; j++) {
+			const struct wgp_cidr *c = &p[i].allowed[j];
+			const uint8_t *hit = NULL;
+
+			if (c->family != family)
+				continue;
+			if (wgp_cidr_holds(c, addr))
+				hit = addr;
+			/* A /31 or /127 has no network address of its own
+			 * (RFC 3021): both are hosts. */
+			else if (prefix + 1 < max && wgp_cidr_holds(c, net.addr))
+				hit = net.addr;
+			if (!hit)
+				continue;
+			wgp_cidr_str(c, t);
+			inet_ntop(family, hit, a, sizeof(a));
+			snprintf(
+			    err, errlen, "peer %zu's allowed IP %s holds the relay's %s %s", i + 1,
+			    t, hit == addr ? "own tunnel address" : "tunnel network's address", a);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 static int wgp_key_cmp(const void *a, const void *b)
 {
 	return memcmp(((const struct wgp_peer *)a)->key, ((const struct wgp_peer *)b)->key,

@@ -108,6 +108,15 @@ void wgp_peer_canon(struct wgp_peer *p);
 int wgp_set_check(const struct wgp_peer *p, size_t n, const uint8_t own[WGP_KEY_LEN], char *err,
 		  size_t errlen);
 
+/* A control plane's set p[0..n) with an allowed IP that holds the
+ * relay's own tunnel address addr (4 or 16 bytes of family; its
+ * network's, prefix bits, such as 10.8.0.0/24, or any wider block holds
+ * it too) or its network's own address (10.8.0.0): the relay's traffic to
+ * itself and from a peer in its name would be that peer's. Returns 0, or
+ * -EINVAL with why in err. */
+int wgp_set_check_self(const struct wgp_peer *p, size_t n, int family, const uint8_t *addr,
+		       unsigned prefix, char *err, size_t errlen);
+
 /* The plan that makes the interface's peers cur[0..ncur) the set
  * want[0..nwant): removes first, then updates, then adds, each in key
  * order. Sorts both arrays by key and canonicalizes their allowed IPs (the

@@ -14,7 +14,12 @@
   refuse it (78), as a control-plane route there is; both accepted it.
 - a listen address that is not this host's: -t warns, naming the listener
   (it may check a file for another host), where it said nothing; a start
-  exits 1 on it."""
+  exits 1 on it.
+- [tunnel] (attack round 15, F5): a wrong top-level wg-interface is one
+  error at its line (it was followed by "tunnel: wg-interface: missing"
+  with no line); session-ports holding the WireGuard port name the port's
+  line too; of an interface given twice the last holds, and -t names its
+  line (it named the section's)."""
 
 import os
 import socket
@@ -163,7 +168,41 @@ def route_to_ops(ctx):
                 f"{t} names the route: {err.strip()!r}")
 
 
+def tunnel_lines(ctx):
+    d = ctx.tmpdir()
+    path = os.path.join(d, "t.conf")
+    wg, game = H.free_udp_port(), H.free_udp_port()
+    gone = f"etxno{os.getpid() % 10000}"
+    cases = (
+        ("a wrong top-level wg-interface", "wg-interface = x\nwg-address 10.8.0.1/24\n",
+         f"{path}:1: wg-interface: invalid value '= x' (expected an interface name such as "
+         "wg0: write the key, a space and the value, without '=')", 78, 78),
+        ("session-ports over the WireGuard port",
+         f"upstream 127.0.0.1:9\nlisten 127.0.0.1:{game}\nmax-sessions 10\n"
+         f"session-ports {wg - 5}-{wg + 5}\n[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+         f"listen-port {wg}\n",
+         f"{path}:4: relay default: session-ports {wg - 5}-{wg + 5} hold port {wg} of the "
+         f"WireGuard port 0.0.0.0:{wg} (line 8)", 78, 78),
+        # The last interface holds: -t names its line (the start fails to
+        # open it, 1, as test_tunnel shows).
+        ("interface twice", f"[tunnel]\ninterface wg0\naddress 10.8.0.1/24\ninterface {gone}\n",
+         f"{path}:4: tunnel {gone}: ", 78, 1))
+    for what, text, want, t_rc, start_rc in cases:
+        with open(path, "w") as f:
+            f.write(text)
+        for t, rc_want in ((["-t"], t_rc), ([], start_rc)):
+            rc, out, err = H.run_etrelay(ctx, t + ["-c", path, "--backend", ctx.backend,
+                                                   "--log-time", "no"], timeout=10)
+            H.expect_eq(rc, rc_want, f"{' '.join(t) or 'start'}, {what} ({err.strip()!r})")
+            if rc_want != 78:
+                continue
+            lines = [ln for ln in err.splitlines() if ln.strip()]
+            H.check(len(lines) == 1 and want in lines[0],
+                    f"{' '.join(t) or 'start'}, {what}: one error, {want!r}: {err.strip()!r}")
+
+
 def test(ctx):
+    tunnel_lines(ctx)
     route_to_ops(ctx)
     listen_not_local(ctx)
     nofile(ctx)

@@ -12,12 +12,15 @@ pings the relay's tunnel address and is pinged back; removed from the
 answer, it is not answered any more. A
 bad set (a key twice, bad base64) is refused whole while the answer's
 routes are taken, and a failed heartbeat (503) leaves the peers as they
-were; rung 3's tokens (tunnelTokens) are put in force, a bad set refused
-whole; the metrics count the peers and reconciles, and show
+were; so is a set with a peer holding the relay's own tunnel address
+(10.8.0.1/32, or its network 10.8.0.0/24); rung 3's tokens (tunnelTokens)
+are put in force, a bad set refused whole; the metrics count the peers and
+reconciles, and show
 the gateway's handshake age (no label per peer); /lifecycle shows the
 tunnel and its last reconcile (none before a good answer, and why). A
 missing interface fails the start (1) and -t (78) with the fix, from a
-[tunnel] or from --wg-interface. 77
+[tunnel] or from --wg-interface. At exit the relay takes away the
+tunnel address it added, and leaves one the interface had before. 77
 without root, namespaces, wireguard-go or wg."""
 
 import base64
@@ -25,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -351,6 +355,21 @@ def tunnel_peers_follow_the_control_plane(ctx):
     if not ok or ok < 3:
         raise H.TestFailure(f"etrelay_tunnel_reconciles_total{{result=ok}} {ok}, expected >= 3")
 
+    # A peer whose allowed IPs hold the relay's own tunnel address (the
+    # address itself, or its network) would take the relay's traffic to
+    # itself and could send in its name: the set is refused whole, as
+    # the sets above, and counted as a failed reconcile (attack15 F3b).
+    for bad in ("10.8.0.1/32", "10.8.0.0/24"):
+        start = len(relay.text_lines())
+        cp.set(wg_peers=[peer_a, peer_b, {"publicKey": key(), "allowedIps": [bad]}])
+        relay.wait_for_line(rf"^control: tunnel {ifname}: the control plane's peer set refused: "
+                            rf"peer \d+'s allowed IP {re.escape(bad)} holds the relay's own "
+                            r"tunnel address 10\.8\.0\.1; the next heartbeat tries again$",
+                            T(3), start=start, what=f"a peer with {bad}")
+        H.expect_eq(wg_dump(ns, ifname)[1], want_ab, f"peers after a peer with {bad}")
+        H.wait_until(lambda: tunnel_metrics()[2] > failed, T(3),
+                     f"the set with {bad} counted as a failed reconcile")
+        failed = tunnel_metrics()[2]
     # Rung 3's tokens come with every good answer: a new set is put in
     # force (and said), a set that does not parse is refused whole and
     # the one in force stays (said once), an empty one is a set too.
@@ -367,6 +386,27 @@ def tunnel_peers_follow_the_control_plane(ctx):
     relay.wait_for_line(rf"^tunnel {ifname}: 0 rung-3 tokens in force$", T(3), start=start,
                         what="no token")
     ctx.check_relays_alive()
+
+    # At exit the relay takes away the tunnel address it added; one the
+    # interface had before the start is left (attack round 15).
+    def has_address():
+        return "inet 10.8.0.1/24" in subprocess.run(
+            ns.wrapper() + ["ip", "-4", "addr", "show", ifname], capture_output=True, text=True,
+            timeout=10).stdout
+    relay.signal(signal.SIGTERM)
+    H.expect_eq(relay.wait_exit(T(10)), 0, "the exit status after SIGTERM")
+    if has_address():
+        raise H.TestFailure("10.8.0.1/24 left on the interface after the relay's exit")
+    subprocess.run(ns.wrapper() + ["ip", "addr", "add", "10.8.0.1/24", "dev", ifname],
+                   check=True, capture_output=True, timeout=10)
+    again = H.relay_env(ctx, H.CONTROL_NO_PROXY, "-c", conf, "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
+    again.READY_RE = r"^tunnel on "
+    again.wait_ready(T(5))
+    again.signal(signal.SIGTERM)
+    H.expect_eq(again.wait_exit(T(10)), 0, "the exit status after SIGTERM")
+    if not has_address():
+        raise H.TestFailure("the address the interface had before the start was taken away")
 
 
 def test(ctx):

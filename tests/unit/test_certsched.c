@@ -62,12 +62,32 @@ static void test_certsched_renews_at_two_thirds_of_the_lifetime(void **state)
 	assert_int_equal(certsched_done(&s, 0, CERTSCHED_OK, 3000, 0), 2000);
 }
 
+/* attack15 F7: a certificate with 3 s left was renewed every
+ * retry_first; one under the floor is refused, a failure on its
+ * schedule. */
+static void test_certsched_floor_is_ten_retries_at_most_ten_minutes(void **state)
+{
+	struct certsched s;
+
+	(void)state;
+	certsched_init(&s, 0);
+	assert_int_equal(certsched_floor(&s), 10 * MIN);
+	s.retry_first = 300; /* a test's 0.3 s */
+	assert_int_equal(certsched_floor(&s), 3000);
+	s.retry_first = 30 * MIN;
+	assert_int_equal(certsched_floor(&s), 10 * MIN);
+	certsched_init(&s, 0);
+	assert_int_equal(certsched_done(&s, 0, CERTSCHED_SHORT, 3000, 0), 1 * MIN);
+	assert_int_equal(certsched_done(&s, 1 * MIN, CERTSCHED_SHORT, 3000, 0), 3 * MIN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_certsched_asks_at_start_and_backs_off_to_thirty_minutes),
 	    cmocka_unit_test(test_certsched_waits_an_hour_when_none_is_offered),
 	    cmocka_unit_test(test_certsched_renews_at_two_thirds_of_the_lifetime),
+	    cmocka_unit_test(test_certsched_floor_is_ten_retries_at_most_ten_minutes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

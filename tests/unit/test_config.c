@@ -3955,7 +3955,8 @@ static void test_config_tunnel_section_defaults_and_errors_name_their_line(void 
 	assert_non_null(strstr(e.text, "t.conf:4: create: invalid value 'maybe'"));
 	assert_non_null(strstr(e.text, "t.conf:5: [tunnel] already given at line 1"));
 	assert_non_null(strstr(e.text, "t.conf:1: tunnel: interface: missing"));
-	assert_non_null(strstr(e.text, "t.conf:1: tunnel: address: missing"));
+	/* Given, wrong and said so at its line: not "missing" besides. */
+	assert_null(strstr(e.text, "address: missing"));
 	/* WireGuard's port on a game relay's. */
 	assert_int_equal(run(&c, &e,
 			     "upstream 127.0.0.1:27960\nlisten 0.0.0.0:51820\n"
@@ -3964,6 +3965,59 @@ static void test_config_tunnel_section_defaults_and_errors_name_their_line(void 
 			 -1);
 	assert_non_null(
 	    strstr(e.text, "t.conf:3: tunnel: listen-port 51820 is the port of game relay"));
+}
+
+/* attack15 F5: a key of [tunnel] given twice takes its last value (as
+ * every key that does not add up) and a later error names that key's
+ * line; a wrong top-level wg-interface is one error at its line, not
+ * "missing" besides; session-ports holding the WireGuard port name the
+ * port's line. */
+static void test_config_tunnel_errors_name_the_line_of_their_key(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+
+	(void)state;
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\ninterface wg1\n"
+			     "listen-port 51821\n",
+			     NOARGS),
+			 0);
+	assert_string_equal(c.tunnel[0].ifname, "wg1");
+	assert_int_equal(c.tunnel[0].ifname_line, 4);
+	assert_int_equal(c.tunnel[0].port_line, 5);
+	assert_int_equal(run(&c, &e, "wg-interface = x\nwg-address 10.8.0.1/24\n", NOARGS), -1);
+	assert_errors(&e, 1);
+	assert_non_null(strstr(e.text, "t.conf:1: wg-interface: invalid value '= x' (expected an "
+				       "interface name such as wg0: write the key, a space and the "
+				       "value, without '=')"));
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress = 10.8.0.1/24\n", NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_non_null(strstr(e.text, "t.conf:3: address: invalid value '= 10.8.0.1/24'"));
+	/* session-ports over the WireGuard port: both lines. */
+	assert_int_equal(run(&c, &e,
+			     "upstream 10.9.0.2:27960\nsession-ports 50000-54999\n"
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 1);
+	assert_non_null(strstr(e.text, "t.conf:2: relay default: session-ports 50000-54999 hold "
+				       "port 51820 of the WireGuard port 0.0.0.0:51820 (line 3)"));
+	assert_int_equal(run(&c, &e,
+			     "upstream 10.9.0.2:27960\nsession-ports 50000-54999\n"
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\nlisten-port 50001\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "port 50001 of the WireGuard port 0.0.0.0:50001 (line 6)"));
+	/* WireGuard's port on a game relay's: at listen-port's line. */
+	assert_int_equal(run(&c, &e,
+			     "upstream 127.0.0.1:27960\nlisten 0.0.0.0:51821\n"
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\nlisten-port 51821\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(
+	    strstr(e.text, "t.conf:6: tunnel: listen-port 51821 is the port of game relay"));
 }
 
 /* --wg-KEY is KEY of [tunnel] for a quick start: the same checks, named
@@ -4204,6 +4258,7 @@ int main(void)
 	    cmocka_unit_test(test_config_relay_upstream_that_is_another_udp_listener_is_an_error),
 	    cmocka_unit_test(test_config_relays_upstreams_in_a_cycle_are_an_error),
 	    cmocka_unit_test(test_config_tunnel_section_defaults_and_errors_name_their_line),
+	    cmocka_unit_test(test_config_tunnel_errors_name_the_line_of_their_key),
 	    cmocka_unit_test(test_config_wg_options_make_the_quick_start_tunnel),
 	};
 

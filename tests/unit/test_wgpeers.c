@@ -245,6 +245,49 @@ static void test_wgp_set_check_refuses_the_own_key_and_a_network_of_two_peers(vo
 	assert_non_null(strstr(err, "allowed IP 10.99.1.0/24 given to two peers"));
 }
 
+/* attack15 F3b: a peer whose allowed IPs hold the relay's own tunnel
+ * address (10.8.0.1/32, its network 10.8.0.0/24, a wider block) or the
+ * network's address was taken. */
+static void test_wgp_set_check_self_refuses_a_peer_holding_the_relays_address(void **state)
+{
+	struct wgp_peer p[2] = {peer(1, "10.8.0.2/32"), peer(2, "10.8.0.3/32")};
+	const uint8_t v4[4] = {10, 8, 0, 1};
+	uint8_t v6[16] = {0xfd, 0x00};
+	const char *bad[] = {"10.8.0.1/32", "10.8.0.0/24", "10.0.0.0/8", "0.0.0.0/0",
+			     "10.8.0.0/32"};
+	char err[160];
+
+	(void)state;
+	v6[15] = 1; /* fd00::1 */
+	assert_int_equal(wgp_set_check_self(p, 2, AF_INET, v4, 24, err, sizeof(err)), 0);
+	assert_int_equal(wgp_set_check_self(NULL, 0, AF_INET, v4, 24, err, sizeof(err)), 0);
+	/* Networks beside it, and the other family's blocks, are the peers'. */
+	p[1].allowed[1] = cidr("10.8.1.0/24");
+	p[1].allowed[2] = cidr("::/0");
+	p[1].allowed[3] = cidr("10.8.0.128/25");
+	p[1].n_allowed = 4;
+	assert_int_equal(wgp_set_check_self(p, 2, AF_INET, v4, 24, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p[1].allowed[4] = cidr(bad[i]);
+		p[1].n_allowed = 5;
+		assert_int_equal(wgp_set_check_self(p, 2, AF_INET, v4, 24, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "peer 2's allowed IP"));
+		assert_non_null(strstr(err, i < 4 ? "holds the relay's own tunnel address 10.8.0.1"
+						  : "tunnel network's address 10.8.0.0"));
+	}
+	/* A /32 relay address has no network address apart from itself. */
+	p[1].allowed[4] = cidr("10.8.0.0/32");
+	assert_int_equal(wgp_set_check_self(p, 2, AF_INET, v4, 32, err, sizeof(err)), 0);
+	/* IPv6 alike. */
+	p[1].n_allowed = 2;
+	p[1].allowed[1] = cidr("fd00::/64");
+	assert_int_equal(wgp_set_check_self(p, 2, AF_INET6, v6, 64, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "fd00::/64 holds the relay's own tunnel address fd00::1"));
+	p[1].allowed[1] = cidr("fd00:0:0:1::/64");
+	assert_int_equal(wgp_set_check_self(p, 2, AF_INET6, v6, 64, err, sizeof(err)), 0);
+}
+
 static void test_wgp_plan_of_1000_peers_with_10_changed_has_10_ops(void **state)
 {
 	enum { N = 1000 };
@@ -430,6 +473,7 @@ int main(void)
 	    cmocka_unit_test(test_wgp_plan_removes_then_updates_then_adds),
 	    cmocka_unit_test(test_wgp_plan_refuses_a_set_naming_a_key_twice),
 	    cmocka_unit_test(test_wgp_set_check_refuses_the_own_key_and_a_network_of_two_peers),
+	    cmocka_unit_test(test_wgp_set_check_self_refuses_a_peer_holding_the_relays_address),
 	    cmocka_unit_test(test_wgp_plan_of_1000_peers_with_10_changed_has_10_ops),
 	    cmocka_unit_test(test_wgp_uapi_set_writes_the_plan_as_wireguard_go_reads_it),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_reads_wireguard_gos_answer),
