@@ -54,7 +54,13 @@ class VethNetns:
         ipcmd = require_netns()
         if sysctls:
             require_tool("sysctl")
-        tag = f"{os.getpid() % 100000}{random.randrange(100)}"
+        # A tag no namespace or interface has (two in one test drew the
+        # same one once: "File exists").
+        for _ in range(50):
+            tag = f"{os.getpid() % 100000}{random.randrange(100)}"
+            if not (os.path.exists(f"/run/netns/etrelay-t{tag}")
+                    or os.path.exists(f"/sys/class/net/etrh{tag}")):
+                break
         self.ip = ipcmd
         self.name = f"etrelay-t{tag}"
         self.host_if, self.ns_if = f"etrh{tag}", f"etrn{tag}"
