@@ -29,7 +29,7 @@ Parts (one failing does not hide the others):
                     and query_cache_answers_total does not move.
   bogon_port0       UDP forged from 127.0.0.5 port 0 (raw socket):
                     dropped{reason="bogon"} counts each, nothing reaches the
-                    game server; the same from port 40000+ does (control).
+                    game server; the same from a drawn port does (control).
   bogon_netns       etrelay in a network namespace listening on a veth
                     address (not loopback); frames from 127.0.0.1 put on the
                     wire: dropped{reason="bogon"}, nothing forwarded; a frame
@@ -314,8 +314,8 @@ def bogon_port0(ctx):
     bad = [game("port0-a"), H.cmd(f"getinfo port0{H.rand_token(6)}"), game("port0-b")]
     for p in bad:
         H.check(raw.send(("127.0.0.5", 0), relay.addr, p), "raw send failed")
-    control = game("port40000")
-    cport = 40000 + os.getpid() % 20000
+    control = game("port-drawn")
+    cport = H.free_udp_port()  # a forged source: drawn, below the ephemeral range
     H.check(raw.send(("127.0.0.5", cport), relay.addr, control), "raw send failed")
     H.wait_until(lambda: gs.sources_for([control]), 3,
                  "the control datagram from 127.0.0.5:%d at the game server" % cport)
@@ -355,12 +355,13 @@ def bogon_netns(ctx):
     dst = (ns.ns_ip, lport)
     b0 = H.drops(H.get_metrics(ops_port, tok, host=ns.ns_ip), "bogon")
     bad = [game("lo-src-a"), H.cmd(f"getstatus lo{H.rand_token(6)}"), game("lo-src-b")]
-    for i, p in enumerate(bad):
-        ns.send_frame(H.ether_udp(("127.0.0.1", 41000 + i), dst, p, ns.host_mac, ns.ns_mac))
+    sport = H.free_udp_port()  # forged sources: drawn, below the ephemeral range
+    for p in bad:
+        ns.send_frame(H.ether_udp(("127.0.0.1", sport), dst, p, ns.host_mac, ns.ns_mac))
     control = game("veth-src")
-    ns.send_frame(H.ether_udp((ns.host_ip, 42000), dst, control, ns.host_mac, ns.ns_mac))
+    ns.send_frame(H.ether_udp((ns.host_ip, sport), dst, control, ns.host_mac, ns.ns_mac))
     H.wait_until(lambda: gs.sources_for([control]), 3,
-                 f"the control frame from {ns.host_ip}:42000 at the game server")
+                 f"the control frame from {ns.host_ip}:{sport} at the game server")
     time.sleep(0.3)
     b1 = H.drops(H.get_metrics(ops_port, tok, host=ns.ns_ip), "bogon")
     ctx.note(f"bogon_netns: relay on {ns.ns_ip}:{lport} in {ns.name}; {len(bad)} frames from "

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""Big datagrams: a 60000-byte statusResponse reaches the client byte for
+"""Big datagrams: a statusResponse of 60 000 bytes reaches the client byte for
 byte, a 65000-byte client datagram reaches the game server intact (and its
 65005-byte echo comes back)."""
 
@@ -12,22 +12,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
 
+STATUS = 60 * 1000  # bytes: near the most a UDP datagram carries
+
 def test(ctx):
-    gs = ctx.game_server(status_size=60000)
+    gs = ctx.game_server(status_size=STATUS)
     master = ctx.master(challenge=False)
     relay = ctx.relay("--master", f"127.0.0.1:{master.port}",
                       "--upstream", f"127.0.0.1:{gs.port}", debug=True)
     c = ctx.client(relay)
     me = re.escape(f"127.0.0.1:{c.port}")
 
-    # server -> client: 60000 B
-    want = H.status_payload(60000)
+    # server -> client: STATUS bytes
+    want = H.status_payload(STATUS)
     got = c.request(H.cmd("getstatus\n"), what="statusResponse")
-    H.expect_eq(len(got), 60000, "statusResponse length at the client")
+    H.expect_eq(len(got), STATUS, "statusResponse length at the client")
     H.check(got == want, "statusResponse differs from what the game server sent "
-                         f"(first difference at byte {next((i for i in range(60000) if got[i] != want[i]), '?')})")
+                         f"(first difference at byte {next((i for i in range(STATUS) if got[i] != want[i]), '?')})")
     relay.wait_for_line(rf"^{me} -> ET  getstatus \(14 B\)$", 2.0)
-    relay.wait_for_line(rf"^{me} <- ET  statusResponse \(60000 B\)$", 2.0)
+    relay.wait_for_line(rf"^{me} <- ET  statusResponse \({STATUS} B\)$", 2.0)
 
     # client -> server: 65000 B, in-game
     big = bytes((i * 7 + 3) & 0x7f for i in range(65000))

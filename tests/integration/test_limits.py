@@ -10,7 +10,7 @@
   session from a port in the range, ten different ports; an 11th client
   is refused; once they expire, ten new clients reuse the range. (P is
   drawn at random below the kernel's ephemeral ports: the three copies of
-  this test that run at once took the same fixed range, 41000-41009, and
+  this test that run at once took the same fixed range of ten ports, and
   one of them found every port taken.)
 - --session-ports 21000-21004 --max-sessions 10 is a startup error naming
   both.
