@@ -287,16 +287,23 @@ int wgdev_create(const char *ifname, int timeout_ms)
 	return rc;
 }
 
+/* A route socket and the index of ifname, for one request on it: the
+ * socket, or -errno (the name unknown, no socket). */
+static int rtnl_for(const char *ifname, int timeout_ms, unsigned *idx)
+{
+	*idx = if_nametoindex(ifname);
+	if (*idx == 0)
+		return -errno;
+	return nl_socket(NETLINK_ROUTE, timeout_ms);
+}
+
 int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
 		  int timeout_ms)
 {
 	_Alignas(4) uint8_t msg[256];
-	unsigned idx = if_nametoindex(ifname);
-	int fd, rc;
+	unsigned idx;
+	int fd = rtnl_for(ifname, timeout_ms, &idx), rc;
 
-	if (idx == 0)
-		return -errno;
-	fd = nl_socket(NETLINK_ROUTE, timeout_ms);
 	if (fd < 0)
 		return fd;
 	rc = rtnl_do(fd, msg, rtnl_addr_add_msg(msg, sizeof(msg), 1, idx, family, addr, prefix), 1);
@@ -314,12 +321,9 @@ int wgdev_address_del(const char *ifname, int family, const uint8_t *addr, unsig
 		      int timeout_ms)
 {
 	_Alignas(4) uint8_t msg[256];
-	unsigned idx = if_nametoindex(ifname);
-	int fd, rc;
+	unsigned idx;
+	int fd = rtnl_for(ifname, timeout_ms, &idx), rc;
 
-	if (idx == 0)
-		return -errno;
-	fd = nl_socket(NETLINK_ROUTE, timeout_ms);
 	if (fd < 0)
 		return fd;
 	rc = rtnl_do(fd, msg, rtnl_addr_del_msg(msg, sizeof(msg), 1, idx, family, addr, prefix), 1);
