@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* The rtnetlink requests the tunnel makes of the kernel: an interface of
  * a kind (the kernel's "wireguard"), an address on it (and off it at
- * exit), the interface up, and deleted at exit when the start made it. Each message is written by a
- * pure function; rtnl_do sends one on a NETLINK_ROUTE socket (nl_socket) and waits for its
- * acknowledgement. Needs CAP_NET_ADMIN. */
+ * exit), the interface up, and deleted at exit when the start made it.
+ * Each message is written by a pure function; rtnl_do sends one on a
+ * NETLINK_ROUTE socket (nl_socket) and waits for its acknowledgement.
+ * Needs CAP_NET_ADMIN. */
 #ifndef ETR_RTNL_H
 #define ETR_RTNL_H
 
