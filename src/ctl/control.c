@@ -782,6 +782,8 @@ static void cert_request(struct control *c)
 		c->st->cert_not_after = (uint64_t)t.not_after;
 	pthread_mutex_unlock(&c->st->lock);
 	due = due > now / NS_PER_MS_ ? due - now / NS_PER_MS_ : 0;
+	if (res == CERTSCHED_OK && c->cfg.cert_taken)
+		c->cfg.cert_taken(c->cfg.arg);
 	if (res == CERTSCHED_OK) {
 		tun_cert_name(c->cfg.cert, (int64_t)time(NULL), name);
 		log_info("control: tunnel certificate for %s in force, %llu s left, renewed in "

@@ -80,6 +80,9 @@ struct control_config {
 	 * certsched.h's schedule with these waits (ms), each answer's chain
 	 * checked and put in force there. */
 	struct tun_cert *cert;
+	/* A certificate just put in force (on the control thread): served
+	 * from now, not from the next heartbeat. NULL: nothing to tell. */
+	void (*cert_taken)(void *arg);
 	uint64_t cert_retry_min_ms, cert_retry_max_ms, cert_not_offered_ms;
 	struct control_stats *stats; /* initialised by control_start */
 };

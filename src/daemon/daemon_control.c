@@ -16,11 +16,11 @@
 #include "tun_kind.h"
 #include "version.h"
 
-/* The control thread, at each heartbeat: the SNI listeners hand over the
- * tunnel certificate's name (rung 3) while it is in force, nothing once
- * none is (expired); and the report's tunnelUrl is wss://NAME/t only
- * then. A certificate just taken serves from the next heartbeat. */
-static void tunnel_name(struct daemon *d, struct control_report *r)
+/* The control thread: the SNI listeners hand over the tunnel
+ * certificate's name (rung 3) while it is in force, nothing once none is
+ * (expired): at each heartbeat, and at once when a certificate is taken.
+ * The report's tunnelUrl (url, when not NULL) is wss://NAME/t only then. */
+static void tunnel_serve(struct daemon *d, char *url, size_t urllen)
 {
 	struct tun_cert *tc = tun_kind_cert(d->kenv[KIND_TUN].shared);
 	struct sni_shared *sh = d->kenv[KIND_SNI].shared;
@@ -33,8 +33,13 @@ static void tunnel_name(struct daemon *d, struct control_report *r)
 		log_debug("tunnel: %s: not a name the SNI listeners take", name);
 		return;
 	}
-	if (name[0])
-		snprintf(r->tunnel_url, sizeof(r->tunnel_url), "wss://%s%s", name, TUN_CERT_PATH);
+	if (name[0] && url)
+		snprintf(url, urllen, "wss://%s%s", name, TUN_CERT_PATH);
+}
+
+static void control_cert_taken(void *arg)
+{
+	tunnel_serve(arg, NULL, 0);
 }
 
 /* The control thread: the heartbeat's report, from the counters the ops
@@ -68,7 +73,7 @@ static void control_report(void *arg, struct control_report *r)
 		}
 	}
 	r->wg = tun_wireguard(d->kenv[KIND_TUN].shared, r->wg_public_key, &r->wg_listen_port);
-	tunnel_name(d, r);
+	tunnel_serve(d, r->tunnel_url, sizeof(r->tunnel_url));
 }
 
 /* The control thread: a good heartbeat's rung-3 tokens are the tunnel's
@@ -138,6 +143,7 @@ int daemon_control_open(struct daemon *d)
 	    .tun_tokens = kinds[KIND_TUN]->count(conf) ? control_tun_tokens : NULL,
 	    .arg = d,
 	    .cert = tun_kind_cert(d->kenv[KIND_TUN].shared),
+	    .cert_taken = control_cert_taken,
 	    .cert_retry_min_ms = conf->control_cert_retry_min_ms,
 	    .cert_retry_max_ms = conf->control_cert_retry_max_ms,
 	    .cert_not_offered_ms = conf->control_cert_not_offered_ms,

@@ -72,7 +72,7 @@ int sni_conn_splice_read(struct sni_listener *l, struct sni_conn *c, int side)
 void sni_conn_pin_wake(struct sni_listener *l, uint32_t i)
 {
 	struct sni_conn *c = &l->conns[i];
-	uint64_t at = loop_now() + SNI_PRESSED;
+	uint64_t at = loop_now() + SNI_WOKEN_HOLD;
 
 	if (c->state != C_SPLICE)
 		return;

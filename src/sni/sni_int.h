@@ -38,6 +38,13 @@
  * and 0.45; 256 KiB would let an unprivileged user's default
  * pipe-user-pages-soft (16384 pages) hold only 128 connections' pipes. */
 #define SNI_PIPE_SIZE 131072
+/* How long a connection woken into a place of its source (sni_pin.h)
+ * keeps it while its reads bring nothing; then the place goes to the
+ * next in the source's queue, its reads staying out. A read with bytes
+ * waiting completes within a loop turn; an idle one held the place for
+ * SNI_PRESSED before, and one address's idle connections (a NAT's, or
+ * bench/compare-sni's 2000) queued the others' first bytes for seconds. */
+#define SNI_WOKEN_HOLD (100 * NS_PER_MS)
 /* Connections one returned chunk may wake (sni_pin_put). */
 #define SNI_WAKE_MAX 64
 /* A connection ref: index (16 bits), generation (7), side (1). */

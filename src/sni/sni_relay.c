@@ -404,9 +404,10 @@ void sni_relay_timer(void *obj, uint32_t ref, uint64_t now)
 				sni_conn_pin_wake(l, sni_conn_idx(l, c));
 			if (c->state != C_SPLICE)
 				return;
-			if ((c->dir[0] | c->dir[1]) & D_DEFER ||
-			    sni_pin_woken(&l->pin, sni_conn_idx(l, c)))
+			if ((c->dir[0] | c->dir[1]) & D_DEFER)
 				at = at < now + SNI_PRESSED ? at : now + SNI_PRESSED;
+			if (sni_pin_woken(&l->pin, sni_conn_idx(l, c)))
+				at = at < now + SNI_WOKEN_HOLD ? at : now + SNI_WOKEN_HOLD;
 		}
 		for (int d = 0; d < 2; d++) {
 			if (!c->ahead[d])

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* rtnetlink: an interface, an address, up. */
+/* rtnetlink: an interface, an address, up, and the interface gone. */
 #include "rtnl.h"
 
 #include <errno.h>
@@ -66,21 +66,33 @@ int rtnl_addr_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, 
 	return rtnl_addr_msg(out, cap, RTM_DELADDR, 0, seq, ifindex, family, addr, prefix);
 }
 
-int rtnl_link_up_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex)
+/* A link message of type for ifindex, its flags changed by change. */
+static int rtnl_link_msg(uint8_t *out, size_t cap, uint16_t type, uint32_t seq, unsigned ifindex,
+			 unsigned change)
 {
 	struct nl_wr w = {out, cap, 0, false};
 	struct ifinfomsg *ifi;
 
 	if (ifindex == 0 || ifindex > INT32_MAX)
 		return -EINVAL;
-	ifi = nl_msg_start(&w, RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, seq, sizeof(*ifi));
+	ifi = nl_msg_start(&w, type, NLM_F_REQUEST | NLM_F_ACK, seq, sizeof(*ifi));
 	if (!ifi)
 		return -ENOSPC;
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = (int)ifindex;
-	ifi->ifi_flags = IFF_UP;
-	ifi->ifi_change = IFF_UP;
+	ifi->ifi_flags = change;
+	ifi->ifi_change = change;
 	return nl_msg_end(&w);
+}
+
+int rtnl_link_up_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex)
+{
+	return rtnl_link_msg(out, cap, RTM_NEWLINK, seq, ifindex, IFF_UP);
+}
+
+int rtnl_link_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex)
+{
+	return rtnl_link_msg(out, cap, RTM_DELLINK, seq, ifindex, 0);
 }
 
 int rtnl_do(int fd, const uint8_t *msg, int len, uint32_t seq)

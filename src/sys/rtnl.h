@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* The rtnetlink requests the tunnel makes of the kernel: an interface of
  * a kind (the kernel's "wireguard"), an address on it (and off it at
- * exit), and the interface up. Each message is written by a pure function; rtnl_do
- * sends one on a NETLINK_ROUTE socket (nl_socket) and waits for its
- * acknowledgement. Needs CAP_NET_ADMIN. */
+ * exit), the interface up, and deleted at exit when the start made it.
+ * Each message is written by a pure function; rtnl_do sends one on a
+ * NETLINK_ROUTE socket (nl_socket) and waits for its acknowledgement.
+ * Needs CAP_NET_ADMIN. */
 #ifndef ETR_RTNL_H
 #define ETR_RTNL_H
 
@@ -25,6 +26,9 @@ int rtnl_addr_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex, 
 
 /* RTM_NEWLINK setting IFF_UP on ifindex. */
 int rtnl_link_up_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex);
+
+/* RTM_DELLINK: interface ifindex deleted (one the start made, at exit). */
+int rtnl_link_del_msg(uint8_t *out, size_t cap, uint32_t seq, unsigned ifindex);
 
 /* Each message above returns its length, -EINVAL for a bad argument, or
  * -ENOSPC. rtnl_do: one of them out on fd, its acknowledgement in: 0 or

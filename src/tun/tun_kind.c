@@ -36,6 +36,7 @@ struct tun_shared {
 	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
 	struct conf_cidr self;	  /* the tunnel address, for wgp_set_check_self */
 	bool self_added;	  /* the interface had it not: taken away at exit */
+	bool made;		  /* create yes made the interface: deleted at exit */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
 	struct wgp_op *ops;   /* 2 * TUN_PEERS_MAX */
@@ -127,7 +128,7 @@ static int open_(struct kind_env *e)
 				? (const uint8_t *)&a->addr.in.sin_addr
 				: (const uint8_t *)&a->addr.in6.sin6_addr;
 	uint8_t pub[WGP_KEY_LEN];
-	int rc;
+	int rc = 0;
 
 	s->dev.nl = -1;
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
@@ -156,6 +157,9 @@ static int open_(struct kind_env *e)
 		open_fail(t, "create", rc);
 		return EXIT_FAILURE;
 	}
+	/* One there before (an operator's, or left by a crash) is kept at
+	 * exit; one made now is deleted then, peers, address and all. */
+	s->made = t->create && rc == 0;
 	if ((rc = wgdev_open(&s->dev, t->ifname, NULL)) < 0) {
 		open_fail(t, "open", rc);
 		return EXIT_FAILURE;
@@ -214,6 +218,20 @@ static void tun_self_remove(struct tun_shared *s)
 			  strerror(-rc));
 }
 
+/* At exit: the interface create yes made, deleted. */
+static void tun_made_remove(struct tun_shared *s)
+{
+	int rc;
+
+	if (!s->made)
+		return;
+	s->made = false;
+	rc = wgdev_delete(s->dev.ifname, TUN_TIMEOUT_MS);
+	if (rc < 0 && rc != -ENODEV)
+		log_warnx("tunnel %s: deleting the interface at exit: %s", s->dev.ifname,
+			  strerror(-rc));
+}
+
 static void shared_free(struct kind_env *e)
 {
 	struct tun_shared *s = e->shared;
@@ -222,6 +240,7 @@ static void shared_free(struct kind_env *e)
 		return;
 	tun_self_remove(s);
 	wgdev_close(&s->dev);
+	tun_made_remove(s);
 	tun_cert_free(&s->cert);
 	if (s->tokens_init)
 		tun_tokens_free(&s->tokens);

@@ -297,6 +297,19 @@ static int rtnl_for(const char *ifname, int timeout_ms, unsigned *idx)
 	return nl_socket(NETLINK_ROUTE, timeout_ms);
 }
 
+int wgdev_delete(const char *ifname, int timeout_ms)
+{
+	_Alignas(4) uint8_t msg[256];
+	unsigned idx;
+	int fd = rtnl_for(ifname, timeout_ms, &idx), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = rtnl_do(fd, msg, rtnl_link_del_msg(msg, sizeof(msg), 1, idx), 1);
+	close(fd);
+	return rc;
+}
+
 int wgdev_address(const char *ifname, int family, const uint8_t *addr, unsigned prefix,
 		  int timeout_ms)
 {

@@ -74,6 +74,10 @@ void wgdev_close(struct wgdev *d);
  * kernel has no WireGuard, -EPERM. */
 int wgdev_create(const char *ifname, int timeout_ms);
 
+/* Interface ifname deleted (at exit, when wgdev_create made it): 0 or
+ * -errno (-ENODEV: it is gone already). */
+int wgdev_delete(const char *ifname, int timeout_ms);
+
 /* Interface ifname (either way's) gets addr (4 or 16 bytes of family) with
  * prefix, the relay's own tunnel address, and goes up: 0, -EEXIST when it
  * had the address already (up all the same), or -errno. */

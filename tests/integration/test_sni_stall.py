@@ -25,6 +25,16 @@ after 5 s although send-timeout is 60 s.
 stalled: 8 such clients with send-timeout 1s: each is reset (ended
 stalled) within seconds, and the listener's memory goes back to 0.
 
+woken_idle: one address (127.0.0.7) first holds its cap of chunks with
+clients that never read, then opens 64 idle connections per worker (an
+upstream that takes the hello and says nothing): their reads wait for the
+address's chunks. The first clients go; each chunk back wakes an idle
+connection into a place of the address, which its idle reads keep for at
+most 0.1 s (SNI_WOKEN_HOLD) before it goes to the next: a TLS session from
+the same address then gets through within seconds (the old relay kept each
+place 5 s: 16 places, 64 idle connections ahead, about 20 s; bench/
+compare-sni's 2000 idle connections from one address timed out).
+
 connecting: connections wait for an upstream whose accept queue is full
 (listen backlog 0 and a connection queued: the kernel drops the next SYNs),
 each holding its hello and 60000 bytes after it: connecting connections
@@ -252,6 +262,82 @@ def stalled(ctx):
     ctx.check_relays_alive()
 
 
+def woken_idle(ctx):
+    flood = T.Flood(ctx)
+    tls = T.TlsEcho(ctx, ctx.tmpdir(), "tls.test")
+    # The idle upstream: the kernel takes the connections (a backlog for
+    # them all) and their hellos; nobody accepts, nothing comes back.
+    mute = socket.socket()
+    mute.bind((H.LOOPBACK, H.free_tcp_port()))
+    mute.listen(1024)
+    tmp = ctx.tmpdir()
+    port, ops = H.free_tcp_port(), H.free_tcp_port()
+    src = "127.0.0.7"
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[sni stall]\nlisten {H.LOOPBACK}:{port}\n"
+                f"route big.test {H.LOOPBACK}:{flood.port}\n"
+                f"route tls.test {H.LOOPBACK}:{tls.port}\n"
+                f"route idle.test {H.LOOPBACK}:{mute.getsockname()[1]}\n"
+                "max-connections-per-ip 512\n")
+    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
+                      open_limits=False, wait_ready=False)
+    relay.READY_RE = r"^sni stall listening on "
+    relay.wait_ready()
+    pins, idle = [], []
+    try:
+        # 24 per worker, 2 chunks each: the address (cap 16) at its cap
+        # on every worker the kernel's hash gives them to.
+        for _ in range(24 * int(H.WORKERS)):
+            pins.append(attacker(src, port))
+        H.wait_until(lambda: spliced(ops) >= len(pins), 10 * H.SLOW, "the pinning clients")
+        def deferred():
+            return H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_reads_deferred_total",
+                                  listener="stall") or 0
+        H.wait_until(lambda: deferred() > 0, 10 * H.SLOW,
+                     "the address at its cap of chunks (a read deferred)")
+        before = deferred()
+        for _ in range(64 * int(H.WORKERS)):
+            c = socket.socket()
+            c.bind((src, 0))
+            c.settimeout(5)
+            c.connect((H.LOOPBACK, port))
+            c.sendall(T.hello("idle.test"))
+            idle.append(c)
+        n = len(pins) + len(idle)
+        H.wait_until(lambda: spliced(ops) >= n, 10 * H.SLOW, f"the {len(idle)} idle spliced")
+        H.wait_until(lambda: deferred() >= before + len(idle), 10 * H.SLOW,
+                     f"the {len(idle)} idle connections' reads deferred")
+        for c in pins:
+            c.close()
+        pins = []
+
+        def only_idle():
+            return H.metric_value(H.metrics_page(ops)[1], "etrelay_sni_active_connections",
+                                  listener="stall") == len(idle)
+        H.wait_until(only_idle, 10 * H.SLOW, "the pinning clients' connections ended")
+        took = []
+        for _ in range(4):
+            t0 = time.monotonic()
+            ses = T.TlsSession(port, "tls.test", timeout=4 * H.SLOW, src=src)
+            ses.echo("beside the address's idle connections", 3000)
+            ses.close()
+            took.append(time.monotonic() - t0)
+        m = H.metrics_page(ops)[1]
+        ctx.note(f"woken_idle: TLS sessions beside {len(idle)} idle connections of their "
+                 f"address took {', '.join(f'{t:.2f}' for t in took)} s; deferred "
+                 f"{H.metric_value(m, 'etrelay_sni_reads_deferred_total', listener='stall')}")
+        H.check(max(took) < 3 * H.SLOW, f"a TLS session beside the address's idle "
+                f"connections took {max(took):.1f} s (the old relay: about 20)")
+    finally:
+        for c in pins + idle:
+            c.close()
+        mute.close()
+        flood.close()
+    ctx.check_relays_alive()
+    tls.close()
+
+
 def connecting(ctx):
     """Connections waiting for their upstream count under max-preread."""
     tmp = ctx.tmpdir()
@@ -314,7 +400,7 @@ def connecting(ctx):
 
 
 def test(ctx):
-    H.run_parts(ctx, [pinned, many_sources, stalled, connecting])
+    H.run_parts(ctx, [pinned, many_sources, stalled, woken_idle, connecting])
 
 
 if __name__ == "__main__":

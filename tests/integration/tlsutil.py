@@ -259,12 +259,13 @@ class TlsSession:
     """A TLS client session to name through the relay at port, kept open:
     der is the certificate the far end served."""
 
-    def __init__(self, port, name, timeout=5.0):
+    def __init__(self, port, name, timeout=5.0, src=None):
         cx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         cx.check_hostname = False
         cx.verify_mode = ssl.CERT_NONE
         self.name = name
-        raw = socket.create_connection((H.LOOPBACK, port), timeout=timeout)
+        raw = socket.create_connection((H.LOOPBACK, port), timeout=timeout,
+                                       source_address=(src, 0) if src else None)
         try:
             self.t = cx.wrap_socket(raw, server_hostname=name)
         except (OSError, ssl.SSLError) as e:
