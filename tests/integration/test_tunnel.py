@@ -23,11 +23,9 @@ missing interface fails the start (1) and -t (78) with the fix, from a
 tunnel address it added, and leaves one the interface had before. 77
 without root, namespaces, wireguard-go or wg."""
 
-import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,160 +33,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-
-INTERVAL = 0.5  # --control-interval, seconds
-
-
-def T(seconds):
-    return seconds * H.SLOW
-
-
-def key():
-    return base64.b64encode(os.urandom(32)).decode()
-
-
-class WireguardGo:
-    """wireguard-go in the foreground in namespace ns, for interface ifname;
-    close() stops it (the interface and its socket go with it)."""
-
-    def __init__(self, ns, ifname):
-        self.sock = f"/var/run/wireguard/{ifname}.sock"
-        self.p = subprocess.Popen(ns.wrapper() + ["wireguard-go", "-f", ifname],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        H.wait_until(lambda: os.path.exists(self.sock) or self.p.poll() is not None, T(5),
-                     f"wireguard-go's socket {self.sock}")
-        if self.p.poll() is not None:
-            raise H.TestSkip(f"wireguard-go exited with status {self.p.returncode}")
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
-
-
-def wg_dump(ns, ifname):
-    """(public key, listen port), {peer key: (psk or None, sorted allowed IPs)}."""
-    p = subprocess.run(ns.wrapper() + ["wg", "show", ifname, "dump"], capture_output=True,
-                       text=True, timeout=10)
-    if p.returncode != 0:
-        raise H.TestFailure(f"wg show {ifname}: {p.stderr.strip()}")
-    lines = p.stdout.splitlines()
-    dev = lines[0].split("\t")
-    peers = {}
-    for line in lines[1:]:
-        f = line.split("\t")
-        peers[f[0]] = (None if f[1] == "(none)" else f[1],
-                       sorted(f[3].split(",")) if f[3] != "(none)" else [])
-    return (dev[1], int(dev[2])), peers
-
-
-class Gateway:
-    """A gateway: a namespace of its own joined to the relay's (relay_ns)
-    by a veth pair (relay side 10.214.O.1/30, gateway side .2/30), its own
-    wireguard-go interface with a key of its own and tunnel address
-    10.8.0.2/24. connect(pub, port) points it at the relay's WireGuard
-    port; close() stops it and deletes the namespace."""
-
-    def __init__(self, ctx, relay_ns):
-        tag = f"{os.getpid() % 100000}"
-        self.ip = relay_ns.ip
-        self.name = f"etrelay-g{tag}"
-        self.ifname = f"etg{tag}"
-        self.wgo = None
-        octet = 4 * (os.getpid() % 60 + 1)
-        self.relay_ip, self.gw_ip = f"10.214.{octet}.1", f"10.214.{octet}.2"
-        ctx.objs.append(self)
-        ra, ga = f"etga{tag}", f"etgb{tag}"
-        steps = [
-            ["netns", "add", self.name],
-            ["-n", relay_ns.name, "link", "add", ra, "type", "veth", "peer", "name", ga,
-             "netns", self.name],
-            ["-n", relay_ns.name, "addr", "add", f"{self.relay_ip}/30", "dev", ra],
-            ["-n", relay_ns.name, "link", "set", ra, "up"],
-            ["-n", self.name, "addr", "add", f"{self.gw_ip}/30", "dev", ga],
-            ["-n", self.name, "link", "set", ga, "up"],
-            ["-n", self.name, "link", "set", "lo", "up"],
-        ]
-        self.created = False
-        for i, st in enumerate(steps):
-            r = subprocess.run([self.ip] + st, capture_output=True, text=True, timeout=10)
-            if r.returncode != 0:
-                raise H.TestFailure(f"ip {' '.join(st)}: {r.stderr.strip()}")
-            self.created = True
-        self.wgo = WireguardGo(self, self.ifname)
-        priv = subprocess.run(["wg", "genkey"], capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        self.pub = subprocess.run(["wg", "pubkey"], input=priv, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        self.keyfile = os.path.join(ctx.tmpdir(), "gw.key")
-        with open(os.open(self.keyfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            f.write(priv + "\n")
-        self.run("ip", "addr", "add", "10.8.0.2/24", "dev", self.ifname)
-        self.run("ip", "link", "set", self.ifname, "up")
-
-    def wrapper(self):
-        return [self.ip, "netns", "exec", self.name]
-
-    def run(self, *argv):
-        r = subprocess.run(self.wrapper() + list(argv), capture_output=True, text=True,
-                           timeout=10)
-        if r.returncode != 0:
-            raise H.TestFailure(f"gateway: {' '.join(argv)}: {r.stderr.strip()}")
-        return r.stdout
-
-    def connect(self, pub, port):
-        self.run("wg", "set", self.ifname, "private-key", self.keyfile, "peer", pub,
-                 "endpoint", f"{self.relay_ip}:{port}", "allowed-ips", "10.8.0.1/32",
-                 "persistent-keepalive", "1")
-
-    def close(self):
-        if self.wgo:
-            self.wgo.close()
-        if self.created:
-            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, timeout=10)
-            self.created = False
-
-
-def pings(ns, addr):
-    """One ping from namespace ns to addr answered within a second."""
-    return subprocess.run(ns.wrapper() + ["ping", "-n", "-q", "-c", "1", "-W", "1", addr],
-                          capture_output=True, timeout=10).returncode == 0
-
-
-def control_files(tmp):
-    """(environment, state directory) of a relay enrolled with the
-    control-plane stand-in: a token file (0600) and an empty state
-    directory in tmp."""
-    tokf = os.path.join(tmp, "token")
-    with open(os.open(tokf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write("ctl-" + "c" * 40 + "\n")
-    state = os.path.join(tmp, "state")
-    os.mkdir(state, 0o700)
-    return dict(H.CONTROL_NO_PROXY, ETRELAY_CONTROL_TOKEN_FILE=tokf), state
+from tunnel_env import (INTERVAL, Gateway, T, control_args, control_files, key,  # noqa: E402
+                        need, pings, relay_namespace, start_relay, tunnel_conf,
+                        wg_dump)
 
 
 def tunnel_peers_follow_the_control_plane(ctx):
-    for prog in ("wireguard-go", "wg"):
-        if not shutil.which(prog):
-            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
-    # The README's command installs it: its absence is a broken install
-    # (a fresh Debian has no ping), not a skip.
-    if not shutil.which("ping"):
-        raise H.TestFailure("ping not installed (Debian: iputils-ping, in the README's command)")
-    ns = H.VethNetns()
-    ifname = f"etw{os.getpid() % 100000}"
-    wgo = WireguardGo(ns, ifname)
-    ctx.objs.append(wgo)
+    need(ping=True)
+    ns, ifname = relay_namespace(ctx)
     tmp = ctx.tmpdir()
     wg_port = H.free_udp_port()
     ops = H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
-        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n")
+        f.write(tunnel_conf(ifname, wg_port))
     env, state = control_files(tmp)
     # No such interface: the start fails (status 1), saying the fix, and
     # -t refuses it (78).
@@ -225,15 +83,9 @@ def tunnel_peers_follow_the_control_plane(ctx):
     peer_gw = {"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}
     # No good answer at first: /lifecycle says why there is no reconcile.
     cp.set(wg_peers=[peer_a, peer_b, peer_gw], heartbeat="503")
-    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
-                        "--state-directory", state,
-                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
-                        "--control-timeout", "1s", "--ops-listen", f"{ns.ns_ip}:{ops}",
-                        "--control-allow-upstream", "10.8.0.0/16",
-                        listen=False, open_limits=False,
-                        wait_ready=False, wrapper=ns.wrapper())
-    relay.READY_RE = r"^tunnel on "
-    relay.wait_ready(T(5))
+    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state),
+                        "--ops-listen", f"{ns.ns_ip}:{ops}",
+                        "--control-allow-upstream", "10.8.0.0/16")
     m = re.search(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, address "
                   r"10\.8\.0\.1/24, backend \S+, public key (\S+)$",
                   "\n".join(relay.text_lines()), re.M)

@@ -22,24 +22,14 @@ root, namespaces, wireguard-go or wg."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_tunnel import WireguardGo, control_files  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEBIAN_PYTHON = "/usr/bin/python3"
-NAME = "tunnel.relay-7.relays.test"
-INTERVAL = 0.5  # --control-interval, seconds
-
-
-def T(seconds):
-    return seconds * H.SLOW
+from tunnel_env import (DEBIAN_PYTHON, INTERVAL, NAME, Signer, T, control_args,  # noqa: E402
+                        control_files, need, relay_namespace, start_relay, tunnel_conf)
 
 
 # The waits (--control-cert-*) and the lifetime of a good chain, scaled at
@@ -53,71 +43,8 @@ RETRY_MIN, RETRY_MAX, NOT_OFFERED, LIFETIME = 0.3 * S, 0.6 * S, 1.2 * S, 4.5 * S
 FLOOR = 10 * RETRY_MIN
 
 
-class Signer:
-    """The stand-in's RequestCertificate: the answers of plan, one per
-    request (the last repeated), each ("status", N), ("san", NAME, s) for
-    a chain naming NAME for s seconds. Records each request (monotonic
-    time, the chain's validity or None, wall time, monotonic time of the
-    answer: the relay's wait starts there, after the signing)."""
-
-    def __init__(self, ctx, plan):
-        self.dir = ctx.tmpdir()
-        self.plan = list(plan)
-        self.lock = threading.Lock()
-        self.seen = []
-        self.pipe = threading.Lock()
-        r = subprocess.run([DEBIAN_PYTHON, os.path.join(HERE, "certsign.py"), "init", self.dir],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            raise H.TestFailure(f"certsign.py init: {r.stderr.strip()}")
-        self.p = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "certsign.py"), "serve",
-                                   self.dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
-        ctx.objs.append(self)
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
-
-    def __call__(self, csr):
-        t = time.monotonic()
-        with self.lock:
-            step = self.plan[min(len(self.seen), len(self.plan) - 1)]
-            self.seen.append([t, None, time.time(), t])
-            rec = self.seen[-1]
-        if step[0] == "status":
-            return step[1], {"code": "unavailable", "message": "scripted"}
-        with self.pipe:  # one request at a time through the pipe
-            self.p.stdin.write(json.dumps({"csr": csr, "san": step[1], "lifetime": step[2]}) +
-                               "\n")
-            self.p.stdin.flush()
-            r = json.loads(self.p.stdout.readline() or '{"error": "certsign.py exited"}')
-        if "error" in r:
-            # The request named something: say so in the relay's log.
-            return 400, {"code": "invalid_argument", "message": r["error"][:200]}
-        rec[1] = (r["nb"], r["na"])
-        rec[3] = time.monotonic()
-        return 200, {"certificateChain": r["chain"]}
-
-    def times(self):
-        with self.lock:
-            return [s[0] for s in self.seen]
-
-    def gaps(self):
-        """From each answer to the next request."""
-        with self.lock:
-            return [b[0] - a[3] for a, b in zip(self.seen, self.seen[1:])]
-
-
 def tunnel_certificate_is_asked_for_renewed_and_kept(ctx):
-    for prog in ("wireguard-go", "wg"):
-        if not shutil.which(prog):
-            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    need()
     # The README's command installs it: its absence is a broken install.
     if subprocess.run([DEBIAN_PYTHON, "-c", "import cryptography.x509"],
                       capture_output=True, timeout=30).returncode != 0:
@@ -127,31 +54,22 @@ def tunnel_certificate_is_asked_for_renewed_and_kept(ctx):
             ("san", "svc.relays.test", LIFETIME), ("status", 501),
             ("san", NAME, LIFETIME), ("san", "*.relays.test", LIFETIME), ("san", NAME, FLOOR / 2),
             ("san", NAME, 3600)]
-    ns = H.VethNetns()
-    ifname = f"etc{os.getpid() % 100000}"
-    wgo = WireguardGo(ns, ifname)
-    ctx.objs.append(wgo)
+    ns, ifname = relay_namespace(ctx, "etc")
     tmp = ctx.tmpdir()
     ops = H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
-        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {H.free_udp_port()}\n"
-                "address 10.8.0.1/24\n")
+        f.write(tunnel_conf(ifname, H.free_udp_port()))
     env, state = control_files(tmp)
     cp = H.control_plane(ctx, host=ns.host_ip)
     signer = Signer(ctx, plan)
     cp.set(cert=signer)
     ms = lambda s: f"{int(s * 1000)}ms"  # noqa: E731
-    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
-                        "--state-directory", state,
-                        "--control-interval", ms(INTERVAL), "--control-timeout", "5s",
+    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state, "5s"),
                         "--control-cert-retry-min", ms(RETRY_MIN),
                         "--control-cert-retry-max", ms(RETRY_MAX),
                         "--control-cert-not-offered", ms(NOT_OFFERED),
-                        "--ops-listen", f"{ns.ns_ip}:{ops}",
-                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
-    relay.READY_RE = r"^tunnel on "
-    relay.wait_ready(T(5))
+                        "--ops-listen", f"{ns.ns_ip}:{ops}")
 
     def metrics():
         m = H.parse_metrics(H.http_request(ops, "GET", "/metrics", host=ns.ns_ip).text)
@@ -235,19 +153,13 @@ def a_held_certificate_request_does_not_hold_the_heartbeat(ctx):
     request waits no longer than until the next heartbeat is due (at least
     1 s): the gap between two heartbeats stays under the interval and a
     second, half of hold."""
-    for prog in ("wireguard-go", "wg"):
-        if not shutil.which(prog):
-            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
+    need()
     hold = 5.0 * S
-    ns = H.VethNetns()
-    ifname = f"eth{os.getpid() % 100000}"
-    wgo = WireguardGo(ns, ifname)
-    ctx.objs.append(wgo)
+    ns, ifname = relay_namespace(ctx, "eth")
     tmp = ctx.tmpdir()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
-        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {H.free_udp_port()}\n"
-                "address 10.8.0.1/24\n")
+        f.write(tunnel_conf(ifname, H.free_udp_port()))
     env, state = control_files(tmp)
     cp = H.control_plane(ctx, host=ns.host_ip)
     held = []
@@ -258,14 +170,9 @@ def a_held_certificate_request_does_not_hold_the_heartbeat(ctx):
         return 503, {"code": "unavailable", "message": "held"}
     cp.set(cert=held_open)
     ms = lambda s: f"{int(s * 1000)}ms"  # noqa: E731
-    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
-                        "--state-directory", state,
-                        "--control-interval", ms(INTERVAL), "--control-timeout", ms(hold + 2),
+    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state, ms(hold + 2)),
                         "--control-cert-retry-min", ms(RETRY_MIN),
-                        "--control-cert-retry-max", ms(RETRY_MAX),
-                        listen=False, open_limits=False, wait_ready=False, wrapper=ns.wrapper())
-    relay.READY_RE = r"^tunnel on "
-    relay.wait_ready(T(5))
+                        "--control-cert-retry-max", ms(RETRY_MAX))
     H.wait_until(lambda: len(held) >= 3, T(3 * hold + 5), "three certificate requests")
     # (the third just made: the second has ended, cut short or not)
     end = time.monotonic()

@@ -12,15 +12,13 @@ without root, namespaces, wireguard-go, wg, or nft (or nf_tables in the
 kernel)."""
 
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_tunnel import Gateway, WireguardGo, control_files, pings, T  # noqa: E402
-
-INTERVAL = 0.5  # --control-interval, seconds
+from tunnel_env import (Gateway, T, WireguardGo, control_args, control_files, need,  # noqa: E402
+                        pings, public_key, start_relay)
 
 # etrelay(8)'s rules, with the test's ports (443, 51820 and 27970 there).
 RULES = """table inet etrelay_rung2 {{
@@ -48,12 +46,7 @@ for _ in range(3):
 
 
 def gateway_reaches_the_tunnel_on_udp_443(ctx):
-    for prog in ("wireguard-go", "wg", "nft"):
-        if not shutil.which(prog):
-            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools, "
-                             "nftables)")
-    if not shutil.which("ping"):
-        raise H.TestFailure("ping not installed (Debian: iputils-ping, in the README's command)")
+    need("nft", ping=True)
     ns = H.VethNetns()
     ifname = f"etw{os.getpid() % 100000}"
     wg_port, echo = H.free_udp_port(), H.free_udp_port()
@@ -68,17 +61,10 @@ def gateway_reaches_the_tunnel_on_udp_443(ctx):
     cp = H.control_plane(ctx, host=ns.host_ip)
     gw = Gateway(ctx, ns)
     cp.set(wg_peers=[{"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}])
-    relay = H.relay_env(ctx, env, "--wg-interface", ifname, "--wg-address", "10.8.0.1/24",
+    relay = start_relay(ctx, ns, env, "--wg-interface", ifname, "--wg-address", "10.8.0.1/24",
                         "--wg-listen-port", str(wg_port), "--prbe-listen", f"0.0.0.0:{echo}",
-                        "--control-url", cp.url, "--state-directory", state,
-                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
-                        "--control-timeout", "1s", listen=False, open_limits=False,
-                        wait_ready=False, wrapper=ns.wrapper())
-    relay.READY_RE = r"^tunnel on "
-    relay.wait_ready(T(5))
-    _, m, _ = relay.wait_for_line(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, .*"
-                            r"public key (\S+)$", T(2), what="the tunnel's line")
-    pub = m.group(1)
+                        *control_args(cp, state))
+    pub = public_key(relay, ifname, wg_port)
     H.wait_until(lambda: cp.of(H.CONTROL_HEARTBEAT), T(5), "a heartbeat")
 
     # The gateway knows the relay by UDP 443 only.

@@ -17,74 +17,27 @@ closes its WebSocket (1008) within about a heartbeat. 77 without root, namespace
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_tunnel import Gateway, WireguardGo, control_files, pings  # noqa: E402
-from test_tunnel_cert import DEBIAN_PYTHON, NAME, Signer  # noqa: E402
+from tunnel_env import (INTERVAL, NAME, Gateway, Signer, T, bridge_open,  # noqa: E402
+                        control_args, control_files, need, pings, probe, public_key,
+                        relay_namespace, start_relay, tunnel_conf)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENT = os.path.join(HERE, "udpws_client.py")
-INTERVAL = 0.5  # --control-interval, seconds
 TOKEN = "gw-token-1"
 
 
-def T(seconds):
-    return seconds * H.SLOW
-
-
-class Bridge:
-    """udpws_client.py bridge in the gateway's namespace."""
-
-    def __init__(self, gw, listen, addr, token):
-        self.p = subprocess.Popen(gw.wrapper() + [DEBIAN_PYTHON, CLIENT, "bridge", listen, addr,
-                                                  NAME, "/t", token],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
-
-
-def probe(gw, addr, name, path, token):
-    r = subprocess.run(gw.wrapper() + [DEBIAN_PYTHON, CLIENT, "probe", addr, name, path, token],
-                       capture_output=True, text=True, timeout=T(15))
-    return r.stdout.strip() or f"no answer ({r.stderr.strip()[-200:]})"
-
-
 def rung3_carries_a_gateway(ctx):
-    for prog in ("wireguard-go", "wg"):
-        if not shutil.which(prog):
-            raise H.TestSkip(f"{prog} not installed (Debian: wireguard-go, wireguard-tools)")
-    if not shutil.which("ping"):
-        raise H.TestFailure("ping not installed (Debian: iputils-ping, in the README's command)")
-    if subprocess.run([DEBIAN_PYTHON, "-c", "import websockets"], capture_output=True,
-                      timeout=30).returncode != 0:
-        raise H.TestSkip("no websockets for /usr/bin/python3 (Debian: python3-websockets)")
-    ns = H.VethNetns()
-    # Rung 3 reaches WireGuard on loopback.
-    r = subprocess.run([ns.ip, "-n", ns.name, "link", "set", "lo", "up"], capture_output=True,
-                       text=True, timeout=10)
-    if r.returncode != 0:
-        raise H.TestFailure(f"lo up in the relay's namespace: {r.stderr.strip()}")
-    ifname = f"etw{os.getpid() % 100000}"
-    ctx.objs.append(WireguardGo(ns, ifname))
+    need(ping=True, websockets=True)
+    ns, ifname = relay_namespace(ctx, lo=True)
     tmp = ctx.tmpdir()
     wg_port = H.free_udp_port()
     sni_port = H.free_tcp_port()
     bridge_port = H.free_udp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
-        f.write(f"[tunnel]\ninterface {ifname}\nlisten-port {wg_port}\naddress 10.8.0.1/24\n"
+        f.write(tunnel_conf(ifname, wg_port) +
                 f"[sni rung3]\nlisten 0.0.0.0:{sni_port}\n"
                 "route www.relays.test 127.0.0.1:9\n")
     env, state = control_files(tmp)
@@ -93,18 +46,8 @@ def rung3_carries_a_gateway(ctx):
     gw = Gateway(ctx, ns)
     cp.set(cert=signer, wg_peers=[{"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}],
            tunnel_tokens=[TOKEN, "another-gateway"])
-    relay = H.relay_env(ctx, env, "-c", conf, "--control-url", cp.url,
-                        "--state-directory", state,
-                        "--control-interval", f"{int(INTERVAL * 1000)}ms",
-                        "--control-timeout", "1s", listen=False, open_limits=False,
-                        wait_ready=False, wrapper=ns.wrapper())
-    relay.READY_RE = r"^tunnel on "
-    relay.wait_ready(T(5))
-    m = re.search(rf"^tunnel on {ifname} \(uapi\), WireGuard port {wg_port}, .* public key "
-                  r"(\S+)$", "\n".join(relay.text_lines()), re.M)
-    if not m:
-        raise H.TestFailure("no 'tunnel on IF (uapi), ..., public key K' line")
-    pub = m.group(1)
+    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state))
+    pub = public_key(relay, ifname, wg_port)
     relay.wait_for_line(rf"tunnel certificate for {re.escape(NAME)} in force", T(5),
                         what="the tunnel certificate")
     relay.wait_for_line(r"^tunnel \S+: 2 rung-3 tokens in force$", T(5), what="the tokens")
@@ -119,17 +62,8 @@ def rung3_carries_a_gateway(ctx):
 
     # The name is served from the heartbeat after the certificate: the
     # gateway's bridge retries until upgraded (bounded).
-    def bridge_up():
-        b = Bridge(gw, f"127.0.0.1:{bridge_port}", addr, TOKEN)
-        ctx.objs.append(b)
-        line = b.p.stdout.readline().strip()
-        if line != "open":
-            b.close()
-        return line == "open"
-    H.wait_until(bridge_up, T(8), "the gateway's udpws bridge upgraded")
-    bridge = ctx.objs[-1]
-    gw.run("wg", "set", gw.ifname, "private-key", gw.keyfile, "peer", pub, "endpoint",
-           f"127.0.0.1:{bridge_port}", "allowed-ips", "10.8.0.1/32", "persistent-keepalive", "1")
+    bridge = bridge_open(ctx, gw, f"127.0.0.1:{bridge_port}", addr, TOKEN)
+    gw.connect(pub, bridge_port, "127.0.0.1")
     H.wait_until(lambda: pings(gw, "10.8.0.1"), T(10), "a ping from the gateway over rung 3")
     if not pings(ns, "10.8.0.2"):
         raise H.TestFailure("no ping from the relay to the gateway over rung 3")
