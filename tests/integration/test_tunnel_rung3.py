@@ -11,8 +11,11 @@ the relay's SNI port: a ping over the tunnel passes. Refused: a wrong
 token (403), a wrong path (4xx), a name that is not the tunnel's (closed
 without an answer). The heartbeat's tunnelUrl is absent until the name is
 served, then wss://NAME/t. The gateway's token left out of an answer
-closes its WebSocket (1008) within about a heartbeat. 77 without root, namespaces, wireguard-go, wg or
-/usr/bin/python3's websockets."""
+closes its WebSocket (1008) within about a heartbeat. A certificate is
+served as soon as it is taken: with heartbeats 30 s apart, an upgrade
+right after the certificate is in force opens (the relay before served it
+from the next heartbeat: closed). 77 without root, namespaces,
+wireguard-go, wg or /usr/bin/python3's websockets."""
 
 import json
 import os
@@ -88,8 +91,36 @@ def rung3_carries_a_gateway(ctx):
     ctx.check_relays_alive()
 
 
+def served_at_once(ctx):
+    need(websockets=True)
+    ns, ifname = relay_namespace(ctx, prefix="etv", lo=True)
+    tmp = ctx.tmpdir()
+    wg_port, sni_port = H.free_udp_port(), H.free_tcp_port()
+    conf = os.path.join(tmp, "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(tunnel_conf(ifname, wg_port) + f"[sni rung3]\nlisten 127.0.0.1:{sni_port}\n")
+    env, state = control_files(tmp)
+    signer = Signer(ctx, [("san", NAME, 3600)])
+    cp = H.control_plane(ctx, host=ns.host_ip)
+    cp.set(cert=signer, tunnel_tokens=[TOKEN])
+    relay = start_relay(ctx, ns, env, "-c", conf, "--control-url", cp.url,
+                        "--state-directory", state, "--control-interval", "30s",
+                        "--control-timeout", "1s")
+    relay.wait_for_line(r"^tunnel \S+: 1 rung-3 token in force$", T(5), what="the token")
+    relay.wait_for_line(rf"tunnel certificate for {re.escape(NAME)} in force", T(5),
+                        what="the tunnel certificate")
+    got = probe(ns, f"127.0.0.1:{sni_port}", NAME, "/t", TOKEN)
+    if got != "open":
+        raise H.TestFailure(f"an upgrade right after the certificate: {got!r}, expected "
+                            "'open' (served at once, not from the next heartbeat)")
+    if len(cp.of(H.CONTROL_HEARTBEAT)) != 1:
+        raise H.TestFailure(f"{len(cp.of(H.CONTROL_HEARTBEAT))} heartbeats: the check "
+                            "needs the certificate taken between the first and the second")
+    ctx.check_relays_alive()
+
+
 def test(ctx):
-    H.run_parts(ctx, [rung3_carries_a_gateway])
+    H.run_parts(ctx, [rung3_carries_a_gateway, served_at_once])
 
 
 if __name__ == "__main__":
