@@ -218,19 +218,25 @@ def many_sources(ctx):
     ctx.check_relays_alive()
 
 
+def start_sni(ctx, name, body):
+    """A relay with one SNI listener [sni NAME] on a drawn port, body its
+    lines after listen, and an ops plane: (listen port, ops port)."""
+    port, ops = H.free_tcp_port(), H.free_tcp_port()
+    conf = os.path.join(ctx.tmpdir(), "etrelay.conf")
+    with open(conf, "w") as f:
+        f.write(f"[sni {name}]\nlisten {H.LOOPBACK}:{port}\n{body}")
+    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
+                      wait_ready=False, open_limits=False)
+    relay.READY_RE = rf"^sni {name} listening on "
+    relay.wait_ready()
+    return port, ops
+
+
 def stalled(ctx):
     """send-timeout resets a side that takes nothing."""
     flood = T.Flood(ctx)
-    tmp = ctx.tmpdir()
-    port, ops = H.free_tcp_port(), H.free_tcp_port()
-    conf = os.path.join(tmp, "etrelay.conf")
-    with open(conf, "w") as f:
-        f.write(f"[sni stall]\nlisten {H.LOOPBACK}:{port}\n"
-                f"route big.test {H.LOOPBACK}:{flood.port}\nsend-timeout 1s\n")
-    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
-                      wait_ready=False, open_limits=False)
-    relay.READY_RE = r"^sni stall listening on "
-    relay.wait_ready()
+    port, ops = start_sni(ctx, "stall", f"route big.test {H.LOOPBACK}:{flood.port}\n"
+                          "send-timeout 1s\n")
     held = [attacker("127.0.0.2", port) for _ in range(8)]
     t0 = time.monotonic()
     try:
@@ -270,20 +276,11 @@ def woken_idle(ctx):
     mute = socket.socket()
     mute.bind((H.LOOPBACK, H.free_tcp_port()))
     mute.listen(1024)
-    tmp = ctx.tmpdir()
-    port, ops = H.free_tcp_port(), H.free_tcp_port()
     src = "127.0.0.7"
-    conf = os.path.join(tmp, "etrelay.conf")
-    with open(conf, "w") as f:
-        f.write(f"[sni stall]\nlisten {H.LOOPBACK}:{port}\n"
-                f"route big.test {H.LOOPBACK}:{flood.port}\n"
-                f"route tls.test {H.LOOPBACK}:{tls.port}\n"
-                f"route idle.test {H.LOOPBACK}:{mute.getsockname()[1]}\n"
-                "max-connections-per-ip 512\n")
-    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
-                      open_limits=False, wait_ready=False)
-    relay.READY_RE = r"^sni stall listening on "
-    relay.wait_ready()
+    port, ops = start_sni(ctx, "stall", f"route big.test {H.LOOPBACK}:{flood.port}\n"
+                          f"route tls.test {H.LOOPBACK}:{tls.port}\n"
+                          f"route idle.test {H.LOOPBACK}:{mute.getsockname()[1]}\n"
+                          "max-connections-per-ip 512\n")
     pins, idle = [], []
     try:
         # 24 per worker, 2 chunks each: the address (cap 16) at its cap
@@ -340,8 +337,6 @@ def woken_idle(ctx):
 
 def connecting(ctx):
     """Connections waiting for their upstream count under max-preread."""
-    tmp = ctx.tmpdir()
-    port, ops = H.free_tcp_port(), H.free_tcp_port()
     # An upstream whose SYNs get no answer: a listening socket with backlog
     # 0 that never accepts takes one connection, then leaves the next SYNs
     # unanswered (the kernel drops them while its queue is full).
@@ -356,15 +351,8 @@ def connecting(ctx):
         filler2.connect(up.getsockname())
     except BlockingIOError:
         pass
-    conf = os.path.join(tmp, "etrelay.conf")
-    with open(conf, "w") as f:
-        f.write(f"[sni conn]\nlisten {H.LOOPBACK}:{port}\n"
-                f"route slow.test {H.LOOPBACK}:{up.getsockname()[1]}\n"
-                "max-preread 8\nconnect-timeout 20s\nmax-connections-per-ip 256\n")
-    relay = ctx.relay("-c", conf, "--ops-listen", f"{H.LOOPBACK}:{ops}", listen=False,
-                      wait_ready=False, open_limits=False)
-    relay.READY_RE = r"^sni conn listening on "
-    relay.wait_ready()
+    port, ops = start_sni(ctx, "conn", f"route slow.test {H.LOOPBACK}:{up.getsockname()[1]}\n"
+                          "max-preread 8\nconnect-timeout 20s\nmax-connections-per-ip 256\n")
     held = []
     try:
         for i in range(20):

@@ -50,6 +50,17 @@ def need(*progs, ping=False, websockets=False):
         raise H.TestSkip("no websockets for /usr/bin/python3 (Debian: python3-websockets)")
 
 
+def stop_process(p):
+    """p terminated (killed after 5 s), and waited for."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
 class WireguardGo:
     """wireguard-go in the foreground in namespace ns, for interface ifname;
     close() stops it (the interface and its socket go with it)."""
@@ -64,13 +75,7 @@ class WireguardGo:
             raise H.TestSkip(f"wireguard-go exited with status {self.p.returncode}")
 
     def close(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
+        stop_process(self.p)
 
 
 def relay_namespace(ctx, prefix="etw", lo=False):
@@ -305,13 +310,7 @@ class Bridge:
                                   stderr=subprocess.PIPE, text=True)
 
     def close(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
+        stop_process(self.p)
 
 
 def bridge_open(ctx, gw, listen, addr, token):
