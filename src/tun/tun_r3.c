@@ -23,7 +23,7 @@
 #define R3_SIDE_U   (1u << (R3_IDX_BITS + R3_GEN_BITS))
 #define R3_NONE	    UINT32_MAX
 _Static_assert(REF_FITS(R3_IDX_BITS, R3_GEN_BITS + 1, ENDPOINT_REF_BITS), "ref layout");
-_Static_assert(TUN_R3_CONNS < (1u << R3_IDX_BITS), "connection index bits");
+_Static_assert(TUN_R3_CONNS_MAX < (1u << R3_IDX_BITS), "connection index bits");
 _Static_assert(TUN_R3_MSG >= WS_MSG_MIN && TUN_R3_MSG <= WS_MSG_MAX, "message bounds");
 
 /* A slot's states: OPEN (TLS, the upgrade, then datagrams; closing once
@@ -31,11 +31,12 @@ _Static_assert(TUN_R3_MSG >= WS_MSG_MIN && TUN_R3_MSG <= WS_MSG_MAX, "message bo
  * still sends from its TLS session: freed at that send's on_sent). */
 enum { S_FREE, S_OPEN, S_GONE };
 
-/* The connection's memory besides OpenSSL's: taken at the hand-over. */
+/* The connection's memory besides OpenSSL's: taken at the hand-over, its
+ * message buffer rung3-max-message bytes. */
 struct r3mem {
 	struct r3conn c;
 	char host[TLS_CERT_NAME_MAX];
-	uint8_t msg[TUN_R3_MSG];
+	uint8_t msg[];
 };
 
 static const struct udpws_tokens no_tokens = {NULL, 0};
@@ -155,7 +156,7 @@ static void close_with(struct tun_r3 *w, struct tun_r3_slot *s, uint16_t code, u
 	set_closing(w, s, now);
 }
 
-/* The upgrade let a token in: counted under it (TUN_R3_PER_TOKEN), and the
+/* The upgrade let a token in: counted under it (rung3-max-per-token), and the
  * connection's socket to WireGuard. False: closed. */
 static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 {
@@ -166,7 +167,7 @@ static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 		close_with(w, s, WS_CLOSE_INTERNAL, now);
 		return false;
 	}
-	if (w->per_token[t] >= TUN_R3_PER_TOKEN) {
+	if (w->per_token[t] >= w->lim.per_token) {
 		w->count[TUN_R3_TOKEN_FULL]++;
 		close_with(w, s, WS_CLOSE_POLICY, now);
 		return false;
@@ -184,7 +185,7 @@ static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 	s->token = t;
 	s->admitted = true;
 	w->per_token[t]++;
-	w->ops->timer_set(w->loop, &s->timer, s->last + TUN_R3_IDLE);
+	w->ops->timer_set(w->loop, &s->timer, s->last + w->idle_ns);
 	return true;
 }
 
@@ -332,7 +333,7 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 		finish(w, s);
 		return;
 	}
-	due = s->admitted ? s->last + TUN_R3_IDLE : s->start + TUN_R3_UPGRADE;
+	due = s->admitted ? s->last + w->idle_ns : s->start + w->upgrade_ns;
 	if (now < due) {
 		w->ops->timer_set(w->loop, &s->timer, due);
 		return;
@@ -352,19 +353,37 @@ static const struct endpoint_ops r3_ops = {
     .on_stream = on_stream,
 };
 
-int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
-		uint16_t wg_port, uint32_t nconns)
+/* The bounds the rung3-* keys check (tun_conf.c), again: a caller's
+ * limits never size a table past them. */
+static bool limits_ok(const struct tun_r3_limits *l)
 {
+	return l->conns >= 1 && l->conns <= TUN_R3_CONNS_MAX && l->per_source >= 1 &&
+	       l->per_source <= TUN_R3_CONNS_MAX && l->per_token >= 1 &&
+	       l->per_token <= TUN_R3_CONNS_MAX && l->max_msg >= WS_MSG_MIN &&
+	       l->max_msg <= WS_MSG_MAX && l->handshake_ms >= TUN_R3_UPGRADE_MS_MIN &&
+	       l->handshake_ms <= TUN_R3_UPGRADE_MS_MAX && l->idle_ms >= TUN_R3_IDLE_MS_MIN &&
+	       l->idle_ms <= TUN_R3_IDLE_MS_MAX;
+}
+
+int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
+		uint16_t wg_port, const struct tun_r3_limits *lim)
+{
+	uint32_t nconns;
+
 	memset(w, 0, sizeof(*w));
-	if (nconns == 0 || nconns > TUN_R3_CONNS)
+	if (!limits_ok(lim))
 		return -EINVAL;
+	w->lim = *lim;
+	w->upgrade_ns = lim->handshake_ms * NS_PER_MS;
+	w->idle_ns = lim->idle_ms * NS_PER_MS;
+	nconns = lim->conns;
 	w->cert = cert;
 	w->tokens = tokens;
 	w->wg.in.sin_family = AF_INET;
 	w->wg.in.sin_port = htons(wg_port);
 	w->wg.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	w->conns = calloc(nconns, sizeof(*w->conns));
-	if (!w->conns || srctab_init(&w->src, nconns, TUN_R3_PER_SOURCE, 0) < 0) {
+	if (!w->conns || srctab_init(&w->src, nconns, lim->per_source, 0) < 0) {
 		free(w->conns);
 		w->conns = NULL;
 		return -ENOMEM;
@@ -452,9 +471,9 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 		w->count[TUN_R3_SOURCE]++;
 		return -EBUSY;
 	}
-	m = calloc(1, sizeof(*m));
+	m = calloc(1, sizeof(*m) + w->lim.max_msg);
 	if (!m || !tun_cert_name(w->cert, (int64_t)time(NULL), m->host) ||
-	    r3conn_init(&m->c, &w->cert->tls, m->host, m->msg, sizeof(m->msg)) < 0) {
+	    r3conn_init(&m->c, &w->cert->tls, m->host, m->msg, w->lim.max_msg) < 0) {
 		if (m)
 			r3conn_free(&m->c); /* nothing, or a session made before a failure */
 		free(m);
@@ -475,7 +494,7 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 	s->c = &m->c;
 	s->timer.id = id_of(w, s, false);
 	w->count[TUN_R3_TAKEN]++;
-	w->ops->timer_set(w->loop, &s->timer, now + TUN_R3_UPGRADE);
+	w->ops->timer_set(w->loop, &s->timer, now + w->upgrade_ns);
 	feed(w, s, pre, len, now);
 	return 0;
 }

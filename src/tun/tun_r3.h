@@ -18,6 +18,7 @@
 
 #include "addr.h"
 #include "banlist.h"
+#include "config.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "srctab.h"
@@ -26,32 +27,47 @@
 struct tun_cert;
 struct r3conn;
 
-/* Connections a worker holds at once. */
-#define TUN_R3_CONNS 256
-/* Per worker: connections of one source (an IPv4 address, an IPv6 /64;
- * srctab's multiples above it) and of one token (a gateway needs one; a
- * few more for a reconnect that overlaps the old connection's end). */
+/* The defaults of struct tun_r3_limits (config.h; the rung3-* keys of
+ * [tunnel]) and their bounds. Connections a worker holds at once (at most
+ * TUN_R3_CONNS_MAX: each may hold about 340 KiB and its message, see
+ * man 5). Per worker: connections of one source (an IPv4 address, an IPv6
+ * /64; srctab's multiples above it) and of one token (a gateway needs one;
+ * a few more for a reconnect that overlaps the old connection's end). */
+#define TUN_R3_CONNS	  256
+#define TUN_R3_CONNS_MAX  4096
 #define TUN_R3_PER_SOURCE 8
 #define TUN_R3_PER_TOKEN  4
 /* The largest message (one WireGuard datagram): an MTU of 2016 and
- * WireGuard's 32 bytes. */
+ * WireGuard's 32 bytes; WS_MSG_MIN to WS_MSG_MAX. */
 #define TUN_R3_MSG 2048
 /* TLS and the upgrade must be done within this; then a connection with
- * nothing from its client for TUN_R3_IDLE ends (WireGuard drops a session
- * after 3 minutes without a handshake: a tunnel quiet that long carries
- * nothing). A closing connection's last bytes wait at most TUN_R3_LINGER. */
-#define TUN_R3_UPGRADE (10 * NS_PER_SEC)
-#define TUN_R3_IDLE    (180 * NS_PER_SEC)
-#define TUN_R3_LINGER  (2 * NS_PER_SEC)
+ * nothing from its client for the idle time ends (WireGuard drops a
+ * session after 3 minutes without a handshake: a tunnel quiet that long
+ * carries nothing). In ms, as the keys are. A closing connection's last
+ * bytes wait at most TUN_R3_LINGER. */
+#define TUN_R3_UPGRADE_MS     10000
+#define TUN_R3_UPGRADE_MS_MIN 1000
+#define TUN_R3_UPGRADE_MS_MAX 300000
+#define TUN_R3_IDLE_MS	      180000
+#define TUN_R3_IDLE_MS_MIN    10000
+#define TUN_R3_IDLE_MS_MAX    86400000
+#define TUN_R3_LINGER	      (2 * NS_PER_SEC)
+
+/* The defaults (tun_conf's, the tests'). */
+static inline void tun_r3_limits_default(struct tun_r3_limits *l)
+{
+	*l = (struct tun_r3_limits){TUN_R3_CONNS, TUN_R3_PER_SOURCE, TUN_R3_PER_TOKEN,
+				    TUN_R3_MSG,	  TUN_R3_UPGRADE_MS, TUN_R3_IDLE_MS};
+}
 
 /* Why a hand-over or a connection was refused or a datagram dropped
  * (counted; /metrics does not show them yet). */
 enum tun_r3_count {
 	TUN_R3_TAKEN,	   /* connections taken over */
 	TUN_R3_NO_CERT,	   /* refused: no certificate in force */
-	TUN_R3_FULL,	   /* refused: TUN_R3_CONNS held */
-	TUN_R3_SOURCE,	   /* refused: its source holds TUN_R3_PER_SOURCE */
-	TUN_R3_TOKEN_FULL, /* closed after the upgrade: its token holds TUN_R3_PER_TOKEN */
+	TUN_R3_FULL,	   /* refused: rung3-max-connections held */
+	TUN_R3_SOURCE,	   /* refused: its source holds rung3-max-per-source */
+	TUN_R3_TOKEN_FULL, /* closed after the upgrade: its token holds rung3-max-per-token */
 	TUN_R3_TOKEN_GONE, /* closed: its token left the set */
 	TUN_R3_IDLE_END,   /* closed: the upgrade's or the idle time */
 	TUN_R3_DG_IN,	   /* datagrams to WireGuard */
@@ -88,16 +104,18 @@ struct tun_r3 {
 	uint32_t *per_token;   /* connections by token of set */
 	union etr_sockaddr wg; /* the local WireGuard port */
 	struct srctab src;
+	struct tun_r3_limits lim;
+	uint64_t upgrade_ns, idle_ns;
 	struct tun_r3_slot *conns;
 	uint32_t nconns, free_head, live;
 	uint64_t count[TUN_R3_COUNTS];
 };
 
 /* A worker's rung 3 on cert's context and names, tokens' set, the
- * WireGuard port wg_port on loopback, nconns connections at most. 0 or
- * -errno. */
+ * WireGuard port wg_port on loopback, within lim (copied). 0, or -EINVAL
+ * for a limit out of its bounds, -ENOMEM. */
 int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
-		uint16_t wg_port, uint32_t nconns);
+		uint16_t wg_port, const struct tun_r3_limits *lim);
 int tun_r3_attach(struct tun_r3 *w, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep);
 

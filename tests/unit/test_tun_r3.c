@@ -56,7 +56,9 @@ struct fx {
 	struct tun_r3 w;
 	struct loop loop;
 	struct endpoint_table ep;
-	struct test_client cl;
+	struct test_client cl, cl2; /* a second gateway for the per-token limit */
+	struct test_client *cur;    /* the one connect_tls, upgrade and to_worker use */
+	int cur_fd, fd2;	    /* the worker's end of cur's, of cl2's connection */
 	unsigned sends_seen;
 	int peers[16];
 	unsigned npeers;
@@ -69,6 +71,7 @@ static char *tok_a[] = {"tok-a"};
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
+	struct tun_r3_limits lim;
 
 	assert_non_null(f);
 	ops = fake_stream_ops;
@@ -82,10 +85,15 @@ static int setup(void **state)
 	f->cert.not_after = (int64_t)time(NULL) + 3600;
 	assert_int_equal(tun_tokens_init(&f->tokens), 0);
 	assert_int_equal(tun_tokens_set(&f->tokens, tok_ab, 2), 1);
-	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, 16), 0);
+	tun_r3_limits_default(&lim);
+	lim.conns = 16;
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, &lim), 0);
 	endpoint_table_init(&f->ep);
 	assert_int_equal(tun_r3_attach(&f->w, &ops, &f->loop, &f->ep), 0);
 	test_client_new(&f->cl, 0);
+	test_client_new(&f->cl2, 0);
+	f->cur = &f->cl;
+	f->cur_fd = f->fd2 = -1;
 	f->now = 1000 * NS_PER_SEC;
 	*state = f;
 	return 0;
@@ -100,6 +108,7 @@ static int teardown(void **state)
 	tun_tokens_free(&f->tokens);
 	tun_cert_free(&f->cert);
 	test_client_free(&f->cl);
+	test_client_free(&f->cl2);
 	test_cert_free(&f->tc);
 	for (unsigned i = 0; i < f->npeers; i++)
 		close(f->peers[i]);
@@ -128,45 +137,56 @@ static union etr_sockaddr src(const char *ip)
 	return a;
 }
 
-/* The loop's part: every send the worker queued reaches the client and
- * completes (a completion may queue the next). */
+/* The loop's part: every send the worker queued reaches its client (by
+ * the stream it went to) and completes (a completion may queue the next). */
 static void deliver(struct fx *f)
 {
 	for (int round = 0; round < 100 && f->sends_seen < f->loop.nsends; round++) {
 		struct fake_call *c = &f->loop.sends[f->sends_seen++ % FAKE_MAX];
+		struct test_client *cl = c->fd == f->fd2 ? &f->cl2 : &f->cl;
 
-		assert_int_equal(BIO_write(f->cl.rbio, c->ptr, (int)c->len), (int)c->len);
+		assert_int_equal(BIO_write(cl->rbio, c->ptr, (int)c->len), (int)c->len);
 		endpoint_sent(&f->ep, c->id, (int)c->len);
 	}
 }
 
-/* What the client wrote reaches the worker as one read's answer. */
+/* What the current client wrote reaches the worker as the answer to the
+ * last read asked on its stream. */
 static void to_worker(struct fx *f)
 {
 	uint8_t buf[16384];
-	int n = BIO_read(f->cl.wbio, buf, sizeof(buf));
+	int n = BIO_read(f->cur->wbio, buf, sizeof(buf));
 	struct loop_dgram d = {.data = buf, .now = f->now};
+	unsigned k = f->loop.nreads;
 
 	assert_true(n > 0);
-	assert_true(f->loop.nreads > 0);
+	/* Bounded: the reads the fake keeps. */
+	while (k > 0 && k + FAKE_MAX > f->loop.nreads &&
+	       f->loop.reads[(k - 1) % FAKE_MAX].fd != f->cur_fd)
+		k--;
+	assert_true(k > 0 && k + FAKE_MAX > f->loop.nreads);
 	d.len = (size_t)n;
-	assert_true(endpoint_stream(&f->ep, f->loop.reads[(f->loop.nreads - 1) % FAKE_MAX].id, &d));
+	assert_true(endpoint_stream(&f->ep, f->loop.reads[(k - 1) % FAKE_MAX].id, &d));
 	deliver(f);
 }
 
-/* Hand a connection over with the client's ClientHello, and finish TLS. */
+/* Hand the current client's connection over with its ClientHello, and
+ * finish TLS. */
 static void connect_tls(struct fx *f)
 {
 	uint8_t hello[4096];
 	union etr_sockaddr a = src("192.0.2.1");
 	int n;
 
-	assert_int_equal(SSL_do_handshake(f->cl.ssl), -1);
-	n = BIO_read(f->cl.wbio, hello, sizeof(hello));
+	assert_int_equal(SSL_do_handshake(f->cur->ssl), -1);
+	n = BIO_read(f->cur->wbio, hello, sizeof(hello));
 	assert_true(n > 0);
-	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, hello, (size_t)n, f->now), 0);
+	f->cur_fd = stream_fd(f);
+	if (f->cur == &f->cl2)
+		f->fd2 = f->cur_fd;
+	assert_int_equal(tun_r3_take(&f->w, f->cur_fd, &a, hello, (size_t)n, f->now), 0);
 	deliver(f);
-	assert_int_equal(SSL_do_handshake(f->cl.ssl), 1);
+	assert_int_equal(SSL_do_handshake(f->cur->ssl), 1);
 	to_worker(f);
 }
 
@@ -180,17 +200,17 @@ static void upgrade(struct fx *f, const char *path, const char *token)
 			 "Authorization: Bearer %s\r\n\r\n",
 			 path, token);
 
-	assert_int_equal(SSL_write(f->cl.ssl, req, n), n);
+	assert_int_equal(SSL_write(f->cur->ssl, req, n), n);
 	to_worker(f);
 }
 
-/* What the client reads now (bounded). */
+/* What the current client reads now (bounded). */
 static size_t client_read(struct fx *f, uint8_t *buf, size_t cap)
 {
 	size_t got = 0;
 
 	for (int i = 0; i < 100 && got < cap; i++) {
-		int r = SSL_read(f->cl.ssl, buf + got, (int)(cap - got));
+		int r = SSL_read(f->cur->ssl, buf + got, (int)(cap - got));
 
 		if (r <= 0)
 			break;
@@ -210,8 +230,48 @@ static void client_datagram(struct fx *f, const char *p)
 	memset(fr + 2, 0x5a, 4);
 	for (size_t i = 0; i < n; i++)
 		fr[6 + i] = (uint8_t)p[i] ^ 0x5a;
-	assert_int_equal(SSL_write(f->cl.ssl, fr, (int)(6 + n)), (int)(6 + n));
+	assert_int_equal(SSL_write(f->cur->ssl, fr, (int)(6 + n)), (int)(6 + n));
 	to_worker(f);
+}
+
+/* The worker again, within lim (the old one shut and closed). */
+static void reopen(struct fx *f, const struct tun_r3_limits *lim)
+{
+	tun_r3_shutdown(&f->w);
+	tun_r3_close(&f->w);
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, lim), 0);
+	assert_int_equal(tun_r3_attach(&f->w, &ops, &f->loop, &f->ep), 0);
+}
+
+/* A masked binary frame of n bytes (126..65535: the 16-bit length). */
+static void client_big_datagram(struct fx *f, size_t n)
+{
+	static uint8_t fr[4 + 4 + WS_MSG_MAX];
+
+	assert_true(n >= 126 && n <= WS_MSG_MAX);
+	fr[0] = 0x82;
+	fr[1] = 0x80 | 126;
+	fr[2] = (uint8_t)(n >> 8);
+	fr[3] = (uint8_t)n;
+	memset(fr + 4, 0, 4 + n); /* mask 0: the payload as is */
+	assert_int_equal(SSL_write(f->cur->ssl, fr, (int)(8 + n)), (int)(8 + n));
+	/* Bounded: a record at a time, the worker reads as the loop would. */
+	for (int i = 0; i < 16 && BIO_ctrl_pending(f->cur->wbio) > 0 && f->w.live; i++)
+		to_worker(f);
+}
+
+/* The close frame after what the client read at buf (got bytes): its
+ * code, or -1 for none. The upgrade's answer, if there, comes first. */
+static int close_code(const uint8_t *buf, size_t got)
+{
+	const uint8_t *p = buf, *end = buf + got;
+	const char *hdr = memmem(buf, got, "\r\n\r\n", 4);
+
+	if (hdr)
+		p = (const uint8_t *)hdr + 4;
+	if (end - p < 4 || p[0] != 0x88)
+		return -1;
+	return p[2] << 8 | p[3];
 }
 
 static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void **state)
@@ -331,13 +391,146 @@ static void test_tun_r3_upgrade_not_done_in_time_ends_it(void **state)
 
 	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
 	s = &f->w.conns[0];
-	assert_int_equal(s->timer.at, f->now + TUN_R3_UPGRADE);
-	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE - 1));
+	assert_int_equal(s->timer.at, f->now + TUN_R3_UPGRADE_MS * NS_PER_MS);
+	assert_true(endpoint_timer(&f->ep, s->timer.id, s->timer.at - 1));
 	assert_int_equal(f->w.live, 1); /* not yet: armed again */
-	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE));
+	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE_MS * NS_PER_MS));
 	deliver(f);
 	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 1);
 	assert_int_equal(f->w.live, 0);
+}
+
+static void test_tun_r3_lowered_limits_refuse_the_next_connection(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.20"), b = src("192.0.2.21"), c = src("192.0.2.22");
+	struct tun_r3_limits lim;
+	int fd;
+
+	tun_r3_limits_default(&lim);
+	lim.conns = 3;
+	lim.per_source = 2;
+	reopen(f, &lim);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -EBUSY);
+	assert_int_equal(close(fd), 0); /* refused: still the caller's */
+	assert_int_equal(f->w.count[TUN_R3_SOURCE], 1);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &c, NULL, 0, f->now), -ENOSPC);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(f->w.count[TUN_R3_FULL], 1);
+	assert_int_equal(f->w.live, 3);
+}
+
+static void test_tun_r3_lowered_per_token_limit_closes_the_next_upgrade(void **state)
+{
+	struct fx *f = *state;
+	struct tun_r3_limits lim;
+	uint8_t buf[2048];
+	size_t got;
+
+	tun_r3_limits_default(&lim);
+	lim.per_token = 1;
+	reopen(f, &lim);
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	got = client_read(f, buf, sizeof(buf) - 1);
+	buf[got] = '\0';
+	assert_non_null(strstr((char *)buf, "HTTP/1.1 101"));
+	assert_int_equal(close_code(buf, got), -1);
+
+	/* A second gateway with the same token: let in by the upgrade, then
+	 * closed (1008) before it has a socket to WireGuard. */
+	f->cur = &f->cl2;
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	got = client_read(f, buf, sizeof(buf) - 1);
+	assert_int_equal(close_code(buf, got), 1008);
+	assert_int_equal(f->w.count[TUN_R3_TOKEN_FULL], 1);
+	assert_int_equal(ndg_adds, 1);
+	assert_int_equal(f->w.live, 1);
+}
+
+static void test_tun_r3_lowered_timeouts_end_it_sooner(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.23");
+	struct tun_r3_limits lim;
+	struct tun_r3_slot *s;
+	uint8_t buf[2048];
+
+	tun_r3_limits_default(&lim);
+	lim.handshake_ms = 2000;
+	lim.idle_ms = 20000;
+	reopen(f, &lim);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	s = &f->w.conns[0];
+	assert_int_equal(s->timer.at, f->now + 2 * NS_PER_SEC);
+	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + 2 * NS_PER_SEC));
+	deliver(f);
+	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 1);
+	assert_int_equal(f->w.live, 0);
+
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	s = &f->w.conns[f->w.free_head == 0 ? 1 : 0];
+	assert_int_equal(s->state, 1); /* open */
+	assert_int_equal(s->timer.at, s->last + 20 * NS_PER_SEC);
+	assert_true(endpoint_timer(&f->ep, s->timer.id, s->last + 20 * NS_PER_SEC));
+	deliver(f);
+	assert_int_equal(close_code(buf, client_read(f, buf, sizeof(buf))), 1001);
+	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 2);
+}
+
+static void test_tun_r3_message_over_the_lowered_max_closes_with_1009(void **state)
+{
+	struct fx *f = *state;
+	struct tun_r3_limits lim;
+	uint8_t buf[2048];
+
+	tun_r3_limits_default(&lim);
+	lim.max_msg = WS_MSG_MIN;
+	reopen(f, &lim);
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	client_big_datagram(f, WS_MSG_MIN);
+	assert_int_equal(ndg_sends, 1); /* at the bound: carried */
+	client_big_datagram(f, WS_MSG_MIN + 1);
+	assert_int_equal(ndg_sends, 1);
+	assert_int_equal(close_code(buf, client_read(f, buf, sizeof(buf))), 1009);
+}
+
+static void test_tun_r3_limits_out_of_bounds_are_refused(void **state)
+{
+	struct fx *f = *state;
+	struct tun_r3 w;
+	struct tun_r3_limits ok, lim;
+
+	tun_r3_limits_default(&ok);
+	lim = ok, lim.conns = 0;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.conns = TUN_R3_CONNS_MAX + 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.per_source = 0;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.per_token = 0;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.max_msg = WS_MSG_MIN - 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.max_msg = WS_MSG_MAX + 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.handshake_ms = 0;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.idle_ms = TUN_R3_IDLE_MS_MAX + 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.conns = TUN_R3_CONNS_MAX;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), 0);
+	tun_r3_close(&w);
 }
 
 int main(void)
@@ -353,6 +546,16 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tun_r3_refused_without_a_certificate, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_upgrade_not_done_in_time_ends_it, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_lowered_limits_refuse_the_next_connection,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_lowered_per_token_limit_closes_the_next_upgrade, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_lowered_timeouts_end_it_sooner, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_message_over_the_lowered_max_closes_with_1009, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_limits_out_of_bounds_are_refused, setup,
 					    teardown),
 	};
 
