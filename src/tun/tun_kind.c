@@ -183,13 +183,18 @@ static int open_(struct kind_env *e)
 	/* Rung 3 on every worker: connections come from its SNI listeners
 	 * (none until the daemon hands them over). */
 	for (unsigned w = 0; w < e->nworkers; w++) {
-		rc = tun_r3_open(e->inst(e, w, 0), &s->cert, &s->tokens, s->port, &t->r3);
+		struct tun_inst *in = e->inst(e, w, 0);
+
+		rc = tun_r3_open(&in->r3, &s->cert, &s->tokens, s->port, &t->r3);
 		e->opened(e, w, 1);
 		if (rc < 0) {
 			log_warnx("tunnel %s: rung 3's connections: %s", t->ifname, strerror(-rc));
 			return EXIT_FAILURE;
 		}
+		if (w < STATS_WORKERS_MAX)
+			s->st.r3[w] = &in->r3.st;
 	}
+	s->st.r3_on = e->conf->nsni > 0;
 	s->up = true;
 	e->stats->tunnel = &s->st;
 	return 0;
@@ -299,6 +304,22 @@ static void log_stats(const struct kind_env *e)
 		 (unsigned long long)peers,
 		 (unsigned long long)(r[TUN_RECONCILE_OK] + r[TUN_RECONCILE_FAILED]),
 		 (unsigned long long)r[TUN_RECONCILE_FAILED]);
+	if (s->st.r3_on) {
+		struct tun_r3_stats t;
+		uint64_t n = 0, drops = 0;
+
+		tun_r3_totals(&s->st, &t);
+		for (unsigned k = 0; k < TUN_R3_RESULTS; k++)
+			n += t.result[k];
+		for (unsigned k = 0; k < TUN_R3_DROPS; k++)
+			drops += t.dropped[k];
+		log_info("tunnel %s: rung 3: %llu connections (%llu upgraded), %llu datagrams to "
+			 "WireGuard, %llu to gateways, %llu dropped",
+			 s->dev.ifname, (unsigned long long)n,
+			 (unsigned long long)t.result[TUN_R3_UPGRADED],
+			 (unsigned long long)t.dgrams[0], (unsigned long long)t.dgrams[1],
+			 (unsigned long long)drops);
+	}
 }
 
 /* GET /lifecycle: "tunnel", when there is one: the interface, how it is

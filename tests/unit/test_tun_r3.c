@@ -22,11 +22,18 @@
 
 #include "fake_stream_loop.h"
 #include "r3conn.h"
+#include "stats.h"
 #include "tls_peer.h"
 #include "tun_cert.h"
 #include "tun_r3.h"
 
 #define HOST "tunnel.r1.example.net"
+
+/* The worker's counters (struct tun_r3_stats). */
+#define RESULT(r)  STAT_GET(f->w.st.result[r])
+#define ENDED(e)   STAT_GET(f->w.st.ended[e])
+#define DROPPED(d) STAT_GET(f->w.st.dropped[d])
+#define DGRAMS(k)  STAT_GET(f->w.st.dgrams[k])
 
 /* The datagram side the stream fake lacks: sockets added, sends. */
 static struct fake_call dg_adds[FAKE_MAX], dg_sends[FAKE_MAX];
@@ -274,6 +281,16 @@ static int close_code(const uint8_t *buf, size_t got)
 	return p[2] << 8 | p[3];
 }
 
+/* The id of the last read asked on the worker's end fd. */
+static uint32_t read_id(struct fx *f, int fd)
+{
+	for (unsigned k = f->loop.nreads; k > 0 && k + FAKE_MAX > f->loop.nreads; k--)
+		if (f->loop.reads[(k - 1) % FAKE_MAX].fd == fd)
+			return f->loop.reads[(k - 1) % FAKE_MAX].id;
+	fail_msg("no read on fd %d", fd);
+	return 0;
+}
+
 static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void **state)
 {
 	struct fx *f = *state;
@@ -295,7 +312,8 @@ static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void 
 	assert_int_equal(dg_sends[0].fd, dg_adds[0].fd);
 	assert_int_equal(dg_sends[0].len, 13);
 	assert_memory_equal(dg_sends[0].data, "wg-datagram-1", 13);
-	assert_int_equal(f->w.count[TUN_R3_DG_IN], 1);
+	assert_int_equal(DGRAMS(0), 1);
+	assert_int_equal(STAT_GET(f->w.st.bytes[0]), 13);
 
 	/* WireGuard's answer, as one binary message. */
 	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
@@ -314,7 +332,7 @@ static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void 
 	assert_true(got >= 4);
 	assert_int_equal(buf[0], 0x88);
 	assert_int_equal(buf[2] << 8 | buf[3], 1008);
-	assert_int_equal(f->w.count[TUN_R3_TOKEN_GONE], 1);
+	assert_int_equal(ENDED(TUN_R3_END_TOKEN), 1);
 	assert_int_equal(f->w.live, 0);
 	assert_int_equal(f->loop.ndels, 2); /* the stream and the WireGuard socket */
 	a = src("192.0.2.1");
@@ -363,7 +381,7 @@ static void test_tun_r3_source_holds_at_most_its_share(void **state)
 	fd = stream_fd(f);
 	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -EBUSY);
 	close(fd); /* refused: still the caller's */
-	assert_int_equal(f->w.count[TUN_R3_SOURCE], 1);
+	assert_int_equal(RESULT(TUN_R3_LIMIT_SOURCE), 1);
 	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
 	assert_int_equal(f->w.live, TUN_R3_PER_SOURCE + 1);
 }
@@ -376,7 +394,7 @@ static void test_tun_r3_refused_without_a_certificate(void **state)
 
 	f->cert.name[0] = '\0';
 	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -ENOENT);
-	assert_int_equal(f->w.count[TUN_R3_NO_CERT], 1);
+	assert_int_equal(RESULT(TUN_R3_NO_CERT), 1);
 	assert_int_equal(f->w.live, 0);
 	/* Its source was given back: the fd is open and the caller's. */
 	assert_int_equal(close(fd), 0);
@@ -396,7 +414,8 @@ static void test_tun_r3_upgrade_not_done_in_time_ends_it(void **state)
 	assert_int_equal(f->w.live, 1); /* not yet: armed again */
 	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + TUN_R3_UPGRADE_MS * NS_PER_MS));
 	deliver(f);
-	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 1);
+	assert_int_equal(ENDED(TUN_R3_END_HANDSHAKE), 1);
+	assert_int_equal(RESULT(TUN_R3_TIMEOUT), 1);
 	assert_int_equal(f->w.live, 0);
 }
 
@@ -416,12 +435,12 @@ static void test_tun_r3_lowered_limits_refuse_the_next_connection(void **state)
 	fd = stream_fd(f);
 	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -EBUSY);
 	assert_int_equal(close(fd), 0); /* refused: still the caller's */
-	assert_int_equal(f->w.count[TUN_R3_SOURCE], 1);
+	assert_int_equal(RESULT(TUN_R3_LIMIT_SOURCE), 1);
 	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
 	fd = stream_fd(f);
 	assert_int_equal(tun_r3_take(&f->w, fd, &c, NULL, 0, f->now), -ENOSPC);
 	assert_int_equal(close(fd), 0);
-	assert_int_equal(f->w.count[TUN_R3_FULL], 1);
+	assert_int_equal(RESULT(TUN_R3_LIMIT_TOTAL), 1);
 	assert_int_equal(f->w.live, 3);
 }
 
@@ -449,7 +468,9 @@ static void test_tun_r3_lowered_per_token_limit_closes_the_next_upgrade(void **s
 	upgrade(f, "/t", "tok-a");
 	got = client_read(f, buf, sizeof(buf) - 1);
 	assert_int_equal(close_code(buf, got), 1008);
-	assert_int_equal(f->w.count[TUN_R3_TOKEN_FULL], 1);
+	assert_int_equal(RESULT(TUN_R3_LIMIT_TOKEN), 1);
+	assert_int_equal(RESULT(TUN_R3_UPGRADED), 1);
+	assert_int_equal(ENDED(TUN_R3_END_REFUSED), 1);
 	assert_int_equal(ndg_adds, 1);
 	assert_int_equal(f->w.live, 1);
 }
@@ -471,7 +492,7 @@ static void test_tun_r3_lowered_timeouts_end_it_sooner(void **state)
 	assert_int_equal(s->timer.at, f->now + 2 * NS_PER_SEC);
 	assert_true(endpoint_timer(&f->ep, s->timer.id, f->now + 2 * NS_PER_SEC));
 	deliver(f);
-	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 1);
+	assert_int_equal(ENDED(TUN_R3_END_HANDSHAKE), 1);
 	assert_int_equal(f->w.live, 0);
 
 	connect_tls(f);
@@ -483,7 +504,7 @@ static void test_tun_r3_lowered_timeouts_end_it_sooner(void **state)
 	assert_true(endpoint_timer(&f->ep, s->timer.id, s->last + 20 * NS_PER_SEC));
 	deliver(f);
 	assert_int_equal(close_code(buf, client_read(f, buf, sizeof(buf))), 1001);
-	assert_int_equal(f->w.count[TUN_R3_IDLE_END], 2);
+	assert_int_equal(ENDED(TUN_R3_END_IDLE), 1);
 }
 
 static void test_tun_r3_message_over_the_lowered_max_closes_with_1009(void **state)
@@ -533,6 +554,160 @@ static void test_tun_r3_limits_out_of_bounds_are_refused(void **state)
 	tun_r3_close(&w);
 }
 
+/* Sum of a family's counters. */
+static uint64_t total(const _Atomic uint64_t *v, unsigned n)
+{
+	uint64_t t = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		t += STAT_GET(v[k]);
+	return t;
+}
+
+/* A connection's life in /metrics' counters: one result, one end, the
+ * gauge back to 0; datagrams and their bytes each way, and each drop of a
+ * datagram from WireGuard by its reason. */
+static void test_tun_r3_counts_a_connection_once_and_its_datagrams_each_way(void **state)
+{
+	struct fx *f = *state;
+	uint8_t big[WS_MSG_MAX], buf[2048];
+	struct loop_dgram d = {.data = (uint8_t *)"from-wg", .len = 7};
+
+	connect_tls(f);
+	assert_int_equal(STAT_GET(f->w.st.open), 1);
+	assert_int_equal(total(f->w.st.result, TUN_R3_RESULTS), 0); /* not known yet */
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	assert_int_equal(RESULT(TUN_R3_UPGRADED), 1);
+	client_datagram(f, "abc");
+	client_datagram(f, "defgh");
+	assert_int_equal(DGRAMS(0), 2);
+	assert_int_equal(STAT_GET(f->w.st.bytes[0]), 8);
+	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
+	deliver(f);
+	assert_int_equal(DGRAMS(1), 1);
+	assert_int_equal(STAT_GET(f->w.st.bytes[1]), 7);
+
+	/* From WireGuard: over rung3-max-message, truncated; WireGuard's
+	 * port refusing one of ours. */
+	memset(big, 'x', sizeof(big));
+	d = (struct loop_dgram){.data = big, .len = TUN_R3_MSG + 1};
+	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
+	d = (struct loop_dgram){.data = big, .len = 100, .truncated = true};
+	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
+	assert_int_equal(DROPPED(TUN_R3_DROP_TOO_BIG), 2);
+	assert_true(endpoint_recv_error(&f->ep, dg_adds[0].id, ECONNREFUSED));
+	assert_int_equal(DROPPED(TUN_R3_DROP_WG_REFUSED), 1);
+	assert_int_equal(DGRAMS(1), 1);
+	assert_int_equal(f->w.live, 1); /* none of them ends it */
+
+	/* The gateway's close frame: the answer queued, not yet sent (the
+	 * loop's part held back), then one more datagram from WireGuard. */
+	{
+		uint8_t fr[] = {0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8};
+		struct loop_dgram in = {.data = buf, .now = f->now};
+		int n;
+
+		assert_int_equal(SSL_write(f->cur->ssl, fr, sizeof(fr)), (int)sizeof(fr));
+		n = BIO_read(f->cur->wbio, buf, sizeof(buf));
+		assert_true(n > 0);
+		in.len = (size_t)n;
+		assert_true(endpoint_stream(&f->ep, read_id(f, f->cur_fd), &in));
+	}
+	assert_true(f->w.conns[0].closing);
+	assert_int_equal(f->w.live, 1);
+	d = (struct loop_dgram){.data = (uint8_t *)"late", .len = 4};
+	assert_true(endpoint_dgram(&f->ep, dg_adds[0].id, &d));
+	assert_int_equal(DROPPED(TUN_R3_DROP_CLOSING), 1);
+	deliver(f);
+	assert_int_equal(f->w.live, 0);
+	assert_int_equal(ENDED(TUN_R3_END_CLIENT), 1);
+	assert_int_equal(total(f->w.st.ended, TUN_R3_ENDS), 1);
+	assert_int_equal(total(f->w.st.result, TUN_R3_RESULTS), 1);
+	assert_int_equal(STAT_GET(f->w.st.open), 0);
+	assert_int_equal(total(f->w.st.dropped, TUN_R3_DROPS), 4);
+}
+
+/* A refused upgrade counts its result by the status answered and ends as
+ * refused; one gone before its upgrade counts as closed, or tls_failed
+ * for bytes that are no TLS; every connection one result and one end. */
+static void test_tun_r3_counts_refused_upgrades_by_their_status(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[2048];
+	union etr_sockaddr a = src("192.0.2.30");
+	struct loop_dgram eof = {.data = buf, .len = 0, .now = f->now};
+	static const uint8_t junk[] = "\x16\x03\x01\x00\x05hello";
+	int fd;
+
+	connect_tls(f);
+	upgrade(f, "/t", "tok-nope");
+	client_read(f, buf, sizeof(buf));
+	assert_int_equal(RESULT(TUN_R3_BAD_TOKEN), 1);
+	assert_int_equal(ENDED(TUN_R3_END_REFUSED), 1);
+	assert_int_equal(f->w.live, 0);
+
+	f->cur = &f->cl2;
+	connect_tls(f);
+	upgrade(f, "/elsewhere", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	assert_int_equal(RESULT(TUN_R3_BAD_UPGRADE), 1);
+	assert_int_equal(ENDED(TUN_R3_END_REFUSED), 2);
+	assert_int_equal(f->w.live, 0);
+
+	/* Taken, then the client's EOF before a byte. */
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), 0);
+	assert_true(endpoint_stream(&f->ep, read_id(f, fd), &eof));
+	assert_int_equal(RESULT(TUN_R3_CLOSED), 1);
+	assert_int_equal(ENDED(TUN_R3_END_CLIENT), 1);
+
+	/* Bytes that are no TLS. */
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, junk, sizeof(junk) - 1, f->now), 0);
+	deliver(f);
+	assert_int_equal(RESULT(TUN_R3_TLS_FAILED), 1);
+	assert_int_equal(ENDED(TUN_R3_END_ERROR), 1);
+	assert_int_equal(f->w.live, 0);
+
+	/* Open at the exit. */
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	tun_r3_shutdown(&f->w);
+	assert_int_equal(RESULT(TUN_R3_CLOSED), 2);
+	assert_int_equal(ENDED(TUN_R3_END_SHUTDOWN), 1);
+	assert_int_equal(total(f->w.st.result, TUN_R3_RESULTS), 5);
+	assert_int_equal(total(f->w.st.ended, TUN_R3_ENDS), 5);
+	assert_int_equal(STAT_GET(f->w.st.open), 0);
+}
+
+/* The ops plane's sum: every worker's counters, field by field. */
+static void test_tun_r3_totals_sum_every_worker(void **state)
+{
+	static struct tun_r3_stats w0, w1, sum;
+	static struct tun_stats st;
+
+	(void)state;
+	STAT_SET(w0.result[TUN_R3_UPGRADED], 3);
+	STAT_SET(w1.result[TUN_R3_UPGRADED], 4);
+	STAT_SET(w1.ended[TUN_R3_END_SHUTDOWN], 5);
+	STAT_SET(w0.dropped[TUN_R3_DROP_CLOSING], 6);
+	STAT_SET(w0.bytes[1], 7);
+	STAT_SET(w1.bytes[1], 8);
+	STAT_SET(w0.open, 1);
+	STAT_SET(w1.open, 2);
+	st.r3[0] = &w0;
+	st.r3[STATS_WORKERS_MAX - 1] = &w1;
+	tun_r3_totals(&st, &sum);
+	assert_int_equal(STAT_GET(sum.result[TUN_R3_UPGRADED]), 7);
+	assert_int_equal(STAT_GET(sum.ended[TUN_R3_END_SHUTDOWN]), 5);
+	assert_int_equal(STAT_GET(sum.dropped[TUN_R3_DROP_CLOSING]), 6);
+	assert_int_equal(STAT_GET(sum.bytes[1]), 15);
+	assert_int_equal(STAT_GET(sum.open), 3);
+	assert_int_equal(STAT_GET(sum.dgrams[0]), 0);
+	assert_string_equal(tun_r3_result_name(TUN_R3_LIMIT_SOURCE), "limit_source");
+	assert_string_equal(tun_r3_end_name(TUN_R3_END_HANDSHAKE), "handshake_timeout");
+	assert_string_equal(tun_r3_drop_name(TUN_R3_DROP_BACKLOG), "backlog_full");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +732,11 @@ int main(void)
 		test_tun_r3_message_over_the_lowered_max_closes_with_1009, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_limits_out_of_bounds_are_refused, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_counts_a_connection_once_and_its_datagrams_each_way, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_counts_refused_upgrades_by_their_status,
+					    setup, teardown),
+	    cmocka_unit_test(test_tun_r3_totals_sum_every_worker),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
