@@ -381,10 +381,11 @@ struct conf_xdp {
 #define CONF_TUN_IFNAME 16 /* IFNAMSIZ */
 /* Rung 3's limits on each worker (the rung3-* keys; their defaults and
  * bounds are tun/tun_r3.h's): connections, of one source, of one token,
- * the largest message, the time for TLS and the upgrade, and for nothing
- * from the client once open. */
+ * the largest message, the ciphertext a connection may hold for its
+ * client, the time for TLS and the upgrade, and for nothing from the
+ * client once open. */
 struct tun_r3_limits {
-	uint32_t conns, per_source, per_token, max_msg;
+	uint32_t conns, per_source, per_token, max_msg, backlog;
 	uint64_t handshake_ms, idle_ms;
 };
 struct tun_conf {

@@ -87,6 +87,8 @@ static const struct conf_key tun_keys[] = {
     {"rung3-max-message", conf_set_bytes, 0, TK(r3.max_msg), WS_MSG_MIN, WS_MSG_MAX,
      "expected a message size in bytes from " CONF_STR(WS_MSG_MIN) " to " CONF_STR(
 	 WS_MSG_MAX) " (a WireGuard datagram: its MTU and 32)"},
+    {"rung3-max-backlog", conf_set_bytes, 0, TK(r3.backlog), TUN_R3_BACKLOG_MIN, TUN_R3_BACKLOG,
+     "expected bytes from 4k to 64k"},
     {"rung3-handshake-timeout", conf_set_duration, 0, TK(r3.handshake_ms), TUN_R3_UPGRADE_MS_MIN,
      TUN_R3_UPGRADE_MS_MAX, "expected a duration from 1s to 5m such as 10s"},
     {"rung3-idle-timeout", conf_set_duration, 0, TK(r3.idle_ms), TUN_R3_IDLE_MS_MIN,

@@ -409,10 +409,10 @@ static void report(const struct etr_conf *c)
 		if (c->nsni)
 			printf(
 			    "tunnel %s: rung 3 per worker: %u connections, %u per source, %u per "
-			    "token, messages of %u bytes, handshake-timeout %llu ms, "
-			    "idle-timeout %llu ms\n",
+			    "token, messages of %u bytes, backlog %u bytes, handshake-timeout "
+			    "%llu ms, idle-timeout %llu ms\n",
 			    t->ifname, t->r3.conns, t->r3.per_source, t->r3.per_token,
-			    t->r3.max_msg, (unsigned long long)t->r3.handshake_ms,
+			    t->r3.max_msg, t->r3.backlog, (unsigned long long)t->r3.handshake_ms,
 			    (unsigned long long)t->r3.idle_ms);
 	}
 }

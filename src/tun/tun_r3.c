@@ -441,7 +441,10 @@ static void on_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 		STAT_ADD(w->st.dropped[TUN_R3_DROP_TOO_BIG], 1);
 		return;
 	}
-	if (r3conn_send(s->c, d->data, d->len) < 0) {
+	/* The TLS session's own bound is TLS_CONN_OUT_MAX; rung3-max-backlog
+	 * may be lower. */
+	if (tls_conn_out_bytes(s->c->tls) >= w->lim.backlog ||
+	    r3conn_send(s->c, d->data, d->len) < 0) {
 		STAT_ADD(w->st.dropped[TUN_R3_DROP_BACKLOG], 1);
 		return;
 	}
@@ -490,7 +493,8 @@ static bool limits_ok(const struct tun_r3_limits *l)
 	return l->conns >= 1 && l->conns <= TUN_R3_CONNS_MAX && l->per_source >= 1 &&
 	       l->per_source <= TUN_R3_CONNS_MAX && l->per_token >= 1 &&
 	       l->per_token <= TUN_R3_CONNS_MAX && l->max_msg >= WS_MSG_MIN &&
-	       l->max_msg <= WS_MSG_MAX && l->handshake_ms >= TUN_R3_UPGRADE_MS_MIN &&
+	       l->max_msg <= WS_MSG_MAX && l->backlog >= TUN_R3_BACKLOG_MIN &&
+	       l->backlog <= TUN_R3_BACKLOG && l->handshake_ms >= TUN_R3_UPGRADE_MS_MIN &&
 	       l->handshake_ms <= TUN_R3_UPGRADE_MS_MAX && l->idle_ms >= TUN_R3_IDLE_MS_MIN &&
 	       l->idle_ms <= TUN_R3_IDLE_MS_MAX;
 }

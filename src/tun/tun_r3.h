@@ -22,6 +22,7 @@
 #include "endpoint.h"
 #include "loop.h"
 #include "srctab.h"
+#include "tls_server.h"
 #include "tun_tokens.h"
 
 struct tun_cert;
@@ -40,6 +41,11 @@ struct r3conn;
 /* The largest message (one WireGuard datagram): an MTU of 2016 and
  * WireGuard's 32 bytes; WS_MSG_MIN to WS_MSG_MAX. */
 #define TUN_R3_MSG 2048
+/* The ciphertext a connection may hold for a slow client before a
+ * datagram from WireGuard is dropped: at most the TLS session's own bound
+ * (TLS_CONN_OUT_MAX), at least a few records. */
+#define TUN_R3_BACKLOG	   TLS_CONN_OUT_MAX
+#define TUN_R3_BACKLOG_MIN 4096
 /* TLS and the upgrade must be done within this; then a connection with
  * nothing from its client for the idle time ends (WireGuard drops a
  * session after 3 minutes without a handshake: a tunnel quiet that long
@@ -56,8 +62,13 @@ struct r3conn;
 /* The defaults (tun_conf's, the tests'). */
 static inline void tun_r3_limits_default(struct tun_r3_limits *l)
 {
-	*l = (struct tun_r3_limits){TUN_R3_CONNS, TUN_R3_PER_SOURCE, TUN_R3_PER_TOKEN,
-				    TUN_R3_MSG,	  TUN_R3_UPGRADE_MS, TUN_R3_IDLE_MS};
+	*l = (struct tun_r3_limits){.conns = TUN_R3_CONNS,
+				    .per_source = TUN_R3_PER_SOURCE,
+				    .per_token = TUN_R3_PER_TOKEN,
+				    .max_msg = TUN_R3_MSG,
+				    .backlog = TUN_R3_BACKLOG,
+				    .handshake_ms = TUN_R3_UPGRADE_MS,
+				    .idle_ms = TUN_R3_IDLE_MS};
 }
 
 /* What became of a connection handed over, counted once each
@@ -98,7 +109,7 @@ enum tun_r3_end {
 enum tun_r3_drop {
 	TUN_R3_DROP_WG_SEND,	/* to WireGuard: the loop refused the send (no copy buffer) */
 	TUN_R3_DROP_WG_REFUSED, /* to WireGuard: its port refused one (not up: ICMP) */
-	TUN_R3_DROP_BACKLOG,	/* to the client: its backlog (TLS_CONN_OUT_MAX) is full */
+	TUN_R3_DROP_BACKLOG,	/* to the client: its backlog (rung3-max-backlog) is full */
 	TUN_R3_DROP_TOO_BIG,	/* to the client: over rung3-max-message */
 	TUN_R3_DROP_CLOSING,	/* to the client: its connection is closing */
 	TUN_R3_DROPS

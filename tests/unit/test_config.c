@@ -4038,6 +4038,7 @@ static void test_config_tunnel_rung3_limits_default_and_refuse_out_of_range(void
 	assert_int_equal(l->per_source, 8);
 	assert_int_equal(l->per_token, 4);
 	assert_int_equal(l->max_msg, 2048);
+	assert_int_equal(l->backlog, 65536);
 	assert_int_equal(l->handshake_ms, 10000);
 	assert_int_equal(l->idle_ms, 180000);
 	assert_int_equal(run(&c, &e,
@@ -4055,9 +4056,11 @@ static void test_config_tunnel_rung3_limits_default_and_refuse_out_of_range(void
 			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
 			     "rung3-max-connections 4096\nrung3-max-per-source 1\n"
 			     "rung3-max-per-token 2\nrung3-max-message 1312\n"
-			     "rung3-handshake-timeout 2s\nrung3-idle-timeout 1h\n",
+			     "rung3-handshake-timeout 2s\nrung3-idle-timeout 1h\n"
+			     "rung3-max-backlog 8k\n",
 			     NOARGS),
 			 0);
+	assert_int_equal(l->backlog, 8192);
 	assert_int_equal(l->conns, 4096);
 	assert_int_equal(l->per_source, 1);
 	assert_int_equal(l->per_token, 2);
@@ -4069,10 +4072,15 @@ static void test_config_tunnel_rung3_limits_default_and_refuse_out_of_range(void
 			     "rung3-max-connections 0\nrung3-max-per-source 4097\n"
 			     "rung3-max-per-token x\nrung3-max-message 1311\n"
 			     "rung3-handshake-timeout 500ms\nrung3-idle-timeout 2d\n"
-			     "rung3-idle-timeout 5s\nrung3-handshake-timeout 6m\n",
+			     "rung3-idle-timeout 5s\nrung3-handshake-timeout 6m\n"
+			     "rung3-max-backlog 4095\nrung3-max-backlog 65537\n",
 			     NOARGS),
 			 -1);
-	assert_errors(&e, 8);
+	assert_errors(&e, 10);
+	assert_err_line(&e, "t.conf:12: rung3-max-backlog: invalid value '4095'", "4k to 64k",
+			NULL);
+	assert_err_line(&e, "t.conf:13: rung3-max-backlog: invalid value '65537'", "4k to 64k",
+			NULL);
 	assert_err_line(&e, "t.conf:4: rung3-max-connections: invalid value '0'", "1 to 4096",
 			NULL);
 	assert_err_line(&e, "t.conf:5: rung3-max-per-source: invalid value '4097'", "1 to 4096",

@@ -526,6 +526,47 @@ static void test_tun_r3_message_over_the_lowered_max_closes_with_1009(void **sta
 	assert_int_equal(close_code(buf, client_read(f, buf, sizeof(buf))), 1009);
 }
 
+/* A client that takes nothing (the loop's part held back): datagrams
+ * from WireGuard wait as ciphertext up to rung3-max-backlog, then are
+ * dropped and counted; the default holds the same burst whole. */
+static unsigned burst_to_a_stalled_client(struct fx *f, uint32_t backlog)
+{
+	struct tun_r3_limits lim;
+	uint8_t buf[2048], dg[1000];
+	struct loop_dgram d = {.data = dg, .len = sizeof(dg)};
+
+	tun_r3_limits_default(&lim);
+	lim.backlog = backlog;
+	reopen(f, &lim);
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	memset(dg, 'w', sizeof(dg));
+	for (int i = 0; i < 16; i++)
+		assert_true(endpoint_dgram(&f->ep, dg_adds[ndg_adds - 1].id, &d));
+	return (unsigned)DROPPED(TUN_R3_DROP_BACKLOG);
+}
+
+static void test_tun_r3_lowered_backlog_drops_for_a_stalled_client(void **state)
+{
+	struct fx *f = *state;
+	unsigned dropped = burst_to_a_stalled_client(f, TUN_R3_BACKLOG_MIN);
+
+	/* 4 KiB: four 1000-byte datagrams (a record each, about 1030 bytes
+	 * of ciphertext) wait; the fifth finds the backlog full. */
+	assert_in_range(dropped, 10, 13);
+	assert_int_equal(DGRAMS(1) + dropped, 16);
+	assert_int_equal(f->w.live, 1);
+}
+
+static void test_tun_r3_default_backlog_holds_the_same_burst(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(burst_to_a_stalled_client(f, TUN_R3_BACKLOG), 0);
+	assert_int_equal(DGRAMS(1), 16);
+}
+
 static void test_tun_r3_limits_out_of_bounds_are_refused(void **state)
 {
 	struct fx *f = *state;
@@ -544,6 +585,10 @@ static void test_tun_r3_limits_out_of_bounds_are_refused(void **state)
 	lim = ok, lim.max_msg = WS_MSG_MIN - 1;
 	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
 	lim = ok, lim.max_msg = WS_MSG_MAX + 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.backlog = TUN_R3_BACKLOG_MIN - 1;
+	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim = ok, lim.backlog = TLS_CONN_OUT_MAX + 1;
 	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
 	lim = ok, lim.handshake_ms = 0;
 	assert_int_equal(tun_r3_open(&w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
@@ -731,6 +776,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_tun_r3_message_over_the_lowered_max_closes_with_1009, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_limits_out_of_bounds_are_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_lowered_backlog_drops_for_a_stalled_client,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_default_backlog_holds_the_same_burst, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_tun_r3_counts_a_connection_once_and_its_datagrams_each_way, setup, teardown),
