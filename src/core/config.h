@@ -379,6 +379,15 @@ struct conf_xdp {
  * the relay keys and whose peers the control plane gives (tun/). */
 #define CONF_TUN_PORT	51820
 #define CONF_TUN_IFNAME 16 /* IFNAMSIZ */
+/* Rung 3's limits on each worker (the rung3-* keys; their defaults and
+ * bounds are tun/tun_r3.h's): connections, of one source, of one token,
+ * the largest message, the ciphertext a connection may hold for its
+ * client, the time for TLS and the upgrade, and for nothing from the
+ * client once open. */
+struct tun_r3_limits {
+	uint32_t conns, per_source, per_token, max_msg, backlog;
+	uint64_t handshake_ms, idle_ms;
+};
 struct tun_conf {
 	char name[CONF_NAME_MAX]; /* "": the section has no label */
 	unsigned line;		  /* of its [tunnel] header */
@@ -388,6 +397,7 @@ struct tun_conf {
 	bool create;		  /* make a kernel interface (else use one, e.g. wireguard-go's) */
 	uint32_t listen_port;	  /* WireGuard's UDP port */
 	struct conf_cidr address; /* the relay's own tunnel address and prefix */
+	struct tun_r3_limits r3;  /* rung 3's, on each worker */
 };
 
 struct conf_cli {

@@ -147,6 +147,7 @@ struct control_stats; /* control_stats.h */
  * bound, the last the rest; the sum in ns and the count), and how many
  * never did. */
 #define STATS_TUN_AGE_BUCKETS 9
+struct tun_r3_stats; /* tun_r3.h */
 struct tun_stats {
 	uint64_t peers;
 	uint64_t reconciles[2];
@@ -154,6 +155,11 @@ struct tun_stats {
 	uint64_t age_sum_ns, age_count;
 	uint64_t no_handshake;
 	uint64_t ages_read;
+	/* Rung 3's counters, each worker's (set at open, before the ops
+	 * plane starts; NULL: none), and whether it serves (an SNI listener
+	 * hands connections over). */
+	const struct tun_r3_stats *r3[STATS_WORKERS_MAX];
+	bool r3_on;
 };
 
 /* Every worker keeps its own counters (its relays', its loop's), written

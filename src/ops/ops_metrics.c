@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "sni_shared.h"
 #include "tun_kind.h"
+#include "tun_r3.h"
 #include "turn.h"
 #include "xdp.h"
 
@@ -25,7 +26,8 @@
  * and LOOP are summed over the workers; RELAY_WORKER is each relay on each
  * worker; MASTER each relay's masters; SNI and TURN their listeners'
  * totals, SNI_L and TURN_L their shared parts, SNI_CONF and TURN_CONF
- * their configuration; GLOBAL is struct mctx itself. */
+ * their configuration; TUNNEL the tunnel's, TUNNEL_R3 rung 3's summed over
+ * the workers; GLOBAL is struct mctx itself. */
 enum msrc {
 	GLOBAL,
 	RELAY,
@@ -40,6 +42,7 @@ enum msrc {
 	TURN_CONF,
 	CONTROL,
 	TUNNEL,
+	TUNNEL_R3,
 	XDP,
 	LOOP,
 	PROC,
@@ -63,6 +66,7 @@ struct mctx {
 	struct turn_stats turn[CONF_TURN_MAX];
 	struct control_stats ctl;
 	struct tun_stats tun;
+	struct tun_r3_stats r3;
 	uint64_t xdp[XDP_COUNTS]; /* the program's counters, summed over the CPUs */
 };
 
@@ -107,6 +111,8 @@ static const void *part(const struct mctx *c, enum msrc s, unsigned i, unsigned 
 		return &c->ctl;
 	case TUNNEL:
 		return &c->tun;
+	case TUNNEL_R3:
+		return &c->r3;
 	case XDP: /* a listener's results */
 		return &c->xdp[i * XDP_REASONS];
 	case LOOP:
@@ -183,6 +189,9 @@ NAMES(ctl_result_name, enum ctl_result)
 NAMES(ctl_upstream_why_name, enum ctl_upstream_why)
 NAMES(ctl_cert_result_name, enum certsched_result)
 NAMES(xdp_result_name, unsigned)
+NAMES(tun_r3_result_name, enum tun_r3_result)
+NAMES(tun_r3_end_name, enum tun_r3_end)
+NAMES(tun_r3_drop_name, enum tun_r3_drop)
 
 static const char *turn_code_k(unsigned k, char *buf)
 {
@@ -218,6 +227,8 @@ static const struct mlabel *const l_peerclient = LABEL_NAMES("direction", "to_pe
 static const struct mlabel *const l_okfailed = LABEL_NAMES("result", "ok", "failed");
 static const struct mlabel *const l_loaded = LABEL_NAMES("result", "loaded", "failed");
 static const struct mlabel *const l_transport = LABEL_NAMES("transport", "tcp", "tls");
+static const struct mlabel *const l_wgclient =
+    LABEL_NAMES("direction", "to_wireguard", "to_client");
 
 /* How a value is stored (a double is printed with 2 decimals). */
 enum mwidth { MW_U64, MW_U32, MW_I64, MW_BOOL, MW_F2 };
@@ -273,6 +284,7 @@ struct metric {
 #define TC(f)		 offsetof(struct turn_conf, f)
 #define C(f)		 offsetof(struct control_stats, f)
 #define TU(f)		 offsetof(struct tun_stats, f)
+#define R3(f)		 offsetof(struct tun_r3_stats, f)
 #define L(f)		 offsetof(struct loop_stats, f)
 #define P(f)		 offsetof(struct ops_process, f)
 
@@ -601,6 +613,40 @@ static const struct metric metrics[] = {
     {"etrelay_tunnel_peers_read_timestamp_seconds", GAUGE, TUNNEL, TU(ages_read),
      .help = "Unix time the last reconcile read the interface's peers (their handshake "
 	     "ages); 0 before the first."},
+    /* Rung 3's (with an SNI listener), summed over the workers. */
+    {"etrelay_tunnel_rung3_connections", GAUGE, TUNNEL_R3, R3(open),
+     .help = "Rung-3 connections open now (handed over by an SNI listener, not ended yet), "
+	     "every worker; each worker holds at most rung3-max-connections."},
+    {"etrelay_tunnel_rung3_connections_total", COUNTER, TUNNEL_R3, R3(result),
+     .label = LABEL_ENUM("result", TUN_R3_RESULTS, tun_r3_result_name_k),
+     .help = "Rung-3 connections handed over by an SNI listener, each counted once by result: "
+	     "upgraded (TLS, the upgrade and its token done: carries datagrams), or refused at "
+	     "the hand-over: no_certificate (none in force), limit_total "
+	     "(rung3-max-connections), limit_source (rung3-max-per-source); after the upgrade: "
+	     "limit_token (rung3-max-per-token, closed 1008), internal (no socket to WireGuard, "
+	     "1011); the upgrade refused: bad_upgrade (400, 404, 426, 431), no_token (401: no "
+	     "Authorization: Bearer), bad_token (403: not in the control plane's set); or ended "
+	     "before it: tls_failed, timeout (rung3-handshake-timeout), closed (the client left, "
+	     "a ban, the exit). Counted once known: a connection still in its handshake is in "
+	     "etrelay_tunnel_rung3_connections only."},
+    {"etrelay_tunnel_rung3_connections_ended_total", COUNTER, TUNNEL_R3, R3(ended),
+     .label = LABEL_ENUM("reason", TUN_R3_ENDS, tun_r3_end_name_k),
+     .help = "Rung-3 connections ended, each once, by reason: client (its close frame, "
+	     "close_notify or EOF), refused (its upgrade, or its token's limit), "
+	     "handshake_timeout, idle (rung3-idle-timeout, 1001), token_gone (its token left the "
+	     "set, 1008), too_big (a message over rung3-max-message, 1009), error (TLS or "
+	     "WebSocket broken, a reset), banned (ban-file), shutdown."},
+    {"etrelay_tunnel_rung3_datagrams_total", COUNTER, TUNNEL_R3, R3(dgrams), .label = l_wgclient,
+     .help = "WireGuard datagrams carried by rung 3: to_wireguard (a gateway's message, sent "
+	     "to the local WireGuard port), to_client (WireGuard's answer, one binary message)."},
+    {"etrelay_tunnel_rung3_bytes_total", COUNTER, TUNNEL_R3, R3(bytes), .label = l_wgclient,
+     .help = "Bytes of those datagrams (without WebSocket or TLS framing), by direction."},
+    {"etrelay_tunnel_rung3_dropped_total", COUNTER, TUNNEL_R3, R3(dropped),
+     .label = LABEL_ENUM("reason", TUN_R3_DROPS, tun_r3_drop_name_k),
+     .help = "Datagrams rung 3 did not carry, by reason: to WireGuard, wireguard_send (the "
+	     "loop had no send buffer), wireguard_refused (WireGuard's port refused one: not "
+	     "up); to a gateway, backlog_full (rung3-max-backlog of ciphertext already waits "
+	     "for it), too_big (over rung3-max-message), closing (its connection is closing)."},
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */
     {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
@@ -875,7 +921,9 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		c->tun.age_count = __atomic_load_n(&st->tunnel->age_count, __ATOMIC_RELAXED);
 		c->tun.no_handshake = __atomic_load_n(&st->tunnel->no_handshake, __ATOMIC_RELAXED);
 		c->tun.ages_read = __atomic_load_n(&st->tunnel->ages_read, __ATOMIC_RELAXED);
+		tun_r3_totals(st->tunnel, &c->r3);
 	}
+	c->on[TUNNEL_R3] = st->tunnel && st->tunnel->r3_on;
 	if ((c->on[XDP] = st->xdp && st->xdp_counts))
 		st->xdp_counts(st->xdp, c->xdp);
 	c->on[LOOP] = st->loop;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "addrclass.h"
+#include "tun_r3.h"
 
 /* A wrong value of interface or address still counts as given: its
  * error names its line, and "missing" does not follow it (attack round
@@ -74,7 +75,27 @@ static const struct conf_key tun_keys[] = {
      .line_off = TK(port_line)},
     {"address", tk_address},
     {"create", conf_set_bool, 0, TK(create)},
+    /* Rung 3's limits on each worker (the file's only: the quick-start
+     * tunnel keeps the defaults). */
+    {"rung3-max-connections", conf_set_u32, 0, TK(r3.conns), 1, TUN_R3_CONNS_MAX,
+     "expected a number of connections per worker from 1 to " CONF_STR(TUN_R3_CONNS_MAX)},
+    {"rung3-max-per-source", conf_set_u32, 0, TK(r3.per_source), 1, TUN_R3_CONNS_MAX,
+     "expected a number of connections per source and worker from 1 to " CONF_STR(
+	 TUN_R3_CONNS_MAX)},
+    {"rung3-max-per-token", conf_set_u32, 0, TK(r3.per_token), 1, TUN_R3_CONNS_MAX,
+     "expected a number of connections per token and worker from 1 to " CONF_STR(TUN_R3_CONNS_MAX)},
+    {"rung3-max-message", conf_set_bytes, 0, TK(r3.max_msg), WS_MSG_MIN, WS_MSG_MAX,
+     "expected a message size in bytes from " CONF_STR(WS_MSG_MIN) " to " CONF_STR(
+	 WS_MSG_MAX) " (a WireGuard datagram: its MTU and 32)"},
+    {"rung3-max-backlog", conf_set_bytes, 0, TK(r3.backlog), TUN_R3_BACKLOG_MIN, TUN_R3_BACKLOG,
+     "expected bytes from 4k to 64k"},
+    {"rung3-handshake-timeout", conf_set_duration, 0, TK(r3.handshake_ms), TUN_R3_UPGRADE_MS_MIN,
+     TUN_R3_UPGRADE_MS_MAX, "expected a duration from 1s to 5m such as 10s"},
+    {"rung3-idle-timeout", conf_set_duration, 0, TK(r3.idle_ms), TUN_R3_IDLE_MS_MIN,
+     TUN_R3_IDLE_MS_MAX, "expected a duration from 10s to 24h such as 180s"},
 };
+/* The keys --wg-KEY also gives: the first TUN_QUICK_KEYS. */
+#define TUN_QUICK_KEYS 4
 
 static void tun_init(void *obj)
 {
@@ -82,6 +103,7 @@ static void tun_init(void *obj)
 
 	memset(t, 0, sizeof(*t));
 	t->listen_port = CONF_TUN_PORT;
+	tun_r3_limits_default(&t->r3);
 }
 
 static struct tun_conf tun_discard;
@@ -122,9 +144,8 @@ static const struct conf_key tun_top_keys[] = {
     {"wg-address", set_wg},
     {"wg-create", set_wg},
 };
-_Static_assert(sizeof(tun_top_keys) / sizeof(tun_top_keys[0]) ==
-		   sizeof(tun_keys) / sizeof(tun_keys[0]),
-	       "a wg-KEY for every KEY of [tunnel]");
+_Static_assert(sizeof(tun_top_keys) / sizeof(tun_top_keys[0]) == TUN_QUICK_KEYS,
+	       "a wg-KEY for every quick-start KEY of [tunnel]");
 
 static void tun_defaults(struct etr_conf *c)
 {

@@ -67,10 +67,10 @@ static unsigned count(const struct etr_conf *c)
 /* The netlink or userspace-API socket, one at a time (the control thread's
  * requests are one after another); the rtnetlink one at start is closed.
  * With an SNI listener, rung 3's connections: a stream and a socket to
- * WireGuard each, TUN_R3_CONNS per worker. */
+ * WireGuard each, rung3-max-connections per worker. */
 static uint64_t fds(const struct etr_conf *c, unsigned workers)
 {
-	return c->ntunnel + (c->ntunnel && c->nsni ? 2ull * TUN_R3_CONNS * workers : 0);
+	return c->ntunnel + (c->ntunnel && c->nsni ? 2ull * c->tunnel[0].r3.conns * workers : 0);
 }
 
 static const char *fds_what(const struct etr_conf *c)
@@ -187,13 +187,18 @@ static int open_(struct kind_env *e)
 	/* Rung 3 on every worker: connections come from its SNI listeners
 	 * (none until the daemon hands them over). */
 	for (unsigned w = 0; w < e->nworkers; w++) {
-		rc = tun_r3_open(e->inst(e, w, 0), &s->cert, &s->tokens, s->port, TUN_R3_CONNS);
+		struct tun_inst *in = e->inst(e, w, 0);
+
+		rc = tun_r3_open(&in->r3, &s->cert, &s->tokens, s->port, &t->r3);
 		e->opened(e, w, 1);
 		if (rc < 0) {
 			log_warnx("tunnel %s: rung 3's connections: %s", t->ifname, strerror(-rc));
 			return EXIT_FAILURE;
 		}
+		if (w < STATS_WORKERS_MAX)
+			s->st.r3[w] = &in->r3.st;
 	}
+	s->st.r3_on = e->conf->nsni > 0;
 	s->up = true;
 	e->stats->tunnel = &s->st;
 	return 0;
@@ -318,6 +323,22 @@ static void log_stats(const struct kind_env *e)
 		 (unsigned long long)peers,
 		 (unsigned long long)(r[TUN_RECONCILE_OK] + r[TUN_RECONCILE_FAILED]),
 		 (unsigned long long)r[TUN_RECONCILE_FAILED]);
+	if (s->st.r3_on) {
+		struct tun_r3_stats t;
+		uint64_t n = 0, drops = 0;
+
+		tun_r3_totals(&s->st, &t);
+		for (unsigned k = 0; k < TUN_R3_RESULTS; k++)
+			n += t.result[k];
+		for (unsigned k = 0; k < TUN_R3_DROPS; k++)
+			drops += t.dropped[k];
+		log_info("tunnel %s: rung 3: %llu connections (%llu upgraded), %llu datagrams to "
+			 "WireGuard, %llu to gateways, %llu dropped",
+			 s->dev.ifname, (unsigned long long)n,
+			 (unsigned long long)t.result[TUN_R3_UPGRADED],
+			 (unsigned long long)t.dgrams[0], (unsigned long long)t.dgrams[1],
+			 (unsigned long long)drops);
+	}
 }
 
 /* GET /lifecycle: "tunnel", when there is one: the interface, how it is
@@ -403,6 +424,15 @@ static void report(const struct etr_conf *c)
 		printf("tunnel %s: listen-port %u, address %s/%u, create %s\n", t->ifname,
 		       (unsigned)t->listen_port, cidr_ip(&t->address, a), t->address.bits,
 		       t->create ? "yes" : "no");
+		/* Rung 3 serves what the SNI listeners hand over. */
+		if (c->nsni)
+			printf(
+			    "tunnel %s: rung 3 per worker: %u connections, %u per source, %u per "
+			    "token, messages of %u bytes, backlog %u bytes, handshake-timeout "
+			    "%llu ms, idle-timeout %llu ms\n",
+			    t->ifname, t->r3.conns, t->r3.per_source, t->r3.per_token,
+			    t->r3.max_msg, t->r3.backlog, (unsigned long long)t->r3.handshake_ms,
+			    (unsigned long long)t->r3.idle_ms);
 	}
 }
 

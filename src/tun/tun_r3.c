@@ -14,6 +14,7 @@
 #include "net.h"
 #include "r3conn.h"
 #include "ref.h"
+#include "stats.h"
 #include "tun_cert.h"
 
 /* A connection's ref: index (16 bits), generation (7), side (1: its
@@ -23,7 +24,7 @@
 #define R3_SIDE_U   (1u << (R3_IDX_BITS + R3_GEN_BITS))
 #define R3_NONE	    UINT32_MAX
 _Static_assert(REF_FITS(R3_IDX_BITS, R3_GEN_BITS + 1, ENDPOINT_REF_BITS), "ref layout");
-_Static_assert(TUN_R3_CONNS < (1u << R3_IDX_BITS), "connection index bits");
+_Static_assert(TUN_R3_CONNS_MAX < (1u << R3_IDX_BITS), "connection index bits");
 _Static_assert(TUN_R3_MSG >= WS_MSG_MIN && TUN_R3_MSG <= WS_MSG_MAX, "message bounds");
 
 /* A slot's states: OPEN (TLS, the upgrade, then datagrams; closing once
@@ -31,14 +32,114 @@ _Static_assert(TUN_R3_MSG >= WS_MSG_MIN && TUN_R3_MSG <= WS_MSG_MAX, "message bo
  * still sends from its TLS session: freed at that send's on_sent). */
 enum { S_FREE, S_OPEN, S_GONE };
 
-/* The connection's memory besides OpenSSL's: taken at the hand-over. */
+/* The connection's memory besides OpenSSL's: taken at the hand-over, its
+ * message buffer rung3-max-message bytes. */
 struct r3mem {
 	struct r3conn c;
 	char host[TLS_CERT_NAME_MAX];
-	uint8_t msg[TUN_R3_MSG];
+	uint8_t msg[];
 };
 
 static const struct udpws_tokens no_tokens = {NULL, 0};
+
+const char *tun_r3_result_name(enum tun_r3_result r)
+{
+	static const char *const names[TUN_R3_RESULTS] = {
+	    [TUN_R3_UPGRADED] = "upgraded",	  [TUN_R3_NO_CERT] = "no_certificate",
+	    [TUN_R3_LIMIT_TOTAL] = "limit_total", [TUN_R3_LIMIT_SOURCE] = "limit_source",
+	    [TUN_R3_LIMIT_TOKEN] = "limit_token", [TUN_R3_BAD_UPGRADE] = "bad_upgrade",
+	    [TUN_R3_NO_TOKEN] = "no_token",	  [TUN_R3_BAD_TOKEN] = "bad_token",
+	    [TUN_R3_TLS_FAILED] = "tls_failed",	  [TUN_R3_TIMEOUT] = "timeout",
+	    [TUN_R3_CLOSED] = "closed",		  [TUN_R3_INTERNAL] = "internal",
+	};
+
+	return (unsigned)r < TUN_R3_RESULTS ? names[r] : "unknown";
+}
+
+const char *tun_r3_end_name(enum tun_r3_end e)
+{
+	static const char *const names[TUN_R3_ENDS] = {
+	    [TUN_R3_END_CLIENT] = "client",
+	    [TUN_R3_END_REFUSED] = "refused",
+	    [TUN_R3_END_HANDSHAKE] = "handshake_timeout",
+	    [TUN_R3_END_IDLE] = "idle",
+	    [TUN_R3_END_TOKEN] = "token_gone",
+	    [TUN_R3_END_TOO_BIG] = "too_big",
+	    [TUN_R3_END_ERROR] = "error",
+	    [TUN_R3_END_BANNED] = "banned",
+	    [TUN_R3_END_SHUTDOWN] = "shutdown",
+	};
+
+	return (unsigned)e < TUN_R3_ENDS ? names[e] : "unknown";
+}
+
+const char *tun_r3_drop_name(enum tun_r3_drop d)
+{
+	static const char *const names[TUN_R3_DROPS] = {
+	    [TUN_R3_DROP_WG_SEND] = "wireguard_send",
+	    [TUN_R3_DROP_WG_REFUSED] = "wireguard_refused",
+	    [TUN_R3_DROP_BACKLOG] = "backlog_full",
+	    [TUN_R3_DROP_TOO_BIG] = "too_big",
+	    [TUN_R3_DROP_CLOSING] = "closing",
+	};
+
+	return (unsigned)d < TUN_R3_DROPS ? names[d] : "unknown";
+}
+
+_Static_assert(sizeof(struct tun_r3_stats) % sizeof(uint64_t) == 0, "counters only");
+
+void tun_r3_totals(const struct tun_stats *st, struct tun_r3_stats *out)
+{
+	enum { N = sizeof(*out) / sizeof(uint64_t) };
+	_Atomic uint64_t *o = (_Atomic uint64_t *)(void *)out;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned w = 0; w < STATS_WORKERS_MAX; w++) {
+		const _Atomic uint64_t *v = (const _Atomic uint64_t *)(const void *)st->r3[w];
+
+		for (unsigned k = 0; v && k < N; k++)
+			STAT_SET(o[k], STAT_GET(o[k]) + STAT_GET(v[k]));
+	}
+}
+
+/* Its result, once (the first call counts). */
+static void count_result(struct tun_r3 *w, struct tun_r3_slot *s, enum tun_r3_result r)
+{
+	if (s->counted)
+		return;
+	s->counted = true;
+	STAT_ADD(w->st.result[r], 1);
+}
+
+/* Why it ends: the first reason holds (a close the relay began, then the
+ * client's EOF, is the relay's reason). */
+static void mark(struct tun_r3_slot *s, enum tun_r3_end why)
+{
+	if (s->end == TUN_R3_ENDS)
+		s->end = (uint8_t)why;
+}
+
+/* What the connection's own bytes ended it with (r3conn said R3_CLOSE):
+ * the upgrade refused, TLS or WebSocket broken, a message too big, or the
+ * client's close. */
+static enum tun_r3_end why_closed(const struct r3conn *c)
+{
+	if (c->ws.status && c->ws.status != 101)
+		return TUN_R3_END_REFUSED;
+	if (tls_conn_state(c->tls) == TLS_CONN_FAILED)
+		return TUN_R3_END_ERROR;
+	if (c->ws.status == 101 && c->ws.u.rd.final_ev == WS_EV_ERROR)
+		return c->ws.u.rd.code == WS_CLOSE_TOO_BIG ? TUN_R3_END_TOO_BIG : TUN_R3_END_ERROR;
+	return TUN_R3_END_CLIENT;
+}
+
+/* The result of a refused upgrade, by the status answered. */
+static enum tun_r3_result refused_result(uint16_t status)
+{
+	return status == 401   ? TUN_R3_NO_TOKEN
+	       : status == 403 ? TUN_R3_BAD_TOKEN
+			       : TUN_R3_BAD_UPGRADE;
+}
 
 static uint32_t idx_of(const struct tun_r3 *w, const struct tun_r3_slot *s)
 {
@@ -86,12 +187,23 @@ static void slot_free(struct tun_r3 *w, struct tun_r3_slot *s)
 	w->live--;
 }
 
-/* The one way a connection ends: its sockets closed, its counts given
- * back; its slot waits for a send still with the loop. */
-static void finish(struct tun_r3 *w, struct tun_r3_slot *s)
+/* The one way a connection ends, with why (unless an earlier reason was
+ * marked): its sockets closed, its counts given back, its result (if none
+ * yet) and its end counted; its slot waits for a send still with the
+ * loop. */
+static void finish(struct tun_r3 *w, struct tun_r3_slot *s, enum tun_r3_end why)
 {
 	if (s->state != S_OPEN)
 		return;
+	mark(s, why);
+	if (s->end == TUN_R3_END_HANDSHAKE)
+		count_result(w, s, TUN_R3_TIMEOUT);
+	else if (s->c && tls_conn_state(s->c->tls) == TLS_CONN_FAILED)
+		count_result(w, s, TUN_R3_TLS_FAILED);
+	else
+		count_result(w, s, TUN_R3_CLOSED);
+	STAT_ADD(w->st.ended[s->end], 1);
+	STAT_SET(w->st.open, STAT_GET(w->st.open) - 1);
 	w->ops->timer_cancel(w->loop, &s->timer);
 	if (s->ufd >= 0) {
 		w->ops->del_socket(w->loop, s->ufd, id_of(w, s, true));
@@ -122,23 +234,24 @@ static bool kick(struct tun_r3 *w, struct tun_r3_slot *s)
 	n = tls_conn_pending_out(s->c->tls, &p);
 	if (n) {
 		if (w->ops->stream_send(w->loop, s->fd, p, n, id_of(w, s, false)) < 0) {
-			finish(w, s);
+			finish(w, s, TUN_R3_END_ERROR);
 			return false;
 		}
 		s->sending = true;
 		return true;
 	}
 	if (s->closing) {
-		finish(w, s);
+		finish(w, s, TUN_R3_END_ERROR); /* its reason was marked with closing */
 		return false;
 	}
 	return true;
 }
 
-/* The connection ends once its last bytes left, at most TUN_R3_LINGER
- * from now. */
-static void set_closing(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
+/* The connection ends (why) once its last bytes left, at most
+ * TUN_R3_LINGER from now. */
+static void set_closing(struct tun_r3 *w, struct tun_r3_slot *s, enum tun_r3_end why, uint64_t now)
 {
+	mark(s, why);
 	if (s->closing)
 		return;
 	s->closing = true;
@@ -147,15 +260,16 @@ static void set_closing(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 
 /* Close from the relay's side: a close frame (code) when open, TLS's
  * close_notify, then the connection once they left (or TUN_R3_LINGER). */
-static void close_with(struct tun_r3 *w, struct tun_r3_slot *s, uint16_t code, uint64_t now)
+static void close_with(struct tun_r3 *w, struct tun_r3_slot *s, uint16_t code, enum tun_r3_end why,
+		       uint64_t now)
 {
 	if (s->closing)
 		return;
 	r3conn_close(s->c, code);
-	set_closing(w, s, now);
+	set_closing(w, s, why, now);
 }
 
-/* The upgrade let a token in: counted under it (TUN_R3_PER_TOKEN), and the
+/* The upgrade let a token in: counted under it (rung3-max-per-token), and the
  * connection's socket to WireGuard. False: closed. */
 static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 {
@@ -163,12 +277,13 @@ static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 	int fd;
 
 	if (t < 0 || !w->per_token || (size_t)t >= w->set->t.n) {
-		close_with(w, s, WS_CLOSE_INTERNAL, now);
+		count_result(w, s, TUN_R3_INTERNAL);
+		close_with(w, s, WS_CLOSE_INTERNAL, TUN_R3_END_ERROR, now);
 		return false;
 	}
-	if (w->per_token[t] >= TUN_R3_PER_TOKEN) {
-		w->count[TUN_R3_TOKEN_FULL]++;
-		close_with(w, s, WS_CLOSE_POLICY, now);
+	if (w->per_token[t] >= w->lim.per_token) {
+		count_result(w, s, TUN_R3_LIMIT_TOKEN);
+		close_with(w, s, WS_CLOSE_POLICY, TUN_R3_END_REFUSED, now);
 		return false;
 	}
 	fd = net_connect_udp(&w->wg);
@@ -177,14 +292,16 @@ static bool admit(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 			close(fd);
 		log_debug("tunnel: rung 3: a socket to WireGuard: %s",
 			  strerror(fd < 0 ? -fd : EIO));
-		close_with(w, s, WS_CLOSE_INTERNAL, now);
+		count_result(w, s, TUN_R3_INTERNAL);
+		close_with(w, s, WS_CLOSE_INTERNAL, TUN_R3_END_ERROR, now);
 		return false;
 	}
+	count_result(w, s, TUN_R3_UPGRADED);
 	s->ufd = fd;
 	s->token = t;
 	s->admitted = true;
 	w->per_token[t]++;
-	w->ops->timer_set(w->loop, &s->timer, s->last + TUN_R3_IDLE);
+	w->ops->timer_set(w->loop, &s->timer, s->last + w->idle_ns);
 	return true;
 }
 
@@ -199,7 +316,9 @@ static void work(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 		enum r3_ev ev = r3conn_next(s->c, tokset(w), &dg, &len);
 
 		if (ev == R3_CLOSE) {
-			set_closing(w, s, now);
+			if (!s->admitted && s->c->ws.status && s->c->ws.status != 101)
+				count_result(w, s, refused_result(s->c->ws.status));
+			set_closing(w, s, why_closed(s->c), now);
 			break;
 		}
 		if (!s->admitted && !s->closing && s->c->ws.state == UDPWS_OPEN &&
@@ -209,10 +328,12 @@ static void work(struct tun_r3 *w, struct tun_r3_slot *s, uint64_t now)
 			break;
 		if (s->closing || !s->admitted)
 			continue; /* closed by the relay: read to the end, drop */
-		if (w->ops->send(w->loop, s->ufd, NULL, 0, dg, len, id_of(w, s, true)) == 0)
-			w->count[TUN_R3_DG_IN]++;
-		else
-			w->count[TUN_R3_DROP_WG]++;
+		if (w->ops->send(w->loop, s->ufd, NULL, 0, dg, len, id_of(w, s, true)) == 0) {
+			STAT_ADD(w->st.dgrams[0], 1);
+			STAT_ADD(w->st.bytes[0], len);
+		} else {
+			STAT_ADD(w->st.dropped[TUN_R3_DROP_WG_SEND], 1);
+		}
 	}
 }
 
@@ -222,7 +343,7 @@ static bool read_next(struct tun_r3 *w, struct tun_r3_slot *s)
 	if (s->reading || s->closing)
 		return true;
 	if (w->ops->stream_read(w->loop, s->fd, id_of(w, s, false)) < 0) {
-		finish(w, s);
+		finish(w, s, TUN_R3_END_ERROR);
 		return false;
 	}
 	s->reading = true;
@@ -237,7 +358,8 @@ static void feed(struct tun_r3 *w, struct tun_r3_slot *s, const uint8_t *p, size
 		size_t take = n - off < R3_PLAIN ? n - off : R3_PLAIN;
 
 		if (r3conn_feed(s->c, p + off, take) < 0) {
-			set_closing(w, s, now); /* its alert, if any, is pending_out's */
+			/* Its alert, if any, is pending_out's. */
+			set_closing(w, s, TUN_R3_END_ERROR, now);
 			break;
 		}
 		off += take;
@@ -257,7 +379,7 @@ static void on_stream(void *obj, uint32_t ref, struct loop_dgram *d)
 		return;
 	s->reading = false;
 	if (d->len == 0) { /* the client's EOF: nothing more can reach it */
-		finish(w, s);
+		finish(w, s, TUN_R3_END_CLIENT);
 		return;
 	}
 	s->last = d->now;
@@ -278,7 +400,7 @@ static void on_sent(void *obj, uint32_t ref, int res)
 		return;
 	}
 	if (res < 0) {
-		finish(w, s);
+		finish(w, s, TUN_R3_END_ERROR);
 		return;
 	}
 	tls_conn_out_done(s->c->tls, (size_t)res);
@@ -295,11 +417,11 @@ static void on_recv_error(void *obj, uint32_t ref, int err)
 	if (!s || s->state != S_OPEN)
 		return;
 	if (udp) { /* WireGuard's port refused (not up yet): the client retries */
-		w->count[TUN_R3_WG_ERROR]++;
+		STAT_ADD(w->st.dropped[TUN_R3_DROP_WG_REFUSED], 1);
 		return;
 	}
 	s->reading = false;
-	finish(w, s);
+	finish(w, s, TUN_R3_END_ERROR);
 }
 
 /* A datagram from WireGuard, to the client as one binary message. */
@@ -309,13 +431,25 @@ static void on_dgram(void *obj, uint32_t ref, struct loop_dgram *d)
 	bool udp;
 	struct tun_r3_slot *s = deref(w, ref, &udp);
 
-	if (!s || !udp || s->state != S_OPEN || s->closing || d->truncated)
+	if (!s || !udp || s->state != S_OPEN)
 		return;
-	if (r3conn_send(s->c, d->data, d->len) < 0) {
-		w->count[TUN_R3_DROP_SLOW]++;
+	if (s->closing) {
+		STAT_ADD(w->st.dropped[TUN_R3_DROP_CLOSING], 1);
 		return;
 	}
-	w->count[TUN_R3_DG_OUT]++;
+	if (d->truncated || d->len > w->lim.max_msg) {
+		STAT_ADD(w->st.dropped[TUN_R3_DROP_TOO_BIG], 1);
+		return;
+	}
+	/* The TLS session's own bound is TLS_CONN_OUT_MAX; rung3-max-backlog
+	 * may be lower. */
+	if (tls_conn_out_bytes(s->c->tls) >= w->lim.backlog ||
+	    r3conn_send(s->c, d->data, d->len) < 0) {
+		STAT_ADD(w->st.dropped[TUN_R3_DROP_BACKLOG], 1);
+		return;
+	}
+	STAT_ADD(w->st.dgrams[1], 1);
+	STAT_ADD(w->st.bytes[1], d->len);
 	kick(w, s);
 }
 
@@ -329,16 +463,16 @@ static void on_timer(void *obj, uint32_t ref, uint64_t now)
 	if (!s || s->state != S_OPEN)
 		return;
 	if (s->closing) { /* its last bytes did not leave in TUN_R3_LINGER */
-		finish(w, s);
+		finish(w, s, TUN_R3_END_ERROR);
 		return;
 	}
-	due = s->admitted ? s->last + TUN_R3_IDLE : s->start + TUN_R3_UPGRADE;
+	due = s->admitted ? s->last + w->idle_ns : s->start + w->upgrade_ns;
 	if (now < due) {
 		w->ops->timer_set(w->loop, &s->timer, due);
 		return;
 	}
-	w->count[TUN_R3_IDLE_END]++;
-	close_with(w, s, WS_CLOSE_GOING_AWAY, now);
+	close_with(w, s, WS_CLOSE_GOING_AWAY, s->admitted ? TUN_R3_END_IDLE : TUN_R3_END_HANDSHAKE,
+		   now);
 	kick(w, s);
 }
 
@@ -352,19 +486,38 @@ static const struct endpoint_ops r3_ops = {
     .on_stream = on_stream,
 };
 
-int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
-		uint16_t wg_port, uint32_t nconns)
+/* The bounds the rung3-* keys check (tun_conf.c), again: a caller's
+ * limits never size a table past them. */
+static bool limits_ok(const struct tun_r3_limits *l)
 {
+	return l->conns >= 1 && l->conns <= TUN_R3_CONNS_MAX && l->per_source >= 1 &&
+	       l->per_source <= TUN_R3_CONNS_MAX && l->per_token >= 1 &&
+	       l->per_token <= TUN_R3_CONNS_MAX && l->max_msg >= WS_MSG_MIN &&
+	       l->max_msg <= WS_MSG_MAX && l->backlog >= TUN_R3_BACKLOG_MIN &&
+	       l->backlog <= TUN_R3_BACKLOG && l->handshake_ms >= TUN_R3_UPGRADE_MS_MIN &&
+	       l->handshake_ms <= TUN_R3_UPGRADE_MS_MAX && l->idle_ms >= TUN_R3_IDLE_MS_MIN &&
+	       l->idle_ms <= TUN_R3_IDLE_MS_MAX;
+}
+
+int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
+		uint16_t wg_port, const struct tun_r3_limits *lim)
+{
+	uint32_t nconns;
+
 	memset(w, 0, sizeof(*w));
-	if (nconns == 0 || nconns > TUN_R3_CONNS)
+	if (!limits_ok(lim))
 		return -EINVAL;
+	w->lim = *lim;
+	w->upgrade_ns = lim->handshake_ms * NS_PER_MS;
+	w->idle_ns = lim->idle_ms * NS_PER_MS;
+	nconns = lim->conns;
 	w->cert = cert;
 	w->tokens = tokens;
 	w->wg.in.sin_family = AF_INET;
 	w->wg.in.sin_port = htons(wg_port);
 	w->wg.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	w->conns = calloc(nconns, sizeof(*w->conns));
-	if (!w->conns || srctab_init(&w->src, nconns, TUN_R3_PER_SOURCE, 0) < 0) {
+	if (!w->conns || srctab_init(&w->src, nconns, lim->per_source, 0) < 0) {
 		free(w->conns);
 		w->conns = NULL;
 		return -ENOMEM;
@@ -419,8 +572,7 @@ void tun_r3_tokens(struct tun_r3 *w)
 		t = tun_token_remap(old ? &old->t : NULL, s->token, ns ? &ns->t : NULL);
 		if (t < 0) {
 			s->admitted = false; /* its count goes with the old set */
-			w->count[TUN_R3_TOKEN_GONE]++;
-			close_with(w, s, WS_CLOSE_POLICY, now);
+			close_with(w, s, WS_CLOSE_POLICY, TUN_R3_END_TOKEN, now);
 			if (w->attached)
 				kick(w, s);
 			continue;
@@ -445,28 +597,29 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 		return -ENOTCONN;
 	tun_r3_tokens(w);
 	if (w->free_head == R3_NONE) {
-		w->count[TUN_R3_FULL]++;
+		STAT_ADD(w->st.result[TUN_R3_LIMIT_TOTAL], 1);
 		return -ENOSPC;
 	}
 	if (!srctab_take(&w->src, peer)) {
-		w->count[TUN_R3_SOURCE]++;
+		STAT_ADD(w->st.result[TUN_R3_LIMIT_SOURCE], 1);
 		return -EBUSY;
 	}
-	m = calloc(1, sizeof(*m));
+	m = calloc(1, sizeof(*m) + w->lim.max_msg);
 	if (!m || !tun_cert_name(w->cert, (int64_t)time(NULL), m->host) ||
-	    r3conn_init(&m->c, &w->cert->tls, m->host, m->msg, sizeof(m->msg)) < 0) {
+	    r3conn_init(&m->c, &w->cert->tls, m->host, m->msg, w->lim.max_msg) < 0) {
 		if (m)
 			r3conn_free(&m->c); /* nothing, or a session made before a failure */
 		free(m);
 		srctab_put(&w->src, peer);
-		w->count[TUN_R3_NO_CERT]++;
+		STAT_ADD(w->st.result[TUN_R3_NO_CERT], 1);
 		return -ENOENT;
 	}
 	s = &w->conns[w->free_head];
 	w->free_head = s->next_free;
 	w->live++;
 	s->state = S_OPEN;
-	s->reading = s->sending = s->closing = s->admitted = false;
+	s->reading = s->sending = s->closing = s->admitted = s->counted = false;
+	s->end = TUN_R3_ENDS;
 	s->fd = fd;
 	s->ufd = -1;
 	s->token = -1;
@@ -474,8 +627,8 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 	s->start = s->last = now;
 	s->c = &m->c;
 	s->timer.id = id_of(w, s, false);
-	w->count[TUN_R3_TAKEN]++;
-	w->ops->timer_set(w->loop, &s->timer, now + TUN_R3_UPGRADE);
+	STAT_ADD(w->st.open, 1);
+	w->ops->timer_set(w->loop, &s->timer, now + w->upgrade_ns);
 	feed(w, s, pre, len, now);
 	return 0;
 }
@@ -484,13 +637,13 @@ void tun_r3_bans(struct tun_r3 *w, const struct banlist *b)
 {
 	for (uint32_t k = 0; k < w->nconns && w->attached && b; k++)
 		if (w->conns[k].state == S_OPEN && banlist_match(b, &w->conns[k].peer))
-			finish(w, &w->conns[k]);
+			finish(w, &w->conns[k], TUN_R3_END_BANNED);
 }
 
 void tun_r3_shutdown(struct tun_r3 *w)
 {
 	for (uint32_t k = 0; k < w->nconns && w->attached; k++)
-		finish(w, &w->conns[k]);
+		finish(w, &w->conns[k], TUN_R3_END_SHUTDOWN);
 }
 
 void tun_r3_close(struct tun_r3 *w)

@@ -18,55 +18,132 @@
 
 #include "addr.h"
 #include "banlist.h"
+#include "config.h"
 #include "endpoint.h"
 #include "loop.h"
 #include "srctab.h"
+#include "tls_server.h"
 #include "tun_tokens.h"
 
 struct tun_cert;
 struct r3conn;
 
-/* Connections a worker holds at once. */
-#define TUN_R3_CONNS 256
-/* Per worker: connections of one source (an IPv4 address, an IPv6 /64;
- * srctab's multiples above it) and of one token (a gateway needs one; a
- * few more for a reconnect that overlaps the old connection's end). */
+/* The defaults of struct tun_r3_limits (config.h; the rung3-* keys of
+ * [tunnel]) and their bounds. Connections a worker holds at once (at most
+ * TUN_R3_CONNS_MAX: each may hold about 340 KiB and its message, see
+ * man 5). Per worker: connections of one source (an IPv4 address, an IPv6
+ * /64; srctab's multiples above it) and of one token (a gateway needs one;
+ * a few more for a reconnect that overlaps the old connection's end). */
+#define TUN_R3_CONNS	  256
+#define TUN_R3_CONNS_MAX  4096
 #define TUN_R3_PER_SOURCE 8
 #define TUN_R3_PER_TOKEN  4
 /* The largest message (one WireGuard datagram): an MTU of 2016 and
- * WireGuard's 32 bytes. */
+ * WireGuard's 32 bytes; WS_MSG_MIN to WS_MSG_MAX. */
 #define TUN_R3_MSG 2048
+/* The ciphertext a connection may hold for a slow client before a
+ * datagram from WireGuard is dropped: at most the TLS session's own bound
+ * (TLS_CONN_OUT_MAX), at least a few records. */
+#define TUN_R3_BACKLOG	   TLS_CONN_OUT_MAX
+#define TUN_R3_BACKLOG_MIN 4096
 /* TLS and the upgrade must be done within this; then a connection with
- * nothing from its client for TUN_R3_IDLE ends (WireGuard drops a session
- * after 3 minutes without a handshake: a tunnel quiet that long carries
- * nothing). A closing connection's last bytes wait at most TUN_R3_LINGER. */
-#define TUN_R3_UPGRADE (10 * NS_PER_SEC)
-#define TUN_R3_IDLE    (180 * NS_PER_SEC)
-#define TUN_R3_LINGER  (2 * NS_PER_SEC)
+ * nothing from its client for the idle time ends (WireGuard drops a
+ * session after 3 minutes without a handshake: a tunnel quiet that long
+ * carries nothing). In ms, as the keys are. A closing connection's last
+ * bytes wait at most TUN_R3_LINGER. */
+#define TUN_R3_UPGRADE_MS     10000
+#define TUN_R3_UPGRADE_MS_MIN 1000
+#define TUN_R3_UPGRADE_MS_MAX 300000
+#define TUN_R3_IDLE_MS	      180000
+#define TUN_R3_IDLE_MS_MIN    10000
+#define TUN_R3_IDLE_MS_MAX    86400000
+#define TUN_R3_LINGER	      (2 * NS_PER_SEC)
 
-/* Why a hand-over or a connection was refused or a datagram dropped
- * (counted; /metrics does not show them yet). */
-enum tun_r3_count {
-	TUN_R3_TAKEN,	   /* connections taken over */
-	TUN_R3_NO_CERT,	   /* refused: no certificate in force */
-	TUN_R3_FULL,	   /* refused: TUN_R3_CONNS held */
-	TUN_R3_SOURCE,	   /* refused: its source holds TUN_R3_PER_SOURCE */
-	TUN_R3_TOKEN_FULL, /* closed after the upgrade: its token holds TUN_R3_PER_TOKEN */
-	TUN_R3_TOKEN_GONE, /* closed: its token left the set */
-	TUN_R3_IDLE_END,   /* closed: the upgrade's or the idle time */
-	TUN_R3_DG_IN,	   /* datagrams to WireGuard */
-	TUN_R3_DG_OUT,	   /* datagrams from WireGuard to a client */
-	TUN_R3_DROP_WG,	   /* to WireGuard: no copy buffer (the loop refused) */
-	TUN_R3_DROP_SLOW,  /* from WireGuard: the client's backlog is full */
-	TUN_R3_WG_ERROR,   /* a receive error on a WireGuard socket */
-	TUN_R3_COUNTS
+/* The defaults (tun_conf's, the tests'). */
+static inline void tun_r3_limits_default(struct tun_r3_limits *l)
+{
+	*l = (struct tun_r3_limits){.conns = TUN_R3_CONNS,
+				    .per_source = TUN_R3_PER_SOURCE,
+				    .per_token = TUN_R3_PER_TOKEN,
+				    .max_msg = TUN_R3_MSG,
+				    .backlog = TUN_R3_BACKLOG,
+				    .handshake_ms = TUN_R3_UPGRADE_MS,
+				    .idle_ms = TUN_R3_IDLE_MS};
+}
+
+/* What became of a connection handed over, counted once each
+ * (etrelay_tunnel_rung3_connections_total{result}). */
+enum tun_r3_result {
+	TUN_R3_UPGRADED,     /* let in: its token in the set, its socket to WireGuard */
+	TUN_R3_NO_CERT,	     /* refused at the hand-over: no certificate in force */
+	TUN_R3_LIMIT_TOTAL,  /* refused at the hand-over: rung3-max-connections held */
+	TUN_R3_LIMIT_SOURCE, /* refused at the hand-over: its source holds rung3-max-per-source */
+	TUN_R3_LIMIT_TOKEN,  /* closed after the upgrade (1008): its token holds rung3-max-per-token
+			      */
+	TUN_R3_BAD_UPGRADE,  /* the upgrade refused: 400, 404, 426, 431 */
+	TUN_R3_NO_TOKEN,     /* 401: no Authorization: Bearer, or a malformed one */
+	TUN_R3_BAD_TOKEN,    /* 403: a token not in the set */
+	TUN_R3_TLS_FAILED,   /* TLS failed: a bad handshake or record */
+	TUN_R3_TIMEOUT,	     /* TLS and the upgrade not done in rung3-handshake-timeout */
+	TUN_R3_CLOSED,	 /* ended before its upgrade otherwise: the client left, a ban, the exit */
+	TUN_R3_INTERNAL, /* no socket to WireGuard (1011) */
+	TUN_R3_RESULTS
 };
+
+/* Why a connection taken ended, counted once each
+ * (etrelay_tunnel_rung3_connections_ended_total{reason}). */
+enum tun_r3_end {
+	TUN_R3_END_CLIENT,    /* the gateway's close frame, close_notify or EOF */
+	TUN_R3_END_REFUSED,   /* the upgrade refused, or its token's limit */
+	TUN_R3_END_HANDSHAKE, /* rung3-handshake-timeout */
+	TUN_R3_END_IDLE,      /* rung3-idle-timeout (1001) */
+	TUN_R3_END_TOKEN,     /* its token left the set (1008) */
+	TUN_R3_END_TOO_BIG,   /* a message over rung3-max-message (1009) */
+	TUN_R3_END_ERROR,     /* TLS or WebSocket broken, a reset, a failed read or send */
+	TUN_R3_END_BANNED,    /* a ban list in force holds its source */
+	TUN_R3_END_SHUTDOWN,  /* the relay's exit */
+	TUN_R3_ENDS
+};
+
+/* Datagrams not carried (etrelay_tunnel_rung3_dropped_total{reason}). */
+enum tun_r3_drop {
+	TUN_R3_DROP_WG_SEND,	/* to WireGuard: the loop refused the send (no copy buffer) */
+	TUN_R3_DROP_WG_REFUSED, /* to WireGuard: its port refused one (not up: ICMP) */
+	TUN_R3_DROP_BACKLOG,	/* to the client: its backlog (rung3-max-backlog) is full */
+	TUN_R3_DROP_TOO_BIG,	/* to the client: over rung3-max-message */
+	TUN_R3_DROP_CLOSING,	/* to the client: its connection is closing */
+	TUN_R3_DROPS
+};
+
+/* Names for logs and metric labels. */
+const char *tun_r3_result_name(enum tun_r3_result r);
+const char *tun_r3_end_name(enum tun_r3_end e);
+const char *tun_r3_drop_name(enum tun_r3_drop d);
+
+/* A worker's counters, written by its thread, read by the ops thread
+ * (stats.h's rules): every field an _Atomic uint64_t, so that
+ * tun_r3_totals sums them as one array. */
+struct tun_r3_stats {
+	_Atomic uint64_t result[TUN_R3_RESULTS];
+	_Atomic uint64_t ended[TUN_R3_ENDS];
+	_Atomic uint64_t dropped[TUN_R3_DROPS];
+	_Atomic uint64_t dgrams[2]; /* [0] to WireGuard, [1] to the client */
+	_Atomic uint64_t bytes[2];  /* their payload (no WebSocket or TLS framing) */
+	_Atomic uint64_t open;	    /* connections taken and not ended */
+};
+
+/* Every worker's counters of st (struct tun_stats's r3[]) summed into
+ * out. */
+struct tun_stats;
+void tun_r3_totals(const struct tun_stats *st, struct tun_r3_stats *out);
 
 /* A connection's slot. */
 struct tun_r3_slot {
 	uint8_t state, gen;
+	uint8_t end; /* why it ends (enum tun_r3_end), TUN_R3_ENDS: not yet known */
 	bool reading, sending, closing, admitted;
-	int fd, ufd; /* the client's stream; the socket to WireGuard, -1 */
+	bool counted; /* its result counted */
+	int fd, ufd;  /* the client's stream; the socket to WireGuard, -1 */
 	uint32_t next_free;
 	long token; /* its index in the worker's set, once admitted */
 	union etr_sockaddr peer;
@@ -88,16 +165,18 @@ struct tun_r3 {
 	uint32_t *per_token;   /* connections by token of set */
 	union etr_sockaddr wg; /* the local WireGuard port */
 	struct srctab src;
+	struct tun_r3_limits lim;
+	uint64_t upgrade_ns, idle_ns;
 	struct tun_r3_slot *conns;
 	uint32_t nconns, free_head, live;
-	uint64_t count[TUN_R3_COUNTS];
+	struct tun_r3_stats st; /* struct tun_stats's r3[] points here */
 };
 
 /* A worker's rung 3 on cert's context and names, tokens' set, the
- * WireGuard port wg_port on loopback, nconns connections at most. 0 or
- * -errno. */
+ * WireGuard port wg_port on loopback, within lim (copied). 0, or -EINVAL
+ * for a limit out of its bounds, -ENOMEM. */
 int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
-		uint16_t wg_port, uint32_t nconns);
+		uint16_t wg_port, const struct tun_r3_limits *lim);
 int tun_r3_attach(struct tun_r3 *w, const struct loop_ops *ops, struct loop *loop,
 		  struct endpoint_table *ep);
 

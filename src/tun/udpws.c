@@ -82,6 +82,7 @@ static enum udpws_ev upgrade_done(struct udpws *u, const struct udpws_tokens *t,
 	}
 	len = ws_up_answer(&u->u.up, r, (char *)u->out, sizeof(u->out));
 	out->status = ws_up_status(r);
+	u->status = (uint16_t)out->status;
 	out->data = u->out;
 	out->len = len > 0 ? (size_t)len : 0;
 	/* The token is not kept past its check. */

@@ -53,8 +53,9 @@ enum udpws_state { UDPWS_UPGRADE, UDPWS_OPEN, UDPWS_CLOSED };
 
 /* A connection: about 1.6 KB and the message buffer the caller gives. */
 struct udpws {
-	uint8_t state; /* enum udpws_state */
-	long token;    /* its index in the set it was found in; -1 before */
+	uint8_t state;	 /* enum udpws_state */
+	uint16_t status; /* the upgrade's answer (101, or a refusal's); 0 before */
+	long token;	 /* its index in the set it was found in; -1 before */
 	union {
 		struct ws_upgrade up; /* UDPWS_UPGRADE */
 		struct ws_reader rd;  /* UDPWS_OPEN */

@@ -20,6 +20,7 @@ wireguard-go, wg or /usr/bin/python3's websockets."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,6 +39,7 @@ def rung3_carries_a_gateway(ctx):
     wg_port = H.free_udp_port()
     sni_port = H.free_tcp_port()
     bridge_port = H.free_udp_port()
+    ops_port = H.free_tcp_port()
     conf = os.path.join(tmp, "etrelay.conf")
     with open(conf, "w") as f:
         f.write(tunnel_conf(ifname, wg_port) +
@@ -49,7 +51,8 @@ def rung3_carries_a_gateway(ctx):
     gw = Gateway(ctx, ns)
     cp.set(cert=signer, wg_peers=[{"publicKey": gw.pub, "allowedIps": ["10.8.0.2/32"]}],
            tunnel_tokens=[TOKEN, "another-gateway"])
-    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state))
+    relay = start_relay(ctx, ns, env, "-c", conf, *control_args(cp, state),
+                        "--ops-listen", f"127.0.0.1:{ops_port}")
     pub = public_key(relay, ifname, wg_port)
     relay.wait_for_line(rf"tunnel certificate for {re.escape(NAME)} in force", T(5),
                         what="the tunnel certificate")
@@ -89,6 +92,7 @@ def rung3_carries_a_gateway(ctx):
     if out != "closed 1008":
         raise H.TestFailure(f"the bridge after its token left: {out!r}, expected 'closed 1008'")
     ctx.check_relays_alive()
+    rung3_metrics_moved(ns, ops_port)
 
 
 def served_at_once(ctx):
@@ -121,6 +125,53 @@ def served_at_once(ctx):
 
 def test(ctx):
     H.run_parts(ctx, [rung3_carries_a_gateway, served_at_once])
+
+
+def rung3_metrics_moved(ns, ops_port):
+    """/metrics (the ops plane in the relay's namespace) after the gateway's
+    life above: rung 3's families moved, every worker summed; once the
+    connections ended, each taken one is counted once by result and once
+    by end."""
+    def scrape():
+        r = subprocess.run(ns.wrapper() + ["curl", "-sS", "--max-time", "5",
+                                           f"http://127.0.0.1:{ops_port}/metrics"],
+                           capture_output=True, text=True, timeout=T(10))
+        if r.returncode != 0:
+            raise H.TestFailure(f"curl /metrics in the relay's namespace: {r.stderr.strip()}")
+        return H.parse_metrics(r.stdout)
+
+    def v(s, name, **labels):
+        return H.metric_value(s, name, **labels) or 0
+
+    def taken(s):  # results less the refusals at the hand-over (no end)
+        return v(s, "etrelay_tunnel_rung3_connections_total") - sum(
+            v(s, "etrelay_tunnel_rung3_connections_total", result=r)
+            for r in ("no_certificate", "limit_total", "limit_source"))
+
+    def settled():
+        s = scrape()
+        if v(s, "etrelay_tunnel_rung3_connections") == 0 and \
+                taken(s) == v(s, "etrelay_tunnel_rung3_connections_ended_total"):
+            return s
+        return None
+    s = H.wait_until(settled, T(5), "rung 3's connections ended, each counted once",
+                     interval=0.2)
+    # A WireGuard handshake message is 148 bytes, its answer 92.
+    for name, labels, least in (
+            ("etrelay_tunnel_rung3_connections_total", {"result": "upgraded"}, 1),
+            ("etrelay_tunnel_rung3_connections_total", {"result": "bad_token"}, 1),
+            ("etrelay_tunnel_rung3_connections_total", {"result": "bad_upgrade"}, 1),
+            ("etrelay_tunnel_rung3_connections_ended_total", {"reason": "token_gone"}, 1),
+            ("etrelay_tunnel_rung3_connections_ended_total", {"reason": "refused"}, 2),
+            ("etrelay_tunnel_rung3_datagrams_total", {"direction": "to_wireguard"}, 2),
+            ("etrelay_tunnel_rung3_datagrams_total", {"direction": "to_client"}, 2),
+            ("etrelay_tunnel_rung3_bytes_total", {"direction": "to_wireguard"}, 148),
+            ("etrelay_tunnel_rung3_bytes_total", {"direction": "to_client"}, 92)):
+        got = v(s, name, **labels)
+        if got < least:
+            raise H.TestFailure(f"{name}{labels}: {got:g}, expected at least {least}")
+    if v(s, "etrelay_tunnel_rung3_connections_total", result="bad_token") != 1:
+        raise H.TestFailure("bad_token counted other than once for the one wrong token")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include "control_conf.h"
 #include "relay_conf.h"
 #include "sni_conf.h"
+#include "tun_r3.h"
 #include "turn_conf.h"
 
 /* The name config files are loaded under, as in "t.conf:3: ...". */
@@ -4020,6 +4021,92 @@ static void test_config_tunnel_errors_name_the_line_of_their_key(void **state)
 	    strstr(e.text, "t.conf:6: tunnel: listen-port 51821 is the port of game relay"));
 }
 
+/* Rung 3's limits: [tunnel] keys whose defaults are the worker's
+ * constants; a value out of its range is refused at its line, with the
+ * range (-t and a start parse alike); the quick-start tunnel has no
+ * --wg- option for them. */
+static void test_config_tunnel_rung3_limits_default_and_refuse_out_of_range(void **state)
+{
+	static struct etr_conf c;
+	struct conf_errors e;
+	const struct tun_r3_limits *l = &c.tunnel[0].r3;
+
+	(void)state;
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n", NOARGS), 0);
+	assert_int_equal(l->conns, TUN_R3_CONNS);
+	assert_int_equal(l->conns, 256);
+	assert_int_equal(l->per_source, 8);
+	assert_int_equal(l->per_token, 4);
+	assert_int_equal(l->max_msg, 2048);
+	assert_int_equal(l->backlog, 65536);
+	assert_int_equal(l->handshake_ms, 10000);
+	assert_int_equal(l->idle_ms, 180000);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+			     "rung3-max-connections 4096\nrung3-max-per-source 1\n"
+			     "rung3-max-per-token 2\nrung3-max-message 64k\n"
+			     "rung3-handshake-timeout 2s\nrung3-idle-timeout 1h\n",
+			     NOARGS),
+			 -1);
+	/* 64k is 65536, one past WebSocket's 16-bit length. */
+	assert_errors(&e, 1);
+	assert_err_line(&e, "t.conf:7: rung3-max-message: invalid value '64k'", "1312 to 65535",
+			NULL);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+			     "rung3-max-connections 4096\nrung3-max-per-source 1\n"
+			     "rung3-max-per-token 2\nrung3-max-message 1312\n"
+			     "rung3-handshake-timeout 2s\nrung3-idle-timeout 1h\n"
+			     "rung3-max-backlog 8k\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(l->backlog, 8192);
+	assert_int_equal(l->conns, 4096);
+	assert_int_equal(l->per_source, 1);
+	assert_int_equal(l->per_token, 2);
+	assert_int_equal(l->max_msg, 1312);
+	assert_int_equal(l->handshake_ms, 2000);
+	assert_int_equal(l->idle_ms, 3600000);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+			     "rung3-max-connections 0\nrung3-max-per-source 4097\n"
+			     "rung3-max-per-token x\nrung3-max-message 1311\n"
+			     "rung3-handshake-timeout 500ms\nrung3-idle-timeout 2d\n"
+			     "rung3-idle-timeout 5s\nrung3-handshake-timeout 6m\n"
+			     "rung3-max-backlog 4095\nrung3-max-backlog 65537\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 10);
+	assert_err_line(&e, "t.conf:12: rung3-max-backlog: invalid value '4095'", "4k to 64k",
+			NULL);
+	assert_err_line(&e, "t.conf:13: rung3-max-backlog: invalid value '65537'", "4k to 64k",
+			NULL);
+	assert_err_line(&e, "t.conf:4: rung3-max-connections: invalid value '0'", "1 to 4096",
+			NULL);
+	assert_err_line(&e, "t.conf:5: rung3-max-per-source: invalid value '4097'", "1 to 4096",
+			NULL);
+	assert_err_line(&e, "t.conf:6: rung3-max-per-token: invalid value 'x'", "1 to 4096", NULL);
+	assert_err_line(&e, "t.conf:7: rung3-max-message: invalid value '1311'", "1312 to 65535",
+			NULL);
+	assert_err_line(&e, "t.conf:8: rung3-handshake-timeout: invalid value '500ms'", "1s to 5m",
+			NULL);
+	assert_err_line(&e, "t.conf:9: rung3-idle-timeout: invalid value '2d'", "10s to 24h", NULL);
+	assert_err_line(&e, "t.conf:10: rung3-idle-timeout: invalid value '5s'", "10s to 24h",
+			NULL);
+	assert_err_line(&e, "t.conf:11: rung3-handshake-timeout: invalid value '6m'", "1s to 5m",
+			NULL);
+	/* The file's only: no quick-start option, and no top-level key. */
+	assert_int_equal(cli(&c, &e,
+			     ARGV("--wg-interface", "wg0", "--wg-address", "10.8.0.1/24",
+				  "--wg-rung3-max-connections", "8")),
+			 -1);
+	assert_int_equal(run(&c, &e,
+			     "wg-interface wg0\nwg-address 10.8.0.1/24\nrung3-max-connections 8\n",
+			     NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "t.conf:3: "));
+}
+
 /* --wg-KEY is KEY of [tunnel] for a quick start: the same checks, named
  * by the option, and checked against the other listeners as a file's
  * [tunnel] is. */
@@ -4260,6 +4347,7 @@ int main(void)
 	    cmocka_unit_test(test_config_tunnel_section_defaults_and_errors_name_their_line),
 	    cmocka_unit_test(test_config_tunnel_errors_name_the_line_of_their_key),
 	    cmocka_unit_test(test_config_wg_options_make_the_quick_start_tunnel),
+	    cmocka_unit_test(test_config_tunnel_rung3_limits_default_and_refuse_out_of_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

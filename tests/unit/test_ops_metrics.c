@@ -20,6 +20,7 @@
 #include "sni.h"
 #include "sni_conf.h"
 #include "turn.h"
+#include "tun_r3.h"
 #include "turn_conf.h"
 #include "xdp.h"
 
@@ -261,6 +262,54 @@ static void test_ops_metrics_sums_the_workers(void **state)
 	assert_line(t, "etrelay_gso_trains_total 5");
 	assert_line(t, "etrelay_game_server_up{relay=\"et1\"} 1");
 	free(t);
+}
+
+/* Rung 3's families: each worker's counters summed, fixed label sets,
+ * with the tunnel serving rung 3 (an SNI listener) only. */
+static void test_ops_metrics_sums_rung3_over_the_workers(void **state)
+{
+	static struct tun_stats tun;
+	static struct tun_r3_stats r0, r1;
+	char *t;
+
+	(void)state;
+	memset(&tun, 0, sizeof(tun));
+	memset(&r0, 0, sizeof(r0));
+	memset(&r1, 0, sizeof(r1));
+	STAT_SET(r0.open, 2);
+	STAT_SET(r1.open, 1);
+	STAT_SET(r0.result[TUN_R3_UPGRADED], 5);
+	STAT_SET(r1.result[TUN_R3_UPGRADED], 6);
+	STAT_SET(r1.result[TUN_R3_BAD_TOKEN], 3);
+	STAT_SET(r0.ended[TUN_R3_END_IDLE], 4);
+	STAT_SET(r1.dgrams[0], 10);
+	STAT_SET(r0.dgrams[1], 7);
+	STAT_SET(r0.bytes[0], 1000);
+	STAT_SET(r1.bytes[0], 24);
+	STAT_SET(r1.dropped[TUN_R3_DROP_BACKLOG], 9);
+	tun.r3[0] = &r0;
+	tun.r3[1] = &r1;
+	tun.r3_on = true;
+	st.nworkers = 2;
+	st.tunnel = &tun;
+	t = render(NULL);
+	assert_line(t, "etrelay_tunnel_rung3_connections 3");
+	assert_line(t, "etrelay_tunnel_rung3_connections_total{result=\"upgraded\"} 11");
+	assert_line(t, "etrelay_tunnel_rung3_connections_total{result=\"bad_token\"} 3");
+	assert_line(t, "etrelay_tunnel_rung3_connections_total{result=\"limit_source\"} 0");
+	assert_line(t, "etrelay_tunnel_rung3_connections_ended_total{reason=\"idle\"} 4");
+	assert_line(t, "etrelay_tunnel_rung3_datagrams_total{direction=\"to_wireguard\"} 10");
+	assert_line(t, "etrelay_tunnel_rung3_datagrams_total{direction=\"to_client\"} 7");
+	assert_line(t, "etrelay_tunnel_rung3_bytes_total{direction=\"to_wireguard\"} 1024");
+	assert_line(t, "etrelay_tunnel_rung3_dropped_total{reason=\"backlog_full\"} 9");
+	free(t);
+	/* A tunnel without an SNI listener has no rung 3, nor its families. */
+	tun.r3_on = false;
+	t = render(NULL);
+	assert_non_null(strstr(t, "etrelay_tunnel_peers "));
+	assert_null(strstr(t, "etrelay_tunnel_rung3"));
+	free(t);
+	st.tunnel = NULL;
 }
 
 static void test_ops_metrics_counts_prbe_by_port_and_result(void **state)
@@ -593,6 +642,7 @@ static struct turn_shared w_turn;
 static struct turn_stats w_turn_stats[CONF_TURN_MAX][W_WORKERS];
 static struct control_stats w_ctl;
 static struct tun_stats w_tun;
+static struct tun_r3_stats w_r3[W_WORKERS];
 static uint64_t w_seq;
 static uint64_t w_xdp[XDP_COUNTS];
 
@@ -818,6 +868,14 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 	for (unsigned r = 0; r < CTL_CERT_RESULTS; r++)
 		w_ctl.cert_requests[r] = next();
 	w_ctl.cert_not_after = 1764450000 + next();
+	/* Rung 3 on every worker, serving with an SNI listener. */
+	for (unsigned w = 0; w < STATS_WORKERS_MAX; w++)
+		w_tun.r3[w] = NULL;
+	for (unsigned w = 0; w < nworkers; w++) {
+		fill_u64s(&w_r3[w], sizeof(w_r3[w]));
+		w_tun.r3[w] = &w_r3[w];
+	}
+	w_tun.r3_on = nsni > 0;
 	return s;
 }
 
@@ -1006,6 +1064,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_ops_metrics_renders_sessions_per_relay, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_metrics_sums_the_workers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_metrics_sums_rung3_over_the_workers, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_metrics_counts_each_direction, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_metrics_counts_prbe_by_port_and_result, setup,
