@@ -240,9 +240,12 @@ def enrolment_backoff(ctx):
     t = [r[0] for r in cp.of(ENROLL)[:6]]
     gaps = [b - a for a, b in zip(t, t[1:])]
     ctx.note(f"enrolment gaps (s): {', '.join(f'{g:.3f}' for g in gaps)}")
-    for g, want in zip(gaps, (0.2, 0.4, 0.8, 0.8, 0.8)):
-        H.check(want - 0.02 <= g <= want + T(0.3),
-                f"enrolment gaps {[round(x, 3) for x in gaps]}: want 0.2, 0.4, 0.8, 0.8, 0.8")
+    # Never early; late by a wake-up on a loaded host at most once (seen:
+    # 0.953 and 1.177 for 0.8 at load 16), and never by a step's worth.
+    late = [g - want for g, want in zip(gaps, (0.2, 0.4, 0.8, 0.8, 0.8))]
+    H.check(min(late) >= -0.02 and sum(x > T(0.3) for x in late) <= 1 and
+            max(late) <= T(0.6),
+            f"enrolment gaps {[round(x, 3) for x in gaps]}: want 0.2, 0.4, 0.8, 0.8, 0.8")
     H.expect_eq(relay.count(r"^control: enrolment failed \(HTTP 503"), 1,
                 "log lines for repeated 503s")
     H.expect_eq(len(cp.of(HEARTBEAT)), 0, "heartbeats before enrolment")
