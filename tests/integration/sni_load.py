@@ -83,9 +83,14 @@ def main():
         return
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    for i in range(uploads):
-        threading.Thread(target=upload, args=(int(line), f"127.0.3.{1 + i % sources}", name,
-                                              stop), daemon=True).start()
+    # The uploads start from a thread of their own: each start() waits for
+    # its thread to run, and beside 190 busy ones on a loaded host the 192
+    # starts took long enough that nothing was printed for 15 s.
+    def start_all():
+        for i in range(uploads):
+            threading.Thread(target=upload, args=(int(line), f"127.0.3.{1 + i % sources}",
+                                                  name, stop), daemon=True).start()
+    threading.Thread(target=start_all, daemon=True).start()
     t0 = time.monotonic()
     end, told = t0 + 120, False
     while not stop.is_set() and time.monotonic() < end:
