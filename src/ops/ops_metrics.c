@@ -643,9 +643,9 @@ static const struct metric metrics[] = {
      .help = "Bytes of those datagrams (without WebSocket or TLS framing), by direction."},
     {"etrelay_tunnel_rung3_dropped_total", COUNTER, TUNNEL_R3, R3(dropped),
      .label = LABEL_ENUM("reason", TUN_R3_DROPS, tun_r3_drop_name_k),
-     .help = "Datagrams rung 3 did not carry, by reason: to WireGuard, wireguard_send (the "
-	     "loop had no send buffer), wireguard_refused (WireGuard's port refused one: not "
-	     "up); to a gateway, backlog_full (rung3-max-backlog of ciphertext already waits "
+     .help = "Datagrams rung 3 did not carry, by reason: to WireGuard, wireguard_send (no "
+	     "send buffer in the loop, nor room in the socket), wireguard_refused (WireGuard's "
+	     "port refused one: not up); to a gateway, backlog_full (rung3-max-backlog of ciphertext already waits "
 	     "for it), too_big (over rung3-max-message), closing (its connection is closing)."},
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */

@@ -107,7 +107,7 @@ enum tun_r3_end {
 
 /* Datagrams not carried (etrelay_tunnel_rung3_dropped_total{reason}). */
 enum tun_r3_drop {
-	TUN_R3_DROP_WG_SEND,	/* to WireGuard: the loop refused the send (no copy buffer) */
+	TUN_R3_DROP_WG_SEND,	/* to WireGuard: no copy buffer, nor room in its socket */
 	TUN_R3_DROP_WG_REFUSED, /* to WireGuard: its port refused one (not up: ICMP) */
 	TUN_R3_DROP_BACKLOG,	/* to the client: its backlog (rung3-max-backlog) is full */
 	TUN_R3_DROP_TOO_BIG,	/* to the client: over rung3-max-message */

@@ -46,10 +46,16 @@ static int fake_add_socket(struct loop *l, int fd, uint32_t id)
 	return 0;
 }
 
+/* True: the loop has no copy buffer left (io_uring past UR_COPY sends in
+ * a turn), every send refused. */
+static bool fake_nobufs;
+
 static int fake_send(struct loop *l, int fd, const struct sockaddr *dst, socklen_t dstlen,
 		     const void *buf, size_t len, uint32_t id)
 {
 	(void)l, (void)dst, (void)dstlen;
+	if (fake_nobufs)
+		return -ENOBUFS;
 	fake_rec(dg_sends, &ndg_sends, fd, id, buf, len);
 	return 0;
 }
@@ -85,6 +91,7 @@ static int setup(void **state)
 	ops.add_socket = fake_add_socket;
 	ops.send = fake_send;
 	ndg_adds = ndg_sends = 0;
+	fake_nobufs = false;
 	test_cert_make(&f->tc, HOST);
 	assert_int_equal(tun_cert_init(&f->cert), 0);
 	tls_server_set_ctx(&f->cert.tls, test_server_ctx(&f->tc));
@@ -337,6 +344,47 @@ static void test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves(void 
 	assert_int_equal(f->loop.ndels, 2); /* the stream and the WireGuard socket */
 	a = src("192.0.2.1");
 	assert_int_equal(srctab_count(&f->w.src, &a, SRCTAB_ADDR), 0);
+}
+
+/* The loop out of copy buffers (a client's chunk of 350 small messages on
+ * io_uring, bench/tunnel): each datagram still reaches WireGuard, sent at
+ * once on the connected socket, none dropped. */
+static void test_tun_r3_datagrams_past_the_loops_copies_still_reach_wireguard(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in wg = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct tun_r3_limits lim;
+	uint8_t buf[256];
+	uint16_t port = 0;
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(u >= 0);
+	/* WireGuard's port: a free one below the ephemeral range. */
+	for (uint16_t p = 27990; p < 28010 && !port; p++) {
+		wg.sin_port = htons(p);
+		if (bind(u, (struct sockaddr *)&wg, sizeof(wg)) == 0)
+			port = p;
+	}
+	assert_true(port != 0);
+	tun_r3_limits_default(&lim);
+	lim.conns = 16;
+	tun_r3_shutdown(&f->w);
+	tun_r3_close(&f->w);
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, port, &lim), 0);
+	assert_int_equal(tun_r3_attach(&f->w, &ops, &f->loop, &f->ep), 0);
+	connect_tls(f);
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	assert_int_equal(f->w.live, 1);
+
+	fake_nobufs = true;
+	client_datagram(f, "past-the-copies");
+	assert_int_equal(ndg_sends, 0);
+	assert_int_equal(recv(u, buf, sizeof(buf), MSG_DONTWAIT), 15); /* loopback: there at once */
+	assert_memory_equal(buf, "past-the-copies", 15);
+	assert_int_equal(DGRAMS(0), 1);
+	assert_int_equal(DROPPED(TUN_R3_DROP_WG_SEND), 0);
+	close(u);
 }
 
 static void test_tun_r3_wrong_token_is_403_and_closed_without_a_socket(void **state)
@@ -758,6 +806,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(
 		test_tun_r3_carries_datagrams_both_ways_until_its_token_leaves, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_datagrams_past_the_loops_copies_still_reach_wireguard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_tun_r3_wrong_token_is_403_and_closed_without_a_socket, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_wrong_path_is_refused, setup, teardown),
