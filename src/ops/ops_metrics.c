@@ -645,8 +645,9 @@ static const struct metric metrics[] = {
      .label = LABEL_ENUM("reason", TUN_R3_DROPS, tun_r3_drop_name_k),
      .help = "Datagrams rung 3 did not carry, by reason: to WireGuard, wireguard_send (no "
 	     "send buffer in the loop, nor room in the socket), wireguard_refused (WireGuard's "
-	     "port refused one: not up); to a gateway, backlog_full (rung3-max-backlog of ciphertext already waits "
-	     "for it), too_big (over rung3-max-message), closing (its connection is closing)."},
+	     "port refused one: not up); to a gateway, backlog_full (rung3-max-backlog of "
+	     "ciphertext already waits for it), too_big (over rung3-max-message), closing (its "
+	     "connection is closing)."},
 
     /* The XDP program's (xdp-interface), summed over the CPUs. */
     {"etrelay_xdp_packets_total", COUNTER, XDP, 0,
