@@ -25,15 +25,18 @@
 #include "bench.h"
 #include "hist.h"
 
-#define PROG	       "etrelay-wsload"
-#define WL_CONNS_MAX   1000
-#define WL_OUT_CAP     (256 * 1024) /* frames not yet taken by TLS, per connection */
-#define WL_IN_CAP      (256 * 1024) /* plaintext not yet parsed, per connection */
-#define WL_SIZE_MIN    BENCH_HDR
-#define WL_SIZE_MAX    1400
-#define WL_FRAME_MAX   (WL_SIZE_MAX + 8) /* 2 + 2 (length) + 4 (mask) */
-#define WL_EVENTS      256
-#define WL_BURST_MAX   4096 /* datagrams a rate turn sends at most */
+#define PROG	     "etrelay-wsload"
+#define WL_CONNS_MAX 1000
+#define WL_OUT_CAP   (256 * 1024) /* frames not yet taken by TLS, per connection */
+#define WL_IN_CAP    (256 * 1024) /* plaintext not yet parsed, per connection */
+#define WL_SIZE_MIN  BENCH_HDR
+#define WL_SIZE_MAX  1400
+#define WL_FRAME_MAX (WL_SIZE_MAX + 8) /* 2 + 2 (length) + 4 (mask) */
+#define WL_EVENTS    256
+/* A rate turn sends what 2 ms of the rate owe at most: a generator that
+ * was not scheduled for longer skips the rest (counted) rather than
+ * sending it as one burst, which would measure its own stall. */
+#define WL_CATCH_UP_NS (2 * BENCH_NS_PER_MS)
 #define WL_STALL_NS    (200 * BENCH_NS_PER_MS)
 #define WL_SETUP_TRIES 100 /* upgrade attempts of the first connection, 100 ms apart */
 #define WL_TIMEOUT_S   5
@@ -63,7 +66,8 @@ static const char usage[] =
     "\n"
     "One JSON object on stdout: what was sent and came back in the measured\n"
     "window (a datagram counts in it when it was sent in it), latency, and\n"
-    "what the generator could not send (its TLS buffer full).\n";
+    "what the generator could not send (its TLS buffer full) or skipped (not\n"
+    "scheduled for more than 2 ms: the rest of what that time owed).\n";
 
 struct conn {
 	int fd;
@@ -90,7 +94,7 @@ struct wl {
 	int ep;
 	size_t flen; /* one frame's bytes (--udp: the datagram's) */
 	uint64_t t0, ta, tb, end;
-	uint64_t sent, sent_in, recv_in, blocked_in, bad, misdelivered, stalls;
+	uint64_t sent, sent_in, recv_in, blocked_in, skipped_in, bad, misdelivered, stalls;
 	struct hist lat;
 	uint32_t rr;
 	uint64_t rng;
@@ -439,9 +443,13 @@ static void send_due(struct wl *w, uint64_t now)
 
 	if (w->o.rate) {
 		uint64_t due = (now - w->t0) * w->o.rate / BENCH_NS_PER_SEC;
+		uint64_t most = w->o.rate * WL_CATCH_UP_NS / BENCH_NS_PER_SEC + 1;
 
-		if (due - w->sent > WL_BURST_MAX)
-			w->sent = due - WL_BURST_MAX; /* the generator fell behind: skipped */
+		if (due - w->sent > most) {
+			if (in)
+				w->skipped_in += due - w->sent - most;
+			w->sent = due - most;
+		}
 		while (w->sent < due) {
 			struct conn *c = &w->c[w->rr];
 
@@ -532,17 +540,19 @@ static void report(struct wl *w, const char *cipher)
 		}
 	printf("{\"mode\":\"%s\",\"conns\":%lu,\"size\":%lu,\"rate\":%lu,\"window\":%lu,"
 	       "\"cipher\":\"%s\",\"window_s\":%.3f,\"sent\":%llu,\"received\":%llu,"
-	       "\"delivered_per_s\":%.1f,\"loss\":%.6f,\"gen_blocked\":%llu,\"stalls\":%llu,"
+	       "\"delivered_per_s\":%.1f,\"loss\":%.6f,\"gen_blocked\":%llu,\"gen_skipped\":%llu,"
+	       "\"stalls\":%llu,"
 	       "\"bad\":%llu,\"misdelivered\":%llu,\"closed\":%lu,\"close_codes\":[%u,%u,%u,%u],"
 	       "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}}\n",
 	       w->o.udp ? "udp" : "ws", w->o.conns, w->o.size, w->o.rate,
 	       w->o.rate ? 0 : w->o.window, cipher, win, (unsigned long long)w->sent_in,
 	       (unsigned long long)w->recv_in, (double)w->recv_in / win,
 	       w->sent_in ? 1.0 - (double)w->recv_in / (double)w->sent_in : 0.0,
-	       (unsigned long long)w->blocked_in, (unsigned long long)w->stalls,
-	       (unsigned long long)w->bad, (unsigned long long)w->misdelivered, closed, codes[0],
-	       codes[1], codes[2], codes[3], hist_quantile(&w->lat, 0.5) / 1e3,
-	       hist_quantile(&w->lat, 0.99) / 1e3, (double)w->lat.max / 1e3);
+	       (unsigned long long)w->blocked_in, (unsigned long long)w->skipped_in,
+	       (unsigned long long)w->stalls, (unsigned long long)w->bad,
+	       (unsigned long long)w->misdelivered, closed, codes[0], codes[1], codes[2], codes[3],
+	       hist_quantile(&w->lat, 0.5) / 1e3, hist_quantile(&w->lat, 0.99) / 1e3,
+	       (double)w->lat.max / 1e3);
 }
 
 int main(int argc, char **argv)
