@@ -387,6 +387,9 @@ struct conf_xdp {
 struct tun_r3_limits {
 	uint32_t conns, per_source, per_token, max_msg, backlog;
 	uint64_t handshake_ms, idle_ms;
+	/* TLS handshakes (and upgrades) begun per second and at once: the
+	 * relay's (each worker its share), and each source's on a worker. */
+	uint32_t hs_rate, hs_burst, hs_ip_rate, hs_ip_burst;
 };
 struct tun_conf {
 	char name[CONF_NAME_MAX]; /* "": the section has no label */

@@ -93,6 +93,14 @@ static const struct conf_key tun_keys[] = {
      TUN_R3_UPGRADE_MS_MAX, "expected a duration from 1s to 5m such as 10s"},
     {"rung3-idle-timeout", conf_set_duration, 0, TK(r3.idle_ms), TUN_R3_IDLE_MS_MIN,
      TUN_R3_IDLE_MS_MAX, "expected a duration from 10s to 24h such as 180s"},
+    {"rung3-handshake-rate", conf_set_u32, 0, TK(r3.hs_rate), 1, TUN_R3_HS_MAX,
+     "expected handshakes per second from 1 to " CONF_STR(TUN_R3_HS_MAX)},
+    {"rung3-handshake-burst", conf_set_u32, 0, TK(r3.hs_burst), 1, TUN_R3_HS_MAX,
+     "expected a number of handshakes from 1 to " CONF_STR(TUN_R3_HS_MAX)},
+    {"rung3-handshake-ip-rate", conf_set_u32, 0, TK(r3.hs_ip_rate), 1, TUN_R3_HS_MAX,
+     "expected handshakes per second and source from 1 to " CONF_STR(TUN_R3_HS_MAX)},
+    {"rung3-handshake-ip-burst", conf_set_u32, 0, TK(r3.hs_ip_burst), 1, TUN_R3_HS_MAX,
+     "expected a number of handshakes per source from 1 to " CONF_STR(TUN_R3_HS_MAX)},
 };
 /* The keys --wg-KEY also gives: the first TUN_QUICK_KEYS. */
 #define TUN_QUICK_KEYS 4

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "stats.h"
 #include "tun_cert.h"
+#include "ratelimit.h"
 #include "tun_r3.h"
 #include "wgdev.h"
 
@@ -188,8 +189,12 @@ static int open_(struct kind_env *e)
 	 * (none until the daemon hands them over). */
 	for (unsigned w = 0; w < e->nworkers; w++) {
 		struct tun_inst *in = e->inst(e, w, 0);
+		struct tun_r3_limits lim = t->r3;
 
-		rc = tun_r3_open(&in->r3, &s->cert, &s->tokens, s->port, &t->r3);
+		/* The relay's handshake budget, each worker its share. */
+		lim.hs_rate = rl_worker_part(t->r3.hs_rate, e->nworkers);
+		lim.hs_burst = rl_worker_part(t->r3.hs_burst, e->nworkers);
+		rc = tun_r3_open(&in->r3, &s->cert, &s->tokens, s->port, &lim);
 		e->opened(e, w, 1);
 		if (rc < 0) {
 			log_warnx("tunnel %s: rung 3's connections: %s", t->ifname, strerror(-rc));
@@ -433,6 +438,11 @@ static void report(const struct etr_conf *c)
 			    t->ifname, t->r3.conns, t->r3.per_source, t->r3.per_token,
 			    t->r3.max_msg, t->r3.backlog, (unsigned long long)t->r3.handshake_ms,
 			    (unsigned long long)t->r3.idle_ms);
+		if (c->nsni)
+			printf("tunnel %s: rung-3 handshakes %u/s (burst %u) split across the "
+			       "workers, %u/s (burst %u) per source\n",
+			       t->ifname, t->r3.hs_rate, t->r3.hs_burst, t->r3.hs_ip_rate,
+			       t->r3.hs_ip_burst);
 	}
 }
 

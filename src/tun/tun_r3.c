@@ -14,6 +14,7 @@
 #include "log.h"
 #include "net.h"
 #include "r3conn.h"
+#include "ratelimit.h"
 #include "ref.h"
 #include "stats.h"
 #include "tun_cert.h"
@@ -48,6 +49,7 @@ const char *tun_r3_result_name(enum tun_r3_result r)
 	static const char *const names[TUN_R3_RESULTS] = {
 	    [TUN_R3_UPGRADED] = "upgraded",	  [TUN_R3_NO_CERT] = "no_certificate",
 	    [TUN_R3_LIMIT_TOTAL] = "limit_total", [TUN_R3_LIMIT_SOURCE] = "limit_source",
+	    [TUN_R3_RATE_SOURCE] = "rate_source", [TUN_R3_RATE_TOTAL] = "rate_total",
 	    [TUN_R3_LIMIT_TOKEN] = "limit_token", [TUN_R3_BAD_UPGRADE] = "bad_upgrade",
 	    [TUN_R3_NO_TOKEN] = "no_token",	  [TUN_R3_BAD_TOKEN] = "bad_token",
 	    [TUN_R3_TLS_FAILED] = "tls_failed",	  [TUN_R3_TIMEOUT] = "timeout",
@@ -512,12 +514,16 @@ static bool limits_ok(const struct tun_r3_limits *l)
 	       l->max_msg <= WS_MSG_MAX && l->backlog >= TUN_R3_BACKLOG_MIN &&
 	       l->backlog <= TUN_R3_BACKLOG && l->handshake_ms >= TUN_R3_UPGRADE_MS_MIN &&
 	       l->handshake_ms <= TUN_R3_UPGRADE_MS_MAX && l->idle_ms >= TUN_R3_IDLE_MS_MIN &&
-	       l->idle_ms <= TUN_R3_IDLE_MS_MAX;
+	       l->idle_ms <= TUN_R3_IDLE_MS_MAX && l->hs_rate >= 1 && l->hs_rate <= TUN_R3_HS_MAX &&
+	       l->hs_burst >= 1 && l->hs_burst <= TUN_R3_HS_MAX && l->hs_ip_rate >= 1 &&
+	       l->hs_ip_rate <= TUN_R3_HS_MAX && l->hs_ip_burst >= 1 &&
+	       l->hs_ip_burst <= TUN_R3_HS_MAX;
 }
 
 int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
 		uint16_t wg_port, const struct tun_r3_limits *lim)
 {
+	uint8_t key[16];
 	uint32_t nconns;
 
 	memset(w, 0, sizeof(*w));
@@ -533,11 +539,16 @@ int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *toke
 	w->wg.in.sin_port = htons(wg_port);
 	w->wg.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	w->conns = calloc(nconns, sizeof(*w->conns));
-	if (!w->conns || srctab_init(&w->src, nconns, lim->per_source, 0) < 0) {
+	rl_random_key(net_random64, key);
+	if (!w->conns || srctab_init(&w->src, nconns, lim->per_source, 0) < 0 ||
+	    rl_table_init(&w->hs_ip, TUN_R3_RL_ENTRIES, lim->hs_ip_burst, lim->hs_ip_rate, key) <
+		0) {
+		srctab_free(&w->src);
 		free(w->conns);
 		w->conns = NULL;
 		return -ENOMEM;
 	}
+	rl_bucket_init(&w->hs, lim->hs_burst, lim->hs_rate, loop_now());
 	w->nconns = nconns;
 	for (uint32_t k = 0; k < nconns; k++) {
 		w->conns[k].fd = w->conns[k].ufd = -1;
@@ -603,6 +614,35 @@ void tun_r3_tokens(struct tun_r3 *w)
 	tun_tokset_put(old);
 }
 
+/* May peer begin a handshake now? A token of its source's bucket, then
+ * one of the worker's; else refused before OpenSSL sees a byte, counted,
+ * and said once a minute. */
+static bool hs_budget(struct tun_r3 *w, const union etr_sockaddr *peer, uint64_t now)
+{
+	enum tun_r3_result r;
+	char a[ADDR_STRLEN];
+
+	if (!rl_table_allow(&w->hs_ip, peer, now))
+		r = TUN_R3_RATE_SOURCE;
+	else if (!rl_take(&w->hs, now))
+		r = TUN_R3_RATE_TOTAL;
+	else
+		return true;
+	STAT_ADD(w->st.result[r], 1);
+	if (now / NS_PER_MS >= w->hs_logged + 60000 || !w->hs_logged) {
+		w->hs_logged = now / NS_PER_MS;
+		if (r == TUN_R3_RATE_SOURCE)
+			log_warnx(
+			    "tunnel: %s begins rung-3 handshakes faster than "
+			    "rung3-handshake-ip-rate %u/s: refused (rate_source; once a minute)",
+			    addr_str(&peer->sa, a), w->lim.hs_ip_rate);
+		else
+			log_warnx("tunnel: rung-3 handshakes over rung3-handshake-rate: refused "
+				  "(rate_total; once a minute)");
+	}
+	return false;
+}
+
 int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const uint8_t *pre,
 		size_t len, uint64_t now)
 {
@@ -616,6 +656,8 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 		STAT_ADD(w->st.result[TUN_R3_LIMIT_TOTAL], 1);
 		return -ENOSPC;
 	}
+	if (!hs_budget(w, peer, now))
+		return -EAGAIN;
 	if (!srctab_take(&w->src, peer)) {
 		STAT_ADD(w->st.result[TUN_R3_LIMIT_SOURCE], 1);
 		return -EBUSY;
@@ -684,4 +726,5 @@ void tun_r3_close(struct tun_r3 *w)
 	tun_tokset_put(w->set);
 	w->set = NULL;
 	srctab_free(&w->src);
+	rl_table_free(&w->hs_ip);
 }

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "loop.h"
+#include "ratelimit.h"
 #include "srctab.h"
 #include "tls_server.h"
 #include "tun_tokens.h"
@@ -58,6 +59,18 @@ struct r3conn;
 #define TUN_R3_IDLE_MS_MIN    10000
 #define TUN_R3_IDLE_MS_MAX    86400000
 #define TUN_R3_LINGER	      (2 * NS_PER_SEC)
+/* Handshakes begun: a hello replayed at no cost is a few tenths of a ms
+ * of the worker's crypto (the worker that moves the game's packets), so
+ * each costs a token of its source's bucket and of the relay's (each
+ * worker its share), as TURN's TLS (tls-handshake-ip-rate): per second
+ * and at once. A gateway reconnects a few times a minute. */
+#define TUN_R3_HS_RATE	   200
+#define TUN_R3_HS_BURST	   100
+#define TUN_R3_HS_IP_RATE  20
+#define TUN_R3_HS_IP_BURST 40
+#define TUN_R3_HS_MAX	   1000000
+/* Sources a worker's handshake table keeps (32 bytes each). */
+#define TUN_R3_RL_ENTRIES 4096
 
 /* The defaults (tun_conf's, the tests'). */
 static inline void tun_r3_limits_default(struct tun_r3_limits *l)
@@ -68,7 +81,11 @@ static inline void tun_r3_limits_default(struct tun_r3_limits *l)
 				    .max_msg = TUN_R3_MSG,
 				    .backlog = TUN_R3_BACKLOG,
 				    .handshake_ms = TUN_R3_UPGRADE_MS,
-				    .idle_ms = TUN_R3_IDLE_MS};
+				    .idle_ms = TUN_R3_IDLE_MS,
+				    .hs_rate = TUN_R3_HS_RATE,
+				    .hs_burst = TUN_R3_HS_BURST,
+				    .hs_ip_rate = TUN_R3_HS_IP_RATE,
+				    .hs_ip_burst = TUN_R3_HS_IP_BURST};
 }
 
 /* What became of a connection handed over, counted once each
@@ -78,6 +95,8 @@ enum tun_r3_result {
 	TUN_R3_NO_CERT,	     /* refused at the hand-over: no certificate in force */
 	TUN_R3_LIMIT_TOTAL,  /* refused at the hand-over: rung3-max-connections held */
 	TUN_R3_LIMIT_SOURCE, /* refused at the hand-over: its source holds rung3-max-per-source */
+	TUN_R3_RATE_SOURCE,  /* refused at the hand-over: over rung3-handshake-ip-rate */
+	TUN_R3_RATE_TOTAL,   /* refused at the hand-over: over rung3-handshake-rate */
 	TUN_R3_LIMIT_TOKEN,  /* closed after the upgrade (1008): its token holds rung3-max-per-token
 			      */
 	TUN_R3_BAD_UPGRADE,  /* the upgrade refused: 400, 404, 426, 431 */
@@ -165,6 +184,9 @@ struct tun_r3 {
 	uint32_t *per_token;   /* connections by token of set */
 	union etr_sockaddr wg; /* the local WireGuard port */
 	struct srctab src;
+	struct rl_table hs_ip; /* handshakes begun, by source */
+	struct rl_bucket hs;   /* and in all, this worker's share */
+	uint64_t hs_logged;    /* ms of the last line about them */
 	struct tun_r3_limits lim;
 	uint64_t upgrade_ns, idle_ns;
 	struct tun_r3_slot *conns;
@@ -173,8 +195,9 @@ struct tun_r3 {
 };
 
 /* A worker's rung 3 on cert's context and names, tokens' set, the
- * WireGuard port wg_port on loopback, within lim (copied). 0, or -EINVAL
- * for a limit out of its bounds, -ENOMEM. */
+ * WireGuard port wg_port on loopback, within lim (copied; hs_rate and
+ * hs_burst are this worker's share). 0, or -EINVAL for a limit out of its
+ * bounds, -ENOMEM. */
 int tun_r3_open(struct tun_r3 *w, struct tun_cert *cert, struct tun_tokens *tokens,
 		uint16_t wg_port, const struct tun_r3_limits *lim);
 int tun_r3_attach(struct tun_r3 *w, const struct loop_ops *ops, struct loop *loop,

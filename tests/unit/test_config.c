@@ -4041,6 +4041,30 @@ static void test_config_tunnel_rung3_limits_default_and_refuse_out_of_range(void
 	assert_int_equal(l->backlog, 65536);
 	assert_int_equal(l->handshake_ms, 10000);
 	assert_int_equal(l->idle_ms, 180000);
+	assert_int_equal(l->hs_rate, 200);
+	assert_int_equal(l->hs_burst, 100);
+	assert_int_equal(l->hs_ip_rate, 20);
+	assert_int_equal(l->hs_ip_burst, 40);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+			     "rung3-handshake-rate 50\nrung3-handshake-burst 5\n"
+			     "rung3-handshake-ip-rate 2\nrung3-handshake-ip-burst 3\n",
+			     NOARGS),
+			 0);
+	assert_int_equal(l->hs_rate, 50);
+	assert_int_equal(l->hs_burst, 5);
+	assert_int_equal(l->hs_ip_rate, 2);
+	assert_int_equal(l->hs_ip_burst, 3);
+	assert_int_equal(run(&c, &e,
+			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
+			     "rung3-handshake-rate 0\nrung3-handshake-ip-burst 1000001\n",
+			     NOARGS),
+			 -1);
+	assert_errors(&e, 2);
+	assert_err_line(&e, "t.conf:4: rung3-handshake-rate: invalid value '0'", "1 to 1000000",
+			NULL);
+	assert_err_line(&e, "t.conf:5: rung3-handshake-ip-burst: invalid value '1000001'",
+			"1 to 1000000", NULL);
 	assert_int_equal(run(&c, &e,
 			     "[tunnel]\ninterface wg0\naddress 10.8.0.1/24\n"
 			     "rung3-max-connections 4096\nrung3-max-per-source 1\n"

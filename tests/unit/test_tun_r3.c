@@ -434,6 +434,45 @@ static void test_tun_r3_source_holds_at_most_its_share(void **state)
 	assert_int_equal(f->w.live, TUN_R3_PER_SOURCE + 1);
 }
 
+/* Handshakes begun, per source and in all (attack round 16: 895 a second
+ * from one source, each a worker's crypto, moved the game's median 11x):
+ * past either burst a connection is refused at the hand-over, counted,
+ * still the caller's. */
+static void test_tun_r3_handshake_rates_refuse_at_the_hand_over(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.7"), b = src("192.0.2.8"), c = src("192.0.2.9");
+	struct tun_r3_limits lim;
+	int fd;
+
+	tun_r3_limits_default(&lim);
+	lim.hs_ip_burst = 2;
+	lim.hs_ip_rate = 1;
+	lim.hs_burst = 3;
+	lim.hs_rate = 1;
+	reopen(f, &lim);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &a, NULL, 0, f->now), -EAGAIN);
+	close(fd);
+	assert_int_equal(RESULT(TUN_R3_RATE_SOURCE), 1);
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &c, NULL, 0, f->now), -EAGAIN);
+	close(fd);
+	assert_int_equal(RESULT(TUN_R3_RATE_TOTAL), 1);
+	assert_int_equal(f->w.live, 3);
+	/* Out of bounds: refused at the open, as the keys are at their line. */
+	tun_r3_shutdown(&f->w);
+	tun_r3_close(&f->w);
+	lim.hs_ip_rate = 0;
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, &lim), -EINVAL);
+	lim.hs_ip_rate = 1;
+	assert_int_equal(tun_r3_open(&f->w, &f->cert, &f->tokens, 27999, &lim), 0);
+	assert_int_equal(tun_r3_attach(&f->w, &ops, &f->loop, &f->ep), 0);
+}
+
 static void test_tun_r3_refused_without_a_certificate(void **state)
 {
 	struct fx *f = *state;
@@ -813,6 +852,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tun_r3_wrong_path_is_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_source_holds_at_most_its_share, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_tun_r3_handshake_rates_refuse_at_the_hand_over,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_refused_without_a_certificate, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_upgrade_not_done_in_time_ends_it, setup,
