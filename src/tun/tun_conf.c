@@ -64,6 +64,18 @@ static const char *tk_address(struct conf_ctx *x, const struct conf_key *k, cons
 		    "expected an address a host can take as its own, not loopback, "
 		    "multicast, broadcast, reserved or unspecified (such as 10.8.0.1/24)",
 		    NULL);
+	/* An IPv4 subnet's own address and its broadcast are no host's
+	 * either (a /31 or /32 has no such addresses). */
+	if (a.sa.sa_family == AF_INET && t->address.bits <= 30) {
+		uint32_t host = ~0u >> t->address.bits, ip = ntohl(a.in.sin_addr.s_addr);
+
+		if ((ip & host) == 0 || (ip & host) == host)
+			return tun_bad(
+			    &t->address_set, v,
+			    "expected a host's address in its network, not the network's "
+			    "own address or its broadcast (such as 10.8.0.1/24)",
+			    NULL);
+	}
 	t->address_set = true;
 	return NULL;
 }

@@ -3966,6 +3966,18 @@ static void test_config_tunnel_section_defaults_and_errors_name_their_line(void 
 			 -1);
 	assert_non_null(
 	    strstr(e.text, "t.conf:3: tunnel: listen-port 51820 is the port of game relay"));
+	/* attack16 L3: a network's own address and its broadcast are no
+	 * host's; a /31's two addresses are. */
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.0/24\n", NOARGS), -1);
+	assert_non_null(strstr(e.text, "t.conf:3: address: invalid value '10.8.0.0/24'"));
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.255/24\n", NOARGS),
+			 -1);
+	assert_non_null(strstr(e.text, "not the network's own address or its broadcast"));
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.0.0/31\n", NOARGS), 0);
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.3.255/22\n", NOARGS),
+			 -1);
+	assert_int_equal(run(&c, &e, "[tunnel]\ninterface wg0\naddress 10.8.1.255/22\n", NOARGS),
+			 0);
 }
 
 /* attack15 F5: a key of [tunnel] given twice takes its last value (as
