@@ -628,7 +628,8 @@ static const struct metric metrics[] = {
 	     "1011); the upgrade refused: bad_upgrade (400, 404, 426, 431), no_token (401: no "
 	     "Authorization: Bearer), bad_token (403: not in the control plane's set); or ended "
 	     "before it: tls_failed, timeout (rung3-handshake-timeout), closed (the client left, "
-	     "a ban, the exit). Counted once known: a connection still in its handshake is in "
+	     "a ban, the exit), evicted (the oldest not upgraded, for a new one when all were "
+	     "held). Counted once known: a connection still in its handshake is in "
 	     "etrelay_tunnel_rung3_connections only."},
     {"etrelay_tunnel_rung3_connections_ended_total", COUNTER, TUNNEL_R3, R3(ended),
      .label = LABEL_ENUM("reason", TUN_R3_ENDS, tun_r3_end_name_k),
@@ -636,7 +637,8 @@ static const struct metric metrics[] = {
 	     "close_notify or EOF), refused (its upgrade, or its token's limit), "
 	     "handshake_timeout, idle (rung3-idle-timeout, 1001), token_gone (its token left the "
 	     "set, 1008), too_big (a message over rung3-max-message, 1009), error (TLS or "
-	     "WebSocket broken, a reset), banned (ban-file), shutdown."},
+	     "WebSocket broken, a reset), banned (ban-file), shutdown, evicted (not upgraded "
+	     "yet, the oldest, for a new connection when all were held)."},
     {"etrelay_tunnel_rung3_datagrams_total", COUNTER, TUNNEL_R3, R3(dgrams), .label = l_wgclient,
      .help = "WireGuard datagrams carried by rung 3: to_wireguard (a gateway's message, sent "
 	     "to the local WireGuard port), to_client (WireGuard's answer, one binary message)."},

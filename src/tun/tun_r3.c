@@ -54,6 +54,7 @@ const char *tun_r3_result_name(enum tun_r3_result r)
 	    [TUN_R3_NO_TOKEN] = "no_token",	  [TUN_R3_BAD_TOKEN] = "bad_token",
 	    [TUN_R3_TLS_FAILED] = "tls_failed",	  [TUN_R3_TIMEOUT] = "timeout",
 	    [TUN_R3_CLOSED] = "closed",		  [TUN_R3_INTERNAL] = "internal",
+	    [TUN_R3_EVICTED] = "evicted",
 	};
 
 	return (unsigned)r < TUN_R3_RESULTS ? names[r] : "unknown";
@@ -71,6 +72,7 @@ const char *tun_r3_end_name(enum tun_r3_end e)
 	    [TUN_R3_END_ERROR] = "error",
 	    [TUN_R3_END_BANNED] = "banned",
 	    [TUN_R3_END_SHUTDOWN] = "shutdown",
+	    [TUN_R3_END_EVICTED] = "evicted",
 	};
 
 	return (unsigned)e < TUN_R3_ENDS ? names[e] : "unknown";
@@ -201,6 +203,8 @@ static void finish(struct tun_r3 *w, struct tun_r3_slot *s, enum tun_r3_end why)
 	mark(s, why);
 	if (s->end == TUN_R3_END_HANDSHAKE)
 		count_result(w, s, TUN_R3_TIMEOUT);
+	else if (s->end == TUN_R3_END_EVICTED)
+		count_result(w, s, TUN_R3_EVICTED);
 	else if (s->c && tls_conn_state(s->c->tls) == TLS_CONN_FAILED)
 		count_result(w, s, TUN_R3_TLS_FAILED);
 	else
@@ -614,6 +618,23 @@ void tun_r3_tokens(struct tun_r3 *w)
 	tun_tokset_put(old);
 }
 
+/* All connections held: the oldest not upgraded yet (none of its bytes
+ * on their way out), if TUN_R3_EVICT_AGE old, makes room. */
+static void evict_oldest(struct tun_r3 *w, uint64_t now)
+{
+	struct tun_r3_slot *old = NULL;
+
+	for (uint32_t k = 0; k < w->nconns; k++) {
+		struct tun_r3_slot *s = &w->conns[k];
+
+		if (s->state == S_OPEN && !s->admitted && !s->closing && !s->sending &&
+		    now - s->start >= TUN_R3_EVICT_AGE && (!old || s->start < old->start))
+			old = s;
+	}
+	if (old)
+		finish(w, old, TUN_R3_END_EVICTED);
+}
+
 /* May peer begin a handshake now? A token of its source's bucket, then
  * one of the worker's; else refused before OpenSSL sees a byte, counted,
  * and said once a minute. */
@@ -652,6 +673,8 @@ int tun_r3_take(struct tun_r3 *w, int fd, const union etr_sockaddr *peer, const 
 	if (!w->attached)
 		return -ENOTCONN;
 	tun_r3_tokens(w);
+	if (w->free_head == R3_NONE)
+		evict_oldest(w, now);
 	if (w->free_head == R3_NONE) {
 		STAT_ADD(w->st.result[TUN_R3_LIMIT_TOTAL], 1);
 		return -ENOSPC;

@@ -69,6 +69,12 @@ struct r3conn;
 #define TUN_R3_HS_IP_RATE  20
 #define TUN_R3_HS_IP_BURST 40
 #define TUN_R3_HS_MAX	   1000000
+/* A new connection finding all rung3-max-connections held ends the oldest
+ * one not upgraded yet, if it has had this long (connections opened and
+ * left half done, 30 a second from 40 sources, kept every gateway out:
+ * attack round 16); a gateway's own has at least as long as the
+ * connections before it take to age out. */
+#define TUN_R3_EVICT_AGE (1 * NS_PER_SEC)
 /* Sources a worker's handshake table keeps (32 bytes each). */
 #define TUN_R3_RL_ENTRIES 4096
 
@@ -105,6 +111,7 @@ enum tun_r3_result {
 	TUN_R3_TLS_FAILED,   /* TLS failed: a bad handshake or record */
 	TUN_R3_TIMEOUT,	     /* TLS and the upgrade not done in rung3-handshake-timeout */
 	TUN_R3_CLOSED,	 /* ended before its upgrade otherwise: the client left, a ban, the exit */
+	TUN_R3_EVICTED,	 /* ended before its upgrade: the oldest such, for a new one (all held) */
 	TUN_R3_INTERNAL, /* no socket to WireGuard (1011) */
 	TUN_R3_RESULTS
 };
@@ -121,6 +128,7 @@ enum tun_r3_end {
 	TUN_R3_END_ERROR,     /* TLS or WebSocket broken, a reset, a failed read or send */
 	TUN_R3_END_BANNED,    /* a ban list in force holds its source */
 	TUN_R3_END_SHUTDOWN,  /* the relay's exit */
+	TUN_R3_END_EVICTED,   /* not upgraded yet, the oldest, when all were held */
 	TUN_R3_ENDS
 };
 

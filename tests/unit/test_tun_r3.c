@@ -531,6 +531,49 @@ static void test_tun_r3_lowered_limits_refuse_the_next_connection(void **state)
 	assert_int_equal(f->w.live, 3);
 }
 
+/* attack16 M1: connections left half done (a hello, then nothing) held
+ * every place for their 10 s, 30 new ones a second from 40 sources, and
+ * no gateway got in. All held, a new one ends the oldest not upgraded yet
+ * once it is TUN_R3_EVICT_AGE old; an upgraded one is never taken. */
+static void test_tun_r3_a_new_connection_evicts_the_oldest_half_done(void **state)
+{
+	struct fx *f = *state;
+	union etr_sockaddr a = src("192.0.2.30"), b = src("192.0.2.31"), c = src("192.0.2.32");
+	struct tun_r3_limits lim;
+	uint8_t buf[256];
+	int fd;
+
+	tun_r3_limits_default(&lim);
+	lim.conns = 3;
+	reopen(f, &lim);
+	connect_tls(f); /* an upgraded gateway: never evicted */
+	upgrade(f, "/t", "tok-a");
+	client_read(f, buf, sizeof(buf));
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	f->now += NS_PER_SEC / 2;
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &b, NULL, 0, f->now), 0);
+	/* Too young to make room: refused as before. */
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &c, NULL, 0, f->now), -ENOSPC);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(RESULT(TUN_R3_LIMIT_TOTAL), 1);
+	/* a's is a second old: it goes, c comes in; then b's. */
+	f->now += NS_PER_SEC / 2;
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &c, NULL, 0, f->now), 0);
+	assert_int_equal(RESULT(TUN_R3_EVICTED), 1);
+	assert_int_equal(ENDED(TUN_R3_END_EVICTED), 1);
+	assert_int_equal(read(f->peers[f->npeers - 4], buf, sizeof(buf)), 0); /* a's: closed */
+	f->now += NS_PER_SEC / 2;
+	assert_int_equal(tun_r3_take(&f->w, stream_fd(f), &a, NULL, 0, f->now), 0);
+	assert_int_equal(RESULT(TUN_R3_EVICTED), 2);
+	assert_int_equal(f->w.live, 3);
+	/* Only the upgraded one and two young ones: nothing to evict. */
+	fd = stream_fd(f);
+	assert_int_equal(tun_r3_take(&f->w, fd, &b, NULL, 0, f->now), -ENOSPC);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(RESULT(TUN_R3_UPGRADED), 1);
+}
+
 static void test_tun_r3_lowered_per_token_limit_closes_the_next_upgrade(void **state)
 {
 	struct fx *f = *state;
@@ -860,6 +903,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_lowered_limits_refuse_the_next_connection,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_tun_r3_a_new_connection_evicts_the_oldest_half_done, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_tun_r3_lowered_per_token_limit_closes_the_next_upgrade, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tun_r3_lowered_timeouts_end_it_sooner, setup,
