@@ -10,7 +10,8 @@ address, down): within about two heartbeats the interface has the relay's
 public key (its "tunnel on" line's) and listen port again, the peers,
 10.8.0.1/24 and the link up, the relay says so once and counts it
 (etrelay_tunnel_restores_total), and the gateway's ping over the tunnel
-is answered again. 77 without root, namespaces, wireguard-go or wg."""
+is answered again; an operator's `wg set IF listen-port` is undone the
+same way. 77 without root, namespaces, wireguard-go or wg."""
 
 import os
 import subprocess
@@ -107,6 +108,14 @@ def tunnel_comes_back_after_wireguard_go_restarts(ctx):
     H.expect_eq(restores(), 1, "etrelay_tunnel_restores_total after two more heartbeats")
     said = [ln for ln in relay.text_lines() if "lost the relay's key and port" in ln]
     H.expect_eq(len(said), 1, "restore lines")
+
+    # An operator's wg set of another port is undone the same way.
+    other = H.free_udp_port()
+    subprocess.run(ns.wrapper() + ["wg", "set", ifname, "listen-port", str(other)], check=True,
+                   capture_output=True, timeout=10)
+    H.wait_until(lambda: wg_dump(ns, ifname)[0] == (pub, wg_port), T(INTERVAL * 2 + 3),
+                 f"the relay's port {wg_port} back after wg set listen-port {other}")
+    H.wait_until(lambda: restores() == 2, T(3), "etrelay_tunnel_restores_total 2")
     ctx.check_relays_alive()
 
 
