@@ -69,12 +69,35 @@ def tunnel_comes_back_after_wireguard_go_restarts(ctx):
                         T(INTERVAL * 2 + 3), start=start,
                         what="the failed reconcile naming the socket")
 
-    # Started again on the same name: a new device, nothing on it (the
-    # dead one's socket file is there at first: WireguardGo returns at
-    # once, the new one's comes soon after).
+    # Started again on the same name: a new device, nothing on it. As a
+    # unit would: once the dead one's interface is gone (the kernel takes
+    # it down after the exit, slower on a loaded machine), and again
+    # (bounded) when the new one exits before it answers.
+    def link_gone():
+        return subprocess.run(ns.wrapper() + ["ip", "link", "show", ifname],
+                              capture_output=True, timeout=10).returncode != 0
+
+    def answers():
+        return subprocess.run(ns.wrapper() + ["wg", "show", ifname], capture_output=True,
+                              timeout=10).returncode == 0
+    H.wait_until(link_gone, T(5), "the dead wireguard-go's interface gone")
     start = len(relay.text_lines())
-    wgo = WireguardGo(ns, ifname)
-    ctx.objs.append(wgo)
+    exits = []
+    for attempt in range(3):
+        log = os.path.join(tmp, f"wireguard-go.{attempt}.log")
+        wgo = WireguardGo(ns, ifname, log=log)
+        ctx.objs.append(wgo)
+        # The dead one's socket file is there until the new one's.
+        H.wait_until(lambda: wgo.p.poll() is not None or answers(), T(5),
+                     "the new wireguard-go answering or exited")
+        if wgo.p.poll() is None:
+            break
+        with open(log) as f:
+            exits.append(f"status {wgo.p.returncode}: {f.read().strip()[-300:]}")
+        print(f"[test] wireguard-go exited at its start ({exits[-1]}); started again",
+              flush=True)
+    else:
+        raise H.TestFailure(f"wireguard-go did not start again: {exits}")
 
     def restored():
         try:
