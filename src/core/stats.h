@@ -151,6 +151,7 @@ struct tun_r3_stats; /* tun_r3.h */
 struct tun_stats {
 	uint64_t peers;
 	uint64_t reconciles[2];
+	uint64_t restores; /* the interface lost the relay's key and port */
 	uint64_t age_hist[STATS_TUN_AGE_BUCKETS + 1];
 	uint64_t age_sum_ns, age_count;
 	uint64_t no_handshake;

@@ -600,6 +600,10 @@ static const struct metric metrics[] = {
      .help = "Reconciles of the tunnel's interface with a good heartbeat's peer set, by result "
 	     "(failed: the set did not parse, or the interface refused or did not answer; its "
 	     "peers stay until the next)."},
+    {"etrelay_tunnel_restores_total", COUNTER, TUNNEL, TU(restores),
+     .help = "Reconciles that found the tunnel's interface without the relay's private key or "
+	     "listen port (wireguard-go restarted: a new device; or an operator's wg set) and "
+	     "set them, the peers, the tunnel address and the link up again."},
     {"etrelay_tunnel_handshake_age_seconds", HISTOGRAM, TUNNEL, TU(age_hist),
      .hist = &(const struct mhist){tun_age_bound_ns, STATS_TUN_AGE_BUCKETS, TU(age_sum_ns),
 				   TU(age_count)},
@@ -918,6 +922,7 @@ int ops_metrics_render(FILE *out, struct etr_stats *st, const struct ops_process
 		for (unsigned i = 0; i < 2; i++)
 			c->tun.reconciles[i] =
 			    __atomic_load_n(&st->tunnel->reconciles[i], __ATOMIC_RELAXED);
+		c->tun.restores = __atomic_load_n(&st->tunnel->restores, __ATOMIC_RELAXED);
 		for (unsigned b = 0; b <= STATS_TUN_AGE_BUCKETS; b++)
 			c->tun.age_hist[b] =
 			    __atomic_load_n(&st->tunnel->age_hist[b], __ATOMIC_RELAXED);

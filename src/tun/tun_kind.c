@@ -37,6 +37,7 @@ struct tun_shared {
 	uint8_t own[WGP_KEY_LEN]; /* the public key, for wgp_set_check */
 	struct conf_cidr self;	  /* the tunnel address, for wgp_set_check_self */
 	bool self_added;	  /* the interface had it not: taken away at exit */
+	bool readdress;		  /* a restore's address and link up still to do */
 	bool made;		  /* create yes made the interface: deleted at exit */
 	uint16_t port;
 	struct wgp_peer *cur; /* TUN_PEERS_MAX: the interface's, for a reconcile */
@@ -518,6 +519,42 @@ static int tun_self_check(const struct tun_shared *s, const struct wgp_peer *wan
 	return wgp_set_check_self(want, n, a->sa.sa_family, ab, s->self.bits, why, len);
 }
 
+/* A reconcile that failed on the interface, said with what is missing:
+ * wireguard-go's socket (gone or dead while it restarts), or the kernel's
+ * interface. */
+static void tun_reconcile_err(const struct tun_shared *s, int rc, char *err, size_t errlen)
+{
+	if (s->dev.way == WGDEV_UAPI && (rc == -ENOENT || rc == -ECONNREFUSED))
+		snprintf(err, errlen, "tunnel %s: reconcile: %s: %s (is wireguard-go running?)",
+			 s->dev.ifname, s->dev.sock, strerror(-rc));
+	else if (s->dev.way == WGDEV_KERNEL && rc == -ENODEV)
+		snprintf(err, errlen, "tunnel %s: reconcile: %s (the interface is gone)",
+			 s->dev.ifname, strerror(-rc));
+	else
+		snprintf(err, errlen, "tunnel %s: reconcile: %s", s->dev.ifname, strerror(-rc));
+}
+
+/* After a restore: the tunnel address and the link up again, as at the
+ * start (a new device has neither). Kept for the next reconcile when it
+ * fails: the key and port are back by then, and would not say so again. */
+static int tun_readdress(struct tun_shared *s, char *err, size_t errlen)
+{
+	const union etr_sockaddr *a = &s->self.addr;
+	const uint8_t *ab = a->sa.sa_family == AF_INET ? (const uint8_t *)&a->in.sin_addr
+						       : (const uint8_t *)&a->in6.sin6_addr;
+	int rc = wgdev_address(s->dev.ifname, a->sa.sa_family, ab, s->self.bits, TUN_TIMEOUT_MS);
+
+	if (rc < 0 && rc != -EEXIST) {
+		snprintf(err, errlen, "tunnel %s: the address and link up again: %s", s->dev.ifname,
+			 strerror(-rc));
+		return rc;
+	}
+	/* Put there now: the relay's to take away at exit. */
+	s->self_added |= rc == 0;
+	s->readdress = false;
+	return 0;
+}
+
 int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size_t errlen)
 {
 	struct tun_shared *s = shared;
@@ -539,14 +576,23 @@ int tun_set_peers(void *shared, struct wgp_peer *want, size_t n, char *err, size
 		return -EINVAL;
 	}
 	rc = wgdev_reconcile(&s->dev, want, n, s->cur, TUN_PEERS_MAX, s->ops, &r);
+	if (r.restored) {
+		log_warnx("tunnel %s: the interface lost the relay's key and port (wireguard-go "
+			  "restarted?); set again",
+			  s->dev.ifname);
+		__atomic_add_fetch(&s->st.restores, 1, __ATOMIC_RELAXED);
+		s->readdress = true;
+	}
+	if (rc != 0)
+		tun_reconcile_err(s, rc, err, errlen);
+	else if (s->readdress)
+		rc = tun_readdress(s, err, errlen);
 	if (rc == 0) {
 		__atomic_store_n(&s->st.peers, (uint64_t)n, __ATOMIC_RELAXED);
 		tun_read_ages(s, &r);
 		if (r.removed + r.updated + r.added)
 			log_info("tunnel %s: peers %zu (%u added, %u updated, %u removed)",
 				 s->dev.ifname, n, r.added, r.updated, r.removed);
-	} else {
-		snprintf(err, errlen, "tunnel %s: reconcile: %s", s->dev.ifname, strerror(-rc));
 	}
 	__atomic_add_fetch(&s->st.reconciles[rc == 0 ? TUN_RECONCILE_OK : TUN_RECONCILE_FAILED], 1,
 			   __ATOMIC_RELAXED);

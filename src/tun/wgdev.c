@@ -192,7 +192,12 @@ int wgdev_get(struct wgdev *d, struct wgp_device *dev, struct wgp_peer *peers, s
 	if (d->way == WGDEV_KERNEL)
 		return nl_get(d, dev, peers, cap, npeers);
 	rc = uapi_ask(d, "get=1\n\n", 7, &got);
-	return rc ? rc : wgp_uapi_parse_get(d->ans, got, dev, peers, cap, npeers);
+	if (rc == 0)
+		rc = wgp_uapi_parse_get(d->ans, got, dev, peers, cap, npeers);
+	/* The answer held the private key. */
+	if (d->ans)
+		explicit_bzero(d->ans, got);
+	return rc;
 }
 
 int wgdev_apply(struct wgdev *d, const struct wgp_op *ops, size_t nops, unsigned *requests)
@@ -239,6 +244,11 @@ int wgdev_set_device(struct wgdev *d, const uint8_t priv[WGP_KEY_LEN], uint16_t 
 		rc = len < 0 ? len : uapi_set(d, (char *)req, (size_t)len);
 	}
 	explicit_bzero(req, sizeof(req));
+	if (rc == 0 && priv != d->priv) {
+		memcpy(d->priv, priv, sizeof(d->priv));
+		d->port = port;
+		d->keyed = true;
+	}
 	return rc;
 }
 
@@ -251,6 +261,13 @@ int wgdev_reconcile(struct wgdev *d, struct wgp_peer *want, size_t nwant, struct
 
 	memset(r, 0, sizeof(*r));
 	rc = wgdev_get(d, &dev, cur, cap, &ncur);
+	if (rc == 0 && d->keyed && wgp_device_differs(&dev, d->priv, d->port)) {
+		/* Its peers are what the get read: a new device has none, and
+		 * the plan adds them all. */
+		rc = wgdev_set_device(d, d->priv, d->port);
+		r->restored = rc == 0;
+	}
+	explicit_bzero(&dev, sizeof(dev));
 	if (rc != 0)
 		return rc;
 	r->current = ncur;
@@ -273,6 +290,8 @@ void wgdev_close(struct wgdev *d)
 	free(d->ans);
 	d->ans = NULL;
 	d->ans_cap = 0;
+	explicit_bzero(d->priv, sizeof(d->priv));
+	d->keyed = false;
 }
 
 int wgdev_create(const char *ifname, int timeout_ms)

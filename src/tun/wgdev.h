@@ -32,12 +32,18 @@ struct wgdev {
 	size_t max_req; /* bytes per set request (default: WGNL_MSG_MAX) */
 	char *ans;	/* WGDEV_UAPI: the last answer */
 	size_t ans_cap;
+	/* What wgdev_set_device gave it, put back by a reconcile that finds
+	 * another (keyed: it was given). Wiped at close. */
+	bool keyed;
+	uint16_t port;
+	uint8_t priv[WGP_KEY_LEN];
 };
 
 /* What one reconcile did. */
 struct wgdev_result {
 	unsigned removed, updated, added, requests;
 	size_t current; /* peers the get read (cur[0..current), sorted by key) */
+	bool restored;	/* the device had lost its key or port: given again */
 };
 
 /* Open interface ifname: its socket in uapi_dir (NULL: WGDEV_UAPI_DIR)
@@ -57,13 +63,17 @@ int wgdev_get(struct wgdev *d, struct wgp_device *dev, struct wgp_peer *peers, s
  * requests went out). */
 int wgdev_apply(struct wgdev *d, const struct wgp_op *ops, size_t nops, unsigned *requests);
 
-/* Give the device its private key and listen port. */
+/* Give the device its private key and listen port (kept in d: a
+ * reconcile puts them back on a device that lost them). */
 int wgdev_set_device(struct wgdev *d, const uint8_t priv[WGP_KEY_LEN], uint16_t port);
 
 /* Make the device's peers the set want[0..nwant): a get into cur[0..cap),
  * the plan (ops: room for cap + nwant), the sets. An unchanged peer is not
- * touched. Sorts want. Returns 0, or what failed (-EINVAL: a key twice in
- * want; the device keeps its peers then). */
+ * touched. After a wgdev_set_device, a device the get finds without that
+ * key or port (wireguard-go restarted: a new device, no key, a random
+ * port, no peers) is given them again first (r->restored). Sorts want.
+ * Returns 0, or what failed (-EINVAL: a key twice in want; the device
+ * keeps its peers then). */
 int wgdev_reconcile(struct wgdev *d, struct wgp_peer *want, size_t nwant, struct wgp_peer *cur,
 		    size_t cap, struct wgp_op *ops, struct wgdev_result *r);
 

@@ -199,6 +199,7 @@ static int parse_device(struct wgnl_get *g, const struct nlmsghdr *h)
 			if (nl_attr_len(a) != WGP_KEY_LEN)
 				return -EPROTO;
 			g->dev->has_private_key = memcmp(nl_attr_data(a), zero, WGP_KEY_LEN) != 0;
+			memcpy(g->dev->private_key, nl_attr_data(a), WGP_KEY_LEN);
 			break;
 		}
 		case WGDEVICE_A_PEERS:

@@ -47,6 +47,30 @@ void wgp_key_to_b64(const uint8_t key[WGP_KEY_LEN], char out[WGP_KEY_B64_LEN + 1
 	b64_encode(out, key, WGP_KEY_LEN);
 }
 
+/* Whether two keys differ, in time that does not depend on where. */
+static bool wgp_key_differs(const uint8_t a[WGP_KEY_LEN], const uint8_t b[WGP_KEY_LEN])
+{
+	uint8_t d = 0;
+
+	for (size_t i = 0; i < WGP_KEY_LEN; i++)
+		d |= a[i] ^ b[i];
+	return d != 0;
+}
+
+static bool wgp_key_zero(const uint8_t k[WGP_KEY_LEN])
+{
+	static const uint8_t zero[WGP_KEY_LEN];
+
+	return !wgp_key_differs(k, zero);
+}
+
+bool wgp_device_differs(const struct wgp_device *dev, const uint8_t priv[WGP_KEY_LEN],
+			uint16_t port)
+{
+	return !dev->has_private_key || wgp_key_differs(dev->private_key, priv) ||
+	       dev->listen_port != port;
+}
+
 static void wgp_cidr_mask(struct wgp_cidr *c)
 {
 	size_t len = c->family == AF_INET ? 4 : 16;
@@ -477,7 +501,10 @@ int wgp_uapi_parse_get(const char *text, size_t len, struct wgp_device *dev, str
 
 				if (!wgp_hex_key(v, vl, k))
 					return -EPROTO;
-				dev->has_private_key = true;
+				/* wireguard-go answers all zero for none. */
+				dev->has_private_key = !wgp_key_zero(k);
+				memcpy(dev->private_key, k, sizeof(k));
+				explicit_bzero(k, sizeof(k));
 			} else if (wgp_is(l, kl, "listen_port")) {
 				if (!wgp_num(v, vl, 65535, &x))
 					return -EPROTO;

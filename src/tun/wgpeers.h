@@ -58,6 +58,7 @@ struct wgp_device {
 	uint16_t listen_port;
 	uint32_t fwmark;
 	bool has_private_key;
+	uint8_t private_key[WGP_KEY_LEN]; /* when has_private_key (wipe it after) */
 };
 
 enum wgp_op_kind {
@@ -81,6 +82,13 @@ int wgp_keypair(uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN]);
 
 /* The public key of a private key. Returns 0 or -EIO. */
 int wgp_public_key(const uint8_t priv[WGP_KEY_LEN], uint8_t pub[WGP_KEY_LEN]);
+
+/* Whether the device a get read is not the one the relay keyed: no
+ * private key, another one, or another listen port than port (a new
+ * device: wireguard-go restarted, or an operator's `wg set`). The keys
+ * compare in constant time. */
+bool wgp_device_differs(const struct wgp_device *dev, const uint8_t priv[WGP_KEY_LEN],
+			uint16_t port);
 
 /* A key as the control plane sends it: the canonical base64 of 32 bytes. */
 bool wgp_key_from_b64(const char *s, size_t n, uint8_t key[WGP_KEY_LEN]);

@@ -62,13 +62,19 @@ def stop_process(p):
 
 
 class WireguardGo:
-    """wireguard-go in the foreground in namespace ns, for interface ifname;
-    close() stops it (the interface and its socket go with it)."""
+    """wireguard-go in the foreground in namespace ns, for interface ifname
+    (its output into file log, when given); close() stops it (the interface
+    and its socket go with it)."""
 
-    def __init__(self, ns, ifname):
+    def __init__(self, ns, ifname, log=None):
         self.sock = f"/var/run/wireguard/{ifname}.sock"
-        self.p = subprocess.Popen(ns.wrapper() + ["wireguard-go", "-f", ifname],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out = open(log, "w") if log else subprocess.DEVNULL
+        try:
+            self.p = subprocess.Popen(ns.wrapper() + ["wireguard-go", "-f", ifname], stdout=out,
+                                      stderr=subprocess.STDOUT if log else subprocess.DEVNULL)
+        finally:
+            if log:
+                out.close()
         H.wait_until(lambda: os.path.exists(self.sock) or self.p.poll() is not None, T(5),
                      f"wireguard-go's socket {self.sock}")
         if self.p.poll() is not None:

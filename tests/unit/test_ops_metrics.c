@@ -876,6 +876,7 @@ static struct etr_stats *world(unsigned nrelays, unsigned nworkers, unsigned nma
 		w_tun.r3[w] = &w_r3[w];
 	}
 	w_tun.r3_on = nsni > 0;
+	w_tun.restores = next(); /* last: the values before it keep their places */
 	return s;
 }
 

@@ -390,6 +390,45 @@ static void test_wgp_uapi_parse_get_reads_wireguard_gos_answer(void **state)
 			 -E2BIG);
 }
 
+/* What a reconcile reads to tell that wireguard-go restarted under the
+ * relay: a new device answers no private key and a port of its own. */
+static void test_wgp_device_differs_after_a_restart_or_a_wg_set(void **state)
+{
+	static const char restarted[] = "listen_port=40123\nerrno=0\n\n";
+	struct wgp_peer peers[2];
+	struct wgp_device dev;
+	/* captured_get's private_key. */
+	static const uint8_t priv[WGP_KEY_LEN] = {0xd0, 0x77, 0x03, 0x46, 0xc9, 0x21, 0xdb, 0x11,
+						  0xab, 0xb2, 0x97, 0xdb, 0x0b, 0xdc, 0xeb, 0xde,
+						  0xc9, 0xb7, 0xce, 0x65, 0x26, 0xe0, 0x63, 0xcb,
+						  0x00, 0x40, 0x7d, 0x55, 0x36, 0x07, 0xdf, 0x5c};
+	uint8_t other[WGP_KEY_LEN];
+	size_t n;
+
+	(void)state;
+	/* The device as the relay keyed it. */
+	assert_int_equal(wgp_uapi_parse_get(captured_get, strlen(captured_get), &dev, peers, 2, &n),
+			 0);
+	assert_memory_equal(dev.private_key, priv, WGP_KEY_LEN);
+	assert_false(wgp_device_differs(&dev, priv, 21820));
+	/* Another port (wg set IF listen-port), another key (wg set IF
+	 * private-key): not the relay's. */
+	assert_true(wgp_device_differs(&dev, priv, 21821));
+	memcpy(other, priv, sizeof(other));
+	other[WGP_KEY_LEN - 1] ^= 1;
+	assert_true(wgp_device_differs(&dev, other, 21820));
+	/* wireguard-go started again: no key, a random port, no peer. */
+	assert_int_equal(wgp_uapi_parse_get(restarted, strlen(restarted), &dev, peers, 2, &n), 0);
+	assert_false(dev.has_private_key);
+	assert_int_equal(n, 0);
+	assert_true(wgp_device_differs(&dev, priv, 21820));
+	assert_true(wgp_device_differs(&dev, priv, 40123));
+	/* A key of all zeros is none, even on the relay's port. */
+	memset(other, 0, sizeof(other));
+	dev.listen_port = 21820;
+	assert_true(wgp_device_differs(&dev, other, 21820));
+}
+
 static void test_wgp_uapi_parse_get_refuses_truncated_or_malformed_answers(void **state)
 {
 	struct wgp_peer peers[2];
@@ -477,6 +516,7 @@ int main(void)
 	    cmocka_unit_test(test_wgp_plan_of_1000_peers_with_10_changed_has_10_ops),
 	    cmocka_unit_test(test_wgp_uapi_set_writes_the_plan_as_wireguard_go_reads_it),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_reads_wireguard_gos_answer),
+	    cmocka_unit_test(test_wgp_device_differs_after_a_restart_or_a_wg_set),
 	    cmocka_unit_test(test_wgp_uapi_parse_get_refuses_truncated_or_malformed_answers),
 	    cmocka_unit_test(test_wgp_ages_buckets_each_peer_by_its_last_handshake),
 	};
