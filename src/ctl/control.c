@@ -66,6 +66,7 @@ struct control {
 	struct ctl_upstream_policy upstream;
 	uint64_t refused_sig;  /* of the refused routes last logged; 0: none */
 	char wg_refused[512];  /* why the last peer set was refused, logged; "": taken */
+	char wg_failed[512];   /* why the last reconcile failed, logged; "": it did not */
 	char tok_refused[512]; /* likewise for the last rung-3 token set */
 	bool hosts_warned;     /* the host list outgrew the policy, said once */
 	struct certsched cert; /* with cfg.cert: when to ask for it next (ms) */
@@ -576,8 +577,18 @@ static void wg_take(struct control *c, const char *body, size_t len)
 
 	if (ctl_msg_wg_peers(body, len, &peers, &n, err, sizeof(err)) == 0) {
 		c->wg_refused[0] = '\0';
-		if (c->cfg.wg_peers(c->cfg.arg, peers, n, err, sizeof(err)) < 0)
-			log_warnx("control: %s; the next heartbeat tries again", err);
+		/* Said once per reason (attack round 16: the same refusal
+		 * or a stopped wireguard-go was a line every heartbeat). */
+		if (c->cfg.wg_peers(c->cfg.arg, peers, n, err, sizeof(err)) < 0) {
+			if (strcmp(err, c->wg_failed) != 0)
+				log_warnx("control: %s; the next heartbeat tries again", err);
+			else
+				log_debug("control: %s", err);
+			snprintf(c->wg_failed, sizeof(c->wg_failed), "%s", err);
+		} else if (c->wg_failed[0]) {
+			log_info("control: the tunnel's peers are reconciled again");
+			c->wg_failed[0] = '\0';
+		}
 		free(peers);
 		return;
 	}

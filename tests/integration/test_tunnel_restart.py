@@ -68,6 +68,14 @@ def tunnel_comes_back_after_wireguard_go_restarts(ctx):
                         r"wireguard-go running\?\); the next heartbeat tries again$",
                         T(INTERVAL * 2 + 3), start=start,
                         what="the failed reconcile naming the socket")
+    # Three more heartbeats down: said once per reason, not each time.
+    n = len(cp.of(H.CONTROL_HEARTBEAT))
+    H.wait_until(lambda: len(cp.of(H.CONTROL_HEARTBEAT)) >= n + 3, T(5),
+                 "three more heartbeats while wireguard-go is down")
+    down = [ln for ln in relay.text_lines()[start:] if "is wireguard-go running?" in ln]
+    if len(down) > 2:  # its socket file refusing, then gone
+        raise H.TestFailure(f"{len(down)} lines for a wireguard-go down through "
+                            f"{len(cp.of(H.CONTROL_HEARTBEAT)) - n + 1} heartbeats: {down[:3]}")
 
     # Started again on the same name: a new device, nothing on it. As a
     # unit would: once the dead one's interface is gone (the kernel takes
@@ -131,6 +139,8 @@ def tunnel_comes_back_after_wireguard_go_restarts(ctx):
     H.expect_eq(restores(), 1, "etrelay_tunnel_restores_total after two more heartbeats")
     said = [ln for ln in relay.text_lines() if "lost the relay's key and port" in ln]
     H.expect_eq(len(said), 1, "restore lines")
+    relay.wait_for_line(r"^control: the tunnel's peers are reconciled again$", T(3),
+                        start=start, what="the reconcile's recovery said")
 
     # An operator's wg set of another port is undone the same way.
     other = H.free_udp_port()
