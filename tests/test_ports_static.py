@@ -5,8 +5,8 @@
 listen port, a TURN relayed port range or a session port range written as a
 literal in a test script, on a command line or in a configuration the test
 writes. Any client socket of any program may sit on an ephemeral port, so
-such a test fails now and then on a busy host ('bind 127.0.0.1:42303:
-Address already in use'); the harness draws ports below the range
+such a test fails now and then on a busy host ('bind 127.0.0.1:PORT:
+Address already in use', PORT a client's); the harness draws ports below the range
 (free_udp_port, free_tcp_port, free_udp_range, turn_ports) and refuses
 such a port at run time too (harness.check_ports), this catches the
 literal before it runs. Nor does a test's own server listen on a port the

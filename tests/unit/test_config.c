@@ -1466,7 +1466,7 @@ static void test_config_every_file_key_sets_what_its_flag_sets(void **state)
 	    {"probe-timeout", "500ms"},
 	    {"session-timeout", "45"},
 	    {"max-sessions", "100"},
-	    {"session-ports", "40000-44999"},
+	    {"session-ports", "20000-24999"},
 	    {"server-query-burst", "10"},
 	    {"query-cache", "2s"},
 	    {"query-cache-stale", "3s"},
@@ -1538,7 +1538,7 @@ static void test_config_file_keys_set_their_values(void **state)
 				   "probe-timeout 500ms\n"
 				   "session-timeout 45\n"
 				   "max-sessions 100\n"
-				   "session-ports 40000-44999\n"
+				   "session-ports 20000-24999\n"
 				   "backend epoll\n"
 				   "ops-listen 127.0.0.1:9100\n"
 				   "ops-allow-public yes\n"
@@ -1565,8 +1565,8 @@ static void test_config_file_keys_set_their_values(void **state)
 	assert_int_equal(r->probe_timeout_ms, 500);
 	assert_int_equal(r->session_timeout_ms, 45000);
 	assert_int_equal(r->max_sessions, 100);
-	assert_int_equal(r->port_min, 40000);
-	assert_int_equal(r->port_max, 44999);
+	assert_int_equal(r->port_min, 20000);
+	assert_int_equal(r->port_max, 24999);
 	assert_int_equal(c.backend, CONF_BACKEND_EPOLL);
 	assert_true(c.ops_enabled);
 	assert_v4(&c.ops_listen, "127.0.0.1", 9100);

@@ -146,7 +146,7 @@ static union etr_sockaddr src(const char *ip)
 
 	memset(&a, 0, sizeof(a));
 	a.in.sin_family = AF_INET;
-	a.in.sin_port = htons(40000);
+	a.in.sin_port = htons(30000);
 	assert_int_equal(inet_pton(AF_INET, ip, &a.in.sin_addr), 1);
 	return a;
 }

@@ -394,7 +394,7 @@ static void test_wgp_uapi_parse_get_reads_wireguard_gos_answer(void **state)
  * relay: a new device answers no private key and a port of its own. */
 static void test_wgp_device_differs_after_a_restart_or_a_wg_set(void **state)
 {
-	static const char restarted[] = "listen_port=40123\nerrno=0\n\n";
+	static const char restarted[] = "listen_port=30123\nerrno=0\n\n";
 	struct wgp_peer peers[2];
 	struct wgp_device dev;
 	/* captured_get's private_key. */
@@ -422,7 +422,7 @@ static void test_wgp_device_differs_after_a_restart_or_a_wg_set(void **state)
 	assert_false(dev.has_private_key);
 	assert_int_equal(n, 0);
 	assert_true(wgp_device_differs(&dev, priv, 21820));
-	assert_true(wgp_device_differs(&dev, priv, 40123));
+	assert_true(wgp_device_differs(&dev, priv, 30123));
 	/* A key of all zeros is none, even on the relay's port. */
 	memset(other, 0, sizeof(other));
 	dev.listen_port = 21820;
