@@ -650,8 +650,8 @@ static bool hs_budget(struct tun_r3 *w, const union etr_sockaddr *peer, uint64_t
 	else
 		return true;
 	STAT_ADD(w->st.result[r], 1);
-	if (now / NS_PER_MS >= w->hs_logged + 60000 || !w->hs_logged) {
-		w->hs_logged = now / NS_PER_MS;
+	if (now / NS_PER_MS >= w->hs_log_at) {
+		w->hs_log_at = now / NS_PER_MS + TUN_R3_LOG_EVERY_MS;
 		if (r == TUN_R3_RATE_SOURCE)
 			log_warnx(
 			    "tunnel: %s begins rung-3 handshakes faster than "

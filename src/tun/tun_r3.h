@@ -75,6 +75,8 @@ struct r3conn;
  * attack round 16); a gateway's own has at least as long as the
  * connections before it take to age out. */
 #define TUN_R3_EVICT_AGE (1 * NS_PER_SEC)
+/* A line about refused handshakes at most this often (ms, per worker). */
+#define TUN_R3_LOG_EVERY_MS (60 * 1000)
 /* Sources a worker's handshake table keeps (32 bytes each). */
 #define TUN_R3_RL_ENTRIES 4096
 
@@ -194,7 +196,7 @@ struct tun_r3 {
 	struct srctab src;
 	struct rl_table hs_ip; /* handshakes begun, by source */
 	struct rl_bucket hs;   /* and in all, this worker's share */
-	uint64_t hs_logged;    /* ms of the last line about them */
+	uint64_t hs_log_at;    /* ms: the next line about them, not before */
 	struct tun_r3_limits lim;
 	uint64_t upgrade_ns, idle_ns;
 	struct tun_r3_slot *conns;
